@@ -1,0 +1,458 @@
+//! Attribution: which run and task a process belongs to, and where its span hangs.
+//!
+//! Roles are decided from the tree as events arrive: a run root (the wrapped command, or in
+//! agent mode a known engine or a run rule), task roots (a Snakemake job, a task rule's match,
+//! else each direct child of the run), and members. Shells that only wrap are transparent:
+//! their children hang under the wrapper's parent.
+pub mod naming;
+pub mod rules;
+pub mod snakemake;
+
+use std::{collections::HashMap, time::SystemTime};
+
+use naming::{executable_name, is_shell, is_single_command, shell_command, tool_name_of};
+use rules::CompiledRule;
+use snakemake::SnakemakeLog;
+
+use crate::{
+    event::ProcKey,
+    host,
+    tree::{Image, Proc, Tree},
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    RunRoot,
+    TaskRoot,
+    Member,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Membership {
+    pub run: ProcKey,
+    pub task: Option<ProcKey>,
+    pub role: Role,
+}
+
+/// The span an entity hangs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntityRef {
+    Run(ProcKey),
+    Task(ProcKey),
+    Tool(ProcKey),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub name: String,
+    pub run_id: String,
+    pub wildcards: Option<String>,
+    pub threads: Option<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub name: String,
+    pub engine: String,
+    pub tasks: u32,
+    pub failed: u32,
+}
+
+/// Something that ended and can now be exported.
+#[derive(Clone, Debug)]
+pub enum Finished {
+    Tool {
+        proc: Proc,
+        run: ProcKey,
+        parent: EntityRef,
+    },
+    Task {
+        proc: Proc,
+        run: ProcKey,
+        info: TaskInfo,
+    },
+    Run {
+        proc: Proc,
+        info: RunInfo,
+    },
+}
+
+pub enum Mode {
+    /// `pipetrace run`: the run is the process with this pid.
+    Run { root_pid: u32 },
+    /// `pipetrace agent`: runs are found by engine or rule.
+    Agent,
+}
+
+struct Run {
+    info: RunInfo,
+    snakemake: Option<SnakemakeLog>,
+    /// Task names fixed when a task rule matched.
+    rule_names: HashMap<ProcKey, String>,
+}
+
+pub struct Attributor {
+    mode: Mode,
+    members: HashMap<ProcKey, Membership>,
+    runs: HashMap<ProcKey, Run>,
+    engines: Vec<String>,
+    run_rules: Vec<CompiledRule>,
+    task_rules: Vec<CompiledRule>,
+    boot_to_unix_ns: i128,
+}
+
+impl Attributor {
+    pub fn new(
+        mode: Mode,
+        cfg: &pipetrace_config::Attribution,
+        boot_to_unix_ns: i128,
+    ) -> Result<Self, regex::Error> {
+        Ok(Self {
+            mode,
+            members: HashMap::new(),
+            runs: HashMap::new(),
+            engines: cfg.engines.clone(),
+            run_rules: rules::compile(&cfg.run_rules)?,
+            task_rules: rules::compile(&cfg.task_rules)?,
+            boot_to_unix_ns,
+        })
+    }
+
+    pub fn membership(&self, key: &ProcKey) -> Option<&Membership> {
+        self.members.get(key)
+    }
+
+    /// Processes in runs now, for the agent's own figures.
+    pub fn tracked(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn active_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Whether an exec of this process needs its working directory (paths, rules, engines).
+    pub fn wants_cwd(&self, tree: &Tree, key: &ProcKey, ppid: u32) -> bool {
+        matches!(self.mode, Mode::Agent)
+            || self.members.contains_key(key)
+            || tree
+                .by_pid(ppid)
+                .is_some_and(|p| self.members.contains_key(&p.key))
+            || matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid)
+    }
+
+    pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {
+        let Some(p) = tree.get(&key) else { return };
+        if let Mode::Run { root_pid } = self.mode
+            && key.pid == root_pid
+            && self.runs.is_empty()
+        {
+            self.start_run(key, "command".into(), String::new());
+            return;
+        }
+        if let Some(parent) = p.parent.and_then(|pk| self.members.get(&pk)).copied() {
+            let m = Membership {
+                run: parent.run,
+                task: parent.task,
+                role: Role::Member,
+            };
+            self.members.insert(key, m);
+        }
+    }
+
+    /// Replays the /proc seed: processes in start order, as if each had just started.
+    pub fn on_seed(&mut self, tree: &Tree, keys: &[ProcKey]) {
+        for &k in keys {
+            self.on_fork(tree, k);
+            self.on_exec(tree, k);
+        }
+    }
+
+    fn start_run(&mut self, key: ProcKey, engine: String, name: String) {
+        let info = RunInfo {
+            name,
+            engine,
+            tasks: 0,
+            failed: 0,
+        };
+        let run = Run {
+            info,
+            snakemake: None,
+            rule_names: HashMap::new(),
+        };
+        self.runs.insert(key, run);
+        self.members.insert(
+            key,
+            Membership {
+                run: key,
+                task: None,
+                role: Role::RunRoot,
+            },
+        );
+    }
+
+    fn engine_of(&self, image: &Image) -> Option<String> {
+        let tool = tool_name_of(executable_name(&image.path), &image.argv);
+        self.engines.iter().find(|e| **e == tool).cloned()
+    }
+
+    pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
+        let Some(p) = tree.get(&key) else { return };
+        let Some(image) = p.image.clone() else { return };
+        if let Mode::Run { root_pid } = self.mode
+            && key.pid == root_pid
+            && !self.members.contains_key(&key)
+            && self.runs.is_empty()
+        {
+            self.start_run(key, "command".into(), String::new());
+        }
+        let Some(m) = self.members.get(&key).copied() else {
+            if matches!(self.mode, Mode::Agent) {
+                self.maybe_start_agent_run(key, &image);
+            }
+            return;
+        };
+        match m.role {
+            Role::RunRoot => self.name_run(key, p, &image),
+            Role::TaskRoot => {}
+            Role::Member if m.task.is_none() => self.maybe_start_task(tree, key, m.run, &image),
+            Role::Member => {}
+        }
+    }
+
+    fn maybe_start_agent_run(&mut self, key: ProcKey, image: &Image) {
+        if let Some(engine) = self.engine_of(image) {
+            self.start_run(key, engine, String::new());
+        } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
+            let name = rule.name(image);
+            self.start_run(key, "rule".into(), name);
+        } else {
+            return;
+        }
+        let (p_img, started) = (image.clone(), SystemTime::now());
+        self.name_run_with(key, &p_img, started);
+    }
+
+    fn name_run(&mut self, key: ProcKey, p: &Proc, image: &Image) {
+        let started = self.unix_time(p.start_ns);
+        self.name_run_with(key, image, started);
+    }
+
+    /// The run root may exec through wrappers (`env`, `time`) before the engine: re-decide
+    /// the engine at each of its execs until the run has tasks.
+    fn name_run_with(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
+        let engine = self.engine_of(image);
+        let Some(run) = self.runs.get_mut(&key) else {
+            return;
+        };
+        if run.info.tasks > 0 {
+            return;
+        }
+        if run.info.engine != "rule" {
+            run.info.engine = engine.unwrap_or_else(|| "command".into());
+        }
+        let workdir = image.cwd.clone().unwrap_or_default();
+        if run.info.engine == "snakemake" {
+            run.info.name = workdir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "snakemake".into());
+            run.snakemake = Some(SnakemakeLog::new(workdir, started));
+        } else if run.info.engine != "rule" {
+            run.info.name = tool_name_of(executable_name(&image.path), &image.argv);
+        }
+    }
+
+    fn unix_time(&self, boot_ns: u64) -> SystemTime {
+        let ns = (boot_ns as i128 + self.boot_to_unix_ns).max(0) as u64;
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns)
+    }
+
+    fn maybe_start_task(&mut self, tree: &Tree, key: ProcKey, run_key: ProcKey, image: &Image) {
+        let Some(engine) = self.runs.get(&run_key).map(|r| r.info.engine.clone()) else {
+            return;
+        };
+        let rule_name = self
+            .task_rules
+            .iter()
+            .find(|r| r.matches(image))
+            .map(|r| r.name(image));
+        let is_task = rule_name.is_some()
+            || if engine == "snakemake" {
+                let parent = tree.get(&key).and_then(|p| p.parent);
+                parent == Some(run_key) && shell_command(&image.argv).is_some()
+            } else {
+                self.placement(tree, &key, run_key, None) == EntityRef::Run(run_key)
+            };
+        if !is_task {
+            return;
+        }
+        if let (Some(name), Some(run)) = (rule_name, self.runs.get_mut(&run_key)) {
+            run.rule_names.insert(key, name);
+        }
+        let m = Membership {
+            run: run_key,
+            task: Some(key),
+            role: Role::TaskRoot,
+        };
+        self.members.insert(key, m);
+    }
+
+    /// A member whose span would be empty: a subshell that never exec'd, or a shell that
+    /// only wraps one command.
+    fn transparent(&self, tree: &Tree, p: &Proc) -> bool {
+        match &p.image {
+            None => p
+                .parent
+                .and_then(|k| tree.get(&k))
+                .and_then(|parent| parent.image.as_ref())
+                .is_some_and(|img| is_shell(&img.path)),
+            Some(img) => shell_command(&img.argv).is_some_and(is_single_command),
+        }
+    }
+
+    /// A task root that is a `sh -c` job script: the task span stands for it.
+    fn task_root_is_script(p: &Proc) -> bool {
+        p.image
+            .as_ref()
+            .is_some_and(|img| shell_command(&img.argv).is_some())
+    }
+
+    /// The nearest ancestor with a span of its own.
+    fn placement(
+        &self,
+        tree: &Tree,
+        key: &ProcKey,
+        run: ProcKey,
+        task: Option<ProcKey>,
+    ) -> EntityRef {
+        for a in tree.ancestors(key) {
+            let Some(m) = self.members.get(&a.key) else {
+                break;
+            };
+            match m.role {
+                Role::RunRoot => return EntityRef::Run(a.key),
+                Role::TaskRoot if Self::task_root_is_script(a) => return EntityRef::Task(a.key),
+                Role::TaskRoot => return EntityRef::Tool(a.key),
+                Role::Member if self.transparent(tree, a) => continue,
+                Role::Member => return EntityRef::Tool(a.key),
+            }
+        }
+        task.map(EntityRef::Task).unwrap_or(EntityRef::Run(run))
+    }
+
+    fn task_info(&mut self, key: ProcKey, run_key: ProcKey, p: &Proc) -> TaskInfo {
+        let fallback_id = format!("{}-{}", key.pid, key.start_ticks);
+        let final_name = p
+            .image
+            .as_ref()
+            .map(|i| tool_name_of(executable_name(&i.path), &i.argv))
+            .unwrap_or_else(|| p.comm.clone());
+        let run = self.runs.get_mut(&run_key);
+        if let Some(name) = run.as_ref().and_then(|r| r.rule_names.get(&key)) {
+            return TaskInfo {
+                name: name.clone(),
+                run_id: fallback_id,
+                wildcards: None,
+                threads: None,
+            };
+        }
+        let command = p
+            .first_image
+            .as_ref()
+            .and_then(|i| shell_command(&i.argv))
+            .map(snakemake::strip_prefix);
+        if let (Some(run), Some(command)) = (run, command)
+            && let Some(log) = run.snakemake.as_mut()
+        {
+            if let Some(cwd) = host::cwd(run_key.pid) {
+                log.set_workdir(cwd);
+            }
+            if let Some(job) = log.claim(command) {
+                return TaskInfo {
+                    name: job.rule,
+                    run_id: job.jobid.unwrap_or(fallback_id),
+                    wildcards: job.wildcards,
+                    threads: job.threads,
+                };
+            }
+            let words = naming::shell_words(command);
+            let name = words.first().map(|w| executable_name(w).to_string());
+            return TaskInfo {
+                name: name.unwrap_or(final_name),
+                run_id: fallback_id,
+                wildcards: None,
+                threads: None,
+            };
+        }
+        TaskInfo {
+            name: final_name,
+            run_id: fallback_id,
+            wildcards: None,
+            threads: None,
+        }
+    }
+
+    /// A process ended: what can now be exported.
+    pub fn on_exit(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {
+        let Some(m) = self.members.get(&key).copied() else {
+            return Vec::new();
+        };
+        let Some(p) = tree.get(&key) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        match m.role {
+            Role::RunRoot => {
+                if let Some(run) = self.runs.get(&key) {
+                    out.push(Finished::Run {
+                        proc: p.clone(),
+                        info: run.info.clone(),
+                    });
+                }
+            }
+            Role::TaskRoot => {
+                let info = self.task_info(key, m.run, p);
+                let failed = p.exit.as_ref().is_some_and(|e| e.code() != 0);
+                if let Some(run) = self.runs.get_mut(&m.run) {
+                    run.info.tasks += 1;
+                    run.info.failed += u32::from(failed);
+                }
+                if !Self::task_root_is_script(p) {
+                    let parent = EntityRef::Task(key);
+                    out.push(Finished::Tool {
+                        proc: p.clone(),
+                        run: m.run,
+                        parent,
+                    });
+                }
+                out.push(Finished::Task {
+                    proc: p.clone(),
+                    run: m.run,
+                    info,
+                });
+            }
+            Role::Member if self.transparent(tree, p) => {}
+            Role::Member => {
+                let parent = self.placement(tree, &key, m.run, m.task);
+                out.push(Finished::Tool {
+                    proc: p.clone(),
+                    run: m.run,
+                    parent,
+                });
+            }
+        }
+        out
+    }
+
+    /// The tree dropped these processes: forget them, and runs whose root is gone.
+    pub fn forget(&mut self, dropped: &[Proc]) {
+        for p in dropped {
+            self.members.remove(&p.key);
+            self.runs.remove(&p.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,224 @@
+//! Attribution over synthetic event sequences shaped like real ones (see the e2e tests for
+//! the real thing).
+use super::*;
+use crate::event::Exec;
+
+struct Sim {
+    tree: Tree,
+    attr: Attributor,
+    out: Vec<Finished>,
+    t: u64,
+}
+
+fn key(pid: u32) -> ProcKey {
+    ProcKey {
+        pid,
+        start_ticks: pid as u64,
+    }
+}
+
+impl Sim {
+    fn new(mode: Mode, cfg: pipetrace_config::Attribution) -> Self {
+        let attr = Attributor::new(mode, &cfg, 0).unwrap();
+        Self {
+            tree: Tree::default(),
+            attr,
+            out: Vec::new(),
+            t: 0,
+        }
+    }
+
+    fn fork(&mut self, pid: u32, parent: u32) {
+        self.t += 1;
+        self.tree.fork(key(pid), self.t, key(parent), "x".into());
+        self.attr.on_fork(&self.tree, key(pid));
+    }
+
+    fn exec(&mut self, pid: u32, path: &str, argv: &[&str]) {
+        self.t += 1;
+        let e = Exec {
+            key: key(pid),
+            start_ns: 0,
+            time_ns: self.t,
+            ppid: 0,
+            uid: 0,
+            cgroup_id: 0,
+            filename: path.into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            argv_truncated: false,
+        };
+        self.tree.exec(&e, Some("/work/proj".into()));
+        self.attr.on_exec(&self.tree, key(pid));
+    }
+
+    fn exit(&mut self, pid: u32, code: u32) {
+        self.t += 1;
+        self.tree.exit(&key(pid), self.t, code << 8);
+        self.out.extend(self.attr.on_exit(&self.tree, key(pid)));
+        let dropped = self.tree.release(key(pid));
+        self.attr.forget(&dropped);
+    }
+
+    fn tools(&self) -> Vec<(String, EntityRef)> {
+        self.out
+            .iter()
+            .filter_map(|f| match f {
+                Finished::Tool { proc, parent, .. } => {
+                    let img = proc.image.as_ref().unwrap();
+                    Some((tool_name_of(executable_name(&img.path), &img.argv), *parent))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tasks(&self) -> Vec<(u32, String)> {
+        self.out
+            .iter()
+            .filter_map(|f| match f {
+                Finished::Task { proc, info, .. } => Some((proc.key.pid, info.name.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn plain_script_children_are_tasks_and_wrappers_vanish() {
+    let mut s = Sim::new(Mode::Run { root_pid: 10 }, Default::default());
+    s.fork(10, 1);
+    s.exec(10, "/usr/bin/bash", &["bash", "pipeline.sh"]);
+    // bwa | samtools: two forked children of the script
+    s.fork(11, 10);
+    s.exec(11, "/usr/bin/bwa", &["bwa", "mem", "r.fa"]);
+    // a subshell (fork, no exec) wrapping `sh -c "samtools index"` which forks samtools
+    s.fork(12, 10);
+    s.fork(13, 12);
+    s.exec(13, "/bin/sh", &["sh", "-c", "samtools index a.bam"]);
+    s.fork(14, 13);
+    s.exec(14, "/usr/bin/samtools", &["samtools", "index", "a.bam"]);
+    for pid in [11, 14, 13, 12] {
+        s.exit(pid, 0);
+    }
+    s.exit(10, 0);
+    let tasks = s.tasks();
+    assert_eq!(
+        tasks,
+        [(11, "bwa".to_string()), (13, "samtools".to_string())]
+    );
+    let tools = s.tools();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert_eq!(tools[0], ("bwa".into(), EntityRef::Task(key(11))));
+    // samtools hangs directly under the `sh -c` task: the wrapper adds no level.
+    assert_eq!(tools[1], ("samtools".into(), EntityRef::Task(key(13))));
+    let Finished::Run { info, .. } = s.out.last().unwrap() else {
+        panic!("run last")
+    };
+    assert_eq!(
+        (info.tasks, info.failed, info.name.as_str()),
+        (2, 0, "pipeline.sh")
+    );
+}
+
+#[test]
+fn snakemake_jobs_are_shell_children_and_helpers_are_not() {
+    let mut s = Sim::new(Mode::Agent, Default::default());
+    s.fork(20, 1);
+    s.exec(
+        20,
+        "/usr/bin/snakemake",
+        &["/usr/bin/python3", "/usr/bin/snakemake", "-c4"],
+    );
+    s.fork(21, 20);
+    s.exec(21, "/usr/bin/cbc", &["cbc", "/tmp/x.lp"]);
+    s.fork(22, 20);
+    s.exec(
+        22,
+        "/usr/bin/bash",
+        &[
+            "/usr/bin/bash",
+            "-c",
+            "set -euo pipefail;  bwa mem r | samtools sort -o a.bam -",
+        ],
+    );
+    s.fork(23, 22);
+    s.exec(23, "/usr/bin/bwa", &["bwa", "mem", "r"]);
+    s.fork(24, 22);
+    s.exec(
+        24,
+        "/usr/bin/samtools",
+        &["samtools", "sort", "-o", "a.bam", "-"],
+    );
+    // exec-optimised job: bash becomes samtools itself
+    s.fork(25, 20);
+    s.exec(
+        25,
+        "/usr/bin/bash",
+        &[
+            "/usr/bin/bash",
+            "-c",
+            "set -euo pipefail;  samtools index a.bam",
+        ],
+    );
+    s.exec(25, "/usr/bin/samtools", &["samtools", "index", "a.bam"]);
+    s.exit(23, 0);
+    s.exit(24, 0);
+    s.exit(22, 0);
+    s.exit(25, 1);
+    s.exit(21, 0);
+    s.exit(20, 1);
+    let tools = s.tools();
+    assert!(
+        tools.contains(&("bwa".into(), EntityRef::Task(key(22)))),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&("samtools".into(), EntityRef::Task(key(22)))));
+    assert!(tools.contains(&("samtools".into(), EntityRef::Task(key(25)))));
+    assert!(tools.contains(&("cbc".into(), EntityRef::Run(key(20)))));
+    assert_eq!(s.tasks().len(), 2);
+    let Finished::Run { info, .. } = s.out.last().unwrap() else {
+        panic!("run last")
+    };
+    assert_eq!(
+        (info.engine.as_str(), info.tasks, info.failed),
+        ("snakemake", 2, 1)
+    );
+    assert_eq!(info.name, "proj");
+    assert_eq!(s.attr.tracked(), 0, "everything forgotten once exported");
+}
+
+#[test]
+fn task_rules_name_tasks_anywhere_in_the_run() {
+    let cfg = pipetrace_config::Attribution {
+        task_rules: vec![pipetrace_config::Rule {
+            matches: pipetrace_config::Match {
+                executable: Some("step.py".into()),
+                ..Default::default()
+            },
+            name: "step {argv2}".into(),
+        }],
+        ..Default::default()
+    };
+    let mut s = Sim::new(Mode::Run { root_pid: 30 }, cfg);
+    s.fork(30, 1);
+    s.exec(30, "/usr/bin/make", &["make"]);
+    s.fork(31, 30);
+    s.exec(31, "/usr/bin/python3", &["python3", "step.py", "S1"]);
+    s.exit(31, 2);
+    s.exit(30, 2);
+    assert_eq!(s.tasks(), [(31, "step S1".to_string())]);
+    let Finished::Run { info, .. } = s.out.last().unwrap() else {
+        panic!("run last")
+    };
+    assert_eq!(info.failed, 1);
+}
+
+#[test]
+fn agent_ignores_processes_outside_runs() {
+    let mut s = Sim::new(Mode::Agent, Default::default());
+    s.fork(40, 1);
+    s.exec(40, "/usr/bin/ls", &["ls"]);
+    s.exit(40, 0);
+    assert!(s.out.is_empty());
+    assert!(s.tree.is_empty());
+}

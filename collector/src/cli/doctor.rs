@@ -1,0 +1,126 @@
+//! `pipetrace doctor`: can this machine run the agent, and if not, what to do about it.
+use std::path::Path;
+
+use crate::probes::{BTF_PATH, Probes, TRACEFS, resolve_offsets};
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+struct Report {
+    failed: bool,
+}
+
+impl Report {
+    fn ok(&mut self, what: &str, detail: String) {
+        println!("  ok    {what}: {detail}");
+    }
+
+    fn fail(&mut self, what: &str, detail: String, fix: &str) {
+        self.failed = true;
+        println!("  FAIL  {what}: {detail}\n        fix: {fix}");
+    }
+}
+
+fn kernel_version() -> Option<(u32, u32, String)> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let release = release.trim().to_string();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor, release))
+}
+
+fn effective_caps() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+}
+
+pub fn run() -> i32 {
+    let mut r = Report { failed: false };
+    println!("pipetrace doctor");
+    match kernel_version() {
+        Some((maj, min, rel)) if (maj, min) >= (5, 8) => r.ok("kernel", rel),
+        Some((_, _, rel)) => r.fail(
+            "kernel",
+            format!("{rel} is older than 5.8 (no BPF ring buffer)"),
+            "run on Linux 5.8 or newer",
+        ),
+        None => r.fail(
+            "kernel",
+            "cannot read /proc/sys/kernel/osrelease".into(),
+            "mount /proc",
+        ),
+    }
+    if Path::new(BTF_PATH).exists() {
+        match resolve_offsets(Path::new(BTF_PATH), Path::new(TRACEFS)) {
+            Ok(o) => r.ok(
+                "BTF",
+                format!(
+                    "{BTF_PATH} (task_struct.start_boottime at {})",
+                    o.task_start_boottime
+                ),
+            ),
+            Err(e) => r.fail(
+                "BTF",
+                e.to_string(),
+                "use a kernel with CONFIG_DEBUG_INFO_BTF=y",
+            ),
+        }
+    } else {
+        r.fail(
+            "BTF",
+            format!("{BTF_PATH} is missing"),
+            "use a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        );
+    }
+    match crate::probes::ensure_tracefs() {
+        Ok(p) => r.ok("tracefs", p.display().to_string()),
+        Err(e) => r.fail(
+            "tracefs",
+            e.to_string(),
+            &format!("mount -t tracefs nodev {TRACEFS}"),
+        ),
+    }
+    match effective_caps() {
+        Some(caps) => {
+            let has = |c: u32| caps & (1 << c) != 0;
+            let bpf = has(CAP_BPF) && has(CAP_PERFMON);
+            if has(CAP_SYS_ADMIN) || bpf {
+                let how = if bpf {
+                    "CAP_BPF + CAP_PERFMON"
+                } else {
+                    "CAP_SYS_ADMIN"
+                };
+                r.ok("capabilities", how.into());
+            } else {
+                r.fail(
+                    "capabilities",
+                    format!("effective set {caps:#x} lacks CAP_BPF and CAP_PERFMON"),
+                    "run as root, or grant CAP_BPF and CAP_PERFMON (setcap cap_bpf,cap_perfmon+ep pipetrace)",
+                );
+            }
+        }
+        None => r.fail(
+            "capabilities",
+            "cannot read /proc/self/status".into(),
+            "mount /proc",
+        ),
+    }
+    // The definitive check: load and attach the real probes, then let them go.
+    match Probes::load(1 << 20) {
+        Ok(_) => r.ok(
+            "probes",
+            "loaded and attached (fork, exec, exit; ring buffer)".into(),
+        ),
+        Err(e) => r.fail("probes", e.to_string(), "see the lines above"),
+    }
+    if r.failed {
+        println!("pipetrace cannot run here; fix the lines marked FAIL");
+        1
+    } else {
+        println!("pipetrace can run here");
+        0
+    }
+}

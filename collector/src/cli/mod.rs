@@ -1,0 +1,160 @@
+//! The `pipetrace` command line. Errors become one clear line and an exit code here.
+mod agent;
+mod config_cmd;
+mod demo;
+mod doctor;
+mod forward;
+mod run;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use pipetrace_config::{Config, ConfigError, Flags, Protocol};
+
+/// Exit code for bad input (config, usage).
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pipetrace",
+    version,
+    about = "Watch pipelines from the Linux kernel; export them as OpenTelemetry"
+)]
+pub struct Cli {
+    /// YAML config file (defaults < file < environment < flags).
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// OTLP endpoint, e.g. http://localhost:4317 (gRPC) or http://localhost:4318 (HTTP).
+    #[arg(long, global = true, value_name = "URL")]
+    endpoint: Option<String>,
+    /// OTLP protocol: grpc or http/protobuf.
+    #[arg(long, global = true, value_parser = parse_protocol)]
+    protocol: Option<Protocol>,
+    /// Write OTLP JSON lines to this file (default when no endpoint is set: a file in .).
+    #[arg(long, short = 'o', global = true, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// OTel service.name of the exported resource.
+    #[arg(long, global = true)]
+    service_name: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    match s {
+        "grpc" => Ok(Protocol::Grpc),
+        "http/protobuf" | "http" => Ok(Protocol::HttpProtobuf),
+        other => Err(format!("`{other}` is not grpc or http/protobuf")),
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command under pipetrace: one trace for it, exits with its exit code.
+    Run {
+        /// Do not print the trace tree and summary at the end.
+        #[arg(long)]
+        no_summary: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Watch the whole host: every run of a known engine or a run rule becomes a trace.
+    Agent,
+    /// Check that this machine can run pipetrace, and say how to fix what is missing.
+    Doctor,
+    /// Validate or print configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Trace the bundled demo pipeline (Snakemake with bwa, samtools and python).
+    Demo {
+        /// Where to write the demo pipeline and its results.
+        #[arg(long, default_value = "pipetrace-demo")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigCommand {
+    /// Check a config file; exit 2 with the key at fault if it is not valid.
+    Validate { file: PathBuf },
+    /// Print the default configuration as YAML.
+    PrintDefault,
+}
+
+impl Cli {
+    fn flags(&self) -> Flags {
+        Flags {
+            service_name: self.service_name.clone(),
+            endpoint: self.endpoint.clone(),
+            protocol: self.protocol,
+            output: self.output.clone(),
+        }
+    }
+
+    fn load(&self, file: Option<&std::path::Path>) -> Result<Config, ConfigError> {
+        pipetrace_config::load(
+            file.or(self.config.as_deref()),
+            std::env::vars(),
+            &self.flags(),
+        )
+    }
+}
+
+fn config_failed(e: ConfigError) -> i32 {
+    eprintln!("pipetrace: config error: {e}");
+    EXIT_USAGE
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    env_logger::Builder::from_env(env_logger::Env::new().filter_or("PIPETRACE_LOG", "warn")).init();
+    match &cli.command {
+        Command::Config(ConfigCommand::PrintDefault) => {
+            print!("{}", pipetrace_config::load::default_yaml());
+            0
+        }
+        Command::Config(ConfigCommand::Validate { file }) => match cli.load(Some(file)) {
+            Ok(_) => config_cmd::valid(file),
+            Err(e) => config_failed(e),
+        },
+        Command::Doctor => doctor::run(),
+        command => {
+            let cfg = match cli.load(None) {
+                Ok(c) => c,
+                Err(e) => return config_failed(e),
+            };
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("pipetrace: error: cannot start the async runtime: {e}");
+                    return 1;
+                }
+            };
+            let result = rt.block_on(async {
+                match command {
+                    Command::Run {
+                        no_summary,
+                        command,
+                    } => run::run(&cfg, command, None, !no_summary).await,
+                    Command::Agent => agent::run(&cfg).await,
+                    Command::Demo { dir } => demo::run(cfg, dir).await,
+                    _ => unreachable!("handled above"),
+                }
+            });
+            match result {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("pipetrace: error: {e:#}");
+                    e.downcast_ref::<run::UsageError>()
+                        .map_or(1, |_| EXIT_USAGE)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! `pipetrace run -- COMMAND`: trace one command and everything it starts.
+use std::{
+    os::unix::process::ExitStatusExt,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context;
+use pipetrace_config::Config;
+
+use crate::{
+    attribution::{Attributor, Mode},
+    export::Exporter,
+    host::HostInfo,
+    pipeline::Pipeline,
+    probes::Probes,
+    redact::Redactor,
+    signals::SpanBuilder,
+};
+
+/// Bad input from the user: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Everything the agent needs before it may start the user's command: nothing is started
+/// when any of it fails.
+pub(super) struct Prepared {
+    pub host: HostInfo,
+    pub probes: Probes,
+    pub builder: SpanBuilder,
+}
+
+pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
+    let host = HostInfo::detect().context("reading host identity")?;
+    let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
+    let probes = Probes::load(cfg.probes.ring_buffer_bytes)?;
+    Ok(Prepared {
+        builder: SpanBuilder::new(host.clone(), redactor),
+        host,
+        probes,
+    })
+}
+
+fn default_file(dir: Option<&Path>) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "");
+    dir.unwrap_or(Path::new("."))
+        .join(format!("pipetrace-{stamp}.otlp.jsonl"))
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Runs `argv` in `cwd` under the probes. Returns the command's exit code.
+pub async fn run(
+    cfg: &Config,
+    argv: &[String],
+    cwd: Option<&Path>,
+    print_summary: bool,
+) -> anyhow::Result<i32> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(UsageError("nothing to run: pipetrace run -- COMMAND [ARGS...]".into()).into());
+    };
+    let Prepared {
+        host,
+        mut probes,
+        builder,
+    } = prepare(cfg)?;
+    let mut reader = probes.take_reader()?;
+    let exporter = Exporter::start(cfg, &host, default_file(cwd))?;
+
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = exporter.shutdown(Duration::from_secs(1)).await;
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            eprintln!("pipetrace: cannot start `{program}`: {e}");
+            return Ok(code);
+        }
+    };
+    let root_pid = child
+        .id()
+        .context("the command exited before it could be traced")?;
+    super::forward::forward_to(root_pid).context("installing signal forwarding")?;
+    let attr = Attributor::new(
+        Mode::Run { root_pid },
+        &cfg.attribution,
+        host.boot_to_unix_ns,
+    )?;
+    let mut pipe = Pipeline::new(attr, builder, exporter, print_summary);
+
+    let mut buf = Vec::new();
+    let status = loop {
+        tokio::select! {
+            r = reader.next_batch(&mut buf) => {
+                r.context("reading kernel events")?;
+                buf.drain(..).for_each(|ev| pipe.handle(ev));
+            }
+            st = child.wait() => break st.context("waiting for the command")?,
+        }
+    };
+    // The root's exit event is queued before wait() returns, but a record another CPU is
+    // still committing can hold the queue for a moment: drain until the run span is out.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        reader.drain_now(&mut buf);
+        buf.drain(..).for_each(|ev| pipe.handle(ev));
+        if pipe.attr.active_runs() == 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let wall = started.elapsed();
+    let lost = probes.lost_events();
+    let still_running = pipe.attr.tracked();
+    let (exporter, summary) = pipe.into_parts();
+    let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
+    if !exporter.shutdown(cfg.export.flush_timeout).await {
+        eprintln!(
+            "pipetrace: telemetry not fully sent within {}; the rest is lost",
+            humantime::format_duration(cfg.export.flush_timeout)
+        );
+    }
+    if let Some(s) = summary.filter(|_| print_summary) {
+        let text = s.render(
+            cfg.summary.max_tasks,
+            cfg.summary.max_tools_per_task,
+            wall,
+            &dest,
+            &stats,
+            lost,
+        );
+        eprint!("\n{text}");
+        if still_running > 0 {
+            eprintln!("pipetrace: {still_running} processes of the run still run; not exported");
+        }
+    }
+    Ok(exit_code(status))
+}

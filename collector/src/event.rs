@@ -1,0 +1,206 @@
+//! Decoding of the probes' ring-buffer records into owned events.
+use pipetrace_probes_common::{
+    EXEC_ARGV_TRUNCATED, EventHeader, ExecEvent, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
+    KIND_FORK,
+};
+
+use crate::host::NS_PER_TICK;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("record of {0} bytes is shorter than an event header")]
+    Short(usize),
+    #[error("record of kind {kind} has {got} bytes, expected {want}")]
+    Size { kind: u32, got: usize, want: usize },
+    #[error("unknown record kind {0}")]
+    Kind(u32),
+}
+
+/// A process identity within one boot: PID reuse never merges two processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcKey {
+    pub pid: u32,
+    pub start_ticks: u64,
+}
+
+impl ProcKey {
+    pub fn from_ns(pid: u32, start_ns: u64) -> Self {
+        Self {
+            pid,
+            start_ticks: start_ns / NS_PER_TICK,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Fork {
+        key: ProcKey,
+        start_ns: u64,
+        parent: ProcKey,
+        comm: String,
+    },
+    Exec(Exec),
+    Exit {
+        key: ProcKey,
+        time_ns: u64,
+        status: u32,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exec {
+    pub key: ProcKey,
+    pub start_ns: u64,
+    pub time_ns: u64,
+    pub ppid: u32,
+    pub uid: u32,
+    pub cgroup_id: u64,
+    pub filename: String,
+    pub argv: Vec<String>,
+    pub argv_truncated: bool,
+}
+
+fn read<T: Copy>(bytes: &[u8], kind: u32) -> Result<T, DecodeError> {
+    let want = size_of::<T>();
+    if bytes.len() < want {
+        return Err(DecodeError::Size {
+            kind,
+            got: bytes.len(),
+            want,
+        });
+    }
+    // SAFETY: length checked; the types are plain `#[repr(C)]` integers and byte arrays.
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+pub fn cstr(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// argv as the kernel lays it out: NUL-terminated strings back to back.
+pub fn split_argv(bytes: &[u8]) -> Vec<String> {
+    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    bytes
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    if bytes.len() < size_of::<EventHeader>() {
+        return Err(DecodeError::Short(bytes.len()));
+    }
+    let h: EventHeader = read(bytes, 0)?;
+    let key = ProcKey::from_ns(h.tgid, h.start_ns);
+    match h.kind {
+        KIND_FORK => {
+            let e: ForkEvent = read(bytes, h.kind)?;
+            Ok(Event::Fork {
+                key,
+                start_ns: h.start_ns,
+                parent: ProcKey::from_ns(e.parent_tgid, e.parent_start_ns),
+                comm: cstr(&e.comm),
+            })
+        }
+        KIND_EXEC => {
+            let e: ExecEvent = read(bytes, h.kind)?;
+            let n = (e.argv_len as usize).min(e.argv.len());
+            Ok(Event::Exec(Exec {
+                key,
+                start_ns: h.start_ns,
+                time_ns: h.time_ns,
+                ppid: e.ppid,
+                uid: e.uid,
+                cgroup_id: e.cgroup_id,
+                filename: cstr(&e.filename),
+                argv: split_argv(&e.argv[..n]),
+                argv_truncated: e.flags & EXEC_ARGV_TRUNCATED != 0,
+            }))
+        }
+        KIND_EXIT => {
+            let e: ExitEvent = read(bytes, h.kind)?;
+            Ok(Event::Exit {
+                key,
+                time_ns: h.time_ns,
+                status: e.exit_code,
+            })
+        }
+        other => Err(DecodeError::Kind(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipetrace_probes_common::{ARGV_LEN, PATH_LEN};
+
+    fn bytes_of<T>(v: &T) -> Vec<u8> {
+        // SAFETY: reading the bytes of a plain repr(C) value.
+        unsafe { std::slice::from_raw_parts(v as *const T as *const u8, size_of::<T>()).to_vec() }
+    }
+
+    #[test]
+    fn exec_record_round_trips() {
+        let mut e = ExecEvent {
+            header: EventHeader {
+                kind: KIND_EXEC,
+                tgid: 7,
+                time_ns: 5,
+                start_ns: 30_000_000,
+            },
+            ppid: 1,
+            uid: 0,
+            cgroup_id: 9,
+            flags: EXEC_ARGV_TRUNCATED,
+            argv_len: 0,
+            filename: [0; PATH_LEN],
+            argv: [0; ARGV_LEN],
+        };
+        e.filename[..8].copy_from_slice(b"/bin/ls\0");
+        let args = b"ls\0-l\0/tmp\0";
+        e.argv[..args.len()].copy_from_slice(args);
+        e.argv_len = args.len() as u32;
+        let Event::Exec(x) = decode(&bytes_of(&e)).unwrap() else {
+            panic!("not exec")
+        };
+        assert_eq!(
+            x.key,
+            ProcKey {
+                pid: 7,
+                start_ticks: 3
+            }
+        );
+        assert_eq!(x.filename, "/bin/ls");
+        assert_eq!(x.argv, ["ls", "-l", "/tmp"]);
+        assert!(x.argv_truncated);
+    }
+
+    #[test]
+    fn short_and_unknown_records_are_errors() {
+        assert_eq!(decode(&[0; 4]), Err(DecodeError::Short(4)));
+        let h = EventHeader {
+            kind: 99,
+            ..Default::default()
+        };
+        assert_eq!(decode(&bytes_of(&h)), Err(DecodeError::Kind(99)));
+        let h = EventHeader {
+            kind: KIND_EXIT,
+            ..Default::default()
+        };
+        assert!(matches!(
+            decode(&bytes_of(&h)),
+            Err(DecodeError::Size { .. })
+        ));
+    }
+
+    #[test]
+    fn argv_splitting_keeps_empty_arguments() {
+        assert_eq!(split_argv(b"a\0\0b\0"), ["a", "", "b"]);
+        assert!(split_argv(b"").is_empty());
+    }
+}

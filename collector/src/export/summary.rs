@@ -1,0 +1,179 @@
+//! The end-of-run summary and trace tree `pipetrace run` prints to the terminal.
+use std::{collections::HashMap, fmt::Write as _, time::Duration};
+
+use opentelemetry::trace::{SpanId, Status};
+
+use super::{Destinations, ExportStats};
+use crate::signals::{Kind, Signal};
+
+/// Entries kept for the tree at most; past it only counts grow.
+const MAX_ENTRIES: usize = 200_000;
+
+struct Entry {
+    kind: Kind,
+    name: String,
+    start: std::time::SystemTime,
+    secs: f64,
+    error: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Summary {
+    entries: HashMap<SpanId, Entry>,
+    children: HashMap<SpanId, Vec<SpanId>>,
+    run: Option<SpanId>,
+    trace_id: Option<String>,
+    pub tasks: u64,
+    pub tools: u64,
+    pub failed_tasks: u64,
+    pub failed_tools: u64,
+}
+
+impl Summary {
+    pub fn record(&mut self, s: &Signal) {
+        let span = &s.span;
+        let error = match &span.status {
+            Status::Error { description } => Some(description.to_string()),
+            _ => None,
+        };
+        match s.kind {
+            Kind::Run => {
+                self.run = Some(span.span_context.span_id());
+                self.trace_id = Some(span.span_context.trace_id().to_string());
+            }
+            Kind::Task => {
+                self.tasks += 1;
+                self.failed_tasks += u64::from(error.is_some());
+            }
+            Kind::Tool => {
+                self.tools += 1;
+                self.failed_tools += u64::from(error.is_some());
+            }
+        }
+        if self.entries.len() >= MAX_ENTRIES {
+            return;
+        }
+        let secs = span
+            .end_time
+            .duration_since(span.start_time)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let id = span.span_context.span_id();
+        let entry = Entry {
+            kind: s.kind,
+            name: span.name.to_string(),
+            start: span.start_time,
+            secs,
+            error,
+        };
+        self.entries.insert(id, entry);
+        self.children
+            .entry(span.parent_span_id)
+            .or_default()
+            .push(id);
+    }
+
+    pub fn trace_id(&self) -> Option<&str> {
+        self.trace_id.as_deref()
+    }
+
+    fn line(
+        &self,
+        out: &mut String,
+        prefix: &str,
+        id: SpanId,
+        last: bool,
+        depth: usize,
+        limits: (usize, usize),
+    ) {
+        let Some(e) = self.entries.get(&id) else {
+            return;
+        };
+        let branch = if depth == 0 {
+            ""
+        } else if last {
+            "└─ "
+        } else {
+            "├─ "
+        };
+        let state = match &e.error {
+            Some(err) => format!("FAILED: {err}"),
+            None => "ok".into(),
+        };
+        let _ = writeln!(out, "{prefix}{branch}{}  {:.2}s  {state}", e.name, e.secs);
+        let child_prefix = match depth {
+            0 => String::new(),
+            _ if last => format!("{prefix}   "),
+            _ => format!("{prefix}│  "),
+        };
+        let mut kids: Vec<SpanId> = self.children.get(&id).cloned().unwrap_or_default();
+        kids.sort_by_key(|k| self.entries.get(k).map(|e| e.start));
+        let cap = if e.kind == Kind::Run {
+            limits.0
+        } else {
+            limits.1
+        };
+        let shown = kids.len().min(cap);
+        for (i, k) in kids.iter().take(shown).enumerate() {
+            let is_last = i + 1 == shown && shown == kids.len();
+            self.line(out, &child_prefix, *k, is_last, depth + 1, limits);
+        }
+        if kids.len() > shown {
+            let _ = writeln!(out, "{child_prefix}└─ … and {} more", kids.len() - shown);
+        }
+    }
+
+    /// The tree (tasks and tools under the run), then the totals and where data went.
+    pub fn render(
+        &self,
+        max_tasks: usize,
+        max_tools: usize,
+        wall: Duration,
+        dest: &Destinations,
+        stats: &ExportStats,
+        lost_kernel: u64,
+    ) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut out = String::new();
+        if let Some(run) = self.run {
+            self.line(&mut out, "", run, true, 0, (max_tasks, max_tools));
+        }
+        let _ = writeln!(
+            out,
+            "\npipetrace: {} tasks ({} failed), {} tools ({} exited non-zero) in {:.1}s",
+            self.tasks,
+            self.failed_tasks,
+            self.tools,
+            self.failed_tools,
+            wall.as_secs_f64()
+        );
+        if let Some(t) = &self.trace_id {
+            let _ = writeln!(out, "pipetrace: trace id {t}");
+        }
+        if let Some(ep) = &dest.otlp {
+            let _ = writeln!(
+                out,
+                "pipetrace: {} spans sent over OTLP to {ep} ({} failed)",
+                stats.exported_otlp.load(Relaxed),
+                stats.failed_otlp.load(Relaxed)
+            );
+        }
+        if let Some(f) = &dest.file {
+            let _ = writeln!(
+                out,
+                "pipetrace: {} spans written as OTLP JSON to {}",
+                stats.written_file.load(Relaxed),
+                f.display()
+            );
+        }
+        let dropped = stats.dropped_queue_full.load(Relaxed);
+        if dropped > 0 || lost_kernel > 0 {
+            let _ = writeln!(
+                out,
+                "pipetrace: WARNING {lost_kernel} kernel events lost, {dropped} spans dropped \
+                 (queue full); raise probes.ring_buffer_bytes / export.queue_spans"
+            );
+        }
+        out
+    }
+}

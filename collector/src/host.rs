@@ -1,0 +1,144 @@
+//! Facts about this host and its processes read from /proc: identity, clocks, the seed scan.
+//! Never opens /proc/*/environ.
+use std::{fs, path::PathBuf};
+
+/// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
+/// ticks so that a process seen first by the /proc scan and later by the probes is one process.
+pub const NS_PER_TICK: u64 = 1_000_000_000 / 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+fn read(path: &str) -> Result<String, HostError> {
+    fs::read_to_string(path).map_err(|source| HostError::Read {
+        path: path.into(),
+        source,
+    })
+}
+
+#[derive(Clone, Debug)]
+pub struct HostInfo {
+    pub boot_id: String,
+    pub host_id: String,
+    pub host_name: String,
+    /// Add to a CLOCK_BOOTTIME timestamp to get Unix time, nanoseconds.
+    pub boot_to_unix_ns: i128,
+}
+
+impl HostInfo {
+    pub fn detect() -> Result<Self, HostError> {
+        let boot_id = read("/proc/sys/kernel/random/boot_id")?.trim().to_string();
+        // OTel's host.id is the machine id where there is one.
+        let host_id = read("/etc/machine-id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| boot_id.clone());
+        let host_name = read("/proc/sys/kernel/hostname")?.trim().to_string();
+        Ok(Self {
+            boot_id,
+            host_id,
+            host_name,
+            boot_to_unix_ns: boot_to_unix_ns(),
+        })
+    }
+
+    pub fn unix_ns(&self, boot_ns: u64) -> u64 {
+        (boot_ns as i128 + self.boot_to_unix_ns).max(0) as u64
+    }
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec; both clocks exist on every Linux we support.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+pub fn boottime_ns() -> u64 {
+    clock_ns(libc::CLOCK_BOOTTIME) as u64
+}
+
+fn boot_to_unix_ns() -> i128 {
+    clock_ns(libc::CLOCK_REALTIME) - clock_ns(libc::CLOCK_BOOTTIME)
+}
+
+/// A process as the /proc scan sees it.
+#[derive(Clone, Debug)]
+pub struct ProcSnapshot {
+    pub pid: u32,
+    pub ppid: u32,
+    pub start_ticks: u64,
+    pub comm: String,
+    pub exe: Option<PathBuf>,
+    pub argv: Vec<String>,
+}
+
+/// Fields 4 (ppid) and 22 (starttime) of /proc/PID/stat; comm may hold spaces and ')'.
+pub fn parse_stat(stat: &str) -> Option<(String, u32, u64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = stat.get(close + 2..)?.split(' ').collect();
+    let ppid = rest.get(1)?.parse().ok()?;
+    let start = rest.get(19)?.parse().ok()?;
+    Some((comm, ppid, start))
+}
+
+pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (comm, ppid, start_ticks) = parse_stat(&stat)?;
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    Some(ProcSnapshot {
+        pid,
+        ppid,
+        start_ticks,
+        comm,
+        exe: fs::read_link(format!("/proc/{pid}/exe")).ok(),
+        argv: crate::event::split_argv(&cmdline),
+    })
+}
+
+/// Every process running now (kernel threads have no cmdline and are left out).
+pub fn scan() -> Vec<ProcSnapshot> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(snapshot)
+        .filter(|p| !p.argv.is_empty())
+        .collect()
+}
+
+pub fn cwd(pid: u32) -> Option<PathBuf> {
+    fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_spaces_and_parens_in_comm() {
+        let s = "42 (a b) c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2";
+        assert_eq!(parse_stat(s), Some(("a b) c)".into(), 7, 12345)));
+    }
+
+    #[test]
+    fn own_process_is_found_by_the_scan() {
+        let me = std::process::id();
+        let found = scan()
+            .into_iter()
+            .find(|p| p.pid == me)
+            .expect("own pid in /proc");
+        assert!(found.start_ticks > 0);
+        assert!(!found.argv.is_empty());
+    }
+}

@@ -1,0 +1,11 @@
+//! pipetrace's collector: probes -> events -> process tree -> attribution -> signals -> export.
+pub mod attribution;
+pub mod cli;
+pub mod event;
+pub mod export;
+pub mod host;
+pub mod pipeline;
+pub mod probes;
+pub mod redact;
+pub mod signals;
+pub mod tree;

@@ -1,0 +1,151 @@
+//! Loading and attaching the eBPF programs, and reading what they produce.
+mod offsets;
+mod reader;
+
+use std::path::{Path, PathBuf};
+
+use aya::{
+    Btf, Ebpf, EbpfLoader,
+    maps::{MapData, PerCpuArray, RingBuf},
+    programs::{BtfTracePoint, TracePoint},
+};
+use pipetrace_probes_common::{EVENTS_MAP, KIND_SLOTS, LOST_MAP, OFFSETS_GLOBAL};
+
+pub use offsets::{OffsetError, resolve as resolve_offsets};
+pub use reader::EventReader;
+
+/// The probes object, built by build.rs from probes/ebpf.
+static PROBES: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pipetrace-probes"));
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Offsets(#[from] OffsetError),
+    #[error(
+        "tracefs is not mounted at {TRACEFS} and mounting it failed ({0}); run as root, or \
+         mount it: mount -t tracefs nodev {TRACEFS}"
+    )]
+    Tracefs(std::io::Error),
+    #[error(
+        "loading the eBPF probes failed: {0}; run as root or grant CAP_BPF and CAP_PERFMON \
+         (see `pipetrace doctor`)"
+    )]
+    Load(String),
+    #[error("attaching {hook} failed: {reason}; see `pipetrace doctor`")]
+    Attach { hook: &'static str, reason: String },
+    #[error("the probes object has no {0}: the build is inconsistent, rebuild pipetrace")]
+    Missing(&'static str),
+}
+
+/// Mounts tracefs if nothing is mounted there yet; tracepoint ids are read from it.
+pub fn ensure_tracefs() -> Result<PathBuf, ProbeError> {
+    let root = Path::new(TRACEFS);
+    if root.join("events").is_dir() {
+        return Ok(root.to_path_buf());
+    }
+    let debugfs = Path::new("/sys/kernel/debug/tracing");
+    if debugfs.join("events").is_dir() {
+        return Ok(debugfs.to_path_buf());
+    }
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (src, dst, fs) = (c("nodev"), c(TRACEFS), c("tracefs"));
+    // SAFETY: valid C strings; mount(2) does not keep the pointers.
+    let rc = unsafe { libc::mount(src.as_ptr(), dst.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 {
+        return Err(ProbeError::Tracefs(std::io::Error::last_os_error()));
+    }
+    Ok(root.to_path_buf())
+}
+
+/// Loaded, attached probes. Dropping this detaches them.
+pub struct Probes {
+    _ebpf: Ebpf,
+    lost: PerCpuArray<MapData, u64>,
+    ring: Option<RingBuf<MapData>>,
+}
+
+impl Probes {
+    pub fn load(ring_buffer_bytes: u32) -> Result<Self, ProbeError> {
+        let tracefs = ensure_tracefs()?;
+        let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
+        raise_memlock();
+        let mut ebpf = EbpfLoader::new()
+            .override_global(OFFSETS_GLOBAL, &offsets, true)
+            .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
+            .load(PROBES)
+            .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
+        let btf = Btf::from_sys_fs().map_err(|e| ProbeError::Load(e.to_string()))?;
+
+        let fork: &mut BtfTracePoint = prog(&mut ebpf, "sched_process_fork")?;
+        fork.load("sched_process_fork", &btf)
+            .map_err(attach_err("tp_btf/sched_process_fork"))?;
+        fork.attach()
+            .map_err(attach_err("tp_btf/sched_process_fork"))?;
+        for name in ["sched_process_exec", "sched_process_exit"] {
+            let tp: &mut TracePoint = prog(&mut ebpf, name)?;
+            tp.load().map_err(attach_err("a sched tracepoint"))?;
+            tp.attach("sched", name)
+                .map_err(attach_err("a sched tracepoint"))?;
+        }
+        let ring = RingBuf::try_from(
+            ebpf.take_map(EVENTS_MAP)
+                .ok_or(ProbeError::Missing("EVENTS"))?,
+        )
+        .map_err(|e| ProbeError::Load(e.to_string()))?;
+        let lost =
+            PerCpuArray::try_from(ebpf.take_map(LOST_MAP).ok_or(ProbeError::Missing("LOST"))?)
+                .map_err(|e| ProbeError::Load(e.to_string()))?;
+        Ok(Self {
+            _ebpf: ebpf,
+            lost,
+            ring: Some(ring),
+        })
+    }
+
+    /// The ring buffer, to be read by one [`EventReader`].
+    pub fn take_reader(&mut self) -> Result<EventReader, ProbeError> {
+        let ring = self
+            .ring
+            .take()
+            .ok_or(ProbeError::Missing("EVENTS (already taken)"))?;
+        EventReader::new(ring).map_err(|e| ProbeError::Load(e.to_string()))
+    }
+
+    /// Records the kernel could not queue because the ring buffer was full, summed over CPUs.
+    pub fn lost_events(&self) -> u64 {
+        (1..KIND_SLOTS)
+            .filter_map(|k| self.lost.get(&k, 0).ok())
+            .map(|per_cpu| per_cpu.iter().sum::<u64>())
+            .sum()
+    }
+}
+
+fn prog<'a, T>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut T, ProbeError>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program>,
+{
+    ebpf.program_mut(name)
+        .ok_or(ProbeError::Missing(name))?
+        .try_into()
+        .map_err(|_| ProbeError::Missing(name))
+}
+
+fn attach_err<E: std::fmt::Display>(hook: &'static str) -> impl Fn(E) -> ProbeError {
+    move |e| ProbeError::Attach {
+        hook,
+        reason: e.to_string(),
+    }
+}
+
+/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; later ones ignore it.
+fn raise_memlock() {
+    let lim = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: plain syscall with a valid pointer; failure is harmless on cgroup-accounted kernels.
+    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) };
+}

@@ -1,0 +1,138 @@
+//! Kernel struct offsets from the running kernel's BTF, and tracepoint record offsets from
+//! tracefs: Rust eBPF cannot emit CO-RE relocations, so these are found at load time.
+use std::path::Path;
+
+use btf_rs::{Btf, Type};
+use pipetrace_probes_common::KernelOffsets;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OffsetError {
+    #[error(
+        "cannot read kernel BTF at {path}: {reason}; pipetrace needs a kernel built with \
+         CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 5.4)"
+    )]
+    Btf { path: String, reason: String },
+    #[error("kernel BTF has no struct {0}")]
+    NoStruct(String),
+    #[error("kernel BTF has no field {0}.{1}")]
+    NoField(String, String),
+}
+
+fn peel(btf: &Btf, mut t: Type) -> Option<Type> {
+    // Typedefs and qualifiers stand between a member and its struct.
+    for _ in 0..16 {
+        t = match t {
+            Type::Typedef(_) | Type::Const(_) | Type::Volatile(_) | Type::Restrict(_) => {
+                btf.resolve_chained_type(t.as_btf_type()?).ok()?
+            }
+            other => return Some(other),
+        };
+    }
+    None
+}
+
+/// Byte offset of `field` in `members`, descending into anonymous structs and unions.
+fn find(btf: &Btf, members: &[btf_rs::Member], field: &str) -> Option<u32> {
+    for m in members {
+        let name = btf.resolve_name(m).unwrap_or_default();
+        if name == field {
+            return Some(m.bit_offset() / 8);
+        }
+        if name.is_empty() {
+            let inner = peel(btf, btf.resolve_chained_type(m).ok()?)?;
+            if let Type::Struct(s) | Type::Union(s) = inner
+                && let Some(off) = find(btf, &s.members, field)
+            {
+                return Some(m.bit_offset() / 8 + off);
+            }
+        }
+    }
+    None
+}
+
+pub fn field_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, OffsetError> {
+    let types = btf
+        .resolve_types_by_name(strukt)
+        .map_err(|_| OffsetError::NoStruct(strukt.into()))?;
+    let s = types
+        .into_iter()
+        .find_map(|t| match t {
+            Type::Struct(s) if !s.members.is_empty() => Some(s),
+            _ => None,
+        })
+        .ok_or_else(|| OffsetError::NoStruct(strukt.into()))?;
+    find(btf, &s.members, field).ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))
+}
+
+/// Offset of a named field in a tracepoint record, from its tracefs `format` file.
+pub fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
+    format.lines().find_map(|line| {
+        let decl = line.trim().strip_prefix("field:")?;
+        let (decl, rest) = decl.split_once(';')?;
+        let name = decl.rsplit([' ', '*']).next()?;
+        if name != field {
+            return None;
+        }
+        rest.trim()
+            .strip_prefix("offset:")?
+            .split(';')
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetError> {
+    let btf = Btf::from_file(btf_path).map_err(|e| OffsetError::Btf {
+        path: btf_path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let task = |f| field_offset(&btf, "task_struct", f);
+    let mm = |f| field_offset(&btf, "mm_struct", f);
+    let exit_format =
+        std::fs::read_to_string(tracefs.join("events/sched/sched_process_exit/format"))
+            .unwrap_or_default();
+    Ok(KernelOffsets {
+        ready: 1,
+        task_pid: task("pid")?,
+        task_tgid: task("tgid")?,
+        task_start_boottime: task("start_boottime")?,
+        task_real_parent: task("real_parent")?,
+        task_group_leader: task("group_leader")?,
+        task_mm: task("mm")?,
+        task_exit_code: task("exit_code")?,
+        mm_arg_start: mm("arg_start")?,
+        mm_arg_end: mm("arg_end")?,
+        exit_tp_group_dead: tracepoint_field(&exit_format, "group_dead").unwrap_or(0),
+        _pad: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracepoint_format_fields() {
+        let f = "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+                 \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+                 \tfield:bool group_dead;\toffset:32;\tsize:1;\tsigned:0;\n";
+        assert_eq!(tracepoint_field(f, "group_dead"), Some(32));
+        assert_eq!(tracepoint_field(f, "pid"), Some(24));
+        assert_eq!(tracepoint_field(f, "prio"), None);
+    }
+
+    #[test]
+    fn running_kernel_offsets_are_plausible() {
+        let path = Path::new("/sys/kernel/btf/vmlinux");
+        if !path.exists() {
+            eprintln!("skipped: this kernel has no BTF");
+            return;
+        }
+        let o = resolve(path, Path::new("/sys/kernel/tracing")).expect("resolve offsets");
+        // tgid follows pid in task_struct on every kernel since 2.6.
+        assert_eq!(o.task_tgid, o.task_pid + 4);
+        assert!(o.mm_arg_end == o.mm_arg_start + 8, "{o:?}");
+        assert!(o.task_start_boottime > o.task_pid);
+    }
+}

@@ -1,0 +1,60 @@
+//! Async draining of the ring buffer.
+use std::os::fd::AsRawFd;
+
+use aya::maps::{MapData, RingBuf};
+use tokio::io::{Interest, unix::AsyncFd};
+
+use crate::event::{self, Event};
+
+pub struct EventReader {
+    fd: AsyncFd<RawRing>,
+}
+
+struct RawRing(RingBuf<MapData>);
+
+impl AsRawFd for RawRing {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+impl EventReader {
+    pub(super) fn new(ring: RingBuf<MapData>) -> std::io::Result<Self> {
+        // SAFETY: the ring buffer map owns its fd and keeps it open while the AsyncFd lives.
+        let fd = unsafe { AsyncFd::register_with_interest(RawRing(ring), Interest::READABLE) }
+            .map_err(std::io::Error::from)?;
+        Ok(Self { fd })
+    }
+
+    /// Waits until records are ready, then decodes all of them into `out`. Returns how many
+    /// records could not be decoded (counted, never silently dropped).
+    pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> std::io::Result<u64> {
+        let mut guard = self.fd.readable_mut().await?;
+        let ring = &mut guard.get_inner_mut().0;
+        let mut bad = 0;
+        while let Some(item) = ring.next() {
+            match event::decode(&item) {
+                Ok(ev) => out.push(ev),
+                Err(e) => {
+                    bad += 1;
+                    log::warn!("undecodable kernel record: {e}");
+                }
+            }
+        }
+        guard.clear_ready();
+        Ok(bad)
+    }
+
+    /// Decodes whatever is queued now, without waiting.
+    pub fn drain_now(&mut self, out: &mut Vec<Event>) -> u64 {
+        let ring = &mut self.fd.get_mut().0;
+        let mut bad = 0;
+        while let Some(item) = ring.next() {
+            match event::decode(&item) {
+                Ok(ev) => out.push(ev),
+                Err(_) => bad += 1,
+            }
+        }
+        bad
+    }
+}

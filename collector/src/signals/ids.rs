@@ -1,0 +1,63 @@
+//! Trace and span ids derived from identities, so that a restarted agent, or another
+//! agent, names the same entity the same way.
+use sha2::{Digest, Sha256};
+
+use crate::event::ProcKey;
+
+fn digest(boot_id: &str, what: &str, key: ProcKey) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(boot_id.as_bytes());
+    h.update([0]);
+    h.update(what.as_bytes());
+    h.update(key.pid.to_be_bytes());
+    h.update(key.start_ticks.to_be_bytes());
+    h.finalize().into()
+}
+
+/// The trace of a run: from the run root's identity.
+pub fn trace_id(boot_id: &str, run: ProcKey) -> [u8; 16] {
+    let d = digest(boot_id, "trace", run);
+    let mut id = [0; 16];
+    id.copy_from_slice(&d[..16]);
+    // All-zero ids are invalid in OTLP.
+    if id == [0; 16] {
+        id[15] = 1;
+    }
+    id
+}
+
+/// A span of an entity: `what` is "run", "task" or "tool", `key` its process.
+pub fn span_id(boot_id: &str, what: &str, key: ProcKey) -> [u8; 8] {
+    let d = digest(boot_id, what, key);
+    let mut id = [0; 8];
+    id.copy_from_slice(&d[..8]);
+    if id == [0; 8] {
+        id[7] = 1;
+    }
+    id
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_stable_and_distinct() {
+        let k = ProcKey {
+            pid: 42,
+            start_ticks: 7,
+        };
+        assert_eq!(trace_id("b", k), trace_id("b", k));
+        assert_ne!(trace_id("b", k), trace_id("other-boot", k));
+        assert_ne!(span_id("b", "task", k), span_id("b", "tool", k));
+        let reused = ProcKey {
+            pid: 42,
+            start_ticks: 8,
+        };
+        assert_ne!(span_id("b", "tool", k), span_id("b", "tool", reused));
+    }
+}

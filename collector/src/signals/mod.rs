@@ -1,0 +1,305 @@
+//! Signals: finished runs, tasks and tools as OpenTelemetry spans, with the kernel's times.
+pub mod ids;
+
+use std::{
+    borrow::Cow,
+    time::{Duration, SystemTime},
+};
+
+use opentelemetry::{
+    KeyValue, Value,
+    trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState},
+};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use pipetrace_semconv::attr;
+
+use crate::{
+    attribution::{EntityRef, Finished, naming},
+    event::ProcKey,
+    host::HostInfo,
+    redact::Redactor,
+    tree::{Exit, Proc},
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Run,
+    Task,
+    Tool,
+}
+
+/// A span ready for export, with what the terminal summary needs to place it.
+#[derive(Clone, Debug)]
+pub struct Signal {
+    pub kind: Kind,
+    pub span: SpanData,
+}
+
+pub struct SpanBuilder {
+    host: HostInfo,
+    redactor: Redactor,
+    scope: opentelemetry::InstrumentationScope,
+}
+
+const SIGNALS: [&str; 32] = [
+    "",
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+pub fn signal_name(sig: u32) -> String {
+    SIGNALS
+        .get(sig as usize)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("SIG{sig}"))
+}
+
+fn status_of(exit: Option<&Exit>, what: &str) -> Status {
+    match exit {
+        Some(e) if e.signal().is_some() => Status::error(format!(
+            "{what} killed by {}",
+            signal_name(e.signal().unwrap_or_default())
+        )),
+        Some(e) if e.code() != 0 => Status::error(format!("{what} exited with code {}", e.code())),
+        Some(_) => Status::Ok,
+        None => Status::Unset,
+    }
+}
+
+impl SpanBuilder {
+    pub fn new(host: HostInfo, redactor: Redactor) -> Self {
+        let scope = opentelemetry::InstrumentationScope::builder("pipetrace")
+            .with_version(env!("CARGO_PKG_VERSION"))
+            .build();
+        Self {
+            host,
+            redactor,
+            scope,
+        }
+    }
+
+    pub fn host(&self) -> &HostInfo {
+        &self.host
+    }
+
+    fn time(&self, boot_ns: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(self.host.unix_ns(boot_ns))
+    }
+
+    fn span_id(&self, r: EntityRef) -> SpanId {
+        let (what, key) = match r {
+            EntityRef::Run(k) => ("run", k),
+            EntityRef::Task(k) => ("task", k),
+            EntityRef::Tool(k) => ("tool", k),
+        };
+        SpanId::from_bytes(ids::span_id(&self.host.boot_id, what, key))
+    }
+
+    pub fn trace_id(&self, run: ProcKey) -> TraceId {
+        TraceId::from_bytes(ids::trace_id(&self.host.boot_id, run))
+    }
+
+    pub fn run_id(&self, run: ProcKey) -> String {
+        ids::hex(&ids::trace_id(&self.host.boot_id, run))
+    }
+
+    fn command_line(&self, argv: &[String]) -> String {
+        naming::command_line(&self.redactor.argv(argv))
+    }
+
+    /// Attributes every span of a process carries.
+    fn process_attrs(&self, p: &Proc, image_first: bool, out: &mut Vec<KeyValue>) {
+        out.push(KeyValue::new(attr::PROCESS_PID, p.key.pid as i64));
+        let image = if image_first {
+            p.first_image.as_ref()
+        } else {
+            p.image.as_ref()
+        };
+        if let Some(img) = image {
+            out.push(KeyValue::new(
+                attr::PROCESS_COMMAND_LINE,
+                self.command_line(&img.argv),
+            ));
+        }
+        if let Some(e) = &p.exit {
+            out.push(KeyValue::new(attr::PROCESS_EXIT_CODE, e.code()));
+            if let Some(sig) = e.signal() {
+                out.push(KeyValue::new(attr::PROCESS_SIGNAL, signal_name(sig)));
+            }
+        }
+        let mode = if p.seeded { "procfs" } else { "ebpf" };
+        out.push(KeyValue::new(attr::COLLECTION_MODE, mode));
+    }
+
+    fn span(
+        &self,
+        trace: TraceId,
+        id: SpanId,
+        parent: SpanId,
+        name: String,
+        p: &Proc,
+        attributes: Vec<KeyValue>,
+        status: Status,
+    ) -> SpanData {
+        let end = p.exit.as_ref().map(|e| e.time_ns).unwrap_or(p.start_ns);
+        SpanData {
+            span_context: SpanContext::new(trace, id, TraceFlags::SAMPLED, false, TraceState::NONE),
+            parent_span_id: parent,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: Cow::Owned(name),
+            start_time: self.time(p.start_ns),
+            end_time: self.time(end.max(p.start_ns)),
+            attributes,
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status,
+            instrumentation_scope: self.scope.clone(),
+        }
+    }
+
+    pub fn build(&self, f: &Finished) -> Signal {
+        match f {
+            Finished::Tool {
+                proc: p,
+                run,
+                parent,
+            } => {
+                let img = p.image.as_ref();
+                let exe = img.map(|i| naming::executable_name(&i.path).to_string());
+                let tool = img
+                    .map(|i| naming::tool_name_of(naming::executable_name(&i.path), &i.argv))
+                    .unwrap_or_else(|| p.comm.clone());
+                let mut a = Vec::with_capacity(12);
+                a.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
+                a.push(KeyValue::new(attr::PROCESS_PARENT_PID, p.ppid as i64));
+                if let (Some(img), Some(exe)) = (img, exe) {
+                    a.push(KeyValue::new(attr::PROCESS_EXECUTABLE_NAME, exe));
+                    a.push(KeyValue::new(
+                        attr::PROCESS_EXECUTABLE_PATH,
+                        img.path.clone(),
+                    ));
+                    if img.argv_truncated {
+                        a.push(KeyValue::new(attr::PROCESS_ARGV_TRUNCATED, true));
+                    }
+                } else {
+                    a.push(KeyValue::new(attr::PROCESS_FORKED_ONLY, true));
+                }
+                if !p.earlier.is_empty() {
+                    let names: Vec<opentelemetry::StringValue> =
+                        p.earlier.iter().map(|s| s.clone().into()).collect();
+                    a.push(KeyValue::new(
+                        attr::PROCESS_IMAGES,
+                        Value::Array(names.into()),
+                    ));
+                }
+                self.process_attrs(p, false, &mut a);
+                let status = status_of(p.exit.as_ref(), &tool);
+                let span = self.span(
+                    self.trace_id(*run),
+                    self.span_id(EntityRef::Tool(p.key)),
+                    self.span_id(*parent),
+                    tool,
+                    p,
+                    a,
+                    status,
+                );
+                Signal {
+                    kind: Kind::Tool,
+                    span,
+                }
+            }
+            Finished::Task { proc: p, run, info } => {
+                let mut a = vec![
+                    KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, info.name.clone()),
+                    KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, info.run_id.clone()),
+                    KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(*run)),
+                ];
+                if let Some(w) = &info.wildcards {
+                    a.push(KeyValue::new(attr::TASK_WILDCARDS, w.clone()));
+                }
+                if let Some(t) = info.threads {
+                    a.push(KeyValue::new(attr::TASK_THREADS, t as i64));
+                }
+                self.process_attrs(p, true, &mut a);
+                let name = match &info.wildcards {
+                    Some(w) => format!("{} ({w})", info.name),
+                    None => info.name.clone(),
+                };
+                let status = status_of(p.exit.as_ref(), &format!("task {}", info.name));
+                let span = self.span(
+                    self.trace_id(*run),
+                    self.span_id(EntityRef::Task(p.key)),
+                    self.span_id(EntityRef::Run(*run)),
+                    name,
+                    p,
+                    a,
+                    status,
+                );
+                Signal {
+                    kind: Kind::Task,
+                    span,
+                }
+            }
+            Finished::Run { proc: p, info } => {
+                let mut a = vec![
+                    KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone()),
+                    KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(p.key)),
+                    KeyValue::new(attr::RUN_ENGINE, info.engine.clone()),
+                    KeyValue::new(attr::RUN_TASKS, info.tasks as i64),
+                    KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
+                ];
+                self.process_attrs(p, false, &mut a);
+                let status = if info.failed > 0 {
+                    Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
+                } else {
+                    status_of(p.exit.as_ref(), "run")
+                };
+                let span = self.span(
+                    self.trace_id(p.key),
+                    self.span_id(EntityRef::Run(p.key)),
+                    SpanId::INVALID,
+                    format!("run {}", info.name),
+                    p,
+                    a,
+                    status,
+                );
+                Signal {
+                    kind: Kind::Run,
+                    span,
+                }
+            }
+        }
+    }
+}

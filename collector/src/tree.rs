@@ -1,0 +1,288 @@
+//! The process tree: seeded from /proc, then kept by kernel events.
+//!
+//! A process stays while it runs or while any process it created still runs (their spans
+//! need its place in the hierarchy); after that it is dropped, so memory follows the live
+//! process count, not the history.
+use std::{collections::HashMap, path::PathBuf};
+
+use crate::{
+    event::{Exec, ProcKey},
+    host::{NS_PER_TICK, ProcSnapshot},
+};
+
+/// A program image a process executed.
+#[derive(Clone, Debug, Default)]
+pub struct Image {
+    /// What was passed to execve, made absolute where it was relative.
+    pub path: String,
+    pub argv: Vec<String>,
+    pub argv_truncated: bool,
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Exit {
+    pub time_ns: u64,
+    /// Wait status as the kernel encodes it.
+    pub status: u32,
+}
+
+impl Exit {
+    pub fn signal(&self) -> Option<u32> {
+        let sig = self.status & 0x7f;
+        (sig != 0).then_some(sig)
+    }
+
+    pub fn code(&self) -> i64 {
+        match self.signal() {
+            Some(sig) => 128 + sig as i64,
+            None => ((self.status >> 8) & 0xff) as i64,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Proc {
+    pub key: ProcKey,
+    pub parent: Option<ProcKey>,
+    pub ppid: u32,
+    /// CLOCK_BOOTTIME ns (tick resolution for processes found by the /proc scan).
+    pub start_ns: u64,
+    pub comm: String,
+    /// The first image: what the process was started as (for a job root, the job's command).
+    pub first_image: Option<Image>,
+    /// The latest image: what the process is (or was when it ended).
+    pub image: Option<Image>,
+    /// Names of images before the latest, in order.
+    pub earlier: Vec<String>,
+    pub exit: Option<Exit>,
+    pub live_children: u32,
+    /// Found by the /proc scan rather than seen starting.
+    pub seeded: bool,
+}
+
+impl Proc {
+    fn new(key: ProcKey, parent: Option<ProcKey>, ppid: u32, start_ns: u64, comm: String) -> Self {
+        Self {
+            key,
+            parent,
+            ppid,
+            start_ns,
+            comm,
+            first_image: None,
+            image: None,
+            earlier: Vec::new(),
+            exit: None,
+            live_children: 0,
+            seeded: false,
+        }
+    }
+
+    pub fn forked_only(&self) -> bool {
+        self.image.is_none()
+    }
+}
+
+#[derive(Default)]
+pub struct Tree {
+    procs: HashMap<ProcKey, Proc>,
+    /// The live process holding each pid.
+    by_pid: HashMap<u32, ProcKey>,
+}
+
+impl Tree {
+    pub fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
+    }
+
+    pub fn get(&self, key: &ProcKey) -> Option<&Proc> {
+        self.procs.get(key)
+    }
+
+    pub fn by_pid(&self, pid: u32) -> Option<&Proc> {
+        self.procs.get(self.by_pid.get(&pid)?)
+    }
+
+    /// Ancestors from the parent up, as far as the tree knows them.
+    pub fn ancestors(&self, key: &ProcKey) -> impl Iterator<Item = &Proc> {
+        let mut next = self.procs.get(key).and_then(|p| p.parent);
+        std::iter::from_fn(move || {
+            let p = self.procs.get(&next?)?;
+            next = p.parent;
+            Some(p)
+        })
+    }
+
+    fn insert(&mut self, p: Proc) {
+        if let Some(parent) = p.parent.and_then(|k| self.procs.get_mut(&k)) {
+            parent.live_children += 1;
+        }
+        self.by_pid.insert(p.key.pid, p.key);
+        self.procs.insert(p.key, p);
+    }
+
+    /// Processes running when the agent starts; parents before children.
+    pub fn seed(&mut self, mut snapshot: Vec<ProcSnapshot>) {
+        snapshot.sort_by_key(|s| s.start_ticks);
+        for s in snapshot {
+            let key = ProcKey {
+                pid: s.pid,
+                start_ticks: s.start_ticks,
+            };
+            let parent = self.by_pid.get(&s.ppid).copied();
+            let mut p = Proc::new(key, parent, s.ppid, s.start_ticks * NS_PER_TICK, s.comm);
+            let path = s.exe.map(|e| e.display().to_string()).unwrap_or_default();
+            let image = Image {
+                path,
+                argv: s.argv,
+                argv_truncated: false,
+                cwd: None,
+            };
+            p.first_image = Some(image.clone());
+            p.image = Some(image);
+            p.seeded = true;
+            self.insert(p);
+        }
+    }
+
+    pub fn fork(&mut self, key: ProcKey, start_ns: u64, parent: ProcKey, comm: String) {
+        if self.procs.contains_key(&key) {
+            return;
+        }
+        let known = self.procs.contains_key(&parent).then_some(parent);
+        self.insert(Proc::new(key, known, parent.pid, start_ns, comm));
+    }
+
+    /// Records an exec; creates the process if its fork was not seen (it predates the agent).
+    pub fn exec(&mut self, e: &Exec, cwd: Option<PathBuf>) {
+        if !self.procs.contains_key(&e.key) {
+            let parent = self.by_pid.get(&e.ppid).copied();
+            let comm = e
+                .filename
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            self.insert(Proc::new(e.key, parent, e.ppid, e.start_ns, comm));
+        }
+        let p = self.procs.get_mut(&e.key).expect("inserted above");
+        let path = match (&cwd, e.filename.starts_with('/')) {
+            (Some(dir), false) => dir.join(&e.filename).display().to_string(),
+            _ => e.filename.clone(),
+        };
+        let image = Image {
+            path,
+            argv: e.argv.clone(),
+            argv_truncated: e.argv_truncated,
+            cwd,
+        };
+        if let Some(old) = p.image.replace(image.clone()) {
+            p.earlier
+                .push(crate::attribution::naming::executable_name(&old.path).to_string());
+        }
+        p.first_image.get_or_insert(image);
+    }
+
+    /// Marks the exit. Returns false for a process the tree does not know.
+    pub fn exit(&mut self, key: &ProcKey, time_ns: u64, status: u32) -> bool {
+        match self.procs.get_mut(key) {
+            Some(p) => {
+                p.exit = Some(Exit { time_ns, status });
+                if self.by_pid.get(&key.pid) == Some(key) {
+                    self.by_pid.remove(&key.pid);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops `key` if it has ended and nothing it created still runs, then its ancestors
+    /// likewise. Returns the dropped processes, for their last word to the attribution.
+    pub fn release(&mut self, key: ProcKey) -> Vec<Proc> {
+        let mut dropped = Vec::new();
+        let mut next = Some(key);
+        while let Some(k) = next.take() {
+            let Some(p) = self.procs.get(&k) else { break };
+            if p.exit.is_none() || p.live_children > 0 {
+                break;
+            }
+            let p = self.procs.remove(&k).expect("present");
+            if let Some(parent) = p.parent.and_then(|pk| self.procs.get_mut(&pk)) {
+                parent.live_children -= 1;
+                next = Some(parent.key);
+            }
+            dropped.push(p);
+        }
+        dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pid: u32) -> ProcKey {
+        ProcKey {
+            pid,
+            start_ticks: pid as u64,
+        }
+    }
+
+    #[test]
+    fn wait_status_decoding() {
+        assert_eq!(
+            Exit {
+                time_ns: 0,
+                status: 3 << 8
+            }
+            .code(),
+            3
+        );
+        let killed = Exit {
+            time_ns: 0,
+            status: 9,
+        };
+        assert_eq!((killed.code(), killed.signal()), (137, Some(9)));
+        let core = Exit {
+            time_ns: 0,
+            status: 0x80 | 11,
+        };
+        assert_eq!(core.signal(), Some(11));
+    }
+
+    #[test]
+    fn parents_stay_while_children_run_then_go() {
+        let mut t = Tree::default();
+        t.fork(key(1), 0, key(0), "root".into());
+        t.fork(key(2), 0, key(1), "child".into());
+        t.exit(&key(1), 5, 0);
+        assert!(
+            t.release(key(1)).is_empty(),
+            "parent kept while its child runs"
+        );
+        assert_eq!(t.ancestors(&key(2)).next().map(|p| p.key), Some(key(1)));
+        t.exit(&key(2), 6, 0);
+        let dropped: Vec<_> = t.release(key(2)).into_iter().map(|p| p.key).collect();
+        assert_eq!(dropped, [key(2), key(1)]);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn pid_reuse_makes_a_new_process() {
+        let mut t = Tree::default();
+        t.fork(key(7), 0, key(0), "a".into());
+        t.exit(&key(7), 1, 0);
+        let reused = ProcKey {
+            pid: 7,
+            start_ticks: 99,
+        };
+        t.fork(reused, 0, key(0), "b".into());
+        assert_eq!(t.by_pid(7).map(|p| p.comm.as_str()), Some("b"));
+        assert_eq!(t.get(&key(7)).map(|p| p.comm.as_str()), Some("a"));
+    }
+}

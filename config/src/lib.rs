@@ -1,0 +1,7 @@
+//! pipetrace's configuration: a typed model ([`model`]) and its layered loading ([`load`]).
+pub mod env;
+pub mod load;
+pub mod model;
+
+pub use load::{ConfigError, Flags, load};
+pub use model::*;

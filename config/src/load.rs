@@ -1,0 +1,296 @@
+//! Layering: defaults < YAML file < environment < command-line flags, then validation.
+use std::path::{Path, PathBuf};
+
+use figment::{
+    Figment,
+    providers::{Format, Serialized, Yaml},
+};
+use serde::Serialize;
+
+use crate::{
+    env::insert,
+    model::{Config, Protocol},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// One line: where, which key, what is wrong.
+    #[error("{source_name}: key `{key}`: {message}")]
+    Invalid {
+        source_name: String,
+        key: String,
+        message: String,
+    },
+    #[error("config file {path}: {message}")]
+    File { path: String, message: String },
+}
+
+/// Settings given as command-line flags: the top layer.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Flags {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<PathBuf>,
+}
+
+impl Flags {
+    /// Only the flags given, so that an absent flag hides nothing below it.
+    fn layer(&self) -> serde_json::Value {
+        let mut root = serde_json::Map::new();
+        if let Some(s) = &self.service_name {
+            insert(&mut root, &["service_name"], s.clone().into());
+        }
+        if let Some(e) = &self.endpoint {
+            insert(&mut root, &["export", "otlp", "endpoint"], e.clone().into());
+        }
+        if let Some(p) = self.protocol {
+            let v = serde_json::to_value(p).expect("enum serialises");
+            insert(&mut root, &["export", "otlp", "protocol"], v);
+        }
+        if let Some(o) = &self.output {
+            insert(
+                &mut root,
+                &["export", "file"],
+                o.display().to_string().into(),
+            );
+        }
+        serde_json::Value::Object(root)
+    }
+}
+
+fn has_path(v: &serde_json::Value, path: &[String]) -> bool {
+    path.iter().try_fold(v, |node, p| node.get(p)).is_some()
+}
+
+/// The top layer that sets `key` is the one to blame: figment tags a merged table with the
+/// last layer that touched it, which is not always the one holding the bad key.
+fn from_figment(e: figment::Error, layers: &[(String, serde_json::Value)]) -> ConfigError {
+    let mut path = e.path.clone();
+    if let figment::error::Kind::UnknownField(name, _) = &e.kind
+        && path.last() != Some(name)
+    {
+        path.push(name.clone());
+    }
+    let source_name = layers
+        .iter()
+        .rev()
+        .find(|(_, v)| has_path(v, &path))
+        .map(|(name, _)| name.clone())
+        .unwrap_or_else(|| "config".into());
+    ConfigError::Invalid {
+        source_name,
+        key: path.join("."),
+        message: e.kind.to_string(),
+    }
+}
+
+/// Loads the layered configuration. `env` is the process environment (a parameter, so tests
+/// can pass their own).
+pub fn load<I>(file: Option<&Path>, env: I, flags: &Flags) -> Result<Config, ConfigError>
+where
+    I: IntoIterator<Item = (String, String)>,
+{
+    let mut fig = Figment::from(Serialized::defaults(Config::default()));
+    let mut layers = Vec::new();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            message: format!("{e}; check the path given to --config"),
+        })?;
+        let parsed = serde_yaml::from_str(&text).unwrap_or(serde_json::Value::Null);
+        layers.push((path.display().to_string(), parsed));
+        fig = fig.merge(Yaml::file_exact(path));
+    }
+    layers.push(("environment".into(), crate::env::from_vars(env)));
+    layers.push(("command-line flags".into(), flags.layer()));
+    for (_, layer) in &layers[usize::from(file.is_some())..] {
+        fig = fig.merge(Serialized::globals(layer));
+    }
+    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &layers))?;
+    validate(&cfg, file)?;
+    Ok(cfg)
+}
+
+fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: String| ConfigError::Invalid {
+        source_name: file
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| "config".into()),
+        key: key.into(),
+        message,
+    };
+    let rb = cfg.probes.ring_buffer_bytes;
+    if !rb.is_power_of_two() || rb < 4096 {
+        return Err(bad(
+            "probes.ring_buffer_bytes",
+            format!("{rb} is not a power of two of at least 4096 (try 33554432)"),
+        ));
+    }
+    for (key, ep) in [
+        ("export.otlp.endpoint", &cfg.export.otlp.endpoint),
+        (
+            "export.otlp.traces.endpoint",
+            &cfg.export.otlp.traces.endpoint,
+        ),
+    ] {
+        if let Some(ep) = ep
+            && !(ep.starts_with("http://") || ep.starts_with("https://"))
+        {
+            return Err(bad(
+                key,
+                format!("`{ep}` is not an http:// or https:// URL"),
+            ));
+        }
+    }
+    if cfg.export.queue_spans == 0 || cfg.export.batch_spans == 0 {
+        return Err(bad(
+            "export.queue_spans",
+            "queue and batch sizes must be above 0".into(),
+        ));
+    }
+    for (i, p) in cfg.redaction.patterns.iter().enumerate() {
+        regex::Regex::new(p).map_err(|e| bad(&format!("redaction.patterns.{i}"), e.to_string()))?;
+    }
+    for (list, rules) in [
+        ("run_rules", &cfg.attribution.run_rules),
+        ("task_rules", &cfg.attribution.task_rules),
+    ] {
+        for (i, r) in rules.iter().enumerate() {
+            for (field, re) in [("argv", &r.matches.argv), ("cwd", &r.matches.cwd)] {
+                if let Some(re) = re {
+                    regex::Regex::new(re).map_err(|e| {
+                        bad(
+                            &format!("attribution.{list}.{i}.match.{field}"),
+                            e.to_string(),
+                        )
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The defaults as YAML, for `pipetrace config print-default`.
+pub fn default_yaml() -> String {
+    serde_yaml::to_string(&Config::default()).expect("the default config serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Compression;
+    use std::io::Write;
+
+    fn file(yaml: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+        f.write_all(yaml.as_bytes()).unwrap();
+        f
+    }
+
+    fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn layers_apply_in_order() {
+        let f = file("export:\n  otlp:\n    endpoint: http://file:4317\n    compression: gzip\n");
+        let only_file = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        assert_eq!(
+            only_file.export.otlp.endpoint.as_deref(),
+            Some("http://file:4317")
+        );
+        assert_eq!(only_file.export.otlp.compression(), Compression::Gzip);
+
+        let e = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317")]);
+        let with_env = load(Some(f.path()), e.clone(), &Flags::default()).unwrap();
+        assert_eq!(
+            with_env.export.otlp.endpoint.as_deref(),
+            Some("http://env:4317")
+        );
+        // The file's other keys survive the env layer.
+        assert_eq!(with_env.export.otlp.compression(), Compression::Gzip);
+
+        let flags = Flags {
+            endpoint: Some("http://flag:4317".into()),
+            ..Default::default()
+        };
+        let with_flags = load(Some(f.path()), e, &flags).unwrap();
+        assert_eq!(
+            with_flags.export.otlp.endpoint.as_deref(),
+            Some("http://flag:4317")
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_path() {
+        let f = file("export:\n  otlp:\n    endpoit: http://x:4317\n");
+        let err = load(Some(f.path()), env(&[]), &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&f.path().display().to_string()), "{err}");
+        assert!(err.contains("export.otlp.endpoit"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_errors_with_the_key() {
+        let f = file("export:\n  otlp:\n    protocol: carrier-pigeon\n");
+        let err = load(Some(f.path()), env(&[]), &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("export.otlp.protocol"), "{err}");
+        let f = file("probes:\n  ring_buffer_bytes: 1000\n");
+        let err = load(Some(f.path()), env(&[]), &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("probes.ring_buffer_bytes"), "{err}");
+        let f = file("export:\n  batch_timeout: soon\n");
+        let err = load(Some(f.path()), env(&[]), &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("export.batch_timeout"), "{err}");
+    }
+
+    #[test]
+    fn missing_file_is_an_error() {
+        let err = load(
+            Some(Path::new("/nonexistent/p.yaml")),
+            env(&[]),
+            &Flags::default(),
+        );
+        assert!(err.unwrap_err().to_string().contains("/nonexistent/p.yaml"));
+    }
+
+    #[test]
+    fn http_endpoint_gets_the_signal_path() {
+        let e = env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ]);
+        let c = load(None, e, &Flags::default()).unwrap();
+        assert_eq!(
+            c.export.otlp.traces_endpoint().as_deref(),
+            Some("http://c:4318/v1/traces")
+        );
+        let e = env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom")]);
+        let c = load(None, e, &Flags::default()).unwrap();
+        assert_eq!(
+            c.export.otlp.traces_endpoint().as_deref(),
+            Some("http://t:1/custom")
+        );
+    }
+
+    #[test]
+    fn default_yaml_round_trips() {
+        let f = file(&default_yaml());
+        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        assert_eq!(c, Config::default());
+    }
+}

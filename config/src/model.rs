@@ -1,0 +1,226 @@
+//! The configuration model. Every struct denies unknown keys: a typo is an error, not a no-op.
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// OTel `service.name` of the exported resource (OTEL_SERVICE_NAME).
+    pub service_name: Option<String>,
+    /// Extra resource attributes (OTEL_RESOURCE_ATTRIBUTES).
+    pub resource_attributes: BTreeMap<String, String>,
+    pub probes: Probes,
+    pub export: Export,
+    pub attribution: Attribution,
+    pub redaction: Redaction,
+    pub summary: Summary,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Probes {
+    /// Kernel ring buffer size in bytes: a power of two, at least one page.
+    pub ring_buffer_bytes: u32,
+}
+
+impl Default for Probes {
+    fn default() -> Self {
+        Self {
+            ring_buffer_bytes: 32 << 20,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+pub enum Protocol {
+    #[default]
+    #[serde(rename = "grpc")]
+    Grpc,
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+    Zstd,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OtlpSettings {
+    pub endpoint: Option<String>,
+    pub protocol: Option<Protocol>,
+    pub headers: BTreeMap<String, String>,
+    #[serde(with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    pub compression: Option<Compression>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Otlp {
+    /// Base endpoint; for HTTP, `/v1/traces` is appended (OTEL_EXPORTER_OTLP_ENDPOINT).
+    pub endpoint: Option<String>,
+    pub protocol: Option<Protocol>,
+    pub headers: BTreeMap<String, String>,
+    #[serde(with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    pub compression: Option<Compression>,
+    /// Trace-only settings; each one present wins over the general one
+    /// (OTEL_EXPORTER_OTLP_TRACES_*). Its endpoint is used as is.
+    pub traces: OtlpSettings,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Export {
+    pub otlp: Otlp,
+    /// OTLP JSON lines file. Written when set, and by default when no OTLP endpoint is set.
+    pub file: Option<PathBuf>,
+    /// Spans waiting for export at most; past it, spans are dropped and counted.
+    pub queue_spans: usize,
+    pub batch_spans: usize,
+    #[serde(with = "humantime_serde")]
+    pub batch_timeout: Duration,
+    /// How long `pipetrace run` waits at the end for telemetry to leave.
+    #[serde(with = "humantime_serde")]
+    pub flush_timeout: Duration,
+}
+
+impl Default for Export {
+    fn default() -> Self {
+        Self {
+            otlp: Otlp::default(),
+            file: None,
+            queue_spans: 200_000,
+            batch_spans: 2048,
+            batch_timeout: Duration::from_millis(500),
+            flush_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// What to match on a process. Every field given must match; regexes are searched.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Match {
+    /// The tool name (executable or, for interpreters, script), exactly.
+    pub executable: Option<String>,
+    /// Regex over the command line joined by spaces.
+    pub argv: Option<String>,
+    /// Regex over the working directory.
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    #[serde(rename = "match")]
+    pub matches: Match,
+    /// Name template: `{tool}`, `{executable}`, `{argv0}`..`{argv9}`, `{cwd}`, `{cwd_name}`.
+    #[serde(default = "Rule::default_name")]
+    pub name: String,
+}
+
+impl Rule {
+    fn default_name() -> String {
+        "{tool}".into()
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Attribution {
+    /// Engines recognised as runs in agent mode.
+    pub engines: Vec<String>,
+    pub run_rules: Vec<Rule>,
+    pub task_rules: Vec<Rule>,
+}
+
+impl Default for Attribution {
+    fn default() -> Self {
+        Self {
+            engines: vec!["snakemake".into(), "nextflow".into(), "cwltool".into()],
+            run_rules: Vec::new(),
+            task_rules: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Redaction {
+    pub enabled: bool,
+    /// Extra regexes; every match in a command line becomes `[REDACTED]`.
+    pub patterns: Vec<String>,
+}
+
+impl Default for Redaction {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            patterns: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Summary {
+    /// Tasks listed in the terminal tree before it says "and N more".
+    pub max_tasks: usize,
+    /// Tools listed under each task.
+    pub max_tools_per_task: usize,
+}
+
+impl Default for Summary {
+    fn default() -> Self {
+        Self {
+            max_tasks: 30,
+            max_tools_per_task: 8,
+        }
+    }
+}
+
+impl Otlp {
+    /// The trace endpoint as the OTLP exporter spec resolves it, or None for "not configured".
+    pub fn traces_endpoint(&self) -> Option<String> {
+        if let Some(e) = &self.traces.endpoint {
+            return Some(e.clone());
+        }
+        let base = self.endpoint.as_ref()?;
+        Some(match self.protocol() {
+            Protocol::Grpc => base.clone(),
+            Protocol::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
+        })
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        self.traces.protocol.or(self.protocol).unwrap_or_default()
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.traces
+            .timeout
+            .or(self.timeout)
+            .unwrap_or(Duration::from_secs(10))
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.traces
+            .compression
+            .or(self.compression)
+            .unwrap_or_default()
+    }
+
+    pub fn headers(&self) -> BTreeMap<String, String> {
+        let mut h = self.headers.clone();
+        h.extend(self.traces.headers.clone());
+        h
+    }
+}

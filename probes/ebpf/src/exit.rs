@@ -1,0 +1,43 @@
+//! tracepoint/sched/sched_process_exit: the last thread of a process ends, with its wait status.
+use aya_ebpf::{
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, generated::bpf_ktime_get_boot_ns},
+    macros::tracepoint,
+    programs::TracePointContext,
+};
+use pipetrace_probes_common::{EventHeader, ExitEvent, KIND_EXIT};
+
+use crate::{emit, task};
+
+#[tracepoint(category = "sched", name = "sched_process_exit")]
+pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
+    let Some(o) = emit::offsets() else { return 0 };
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
+    let last = if o.exit_tp_group_dead != 0 {
+        unsafe { ctx.read_at::<u8>(o.exit_tp_group_dead as usize) }.unwrap_or(0) != 0
+    } else {
+        tid == tgid
+    };
+    if !last {
+        return 0;
+    }
+    let me = task::current();
+    let Some(mut entry) = emit::EVENTS.reserve::<ExitEvent>(0) else {
+        emit::count_lost(KIND_EXIT);
+        return 0;
+    };
+    let ev = entry.as_mut_ptr();
+    unsafe {
+        (*ev).header = EventHeader {
+            kind: KIND_EXIT,
+            tgid,
+            time_ns: bpf_ktime_get_boot_ns(),
+            start_ns: task::process_start(me, &o),
+        };
+        (*ev).exit_code = task::read::<i32>(me, o.task_exit_code).unwrap_or(0) as u32;
+        (*ev)._pad = 0;
+        (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    }
+    entry.submit(0);
+    0
+}

@@ -1,0 +1,22 @@
+//! pipetrace's kernel side: process lifecycle from tracepoints into one ring buffer.
+//!
+//! One file per kernel hook. Kernel struct offsets come from user space at load time
+//! (`PIPETRACE_OFFSETS`), never from the build machine.
+#![no_std]
+#![no_main]
+
+mod emit;
+mod exec;
+mod exit;
+mod fork;
+mod task;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";
