@@ -117,6 +117,13 @@ pub fn scan() -> Vec<ProcSnapshot> {
         .collect()
 }
 
+/// This process's peak resident set (VmHWM), KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 pub fn cwd(pid: u32) -> Option<PathBuf> {
     fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }

@@ -18,6 +18,8 @@ pub struct Pipeline {
     pub events: u64,
     /// Exits of processes the tree never saw (started before the agent, exited at once).
     pub unknown_exits: u64,
+    /// Run spans exported so far.
+    pub runs_finished: u64,
 }
 
 impl Pipeline {
@@ -30,6 +32,7 @@ impl Pipeline {
             summary: summary.then(Summary::default),
             events: 0,
             unknown_exits: 0,
+            runs_finished: 0,
         }
     }
 
@@ -78,16 +81,31 @@ impl Pipeline {
                     self.unknown_exits += 1;
                     return;
                 }
-                for f in self.attr.on_exit(&self.tree, key) {
-                    let signal = self.builder.build(&f);
-                    if let Some(s) = self.summary.as_mut() {
-                        s.record(&signal);
-                    }
-                    self.exporter.send(signal);
-                }
+                let finished = self.attr.on_exit(&self.tree, key);
+                self.emit(finished);
                 let dropped = self.tree.release(key);
                 self.attr.forget(&dropped);
             }
+        }
+    }
+
+    /// Exports what the attribution could name since the last call (Snakemake jobs wait
+    /// for the engine's log); with `force`, everything still waiting.
+    pub fn poll(&mut self, force: bool) {
+        let finished = self.attr.poll(force);
+        self.emit(finished);
+    }
+
+    fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
+        for f in finished {
+            let signal = self.builder.build(&f);
+            if signal.kind == crate::signals::Kind::Run {
+                self.runs_finished += 1;
+            }
+            if let Some(s) = self.summary.as_mut() {
+                s.record(&signal);
+            }
+            self.exporter.send(signal);
         }
     }
 

@@ -1,1 +1,78 @@
+//! Support for the end-to-end tests: a real OTLP receiver, the pipetrace binary, and the
+//! demo pipeline in a scratch directory.
+pub mod receiver;
+pub mod spans;
 
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+/// The pipetrace binary of this build (`PIPETRACE_BIN` overrides).
+pub fn pipetrace_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("PIPETRACE_BIN") {
+        return PathBuf::from(p);
+    }
+    // target/<profile>/deps/<test> -> target/<profile>/pipetrace
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let bin = dir.join("pipetrace");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (`cargo build -p pipetrace`, or `make test`)",
+        bin.display()
+    );
+    bin
+}
+
+pub fn pipetrace() -> Command {
+    let mut c = Command::new(pipetrace_bin());
+    // The tests choose their own endpoints; the caller's environment must not leak in.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("OTEL_") || k.starts_with("PIPETRACE_") && k != "PIPETRACE_BIN" {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// The demo pipeline (collector/demo) copied into a fresh directory.
+pub fn demo_pipeline() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../collector/demo");
+    copy_dir(&src, dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read demo dir") {
+        let e = e.expect("entry");
+        let dst = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).expect("copy");
+        }
+    }
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Spans of an OTLP JSON lines file, as the receiver would have them.
+pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let req: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
+            serde_json::from_str(line)
+                .expect("each line is an OTLP JSON ExportTraceServiceRequest");
+        out.extend(spans::flatten(req));
+    }
+    out
+}

@@ -89,7 +89,21 @@ struct Run {
     snakemake: Option<SnakemakeLog>,
     /// Task names fixed when a task rule matched.
     rule_names: HashMap<ProcKey, String>,
+    /// Ended Snakemake jobs waiting for the log to say which job they were.
+    pending: Vec<Pending>,
+    /// The root ended while tasks were pending: its span waits for them.
+    ended_root: Option<Proc>,
 }
+
+struct Pending {
+    proc: Proc,
+    /// The job's shell command, without Snakemake's prefix.
+    command: String,
+    since: std::time::Instant,
+}
+
+/// How long an ended job waits for Snakemake to log its end before it is matched anyway.
+const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub struct Attributor {
     mode: Mode,
@@ -179,6 +193,8 @@ impl Attributor {
             info,
             snakemake: None,
             rule_names: HashMap::new(),
+            pending: Vec::new(),
+            ended_root: None,
         };
         self.runs.insert(key, run);
         self.members.insert(
@@ -341,56 +357,127 @@ impl Attributor {
         task.map(EntityRef::Task).unwrap_or(EntityRef::Run(run))
     }
 
-    fn task_info(&mut self, key: ProcKey, run_key: ProcKey, p: &Proc) -> TaskInfo {
-        let fallback_id = format!("{}-{}", key.pid, key.start_ticks);
-        let final_name = p
-            .image
+    fn task_name(p: &Proc) -> String {
+        p.image
             .as_ref()
             .map(|i| tool_name_of(executable_name(&i.path), &i.argv))
-            .unwrap_or_else(|| p.comm.clone());
-        let run = self.runs.get_mut(&run_key);
-        if let Some(name) = run.as_ref().and_then(|r| r.rule_names.get(&key)) {
-            return TaskInfo {
-                name: name.clone(),
-                run_id: fallback_id,
-                wildcards: None,
-                threads: None,
-            };
-        }
-        let command = p
-            .first_image
-            .as_ref()
-            .and_then(|i| shell_command(&i.argv))
-            .map(snakemake::strip_prefix);
-        if let (Some(run), Some(command)) = (run, command)
-            && let Some(log) = run.snakemake.as_mut()
-        {
-            if let Some(cwd) = host::cwd(run_key.pid) {
-                log.set_workdir(cwd);
-            }
-            if let Some(job) = log.claim(command) {
-                return TaskInfo {
-                    name: job.rule,
-                    run_id: job.jobid.unwrap_or(fallback_id),
-                    wildcards: job.wildcards,
-                    threads: job.threads,
-                };
-            }
-            let words = naming::shell_words(command);
-            let name = words.first().map(|w| executable_name(w).to_string());
-            return TaskInfo {
-                name: name.unwrap_or(final_name),
-                run_id: fallback_id,
-                wildcards: None,
-                threads: None,
-            };
-        }
+            .unwrap_or_else(|| p.comm.clone())
+    }
+
+    fn fallback_info(p: &Proc, name: String) -> TaskInfo {
+        let run_id = format!("{}-{}", p.key.pid, p.key.start_ticks);
         TaskInfo {
-            name: final_name,
-            run_id: fallback_id,
+            name,
+            run_id,
             wildcards: None,
             threads: None,
         }
+    }
+
+    /// The task's name now, or None when it must wait for the Snakemake log.
+    fn task_info_now(&mut self, run_key: ProcKey, p: &Proc) -> Option<TaskInfo> {
+        let run = self.runs.get_mut(&run_key)?;
+        if let Some(name) = run.rule_names.get(&p.key) {
+            return Some(Self::fallback_info(p, name.clone()));
+        }
+        let command = p.first_image.as_ref().and_then(|i| shell_command(&i.argv));
+        if let (Some(_), Some(command)) = (&run.snakemake, command) {
+            let command = snakemake::strip_prefix(command).to_string();
+            let since = std::time::Instant::now();
+            run.pending.push(Pending {
+                proc: p.clone(),
+                command,
+                since,
+            });
+            return None;
+        }
+        Some(Self::fallback_info(p, Self::task_name(p)))
+    }
+
+    fn task_done(&mut self, run_key: ProcKey, p: Proc, info: TaskInfo) -> Finished {
+        let failed = p.exit.as_ref().is_some_and(|e| e.code() != 0);
+        if let Some(run) = self.runs.get_mut(&run_key) {
+            run.info.tasks += 1;
+            run.info.failed += u32::from(failed);
+        }
+        Finished::Task {
+            proc: p,
+            run: run_key,
+            info,
+        }
+    }
+
+    /// Names the pending Snakemake tasks the log now accounts for; with `force`, all of
+    /// them (at the end of `pipetrace run`). Also releases run spans that waited for them.
+    pub fn poll(&mut self, force: bool) -> Vec<Finished> {
+        let mut out = Vec::new();
+        let keys: Vec<ProcKey> = self.runs.keys().copied().collect();
+        for key in keys {
+            let Some(run) = self.runs.get_mut(&key) else {
+                continue;
+            };
+            if let (Some(log), false) = (run.snakemake.as_mut(), run.pending.is_empty()) {
+                if let Some(cwd) = host::cwd(key.pid) {
+                    log.set_workdir(cwd);
+                }
+                let late = force || run.pending.iter().any(|p| p.since.elapsed() > LOG_WAIT);
+                let commands: Vec<&str> = run.pending.iter().map(|p| p.command.as_str()).collect();
+                let jobs = log.assign(&commands, late);
+                let mut resolved = Vec::new();
+                let mut keep = Vec::new();
+                for (pending, job) in std::mem::take(&mut run.pending).into_iter().zip(jobs) {
+                    let overdue = force || pending.since.elapsed() > LOG_WAIT;
+                    match job {
+                        Some(job) => resolved.push((pending.proc, Some(job))),
+                        None if overdue => resolved.push((pending.proc, None)),
+                        None => keep.push(pending),
+                    }
+                }
+                run.pending = keep;
+                for (p, job) in resolved {
+                    let info = match job {
+                        Some(job) => TaskInfo {
+                            name: job.rule,
+                            run_id: job
+                                .jobid
+                                .unwrap_or_else(|| format!("{}-{}", p.key.pid, p.key.start_ticks)),
+                            wildcards: job.wildcards,
+                            threads: job.threads,
+                        },
+                        None => {
+                            let command =
+                                p.first_image.as_ref().and_then(|i| shell_command(&i.argv));
+                            let first = command
+                                .map(snakemake::strip_prefix)
+                                .and_then(|c| naming::shell_words(c).into_iter().next())
+                                .map(|w| executable_name(&w).to_string());
+                            Self::fallback_info(&p, first.unwrap_or_else(|| Self::task_name(&p)))
+                        }
+                    };
+                    out.push(self.task_done(key, p, info));
+                }
+            }
+            let Some(run) = self.runs.get_mut(&key) else {
+                continue;
+            };
+            if run.pending.is_empty()
+                && let Some(root) = run.ended_root.take()
+            {
+                out.push(Finished::Run {
+                    proc: root,
+                    info: run.info.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Tasks waiting for their names, across runs.
+    pub fn pending(&self) -> usize {
+        self.runs
+            .values()
+            .map(|r| r.pending.len() + usize::from(r.ended_root.is_some()))
+            .sum()
     }
 
     /// A process ended: what can now be exported.
@@ -404,20 +491,18 @@ impl Attributor {
         let mut out = Vec::new();
         match m.role {
             Role::RunRoot => {
-                if let Some(run) = self.runs.get(&key) {
-                    out.push(Finished::Run {
-                        proc: p.clone(),
-                        info: run.info.clone(),
-                    });
+                if let Some(run) = self.runs.get_mut(&key) {
+                    if run.pending.is_empty() {
+                        out.push(Finished::Run {
+                            proc: p.clone(),
+                            info: run.info.clone(),
+                        });
+                    } else {
+                        run.ended_root = Some(p.clone());
+                    }
                 }
             }
             Role::TaskRoot => {
-                let info = self.task_info(key, m.run, p);
-                let failed = p.exit.as_ref().is_some_and(|e| e.code() != 0);
-                if let Some(run) = self.runs.get_mut(&m.run) {
-                    run.info.tasks += 1;
-                    run.info.failed += u32::from(failed);
-                }
                 if !Self::task_root_is_script(p) {
                     let parent = EntityRef::Task(key);
                     out.push(Finished::Tool {
@@ -426,11 +511,9 @@ impl Attributor {
                         parent,
                     });
                 }
-                out.push(Finished::Task {
-                    proc: p.clone(),
-                    run: m.run,
-                    info,
-                });
+                if let Some(info) = self.task_info_now(m.run, p) {
+                    out.push(self.task_done(m.run, p.clone(), info));
+                }
             }
             Role::Member if self.transparent(tree, p) => {}
             Role::Member => {
@@ -449,8 +532,11 @@ impl Attributor {
     pub fn forget(&mut self, dropped: &[Proc]) {
         for p in dropped {
             self.members.remove(&p.key);
-            self.runs.remove(&p.key);
         }
+        // A run whose root is gone stays only while its task spans wait for names.
+        self.runs.retain(|k, r| {
+            self.members.contains_key(k) || !r.pending.is_empty() || r.ended_root.is_some()
+        });
     }
 }
 

@@ -19,11 +19,21 @@ pub struct Job {
     pub threads: Option<u32>,
 }
 
-/// Parses job blocks out of log text. Returns the blocks and how many bytes were consumed:
-/// a block still being written (no line after it yet) is left for the next call.
-pub fn parse_blocks(text: &str) -> (Vec<Job>, usize) {
+/// What the log says: a job's block, or that a job ended (`Finished job N.`, or an
+/// `Error in rule X:` block with its jobid).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Job(Job),
+    Ended(String),
+}
+
+/// Parses log text. Returns the entries and how many bytes were consumed: a block still
+/// being written (no line after it yet) is left for the next call.
+pub fn parse_blocks(text: &str) -> (Vec<Entry>, usize) {
     let mut jobs = Vec::new();
     let mut current: Option<Job> = None;
+    // An error block is a job block whose jobid says which job ended.
+    let mut in_error = false;
     let mut consumed = 0;
     let mut pos = 0;
     for line in text.split_inclusive('\n') {
@@ -39,8 +49,21 @@ pub fn parse_blocks(text: &str) -> (Vec<Job>, usize) {
             .or_else(|| l.strip_prefix("checkpoint "))
             .and_then(|r| r.strip_suffix(':'))
             .filter(|r| !r.contains(' '));
-        if let Some(rule) = header {
-            jobs.extend(current.take());
+        if let Some(id) = l
+            .strip_prefix("Finished job ")
+            .and_then(|r| r.strip_suffix('.'))
+        {
+            jobs.extend(current.take().map(|j| close(j, in_error)));
+            jobs.push(Entry::Ended(id.to_string()));
+            consumed = pos;
+            continue;
+        }
+        let error = l
+            .strip_prefix("Error in rule ")
+            .and_then(|r| r.strip_suffix(':'));
+        if let Some(rule) = header.or(error) {
+            jobs.extend(current.take().map(|j| close(j, in_error)));
+            in_error = error.is_some();
             current = Some(Job {
                 rule: rule.to_string(),
                 ..Default::default()
@@ -65,7 +88,7 @@ pub fn parse_blocks(text: &str) -> (Vec<Job>, usize) {
                     _ => {}
                 }
             }
-            (Some(_), None) => jobs.extend(current.take()),
+            (Some(_), None) => jobs.extend(current.take().map(|j| close(j, in_error))),
             (None, _) => {}
         }
         if current.is_none() {
@@ -73,6 +96,13 @@ pub fn parse_blocks(text: &str) -> (Vec<Job>, usize) {
         }
     }
     (jobs, consumed)
+}
+
+fn close(job: Job, error: bool) -> Entry {
+    match (error, job.jobid) {
+        (true, Some(id)) => Entry::Ended(id),
+        (_, jobid) => Entry::Job(Job { jobid, ..job }),
+    }
 }
 
 /// How strongly a job's block matches a shell command: outputs count double.
@@ -93,7 +123,9 @@ pub struct SnakemakeLog {
     file: Option<PathBuf>,
     offset: u64,
     pending: String,
+    /// Job blocks, and whether a process has claimed each.
     jobs: Vec<(Job, bool)>,
+    ended: std::collections::HashSet<String>,
 }
 
 impl SnakemakeLog {
@@ -106,6 +138,7 @@ impl SnakemakeLog {
             offset: 0,
             pending: String::new(),
             jobs: Vec::new(),
+            ended: Default::default(),
         }
     }
 
@@ -130,7 +163,7 @@ impl SnakemakeLog {
         newest.max_by_key(|(m, _)| *m).map(|(_, p)| p)
     }
 
-    fn refresh(&mut self) {
+    pub fn refresh(&mut self) {
         if self.file.is_none() {
             self.file = self.find_file();
         }
@@ -146,26 +179,78 @@ impl SnakemakeLog {
             self.offset += n as u64;
             self.pending.push_str(&String::from_utf8_lossy(&buf));
         }
-        let (jobs, consumed) = parse_blocks(&self.pending);
+        let (entries, consumed) = parse_blocks(&self.pending);
         self.pending.drain(..consumed);
-        self.jobs.extend(jobs.into_iter().map(|j| (j, false)));
+        for e in entries {
+            match e {
+                Entry::Job(j) => self.jobs.push((j, false)),
+                Entry::Ended(id) => {
+                    self.ended.insert(id);
+                }
+            }
+        }
     }
 
-    /// The job whose block best matches `command`, claimed so no other process gets it.
-    pub fn claim(&mut self, command: &str) -> Option<Job> {
+    fn ended(&self, job: &Job) -> bool {
+        job.jobid.as_ref().is_some_and(|id| self.ended.contains(id))
+    }
+
+    /// Assigns ended processes (their job commands) to jobs the log says ended, best
+    /// matches first. With `force`, unmatched commands take the best unclaimed job even if
+    /// the log has not said it ended. Returns, per command, its job if assigned.
+    pub fn assign(&mut self, commands: &[&str], force: bool) -> Vec<Option<Job>> {
         self.refresh();
-        let best = self
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, taken))| !taken)
-            .map(|(i, (job, _))| (score(job, command), i))
-            .filter(|(s, _)| *s > 0)
-            // Highest score; among equals the earliest block.
-            .max_by_key(|(s, i)| (*s, std::cmp::Reverse(*i)))?;
-        let slot = &mut self.jobs[best.1];
-        slot.1 = true;
-        Some(slot.0.clone())
+        let mut out = vec![None; commands.len()];
+        for only_ended in [true, false] {
+            if !only_ended && !force {
+                break;
+            }
+            loop {
+                let mut best: Option<(usize, usize, usize)> = None;
+                for (c, cmd) in commands
+                    .iter()
+                    .enumerate()
+                    .filter(|(c, _)| out[*c].is_none())
+                {
+                    // A process takes an ended job only if no job, ended or not, fits it
+                    // better: its own job may simply not be logged as ended yet.
+                    let top = self
+                        .jobs
+                        .iter()
+                        .filter(|(_, t)| !t)
+                        .map(|(j, _)| score(j, cmd))
+                        .max();
+                    for (j, (job, taken)) in self.jobs.iter().enumerate() {
+                        if *taken || (only_ended && !self.ended(job)) {
+                            continue;
+                        }
+                        let sc = score(job, cmd);
+                        if only_ended && Some(sc) != top {
+                            continue;
+                        }
+                        // Highest score; among equals the earliest block.
+                        if sc > 0 && best.is_none_or(|(bs, bj, _)| sc > bs || (sc == bs && j < bj))
+                        {
+                            best = Some((sc, j, c));
+                        }
+                    }
+                }
+                let Some((_, j, c)) = best else { break };
+                self.jobs[j].1 = true;
+                out[c] = Some(self.jobs[j].0.clone());
+            }
+        }
+        // One ended process and one ended job left: they are each other's, whatever the
+        // command names (a rule whose command mentions none of its paths).
+        let open: Vec<usize> = (0..commands.len()).filter(|c| out[*c].is_none()).collect();
+        let free: Vec<usize> = (0..self.jobs.len())
+            .filter(|j| !self.jobs[*j].1 && self.ended(&self.jobs[*j].0))
+            .collect();
+        if let ([c], [j]) = (open.as_slice(), free.as_slice()) {
+            self.jobs[*j].1 = true;
+            out[*c] = Some(self.jobs[*j].0.clone());
+        }
+        out
     }
 
     pub fn log_path(&self) -> Option<&Path> {
@@ -186,38 +271,78 @@ pub fn strip_prefix(command: &str) -> &str {
 mod tests {
     use super::*;
 
-    const LOG: &str = "Building DAG of jobs...\n\n[Sun Nov 22 04:32:56 2026]\nrule reads:\n    input: ref/genome.fa\n    output: reads/A.fq\n    jobid: 2\n    reason: Missing output files\n    wildcards: sample=A\n    resources: tmpdir=/tmp\n\n[Sun Nov 22 04:32:56 2026]\nrule reads:\n    input: ref/genome.fa\n    output: reads/B.fq\n    jobid: 3\n    wildcards: sample=B\n    threads: 2\n\nlocalrule all:\n    input: report.txt\n    jobid: 0\n";
+    const LOG: &str = "Building DAG of jobs...\n\n[Sun Nov 22 04:32:56 2026]\nrule reads:\n    input: ref/genome.fa\n    output: reads/A.fq\n    jobid: 2\n    reason: Missing output files\n    wildcards: sample=A\n    resources: tmpdir=/tmp\n\n[Sun Nov 22 04:32:56 2026]\nrule reads:\n    input: ref/genome.fa\n    output: reads/B.fq\n    jobid: 3\n    wildcards: sample=B\n    threads: 2\n\nrule index:\n    input: ref/genome.fa\n    output: ref/genome.fa.amb, ref/genome.fa.bwt\n    jobid: 5\n\nFinished job 5.\nFinished job 4.\nlocalrule all:\n    input: report.txt\n    jobid: 0\n";
+
+    fn jobs(entries: Vec<Entry>) -> Vec<Job> {
+        let job = |e| if let Entry::Job(j) = e { Some(j) } else { None };
+        entries.into_iter().filter_map(job).collect()
+    }
 
     #[test]
     fn blocks_are_parsed_and_an_open_block_waits() {
-        let (jobs, consumed) = parse_blocks(LOG);
-        assert_eq!(jobs.len(), 2, "the last block has no line after it yet");
+        let (entries, consumed) = parse_blocks(LOG);
+        assert!(entries.contains(&Entry::Ended("5".into())));
+        let jobs = jobs(entries);
+        assert_eq!(jobs.len(), 3, "the last block has no line after it yet");
         assert_eq!(jobs[0].rule, "reads");
         assert_eq!(jobs[0].outputs, ["reads/A.fq"]);
         assert_eq!(jobs[1].wildcards.as_deref(), Some("sample=B"));
         assert_eq!(jobs[1].threads, Some(2));
+        assert_eq!(jobs[2].outputs, ["ref/genome.fa.amb", "ref/genome.fa.bwt"]);
         let (rest, _) = parse_blocks(&format!("{}\n", &LOG[consumed..]));
-        assert_eq!(rest.len(), 1);
-        assert_eq!(rest[0].rule, "all");
+        let all = Job {
+            rule: "all".into(),
+            jobid: Some("0".into()),
+            inputs: vec!["report.txt".into()],
+            ..Default::default()
+        };
+        assert_eq!(rest, [Entry::Job(all)]);
+    }
+
+    fn log_with(text: &str) -> (tempfile::TempDir, SnakemakeLog) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join(".snakemake/log")).unwrap();
+        fs::write(dir.path().join(".snakemake/log/x.snakemake.log"), text).unwrap();
+        let log = SnakemakeLog::new(dir.path().into(), SystemTime::now());
+        (dir, log)
     }
 
     #[test]
-    fn commands_claim_their_own_job() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join(".snakemake/log")).unwrap();
-        fs::write(dir.path().join(".snakemake/log/x.snakemake.log"), LOG).unwrap();
-        let mut log = SnakemakeLog::new(dir.path().into(), SystemTime::now());
-        let b = log
-            .claim("python3 sim.py ref/genome.fa B > reads/B.fq")
-            .unwrap();
-        assert_eq!(b.wildcards.as_deref(), Some("sample=B"));
-        let a = log
-            .claim("python3 sim.py ref/genome.fa A > reads/A.fq")
-            .unwrap();
-        assert_eq!(a.jobid.as_deref(), Some("2"));
+    fn only_jobs_the_log_says_ended_are_matched() {
+        // `bwa index` names only its input, which the reads jobs share.
+        let (_d, mut log) = log_with(&LOG[..LOG.find("Finished").unwrap()]);
         assert_eq!(
-            log.claim("python3 sim.py ref/genome.fa A > reads/A.fq"),
-            None
+            log.assign(&["bwa index ref/genome.fa"], false),
+            [None],
+            "nothing ended yet"
         );
+        let (_d, mut log) = log_with(LOG);
+        let reads_b = "python3 sim.py ref/genome.fa B > reads/B.fq";
+        let got = log.assign(&["bwa index ref/genome.fa", reads_b], false);
+        assert_eq!(got[0].as_ref().map(|j| j.rule.as_str()), Some("index"));
+        assert_eq!(got[1], None, "job 3 (reads B) has not ended");
+        let forced = log.assign(&[reads_b], true);
+        assert_eq!(
+            forced[0].as_ref().and_then(|j| j.wildcards.as_deref()),
+            Some("sample=B")
+        );
+    }
+
+    #[test]
+    fn an_ended_job_is_not_taken_by_a_process_whose_own_job_fits_better() {
+        let text = "rule index_bam:\n    input: aligned/A.bam\n    output: aligned/A.bam.bai\n    jobid: 7\n\nrule checksum:\n    input: aligned/A.bam\n    output: stats/A.sha256\n    jobid: 8\n\nFinished job 7.\n";
+        let (_d, mut log) = log_with(text);
+        let checksum = "sha256sum aligned/A.bam | cut -d ' ' -f 1 > stats/A.sha256";
+        let got = log.assign(&[checksum, "samtools index aligned/A.bam"], false);
+        assert_eq!(got[0], None, "the checksum job has not ended yet");
+        assert_eq!(got[1].as_ref().map(|j| j.rule.as_str()), Some("index_bam"));
+    }
+
+    #[test]
+    fn error_blocks_end_their_job() {
+        let text = "rule stats:\n    output: s/A.txt\n    jobid: 9\n\nError in rule stats:\n    jobid: 9\n    output: s/A.txt\n\n";
+        let (_d, mut log) = log_with(text);
+        let got = log.assign(&["samtools flagstat a.bam > s/A.txt; exit 3"], false);
+        assert_eq!(got[0].as_ref().and_then(|j| j.jobid.as_deref()), Some("9"));
     }
 }

@@ -37,13 +37,16 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     let mut tick = tokio::time::interval(Duration::from_secs(60));
+    let mut poll = tokio::time::interval(Duration::from_millis(250));
     let mut buf = Vec::new();
     loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
                 r.context("reading kernel events")?;
                 buf.drain(..).for_each(|ev| pipe.handle(ev));
+                pipe.poll(false);
             }
+            _ = poll.tick() => pipe.poll(false),
             _ = tick.tick() => log::info!(
                 "{} events, {} processes known, {} in runs, {} kernel events lost",
                 pipe.events, pipe.tree.len(), pipe.attr.tracked(), probes.lost_events()
@@ -52,7 +55,20 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             _ = int.recv() => break,
         }
     }
+    pipe.poll(true);
+    let (events, lost) = (pipe.events, probes.lost_events());
     let (exporter, _) = pipe.into_parts();
-    exporter.shutdown(cfg.export.flush_timeout).await;
+    let stats = exporter.stats();
+    let flushed = exporter.shutdown(cfg.export.flush_timeout).await;
+    use std::sync::atomic::Ordering::Relaxed;
+    log::warn!(
+        "pipetrace agent stopped: {events} events, {lost} kernel events lost, {} spans queued, \
+         {} dropped (queue full), {} OTLP failures, peak RSS {} KiB{}",
+        stats.queued.load(Relaxed),
+        stats.dropped_queue_full.load(Relaxed),
+        stats.failed_otlp.load(Relaxed),
+        crate::host::peak_rss_kib().unwrap_or(0),
+        if flushed { "" } else { "; flush timed out" }
+    );
     Ok(0)
 }

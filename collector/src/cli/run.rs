@@ -105,22 +105,29 @@ pub async fn run(
     let mut pipe = Pipeline::new(attr, builder, exporter, print_summary);
 
     let mut buf = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
     let status = loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
                 r.context("reading kernel events")?;
                 buf.drain(..).for_each(|ev| pipe.handle(ev));
+                pipe.poll(false);
             }
+            _ = tick.tick() => pipe.poll(false),
             st = child.wait() => break st.context("waiting for the command")?,
         }
     };
     // The root's exit event is queued before wait() returns, but a record another CPU is
     // still committing can hold the queue for a moment: drain until the run span is out.
+    // Snakemake logs a job's end just after it: give the log that moment, then name
+    // whatever still waits as best it can.
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         reader.drain_now(&mut buf);
         buf.drain(..).for_each(|ev| pipe.handle(ev));
-        if pipe.attr.active_runs() == 0 || Instant::now() > deadline {
+        let late = Instant::now() > deadline;
+        pipe.poll(late);
+        if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

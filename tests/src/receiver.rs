@@ -1,0 +1,120 @@
+//! An OTLP trace receiver over gRPC (the opentelemetry-proto tonic service) and over
+//! HTTP/protobuf (POST /v1/traces), keeping what it receives.
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{Router, body::Bytes, extract::State, http::StatusCode, routing::post};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+    trace_service_server::{TraceService, TraceServiceServer},
+};
+use prost::Message;
+use tokio::net::TcpListener;
+
+use crate::spans::{RecvSpan, flatten};
+
+#[derive(Clone, Default)]
+struct Store(Arc<Mutex<Vec<RecvSpan>>>);
+
+impl Store {
+    fn add(&self, req: ExportTraceServiceRequest) {
+        self.0.lock().expect("store lock").extend(flatten(req));
+    }
+}
+
+#[tonic::async_trait]
+impl TraceService for Store {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.add(request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+async fn http_traces(State(store): State<Store>, body: Bytes) -> (StatusCode, Vec<u8>) {
+    match ExportTraceServiceRequest::decode(body) {
+        Ok(req) => {
+            store.add(req);
+            (
+                StatusCode::OK,
+                ExportTraceServiceResponse {
+                    partial_success: None,
+                }
+                .encode_to_vec(),
+            )
+        }
+        Err(_) => (StatusCode::BAD_REQUEST, Vec::new()),
+    }
+}
+
+pub struct Receiver {
+    pub grpc: SocketAddr,
+    pub http: SocketAddr,
+    store: Store,
+}
+
+impl Receiver {
+    /// Listens on two free loopback ports.
+    pub async fn start() -> Self {
+        let store = Store::default();
+        let grpc_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind gRPC");
+        let http_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind HTTP");
+        let (grpc, http) = (
+            grpc_listener.local_addr().unwrap(),
+            http_listener.local_addr().unwrap(),
+        );
+        let svc = TraceServiceServer::new(store.clone());
+        tokio::spawn(async move {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(grpc_listener);
+            tonic::transport::Server::builder()
+                .add_service(svc)
+                .serve_with_incoming(incoming)
+                .await
+                .expect("gRPC receiver");
+        });
+        let app = Router::new()
+            .route("/v1/traces", post(http_traces))
+            .with_state(store.clone());
+        tokio::spawn(async move {
+            axum::serve(http_listener, app)
+                .await
+                .expect("HTTP receiver")
+        });
+        Self { grpc, http, store }
+    }
+
+    pub fn grpc_url(&self) -> String {
+        format!("http://{}", self.grpc)
+    }
+
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.http)
+    }
+
+    pub fn spans(&self) -> Vec<RecvSpan> {
+        self.store.0.lock().expect("store lock").clone()
+    }
+
+    /// Waits until `done` holds for the spans received, or `timeout` passes.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&[RecvSpan]) -> bool,
+    ) -> Vec<RecvSpan> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let spans = self.spans();
+            if done(&spans) || tokio::time::Instant::now() > deadline {
+                return spans;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}

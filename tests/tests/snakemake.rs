@@ -1,0 +1,295 @@
+//! Debian's snakemake running the demo pipeline (bwa, samtools, coreutils, python scripts)
+//! under the real probes, exported to a real OTLP receiver.
+use std::{collections::BTreeSet, time::Duration};
+
+use pipetrace_e2e::{
+    demo_pipeline, pipetrace,
+    receiver::Receiver,
+    spans::{RecvSpan, Trace},
+    stderr,
+};
+
+/// Rules of the demo pipeline that run a process, and how many jobs each has.
+const JOBS: [(&str, usize); 8] = [
+    ("reference", 1),
+    ("reads", 2),
+    ("index", 1),
+    ("align", 2),
+    ("index_bam", 2),
+    ("stats", 2),
+    ("checksum", 2),
+    ("report", 1),
+];
+
+/// The rule a tool of the demo must be under, from what it ran.
+fn expected_rule(tool: &RecvSpan) -> Option<&'static str> {
+    let cmd = tool.str("process.command_line");
+    Some(match tool.str("pipetrace.tool.name") {
+        "make_reference.py" => "reference",
+        "simulate_reads.py" => "reads",
+        "bwa" if cmd.starts_with("bwa index") => "index",
+        "bwa" => "align",
+        "samtools" if cmd.starts_with("samtools sort") => "align",
+        "samtools" if cmd.starts_with("samtools index") => "index_bam",
+        "samtools" if cmd.starts_with("samtools flagstat") => "stats",
+        "sha256sum" | "cut" => "checksum",
+        "summarize.py" => "report",
+        _ => return None,
+    })
+}
+
+fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
+    let t = Trace::new(spans);
+    t.assert_well_formed();
+    t.assert_names_registered();
+
+    let tasks = t.tasks();
+    let mut per_rule = std::collections::BTreeMap::new();
+    for task in &tasks {
+        *per_rule
+            .entry(task.str("cicd.pipeline.task.name"))
+            .or_insert(0) += 1;
+    }
+    let want: std::collections::BTreeMap<_, _> = JOBS.into_iter().collect();
+    if failed_sample.is_none() {
+        assert_eq!(per_rule, want, "one task span per job, named by rule");
+    }
+    let align: BTreeSet<_> = tasks
+        .iter()
+        .filter(|t| t.str("cicd.pipeline.task.name") == "align")
+        .map(|t| t.str("pipetrace.task.wildcards"))
+        .collect();
+    match failed_sample {
+        None => assert_eq!(
+            align,
+            BTreeSet::from(["sample=A", "sample=B"]),
+            "wildcards on tasks"
+        ),
+        // After a failure Snakemake starts nothing new: only A's chain must have run.
+        Some(_) => assert!(
+            align.contains("sample=A")
+                && align.is_subset(&BTreeSet::from(["sample=A", "sample=B"])),
+            "{align:?}"
+        ),
+    }
+
+    let tools = t.tools();
+    assert!(tools.len() >= 14, "tools: {}", tools.len());
+    for tool in &tools {
+        let Some(rule) = expected_rule(tool) else {
+            continue;
+        };
+        let task = t
+            .task_of(tool)
+            .unwrap_or_else(|| panic!("{} has no task", tool.name));
+        assert_eq!(
+            task.str("cicd.pipeline.task.name"),
+            rule,
+            "{} under the wrong task",
+            tool.str("process.command_line")
+        );
+        // A tool that names one sample's files is under that sample's job.
+        let cmd = tool.str("process.command_line");
+        let named: Vec<_> = ["A", "B"]
+            .into_iter()
+            .filter(|s| cmd.contains(&format!("/{s}.")))
+            .collect();
+        if let [sample] = named.as_slice() {
+            assert_eq!(
+                task.str("pipetrace.task.wildcards"),
+                format!("sample={sample}"),
+                "{cmd}"
+            );
+        }
+        assert!(tool.int("process.pid").is_some_and(|p| p > 0));
+        assert!(tool.int("process.parent_pid").is_some_and(|p| p > 0));
+        assert!(
+            tool.str("process.executable.path").starts_with('/'),
+            "{}",
+            tool.str("process.executable.path")
+        );
+        assert_eq!(tool.int("process.exit.code"), Some(0), "{cmd}");
+        assert_eq!(tool.status, 1, "{cmd}: status OK");
+    }
+    let run = spans.iter().find(|s| s.is_run()).expect("run span");
+    assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
+    assert!(!run.str("cicd.pipeline.run.id").is_empty());
+    assert!(run.resource.contains_key("host.name") && run.resource.contains_key("host.id"));
+    assert_eq!(
+        run.resource.get("service.name").map(|v| v.str()),
+        Some("pipetrace")
+    );
+    // Tool and task spans carry the run's id where the spec puts it.
+    for task in &tasks {
+        assert_eq!(
+            task.str("cicd.pipeline.run.id"),
+            run.str("cicd.pipeline.run.id")
+        );
+    }
+    match failed_sample {
+        None => {
+            assert_eq!(run.status, 1, "run OK: {}", run.status_message);
+            assert!(tasks.iter().all(|t| t.status == 1));
+        }
+        Some(sample) => {
+            let failed: Vec<_> = tasks.iter().filter(|t| t.status == 2).collect();
+            assert_eq!(failed.len(), 1, "exactly the planted failure");
+            assert_eq!(failed[0].str("cicd.pipeline.task.name"), "stats");
+            assert_eq!(
+                failed[0].str("pipetrace.task.wildcards"),
+                format!("sample={sample}")
+            );
+            assert_eq!(failed[0].int("process.exit.code"), Some(3));
+            assert!(
+                failed[0].status_message.contains("code 3"),
+                "{}",
+                failed[0].status_message
+            );
+            assert_eq!(run.status, 2, "run ERROR when a task failed");
+            assert!(
+                run.status_message.contains("failed"),
+                "{}",
+                run.status_message
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snakemake_pipeline_over_grpc() {
+    let rx = Receiver::start().await;
+    let dir = demo_pipeline();
+    let out = pipetrace()
+        .args([
+            "--endpoint",
+            &rx.grpc_url(),
+            "run",
+            "--",
+            "snakemake",
+            "--cores",
+            "2",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("run pipetrace");
+    assert!(out.status.success(), "pipetrace failed: {}", stderr(&out));
+    assert!(
+        dir.path().join("report.txt").exists(),
+        "the pipeline really ran"
+    );
+    // pipetrace flushed before exiting: everything is already here.
+    let spans = rx.spans();
+    check_demo_trace(&spans, None);
+    let summary = stderr(&out);
+    assert!(summary.contains("13 tasks (0 failed)"), "{summary}");
+    assert!(
+        summary.contains(&format!("sent over OTLP to {}", rx.grpc_url())),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("align (sample=A)"),
+        "the terminal tree: {summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snakemake_failure_over_http_configured_by_env() {
+    let rx = Receiver::start().await;
+    let dir = demo_pipeline();
+    let out = pipetrace()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.http_url())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .args([
+            "run",
+            "--",
+            "snakemake",
+            "--cores",
+            "2",
+            "--config",
+            "fail=A",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("run pipetrace");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "snakemake's exit code passes through: {}",
+        stderr(&out)
+    );
+    let spans = rx.spans();
+    assert!(
+        !spans.is_empty(),
+        "nothing arrived over HTTP: {}",
+        stderr(&out)
+    );
+    check_demo_trace(&spans, Some("A"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_traces_a_snakemake_run_it_did_not_start() {
+    let rx = Receiver::start().await;
+    let mut agent = pipetrace()
+        .env("PIPETRACE_LOG", "info")
+        .args(["--endpoint", &rx.grpc_url(), "agent"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start agent");
+    wait_for_line(
+        agent.stderr.take().expect("stderr"),
+        "pipetrace agent watching",
+        Duration::from_secs(30),
+    );
+    let dir = demo_pipeline();
+    let status = std::process::Command::new("snakemake")
+        .args(["--cores", "2"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("snakemake");
+    assert!(status.success());
+    // Other tests' pipelines run on this host too: this run is the one named by its directory.
+    let name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
+    let spans = rx
+        .wait_for(Duration::from_secs(20), |s| s.iter().any(ours))
+        .await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    let st = agent.wait().expect("agent exit");
+    assert!(st.success(), "agent exits cleanly on SIGTERM: {st:?}");
+    let mut spans = spans;
+    let run = spans
+        .iter()
+        .find(|s| ours(s))
+        .expect("this run's span")
+        .trace_id
+        .clone();
+    spans.retain(|s| s.trace_id == run);
+    check_demo_trace(&spans, None);
+}
+
+fn wait_for_line(stderr: std::process::ChildStderr, needle: &str, timeout: Duration) {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = needle.to_string();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if !sent && line.contains(&owned) {
+                let _ = tx.send(());
+                sent = true;
+            }
+        }
+    });
+    rx.recv_timeout(timeout)
+        .unwrap_or_else(|_| panic!("agent never said `{needle}`"));
+}
