@@ -70,7 +70,10 @@ impl Receiver {
             grpc_listener.local_addr().unwrap(),
             http_listener.local_addr().unwrap(),
         );
-        let svc = TraceServiceServer::new(store.clone());
+        // Collectors compress by default; a real receiver accepts it.
+        let svc = TraceServiceServer::new(store.clone())
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+            .accept_compressed(tonic::codec::CompressionEncoding::Zstd);
         tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(grpc_listener);
             tonic::transport::Server::builder()

@@ -293,3 +293,92 @@ fn wait_for_line(stderr: std::process::ChildStderr, needle: &str, timeout: Durat
     rx.recv_timeout(timeout)
         .unwrap_or_else(|_| panic!("agent never said `{needle}`"));
 }
+
+/// The independent `rotel` collector (PyPI) between pipetrace and the receiver: a third
+/// party accepts pipetrace's OTLP and passes it on intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_third_party_collector_accepts_our_otlp() {
+    let rotel = rotel_agent();
+    let rx = Receiver::start().await;
+    let port = free_port();
+    let http_port = free_port();
+    let mut collector = std::process::Command::new(&rotel)
+        .args([
+            "start",
+            "--otlp-grpc-endpoint",
+            &format!("127.0.0.1:{port}"),
+            "--otlp-http-endpoint",
+            &format!("127.0.0.1:{http_port}"),
+            "--exporter",
+            "otlp",
+            "--otlp-exporter-endpoint",
+            &rx.grpc_url(),
+            "--otlp-exporter-protocol",
+            "grpc",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start rotel");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "rotel never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = demo_pipeline();
+    let out = pipetrace()
+        .args([
+            "--endpoint",
+            &format!("http://127.0.0.1:{port}"),
+            "run",
+            "--",
+            "snakemake",
+            "--cores",
+            "2",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("run pipetrace");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(0 failed)"),
+        "rotel took every span: {}",
+        stderr(&out)
+    );
+    let spans = rx
+        .wait_for(Duration::from_secs(30), |s| {
+            s.iter().any(|s| s.is_run()) && s.iter().filter(|s| s.is_task()).count() >= 13
+        })
+        .await;
+    let _ = collector.kill();
+    let _ = collector.wait();
+    check_demo_trace(&spans, None);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The rotel-agent binary the `rotel` wheel ships (scripts/setup.sh installs it).
+fn rotel_agent() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("ROTEL_AGENT") {
+        return p.into();
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, rotel; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))",
+        ])
+        .output()
+        .expect("python3");
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && std::path::Path::new(&path).exists(),
+        "the rotel collector is not installed: run scripts/setup.sh (pip install --pre rotel)"
+    );
+    path.into()
+}

@@ -1,0 +1,301 @@
+//! The command line as a user meets it: exit codes, signals, config errors, privileges,
+//! redaction, the default output file.
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use pipetrace_e2e::{pipetrace, pipetrace_bin, read_jsonl, stderr};
+
+fn run_to_file(
+    dir: &Path,
+    argv: &[&str],
+) -> (std::process::Output, Vec<pipetrace_e2e::spans::RecvSpan>) {
+    let out = dir.join("t.otlp.jsonl");
+    let mut args = vec!["-o", out.to_str().unwrap(), "run", "--"];
+    args.extend_from_slice(argv);
+    let o = pipetrace().args(&args).output().expect("run pipetrace");
+    let spans = if out.exists() {
+        read_jsonl(&out)
+    } else {
+        Vec::new()
+    };
+    (o, spans)
+}
+
+#[test]
+fn the_commands_exit_code_passes_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, spans) = run_to_file(dir.path(), &["sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let run = spans.iter().find(|s| s.is_run()).expect("run span");
+    assert_eq!(run.int("process.exit.code"), Some(7));
+    assert_eq!(run.status, 2, "non-zero exit is an error");
+    assert!(
+        run.status_message.contains("code 7"),
+        "{}",
+        run.status_message
+    );
+}
+
+#[test]
+fn a_missing_command_is_127_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, _) = run_to_file(dir.path(), &["/nonexistent/tool"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(
+        stderr(&o).contains("cannot start `/nonexistent/tool`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn sigterm_is_passed_on_and_telemetry_flushed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let mut child = pipetrace()
+        .args(["-o", out.to_str().unwrap(), "run", "--", "sleep", "30"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the wrapped sleep runs (a child of pipetrace).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sleeping = || {
+        std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+            .is_ok_and(|c| !c.trim().is_empty())
+    };
+    while !sleeping() {
+        assert!(Instant::now() < deadline, "sleep never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "pipetrace did not stop promptly"
+    );
+    assert_eq!(st.code(), Some(143), "128 + SIGTERM, as a shell reports it");
+    let spans = read_jsonl(&out);
+    let run = spans
+        .iter()
+        .find(|s| s.is_run())
+        .expect("the run span was flushed");
+    assert_eq!(run.str("pipetrace.process.signal"), "SIGTERM");
+    assert!(
+        run.status_message.contains("killed by SIGTERM"),
+        "{}",
+        run.status_message
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn config_validate_names_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(
+        dir.path(),
+        "good.yaml",
+        "export:\n  otlp:\n    endpoint: http://localhost:4317\n",
+    );
+    let o = pipetrace()
+        .args(["config", "validate", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "export:\n  otlp:\n    endpoit: http://localhost:4317\n",
+    );
+    let o = pipetrace()
+        .args(["config", "validate", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains(bad.to_str().unwrap()) && err.contains("export.otlp.endpoit"),
+        "{err}"
+    );
+
+    let value = write(dir.path(), "value.yaml", "export:\n  queue_spans: lots\n");
+    let o = pipetrace()
+        .args(["config", "validate", value.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("export.queue_spans"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_printed_default_config_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = pipetrace()
+        .args(["config", "print-default"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let f = write(
+        dir.path(),
+        "default.yaml",
+        &String::from_utf8(o.stdout).unwrap(),
+    );
+    let o = pipetrace()
+        .args(["config", "validate", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn a_bad_config_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "probes:\n  ring_buffer_bytes: 12345\n",
+    );
+    let marker = dir.path().join("ran");
+    let o = pipetrace()
+        .args([
+            "-c",
+            bad.to_str().unwrap(),
+            "run",
+            "--",
+            "touch",
+            marker.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("probes.ring_buffer_bytes"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists(), "the command must not have run");
+    let o = pipetrace()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4317")
+        .args(["run", "--", "touch", marker.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an endpoint without a scheme is refused"
+    );
+    assert!(
+        stderr(&o).contains("export.otlp.endpoint"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists());
+}
+
+/// Runs pipetrace as user `nobody` with no capabilities.
+fn as_nobody(args: &[&str]) -> std::process::Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--",
+        ])
+        .arg(pipetrace_bin())
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux)")
+}
+
+#[test]
+fn without_privileges_doctor_and_run_say_what_to_do() {
+    let o = as_nobody(&["doctor"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.contains("FAIL") && out.contains("CAP_BPF"), "{out}");
+    assert!(!stderr(&o).contains("panicked"));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let marker = dir.path().join("ran");
+    let out_file = dir.path().join("t.jsonl");
+    let o = as_nobody(&[
+        "-o",
+        out_file.to_str().unwrap(),
+        "run",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("run as root") || err.contains("CAP_BPF"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!marker.exists(), "nothing half-started");
+}
+
+#[test]
+fn secrets_in_command_lines_never_leave() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "/bin/true --password=hunter2 --api-key K123SECRET https://u:pw9@h/x; /bin/true token=abc987";
+    let (o, spans) = run_to_file(dir.path(), &["sh", "-c", script]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("t.otlp.jsonl")).unwrap();
+    for secret in ["hunter2", "K123SECRET", "pw9", "abc987"] {
+        assert!(!text.contains(secret), "{secret} leaked into the export");
+    }
+    let cmds: Vec<_> = spans
+        .iter()
+        .map(|s| s.str("process.command_line"))
+        .collect();
+    assert!(
+        cmds.iter().any(|c| c.contains("--password=[REDACTED]")),
+        "{cmds:?}"
+    );
+    assert!(
+        cmds.iter()
+            .any(|c| c.contains("--api-key '[REDACTED]'") || c.contains("--api-key [REDACTED]")),
+        "{cmds:?}"
+    );
+}
+
+#[test]
+fn without_an_endpoint_telemetry_goes_to_a_file_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = pipetrace()
+        .args(["run", "--", "true"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".otlp.jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1);
+    let spans = read_jsonl(&files[0].path());
+    assert!(spans.iter().any(|s| s.is_run()));
+    let err = stderr(&o);
+    assert!(err.contains("written as OTLP JSON to"), "{err}");
+    assert!(err.contains("run true"), "the tree: {err}");
+}
