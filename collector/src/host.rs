@@ -79,6 +79,7 @@ pub struct ProcSnapshot {
     pub comm: String,
     pub exe: Option<PathBuf>,
     pub argv: Vec<String>,
+    pub cwd: Option<PathBuf>,
 }
 
 /// Fields 4 (ppid) and 22 (starttime) of /proc/PID/stat; comm may hold spaces and ')'.
@@ -103,6 +104,7 @@ pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
         comm,
         exe: fs::read_link(format!("/proc/{pid}/exe")).ok(),
         argv: crate::event::split_argv(&cmdline),
+        cwd: cwd(pid),
     })
 }
 
@@ -117,11 +119,21 @@ pub fn scan() -> Vec<ProcSnapshot> {
         .collect()
 }
 
-/// This process's peak resident set (VmHWM), KiB.
-pub fn peak_rss_kib() -> Option<u64> {
+fn self_status_kib(field: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// This process's peak resident set (VmHWM), KiB. It counts the kernel ring buffer, which
+/// the kernel maps into the agent.
+pub fn peak_rss_kib() -> Option<u64> {
+    self_status_kib("VmHWM:")
+}
+
+/// This process's private memory now (RssAnon), KiB: its own heap, without the ring buffer.
+pub fn private_rss_kib() -> Option<u64> {
+    self_status_kib("RssAnon:")
 }
 
 pub fn cwd(pid: u32) -> Option<PathBuf> {

@@ -18,6 +18,8 @@ pub struct Pipeline {
     pub events: u64,
     /// Exits of processes the tree never saw (started before the agent, exited at once).
     pub unknown_exits: u64,
+    /// Ring-buffer records that could not be decoded (a probe/agent version mismatch).
+    pub undecodable: u64,
     /// Run spans exported so far.
     pub runs_finished: u64,
 }
@@ -33,6 +35,7 @@ impl Pipeline {
             events: 0,
             unknown_exits: 0,
             runs_finished: 0,
+            undecodable: 0,
         }
     }
 
@@ -66,7 +69,7 @@ impl Pipeline {
             Event::Exec(e) => {
                 let cwd = self
                     .attr
-                    .wants_cwd(&self.tree, &e.key, e.ppid)
+                    .wants_cwd(&self.tree, &e)
                     .then(|| host::cwd(e.key.pid))
                     .flatten();
                 self.tree.exec(&e, cwd);

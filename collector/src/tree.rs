@@ -140,7 +140,7 @@ impl Tree {
                 path,
                 argv: s.argv,
                 argv_truncated: false,
-                cwd: None,
+                cwd: s.cwd,
             };
             p.first_image = Some(image.clone());
             p.image = Some(image);

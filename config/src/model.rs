@@ -27,7 +27,7 @@ pub struct Probes {
 impl Default for Probes {
     fn default() -> Self {
         Self {
-            ring_buffer_bytes: 32 << 20,
+            ring_buffer_bytes: 16 << 20,
         }
     }
 }

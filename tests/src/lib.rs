@@ -13,19 +13,20 @@ pub fn pipetrace_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("PIPETRACE_BIN") {
         return PathBuf::from(p);
     }
-    // target/<profile>/deps/<test> -> target/<profile>/pipetrace
+    // Tests run from target/<profile>/deps/, the bench from target/<profile>/.
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let bin = dir.join("pipetrace");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first (`cargo build -p pipetrace`, or `make test`)",
-        bin.display()
-    );
-    bin
+    let found = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join("pipetrace"))
+        .find(|b| b.is_file());
+    found.unwrap_or_else(|| {
+        panic!(
+            "no pipetrace binary beside {}: build it first (`cargo build -p pipetrace`, or `make test`)",
+            exe.display()
+        )
+    })
 }
 
 pub fn pipetrace() -> Command {

@@ -17,11 +17,24 @@ use tokio::net::TcpListener;
 use crate::spans::{RecvSpan, flatten};
 
 #[derive(Clone, Default)]
-struct Store(Arc<Mutex<Vec<RecvSpan>>>);
+struct Store {
+    spans: Arc<Mutex<Vec<RecvSpan>>>,
+    /// `name=value` of every `x-` request header seen (auth and tenant headers).
+    headers: Arc<Mutex<std::collections::BTreeSet<String>>>,
+}
 
 impl Store {
     fn add(&self, req: ExportTraceServiceRequest) {
-        self.0.lock().expect("store lock").extend(flatten(req));
+        self.spans.lock().expect("store lock").extend(flatten(req));
+    }
+
+    fn saw<'a>(&self, headers: impl Iterator<Item = (&'a str, &'a str)>) {
+        let mut seen = self.headers.lock().expect("headers lock");
+        seen.extend(
+            headers
+                .filter(|(k, _)| k.starts_with("x-"))
+                .map(|(k, v)| format!("{k}={v}")),
+        );
     }
 }
 
@@ -31,6 +44,12 @@ impl TraceService for Store {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let headers = request.metadata().clone().into_headers();
+        self.saw(
+            headers
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+        );
         self.add(request.into_inner());
         Ok(tonic::Response::new(ExportTraceServiceResponse {
             partial_success: None,
@@ -38,7 +57,16 @@ impl TraceService for Store {
     }
 }
 
-async fn http_traces(State(store): State<Store>, body: Bytes) -> (StatusCode, Vec<u8>) {
+async fn http_traces(
+    State(store): State<Store>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> (StatusCode, Vec<u8>) {
+    store.saw(
+        headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+    );
     match ExportTraceServiceRequest::decode(body) {
         Ok(req) => {
             store.add(req);
@@ -102,7 +130,12 @@ impl Receiver {
     }
 
     pub fn spans(&self) -> Vec<RecvSpan> {
-        self.store.0.lock().expect("store lock").clone()
+        self.store.spans.lock().expect("store lock").clone()
+    }
+
+    /// `name=value` of the `x-` request headers received.
+    pub fn headers(&self) -> std::collections::BTreeSet<String> {
+        self.store.headers.lock().expect("headers lock").clone()
     }
 
     /// Waits until `done` holds for the spans received, or `timeout` passes.

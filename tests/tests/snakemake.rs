@@ -41,7 +41,8 @@ fn expected_rule(tool: &RecvSpan) -> Option<&'static str> {
 fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
     let t = Trace::new(spans);
     t.assert_well_formed();
-    t.assert_names_registered();
+    // deployment.environment is the user's own (OTEL_RESOURCE_ATTRIBUTES), not ours.
+    t.assert_names_registered(&["deployment.environment"]);
 
     let tasks = t.tasks();
     let mut per_rule = std::collections::BTreeMap::new();
@@ -115,9 +116,15 @@ fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
     assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
     assert!(!run.str("cicd.pipeline.run.id").is_empty());
     assert!(run.resource.contains_key("host.name") && run.resource.contains_key("host.id"));
+    // The HTTP test names its service through OTEL_SERVICE_NAME.
+    let service = if failed_sample.is_some() {
+        "lab-pipelines"
+    } else {
+        "pipetrace"
+    };
     assert_eq!(
         run.resource.get("service.name").map(|v| v.str()),
-        Some("pipetrace")
+        Some(service)
     );
     // Tool and task spans carry the run's id where the spec puts it.
     for task in &tasks {
@@ -160,6 +167,11 @@ async fn snakemake_pipeline_over_grpc() {
     let rx = Receiver::start().await;
     let dir = demo_pipeline();
     let out = pipetrace()
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "x-tenant=lab%20one,x-token=s3cret",
+        )
+        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
         .args([
             "--endpoint",
             &rx.grpc_url(),
@@ -180,6 +192,12 @@ async fn snakemake_pipeline_over_grpc() {
     // pipetrace flushed before exiting: everything is already here.
     let spans = rx.spans();
     check_demo_trace(&spans, None);
+    let headers = rx.headers();
+    assert!(
+        headers.contains("x-tenant=lab one"),
+        "OTEL_EXPORTER_OTLP_HEADERS sent: {headers:?}"
+    );
+    assert!(headers.contains("x-token=s3cret"), "{headers:?}");
     let summary = stderr(&out);
     assert!(summary.contains("13 tasks (0 failed)"), "{summary}");
     assert!(
@@ -199,6 +217,8 @@ async fn snakemake_failure_over_http_configured_by_env() {
     let out = pipetrace()
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.http_url())
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .env("OTEL_SERVICE_NAME", "lab-pipelines")
+        .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci")
         .args([
             "run",
             "--",
@@ -222,6 +242,20 @@ async fn snakemake_failure_over_http_configured_by_env() {
         !spans.is_empty(),
         "nothing arrived over HTTP: {}",
         stderr(&out)
+    );
+    assert!(
+        rx.headers().is_empty(),
+        "no headers were configured: {:?}",
+        rx.headers()
+    );
+    let env = spans[0]
+        .resource
+        .get("deployment.environment")
+        .map(|v| v.str());
+    assert_eq!(
+        env,
+        Some("ci"),
+        "OTEL_RESOURCE_ATTRIBUTES reach the resource"
     );
     check_demo_trace(&spans, Some("A"));
 }
@@ -381,4 +415,100 @@ fn rotel_agent() -> std::path::PathBuf {
         "the rotel collector is not installed: run scripts/setup.sh (pip install --pre rotel)"
     );
     path.into()
+}
+
+/// An agent started while a pipeline is already running finds it in /proc and still
+/// exports it as one trace: the run, its running job, and the jobs after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_started_mid_run_picks_it_up_from_proc() {
+    let rx = Receiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Snakefile"),
+        "rule all:\n    input: \"done.txt\"\n\n\
+         rule slow:\n    output: \"slow.txt\"\n    shell: \"sleep 3 && echo slow > {output}\"\n\n\
+         rule after:\n    input: \"slow.txt\"\n    output: \"done.txt\"\n    shell: \"sort {input} > {output}\"\n",
+    )
+    .unwrap();
+    let mut snakemake = std::process::Command::new("snakemake")
+        .args(["--cores", "1"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("snakemake");
+    // Wait until the slow job's sleep runs (in this pipeline's directory: other tests run
+    // their own sleeps), then start the agent.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let slow_job_runs = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                let p = e.path();
+                std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == "sleep")
+                    && std::fs::read_link(p.join("cwd")).is_ok_and(|c| c == dir.path())
+            })
+    };
+    while !slow_job_runs() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow job never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut agent = pipetrace()
+        .env("PIPETRACE_LOG", "info")
+        .args(["--endpoint", &rx.grpc_url(), "agent"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start agent");
+    wait_for_line(
+        agent.stderr.take().expect("stderr"),
+        "pipetrace agent watching",
+        Duration::from_secs(30),
+    );
+    assert!(snakemake.wait().unwrap().success());
+    let name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
+    let spans = rx
+        .wait_for(Duration::from_secs(20), |s| s.iter().any(ours))
+        .await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    assert!(agent.wait().unwrap().success());
+    let run = spans
+        .iter()
+        .find(|s| ours(s))
+        .expect("the run was found in /proc")
+        .clone();
+    let mut spans = spans;
+    spans.retain(|s| s.trace_id == run.trace_id);
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
+    assert_eq!(
+        run.str("pipetrace.collection.mode"),
+        "procfs",
+        "the root was seeded from /proc"
+    );
+    let tasks: BTreeSet<_> = t
+        .tasks()
+        .iter()
+        .map(|t| t.str("cicd.pipeline.task.name"))
+        .collect();
+    assert_eq!(tasks, BTreeSet::from(["slow", "after"]));
+    let sleep = t
+        .tools()
+        .into_iter()
+        .find(|s| s.str("pipetrace.tool.name") == "sleep")
+        .expect("sleep tool");
+    assert_eq!(
+        t.task_of(sleep).map(|t| t.str("cicd.pipeline.task.name")),
+        Some("slow")
+    );
 }

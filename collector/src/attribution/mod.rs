@@ -132,27 +132,31 @@ impl Attributor {
         })
     }
 
-    pub fn membership(&self, key: &ProcKey) -> Option<&Membership> {
-        self.members.get(key)
-    }
-
     /// Processes in runs now, for the agent's own figures.
     pub fn tracked(&self) -> usize {
         self.members.len()
     }
 
-    pub fn active_runs(&self) -> usize {
-        self.runs.len()
-    }
-
-    /// Whether an exec of this process needs its working directory (paths, rules, engines).
-    pub fn wants_cwd(&self, tree: &Tree, key: &ProcKey, ppid: u32) -> bool {
-        matches!(self.mode, Mode::Agent)
-            || self.members.contains_key(key)
-            || tree
-                .by_pid(ppid)
-                .is_some_and(|p| self.members.contains_key(&p.key))
-            || matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid)
+    /// Whether an exec needs the process's working directory (a readlink per exec, so
+    /// only where it is used): a run root's (engine workdir, name), a member's with a
+    /// relative path or when task rules may match on it, an exec that may start a run.
+    pub fn wants_cwd(&self, tree: &Tree, e: &crate::event::Exec) -> bool {
+        let member = self.members.get(&e.key).copied().or_else(|| {
+            let parent = tree.by_pid(e.ppid)?;
+            self.members.get(&parent.key).copied()
+        });
+        if let Some(m) = member {
+            return m.role == Role::RunRoot
+                || !e.filename.starts_with('/')
+                || !self.task_rules.is_empty();
+        }
+        match self.mode {
+            Mode::Run { root_pid } => root_pid == e.key.pid,
+            Mode::Agent => {
+                let tool = tool_name_of(executable_name(&e.filename), &e.argv);
+                self.engines.contains(&tool) || !self.run_rules.is_empty()
+            }
+        }
     }
 
     pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {
@@ -224,7 +228,8 @@ impl Attributor {
         }
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
-                self.maybe_start_agent_run(key, &image);
+                let started = self.unix_time(p.start_ns);
+                self.maybe_start_agent_run(key, &image, started);
             }
             return;
         };
@@ -236,7 +241,7 @@ impl Attributor {
         }
     }
 
-    fn maybe_start_agent_run(&mut self, key: ProcKey, image: &Image) {
+    fn maybe_start_agent_run(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
         if let Some(engine) = self.engine_of(image) {
             self.start_run(key, engine, String::new());
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
@@ -245,8 +250,7 @@ impl Attributor {
         } else {
             return;
         }
-        let (p_img, started) = (image.clone(), SystemTime::now());
-        self.name_run_with(key, &p_img, started);
+        self.name_run_with(key, image, started);
     }
 
     fn name_run(&mut self, key: ProcKey, p: &Proc, image: &Image) {

@@ -42,7 +42,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
-                r.context("reading kernel events")?;
+                pipe.undecodable += r.context("reading kernel events")?;
                 buf.drain(..).for_each(|ev| pipe.handle(ev));
                 pipe.poll(false);
             }
@@ -55,19 +55,24 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             _ = int.recv() => break,
         }
     }
+    // Records may wait up to a tick without waking us: take them before stopping.
+    pipe.undecodable += reader.drain_now(&mut buf);
+    buf.drain(..).for_each(|ev| pipe.handle(ev));
     pipe.poll(true);
-    let (events, lost) = (pipe.events, probes.lost_events());
+    let (events, lost, bad) = (pipe.events, probes.lost_events(), pipe.undecodable);
     let (exporter, _) = pipe.into_parts();
     let stats = exporter.stats();
     let flushed = exporter.shutdown(cfg.export.flush_timeout).await;
     use std::sync::atomic::Ordering::Relaxed;
     log::warn!(
-        "pipetrace agent stopped: {events} events, {lost} kernel events lost, {} spans queued, \
-         {} dropped (queue full), {} OTLP failures, peak RSS {} KiB{}",
+        "pipetrace agent stopped: {events} events, {lost} kernel events lost, {bad} undecodable, \
+         {} spans queued, \
+         {} dropped (queue full), {} OTLP failures, peak RSS {} KiB, private {} KiB{}",
         stats.queued.load(Relaxed),
         stats.dropped_queue_full.load(Relaxed),
         stats.failed_otlp.load(Relaxed),
         crate::host::peak_rss_kib().unwrap_or(0),
+        crate::host::private_rss_kib().unwrap_or(0),
         if flushed { "" } else { "; flush timed out" }
     );
     Ok(0)

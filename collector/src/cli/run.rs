@@ -10,7 +10,7 @@ use pipetrace_config::Config;
 
 use crate::{
     attribution::{Attributor, Mode},
-    export::Exporter,
+    export::{Exporter, summary::Loss},
     host::HostInfo,
     pipeline::Pipeline,
     probes::Probes,
@@ -109,7 +109,7 @@ pub async fn run(
     let status = loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
-                r.context("reading kernel events")?;
+                pipe.undecodable += r.context("reading kernel events")?;
                 buf.drain(..).for_each(|ev| pipe.handle(ev));
                 pipe.poll(false);
             }
@@ -123,7 +123,7 @@ pub async fn run(
     // whatever still waits as best it can.
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        reader.drain_now(&mut buf);
+        pipe.undecodable += reader.drain_now(&mut buf);
         buf.drain(..).for_each(|ev| pipe.handle(ev));
         let late = Instant::now() > deadline;
         pipe.poll(late);
@@ -133,7 +133,10 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let wall = started.elapsed();
-    let lost = probes.lost_events();
+    let lost = Loss {
+        kernel: probes.lost_events(),
+        undecodable: pipe.undecodable,
+    };
     let still_running = pipe.attr.tracked();
     let (exporter, summary) = pipe.into_parts();
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
@@ -150,7 +153,7 @@ pub async fn run(
             wall,
             &dest,
             &stats,
-            lost,
+            &lost,
         );
         eprint!("\n{text}");
         if still_running > 0 {

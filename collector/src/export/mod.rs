@@ -123,8 +123,14 @@ impl Exporter {
                 if !batch.is_empty() {
                     let spans = std::mem::take(&mut batch);
                     let n = spans.len() as u64;
-                    if let Some(f) = file.as_mut() {
-                        match f.write(spans.clone(), &schema) {
+                    // Copy the batch only when two sinks each need one.
+                    let (for_file, spans) = match (&file, &otlp) {
+                        (Some(_), Some(_)) => (Some(spans.clone()), spans),
+                        (Some(_), None) => (Some(spans), Vec::new()),
+                        (None, _) => (None, spans),
+                    };
+                    if let (Some(f), Some(for_file)) = (file.as_mut(), for_file) {
+                        match f.write(for_file, &schema) {
                             Ok(()) => st.written_file.fetch_add(n, Ordering::Relaxed),
                             Err(e) => {
                                 log::error!("writing {}: {e}", f.path().display());

@@ -6,6 +6,15 @@ use opentelemetry::trace::{SpanId, Status};
 use super::{Destinations, ExportStats};
 use crate::signals::{Kind, Signal};
 
+/// Kernel records that never became events.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Loss {
+    /// Refused by a full ring buffer (the probes' per-kind counters).
+    pub kernel: u64,
+    /// In the ring buffer but not decodable.
+    pub undecodable: u64,
+}
+
 /// Entries kept for the tree at most; past it only counts grow.
 const MAX_ENTRIES: usize = 200_000;
 
@@ -131,7 +140,7 @@ impl Summary {
         wall: Duration,
         dest: &Destinations,
         stats: &ExportStats,
-        lost_kernel: u64,
+        lost: &Loss,
     ) -> String {
         use std::sync::atomic::Ordering::Relaxed;
         let mut out = String::new();
@@ -167,11 +176,12 @@ impl Summary {
             );
         }
         let dropped = stats.dropped_queue_full.load(Relaxed);
-        if dropped > 0 || lost_kernel > 0 {
+        if dropped > 0 || lost.kernel > 0 || lost.undecodable > 0 {
             let _ = writeln!(
                 out,
-                "pipetrace: WARNING {lost_kernel} kernel events lost, {dropped} spans dropped \
-                 (queue full); raise probes.ring_buffer_bytes / export.queue_spans"
+                "pipetrace: WARNING {} kernel events lost, {} undecodable, {dropped} spans dropped \
+                 (queue full); raise probes.ring_buffer_bytes / export.queue_spans",
+                lost.kernel, lost.undecodable
             );
         }
         out

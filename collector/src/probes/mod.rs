@@ -9,7 +9,7 @@ use aya::{
     maps::{MapData, PerCpuArray, RingBuf},
     programs::{BtfTracePoint, TracePoint},
 };
-use pipetrace_probes_common::{EVENTS_MAP, KIND_SLOTS, LOST_MAP, OFFSETS_GLOBAL};
+use pipetrace_probes_common::{EVENTS_MAP, KIND_SLOTS, LOST_MAP, OFFSETS_GLOBAL, WAKE_GLOBAL};
 
 pub use offsets::{OffsetError, resolve as resolve_offsets};
 pub use reader::EventReader;
@@ -72,8 +72,10 @@ impl Probes {
         let tracefs = ensure_tracefs()?;
         let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
         raise_memlock();
+        let wake_bytes = u64::from(ring_buffer_bytes / 4);
         let mut ebpf = EbpfLoader::new()
             .override_global(OFFSETS_GLOBAL, &offsets, true)
+            .override_global(WAKE_GLOBAL, &wake_bytes, true)
             .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
             .load(PROBES)
             .map_err(|e| ProbeError::Load(format!("{e:#}")))?;

@@ -83,9 +83,12 @@ pub fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
 }
 
 pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetError> {
-    let btf = Btf::from_file(btf_path).map_err(|e| OffsetError::Btf {
-        path: btf_path.display().to_string(),
-        reason: e.to_string(),
+    // Mmap: look up a handful of fields without building all of vmlinux's types in memory.
+    let btf = Btf::from_file_with_backend(btf_path, btf_rs::Backend::Mmap).map_err(|e| {
+        OffsetError::Btf {
+            path: btf_path.display().to_string(),
+            reason: e.to_string(),
+        }
     })?;
     let task = |f| field_offset(&btf, "task_struct", f);
     let mm = |f| field_offset(&btf, "mm_struct", f);

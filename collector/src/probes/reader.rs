@@ -1,5 +1,5 @@
 //! Async draining of the ring buffer.
-use std::os::fd::AsRawFd;
+use std::{os::fd::AsRawFd, time::Duration};
 
 use aya::maps::{MapData, RingBuf};
 use tokio::io::{Interest, unix::AsyncFd};
@@ -26,35 +26,40 @@ impl EventReader {
         Ok(Self { fd })
     }
 
-    /// Waits until records are ready, then decodes all of them into `out`. Returns how many
-    /// records could not be decoded (counted, never silently dropped).
+    /// Waits until the probes wake us (a quarter of the ring buffer queued) or [`TICK`]
+    /// passed, then decodes everything queued into `out`. Returns how many records could
+    /// not be decoded (counted, never silently dropped).
     pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> std::io::Result<u64> {
-        let mut guard = self.fd.readable_mut().await?;
-        let ring = &mut guard.get_inner_mut().0;
-        let mut bad = 0;
-        while let Some(item) = ring.next() {
-            match event::decode(&item) {
-                Ok(ev) => out.push(ev),
-                Err(e) => {
-                    bad += 1;
-                    log::warn!("undecodable kernel record: {e}");
-                }
+        match tokio::time::timeout(TICK, self.fd.readable_mut()).await {
+            Ok(guard) => {
+                let mut guard = guard?;
+                let bad = drain(&mut guard.get_inner_mut().0, out);
+                guard.clear_ready();
+                Ok(bad)
             }
+            Err(_) => Ok(self.drain_now(out)),
         }
-        guard.clear_ready();
-        Ok(bad)
     }
 
     /// Decodes whatever is queued now, without waiting.
     pub fn drain_now(&mut self, out: &mut Vec<Event>) -> u64 {
-        let ring = &mut self.fd.get_mut().0;
-        let mut bad = 0;
-        while let Some(item) = ring.next() {
-            match event::decode(&item) {
-                Ok(ev) => out.push(ev),
-                Err(_) => bad += 1,
+        drain(&mut self.fd.get_mut().0, out)
+    }
+}
+
+/// How long records may wait before user space looks, when the probes do not wake it.
+pub const TICK: Duration = Duration::from_millis(10);
+
+fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
+    let mut bad = 0;
+    while let Some(item) = ring.next() {
+        match event::decode(&item) {
+            Ok(ev) => out.push(ev),
+            Err(e) => {
+                bad += 1;
+                log::warn!("undecodable kernel record: {e}");
             }
         }
-        bad
     }
+    bad
 }

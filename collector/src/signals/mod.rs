@@ -35,6 +35,13 @@ pub struct Signal {
     pub span: SpanData,
 }
 
+/// Where a span sits: its trace, its own id, its parent's (INVALID for a root).
+struct Ids {
+    trace: TraceId,
+    span: SpanId,
+    parent: SpanId,
+}
+
 pub struct SpanBuilder {
     host: HostInfo,
     redactor: Redactor,
@@ -163,9 +170,7 @@ impl SpanBuilder {
 
     fn span(
         &self,
-        trace: TraceId,
-        id: SpanId,
-        parent: SpanId,
+        ids: Ids,
         name: String,
         p: &Proc,
         attributes: Vec<KeyValue>,
@@ -173,8 +178,14 @@ impl SpanBuilder {
     ) -> SpanData {
         let end = p.exit.as_ref().map(|e| e.time_ns).unwrap_or(p.start_ns);
         SpanData {
-            span_context: SpanContext::new(trace, id, TraceFlags::SAMPLED, false, TraceState::NONE),
-            parent_span_id: parent,
+            span_context: SpanContext::new(
+                ids.trace,
+                ids.span,
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::NONE,
+            ),
+            parent_span_id: ids.parent,
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
             name: Cow::Owned(name),
@@ -227,9 +238,11 @@ impl SpanBuilder {
                 self.process_attrs(p, false, &mut a);
                 let status = status_of(p.exit.as_ref(), &tool);
                 let span = self.span(
-                    self.trace_id(*run),
-                    self.span_id(EntityRef::Tool(p.key)),
-                    self.span_id(*parent),
+                    Ids {
+                        trace: self.trace_id(*run),
+                        span: self.span_id(EntityRef::Tool(p.key)),
+                        parent: self.span_id(*parent),
+                    },
                     tool,
                     p,
                     a,
@@ -259,9 +272,11 @@ impl SpanBuilder {
                 };
                 let status = status_of(p.exit.as_ref(), &format!("task {}", info.name));
                 let span = self.span(
-                    self.trace_id(*run),
-                    self.span_id(EntityRef::Task(p.key)),
-                    self.span_id(EntityRef::Run(*run)),
+                    Ids {
+                        trace: self.trace_id(*run),
+                        span: self.span_id(EntityRef::Task(p.key)),
+                        parent: self.span_id(EntityRef::Run(*run)),
+                    },
                     name,
                     p,
                     a,
@@ -287,9 +302,11 @@ impl SpanBuilder {
                     status_of(p.exit.as_ref(), "run")
                 };
                 let span = self.span(
-                    self.trace_id(p.key),
-                    self.span_id(EntityRef::Run(p.key)),
-                    SpanId::INVALID,
+                    Ids {
+                        trace: self.trace_id(p.key),
+                        span: self.span_id(EntityRef::Run(p.key)),
+                        parent: SpanId::INVALID,
+                    },
                     format!("run {}", info.name),
                     p,
                     a,

@@ -27,6 +27,10 @@ pub const EXEC_ARGV_UNREADABLE: u32 = 2;
 
 /// Name of the global that user space fills with [`KernelOffsets`] at load time.
 pub const OFFSETS_GLOBAL: &str = "PIPETRACE_OFFSETS";
+/// Name of the global (u64) holding how many queued bytes make a record wake user space.
+/// Below it the probes submit without a wake-up and user space drains on its own tick: one
+/// wake-up per event would cost more than the event.
+pub const WAKE_GLOBAL: &str = "PIPETRACE_WAKE_BYTES";
 /// Name of the ring buffer map.
 pub const EVENTS_MAP: &str = "EVENTS";
 /// Name of the per-CPU loss counter array, indexed by event kind.

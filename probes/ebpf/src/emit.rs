@@ -1,5 +1,6 @@
 //! The ring buffer, the loss counters and the offsets global.
 use aya_ebpf::{
+    bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     macros::map,
     maps::{PerCpuArray, RingBuf},
 };
@@ -28,6 +29,20 @@ static PIPETRACE_OFFSETS: KernelOffsets = KernelOffsets {
     exit_tp_group_dead: 0,
     _pad: 0,
 };
+
+#[unsafe(no_mangle)]
+static PIPETRACE_WAKE_BYTES: u64 = 0;
+
+/// Submit flags: wake the reader only once enough is queued (0 = always).
+#[inline(always)]
+pub fn submit_flags() -> u64 {
+    let wake = unsafe { core::ptr::read_volatile(&PIPETRACE_WAKE_BYTES) };
+    if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= wake {
+        BPF_RB_FORCE_WAKEUP as u64
+    } else {
+        BPF_RB_NO_WAKEUP as u64
+    }
+}
 
 /// The offsets user space resolved; `None` until it did (then the probes stay silent).
 #[inline(always)]

@@ -68,6 +68,6 @@ pub fn sched_process_exec(ctx: TracePointContext) -> u32 {
             (*ev).flags |= EXEC_ARGV_UNREADABLE;
         }
     }
-    entry.submit(0);
+    entry.submit(emit::submit_flags());
     0
 }

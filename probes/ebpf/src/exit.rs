@@ -38,6 +38,6 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         (*ev)._pad = 0;
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
-    entry.submit(0);
+    entry.submit(emit::submit_flags());
     0
 }

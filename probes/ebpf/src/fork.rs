@@ -36,6 +36,6 @@ pub fn sched_process_fork(ctx: BtfTracePointContext) -> u32 {
         (*ev).parent_start_ns = task::process_start(parent, &o);
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
-    entry.submit(0);
+    entry.submit(emit::submit_flags());
     0
 }

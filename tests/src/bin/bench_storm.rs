@@ -1,63 +1,46 @@
 //! Fork/exec storm benchmark: prints figures, asserts nothing.
 //!
-//!     cargo build --release -p pipetrace && \
-//!     cargo run --release -p pipetrace-e2e --bin bench-storm -- [PROCESSES] [REPEATS]
+//!     make bench        (or: cargo build --release -p pipetrace -p pipetrace-e2e &&
+//!                        ./target/release/bench-storm [PROCESSES] [REPEATS])
 //!
-//! Times a shell loop starting PROCESSES `/bin/true` processes: alone, then under a running
-//! `pipetrace agent` that traces it (a run rule matches the loop), then wrapped by
-//! `pipetrace run`. Reports the ratios, the agent's lost events and its peak RSS.
+//! A shell loop starts PROCESSES `/bin/true` processes. Each repeat times it three ways, back
+//! to back so that drift on a shared machine hits all three alike: alone; under a freshly
+//! started `pipetrace agent` that traces it (a run rule matches the loop); wrapped by
+//! `pipetrace run` (which includes loading the probes and flushing at the end). Ratios are
+//! per repeat; the median and the range are printed, with the agent's own report.
 use std::{
     io::BufRead,
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use pipetrace_e2e::{pipetrace, read_jsonl};
 
+fn script(n: usize) -> String {
+    format!("i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done")
+}
+
 fn storm(n: usize) -> Command {
     let mut c = Command::new("bash");
-    let script = format!("i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done");
     // $0 names the loop so the agent's run rule can find it.
-    c.args(["-c", &script, "pipetrace-storm"]);
+    c.args(["-c", &script(n), "pipetrace-storm"]);
     c
 }
 
 fn time(mut c: Command) -> Duration {
     let t = Instant::now();
-    let st = c.stdout(Stdio::null()).status().expect("run storm");
+    let st = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run");
     assert!(st.success(), "storm failed: {st:?}");
     t.elapsed()
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let n = args.first().copied().unwrap_or(20_000);
-    let repeats = args.get(1).copied().unwrap_or(3);
-    let dir = tempfile::tempdir().expect("tempdir");
-    println!(
-        "fork/exec storm: {n} processes, median of {repeats} runs, {} CPUs",
-        num_cpus()
-    );
-
-    let base = median((0..repeats).map(|_| time(storm(n))).collect());
-    println!("  without pipetrace:        {:>8.3} s", base.as_secs_f64());
-
-    // Agent mode: the steady state of a node agent.
-    let cfg = dir.path().join("bench.yaml");
-    std::fs::write(
-        &cfg,
-        "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n",
-    )
-    .expect("write config");
-    let out = dir.path().join("agent.otlp.jsonl");
+/// Times one storm under a fresh agent; returns the time and the agent's final report.
+fn under_agent(n: usize, cfg: &Path, out: &Path) -> (Duration, String) {
     let mut agent = pipetrace()
         .env("PIPETRACE_LOG", "info")
         .args([
@@ -72,70 +55,102 @@ fn main() {
         .expect("start agent (build it: cargo build --release -p pipetrace)");
     let mut lines = std::io::BufReader::new(agent.stderr.take().unwrap()).lines();
     for line in lines.by_ref() {
-        let line = line.expect("agent stderr");
-        if line.contains("pipetrace agent watching") {
+        if line
+            .expect("agent stderr")
+            .contains("pipetrace agent watching")
+        {
             break;
         }
     }
-    let with_agent = median((0..repeats).map(|_| time(storm(n))).collect());
-    std::thread::sleep(Duration::from_secs(2));
+    let t = time(storm(n));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
-    let final_line = lines
+    let report = lines
         .map_while(Result::ok)
-        .find(|l| l.contains("pipetrace agent stopped"))
-        .unwrap_or_default();
+        .find_map(|l| l.split("stopped: ").nth(1).map(str::to_string))
+        .unwrap_or_else(|| "(no final report)".into());
     agent.wait().expect("agent exit");
-    let spans = read_jsonl(&out);
-    let tools = spans
-        .iter()
-        .filter(|s| s.str("pipetrace.tool.name") == "true")
-        .count();
-    println!(
-        "  under pipetrace agent:    {:>8.3} s   ratio {:.3}",
-        with_agent.as_secs_f64(),
-        with_agent.as_secs_f64() / base.as_secs_f64()
-    );
-    println!(
-        "  tool spans exported:      {tools} of {} processes",
-        n * repeats
-    );
-    let tail = final_line
-        .split("stopped: ")
-        .nth(1)
-        .unwrap_or("(no final report)");
-    println!("  agent report:             {tail}");
-
-    // Run mode: includes loading the probes and flushing at the end.
-    let wrapped = median(
-        (0..repeats)
-            .map(|_| {
-                let mut c = pipetrace();
-                let out = dir.path().join("run.otlp.jsonl");
-                let script = format!("i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done");
-                c.args([
-                    "-o",
-                    out.to_str().unwrap(),
-                    "run",
-                    "--no-summary",
-                    "--",
-                    "bash",
-                    "-c",
-                    &script,
-                ]);
-                time(c)
-            })
-            .collect(),
-    );
-    println!(
-        "  under pipetrace run:      {:>8.3} s   ratio {:.3} (includes probe load and flush)",
-        wrapped.as_secs_f64(),
-        wrapped.as_secs_f64() / base.as_secs_f64()
-    );
+    (t, report)
 }
 
-fn num_cpus() -> usize {
-    std::thread::available_parallelism()
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let n = args.first().copied().unwrap_or(20_000);
+    let repeats = args.get(1).copied().unwrap_or(3).max(1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("bench.yaml");
+    std::fs::write(
+        &cfg,
+        "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n",
+    )
+    .expect("write config");
+    let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
-        .unwrap_or(1)
+        .unwrap_or(1);
+    println!("fork/exec storm: {n} processes x {repeats} repeats, {cpus} CPUs");
+    let (mut base, mut agent, mut run, mut reports, mut exported) =
+        (vec![], vec![], vec![], vec![], 0);
+    for r in 0..repeats {
+        let b = time(storm(n)).as_secs_f64();
+        let out = dir.path().join(format!("agent-{r}.otlp.jsonl"));
+        let (a, report) = under_agent(n, &cfg, &out);
+        exported += read_jsonl(&out)
+            .iter()
+            .filter(|s| s.str("pipetrace.tool.name") == "true")
+            .count();
+        let mut wrapped = pipetrace();
+        let run_out = dir.path().join(format!("run-{r}.otlp.jsonl"));
+        wrapped.args([
+            "-o",
+            run_out.to_str().unwrap(),
+            "run",
+            "--no-summary",
+            "--",
+            "bash",
+            "-c",
+            &script(n),
+        ]);
+        let w = time(wrapped).as_secs_f64();
+        println!(
+            "  repeat {}: alone {b:.3} s, under agent {:.3} s, under run {w:.3} s",
+            r + 1,
+            a.as_secs_f64()
+        );
+        base.push(b);
+        agent.push(a.as_secs_f64() / b);
+        run.push(w / b);
+        reports.push(report);
+    }
+    let range = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+        format!("{lo:.3}..{hi:.3}")
+    };
+    println!("  alone (median):            {:.3} s", median(base.clone()));
+    println!(
+        "  wall ratio, agent:         {:.3} (range {})",
+        median(agent.clone()),
+        range(&agent)
+    );
+    println!(
+        "  wall ratio, pipetrace run: {:.3} (range {}; includes probe load, flush)",
+        median(run.clone()),
+        range(&run)
+    );
+    println!(
+        "  tool spans exported:       {exported} of {} processes",
+        n * repeats
+    );
+    for (i, r) in reports.iter().enumerate() {
+        println!("  agent report {}:            {r}", i + 1);
+    }
 }

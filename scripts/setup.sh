@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what pipetrace needs to build, run and test, on a fresh machine. Idempotent and
+# quick when everything is there already. Needs root (apt-get, eBPF).
+set -euo pipefail
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+# Debian packages: the demo's and tests' workflow engine and tools, setpriv for the
+# privilege tests, protoc-free builds need nothing else.
+declare -A pkg_for=([snakemake]=snakemake [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux)
+missing=()
+for bin in "${!pkg_for[@]}"; do
+  command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The eBPF programs build with nightly's core library from source.
+if ! rustup toolchain list | grep -q '^nightly'; then
+  say "installing the nightly toolchain"
+  rustup toolchain install nightly --profile minimal --component rust-src
+elif ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'; then
+  say "adding rust-src to nightly"
+  rustup component add rust-src --toolchain nightly
+fi
+
+# bpf-linker, built against nightly's own LLVM (no LLVM download): a folder of symlinks to
+# nightly's libLLVM stands in for an LLVM install. It must outlive the build (the linker
+# loads libLLVM from it), so it lives under the home directory, not /tmp.
+if ! bpf-linker --version 2>/dev/null | grep -q '^bpf-linker 0\.13\.'; then
+  sysroot=$(rustc +nightly --print sysroot)
+  so=$(ls "$sysroot"/lib/libLLVM.so.* | head -n 1)
+  major=$(rustc +nightly -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+  prefix="$HOME/.local/share/pipetrace-llvm"
+  mkdir -p "$prefix/lib"
+  ln -sf "$so" "$prefix/lib/libLLVM.so"
+  ln -sf "$so" "$prefix/lib/$(basename "$so")"
+  say "building bpf-linker 0.13 against nightly's LLVM $major (about 90 s)"
+  LLVM_PREFIX="$prefix" cargo +nightly install --quiet bpf-linker@0.13.0 \
+    --no-default-features --features "llvm-$major"
+fi
+
+# The test runner (on these machines already; installed from crates.io where it is not).
+if ! cargo nextest --version >/dev/null 2>&1; then
+  say "installing cargo-nextest"
+  cargo install --quiet --locked cargo-nextest
+fi
+
+# The independent OTLP collector the interoperability test relays through.
+if ! python3 -c 'import rotel' 2>/dev/null; then
+  say "installing the rotel collector (PyPI)"
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --pre 'rotel==0.0.1a15'
+fi
+
+# Tracepoints are found through tracefs (pipetrace mounts it too when it can).
+if [ ! -d /sys/kernel/tracing/events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || say "could not mount tracefs; run as root"
+fi
+say "ready"

@@ -1,0 +1,89 @@
+//! deploy/ ships what works: each file parses, and the config the Helm chart gives the agent
+//! passes `pipetrace config validate`.
+use std::path::{Path, PathBuf};
+
+use pipetrace_e2e::{pipetrace, stderr};
+
+fn deploy(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy")
+        .join(p)
+}
+
+fn yaml(p: &str) -> serde_yaml::Value {
+    let text = std::fs::read_to_string(deploy(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{p} is not valid YAML: {e}"))
+}
+
+#[test]
+fn compose_stack_wires_pipetrace_to_tempo() {
+    let compose = yaml("compose/docker-compose.yml");
+    let env = &compose["services"]["pipetrace"]["environment"];
+    assert_eq!(
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"].as_str(),
+        Some("http://tempo:4317")
+    );
+    let tempo = yaml("compose/tempo.yaml");
+    let grpc = tempo["distributor"]["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].as_str();
+    assert_eq!(
+        grpc,
+        Some("0.0.0.0:4317"),
+        "Tempo listens where pipetrace sends"
+    );
+    for f in [
+        "compose/grafana-datasources.yaml",
+        "compose/grafana-dashboards.yaml",
+    ] {
+        yaml(f);
+    }
+    for e in std::fs::read_dir(deploy("dashboards")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        // Dashboards query names from the registry, which stay stable.
+        let queries = v.to_string();
+        assert!(
+            queries.contains("cicd.pipeline.task.name"),
+            "{}",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn helm_values_carry_a_valid_agent_config() {
+    let values = yaml("helm/pipetrace/values.yaml");
+    yaml("helm/pipetrace/Chart.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("config.yaml");
+    std::fs::write(&f, serde_yaml::to_string(&values["config"]).unwrap()).unwrap();
+    let o = pipetrace()
+        .args(["config", "validate", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "the chart's config is refused: {}",
+        stderr(&o)
+    );
+    let ds = std::fs::read_to_string(deploy("helm/pipetrace/templates/daemonset.yaml")).unwrap();
+    for needle in [
+        "hostPID: true",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "/sys/kernel/btf",
+        "agent",
+    ] {
+        assert!(ds.contains(needle), "daemonset lacks {needle}");
+    }
+}
+
+#[test]
+fn systemd_unit_runs_the_agent_with_a_validated_config() {
+    let unit = std::fs::read_to_string(deploy("systemd/pipetrace.service")).unwrap();
+    assert!(unit.contains("ExecStartPre=/usr/local/bin/pipetrace config validate"));
+    assert!(unit.contains("agent"));
+    for section in ["[Unit]", "[Service]", "[Install]"] {
+        assert!(unit.contains(section), "{section}");
+    }
+}
