@@ -45,6 +45,8 @@ pub struct ExportStats {
     pub dropped_queue_full: AtomicU64,
     /// Spans whose OTLP export failed.
     pub failed_otlp: AtomicU64,
+    /// Spans that could not be written to the trace file.
+    pub failed_file: AtomicU64,
 }
 
 /// Where telemetry goes, in words, for the summary.
@@ -134,7 +136,7 @@ impl Exporter {
                             Ok(()) => st.written_file.fetch_add(n, Ordering::Relaxed),
                             Err(e) => {
                                 log::error!("writing {}: {e}", f.path().display());
-                                0
+                                st.failed_file.fetch_add(n, Ordering::Relaxed)
                             }
                         };
                     }

@@ -170,9 +170,10 @@ impl Summary {
         if let Some(f) = &dest.file {
             let _ = writeln!(
                 out,
-                "pipetrace: {} spans written as OTLP JSON to {}",
+                "pipetrace: {} spans written as OTLP JSON to {} ({} failed)",
                 stats.written_file.load(Relaxed),
-                f.display()
+                f.display(),
+                stats.failed_file.load(Relaxed)
             );
         }
         let dropped = stats.dropped_queue_full.load(Relaxed);
