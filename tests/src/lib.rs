@@ -77,3 +77,56 @@ pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
     }
     out
 }
+
+/// A running `pipetrace agent`, stopped (and checked) by [`Agent::stop`].
+pub struct Agent {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Agent {
+    /// Starts `pipetrace ARGS agent` and returns once it watches the host.
+    pub fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = pipetrace()
+            .env("PIPETRACE_LOG", "info")
+            .args(args)
+            .arg("agent")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start pipetrace agent");
+        let stderr = child.stderr.take().expect("agent stderr");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) if line.contains("pipetrace agent watching") => break,
+                Ok(_) => {}
+                Err(_) => panic!("the agent never said it was watching"),
+            }
+        }
+        Self { child, lines }
+    }
+
+    /// SIGTERM, as systemd or Kubernetes would stop it; asserts a clean exit and returns
+    /// the agent's final report.
+    pub fn stop(mut self) -> String {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let st = self.child.wait().expect("agent exit");
+        assert!(st.success(), "the agent exits cleanly on SIGTERM: {st:?}");
+        self.lines
+            .iter()
+            .find_map(|l| l.split("stopped: ").nth(1).map(str::to_string))
+            .unwrap_or_else(|| "(no final report)".into())
+    }
+}

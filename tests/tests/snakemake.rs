@@ -3,7 +3,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use pipetrace_e2e::{
-    demo_pipeline, pipetrace,
+    Agent, demo_pipeline, pipetrace,
     receiver::Receiver,
     spans::{RecvSpan, Trace},
     stderr,
@@ -263,17 +263,7 @@ async fn snakemake_failure_over_http_configured_by_env() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_traces_a_snakemake_run_it_did_not_start() {
     let rx = Receiver::start().await;
-    let mut agent = pipetrace()
-        .env("PIPETRACE_LOG", "info")
-        .args(["--endpoint", &rx.grpc_url(), "agent"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start agent");
-    wait_for_line(
-        agent.stderr.take().expect("stderr"),
-        "pipetrace agent watching",
-        Duration::from_secs(30),
-    );
+    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
     let dir = demo_pipeline();
     let status = std::process::Command::new("snakemake")
         .args(["--cores", "2"])
@@ -282,50 +272,26 @@ async fn agent_traces_a_snakemake_run_it_did_not_start() {
         .status()
         .expect("snakemake");
     assert!(status.success());
-    // Other tests' pipelines run on this host too: this run is the one named by its directory.
-    let name = dir
-        .path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let spans = run_trace(&rx, dir.path()).await;
+    agent.stop();
+    check_demo_trace(&spans, None);
+}
+
+/// The trace of the run in `dir`, once its run span arrived: other tests' pipelines run on
+/// this host too, and the agent sees them all; a run is named by its directory.
+async fn run_trace(rx: &Receiver, dir: &std::path::Path) -> Vec<RecvSpan> {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
     let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
     let spans = rx
         .wait_for(Duration::from_secs(20), |s| s.iter().any(ours))
         .await;
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
-    let st = agent.wait().expect("agent exit");
-    assert!(st.success(), "agent exits cleanly on SIGTERM: {st:?}");
-    let mut spans = spans;
     let run = spans
         .iter()
         .find(|s| ours(s))
-        .expect("this run's span")
+        .expect("the run's span arrived")
         .trace_id
         .clone();
-    spans.retain(|s| s.trace_id == run);
-    check_demo_trace(&spans, None);
-}
-
-fn wait_for_line(stderr: std::process::ChildStderr, needle: &str, timeout: Duration) {
-    use std::io::BufRead;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let owned = needle.to_string();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if !sent && line.contains(&owned) {
-                let _ = tx.send(());
-                sent = true;
-            }
-        }
-    });
-    rx.recv_timeout(timeout)
-        .unwrap_or_else(|_| panic!("agent never said `{needle}`"));
+    spans.into_iter().filter(|s| s.trace_id == run).collect()
 }
 
 /// The independent `rotel` collector (PyPI) between pipetrace and the receiver: a third
@@ -456,38 +422,14 @@ async fn agent_started_mid_run_picks_it_up_from_proc() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut agent = pipetrace()
-        .env("PIPETRACE_LOG", "info")
-        .args(["--endpoint", &rx.grpc_url(), "agent"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start agent");
-    wait_for_line(
-        agent.stderr.take().expect("stderr"),
-        "pipetrace agent watching",
-        Duration::from_secs(30),
-    );
+    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
     assert!(snakemake.wait().unwrap().success());
-    let name = dir
-        .path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
-    let spans = rx
-        .wait_for(Duration::from_secs(20), |s| s.iter().any(ours))
-        .await;
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
-    assert!(agent.wait().unwrap().success());
+    let spans = run_trace(&rx, dir.path()).await;
+    agent.stop();
     let run = spans
         .iter()
-        .find(|s| ours(s))
-        .expect("the run was found in /proc")
-        .clone();
-    let mut spans = spans;
-    spans.retain(|s| s.trace_id == run.trace_id);
+        .find(|s| s.is_run())
+        .expect("the run was found in /proc");
     let t = Trace::new(&spans);
     t.assert_well_formed();
     assert_eq!(run.str("pipetrace.run.engine"), "snakemake");

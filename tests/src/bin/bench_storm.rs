@@ -9,13 +9,12 @@
 //! `pipetrace run` (which includes loading the probes and flushing at the end). Ratios are
 //! per repeat; the median and the range are printed, with the agent's own report.
 use std::{
-    io::BufRead,
     path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use pipetrace_e2e::{pipetrace, read_jsonl};
+use pipetrace_e2e::{Agent, pipetrace, read_jsonl};
 
 fn script(n: usize) -> String {
     format!("i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done")
@@ -41,36 +40,9 @@ fn time(mut c: Command) -> Duration {
 
 /// Times one storm under a fresh agent; returns the time and the agent's final report.
 fn under_agent(n: usize, cfg: &Path, out: &Path) -> (Duration, String) {
-    let mut agent = pipetrace()
-        .env("PIPETRACE_LOG", "info")
-        .args([
-            "-c",
-            cfg.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "agent",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start agent (build it: cargo build --release -p pipetrace)");
-    let mut lines = std::io::BufReader::new(agent.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        if line
-            .expect("agent stderr")
-            .contains("pipetrace agent watching")
-        {
-            break;
-        }
-    }
+    let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let t = time(storm(n));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
-    let report = lines
-        .map_while(Result::ok)
-        .find_map(|l| l.split("stopped: ").nth(1).map(str::to_string))
-        .unwrap_or_else(|| "(no final report)".into());
-    agent.wait().expect("agent exit");
-    (t, report)
+    (t, agent.stop())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
