@@ -21,6 +21,25 @@ const JOBS: [(&str, usize); 8] = [
     ("report", 1),
 ];
 
+/// Runs the demo pipeline in a fresh directory as
+/// `pipetrace GLOBAL... run -- snakemake --cores 2 EXTRA...` with `env` set.
+fn run_demo(
+    global: &[&str],
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> (tempfile::TempDir, std::process::Output) {
+    let dir = demo_pipeline();
+    let out = pipetrace()
+        .envs(env.iter().copied())
+        .args(global)
+        .args(["run", "--", "snakemake", "--cores", "2"])
+        .args(extra)
+        .current_dir(dir.path())
+        .output()
+        .expect("run pipetrace");
+    (dir, out)
+}
+
 /// The rule a tool of the demo must be under, from what it ran.
 fn expected_rule(tool: &RecvSpan) -> Option<&'static str> {
     let cmd = tool.str("process.command_line");
@@ -165,25 +184,14 @@ fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snakemake_pipeline_over_grpc() {
     let rx = Receiver::start().await;
-    let dir = demo_pipeline();
-    let out = pipetrace()
-        .env(
+    let env = [
+        (
             "OTEL_EXPORTER_OTLP_HEADERS",
             "x-tenant=lab%20one,x-token=s3cret",
-        )
-        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
-        .args([
-            "--endpoint",
-            &rx.grpc_url(),
-            "run",
-            "--",
-            "snakemake",
-            "--cores",
-            "2",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .expect("run pipetrace");
+        ),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+    ];
+    let (dir, out) = run_demo(&["--endpoint", &rx.grpc_url()], &env, &[]);
     assert!(out.status.success(), "pipetrace failed: {}", stderr(&out));
     assert!(
         dir.path().join("report.txt").exists(),
@@ -213,24 +221,14 @@ async fn snakemake_pipeline_over_grpc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snakemake_failure_over_http_configured_by_env() {
     let rx = Receiver::start().await;
-    let dir = demo_pipeline();
-    let out = pipetrace()
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.http_url())
-        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-        .env("OTEL_SERVICE_NAME", "lab-pipelines")
-        .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci")
-        .args([
-            "run",
-            "--",
-            "snakemake",
-            "--cores",
-            "2",
-            "--config",
-            "fail=A",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .expect("run pipetrace");
+    let url = rx.http_url();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ("OTEL_SERVICE_NAME", "lab-pipelines"),
+        ("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci"),
+    ];
+    let (_dir, out) = run_demo(&[], &env, &["--config", "fail=A"]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -325,20 +323,11 @@ async fn a_third_party_collector_accepts_our_otlp() {
         assert!(std::time::Instant::now() < deadline, "rotel never listened");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let dir = demo_pipeline();
-    let out = pipetrace()
-        .args([
-            "--endpoint",
-            &format!("http://127.0.0.1:{port}"),
-            "run",
-            "--",
-            "snakemake",
-            "--cores",
-            "2",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .expect("run pipetrace");
+    let (_dir, out) = run_demo(
+        &["--endpoint", &format!("http://127.0.0.1:{port}")],
+        &[],
+        &[],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("(0 failed)"),
