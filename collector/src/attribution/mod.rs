@@ -259,13 +259,17 @@ impl Attributor {
     }
 
     /// The run root may exec through wrappers (`env`, `time`) before the engine: re-decide
-    /// the engine at each of its execs until the run has tasks.
+    /// the engine at each of its execs until the run has tasks. An engine found stays
+    /// (the nextflow launcher goes on to exec java).
     fn name_run_with(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
         let engine = self.engine_of(image);
         let Some(run) = self.runs.get_mut(&key) else {
             return;
         };
         if run.info.tasks > 0 {
+            return;
+        }
+        if engine.is_none() && !matches!(run.info.engine.as_str(), "command" | "rule") {
             return;
         }
         if run.info.engine != "rule" {
@@ -279,7 +283,7 @@ impl Attributor {
                 .unwrap_or_else(|| "snakemake".into());
             run.snakemake = Some(SnakemakeLog::new(workdir, started));
         } else if run.info.engine != "rule" {
-            run.info.name = tool_name_of(executable_name(&image.path), &image.argv);
+            run.info.name = pipeline_name(&run.info.engine, image);
         }
     }
 
@@ -542,6 +546,26 @@ impl Attributor {
             self.members.contains_key(k) || !r.pending.is_empty() || r.ended_root.is_some()
         });
     }
+}
+
+/// What users call the pipeline: the workflow a CWL or Nextflow run runs, else the program.
+fn pipeline_name(engine: &str, image: &Image) -> String {
+    let args = image.argv.get(1..).unwrap_or(&[]);
+    let named = match engine {
+        "cwltool" => args
+            .iter()
+            .find(|a| a.ends_with(".cwl"))
+            .map(|a| executable_name(a)),
+        "nextflow" => args
+            .iter()
+            .position(|a| a == "run")
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str),
+        _ => None,
+    };
+    named
+        .map(str::to_string)
+        .unwrap_or_else(|| tool_name_of(executable_name(&image.path), &image.argv))
 }
 
 #[cfg(test)]

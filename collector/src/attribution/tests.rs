@@ -230,3 +230,32 @@ fn agent_ignores_processes_outside_runs() {
     assert!(s.out.is_empty());
     assert!(s.tree.is_empty());
 }
+
+#[test]
+fn an_engine_found_stays_when_its_launcher_execs_on() {
+    let mut s = Sim::new(Mode::Run { root_pid: 50 }, Default::default());
+    s.fork(50, 1);
+    s.exec(
+        50,
+        "/usr/bin/env",
+        &["env", "NXF_VER=24", "nextflow", "run", "nf-core/rnaseq"],
+    );
+    s.exec(
+        50,
+        "/usr/local/bin/nextflow",
+        &["bash", "/usr/local/bin/nextflow", "run", "nf-core/rnaseq"],
+    );
+    s.exec(
+        50,
+        "/usr/bin/java",
+        &["java", "-cp", "x.jar", "nextflow.cli.Launcher", "run"],
+    );
+    s.exit(50, 0);
+    let Finished::Run { info, .. } = s.out.last().unwrap() else {
+        panic!("run span")
+    };
+    assert_eq!(
+        (info.engine.as_str(), info.name.as_str()),
+        ("nextflow", "nf-core/rnaseq")
+    );
+}
