@@ -443,3 +443,27 @@ async fn agent_started_mid_run_picks_it_up_from_proc() {
         Some("slow")
     );
 }
+
+/// `snakemake --quiet` logs no job blocks; Snakemake's own metadata still names each
+/// finished job's rule (wildcards are not kept there).
+#[test]
+fn quiet_snakemake_jobs_are_still_named_by_rule() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let path = file.path().to_str().unwrap();
+    let (_dir, out) = run_demo(&["-o", path], &[], &["--quiet"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spans = pipetrace_e2e::read_jsonl(file.path());
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    let mut per_rule = std::collections::BTreeMap::new();
+    for task in t.tasks() {
+        *per_rule
+            .entry(task.str("cicd.pipeline.task.name"))
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_rule,
+        JOBS.into_iter().collect(),
+        "rule names without the log's job blocks"
+    );
+}

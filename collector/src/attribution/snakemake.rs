@@ -126,6 +126,9 @@ pub struct SnakemakeLog {
     /// Job blocks, and whether a process has claimed each.
     jobs: Vec<(Job, bool)>,
     ended: std::collections::HashSet<String>,
+    /// Snakemake metadata records read so far, and their commands' rules (quiet runs).
+    indexed: std::collections::HashSet<std::ffi::OsString>,
+    by_command: std::collections::HashMap<String, String>,
 }
 
 impl SnakemakeLog {
@@ -139,6 +142,8 @@ impl SnakemakeLog {
             pending: String::new(),
             jobs: Vec::new(),
             ended: Default::default(),
+            indexed: Default::default(),
+            by_command: Default::default(),
         }
     }
 
@@ -256,6 +261,47 @@ impl SnakemakeLog {
     pub fn log_path(&self) -> Option<&Path> {
         self.file.as_deref()
     }
+
+    /// True when the log names no jobs at all: `snakemake --quiet` writes no job blocks.
+    pub fn is_quiet(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// The rule of a finished job from Snakemake's own metadata, for runs whose log names no
+    /// jobs. Snakemake keeps a JSON record per output file with the rule and the exact shell
+    /// command; each record of this run is read once, into an index by command.
+    pub fn rule_from_metadata(&mut self, command: &str) -> Option<String> {
+        let command = command.trim();
+        if !self.by_command.contains_key(command) {
+            self.index_metadata();
+        }
+        self.by_command.get(command).cloned()
+    }
+
+    fn index_metadata(&mut self) {
+        let Ok(dir) = fs::read_dir(self.workdir.join(".snakemake/metadata")) else {
+            return;
+        };
+        for e in dir.filter_map(|e| e.ok()) {
+            let fresh = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= self.not_before);
+            if !fresh || !self.indexed.insert(e.file_name()) {
+                continue;
+            }
+            let Ok(text) = fs::read_to_string(e.path()) else {
+                continue;
+            };
+            let Ok(record) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let field = |k: &str| record.get(k).and_then(|v| v.as_str()).map(str::trim);
+            if let (Some(cmd), Some(rule)) = (field("shellcmd"), field("rule")) {
+                self.by_command.insert(cmd.to_string(), rule.to_string());
+            }
+        }
+    }
 }
 
 /// The Snakemake shell prefix, which says nothing about the job.
@@ -336,6 +382,21 @@ mod tests {
         let got = log.assign(&[checksum, "samtools index aligned/A.bam"], false);
         assert_eq!(got[0], None, "the checksum job has not ended yet");
         assert_eq!(got[1].as_ref().map(|j| j.rule.as_str()), Some("index_bam"));
+    }
+
+    #[test]
+    fn quiet_runs_are_named_from_snakemake_metadata() {
+        let (dir, mut log) = log_with("Building DAG of jobs...\nSelect jobs to execute...\n");
+        log.refresh();
+        assert!(log.is_quiet());
+        let meta = dir.path().join(".snakemake/metadata");
+        fs::create_dir_all(&meta).unwrap();
+        // `samtools index` names no output of its own: records are found by their command.
+        let cmd = "samtools index aligned/A.bam";
+        let record = format!(r#"{{"rule": "index_bam", "shellcmd": "{cmd}"}}"#);
+        fs::write(meta.join("YWxpZ25lZC9BLmJhbS5iYWk="), record).unwrap();
+        assert_eq!(log.rule_from_metadata(cmd).as_deref(), Some("index_bam"));
+        assert_eq!(log.rule_from_metadata("samtools index aligned/B.bam"), None);
     }
 
     #[test]
