@@ -53,7 +53,7 @@ pub struct Proc {
     pub first_image: Option<Image>,
     /// The latest image: what the process is (or was when it ended).
     pub image: Option<Image>,
-    /// Names of images before the latest, in order.
+    /// Paths of the images before the latest, in order.
     pub earlier: Vec<String>,
     pub exit: Option<Exit>,
     pub live_children: u32,
@@ -181,8 +181,7 @@ impl Tree {
             cwd,
         };
         if let Some(old) = p.image.replace(image.clone()) {
-            p.earlier
-                .push(crate::attribution::naming::executable_name(&old.path).to_string());
+            p.earlier.push(old.path);
         }
         p.first_image.get_or_insert(image);
     }

@@ -11,6 +11,7 @@ pub enum Val {
     Str(String),
     Int(i64),
     Bool(bool),
+    List(Vec<Val>),
     Other(String),
 }
 
@@ -75,6 +76,9 @@ fn val(v: Option<AnyValue>) -> Val {
         Some(Value::StringValue(s)) => Val::Str(s),
         Some(Value::IntValue(i)) => Val::Int(i),
         Some(Value::BoolValue(b)) => Val::Bool(b),
+        Some(Value::ArrayValue(a)) => {
+            Val::List(a.values.into_iter().map(|v| val(Some(v))).collect())
+        }
         other => Val::Other(format!("{other:?}")),
     }
 }

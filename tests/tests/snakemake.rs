@@ -5,7 +5,7 @@ use std::{collections::BTreeSet, time::Duration};
 use pipetrace_e2e::{
     Agent, demo_pipeline, pipetrace,
     receiver::Receiver,
-    spans::{RecvSpan, Trace},
+    spans::{RecvSpan, Trace, Val},
     stderr,
 };
 
@@ -129,6 +129,15 @@ fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
             tool.str("process.executable.path")
         );
         assert_eq!(tool.int("process.exit.code"), Some(0), "{cmd}");
+        if cmd.starts_with("samtools index") {
+            // The job's bash exec'd samtools: one process, two images.
+            let images = tool.attr("pipetrace.process.images");
+            assert_eq!(
+                images,
+                Some(&Val::List(vec![Val::Str("bash".into())])),
+                "{cmd}"
+            );
+        }
         assert_eq!(tool.status, 1, "{cmd}: status OK");
     }
     let run = spans.iter().find(|s| s.is_run()).expect("run span");

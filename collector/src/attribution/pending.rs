@@ -6,7 +6,7 @@ use super::{
 use crate::{host, tree::Proc};
 
 /// How an ended Snakemake job got its name.
-pub(super) enum Resolution {
+enum Resolution {
     /// Its block in the log: rule, jobid, wildcards, threads.
     Job(snakemake::Job),
     /// Snakemake's metadata (quiet runs): the rule only.

@@ -228,8 +228,11 @@ impl SpanBuilder {
                     a.push(KeyValue::new(attr::PROCESS_FORKED_ONLY, true));
                 }
                 if !p.earlier.is_empty() {
-                    let names: Vec<opentelemetry::StringValue> =
-                        p.earlier.iter().map(|s| s.clone().into()).collect();
+                    let names: Vec<opentelemetry::StringValue> = p
+                        .earlier
+                        .iter()
+                        .map(|path| naming::executable_name(path).to_string().into())
+                        .collect();
                     a.push(KeyValue::new(
                         attr::PROCESS_IMAGES,
                         Value::Array(names.into()),
