@@ -1,5 +1,5 @@
 //! Facts about this host and its processes read from /proc: identity, clocks, the seed scan.
-//! Never opens /proc/*/environ.
+//! Never reads any process's environment.
 use std::{fs, path::PathBuf};
 
 /// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
