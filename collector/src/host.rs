@@ -1,6 +1,10 @@
 //! Facts about this host and its processes read from /proc: identity, clocks, the seed scan.
 //! Never reads any process's environment.
-use std::{fs, path::PathBuf};
+use std::{
+    fs,
+    path::PathBuf,
+    time::{Duration, SystemTime},
+};
 
 /// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
 /// ticks so that a process seen first by the /proc scan and later by the probes is one process.
@@ -47,9 +51,15 @@ impl HostInfo {
         })
     }
 
-    pub fn unix_ns(&self, boot_ns: u64) -> u64 {
-        (boot_ns as i128 + self.boot_to_unix_ns).max(0) as u64
+    pub fn system_time(&self, boot_ns: u64) -> SystemTime {
+        system_time(boot_ns, self.boot_to_unix_ns)
     }
+}
+
+/// Wall-clock time of a CLOCK_BOOTTIME timestamp, given the offset between the clocks.
+pub fn system_time(boot_ns: u64, boot_to_unix_ns: i128) -> SystemTime {
+    let ns = (boot_ns as i128 + boot_to_unix_ns).max(0) as u64;
+    SystemTime::UNIX_EPOCH + Duration::from_nanos(ns)
 }
 
 fn clock_ns(clock: libc::clockid_t) -> i128 {

@@ -54,6 +54,16 @@ impl Pipeline {
         self.attr.on_seed(&self.tree, &keys);
     }
 
+    /// Takes a batch from the ring buffer (`bad`: records that did not decode), then
+    /// exports whatever the attribution could name since.
+    pub fn ingest(&mut self, batch: &mut Vec<Event>, bad: u64) {
+        self.undecodable += bad;
+        for ev in batch.drain(..) {
+            self.handle(ev);
+        }
+        self.poll(false);
+    }
+
     pub fn handle(&mut self, ev: Event) {
         self.events += 1;
         match ev {

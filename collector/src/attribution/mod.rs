@@ -18,6 +18,7 @@ use snakemake::SnakemakeLog;
 
 use crate::{
     event::ProcKey,
+    host,
     tree::{Image, Proc, Tree},
 };
 
@@ -150,13 +151,20 @@ impl Attributor {
         }
     }
 
+    /// In `pipetrace run`, the wrapped command's process starts the run when it is first
+    /// seen: at its fork, or at its exec should the fork event be lost. Returns true then.
+    fn claim_run_root(&mut self, key: ProcKey) -> bool {
+        let is_root = matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid);
+        if is_root && self.runs.is_empty() {
+            self.start_run(key, "command".into(), String::new());
+            return true;
+        }
+        false
+    }
+
     pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
-        if let Mode::Run { root_pid } = self.mode
-            && key.pid == root_pid
-            && self.runs.is_empty()
-        {
-            self.start_run(key, "command".into(), String::new());
+        if self.claim_run_root(key) {
             return;
         }
         if let Some(parent) = p.parent.and_then(|pk| self.members.get(&pk)).copied() {
@@ -210,12 +218,8 @@ impl Attributor {
     pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
         let Some(image) = p.image.clone() else { return };
-        if let Mode::Run { root_pid } = self.mode
-            && key.pid == root_pid
-            && !self.members.contains_key(&key)
-            && self.runs.is_empty()
-        {
-            self.start_run(key, "command".into(), String::new());
+        if !self.members.contains_key(&key) {
+            self.claim_run_root(key);
         }
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
@@ -279,8 +283,7 @@ impl Attributor {
     }
 
     fn unix_time(&self, boot_ns: u64) -> SystemTime {
-        let ns = (boot_ns as i128 + self.boot_to_unix_ns).max(0) as u64;
-        SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns)
+        host::system_time(boot_ns, self.boot_to_unix_ns)
     }
 
     fn maybe_start_task(&mut self, tree: &Tree, key: ProcKey, run_key: ProcKey, image: &Image) {

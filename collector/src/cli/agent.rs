@@ -42,9 +42,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
-                pipe.undecodable += r.context("reading kernel events")?;
-                buf.drain(..).for_each(|ev| pipe.handle(ev));
-                pipe.poll(false);
+                pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
             _ = poll.tick() => pipe.poll(false),
             _ = tick.tick() => log::info!(
@@ -56,8 +54,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         }
     }
     // Records may wait up to a tick without waking us: take them before stopping.
-    pipe.undecodable += reader.drain_now(&mut buf);
-    buf.drain(..).for_each(|ev| pipe.handle(ev));
+    let bad = reader.drain_now(&mut buf);
+    pipe.ingest(&mut buf, bad);
     pipe.poll(true);
     let (events, lost, bad) = (pipe.events, probes.lost_events(), pipe.undecodable);
     let (exporter, _) = pipe.into_parts();

@@ -109,9 +109,7 @@ pub async fn run(
     let status = loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
-                pipe.undecodable += r.context("reading kernel events")?;
-                buf.drain(..).for_each(|ev| pipe.handle(ev));
-                pipe.poll(false);
+                pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
             _ = tick.tick() => pipe.poll(false),
             st = child.wait() => break st.context("waiting for the command")?,
@@ -123,10 +121,12 @@ pub async fn run(
     // whatever still waits as best it can.
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        pipe.undecodable += reader.drain_now(&mut buf);
-        buf.drain(..).for_each(|ev| pipe.handle(ev));
+        let bad = reader.drain_now(&mut buf);
+        pipe.ingest(&mut buf, bad);
         let late = Instant::now() > deadline;
-        pipe.poll(late);
+        if late {
+            pipe.poll(true);
+        }
         if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
             break;
         }

@@ -1,10 +1,7 @@
 //! Signals: finished runs, tasks and tools as OpenTelemetry spans, with the kernel's times.
 pub mod ids;
 
-use std::{
-    borrow::Cow,
-    time::{Duration, SystemTime},
-};
+use std::borrow::Cow;
 
 use opentelemetry::{
     KeyValue, Value,
@@ -119,10 +116,6 @@ impl SpanBuilder {
         &self.host
     }
 
-    fn time(&self, boot_ns: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_nanos(self.host.unix_ns(boot_ns))
-    }
-
     fn span_id(&self, r: EntityRef) -> SpanId {
         let (what, key) = match r {
             EntityRef::Run(k) => ("run", k),
@@ -189,8 +182,8 @@ impl SpanBuilder {
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
             name: Cow::Owned(name),
-            start_time: self.time(p.start_ns),
-            end_time: self.time(end.max(p.start_ns)),
+            start_time: self.host.system_time(p.start_ns),
+            end_time: self.host.system_time(end.max(p.start_ns)),
             attributes,
             dropped_attributes_count: 0,
             events: SpanEvents::default(),
