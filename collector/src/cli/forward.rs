@@ -1,25 +1,58 @@
 //! Passes Ctrl-C, SIGTERM, SIGHUP and SIGQUIT on to the wrapped command.
+use std::sync::{
+    Arc,
+    atomic::{AtomicI32, AtomicU32, Ordering},
+};
+
 use signal_hook::{
     consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM},
     iterator::{SignalsInfo, exfiltrator::WithOrigin},
     low_level::siginfo::Cause,
 };
 
-/// Until the process exits, every such signal pipetrace receives goes to `pid`, except the
-/// terminal's own Ctrl-C / Ctrl-\: the terminal sends those to the command too.
-pub fn forward_to(pid: u32) -> std::io::Result<()> {
-    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
-    std::thread::Builder::new()
-        .name("signal-forward".into())
-        .spawn(move || {
-            for info in signals.forever() {
-                let from_tty =
-                    info.cause == Cause::Kernel && matches!(info.signal, SIGINT | SIGQUIT);
-                if !from_tty {
-                    // SAFETY: kill(2) with a pid we started; a gone pid only returns ESRCH.
-                    unsafe { libc::kill(pid as libc::pid_t, info.signal) };
+/// Installed before the command starts, so that no signal finds pipetrace without its
+/// handlers (the default action would end pipetrace and orphan the command).
+pub struct Forwarder {
+    pid: Arc<AtomicU32>,
+    /// A signal that came before the command had a pid: delivered once it has one.
+    early: Arc<AtomicI32>,
+}
+
+fn send(pid: u32, sig: i32) {
+    // SAFETY: kill(2) with a pid we started; a gone pid only returns ESRCH.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+impl Forwarder {
+    /// Every such signal pipetrace receives goes to the command, except the terminal's own
+    /// Ctrl-C / Ctrl-\: the terminal sends those to the command too.
+    pub fn install() -> std::io::Result<Self> {
+        let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
+        let pid = Arc::new(AtomicU32::new(0));
+        let early = Arc::new(AtomicI32::new(0));
+        let (p, e) = (pid.clone(), early.clone());
+        std::thread::Builder::new()
+            .name("signal-forward".into())
+            .spawn(move || {
+                for info in signals.forever() {
+                    let from_tty =
+                        info.cause == Cause::Kernel && matches!(info.signal, SIGINT | SIGQUIT);
+                    match p.load(Ordering::SeqCst) {
+                        _ if from_tty => {}
+                        0 => e.store(info.signal, Ordering::SeqCst),
+                        pid => send(pid, info.signal),
+                    }
                 }
-            }
-        })?;
-    Ok(())
+            })?;
+        Ok(Self { pid, early })
+    }
+
+    /// The command started: forward to it from now on, and pass on what came before.
+    pub fn started(&self, pid: u32) {
+        self.pid.store(pid, Ordering::SeqCst);
+        match self.early.swap(0, Ordering::SeqCst) {
+            0 => {}
+            sig => send(pid, sig),
+        }
+    }
 }

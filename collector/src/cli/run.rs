@@ -74,6 +74,7 @@ pub async fn run(
     let mut reader = probes.take_reader()?;
     let exporter = Exporter::start(cfg, &host, default_file(cwd))?;
 
+    let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
@@ -96,7 +97,7 @@ pub async fn run(
     let root_pid = child
         .id()
         .context("the command exited before it could be traced")?;
-    super::forward::forward_to(root_pid).context("installing signal forwarding")?;
+    forwarder.started(root_pid);
     let attr = Attributor::new(
         Mode::Run { root_pid },
         &cfg.attribution,
