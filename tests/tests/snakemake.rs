@@ -476,3 +476,29 @@ fn quiet_snakemake_jobs_are_still_named_by_rule() {
         "rule names without the log's job blocks"
     );
 }
+
+/// Ids come from identities, not from who observed: a node agent and `pipetrace run`,
+/// watching the same Snakemake run independently, name every span the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_observers_name_the_same_run_the_same_way() {
+    let by_agent = Receiver::start().await;
+    let by_run = Receiver::start().await;
+    let agent = Agent::start(&["--endpoint", &by_agent.grpc_url()]);
+    let (dir, out) = run_demo(&["--endpoint", &by_run.grpc_url()], &[], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen_by_agent = run_trace(&by_agent, dir.path()).await;
+    agent.stop();
+    let seen_by_run = by_run.spans();
+    let ids = |spans: &[RecvSpan]| -> BTreeSet<(String, String, Option<String>)> {
+        spans
+            .iter()
+            .map(|s| (s.trace_id.clone(), s.span_id.clone(), s.parent.clone()))
+            .collect()
+    };
+    assert!(seen_by_run.len() >= 14 + 13, "{}", seen_by_run.len());
+    assert_eq!(
+        ids(&seen_by_agent),
+        ids(&seen_by_run),
+        "same trace, same spans, same parents"
+    );
+}
