@@ -203,8 +203,14 @@ fn a_bad_config_starts_nothing() {
     assert!(!marker.exists());
 }
 
-/// Runs pipetrace as user `nobody` with no capabilities.
+/// Runs pipetrace as user `nobody` with no capabilities, from a copy `nobody` can reach
+/// wherever the build directory is.
 fn as_nobody(args: &[&str]) -> std::process::Output {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("pipetrace");
+    std::fs::copy(pipetrace_bin(), &bin).unwrap();
     Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -213,7 +219,7 @@ fn as_nobody(args: &[&str]) -> std::process::Output {
             "--inh-caps=-all",
             "--",
         ])
-        .arg(pipetrace_bin())
+        .arg(&bin)
         .args(args)
         .output()
         .expect("setpriv (util-linux)")
