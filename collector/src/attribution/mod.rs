@@ -95,6 +95,8 @@ struct Run {
     pending: Vec<Pending>,
     /// The root ended while tasks were pending: its span waits for them.
     ended_root: Option<Proc>,
+    /// When the engine's files were last read for pending tasks.
+    last_look: Option<std::time::Instant>,
 }
 
 pub struct Attributor {
@@ -198,6 +200,7 @@ impl Attributor {
             rule_names: HashMap::new(),
             pending: Vec::new(),
             ended_root: None,
+            last_look: None,
         };
         self.runs.insert(key, run);
         self.members.insert(

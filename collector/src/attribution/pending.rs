@@ -22,6 +22,9 @@ pub(super) struct Pending {
     pub(super) since: std::time::Instant,
 }
 
+/// How often pending tasks look at the engine's log and metadata again.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// How long an ended job waits for Snakemake to log its end before it is matched anyway.
 const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -59,10 +62,16 @@ impl Attributor {
         let Some(log) = run.snakemake.as_mut() else {
             return Vec::new();
         };
-        if run.pending.is_empty() {
+        // Polls come with every batch of events: read the engine's files at most every
+        // LOOK_EVERY, and its working directory only until its log is found.
+        let recent = run.last_look.is_some_and(|t| t.elapsed() < LOOK_EVERY);
+        if run.pending.is_empty() || (recent && !force) {
             return Vec::new();
         }
-        if let Some(cwd) = host::cwd(key.pid) {
+        run.last_look = Some(std::time::Instant::now());
+        if log.log_path().is_none()
+            && let Some(cwd) = host::cwd(key.pid)
+        {
             log.set_workdir(cwd);
         }
         let overdue = |p: &Pending| force || p.since.elapsed() > LOG_WAIT;
