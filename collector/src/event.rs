@@ -1,10 +1,10 @@
 //! Decoding of the probes' ring-buffer records into owned events.
 use pipetrace_probes_common::{
     EXEC_ARGV_TRUNCATED, EventHeader, ExecEvent, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
-    KIND_FORK,
+    KIND_FORK, KIND_USAGE, UsageEvent,
 };
 
-use crate::host::NS_PER_TICK;
+use crate::{accounting::Usage, host::NS_PER_TICK};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
@@ -45,6 +45,11 @@ pub enum Event {
         key: ProcKey,
         time_ns: u64,
         status: u32,
+    },
+    /// The process was reaped: its final resource usage.
+    Usage {
+        key: ProcKey,
+        usage: Usage,
     },
 }
 
@@ -128,6 +133,13 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 key,
                 time_ns: h.time_ns,
                 status: e.exit_code,
+            })
+        }
+        KIND_USAGE => {
+            let e: UsageEvent = read(bytes, h.kind)?;
+            Ok(Event::Usage {
+                key,
+                usage: Usage::from_event(&e, crate::host::page_size()),
             })
         }
         other => Err(DecodeError::Kind(other)),

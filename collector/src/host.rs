@@ -150,6 +150,16 @@ pub fn cwd(pid: u32) -> Option<PathBuf> {
     fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
+/// The kernel's page size (memory counters come in pages).
+pub fn page_size() -> u64 {
+    static SIZE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if n > 0 { n as u64 } else { 4096 }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

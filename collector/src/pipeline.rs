@@ -1,10 +1,16 @@
 //! One direction: events -> process tree -> attribution -> signals -> export.
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
 use crate::{
+    accounting::Usage,
     attribution::Attributor,
-    event::Event,
+    event::{Event, ProcKey},
     export::{Exporter, summary::Summary},
     host,
-    signals::SpanBuilder,
+    signals::{SpanBuilder, metrics::Metrics},
     tree::Tree,
 };
 
@@ -22,10 +28,22 @@ pub struct Pipeline {
     pub undecodable: u64,
     /// Run spans exported so far.
     pub runs_finished: u64,
+    /// Exited processes waiting for their usage, since when.
+    awaiting: HashMap<ProcKey, Instant>,
+    usage_wait: Duration,
+    /// Processes that ended without a usage report (not reaped within `usage_wait`).
+    pub usage_missing: u64,
+    pub metrics: Metrics,
 }
 
 impl Pipeline {
-    pub fn new(attr: Attributor, builder: SpanBuilder, exporter: Exporter, summary: bool) -> Self {
+    pub fn new(
+        attr: Attributor,
+        builder: SpanBuilder,
+        exporter: Exporter,
+        metrics: Metrics,
+        summary: bool,
+    ) -> Self {
         Self {
             tree: Tree::default(),
             attr,
@@ -36,7 +54,17 @@ impl Pipeline {
             unknown_exits: 0,
             runs_finished: 0,
             undecodable: 0,
+            awaiting: HashMap::new(),
+            usage_wait: Duration::from_secs(2),
+            usage_missing: 0,
+            metrics,
         }
+    }
+
+    /// How long an exited process waits for the kernel's usage report.
+    pub fn with_usage_wait(mut self, wait: Duration) -> Self {
+        self.usage_wait = wait;
+        self
     }
 
     /// Seeds the tree with what runs now, and lets the attribution find runs among it.
@@ -94,19 +122,68 @@ impl Pipeline {
                     self.unknown_exits += 1;
                     return;
                 }
-                let finished = self.attr.on_exit(&self.tree, key);
-                self.emit(finished);
-                let dropped = self.tree.release(key);
-                self.attr.forget(&dropped);
+                // The kernel reports usage once the process is reaped, a moment later.
+                self.awaiting.insert(key, Instant::now());
+            }
+            Event::Usage { key, usage } => {
+                if self.awaiting.remove(&key).is_some() {
+                    self.settle(key, Some(usage));
+                }
             }
         }
     }
 
+    /// The process's end is final: attribute it, export what that finished, forget it.
+    fn settle(&mut self, key: ProcKey, mut usage: Option<Usage>) {
+        if usage.is_none() {
+            self.usage_missing += 1;
+        }
+        if let (Some(u), Some(p)) = (usage.as_mut(), self.tree.get(&key)) {
+            let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+            u.drop_impossible_delays(end.saturating_sub(p.start_ns));
+        }
+        self.tree.settle(&key, usage);
+        let finished = self.attr.on_exit(&self.tree, key);
+        self.metrics.on_exit(&self.attr, &self.tree, key);
+        self.emit(finished);
+        let dropped = self.tree.release(key);
+        self.attr.forget(&dropped);
+    }
+
     /// Exports what the attribution could name since the last call (Snakemake jobs wait
-    /// for the engine's log); with `force`, everything still waiting.
+    /// for the engine's log); with `force`, everything still waiting. Exits whose usage did
+    /// not come within `usage_wait` (a parent that never reaps) end without it.
     pub fn poll(&mut self, force: bool) {
+        let wait = self.usage_wait;
+        let overdue: Vec<ProcKey> = self
+            .awaiting
+            .iter()
+            .filter(|(_, since)| force || since.elapsed() >= wait)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in overdue {
+            self.awaiting.remove(&key);
+            self.settle(key, None);
+        }
         let finished = self.attr.poll(force);
         self.emit(finished);
+    }
+
+    /// Samples running processes for the live metrics and returns the request to export,
+    /// if any. `net` reads what the kernel has counted so far for a live process.
+    pub fn metrics_tick(
+        &mut self,
+        net: &dyn Fn(u32) -> pipetrace_probes_common::Accumulator,
+    ) -> Option<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>
+    {
+        self.metrics
+            .sample(&mut self.attr, &self.tree, host::boottime_ns(), net);
+        self.metrics.collect()
+    }
+
+    /// Processes that exited and wait for the kernel's usage report.
+    pub fn awaiting_usage(&self) -> usize {
+        self.awaiting.len()
     }
 
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
@@ -118,6 +195,7 @@ impl Pipeline {
             if let Some(s) = self.summary.as_mut() {
                 s.record(&signal);
             }
+            self.metrics.on_finished(&f);
             self.exporter.send(signal);
         }
     }

@@ -6,6 +6,7 @@
 use std::{collections::HashMap, path::PathBuf};
 
 use crate::{
+    accounting::Usage,
     event::{Exec, ProcKey},
     host::{NS_PER_TICK, ProcSnapshot},
 };
@@ -59,6 +60,10 @@ pub struct Proc {
     pub live_children: u32,
     /// Found by the /proc scan rather than seen starting.
     pub seeded: bool,
+    /// What the kernel reported when the process was reaped.
+    pub usage: Option<Usage>,
+    /// Its end is final: usage arrived or was waited for long enough.
+    pub settled: bool,
 }
 
 impl Proc {
@@ -75,6 +80,8 @@ impl Proc {
             exit: None,
             live_children: 0,
             seeded: false,
+            usage: None,
+            settled: false,
         }
     }
 
@@ -200,6 +207,14 @@ impl Tree {
         }
     }
 
+    /// Makes the end of an exited process final, with the kernel's usage if it came.
+    pub fn settle(&mut self, key: &ProcKey, usage: Option<Usage>) {
+        if let Some(p) = self.procs.get_mut(key) {
+            p.usage = usage.or(p.usage);
+            p.settled = true;
+        }
+    }
+
     /// Drops `key` if it has ended and nothing it created still runs, then its ancestors
     /// likewise. Returns the dropped processes, for their last word to the attribution.
     pub fn release(&mut self, key: ProcKey) -> Vec<Proc> {
@@ -207,7 +222,7 @@ impl Tree {
         let mut next = Some(key);
         while let Some(k) = next.take() {
             let Some(p) = self.procs.get(&k) else { break };
-            if p.exit.is_none() || p.live_children > 0 {
+            if !p.settled || p.live_children > 0 {
                 break;
             }
             let p = self.procs.remove(&k).expect("present");
@@ -260,12 +275,18 @@ mod tests {
         t.fork(key(1), 0, key(0), "root".into());
         t.fork(key(2), 0, key(1), "child".into());
         t.exit(&key(1), 5, 0);
+        t.settle(&key(1), None);
         assert!(
             t.release(key(1)).is_empty(),
             "parent kept while its child runs"
         );
         assert_eq!(t.ancestors(&key(2)).next().map(|p| p.key), Some(key(1)));
         t.exit(&key(2), 6, 0);
+        assert!(
+            t.release(key(2)).is_empty(),
+            "kept until its end is settled"
+        );
+        t.settle(&key(2), None);
         let dropped: Vec<_> = t.release(key(2)).into_iter().map(|p| p.key).collect();
         assert_eq!(dropped, [key(2), key(1)]);
         assert!(t.is_empty());

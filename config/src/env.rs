@@ -79,6 +79,28 @@ pub fn from_vars<I: IntoIterator<Item = (String, String)>>(vars: I) -> Value {
             insert(&mut root, &["service_name"], Value::String(raw));
         } else if name == "OTEL_RESOURCE_ATTRIBUTES" {
             insert(&mut root, &["resource_attributes"], headers(&raw));
+        } else if name == "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE" {
+            // The spec's `lowmemory` is delta for counters, as is ours.
+            let t = match raw.trim().to_ascii_lowercase().as_str() {
+                "lowmemory" => "delta".to_string(),
+                other => other.to_string(),
+            };
+            insert(&mut root, &["metrics", "temporality"], Value::String(t));
+        } else if name == "OTEL_METRIC_EXPORT_INTERVAL" {
+            insert(
+                &mut root,
+                &["metrics", "interval"],
+                otlp_value("TIMEOUT", &raw),
+            );
+        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_METRICS_") {
+            if OTLP_KEYS.contains(&key) {
+                let k = key.to_ascii_lowercase();
+                insert(
+                    &mut root,
+                    &["export", "otlp", "metrics", &k],
+                    otlp_value(key, &raw),
+                );
+            }
         } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_TRACES_") {
             if OTLP_KEYS.contains(&key) {
                 let k = key.to_ascii_lowercase();
@@ -130,6 +152,20 @@ mod tests {
         assert_eq!(v["export"]["otlp"]["timeout"], "2500ms");
         assert_eq!(v["resource_attributes"]["deployment.environment"], "prod");
         assert!(v.get("path").is_none());
+        let m = vars(&[
+            ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "Delta"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "1500"),
+            (
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+                "http://m:4318/v1/metrics",
+            ),
+        ]);
+        assert_eq!(m["metrics"]["temporality"], "delta");
+        assert_eq!(m["metrics"]["interval"], "1500ms");
+        assert_eq!(
+            m["export"]["otlp"]["metrics"]["endpoint"],
+            "http://m:4318/v1/metrics"
+        );
     }
 
     #[test]

@@ -131,11 +131,27 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
             format!("{rb} is not a power of two of at least 4096 (try 33554432)"),
         ));
     }
+    if cfg.metrics.enabled && cfg.metrics.interval < std::time::Duration::from_millis(100) {
+        return Err(bad(
+            "metrics.interval",
+            "must be at least 100ms (try 5s)".to_string(),
+        ));
+    }
+    if cfg.metrics.max_series == 0 {
+        return Err(bad(
+            "metrics.max_series",
+            "must be at least 1 (try 1000)".to_string(),
+        ));
+    }
     for (key, ep) in [
         ("export.otlp.endpoint", &cfg.export.otlp.endpoint),
         (
             "export.otlp.traces.endpoint",
             &cfg.export.otlp.traces.endpoint,
+        ),
+        (
+            "export.otlp.metrics.endpoint",
+            &cfg.export.otlp.metrics.endpoint,
         ),
     ] {
         if let Some(ep) = ep

@@ -15,6 +15,7 @@ pub struct Config {
     pub attribution: Attribution,
     pub redaction: Redaction,
     pub summary: Summary,
+    pub metrics: Metrics,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -22,12 +23,52 @@ pub struct Config {
 pub struct Probes {
     /// Kernel ring buffer size in bytes: a power of two, at least one page.
     pub ring_buffer_bytes: u32,
+    /// How long an exited process waits for the kernel's usage report, sent when its parent
+    /// reaps it; past it, its span goes without usage (`pipetrace.usage.missing`).
+    #[serde(with = "humantime_serde")]
+    pub usage_wait: Duration,
 }
 
 impl Default for Probes {
     fn default() -> Self {
         Self {
             ring_buffer_bytes: 16 << 20,
+            usage_wait: Duration::from_secs(2),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Temporality {
+    /// Totals since the series started (Prometheus, Grafana Mimir, most backends).
+    #[default]
+    Cumulative,
+    /// Changes since the previous export (Datadog); up-down counters stay cumulative.
+    Delta,
+}
+
+/// Live metrics of running work, every `interval`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Metrics {
+    pub enabled: bool,
+    /// OTEL_METRIC_EXPORT_INTERVAL (milliseconds there).
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE.
+    pub temporality: Temporality,
+    /// Attribute sets (pipeline, task, tool) kept at most; the rest share one overflow series.
+    pub max_series: usize,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            interval: Duration::from_secs(5),
+            temporality: Temporality::Cumulative,
+            max_series: 1000,
         }
     }
 }
@@ -74,6 +115,8 @@ pub struct Otlp {
     /// Trace-only settings; each one present wins over the general one
     /// (OTEL_EXPORTER_OTLP_TRACES_*). Its endpoint is used as is.
     pub traces: OtlpSettings,
+    /// Metric-only settings, likewise (OTEL_EXPORTER_OTLP_METRICS_*).
+    pub metrics: OtlpSettings,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -202,6 +245,42 @@ impl Otlp {
 
     pub fn protocol(&self) -> Protocol {
         self.traces.protocol.or(self.protocol).unwrap_or_default()
+    }
+
+    /// The metrics endpoint, resolved as for traces (`/v1/metrics` appended for HTTP).
+    pub fn metrics_endpoint(&self) -> Option<String> {
+        if let Some(e) = &self.metrics.endpoint {
+            return Some(e.clone());
+        }
+        let base = self.endpoint.as_ref()?;
+        Some(match self.metrics_protocol() {
+            Protocol::Grpc => base.clone(),
+            Protocol::HttpProtobuf => format!("{}/v1/metrics", base.trim_end_matches('/')),
+        })
+    }
+
+    pub fn metrics_protocol(&self) -> Protocol {
+        self.metrics.protocol.or(self.protocol).unwrap_or_default()
+    }
+
+    pub fn metrics_timeout(&self) -> Duration {
+        self.metrics
+            .timeout
+            .or(self.timeout)
+            .unwrap_or(Duration::from_secs(10))
+    }
+
+    pub fn metrics_compression(&self) -> Compression {
+        self.metrics
+            .compression
+            .or(self.compression)
+            .unwrap_or_default()
+    }
+
+    pub fn metrics_headers(&self) -> BTreeMap<String, String> {
+        let mut h = self.headers.clone();
+        h.extend(self.metrics.headers.clone());
+        h
     }
 
     pub fn timeout(&self) -> Duration {

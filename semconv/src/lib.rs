@@ -27,6 +27,35 @@ pub mod attr {
     pub const SERVICE_NAME: &str = "service.name";
     pub const HOST_NAME: &str = "host.name";
     pub const HOST_ID: &str = "host.id";
+    pub const CPU_USER_TIME: &str = "pipetrace.cpu.user_time";
+    pub const CPU_SYSTEM_TIME: &str = "pipetrace.cpu.system_time";
+    pub const CPU_RUN_QUEUE_DELAY: &str = "pipetrace.cpu.run_queue_delay";
+    pub const CPU_ALLOCATED: &str = "pipetrace.cpu.allocated";
+    pub const CPU_ALLOCATION_SOURCE: &str = "pipetrace.cpu.allocation_source";
+    pub const CPU_UTILIZATION: &str = "pipetrace.cpu.utilization";
+    pub const MEMORY_PEAK: &str = "pipetrace.memory.peak";
+    pub const MEMORY_LIMIT: &str = "pipetrace.memory.limit";
+    pub const MEMORY_MINOR_FAULTS: &str = "pipetrace.memory.minor_faults";
+    pub const MEMORY_MAJOR_FAULTS: &str = "pipetrace.memory.major_faults";
+    pub const MEMORY_WAIT_TIME: &str = "pipetrace.memory.wait_time";
+    pub const CONTEXT_SWITCHES_VOLUNTARY: &str = "pipetrace.context_switches.voluntary";
+    pub const CONTEXT_SWITCHES_INVOLUNTARY: &str = "pipetrace.context_switches.involuntary";
+    pub const IO_READ_BYTES: &str = "pipetrace.io.read_bytes";
+    pub const IO_WRITE_BYTES: &str = "pipetrace.io.write_bytes";
+    pub const IO_READ_CALLS: &str = "pipetrace.io.read_calls";
+    pub const IO_WRITE_CALLS: &str = "pipetrace.io.write_calls";
+    pub const DISK_READ_BYTES: &str = "pipetrace.disk.read_bytes";
+    pub const DISK_WRITE_BYTES: &str = "pipetrace.disk.write_bytes";
+    pub const DISK_CANCELLED_WRITE_BYTES: &str = "pipetrace.disk.cancelled_write_bytes";
+    pub const DISK_WAIT_TIME: &str = "pipetrace.disk.wait_time";
+    pub const NETWORK_TRANSMIT_BYTES: &str = "pipetrace.network.transmit_bytes";
+    pub const NETWORK_RECEIVE_BYTES: &str = "pipetrace.network.receive_bytes";
+    pub const USAGE_PROCESSES: &str = "pipetrace.usage.processes";
+    pub const USAGE_MISSING: &str = "pipetrace.usage.missing";
+    pub const CPU_MODE: &str = "cpu.mode";
+    pub const DISK_IO_DIRECTION: &str = "disk.io.direction";
+    pub const NETWORK_IO_DIRECTION: &str = "network.io.direction";
+    pub const OTEL_METRIC_OVERFLOW: &str = "otel.metric.overflow";
 
     /// Every attribute above, for the registry checks.
     pub const ALL: &[&str] = &[
@@ -54,6 +83,57 @@ pub mod attr {
         SERVICE_NAME,
         HOST_NAME,
         HOST_ID,
+        CPU_USER_TIME,
+        CPU_SYSTEM_TIME,
+        CPU_RUN_QUEUE_DELAY,
+        CPU_ALLOCATED,
+        CPU_ALLOCATION_SOURCE,
+        CPU_UTILIZATION,
+        MEMORY_PEAK,
+        MEMORY_LIMIT,
+        MEMORY_MINOR_FAULTS,
+        MEMORY_MAJOR_FAULTS,
+        MEMORY_WAIT_TIME,
+        CONTEXT_SWITCHES_VOLUNTARY,
+        CONTEXT_SWITCHES_INVOLUNTARY,
+        IO_READ_BYTES,
+        IO_WRITE_BYTES,
+        IO_READ_CALLS,
+        IO_WRITE_CALLS,
+        DISK_READ_BYTES,
+        DISK_WRITE_BYTES,
+        DISK_CANCELLED_WRITE_BYTES,
+        DISK_WAIT_TIME,
+        NETWORK_TRANSMIT_BYTES,
+        NETWORK_RECEIVE_BYTES,
+        USAGE_PROCESSES,
+        USAGE_MISSING,
+        CPU_MODE,
+        DISK_IO_DIRECTION,
+        NETWORK_IO_DIRECTION,
+        OTEL_METRIC_OVERFLOW,
+    ];
+}
+
+/// Metric names pipetrace emits: the registry's `metric.*` groups.
+pub mod metric {
+    pub const PROCESS_CPU_TIME: &str = "process.cpu.time";
+    pub const PROCESS_MEMORY_USAGE: &str = "process.memory.usage";
+    pub const PROCESS_DISK_IO: &str = "process.disk.io";
+    pub const PROCESS_NETWORK_IO: &str = "process.network.io";
+    pub const MEMORY_PEAK: &str = "pipetrace.process.memory.peak";
+    pub const DISK_WAIT_TIME: &str = "pipetrace.process.disk.wait_time";
+    pub const RUN_QUEUE_DELAY: &str = "pipetrace.process.cpu.run_queue_delay";
+    pub const TASK_MEMORY_LIMIT: &str = "pipetrace.task.memory.limit";
+    pub const ALL: &[&str] = &[
+        PROCESS_CPU_TIME,
+        PROCESS_MEMORY_USAGE,
+        PROCESS_DISK_IO,
+        PROCESS_NETWORK_IO,
+        MEMORY_PEAK,
+        DISK_WAIT_TIME,
+        RUN_QUEUE_DELAY,
+        TASK_MEMORY_LIMIT,
     ];
 }
 
@@ -85,6 +165,27 @@ mod tests {
             unused.is_empty(),
             "in registry.yaml but no constant: {unused:?}"
         );
+    }
+
+    #[test]
+    fn metric_constants_and_registry_agree() {
+        let reg = registry::Registry::embedded();
+        let ids: BTreeSet<&str> = reg.attribute_ids().collect();
+        let in_registry: BTreeSet<&str> = reg
+            .groups
+            .iter()
+            .filter(|g| g.r#type == "metric")
+            .filter_map(|g| g.metric_name.as_deref())
+            .collect();
+        let in_code: BTreeSet<&str> = metric::ALL.iter().copied().collect();
+        assert_eq!(in_code, in_registry);
+        for g in reg.groups.iter().filter(|g| g.r#type == "metric") {
+            assert!(g.unit.is_some() && g.instrument.is_some(), "{}", g.id);
+            for r in &g.attributes {
+                let id = r.r#ref.as_deref().expect("metric groups list refs");
+                assert!(ids.contains(id), "{} refers to unknown {id}", g.id);
+            }
+        }
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub struct Group {
     pub brief: String,
     #[serde(default)]
     pub attributes: Vec<Attribute>,
+    pub metric_name: Option<String>,
+    pub instrument: Option<String>,
+    pub unit: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,7 +52,15 @@ impl Registry {
                 "\n## `{}` ({})\n\n{}\n\n",
                 g.id, g.r#type, g.brief
             ));
-            if g.r#type == "span" {
+            if g.r#type == "metric" {
+                out.push_str(&format!(
+                    "Metric `{}`, {}, unit `{}`.\n\n",
+                    g.metric_name.as_deref().unwrap_or(""),
+                    g.instrument.as_deref().unwrap_or(""),
+                    g.unit.as_deref().unwrap_or("")
+                ));
+            }
+            if g.r#type == "span" || g.r#type == "metric" {
                 out.push_str("Attributes: ");
                 let refs: Vec<String> = g
                     .attributes

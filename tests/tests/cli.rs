@@ -296,10 +296,14 @@ fn without_an_endpoint_telemetry_goes_to_a_file_in_the_working_directory() {
     let files: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".otlp.jsonl"))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".otlp.jsonl"))
         .collect();
-    assert_eq!(files.len(), 1);
-    let spans = read_jsonl(&files[0].path());
+    assert_eq!(files.len(), 2, "traces and metrics: {files:?}");
+    let traces = files.iter().find(|n| !n.contains(".metrics.")).unwrap();
+    let metrics = traces.replace(".otlp.jsonl", ".metrics.otlp.jsonl");
+    assert!(files.contains(&metrics), "{files:?}");
+    let spans = read_jsonl(&dir.path().join(traces));
     assert!(spans.iter().any(|s| s.is_run()));
     let err = stderr(&o);
     assert!(err.contains("written as OTLP JSON to"), "{err}");

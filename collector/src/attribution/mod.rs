@@ -17,6 +17,8 @@ use rules::CompiledRule;
 use snakemake::SnakemakeLog;
 
 use crate::{
+    accounting::{Allocation, Rollup},
+    cgroup,
     event::ProcKey,
     host,
     tree::{Image, Proc, Tree},
@@ -72,11 +74,20 @@ pub enum Finished {
         proc: Proc,
         run: ProcKey,
         info: TaskInfo,
+        usage: Box<Totals>,
     },
     Run {
         proc: Proc,
         info: RunInfo,
+        usage: Box<Totals>,
     },
+}
+
+/// A task's or run's processes summed, and the CPUs and memory it was allowed.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub rollup: Rollup,
+    pub allocation: Option<Allocation>,
 }
 
 pub enum Mode {
@@ -107,6 +118,10 @@ pub struct Attributor {
     run_rules: Vec<CompiledRule>,
     task_rules: Vec<CompiledRule>,
     boot_to_unix_ns: i128,
+    /// Usage summed per task and per run (by root), while they run.
+    rollups: HashMap<ProcKey, Rollup>,
+    /// What each task and run was allowed, read when it started.
+    allocations: HashMap<ProcKey, Allocation>,
 }
 
 impl Attributor {
@@ -123,12 +138,57 @@ impl Attributor {
             run_rules: rules::compile(&cfg.run_rules)?,
             task_rules: rules::compile(&cfg.task_rules)?,
             boot_to_unix_ns,
+            rollups: HashMap::new(),
+            allocations: HashMap::new(),
         })
     }
 
     /// Processes in runs now, for the agent's own figures.
     pub fn tracked(&self) -> usize {
         self.members.len()
+    }
+
+    pub fn membership(&self, key: &ProcKey) -> Option<Membership> {
+        self.members.get(key).copied()
+    }
+
+    /// Every process in a run now, with its place.
+    pub fn members(&self) -> impl Iterator<Item = (ProcKey, Membership)> + '_ {
+        self.members.iter().map(|(k, m)| (*k, *m))
+    }
+
+    pub fn run_name(&self, run: ProcKey) -> Option<&str> {
+        self.runs.get(&run).map(|r| r.info.name.as_str())
+    }
+
+    /// What a task or run was allowed when it started.
+    pub fn allocation(&self, key: &ProcKey) -> Option<&Allocation> {
+        self.allocations.get(key)
+    }
+
+    /// The name a running task will most likely end with: a task rule's, the rule the
+    /// Snakemake log's job blocks agree on for its command, or its tool's. None while the
+    /// log cannot tell.
+    pub fn provisional_task_name(&mut self, tree: &Tree, task: ProcKey) -> Option<String> {
+        let m = self.members.get(&task).copied()?;
+        let p = tree.get(&task)?;
+        let run = self.runs.get_mut(&m.run)?;
+        if let Some(name) = run.rule_names.get(&task) {
+            return Some(name.clone());
+        }
+        let Some(log) = run.snakemake.as_mut() else {
+            return Some(Self::task_name(p));
+        };
+        let command = p
+            .first_image
+            .as_ref()
+            .and_then(|i| shell_command(&i.argv))?;
+        log.likely_rule(snakemake::strip_prefix(command))
+    }
+
+    /// The tool a process is counted as in metrics and roll-ups.
+    pub fn tool_of(p: &Proc) -> String {
+        Self::task_name(p)
     }
 
     /// Whether an exec needs the process's working directory (a readlink per exec, so
@@ -203,6 +263,8 @@ impl Attributor {
             last_look: None,
         };
         self.runs.insert(key, run);
+        self.rollups.insert(key, Rollup::default());
+        self.allocations.insert(key, cgroup::allocation(key.pid));
         self.members.insert(
             key,
             Membership {
@@ -317,6 +379,8 @@ impl Attributor {
             role: Role::TaskRoot,
         };
         self.members.insert(key, m);
+        self.rollups.insert(key, Rollup::default());
+        self.allocations.insert(key, cgroup::allocation(key.pid));
     }
 
     /// A member whose span would be empty: a subshell that never exec'd, or a shell that
@@ -405,10 +469,49 @@ impl Attributor {
             run.info.tasks += 1;
             run.info.failed += u32::from(failed);
         }
+        let rollup = self.rollups.remove(&p.key).unwrap_or_default();
+        let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+        if let Some(run) = self.rollups.get_mut(&run_key) {
+            run.add_rollup(p.start_ns, end, &rollup);
+        }
+        // What the engine asked for, where it said, within what the kernel allows.
+        let allocation = self.allocations.remove(&p.key).map(|a| match info.threads {
+            Some(t) if f64::from(t) <= a.cpus => Allocation {
+                cpus: f64::from(t),
+                source: "engine.threads",
+                ..a
+            },
+            _ => a,
+        });
         Finished::Task {
             proc: p,
             run: run_key,
             info,
+            usage: Box::new(Totals { rollup, allocation }),
+        }
+    }
+
+    fn run_done(&mut self, root: Proc, info: RunInfo) -> Finished {
+        let usage = Totals {
+            rollup: self.rollups.remove(&root.key).unwrap_or_default(),
+            allocation: self.allocations.remove(&root.key),
+        };
+        Finished::Run {
+            proc: root,
+            info,
+            usage: Box::new(usage),
+        }
+    }
+
+    /// Counts an ended process in its task's roll-up, or its run's once the task is done.
+    fn account(&mut self, p: &Proc, m: Membership) {
+        let target = m
+            .task
+            .filter(|t| self.rollups.contains_key(t))
+            .unwrap_or(m.run);
+        if let Some(r) = self.rollups.get_mut(&target) {
+            let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+            r.add_process(p.start_ns, end, &Self::task_name(p), p.usage.as_ref());
         }
     }
 
@@ -420,18 +523,20 @@ impl Attributor {
         let Some(p) = tree.get(&key) else {
             return Vec::new();
         };
+        self.account(p, m);
         let mut out = Vec::new();
         match m.role {
             Role::RunRoot => {
-                if let Some(run) = self.runs.get_mut(&key) {
-                    if run.pending.is_empty() {
-                        out.push(Finished::Run {
-                            proc: p.clone(),
-                            info: run.info.clone(),
-                        });
-                    } else {
+                let ready = match self.runs.get_mut(&key) {
+                    Some(run) if run.pending.is_empty() => Some(run.info.clone()),
+                    Some(run) => {
                         run.ended_root = Some(p.clone());
+                        None
                     }
+                    None => None,
+                };
+                if let Some(info) = ready {
+                    out.push(self.run_done(p.clone(), info));
                 }
             }
             Role::TaskRoot => {
@@ -469,6 +574,10 @@ impl Attributor {
         self.runs.retain(|k, r| {
             self.members.contains_key(k) || !r.pending.is_empty() || r.ended_root.is_some()
         });
+        let (members, runs) = (&self.members, &self.runs);
+        let live = |k: &ProcKey| members.contains_key(k) || runs.contains_key(k);
+        self.rollups.retain(|k, _| live(k));
+        self.allocations.retain(|k, _| live(k));
     }
 }
 

@@ -42,13 +42,12 @@ impl Attributor {
             let Some(run) = self.runs.get_mut(&key) else {
                 continue;
             };
-            if run.pending.is_empty()
-                && let Some(root) = run.ended_root.take()
-            {
-                out.push(Finished::Run {
-                    proc: root,
-                    info: run.info.clone(),
-                });
+            let ended = match run.pending.is_empty() {
+                true => run.ended_root.take().map(|root| (root, run.info.clone())),
+                false => None,
+            };
+            if let Some((root, info)) = ended {
+                out.push(self.run_done(root, info));
             }
         }
         out

@@ -258,6 +258,23 @@ impl SnakemakeLog {
         out
     }
 
+    /// The rule of a running job's command: the rule every best-matching job block of the
+    /// log shares, if they agree (jobs of one rule differ only in their wildcards).
+    pub fn likely_rule(&mut self, command: &str) -> Option<String> {
+        self.refresh();
+        let best = self.jobs.iter().map(|(j, _)| score(j, command)).max()?;
+        if best == 0 {
+            return None;
+        }
+        let mut rules = self
+            .jobs
+            .iter()
+            .filter(|(j, _)| score(j, command) == best)
+            .map(|(j, _)| j.rule.as_str());
+        let first = rules.next()?;
+        rules.all(|r| r == first).then(|| first.to_string())
+    }
+
     pub fn log_path(&self) -> Option<&Path> {
         self.file.as_deref()
     }

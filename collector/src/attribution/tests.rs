@@ -54,6 +54,7 @@ impl Sim {
     fn exit(&mut self, pid: u32, code: u32) {
         self.t += 1;
         self.tree.exit(&key(pid), self.t, code << 8);
+        self.tree.settle(&key(pid), None);
         self.out.extend(self.attr.on_exit(&self.tree, key(pid)));
         let dropped = self.tree.release(key(pid));
         self.attr.forget(&dropped);

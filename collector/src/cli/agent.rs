@@ -5,11 +5,10 @@ use anyhow::Context;
 use pipetrace_config::Config;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::run::{Prepared, prepare};
+use super::run::{Prepared, pipeline, prepare};
 use crate::{
     attribution::{Attributor, Mode},
     export::Exporter,
-    pipeline::Pipeline,
 };
 
 pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
@@ -23,7 +22,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let exporter = Exporter::start(cfg, &host, default_file)?;
     let dest = exporter.destinations.clone();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns)?;
-    let mut pipe = Pipeline::new(attr, builder, exporter, false);
+    let (mut pipe, mexp) = pipeline(cfg, &host, attr, builder, exporter, false)?;
     pipe.seed();
     log::warn!(
         "pipetrace agent watching {} processes ({} in runs); exporting to {}",
@@ -38,6 +37,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     let mut poll = tokio::time::interval(Duration::from_millis(250));
+    let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
+    let net = |pid| probes.accumulated(pid);
     let mut buf = Vec::new();
     loop {
         tokio::select! {
@@ -45,6 +46,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                 pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
             _ = poll.tick() => pipe.poll(false),
+            _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
+                if let Some(req) = pipe.metrics_tick(&net) {
+                    mexp.send(req);
+                }
+            }
             _ = tick.tick() => log::info!(
                 "{} events, {} processes known, {} in runs, {} kernel events lost",
                 pipe.events, pipe.tree.len(), pipe.attr.tracked(), probes.lost_events()
@@ -57,10 +63,21 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let bad = reader.drain_now(&mut buf);
     pipe.ingest(&mut buf, bad);
     pipe.poll(true);
+    if let Some(req) = pipe.metrics_tick(&net) {
+        mexp.send(req);
+    }
     let (events, lost, bad) = (pipe.events, probes.lost_events(), pipe.undecodable);
+    let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let (exporter, _) = pipe.into_parts();
     let stats = exporter.stats();
-    let flushed = exporter.shutdown(cfg.export.flush_timeout).await;
+    let flushed = mexp.shutdown(cfg.export.flush_timeout).await
+        & exporter.shutdown(cfg.export.flush_timeout).await;
+    if usage_missing > 0 || overflowed > 0 {
+        log::warn!(
+            "{usage_missing} processes ended without a usage report (not reaped in time); \
+             {overflowed} metric attribute sets went to the overflow series"
+        );
+    }
     use std::sync::atomic::Ordering::Relaxed;
     log::warn!(
         "pipetrace agent stopped: {events} events, {lost} kernel events lost, {bad} undecodable, \

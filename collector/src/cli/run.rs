@@ -10,12 +10,12 @@ use pipetrace_config::Config;
 
 use crate::{
     attribution::{Attributor, Mode},
-    export::{Exporter, summary::Loss},
+    export::{Exporter, metrics::MetricsExporter, resource, summary::Loss},
     host::HostInfo,
     pipeline::Pipeline,
     probes::Probes,
     redact::Redactor,
-    signals::SpanBuilder,
+    signals::{SpanBuilder, metrics::Metrics},
 };
 
 /// Bad input from the user: exit code 2.
@@ -35,11 +35,38 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let host = HostInfo::detect().context("reading host identity")?;
     let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
     let probes = Probes::load(cfg.probes.ring_buffer_bytes)?;
+    let measured = probes.measured();
     Ok(Prepared {
-        builder: SpanBuilder::new(host.clone(), redactor),
+        builder: SpanBuilder::new(host.clone(), redactor).with_measured(measured),
         host,
         probes,
     })
+}
+
+/// Where metrics go in a file: beside the trace file (`X.otlp.jsonl` -> `X.metrics.otlp.jsonl`).
+pub(super) fn metrics_file(traces: Option<&Path>) -> Option<PathBuf> {
+    let t = traces?.to_string_lossy().into_owned();
+    Some(PathBuf::from(match t.strip_suffix(".otlp.jsonl") {
+        Some(stem) => format!("{stem}.metrics.otlp.jsonl"),
+        None => format!("{t}.metrics"),
+    }))
+}
+
+/// The pipeline with its metrics, and the metrics sink.
+pub(super) fn pipeline(
+    cfg: &Config,
+    host: &HostInfo,
+    attr: Attributor,
+    builder: SpanBuilder,
+    exporter: Exporter,
+    summary: bool,
+) -> anyhow::Result<(Pipeline, MetricsExporter)> {
+    let measured = builder.measured();
+    let mexp = MetricsExporter::start(cfg, metrics_file(exporter.destinations.file.as_deref()))?;
+    let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host));
+    let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
+        .with_usage_wait(cfg.probes.usage_wait);
+    Ok((pipe, mexp))
 }
 
 fn default_file(dir: Option<&Path>) -> PathBuf {
@@ -103,16 +130,23 @@ pub async fn run(
         &cfg.attribution,
         host.boot_to_unix_ns,
     )?;
-    let mut pipe = Pipeline::new(attr, builder, exporter, print_summary);
+    let (mut pipe, mexp) = pipeline(cfg, &host, attr, builder, exporter, print_summary)?;
 
     let mut buf = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
+    let net = |pid| probes.accumulated(pid);
     let status = loop {
         tokio::select! {
             r = reader.next_batch(&mut buf) => {
                 pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
             _ = tick.tick() => pipe.poll(false),
+            _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
+                if let Some(req) = pipe.metrics_tick(&net) {
+                    mexp.send(req);
+                }
+            }
             st = child.wait() => break st.context("waiting for the command")?,
         }
     };
@@ -133,6 +167,11 @@ pub async fn run(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    // The run's final figures, exact for every process that ended.
+    if let Some(req) = pipe.metrics_tick(&net) {
+        mexp.send(req);
+    }
+    let usage_missing = pipe.usage_missing;
     let wall = started.elapsed();
     let lost = Loss {
         kernel: probes.lost_events(),
@@ -141,7 +180,8 @@ pub async fn run(
     let still_running = pipe.attr.tracked();
     let (exporter, summary) = pipe.into_parts();
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
-    if !exporter.shutdown(cfg.export.flush_timeout).await {
+    let metrics_flushed = mexp.shutdown(cfg.export.flush_timeout).await;
+    if !exporter.shutdown(cfg.export.flush_timeout).await || !metrics_flushed {
         eprintln!(
             "pipetrace: telemetry not fully sent within {}; the rest is lost",
             humantime::format_duration(cfg.export.flush_timeout)
@@ -157,6 +197,13 @@ pub async fn run(
             &lost,
         );
         eprint!("\n{text}");
+        if usage_missing > 0 {
+            eprintln!(
+                "pipetrace: {usage_missing} processes were not reaped within {}; their \
+                 resource usage is missing",
+                humantime::format_duration(cfg.probes.usage_wait)
+            );
+        }
         if still_running > 0 {
             eprintln!("pipetrace: {still_running} processes of the run still run; not exported");
         }

@@ -21,13 +21,10 @@ pub struct JsonLines {
 
 impl JsonLines {
     pub fn create(path: &Path) -> std::io::Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let f = OpenOptions::new().create(true).append(true).open(path)?;
+        let f = open_append(path)?;
         Ok(Self {
             path: path.to_path_buf(),
-            out: BufWriter::new(f),
+            out: f,
         })
     }
 
@@ -47,4 +44,13 @@ impl JsonLines {
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
+}
+
+/// Opens `path` for appending, creating it and its folder.
+pub fn open_append(path: &Path) -> std::io::Result<BufWriter<File>> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let f = OpenOptions::new().create(true).append(true).open(path)?;
+    Ok(BufWriter::new(f))
 }

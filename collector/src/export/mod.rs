@@ -1,5 +1,6 @@
 //! Export: a bounded queue of finished spans, batched to OTLP and/or an OTLP JSON lines file.
 mod jsonl;
+pub mod metrics;
 mod otlp;
 pub mod summary;
 

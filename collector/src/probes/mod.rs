@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 
 use aya::{
     Btf, Ebpf, EbpfLoader,
-    maps::{MapData, PerCpuArray, RingBuf},
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
     programs::{BtfTracePoint, TracePoint},
 };
-use pipetrace_probes_common::{EVENTS_MAP, KIND_SLOTS, LOST_MAP, OFFSETS_GLOBAL, WAKE_GLOBAL};
+use pipetrace_probes_common::{
+    ABSENT, ACC_MAP, Accumulator, EVENTS_MAP, KIND_SLOTS, LOST_ACCUMULATOR, LOST_MAP,
+    OFFSETS_GLOBAL, WAKE_GLOBAL,
+};
 
 pub use offsets::{OffsetError, resolve as resolve_offsets};
 pub use reader::EventReader;
@@ -60,11 +63,22 @@ pub fn ensure_tracefs() -> Result<PathBuf, ProbeError> {
     Ok(root.to_path_buf())
 }
 
+/// What the loaded probes can measure on this kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct Capabilities {
+    /// sock tracepoints attached: network bytes are measured.
+    pub network: bool,
+    /// Delay accounting on: block I/O and memory waits are measured.
+    pub delay_accounting: bool,
+}
+
 /// Loaded, attached probes. Dropping this detaches them.
 pub struct Probes {
     _ebpf: Ebpf,
     lost: PerCpuArray<MapData, u64>,
+    acc: HashMap<MapData, u32, Accumulator>,
     ring: Option<RingBuf<MapData>>,
+    pub capabilities: Capabilities,
 }
 
 impl Probes {
@@ -81,17 +95,29 @@ impl Probes {
             .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
         let btf = Btf::from_sys_fs().map_err(|e| ProbeError::Load(e.to_string()))?;
 
-        let fork: &mut BtfTracePoint = prog(&mut ebpf, "sched_process_fork")?;
-        fork.load("sched_process_fork", &btf)
-            .map_err(attach_err("tp_btf/sched_process_fork"))?;
-        fork.attach()
-            .map_err(attach_err("tp_btf/sched_process_fork"))?;
+        for (name, hook) in [
+            ("sched_process_fork", "tp_btf/sched_process_fork"),
+            ("sched_process_free", "tp_btf/sched_process_free"),
+        ] {
+            let tp: &mut BtfTracePoint = prog(&mut ebpf, name)?;
+            tp.load(name, &btf).map_err(attach_err(hook))?;
+            tp.attach().map_err(attach_err(hook))?;
+        }
         for name in ["sched_process_exec", "sched_process_exit"] {
             let tp: &mut TracePoint = prog(&mut ebpf, name)?;
             tp.load().map_err(attach_err("a sched tracepoint"))?;
             tp.attach("sched", name)
                 .map_err(attach_err("a sched tracepoint"))?;
         }
+        // Network bytes need the sock tracepoints (Linux 6.3+); without them the rest works.
+        let network = offsets.sock_family != ABSENT && attach_sock(&mut ebpf);
+        if !network {
+            log::warn!(
+                "this kernel has no sock:sock_send_length tracepoint (Linux 6.3+): network \
+                 bytes are not measured"
+            );
+        }
+        let delay_accounting = enable_delay_accounting();
         let ring = RingBuf::try_from(
             ebpf.take_map(EVENTS_MAP)
                 .ok_or(ProbeError::Missing("EVENTS"))?,
@@ -100,10 +126,17 @@ impl Probes {
         let lost =
             PerCpuArray::try_from(ebpf.take_map(LOST_MAP).ok_or(ProbeError::Missing("LOST"))?)
                 .map_err(|e| ProbeError::Load(e.to_string()))?;
+        let acc = HashMap::try_from(ebpf.take_map(ACC_MAP).ok_or(ProbeError::Missing("ACC"))?)
+            .map_err(|e| ProbeError::Load(e.to_string()))?;
         Ok(Self {
             _ebpf: ebpf,
             lost,
+            acc,
             ring: Some(ring),
+            capabilities: Capabilities {
+                network,
+                delay_accounting,
+            },
         })
     }
 
@@ -114,6 +147,28 @@ impl Probes {
             .take()
             .ok_or(ProbeError::Missing("EVENTS (already taken)"))?;
         EventReader::new(ring).map_err(|e| ProbeError::Load(e.to_string()))
+    }
+
+    /// The counters these probes measure on this kernel.
+    pub fn measured(&self) -> crate::accounting::Measured {
+        crate::accounting::Measured {
+            network: self.capabilities.network,
+            delay_accounting: self.capabilities.delay_accounting,
+        }
+    }
+
+    /// What the kernel has summed so far for a live process (network bytes, exited
+    /// threads' delays); zero when it has nothing.
+    pub fn accumulated(&self, tgid: u32) -> Accumulator {
+        self.acc.get(&tgid, 0).unwrap_or_default()
+    }
+
+    /// Per-process accumulator updates dropped because the map was full.
+    pub fn lost_accumulator_updates(&self) -> u64 {
+        self.lost
+            .get(&LOST_ACCUMULATOR, 0)
+            .map(|per_cpu| per_cpu.iter().sum::<u64>())
+            .unwrap_or(0)
     }
 
     /// Records the kernel could not queue because the ring buffer was full, summed over CPUs.
@@ -139,6 +194,42 @@ fn attach_err<E: std::fmt::Display>(hook: &'static str) -> impl Fn(E) -> ProbeEr
     move |e| ProbeError::Attach {
         hook,
         reason: e.to_string(),
+    }
+}
+
+fn attach_sock(ebpf: &mut Ebpf) -> bool {
+    ["sock_send_length", "sock_recv_length"].iter().all(|name| {
+        let Ok(tp) = prog::<TracePoint>(ebpf, name) else {
+            return false;
+        };
+        tp.load().is_ok() && tp.attach("sock", name).is_ok()
+    })
+}
+
+const DELAYACCT: &str = "/proc/sys/kernel/task_delayacct";
+
+/// Block I/O and memory waits come from the kernel's delay accounting, off by default on
+/// most distributions. Turning it on costs a clock read per wait; it is left on afterwards
+/// because another agent or tool may rely on it by then.
+fn enable_delay_accounting() -> bool {
+    match std::fs::read_to_string(DELAYACCT) {
+        Ok(v) if v.trim() == "1" => true,
+        Ok(_) => match std::fs::write(DELAYACCT, "1") {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn!(
+                    "cannot turn on delay accounting ({DELAYACCT}: {e}): I/O and memory \
+                     waits are not measured; run as root or set kernel.task_delayacct=1"
+                );
+                false
+            }
+        },
+        Err(_) => {
+            log::warn!(
+                "this kernel has no delay accounting: I/O and memory waits are not measured"
+            );
+            false
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use btf_rs::{Btf, Type};
-use pipetrace_probes_common::KernelOffsets;
+use pipetrace_probes_common::{ABSENT, KernelOffsets};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OffsetError {
@@ -95,6 +95,21 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
     let exit_format =
         std::fs::read_to_string(tracefs.join("events/sched/sched_process_exit/format"))
             .unwrap_or_default();
+    let sock_format = std::fs::read_to_string(tracefs.join("events/sock/sock_send_length/format"))
+        .unwrap_or_default();
+    // Accounting fields are optional: a kernel without one loses that value, not the agent.
+    let opt = |strukt: &str, field: &str| field_offset(&btf, strukt, field).unwrap_or(ABSENT);
+    let within = |strukt: &str, member: &str, inner: &str, field: &str| match (
+        field_offset(&btf, strukt, member),
+        field_offset(&btf, inner, field),
+    ) {
+        (Ok(a), Ok(b)) => a + b,
+        _ => ABSENT,
+    };
+    let sig = |f| opt("signal_struct", f);
+    let io = |f| within("signal_struct", "ioac", "task_io_accounting", f);
+    let delay = |f| opt("task_delay_info", f);
+    let sock = |f| tracepoint_field(&sock_format, f).unwrap_or(ABSENT);
     Ok(KernelOffsets {
         ready: 1,
         task_pid: task("pid")?,
@@ -107,6 +122,32 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         mm_arg_start: mm("arg_start")?,
         mm_arg_end: mm("arg_end")?,
         exit_tp_group_dead: tracepoint_field(&exit_format, "group_dead").unwrap_or(0),
+        task_signal: opt("task_struct", "signal"),
+        task_run_delay: within("task_struct", "sched_info", "sched_info", "run_delay"),
+        task_delays: opt("task_struct", "delays"),
+        sig_utime: sig("utime"),
+        sig_stime: sig("stime"),
+        sig_sum_sched_runtime: sig("sum_sched_runtime"),
+        sig_maxrss: sig("maxrss"),
+        sig_min_flt: sig("min_flt"),
+        sig_maj_flt: sig("maj_flt"),
+        sig_nvcsw: sig("nvcsw"),
+        sig_nivcsw: sig("nivcsw"),
+        sig_rchar: io("rchar"),
+        sig_wchar: io("wchar"),
+        sig_syscr: io("syscr"),
+        sig_syscw: io("syscw"),
+        sig_read_bytes: io("read_bytes"),
+        sig_write_bytes: io("write_bytes"),
+        sig_cancelled_write_bytes: io("cancelled_write_bytes"),
+        delay_blkio: delay("blkio_delay"),
+        delay_swapin: delay("swapin_delay"),
+        delay_freepages: delay("freepages_delay"),
+        delay_thrashing: delay("thrashing_delay"),
+        delay_compact: delay("compact_delay"),
+        sock_family: sock("family"),
+        sock_ret: sock("ret"),
+        sock_flags: sock("flags"),
         _pad: 0,
     })
 }
@@ -137,5 +178,13 @@ mod tests {
         assert_eq!(o.task_tgid, o.task_pid + 4);
         assert!(o.mm_arg_end == o.mm_arg_start + 8, "{o:?}");
         assert!(o.task_start_boottime > o.task_pid);
+        // The ioac counters sit in kernel order, 8 bytes apart, inside signal_struct.
+        assert_eq!(o.sig_wchar, o.sig_rchar + 8, "{o:?}");
+        assert_eq!(o.sig_write_bytes, o.sig_read_bytes + 8, "{o:?}");
+        assert_eq!(o.sig_stime, o.sig_utime + 8, "{o:?}");
+        assert!(
+            o.task_signal != ABSENT && o.task_run_delay != ABSENT,
+            "{o:?}"
+        );
     }
 }

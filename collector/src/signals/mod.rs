@@ -1,5 +1,7 @@
 //! Signals: finished runs, tasks and tools as OpenTelemetry spans, with the kernel's times.
 pub mod ids;
+pub mod metrics;
+mod usage;
 
 use std::borrow::Cow;
 
@@ -11,6 +13,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pipetrace_semconv::attr;
 
 use crate::{
+    accounting::Measured,
     attribution::{EntityRef, Finished, naming},
     event::ProcKey,
     host::HostInfo,
@@ -43,6 +46,7 @@ pub struct SpanBuilder {
     host: HostInfo,
     redactor: Redactor,
     scope: opentelemetry::InstrumentationScope,
+    measured: Measured,
 }
 
 const SIGNALS: [&str; 32] = [
@@ -88,6 +92,12 @@ pub fn signal_name(sig: u32) -> String {
         .unwrap_or_else(|| format!("SIG{sig}"))
 }
 
+fn wall_ns(p: &Proc) -> u64 {
+    p.exit
+        .as_ref()
+        .map_or(0, |e| e.time_ns.saturating_sub(p.start_ns))
+}
+
 fn status_of(exit: Option<&Exit>, what: &str) -> Status {
     match exit {
         Some(e) if e.signal().is_some() => Status::error(format!(
@@ -109,7 +119,18 @@ impl SpanBuilder {
             host,
             redactor,
             scope,
+            measured: Measured::default(),
         }
+    }
+
+    pub fn measured(&self) -> Measured {
+        self.measured
+    }
+
+    /// What the probes measure on this kernel (absent counters are left out of spans).
+    pub fn with_measured(mut self, measured: Measured) -> Self {
+        self.measured = measured;
+        self
     }
 
     pub fn host(&self) -> &HostInfo {
@@ -232,6 +253,10 @@ impl SpanBuilder {
                     ));
                 }
                 self.process_attrs(p, false, &mut a);
+                match &p.usage {
+                    Some(u) => usage::usage_attrs(u, u.peak_rss_bytes, self.measured, &mut a),
+                    None => a.push(KeyValue::new(attr::USAGE_MISSING, 1i64)),
+                }
                 let status = status_of(p.exit.as_ref(), &tool);
                 let span = self.span(
                     Ids {
@@ -249,7 +274,12 @@ impl SpanBuilder {
                     span,
                 }
             }
-            Finished::Task { proc: p, run, info } => {
+            Finished::Task {
+                proc: p,
+                run,
+                info,
+                usage: totals,
+            } => {
                 let mut a = vec![
                     KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, info.name.clone()),
                     KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, info.run_id.clone()),
@@ -262,6 +292,7 @@ impl SpanBuilder {
                     a.push(KeyValue::new(attr::TASK_THREADS, t as i64));
                 }
                 self.process_attrs(p, true, &mut a);
+                usage::totals_attrs(totals, wall_ns(p), self.measured, &mut a);
                 let name = match &info.wildcards {
                     Some(w) => format!("{} ({w})", info.name),
                     None => info.name.clone(),
@@ -283,7 +314,11 @@ impl SpanBuilder {
                     span,
                 }
             }
-            Finished::Run { proc: p, info } => {
+            Finished::Run {
+                proc: p,
+                info,
+                usage: totals,
+            } => {
                 let mut a = vec![
                     KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone()),
                     KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(p.key)),
@@ -292,6 +327,7 @@ impl SpanBuilder {
                     KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
                 ];
                 self.process_attrs(p, false, &mut a);
+                usage::totals_attrs(totals, wall_ns(p), self.measured, &mut a);
                 let status = if info.failed > 0 {
                     Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
                 } else {

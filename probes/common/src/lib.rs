@@ -11,8 +11,12 @@ pub const KIND_FORK: u32 = 1;
 pub const KIND_EXEC: u32 = 2;
 /// `sched_process_exit` of the last thread of a process.
 pub const KIND_EXIT: u32 = 3;
-/// Size of the per-kind loss counter array (index = kind).
-pub const KIND_SLOTS: u32 = 4;
+/// `sched_process_free` of a thread-group leader: the process's final resource usage.
+pub const KIND_USAGE: u32 = 4;
+/// Size of the per-kind loss counter array (index = kind; slot 0 counts full accumulator maps).
+pub const KIND_SLOTS: u32 = 5;
+/// Loss slot for per-process accumulator updates dropped because the map was full.
+pub const LOST_ACCUMULATOR: u32 = 0;
 
 /// Bytes of the executed file name kept (what was passed to execve).
 pub const PATH_LEN: usize = 512;
@@ -35,6 +39,13 @@ pub const WAKE_GLOBAL: &str = "PIPETRACE_WAKE_BYTES";
 pub const EVENTS_MAP: &str = "EVENTS";
 /// Name of the per-CPU loss counter array, indexed by event kind.
 pub const LOST_MAP: &str = "LOST";
+/// Name of the hash map of per-process accumulators (by tgid): what the kernel keeps per
+/// thread or per socket call and not per process.
+pub const ACC_MAP: &str = "ACC";
+/// Capacity of [`ACC_MAP`]: processes with live network traffic or exited threads at once.
+pub const ACC_ENTRIES: u32 = 65536;
+/// An offset the running kernel lacks: the probes read 0 there, user space omits the value.
+pub const ABSENT: u32 = u32::MAX;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -82,6 +93,46 @@ pub struct ExitEvent {
     pub comm: [u8; COMM_LEN],
 }
 
+/// What the kernel keeps per thread or per call but not per process: summed per tgid by the
+/// probes until the process's leader is freed. Updated with atomic adds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Accumulator {
+    pub net_tx_bytes: u64,
+    pub net_rx_bytes: u64,
+    /// Exited non-leader threads' run-queue delay (`sched_info.run_delay`).
+    pub run_delay_ns: u64,
+    /// Exited non-leader threads' delay-accounting waits.
+    pub blkio_delay_ns: u64,
+    pub mem_delay_ns: u64,
+}
+
+/// A process's resource usage when its last thread has been reaped, from `signal_struct`
+/// (what wait4's rusage reports, summed over every thread) and the per-thread sums.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsageEvent {
+    pub header: EventHeader,
+    pub utime_ns: u64,
+    pub stime_ns: u64,
+    /// Exact CPU time (`sum_sched_runtime`); utime/stime are tick samples that split it.
+    pub runtime_ns: u64,
+    /// Peak resident set over every image the process ran, in pages.
+    pub maxrss_pages: u64,
+    pub min_flt: u64,
+    pub maj_flt: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub rchar: u64,
+    pub wchar: u64,
+    pub syscr: u64,
+    pub syscw: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub cancelled_write_bytes: u64,
+    pub acc: Accumulator,
+}
+
 /// Byte offsets of the kernel fields the probes read, resolved from the running kernel's BTF.
 /// Never compiled in: a probe that sees `ready == 0` emits nothing.
 #[repr(C)]
@@ -100,6 +151,37 @@ pub struct KernelOffsets {
     /// Offset of `group_dead` in the sched_process_exit tracepoint record; 0 where the kernel
     /// has no such field (then the leader's exit stands for the process's).
     pub exit_tp_group_dead: u32,
+    // Resource accounting; [`ABSENT`] where the kernel lacks the field.
+    pub task_signal: u32,
+    /// `task_struct.sched_info.run_delay`, one offset from the task.
+    pub task_run_delay: u32,
+    pub task_delays: u32,
+    pub sig_utime: u32,
+    pub sig_stime: u32,
+    pub sig_sum_sched_runtime: u32,
+    pub sig_maxrss: u32,
+    pub sig_min_flt: u32,
+    pub sig_maj_flt: u32,
+    pub sig_nvcsw: u32,
+    pub sig_nivcsw: u32,
+    /// `signal_struct.ioac.<field>`, each one offset from the signal struct.
+    pub sig_rchar: u32,
+    pub sig_wchar: u32,
+    pub sig_syscr: u32,
+    pub sig_syscw: u32,
+    pub sig_read_bytes: u32,
+    pub sig_write_bytes: u32,
+    pub sig_cancelled_write_bytes: u32,
+    /// `task_delay_info` fields (delay accounting).
+    pub delay_blkio: u32,
+    pub delay_swapin: u32,
+    pub delay_freepages: u32,
+    pub delay_thrashing: u32,
+    pub delay_compact: u32,
+    /// sock_send_length / sock_recv_length record fields (from tracefs).
+    pub sock_family: u32,
+    pub sock_ret: u32,
+    pub sock_flags: u32,
     pub _pad: u32,
 }
 
@@ -107,4 +189,6 @@ pub struct KernelOffsets {
 mod user {
     // SAFETY: plain integers, `#[repr(C)]`, no padding the kernel could leave uninitialised.
     unsafe impl aya::Pod for super::KernelOffsets {}
+    // SAFETY: plain u64 fields.
+    unsafe impl aya::Pod for super::Accumulator {}
 }

@@ -1,10 +1,12 @@
 //! The ring buffer, the loss counters and the offsets global.
 use aya_ebpf::{
-    bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
+    bindings::{BPF_NOEXIST, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     macros::map,
-    maps::{PerCpuArray, RingBuf},
+    maps::{HashMap, PerCpuArray, RingBuf},
 };
-use pipetrace_probes_common::{KIND_SLOTS, KernelOffsets};
+use pipetrace_probes_common::{
+    ACC_ENTRIES, Accumulator, KIND_SLOTS, KernelOffsets, LOST_ACCUMULATOR,
+};
 
 /// User space sets the real size at load time (`probes.ring_buffer_bytes`).
 #[map(name = "EVENTS")]
@@ -15,20 +17,12 @@ pub static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 24, 0);
 pub static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(KIND_SLOTS, 0);
 
 #[unsafe(no_mangle)]
-static PIPETRACE_OFFSETS: KernelOffsets = KernelOffsets {
-    ready: 0,
-    task_pid: 0,
-    task_tgid: 0,
-    task_start_boottime: 0,
-    task_real_parent: 0,
-    task_group_leader: 0,
-    task_mm: 0,
-    task_exit_code: 0,
-    mm_arg_start: 0,
-    mm_arg_end: 0,
-    exit_tp_group_dead: 0,
-    _pad: 0,
-};
+// SAFETY: all-zero is a valid KernelOffsets (plain integers), and `ready == 0` means unset.
+static PIPETRACE_OFFSETS: KernelOffsets = unsafe { core::mem::zeroed() };
+
+/// Per-process sums of per-thread and per-call counters, by tgid; emptied at the leader's free.
+#[map(name = "ACC")]
+pub static ACC: HashMap<u32, Accumulator> = HashMap::with_max_entries(ACC_ENTRIES, 0);
 
 #[unsafe(no_mangle)]
 static PIPETRACE_WAKE_BYTES: u64 = 0;
@@ -56,5 +50,35 @@ pub fn offsets() -> Option<KernelOffsets> {
 pub fn count_lost(kind: u32) {
     if let Some(slot) = LOST.get_ptr_mut(kind) {
         unsafe { *slot += 1 };
+    }
+}
+
+/// The accumulator of process `tgid`, created empty on first use; `None` (and counted) when
+/// the map is full.
+#[inline(always)]
+pub fn accumulator(tgid: u32) -> Option<*mut Accumulator> {
+    if let Some(a) = ACC.get_ptr_mut(&tgid) {
+        return Some(a);
+    }
+    // NOEXIST: another thread of the process may have created it meanwhile; then use that.
+    let _ = ACC.insert(&tgid, &Accumulator::default(), BPF_NOEXIST as u64);
+    let a = ACC.get_ptr_mut(&tgid);
+    if a.is_none() {
+        count_lost(LOST_ACCUMULATOR);
+    }
+    a
+}
+
+/// Adds `v` to a counter other CPUs may be adding to at the same time.
+#[inline(always)]
+pub fn add(counter: *mut u64, v: u64) {
+    if v != 0 {
+        // The bpf target has no core atomics; the intrinsic lowers to BPF's atomic add.
+        // SAFETY: `counter` points into a map value, valid and 8-byte aligned.
+        unsafe {
+            core::intrinsics::atomic_xadd::<u64, u64, { core::intrinsics::AtomicOrdering::Relaxed }>(
+                counter, v,
+            )
+        };
     }
 }

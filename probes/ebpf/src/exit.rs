@@ -1,4 +1,5 @@
-//! tracepoint/sched/sched_process_exit: the last thread of a process ends, with its wait status.
+//! tracepoint/sched/sched_process_exit: the last thread of a process ends, with its wait status;
+//! any other thread leaves its per-thread delays in the process's accumulator.
 use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, generated::bpf_ktime_get_boot_ns},
     macros::tracepoint,
@@ -18,10 +19,21 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     } else {
         tid == tgid
     };
+    let me = task::current();
+    if tid != tgid {
+        // Per-thread counters die with the thread: keep them for the leader's free.
+        let (run, blkio, mem) = task::thread_delays(me, &o);
+        if let Some(acc) = emit::accumulator(tgid) {
+            unsafe {
+                emit::add(core::ptr::addr_of_mut!((*acc).run_delay_ns), run);
+                emit::add(core::ptr::addr_of_mut!((*acc).blkio_delay_ns), blkio);
+                emit::add(core::ptr::addr_of_mut!((*acc).mem_delay_ns), mem);
+            }
+        }
+    }
     if !last {
         return 0;
     }
-    let me = task::current();
     let Some(mut entry) = emit::EVENTS.reserve::<ExitEvent>(0) else {
         emit::count_lost(KIND_EXIT);
         return 0;

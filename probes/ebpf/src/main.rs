@@ -1,14 +1,20 @@
-//! pipetrace's kernel side: process lifecycle from tracepoints into one ring buffer.
+//! pipetrace's kernel side: process lifecycle and resource usage from tracepoints into one
+//! ring buffer.
 //!
 //! One file per kernel hook. Kernel struct offsets come from user space at load time
 //! (`PIPETRACE_OFFSETS`), never from the build machine.
 #![no_std]
 #![no_main]
+// Atomic adds on map values (the bpf target has no core::sync::atomic types).
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
 
 mod emit;
 mod exec;
 mod exit;
 mod fork;
+mod free;
+mod sock;
 mod task;
 
 #[cfg(not(test))]

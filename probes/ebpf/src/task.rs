@@ -22,3 +22,28 @@ pub fn process_start(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> 
     let leader: Task = read(task, o.task_group_leader).unwrap_or(task);
     read(leader, o.task_start_boottime).unwrap_or(0)
 }
+
+/// A field that may be missing on this kernel: 0 where its offset is ABSENT.
+#[inline(always)]
+pub fn field(base: *const u8, offset: u32) -> u64 {
+    if offset == pipetrace_probes_common::ABSENT {
+        return 0;
+    }
+    read::<u64>(base, offset).unwrap_or(0)
+}
+
+/// This thread's own delay counters: run-queue delay, block I/O wait, memory waits
+/// (swap-in, reclaim, thrashing, compaction).
+#[inline(always)]
+pub fn thread_delays(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> (u64, u64, u64) {
+    let run = field(task, o.task_run_delay);
+    if o.task_delays == pipetrace_probes_common::ABSENT {
+        return (run, 0, 0);
+    }
+    let d: *const u8 = read(task, o.task_delays).unwrap_or(core::ptr::null());
+    let mem = field(d, o.delay_swapin)
+        + field(d, o.delay_freepages)
+        + field(d, o.delay_thrashing)
+        + field(d, o.delay_compact);
+    (run, field(d, o.delay_blkio), mem)
+}

@@ -1,0 +1,16 @@
+//! Resource accounting: per-process kernel usage, and its roll-up into tasks and runs.
+pub mod live;
+mod rollup;
+mod usage;
+
+pub use rollup::{Allocation, Rollup};
+pub use usage::{Usage, split_cpu};
+
+/// Which counters this kernel and these probes measure; the rest are left out of exports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Measured {
+    /// sock tracepoints attached.
+    pub network: bool,
+    /// Delay accounting on: block I/O and memory waits.
+    pub delay_accounting: bool,
+}

@@ -1,0 +1,127 @@
+//! A process's resource usage as the kernel summed it when the process was reaped.
+use pipetrace_probes_common::UsageEvent;
+
+/// Threads assumed waiting at once when judging a wait figure possible.
+pub const MAX_WAITING_THREADS: u64 = 256;
+
+/// Kernel counters of one process (every thread, every image it ran), in plain units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub cpu_user_ns: u64,
+    pub cpu_system_ns: u64,
+    pub peak_rss_bytes: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// Bytes through read/write calls (any file, pipe or socket).
+    pub read_chars: u64,
+    pub write_chars: u64,
+    pub read_calls: u64,
+    pub write_calls: u64,
+    /// Bytes fetched from and dirtied towards storage.
+    pub disk_read_bytes: u64,
+    pub disk_write_bytes: u64,
+    /// Dirtied bytes that were truncated away before reaching storage.
+    pub disk_cancelled_write_bytes: u64,
+    pub run_delay_ns: u64,
+    pub blkio_delay_ns: u64,
+    pub memory_delay_ns: u64,
+    pub net_tx_bytes: u64,
+    pub net_rx_bytes: u64,
+}
+
+impl Usage {
+    pub fn from_event(e: &UsageEvent, page_size: u64) -> Self {
+        let (user, system) = split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns);
+        Self {
+            cpu_user_ns: user,
+            cpu_system_ns: system,
+            peak_rss_bytes: e.maxrss_pages * page_size,
+            minor_faults: e.min_flt,
+            major_faults: e.maj_flt,
+            voluntary_switches: e.nvcsw,
+            involuntary_switches: e.nivcsw,
+            read_chars: e.rchar,
+            write_chars: e.wchar,
+            read_calls: e.syscr,
+            write_calls: e.syscw,
+            disk_read_bytes: e.read_bytes,
+            disk_write_bytes: e.write_bytes,
+            disk_cancelled_write_bytes: e.cancelled_write_bytes,
+            run_delay_ns: e.acc.run_delay_ns,
+            blkio_delay_ns: e.acc.blkio_delay_ns,
+            memory_delay_ns: e.acc.mem_delay_ns,
+            net_tx_bytes: e.acc.net_tx_bytes,
+            net_rx_bytes: e.acc.net_rx_bytes,
+        }
+    }
+
+    /// A wait that was under way when delay accounting was switched on is measured from
+    /// boot (the kernel had no start time): such a figure exceeds any thread's life. Waits
+    /// longer than the process lived times [`MAX_WAITING_THREADS`] are dropped.
+    pub fn drop_impossible_delays(&mut self, lifetime_ns: u64) {
+        let bound = lifetime_ns.saturating_mul(MAX_WAITING_THREADS);
+        for d in [&mut self.blkio_delay_ns, &mut self.memory_delay_ns] {
+            if *d > bound {
+                *d = 0;
+            }
+        }
+    }
+
+    pub fn cpu_ns(&self) -> u64 {
+        self.cpu_user_ns + self.cpu_system_ns
+    }
+
+    /// Sums counters; the peak is the larger one (use [`super::Rollup`] for concurrent peaks).
+    pub fn add(&mut self, o: &Usage) {
+        self.cpu_user_ns += o.cpu_user_ns;
+        self.cpu_system_ns += o.cpu_system_ns;
+        self.peak_rss_bytes = self.peak_rss_bytes.max(o.peak_rss_bytes);
+        self.minor_faults += o.minor_faults;
+        self.major_faults += o.major_faults;
+        self.voluntary_switches += o.voluntary_switches;
+        self.involuntary_switches += o.involuntary_switches;
+        self.read_chars += o.read_chars;
+        self.write_chars += o.write_chars;
+        self.read_calls += o.read_calls;
+        self.write_calls += o.write_calls;
+        self.disk_read_bytes += o.disk_read_bytes;
+        self.disk_write_bytes += o.disk_write_bytes;
+        self.disk_cancelled_write_bytes += o.disk_cancelled_write_bytes;
+        self.run_delay_ns += o.run_delay_ns;
+        self.blkio_delay_ns += o.blkio_delay_ns;
+        self.memory_delay_ns += o.memory_delay_ns;
+        self.net_tx_bytes += o.net_tx_bytes;
+        self.net_rx_bytes += o.net_rx_bytes;
+    }
+}
+
+/// Splits the exact CPU time (`rtime`) by the tick-sampled user/system ratio, as the
+/// kernel does for getrusage and wait4 (`cputime_adjust`), so the two agree.
+pub fn split_cpu(utime: u64, stime: u64, rtime: u64) -> (u64, u64) {
+    if stime == 0 {
+        return (rtime, 0);
+    }
+    if utime == 0 {
+        return (0, rtime);
+    }
+    let s =
+        (u128::from(stime) * u128::from(rtime) / (u128::from(stime) + u128::from(utime))) as u64;
+    (rtime - s, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_split_follows_the_kernel() {
+        // No tick landed in system mode: all of the exact time is user time.
+        assert_eq!(split_cpu(4_000_000, 0, 5_123_456), (5_123_456, 0));
+        assert_eq!(split_cpu(0, 0, 700), (700, 0));
+        assert_eq!(split_cpu(0, 8, 900), (0, 900));
+        // 3:1 samples split 4 ms exactly 3:1.
+        assert_eq!(split_cpu(3, 1, 4_000_000), (3_000_000, 1_000_000));
+    }
+}

@@ -1,0 +1,242 @@
+//! Live metrics: per (pipeline, task, tool), CPU, memory, disk and network of running and
+//! finished work, exported every interval.
+//!
+//! Counters are exact for processes that ended (the kernel's figures at reap) plus the last
+//! sample of those still running; a process counts in one series for its whole life, so the
+//! totals only grow. Task names are those the attribution gives while the task runs (for
+//! Snakemake, its rule from the log); once a task's series is chosen it stays.
+mod proto;
+mod series;
+
+use std::{collections::HashMap, time::SystemTime};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use pipetrace_probes_common::Accumulator;
+
+use series::Table;
+pub use series::{Counters, SeriesKey};
+
+use crate::{
+    accounting::{Measured, Usage, live},
+    attribution::{Attributor, Finished, Role},
+    event::ProcKey,
+    tree::Tree,
+};
+
+/// Processes younger than this are not sampled: most are about to exec (their tool name
+/// would change) or end (their exact figures follow at once).
+const MIN_AGE_NS: u64 = 1_000_000_000;
+
+pub struct Metrics {
+    cfg: pipetrace_config::Metrics,
+    measured: Measured,
+    table: Table,
+    /// The series name each task got, with its run: sticky for the task's life.
+    labels: HashMap<ProcKey, (ProcKey, String)>,
+    /// Ended processes of tasks not named yet: (run, pipeline, tool, usage).
+    held: HashMap<ProcKey, Vec<(ProcKey, String, String, Usage)>>,
+    /// The last sample of each running process, and its series.
+    last: HashMap<ProcKey, (SeriesKey, Counters)>,
+    /// Memory limits of running tasks, by (pipeline, task).
+    limits: HashMap<(String, String), u64>,
+    resource: opentelemetry_proto::tonic::resource::v1::Resource,
+}
+
+impl Metrics {
+    pub fn new(
+        cfg: &pipetrace_config::Metrics,
+        measured: Measured,
+        resource: &opentelemetry_sdk::Resource,
+    ) -> Self {
+        Self {
+            cfg: cfg.clone(),
+            measured,
+            table: Table::new(cfg.max_series),
+            labels: HashMap::new(),
+            held: HashMap::new(),
+            last: HashMap::new(),
+            limits: HashMap::new(),
+            resource: proto::resource(resource),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.cfg.enabled
+    }
+
+    /// Attribute sets placed in the overflow series so far.
+    pub fn overflowed(&self) -> u64 {
+        self.table.overflowed
+    }
+
+    pub fn series_count(&self) -> usize {
+        self.table.series.len()
+    }
+
+    /// A process's end is final: its exact figures replace its last sample.
+    pub fn on_exit(&mut self, attr: &Attributor, tree: &Tree, key: ProcKey) {
+        let last = self.last.remove(&key);
+        if !self.cfg.enabled {
+            return;
+        }
+        let (Some(p), Some(m)) = (tree.get(&key), attr.membership(&key)) else {
+            return;
+        };
+        let Some(usage) = p.usage else { return };
+        let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
+        let tool = Attributor::tool_of(p);
+        let task = match m.task {
+            None => String::new(),
+            Some(t) => match self.labels.get(&t) {
+                Some((_, label)) => label.clone(),
+                None => {
+                    self.held
+                        .entry(t)
+                        .or_default()
+                        .push((m.run, pipeline, tool, usage));
+                    return;
+                }
+            },
+        };
+        // The series its samples went to, if it was sampled: counters must not move. Its
+        // sample leaves the live part as its exact figures join the finished part.
+        let s = match &last {
+            Some((k, _)) => self.table.series.get_mut(k),
+            None => None,
+        };
+        let s = match s {
+            Some(s) => s,
+            None => self.table.get(&pipeline, &task, &tool),
+        };
+        if let Some((_, sampled)) = &last {
+            s.live = s.live.minus(sampled);
+        }
+        s.finished
+            .add(&Counters::from_usage(&usage).max(&last.map(|l| l.1).unwrap_or_default()));
+        s.peak = s.peak.max(usage.peak_rss_bytes);
+    }
+
+    /// Names tasks as they finish, and releases what waited for the name.
+    pub fn on_finished(&mut self, f: &Finished) {
+        if !self.cfg.enabled {
+            return;
+        }
+        match f {
+            Finished::Task {
+                proc, run, info, ..
+            } => {
+                let label = self
+                    .labels
+                    .entry(proc.key)
+                    .or_insert_with(|| (*run, info.name.clone()))
+                    .1
+                    .clone();
+                for (_, pipeline, tool, usage) in self.held.remove(&proc.key).unwrap_or_default() {
+                    let s = self.table.get(&pipeline, &label, &tool);
+                    s.finished.add(&Counters::from_usage(&usage));
+                    s.peak = s.peak.max(usage.peak_rss_bytes);
+                }
+            }
+            Finished::Run { proc, .. } => {
+                self.labels.retain(|_, (run, _)| *run != proc.key);
+                self.held
+                    .retain(|_, v| v.first().is_some_and(|(run, ..)| *run != proc.key));
+            }
+            Finished::Tool { .. } => {}
+        }
+    }
+
+    /// Samples every running process of every run. `net` gives what the kernel has counted
+    /// for a live process so far (network bytes).
+    pub fn sample(
+        &mut self,
+        attr: &mut Attributor,
+        tree: &Tree,
+        now_ns: u64,
+        net: &dyn Fn(u32) -> Accumulator,
+    ) {
+        if !self.cfg.enabled {
+            return;
+        }
+        for s in self.table.series.values_mut() {
+            s.live = Counters::default();
+            s.rss_now = 0;
+        }
+        self.limits.clear();
+        let members: Vec<_> = attr.members().collect();
+        for (key, m) in members {
+            let Some(p) = tree.get(&key) else { continue };
+            if p.settled || now_ns.saturating_sub(p.start_ns) < MIN_AGE_NS {
+                continue;
+            }
+            let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
+            let task = match m.task {
+                None => String::new(),
+                Some(t) => match self.labels.get(&t) {
+                    Some((_, l)) => l.clone(),
+                    None => match attr.provisional_task_name(tree, t) {
+                        Some(l) => {
+                            self.labels.insert(t, (m.run, l.clone()));
+                            l
+                        }
+                        None => continue,
+                    },
+                },
+            };
+            // An exited process waiting for its report keeps its last sample.
+            let (key_of, counters, rss, hwm) = match (p.exit.is_none(), self.last.get(&key)) {
+                (true, prev) => {
+                    let Some(l) = live::read(key.pid) else {
+                        continue;
+                    };
+                    let acc = net(key.pid);
+                    let c = Counters::from_live(&l, acc.net_tx_bytes, acc.net_rx_bytes);
+                    let k = match prev {
+                        Some((k, _)) => k.clone(),
+                        None => self.table.key_of(&pipeline, &task, &Attributor::tool_of(p)),
+                    };
+                    (k, c, l.rss_bytes, l.hwm_bytes)
+                }
+                (false, Some((k, c))) => (k.clone(), *c, 0, 0),
+                (false, None) => continue,
+            };
+            let s = match self.table.series.get_mut(&key_of) {
+                Some(s) => s,
+                None => self.table.get(&key_of.pipeline, &key_of.task, &key_of.tool),
+            };
+            s.live.add(&counters);
+            s.rss_now += rss;
+            s.peak = s.peak.max(hwm);
+            self.last.insert(key, (key_of, counters));
+            if m.role == Role::TaskRoot
+                && p.exit.is_none()
+                && let Some(limit) = attr.allocation(&key).and_then(|a| a.memory_limit)
+            {
+                self.limits.insert((pipeline, task), limit);
+            }
+        }
+    }
+
+    /// The OTLP request for now; None when there is nothing to report.
+    pub fn collect(&mut self) -> Option<ExportMetricsServiceRequest> {
+        if !self.cfg.enabled || self.table.series.is_empty() {
+            return None;
+        }
+        let req = proto::request(
+            &self.table,
+            &self.limits,
+            &self.resource,
+            self.cfg.temporality,
+            self.measured,
+            SystemTime::now(),
+        );
+        let now = SystemTime::now();
+        for s in self.table.series.values_mut() {
+            s.exported = s.total();
+            s.exported_at = now;
+            // The next interval's peak starts from what is resident now.
+            s.peak = s.rss_now;
+        }
+        Some(req)
+    }
+}

@@ -1,0 +1,287 @@
+//! The series table as an OTLP ExportMetricsServiceRequest.
+use std::{collections::HashMap, time::SystemTime};
+
+use opentelemetry_proto::tonic::{
+    collector::metrics::v1::ExportMetricsServiceRequest,
+    common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value},
+    metrics::v1::{
+        AggregationTemporality, Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+        metric::Data, number_data_point::Value,
+    },
+    resource::v1::Resource,
+};
+use pipetrace_config::Temporality;
+use pipetrace_semconv::{attr, metric};
+
+use super::series::{Counters, Series, SeriesKey, Table};
+use crate::accounting::Measured;
+
+fn kv(key: &str, v: any_value::Value) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(v) }),
+    }
+}
+
+fn s(key: &str, v: &str) -> KeyValue {
+    kv(key, any_value::Value::StringValue(v.into()))
+}
+
+pub fn resource(r: &opentelemetry_sdk::Resource) -> Resource {
+    Resource {
+        attributes: r.iter().map(|(k, v)| s(k.as_str(), &v.as_str())).collect(),
+        ..Default::default()
+    }
+}
+
+fn nanos(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn series_attrs(k: &SeriesKey) -> Vec<KeyValue> {
+    if k.overflow {
+        return vec![kv(
+            attr::OTEL_METRIC_OVERFLOW,
+            any_value::Value::BoolValue(true),
+        )];
+    }
+    vec![
+        s(attr::CICD_PIPELINE_NAME, &k.pipeline),
+        s(attr::CICD_PIPELINE_TASK_NAME, &k.task),
+        s(attr::TOOL_NAME, &k.tool),
+    ]
+}
+
+/// An attribute (key, value; empty for none) and the counter it selects.
+type Dim = (&'static str, &'static str, fn(&Counters) -> u64);
+
+/// One counter of a series: cumulative since the series started, or the change since the
+/// last export.
+struct Point<'a> {
+    key: &'a SeriesKey,
+    series: &'a Series,
+}
+
+struct Builder {
+    temporality: Temporality,
+    now: u64,
+}
+
+impl Builder {
+    fn counter(
+        &self,
+        name: &str,
+        unit: &str,
+        description: &str,
+        points: &[Point],
+        dims: &[Dim],
+        seconds: bool,
+    ) -> Metric {
+        let delta = self.temporality == Temporality::Delta;
+        let mut data_points = Vec::new();
+        for p in points {
+            let (total, before) = (p.series.total(), p.series.exported);
+            for (dim_key, dim_value, get) in dims {
+                let v = if delta {
+                    get(&total).saturating_sub(get(&before))
+                } else {
+                    get(&total)
+                };
+                let mut attributes = series_attrs(p.key);
+                if !dim_key.is_empty() {
+                    attributes.push(s(dim_key, dim_value));
+                }
+                let start = if delta {
+                    p.series.exported_at
+                } else {
+                    p.series.start
+                };
+                data_points.push(NumberDataPoint {
+                    attributes,
+                    start_time_unix_nano: nanos(start),
+                    time_unix_nano: self.now,
+                    value: Some(if seconds {
+                        Value::AsDouble(v as f64 / 1e9)
+                    } else {
+                        Value::AsInt(v as i64)
+                    }),
+                    ..Default::default()
+                });
+            }
+        }
+        let temporality = if delta {
+            AggregationTemporality::Delta
+        } else {
+            AggregationTemporality::Cumulative
+        };
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            description: description.into(),
+            data: Some(Data::Sum(Sum {
+                data_points,
+                aggregation_temporality: temporality as i32,
+                is_monotonic: true,
+            })),
+            ..Default::default()
+        }
+    }
+
+    fn point(&self, attributes: Vec<KeyValue>, start: SystemTime, v: u64) -> NumberDataPoint {
+        NumberDataPoint {
+            attributes,
+            start_time_unix_nano: nanos(start),
+            time_unix_nano: self.now,
+            value: Some(Value::AsInt(v as i64)),
+            ..Default::default()
+        }
+    }
+}
+
+pub fn request(
+    table: &Table,
+    limits: &HashMap<(String, String), u64>,
+    resource: &Resource,
+    temporality: Temporality,
+    measured: Measured,
+    now: SystemTime,
+) -> ExportMetricsServiceRequest {
+    let b = Builder {
+        temporality,
+        now: nanos(now),
+    };
+    let mut keys: Vec<&SeriesKey> = table.series.keys().collect();
+    keys.sort();
+    let points: Vec<Point> = keys
+        .into_iter()
+        .map(|key| Point {
+            key,
+            series: &table.series[key],
+        })
+        .collect();
+    let mut metrics = vec![
+        b.counter(
+            metric::PROCESS_CPU_TIME,
+            "s",
+            "CPU seconds",
+            &points,
+            &[
+                (attr::CPU_MODE, "user", |c| c.cpu_user_ns),
+                (attr::CPU_MODE, "system", |c| c.cpu_system_ns),
+            ],
+            true,
+        ),
+        b.counter(
+            metric::PROCESS_DISK_IO,
+            "By",
+            "Bytes read from and written to storage",
+            &points,
+            &[
+                (attr::DISK_IO_DIRECTION, "read", |c| c.disk_read_bytes),
+                (attr::DISK_IO_DIRECTION, "write", |c| c.disk_write_bytes),
+            ],
+            false,
+        ),
+        b.counter(
+            metric::RUN_QUEUE_DELAY,
+            "s",
+            "Seconds runnable but waiting for a CPU",
+            &points,
+            &[("", "", |c| c.run_delay_ns)],
+            true,
+        ),
+    ];
+    if measured.network {
+        metrics.push(b.counter(
+            metric::PROCESS_NETWORK_IO,
+            "By",
+            "Bytes sent and received on IPv4/IPv6 sockets",
+            &points,
+            &[
+                (attr::NETWORK_IO_DIRECTION, "transmit", |c| c.net_tx_bytes),
+                (attr::NETWORK_IO_DIRECTION, "receive", |c| c.net_rx_bytes),
+            ],
+            false,
+        ));
+    }
+    if measured.delay_accounting {
+        metrics.push(b.counter(
+            metric::DISK_WAIT_TIME,
+            "s",
+            "Seconds waiting for block I/O",
+            &points,
+            &[("", "", |c| c.disk_wait_ns)],
+            true,
+        ));
+    }
+    // Up-down counters stay cumulative under a delta preference (as the OTel SDK does).
+    let usage: Vec<NumberDataPoint> = points
+        .iter()
+        .map(|p| b.point(series_attrs(p.key), p.series.start, p.series.rss_now))
+        .collect();
+    metrics.push(Metric {
+        name: metric::PROCESS_MEMORY_USAGE.into(),
+        unit: "By".into(),
+        description: "Resident memory of running processes".into(),
+        data: Some(Data::Sum(Sum {
+            data_points: usage,
+            aggregation_temporality: AggregationTemporality::Cumulative as i32,
+            is_monotonic: false,
+        })),
+        ..Default::default()
+    });
+    let peaks: Vec<NumberDataPoint> = points
+        .iter()
+        .map(|p| b.point(series_attrs(p.key), now, p.series.peak))
+        .collect();
+    metrics.push(gauge(
+        metric::MEMORY_PEAK,
+        "Highest resident-memory high-water mark in the interval",
+        peaks,
+    ));
+    if !limits.is_empty() {
+        let mut limits: Vec<_> = limits.iter().collect();
+        limits.sort();
+        let points = limits
+            .into_iter()
+            .map(|((pipeline, task), bytes)| {
+                let a = vec![
+                    s(attr::CICD_PIPELINE_NAME, pipeline),
+                    s(attr::CICD_PIPELINE_TASK_NAME, task),
+                ];
+                b.point(a, now, *bytes)
+            })
+            .collect();
+        metrics.push(gauge(
+            metric::TASK_MEMORY_LIMIT,
+            "Memory limit of the task's cgroup",
+            points,
+        ));
+    }
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource.clone()),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "pipetrace".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..Default::default()
+                }),
+                metrics,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+fn gauge(name: &str, description: &str, data_points: Vec<NumberDataPoint>) -> Metric {
+    Metric {
+        name: name.into(),
+        unit: "By".into(),
+        description: description.into(),
+        data: Some(Data::Gauge(Gauge { data_points })),
+        ..Default::default()
+    }
+}

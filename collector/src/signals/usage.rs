@@ -1,0 +1,78 @@
+//! Resource usage as span attributes: a tool's own, a task's or run's roll-up.
+use opentelemetry::KeyValue;
+use pipetrace_semconv::attr;
+
+use crate::{
+    accounting::{Measured, Usage},
+    attribution::Totals,
+};
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The kernel's figures; values this kernel cannot measure are left out, not reported as 0.
+pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
+    out.extend([
+        KeyValue::new(attr::CPU_USER_TIME, secs(u.cpu_user_ns)),
+        KeyValue::new(attr::CPU_SYSTEM_TIME, secs(u.cpu_system_ns)),
+        KeyValue::new(attr::CPU_RUN_QUEUE_DELAY, secs(u.run_delay_ns)),
+        KeyValue::new(attr::MEMORY_PEAK, int(peak)),
+        KeyValue::new(attr::MEMORY_MINOR_FAULTS, int(u.minor_faults)),
+        KeyValue::new(attr::MEMORY_MAJOR_FAULTS, int(u.major_faults)),
+        KeyValue::new(attr::CONTEXT_SWITCHES_VOLUNTARY, int(u.voluntary_switches)),
+        KeyValue::new(
+            attr::CONTEXT_SWITCHES_INVOLUNTARY,
+            int(u.involuntary_switches),
+        ),
+        KeyValue::new(attr::IO_READ_BYTES, int(u.read_chars)),
+        KeyValue::new(attr::IO_WRITE_BYTES, int(u.write_chars)),
+        KeyValue::new(attr::IO_READ_CALLS, int(u.read_calls)),
+        KeyValue::new(attr::IO_WRITE_CALLS, int(u.write_calls)),
+        KeyValue::new(attr::DISK_READ_BYTES, int(u.disk_read_bytes)),
+        KeyValue::new(attr::DISK_WRITE_BYTES, int(u.disk_write_bytes)),
+        KeyValue::new(
+            attr::DISK_CANCELLED_WRITE_BYTES,
+            int(u.disk_cancelled_write_bytes),
+        ),
+    ]);
+    if m.delay_accounting {
+        out.push(KeyValue::new(attr::DISK_WAIT_TIME, secs(u.blkio_delay_ns)));
+        out.push(KeyValue::new(
+            attr::MEMORY_WAIT_TIME,
+            secs(u.memory_delay_ns),
+        ));
+    }
+    if m.network {
+        out.push(KeyValue::new(
+            attr::NETWORK_TRANSMIT_BYTES,
+            int(u.net_tx_bytes),
+        ));
+        out.push(KeyValue::new(
+            attr::NETWORK_RECEIVE_BYTES,
+            int(u.net_rx_bytes),
+        ));
+    }
+}
+
+/// A task's or run's totals, peak, allocation and utilisation over `wall_ns`.
+pub fn totals_attrs(t: &Totals, wall_ns: u64, m: Measured, out: &mut Vec<KeyValue>) {
+    let r = &t.rollup;
+    usage_attrs(&r.totals, r.peak_memory(), m, out);
+    out.push(KeyValue::new(attr::USAGE_PROCESSES, int(r.processes)));
+    out.push(KeyValue::new(attr::USAGE_MISSING, int(r.missing)));
+    if let Some(a) = &t.allocation {
+        out.push(KeyValue::new(attr::CPU_ALLOCATED, a.cpus));
+        out.push(KeyValue::new(attr::CPU_ALLOCATION_SOURCE, a.source));
+        if let Some(u) = r.cpu_utilization(wall_ns, a) {
+            out.push(KeyValue::new(attr::CPU_UTILIZATION, u));
+        }
+        if let Some(limit) = a.memory_limit {
+            out.push(KeyValue::new(attr::MEMORY_LIMIT, int(limit)));
+        }
+    }
+}
