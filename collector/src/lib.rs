@@ -1,6 +1,7 @@
 //! pipetrace's collector: probes -> events -> process tree -> attribution -> signals -> export.
 pub mod accounting;
 pub mod attribution;
+pub mod awaiting;
 pub mod cgroup;
 pub mod cli;
 pub mod event;

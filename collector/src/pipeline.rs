@@ -1,12 +1,10 @@
 //! One direction: events -> process tree -> attribution -> signals -> export.
-use std::{
-    collections::HashMap,
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
 use crate::{
     accounting::Usage,
     attribution::Attributor,
+    awaiting::Awaiting,
     event::{Event, ProcKey},
     export::{Exporter, summary::Summary},
     host,
@@ -28,9 +26,8 @@ pub struct Pipeline {
     pub undecodable: u64,
     /// Run spans exported so far.
     pub runs_finished: u64,
-    /// Exited processes waiting for their usage, since when.
-    awaiting: HashMap<ProcKey, Instant>,
-    usage_wait: Duration,
+    /// Exited processes waiting for their usage report.
+    awaiting: Awaiting,
     /// Processes that ended without a usage report (not reaped within `usage_wait`).
     pub usage_missing: u64,
     pub metrics: Metrics,
@@ -54,8 +51,7 @@ impl Pipeline {
             unknown_exits: 0,
             runs_finished: 0,
             undecodable: 0,
-            awaiting: HashMap::new(),
-            usage_wait: Duration::from_secs(2),
+            awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
             metrics,
         }
@@ -63,7 +59,7 @@ impl Pipeline {
 
     /// How long an exited process waits for the kernel's usage report.
     pub fn with_usage_wait(mut self, wait: Duration) -> Self {
-        self.usage_wait = wait;
+        self.awaiting.set_wait(wait);
         self
     }
 
@@ -123,12 +119,11 @@ impl Pipeline {
                     return;
                 }
                 // The kernel reports usage once the process is reaped, a moment later.
-                self.awaiting.insert(key, Instant::now());
+                self.awaiting.exited(key);
             }
             Event::Usage { key, usage } => {
-                if self.awaiting.remove(&key).is_some() {
-                    self.settle(key, Some(usage));
-                }
+                // Settled in `poll`, once the process's exited descendants are.
+                self.awaiting.reported(key, usage);
             }
         }
     }
@@ -154,16 +149,8 @@ impl Pipeline {
     /// for the engine's log); with `force`, everything still waiting. Exits whose usage did
     /// not come within `usage_wait` (a parent that never reaps) end without it.
     pub fn poll(&mut self, force: bool) {
-        let wait = self.usage_wait;
-        let overdue: Vec<ProcKey> = self
-            .awaiting
-            .iter()
-            .filter(|(_, since)| force || since.elapsed() >= wait)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in overdue {
-            self.awaiting.remove(&key);
-            self.settle(key, None);
+        for (key, usage) in self.awaiting.ready(&self.tree, force) {
+            self.settle(key, usage);
         }
         let finished = self.attr.poll(force);
         self.emit(finished);

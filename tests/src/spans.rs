@@ -10,6 +10,7 @@ use opentelemetry_proto::tonic::{
 pub enum Val {
     Str(String),
     Int(i64),
+    Double(f64),
     Bool(bool),
     List(Vec<Val>),
     Other(String),
@@ -56,6 +57,15 @@ impl RecvSpan {
         }
     }
 
+    /// A number attribute as f64 (ints too).
+    pub fn num(&self, k: &str) -> Option<f64> {
+        match self.attr(k) {
+            Some(Val::Int(i)) => Some(*i as f64),
+            Some(Val::Double(d)) => Some(*d),
+            _ => None,
+        }
+    }
+
     pub fn is_task(&self) -> bool {
         self.attrs
             .contains_key(pipetrace_semconv::attr::CICD_PIPELINE_TASK_NAME)
@@ -75,6 +85,7 @@ fn val(v: Option<AnyValue>) -> Val {
     match v.and_then(|v| v.value) {
         Some(Value::StringValue(s)) => Val::Str(s),
         Some(Value::IntValue(i)) => Val::Int(i),
+        Some(Value::DoubleValue(d)) => Val::Double(d),
         Some(Value::BoolValue(b)) => Val::Bool(b),
         Some(Value::ArrayValue(a)) => {
             Val::List(a.values.into_iter().map(|v| val(Some(v))).collect())

@@ -57,6 +57,70 @@ fn expected_rule(tool: &RecvSpan) -> Option<&'static str> {
     })
 }
 
+fn cpu(s: &RecvSpan) -> f64 {
+    s.num("pipetrace.cpu.user_time").unwrap_or(f64::NAN)
+        + s.num("pipetrace.cpu.system_time").unwrap_or(f64::NAN)
+}
+
+/// Every tool has the kernel's usage; each task holds at least the sum of its tools' CPU
+/// and I/O and at least its largest tool's peak; the run holds at least its tasks'.
+fn check_rollups(t: &Trace, run: &RecvSpan) {
+    for tool in t.tools() {
+        assert!(cpu(tool) >= 0.0, "{} has CPU time", tool.name);
+        assert!(
+            tool.num("pipetrace.memory.peak").unwrap() > 0.0,
+            "{}",
+            tool.name
+        );
+        assert!(
+            tool.attr("pipetrace.usage.missing").is_none(),
+            "{}",
+            tool.name
+        );
+    }
+    let tasks = t.tasks();
+    for task in &tasks {
+        let mine: Vec<_> = t
+            .tools()
+            .into_iter()
+            .filter(|tool| t.task_of(tool).map(|x| &x.span_id) == Some(&task.span_id))
+            .collect();
+        let sum: f64 = mine.iter().map(|x| cpu(x)).sum();
+        assert!(
+            cpu(task) + 1e-6 >= sum,
+            "{}: task CPU below its tools'",
+            task.name
+        );
+        let top = mine
+            .iter()
+            .map(|x| x.num("pipetrace.memory.peak").unwrap())
+            .fold(0.0, f64::max);
+        assert!(
+            task.num("pipetrace.memory.peak").unwrap() >= top,
+            "{}",
+            task.name
+        );
+        let writes: f64 = mine
+            .iter()
+            .map(|x| x.num("pipetrace.io.write_bytes").unwrap())
+            .sum();
+        assert!(task.num("pipetrace.io.write_bytes").unwrap() >= writes);
+        assert!(task.int("pipetrace.usage.processes").unwrap() as usize >= mine.len().max(1));
+        assert!(task.num("pipetrace.cpu.utilization").unwrap() >= 0.0);
+        // bwa is told to use {threads}: the job block says 2, and so does the span.
+        if task.str("cicd.pipeline.task.name") == "align" {
+            assert_eq!(
+                task.str("pipetrace.cpu.allocation_source"),
+                "engine.threads"
+            );
+            assert_eq!(task.num("pipetrace.cpu.allocated"), Some(2.0));
+        }
+    }
+    let tasks_cpu: f64 = tasks.iter().map(|x| cpu(x)).sum();
+    assert!(cpu(run) + 1e-6 >= tasks_cpu, "run CPU below its tasks'");
+    assert!(run.num("pipetrace.cpu.utilization").is_some());
+}
+
 fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
     let t = Trace::new(spans);
     t.assert_well_formed();
@@ -141,6 +205,7 @@ fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
         assert_eq!(tool.status, 1, "{cmd}: status OK");
     }
     let run = spans.iter().find(|s| s.is_run()).expect("run span");
+    check_rollups(&t, run);
     assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
     assert!(!run.str("cicd.pipeline.run.id").is_empty());
     assert!(run.resource.contains_key("host.name") && run.resource.contains_key("host.id"));

@@ -574,8 +574,14 @@ impl Attributor {
         self.runs.retain(|k, r| {
             self.members.contains_key(k) || !r.pending.is_empty() || r.ended_root.is_some()
         });
+        // Roll-ups stay while their task or run is live or waits for its name.
         let (members, runs) = (&self.members, &self.runs);
-        let live = |k: &ProcKey| members.contains_key(k) || runs.contains_key(k);
+        let waiting: std::collections::HashSet<ProcKey> = runs
+            .values()
+            .flat_map(|r| r.pending.iter().map(|p| p.proc.key))
+            .collect();
+        let live =
+            |k: &ProcKey| members.contains_key(k) || runs.contains_key(k) || waiting.contains(k);
         self.rollups.retain(|k, _| live(k));
         self.allocations.retain(|k, _| live(k));
     }

@@ -1,0 +1,133 @@
+//! Exited processes waiting for the kernel's usage report, which comes when each is reaped.
+//! Reports can arrive out of order (they are RCU callbacks, per CPU), so a process is
+//! settled only once its exited descendants are: a task's figures then hold every tool.
+use std::{
+    collections::{HashMap, HashSet},
+    time::{Duration, Instant},
+};
+
+use crate::{accounting::Usage, event::ProcKey, tree::Tree};
+
+struct Entry {
+    since: Instant,
+    usage: Option<Usage>,
+}
+
+pub struct Awaiting {
+    entries: HashMap<ProcKey, Entry>,
+    wait: Duration,
+}
+
+impl Awaiting {
+    pub fn new(wait: Duration) -> Self {
+        Self {
+            entries: HashMap::new(),
+            wait,
+        }
+    }
+
+    pub fn set_wait(&mut self, wait: Duration) {
+        self.wait = wait;
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn exited(&mut self, key: ProcKey) {
+        self.entries.insert(
+            key,
+            Entry {
+                since: Instant::now(),
+                usage: None,
+            },
+        );
+    }
+
+    /// Records a report; false for a process not waiting (not in the tree, or unknown exit).
+    pub fn reported(&mut self, key: ProcKey, usage: Usage) -> bool {
+        match self.entries.get_mut(&key) {
+            Some(e) => {
+                e.usage = Some(usage);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// What can be settled now, descendants before ancestors: reported ones, and with
+    /// `force` or past the wait, the rest without a report.
+    pub fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
+        let mut out = Vec::new();
+        loop {
+            let mut blocked: HashSet<ProcKey> = HashSet::new();
+            for k in self.entries.keys() {
+                blocked.extend(tree.ancestors(k).map(|a| a.key));
+            }
+            let wait = self.wait;
+            let now: Vec<ProcKey> = self
+                .entries
+                .iter()
+                .filter(|(k, e)| {
+                    !blocked.contains(k)
+                        && (e.usage.is_some() || force || e.since.elapsed() >= wait)
+                })
+                .map(|(k, _)| *k)
+                .collect();
+            if now.is_empty() {
+                return out;
+            }
+            for k in now {
+                let e = self.entries.remove(&k).expect("listed above");
+                out.push((k, e.usage));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pid: u32) -> ProcKey {
+        ProcKey {
+            pid,
+            start_ticks: pid as u64,
+        }
+    }
+
+    #[test]
+    fn a_parent_waits_for_its_childs_late_report() {
+        let mut tree = Tree::default();
+        tree.fork(key(1), 0, key(0), "task".into());
+        tree.fork(key(2), 0, key(1), "tool".into());
+        let mut a = Awaiting::new(Duration::from_secs(60));
+        a.exited(key(2));
+        a.exited(key(1));
+        // The parent's report came first: it waits for the child's.
+        assert!(a.reported(key(1), Usage::default()));
+        assert!(a.ready(&tree, false).is_empty());
+        assert!(a.reported(key(2), Usage::default()));
+        let order: Vec<u32> = a.ready(&tree, false).iter().map(|(k, _)| k.pid).collect();
+        assert_eq!(order, [2, 1]);
+        assert!(a.is_empty());
+        assert!(!a.reported(key(3), Usage::default()));
+    }
+
+    #[test]
+    fn force_settles_everything_children_first() {
+        let mut tree = Tree::default();
+        tree.fork(key(1), 0, key(0), "a".into());
+        tree.fork(key(2), 0, key(1), "b".into());
+        let mut a = Awaiting::new(Duration::from_secs(60));
+        a.exited(key(1));
+        a.exited(key(2));
+        let got = a.ready(&tree, true);
+        assert_eq!(got.iter().map(|(k, _)| k.pid).collect::<Vec<_>>(), [2, 1]);
+        assert!(got.iter().all(|(_, u)| u.is_none()));
+    }
+}

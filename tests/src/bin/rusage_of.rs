@@ -1,0 +1,53 @@
+//! `rusage-of OUT.json -- CMD ARGS...`: runs CMD, reaps it with wait4 and writes the kernel's
+//! rusage for it as JSON: the truth the accounting tests compare pipetrace with.
+use std::{ffi::CString, os::unix::ffi::OsStrExt};
+
+fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    assert!(
+        args.len() >= 3 && args[1] == "--",
+        "usage: rusage-of OUT.json -- CMD..."
+    );
+    let out = args[0].clone();
+    let argv: Vec<CString> = args[2..]
+        .iter()
+        .map(|a| CString::new(a.as_bytes()).expect("no NUL in arguments"))
+        .collect();
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: fork in a single-threaded program; the child only execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            libc::execvp(ptrs[0], ptrs.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    assert!(pid > 0, "fork failed");
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(got, pid, "wait4");
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let json = serde_json::json!({
+        "pid": pid,
+        "status": status,
+        "user_s": tv(ru.ru_utime),
+        "system_s": tv(ru.ru_stime),
+        "maxrss_kib": ru.ru_maxrss,
+        "minflt": ru.ru_minflt,
+        "majflt": ru.ru_majflt,
+        "nvcsw": ru.ru_nvcsw,
+        "nivcsw": ru.ru_nivcsw,
+        "inblock": ru.ru_inblock,
+        "oublock": ru.ru_oublock,
+    });
+    std::fs::write(&out, json.to_string()).expect("write rusage JSON");
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,102 @@
+//! Workloads of known size, for the accounting accuracy tests. Each does one thing and
+//! starts no other process:
+//!   alloc MIB          touch MIB MiB of fresh memory page by page
+//!   burn MS            use MS milliseconds of CPU
+//!   threads N MS       N threads, each using MS milliseconds of CPU
+//!   write FILE BYTES   write BYTES to FILE and fsync it
+//!   short              use 2 ms of CPU and end
+//!   send ADDR BYTES    send BYTES over TCP to ADDR, wait for the peer to close
+//!   sleep MS           sleep MS milliseconds
+use std::{
+    io::{Read, Write},
+    time::Duration,
+};
+
+fn thread_cpu() -> Duration {
+    // SAFETY: a zeroed timespec is valid; clock_gettime fills it.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Spins until this thread has used `d` of CPU (not wall) time: the same work however busy
+/// the machine is.
+fn spin(d: Duration) -> u64 {
+    let t = thread_cpu();
+    let mut x = 0u64;
+    while thread_cpu() - t < d {
+        for i in 0..1000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+        }
+    }
+    x
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> T {
+    args.get(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("argument {i} missing or invalid: {args:?}"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("alloc") => {
+            let mib: usize = arg(&args, 1);
+            let mut v: Vec<u8> = Vec::with_capacity(mib << 20);
+            // SAFETY: u8 has no invalid values; every byte is written below before use.
+            unsafe { v.set_len(mib << 20) };
+            for i in (0..v.len()).step_by(4096) {
+                v[i] = 1;
+            }
+            std::hint::black_box(&v);
+        }
+        Some("burn") => {
+            std::hint::black_box(spin(Duration::from_millis(arg(&args, 1))));
+        }
+        Some("threads") => {
+            let (n, ms): (usize, u64) = (arg(&args, 1), arg(&args, 2));
+            let hs: Vec<_> = (0..n)
+                .map(|_| std::thread::spawn(move || spin(Duration::from_millis(ms))))
+                .collect();
+            for h in hs {
+                std::hint::black_box(h.join().unwrap());
+            }
+        }
+        Some("write") => {
+            let n: usize = arg(&args, 2);
+            let mut f = std::fs::File::create(&args[1]).expect("create");
+            let chunk = vec![7u8; 1 << 16];
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len());
+                f.write_all(&chunk[..k]).expect("write");
+                left -= k;
+            }
+            f.sync_all().expect("fsync");
+        }
+        Some("short") => {
+            std::hint::black_box(spin(Duration::from_millis(2)));
+        }
+        Some("send") => {
+            let n: usize = arg(&args, 2);
+            let mut s = std::net::TcpStream::connect(&args[1]).expect("connect");
+            let chunk = vec![1u8; 1 << 16];
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len());
+                s.write_all(&chunk[..k]).expect("send");
+                left -= k;
+            }
+            s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+            // The peer answers with 4 bytes: how many it got.
+            let mut ack = [0u8; 4];
+            s.read_exact(&mut ack).expect("ack");
+        }
+        Some("sleep") => std::thread::sleep(Duration::from_millis(arg(&args, 1))),
+        other => {
+            eprintln!("unknown workload {other:?}");
+            std::process::exit(2);
+        }
+    }
+}
