@@ -1,5 +1,6 @@
 //! Support for the end-to-end tests: a real OTLP receiver, the pipetrace binary, and the
 //! demo pipeline in a scratch directory.
+pub mod metrics;
 pub mod receiver;
 pub mod spans;
 

@@ -1,5 +1,5 @@
-//! An OTLP trace receiver over gRPC (the opentelemetry-proto tonic service) and over
-//! HTTP/protobuf (POST /v1/traces), keeping what it receives.
+//! An OTLP trace and metrics receiver over gRPC (the opentelemetry-proto tonic services) and
+//! over HTTP/protobuf (POST /v1/traces, /v1/metrics), keeping what it receives.
 use std::{
     net::SocketAddr,
     sync::{Arc, Mutex},
@@ -7,6 +7,10 @@ use std::{
 };
 
 use axum::{Router, body::Bytes, extract::State, http::StatusCode, routing::post};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+    metrics_service_server::{MetricsService, MetricsServiceServer},
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
     trace_service_server::{TraceService, TraceServiceServer},
@@ -14,11 +18,15 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use prost::Message;
 use tokio::net::TcpListener;
 
-use crate::spans::{RecvSpan, flatten};
+use crate::{
+    metrics::{RecvPoint, flatten_metrics},
+    spans::{RecvSpan, flatten},
+};
 
 #[derive(Clone, Default)]
 struct Store {
     spans: Arc<Mutex<Vec<RecvSpan>>>,
+    metrics: Arc<Mutex<Vec<RecvPoint>>>,
     /// `name=value` of every `x-` request header seen (auth and tenant headers).
     headers: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
@@ -82,6 +90,34 @@ async fn http_traces(
     }
 }
 
+#[tonic::async_trait]
+impl MetricsService for Store {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        let points = flatten_metrics(request.into_inner());
+        self.metrics.lock().expect("store lock").extend(points);
+        Ok(tonic::Response::new(ExportMetricsServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+async fn http_metrics(State(store): State<Store>, body: Bytes) -> (StatusCode, Vec<u8>) {
+    match ExportMetricsServiceRequest::decode(body) {
+        Ok(req) => {
+            let points = flatten_metrics(req);
+            store.metrics.lock().expect("store lock").extend(points);
+            let ok = ExportMetricsServiceResponse {
+                partial_success: None,
+            };
+            (StatusCode::OK, ok.encode_to_vec())
+        }
+        Err(_) => (StatusCode::BAD_REQUEST, Vec::new()),
+    }
+}
+
 pub struct Receiver {
     pub grpc: SocketAddr,
     pub http: SocketAddr,
@@ -102,16 +138,21 @@ impl Receiver {
         let svc = TraceServiceServer::new(store.clone())
             .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
             .accept_compressed(tonic::codec::CompressionEncoding::Zstd);
+        let metrics = MetricsServiceServer::new(store.clone())
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+            .accept_compressed(tonic::codec::CompressionEncoding::Zstd);
         tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(grpc_listener);
             tonic::transport::Server::builder()
                 .add_service(svc)
+                .add_service(metrics)
                 .serve_with_incoming(incoming)
                 .await
                 .expect("gRPC receiver");
         });
         let app = Router::new()
             .route("/v1/traces", post(http_traces))
+            .route("/v1/metrics", post(http_metrics))
             .with_state(store.clone());
         tokio::spawn(async move {
             axum::serve(http_listener, app)
@@ -131,6 +172,11 @@ impl Receiver {
 
     pub fn spans(&self) -> Vec<RecvSpan> {
         self.store.spans.lock().expect("store lock").clone()
+    }
+
+    /// Every metric data point received, in arrival order.
+    pub fn metrics(&self) -> Vec<RecvPoint> {
+        self.store.metrics.lock().expect("store lock").clone()
     }
 
     /// `name=value` of the `x-` request headers received.

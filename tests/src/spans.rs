@@ -94,7 +94,7 @@ fn val(v: Option<AnyValue>) -> Val {
     }
 }
 
-fn attrs(kvs: Vec<KeyValue>) -> BTreeMap<String, Val> {
+pub fn attrs(kvs: Vec<KeyValue>) -> BTreeMap<String, Val> {
     kvs.into_iter().map(|kv| (kv.key, val(kv.value))).collect()
 }
 

@@ -33,7 +33,14 @@ pub struct Usage {
 
 impl Usage {
     pub fn from_event(e: &UsageEvent, page_size: u64) -> Self {
-        let (user, system) = split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns);
+        // After wait4 the kernel keeps the split it reported (monotonic with every earlier
+        // /proc read); a process reaped without wait4 gets the same computation afresh.
+        let (user, system) =
+            if e.runtime_ns > 0 && e.prev_utime_ns + e.prev_stime_ns == e.runtime_ns {
+                (e.prev_utime_ns, e.prev_stime_ns)
+            } else {
+                split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns)
+            };
         Self {
             cpu_user_ns: user,
             cpu_system_ns: system,

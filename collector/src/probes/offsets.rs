@@ -128,6 +128,8 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         sig_utime: sig("utime"),
         sig_stime: sig("stime"),
         sig_sum_sched_runtime: sig("sum_sched_runtime"),
+        sig_prev_utime: within("signal_struct", "prev_cputime", "prev_cputime", "utime"),
+        sig_prev_stime: within("signal_struct", "prev_cputime", "prev_cputime", "stime"),
         sig_maxrss: sig("maxrss"),
         sig_min_flt: sig("min_flt"),
         sig_maj_flt: sig("maj_flt"),

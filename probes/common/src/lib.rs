@@ -117,6 +117,10 @@ pub struct UsageEvent {
     pub stime_ns: u64,
     /// Exact CPU time (`sum_sched_runtime`); utime/stime are tick samples that split it.
     pub runtime_ns: u64,
+    /// The split the kernel last reported (`signal_struct.prev_cputime`): after wait4, what
+    /// wait4 returned.
+    pub prev_utime_ns: u64,
+    pub prev_stime_ns: u64,
     /// Peak resident set over every image the process ran, in pages.
     pub maxrss_pages: u64,
     pub min_flt: u64,
@@ -159,6 +163,9 @@ pub struct KernelOffsets {
     pub sig_utime: u32,
     pub sig_stime: u32,
     pub sig_sum_sched_runtime: u32,
+    /// `signal_struct.prev_cputime.{utime,stime}`, each one offset from the signal struct.
+    pub sig_prev_utime: u32,
+    pub sig_prev_stime: u32,
     pub sig_maxrss: u32,
     pub sig_min_flt: u32,
     pub sig_maj_flt: u32,

@@ -43,6 +43,8 @@ pub fn sched_process_free(ctx: BtfTracePointContext) -> u32 {
         (*ev).utime_ns = field(sig, o.sig_utime);
         (*ev).stime_ns = field(sig, o.sig_stime);
         (*ev).runtime_ns = field(sig, o.sig_sum_sched_runtime);
+        (*ev).prev_utime_ns = field(sig, o.sig_prev_utime);
+        (*ev).prev_stime_ns = field(sig, o.sig_prev_stime);
         (*ev).maxrss_pages = field(sig, o.sig_maxrss);
         (*ev).min_flt = field(sig, o.sig_min_flt);
         (*ev).maj_flt = field(sig, o.sig_maj_flt);
