@@ -42,14 +42,23 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("alloc") => {
-            let mib: usize = arg(&args, 1);
-            let mut v: Vec<u8> = Vec::with_capacity(mib << 20);
-            // SAFETY: u8 has no invalid values; every byte is written below before use.
-            unsafe { v.set_len(mib << 20) };
-            for i in (0..v.len()).step_by(4096) {
-                v[i] = 1;
+            let len: usize = arg::<usize>(&args, 1) << 20;
+            // Fresh anonymous pages: each becomes resident when first touched.
+            // SAFETY: a private anonymous mapping; written only within `len`.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert!(p != libc::MAP_FAILED, "mmap");
+            for off in (0..len).step_by(4096) {
+                unsafe { std::ptr::write_volatile((p as *mut u8).add(off), 1) };
             }
-            std::hint::black_box(&v);
         }
         Some("burn") => {
             std::hint::black_box(spin(Duration::from_millis(arg(&args, 1))));
