@@ -11,6 +11,7 @@ use crate::{accounting::Usage, event::ProcKey, tree::Tree};
 struct Entry {
     since: Instant,
     usage: Option<Usage>,
+    image_peak_bytes: u64,
 }
 
 pub struct Awaiting {
@@ -38,12 +39,13 @@ impl Awaiting {
         self.entries.is_empty()
     }
 
-    pub fn exited(&mut self, key: ProcKey) {
+    pub fn exited(&mut self, key: ProcKey, image_peak_bytes: u64) {
         self.entries.insert(
             key,
             Entry {
                 since: Instant::now(),
                 usage: None,
+                image_peak_bytes,
             },
         );
     }
@@ -83,7 +85,11 @@ impl Awaiting {
             }
             for k in now {
                 let e = self.entries.remove(&k).expect("listed above");
-                out.push((k, e.usage));
+                let usage = e.usage.map(|u| Usage {
+                    image_peak_bytes: e.image_peak_bytes,
+                    ..u
+                });
+                out.push((k, usage));
             }
         }
     }
@@ -106,8 +112,8 @@ mod tests {
         tree.fork(key(1), 0, key(0), "task".into());
         tree.fork(key(2), 0, key(1), "tool".into());
         let mut a = Awaiting::new(Duration::from_secs(60));
-        a.exited(key(2));
-        a.exited(key(1));
+        a.exited(key(2), 0);
+        a.exited(key(1), 0);
         // The parent's report came first: it waits for the child's.
         assert!(a.reported(key(1), Usage::default()));
         assert!(a.ready(&tree, false).is_empty());
@@ -124,8 +130,8 @@ mod tests {
         tree.fork(key(1), 0, key(0), "a".into());
         tree.fork(key(2), 0, key(1), "b".into());
         let mut a = Awaiting::new(Duration::from_secs(60));
-        a.exited(key(1));
-        a.exited(key(2));
+        a.exited(key(1), 0);
+        a.exited(key(2), 0);
         let got = a.ready(&tree, true);
         assert_eq!(got.iter().map(|(k, _)| k.pid).collect::<Vec<_>>(), [2, 1]);
         assert!(got.iter().all(|(_, u)| u.is_none()));

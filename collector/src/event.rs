@@ -45,6 +45,8 @@ pub enum Event {
         key: ProcKey,
         time_ns: u64,
         status: u32,
+        /// High-water mark of the image it ended as, bytes (0: unknown).
+        image_peak_bytes: u64,
     },
     /// The process was reaped: its final resource usage.
     Usage {
@@ -133,6 +135,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 key,
                 time_ns: h.time_ns,
                 status: e.exit_code,
+                image_peak_bytes: e.image_peak_pages * crate::host::page_size(),
             })
         }
         KIND_USAGE => {

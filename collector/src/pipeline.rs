@@ -113,13 +113,14 @@ impl Pipeline {
                 key,
                 time_ns,
                 status,
+                image_peak_bytes,
             } => {
                 if !self.tree.exit(&key, time_ns, status) {
                     self.unknown_exits += 1;
                     return;
                 }
                 // The kernel reports usage once the process is reaped, a moment later.
-                self.awaiting.exited(key);
+                self.awaiting.exited(key, image_peak_bytes);
             }
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.

@@ -34,6 +34,7 @@ pub mod attr {
     pub const CPU_ALLOCATION_SOURCE: &str = "pipetrace.cpu.allocation_source";
     pub const CPU_UTILIZATION: &str = "pipetrace.cpu.utilization";
     pub const MEMORY_PEAK: &str = "pipetrace.memory.peak";
+    pub const MEMORY_MAXRSS: &str = "pipetrace.memory.maxrss";
     pub const MEMORY_LIMIT: &str = "pipetrace.memory.limit";
     pub const MEMORY_MINOR_FAULTS: &str = "pipetrace.memory.minor_faults";
     pub const MEMORY_MAJOR_FAULTS: &str = "pipetrace.memory.major_faults";
@@ -90,6 +91,7 @@ pub mod attr {
         CPU_ALLOCATION_SOURCE,
         CPU_UTILIZATION,
         MEMORY_PEAK,
+        MEMORY_MAXRSS,
         MEMORY_LIMIT,
         MEMORY_MINOR_FAULTS,
         MEMORY_MAJOR_FAULTS,

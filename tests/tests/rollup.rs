@@ -29,8 +29,10 @@ fn run_totals_sum_every_process_and_peak_counts_only_concurrent_ones() {
     let dir = tempfile::tempdir().unwrap();
     // Two 64 MiB allocations at the same time, then one of 96 MiB alone.
     let script = format!(
-        "{w} alloc 64 & {w} alloc 64 & wait; {w} alloc 96; {w} burn 200; true",
-        w = WORKLOAD
+        "{w} alloc 64 & {w} alloc 64 & wait; {w} alloc 96; {w} burn 200; \
+         {w} write {f} 8388608; true",
+        w = WORKLOAD,
+        f = dir.path().join("out.bin").display()
     );
     let spans = run(dir.path(), &script);
     let run = spans.iter().find(|s| s.is_run()).unwrap();
@@ -38,7 +40,7 @@ fn run_totals_sum_every_process_and_peak_counts_only_concurrent_ones() {
     let workloads: Vec<_> = tools.iter().filter(|s| s.name == "workload").collect();
     assert_eq!(
         workloads.len(),
-        4,
+        5,
         "{:?}",
         tools.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
@@ -64,6 +66,18 @@ fn run_totals_sum_every_process_and_peak_counts_only_concurrent_ones() {
     assert!(
         peak < peaks.iter().sum::<f64>(),
         "not every process at once: {peak}"
+    );
+    // Each process counts its own I/O only: the kernel's per-process total also holds the
+    // children it reaped, which would count the writer twice (once more in the shell).
+    let disk: f64 = tools
+        .iter()
+        .map(|t| t.num(attr::DISK_WRITE_BYTES).unwrap())
+        .sum();
+    let run_disk = run.num(attr::DISK_WRITE_BYTES).unwrap();
+    assert!(disk >= 8388608.0, "the writer's 8 MiB: {disk}");
+    assert!(
+        run_disk < disk + 1048576.0,
+        "run {run_disk} vs its tools' {disk}"
     );
     let written: f64 = tools
         .iter()

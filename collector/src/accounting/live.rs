@@ -32,15 +32,22 @@ pub fn read(pid: u32) -> Option<Live> {
         live.rss_bytes = kib("VmRSS:");
         live.hwm_bytes = kib("VmHWM:");
     }
-    if let Ok(io) = fs::read_to_string(format!("/proc/{pid}/io")) {
-        let field = |key: &str| {
-            io.lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        live.disk_read_bytes = field("read_bytes:");
-        live.disk_write_bytes = field("write_bytes:");
+    // Per thread: /proc/PID/io also counts every child the process has reaped, whose own
+    // figures are counted where they belong.
+    if let Ok(threads) = fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in threads.filter_map(|e| e.ok()) {
+            let Ok(io) = fs::read_to_string(t.path().join("io")) else {
+                continue;
+            };
+            let field = |key: &str| {
+                io.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            live.disk_read_bytes += field("read_bytes:");
+            live.disk_write_bytes += field("write_bytes:");
+        }
     }
     if let Ok(s) = fs::read_to_string(format!("/proc/{pid}/schedstat")) {
         live.run_delay_ns = s

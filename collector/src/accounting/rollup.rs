@@ -14,7 +14,7 @@ const MAX_INTERVALS: usize = 16_384;
 
 #[derive(Clone, Debug, Default)]
 pub struct Rollup {
-    /// Counters summed over processes (the `peak_rss_bytes` field is the single largest).
+    /// Counters summed over processes (the memory fields are the single largest).
     pub totals: Usage,
     pub processes: u64,
     /// Processes whose usage the kernel never reported (not reaped in time).
@@ -44,7 +44,7 @@ impl Rollup {
         };
         self.totals.add(u);
         self.by_tool.entry(tool.to_string()).or_default().add(u);
-        self.push(start_ns, end_ns, u.peak_rss_bytes);
+        self.push(start_ns, end_ns, u.peak_bytes());
     }
 
     /// Adds a finished task: its totals, and its peak as one interval.
@@ -105,7 +105,7 @@ mod tests {
 
     fn with_peak(bytes: u64) -> Usage {
         Usage {
-            peak_rss_bytes: bytes,
+            maxrss_bytes: bytes,
             cpu_user_ns: 10,
             ..Default::default()
         }

@@ -1,5 +1,5 @@
 //! A process's resource usage as the kernel summed it when the process was reaped.
-use pipetrace_probes_common::UsageEvent;
+use pipetrace_probes_common::{UsageEvent, pipetrace_io::*};
 
 /// Threads assumed waiting at once when judging a wait figure possible.
 pub const MAX_WAITING_THREADS: u64 = 256;
@@ -9,7 +9,11 @@ pub const MAX_WAITING_THREADS: u64 = 256;
 pub struct Usage {
     pub cpu_user_ns: u64,
     pub cpu_system_ns: u64,
-    pub peak_rss_bytes: u64,
+    /// ru_maxrss: the largest resident set of any image the process ran, including the one
+    /// it was forked with (a small job forked from a large engine inherits its size).
+    pub maxrss_bytes: u64,
+    /// High-water mark of the program the process ended as (0: unknown).
+    pub image_peak_bytes: u64,
     pub minor_faults: u64,
     pub major_faults: u64,
     pub voluntary_switches: u64,
@@ -35,6 +39,8 @@ impl Usage {
     pub fn from_event(e: &UsageEvent, page_size: u64) -> Self {
         // After wait4 the kernel keeps the split it reported (monotonic with every earlier
         // /proc read); a process reaped without wait4 gets the same computation afresh.
+        // The leader's own plus its exited threads'.
+        let io = |i: usize| e.io[i] + e.acc.io[i];
         let (user, system) =
             if e.runtime_ns > 0 && e.prev_utime_ns + e.prev_stime_ns == e.runtime_ns {
                 (e.prev_utime_ns, e.prev_stime_ns)
@@ -44,18 +50,19 @@ impl Usage {
         Self {
             cpu_user_ns: user,
             cpu_system_ns: system,
-            peak_rss_bytes: e.maxrss_pages * page_size,
+            maxrss_bytes: e.maxrss_pages * page_size,
+            image_peak_bytes: 0,
             minor_faults: e.min_flt,
             major_faults: e.maj_flt,
             voluntary_switches: e.nvcsw,
             involuntary_switches: e.nivcsw,
-            read_chars: e.rchar,
-            write_chars: e.wchar,
-            read_calls: e.syscr,
-            write_calls: e.syscw,
-            disk_read_bytes: e.read_bytes,
-            disk_write_bytes: e.write_bytes,
-            disk_cancelled_write_bytes: e.cancelled_write_bytes,
+            read_chars: io(RCHAR),
+            write_chars: io(WCHAR),
+            read_calls: io(SYSCR),
+            write_calls: io(SYSCW),
+            disk_read_bytes: io(READ_BYTES),
+            disk_write_bytes: io(WRITE_BYTES),
+            disk_cancelled_write_bytes: io(CANCELLED_WRITE_BYTES),
             run_delay_ns: e.acc.run_delay_ns,
             blkio_delay_ns: e.acc.blkio_delay_ns,
             memory_delay_ns: e.acc.mem_delay_ns,
@@ -76,6 +83,16 @@ impl Usage {
         }
     }
 
+    /// The memory this process's program used at its peak: its image's high-water mark when
+    /// known, else maxrss.
+    pub fn peak_bytes(&self) -> u64 {
+        if self.image_peak_bytes > 0 {
+            self.image_peak_bytes
+        } else {
+            self.maxrss_bytes
+        }
+    }
+
     pub fn cpu_ns(&self) -> u64 {
         self.cpu_user_ns + self.cpu_system_ns
     }
@@ -84,7 +101,8 @@ impl Usage {
     pub fn add(&mut self, o: &Usage) {
         self.cpu_user_ns += o.cpu_user_ns;
         self.cpu_system_ns += o.cpu_system_ns;
-        self.peak_rss_bytes = self.peak_rss_bytes.max(o.peak_rss_bytes);
+        self.maxrss_bytes = self.maxrss_bytes.max(o.maxrss_bytes);
+        self.image_peak_bytes = self.image_peak_bytes.max(o.image_peak_bytes);
         self.minor_faults += o.minor_faults;
         self.major_faults += o.major_faults;
         self.voluntary_switches += o.voluntary_switches;

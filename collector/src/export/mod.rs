@@ -70,6 +70,7 @@ pub fn resource(cfg: &pipetrace_config::Config, host: &HostInfo) -> Resource {
         .clone()
         .unwrap_or_else(|| "pipetrace".into());
     let mut attrs = vec![
+        KeyValue::new(attr::SERVICE_NAME, service),
         KeyValue::new(attr::HOST_NAME, host.host_name.clone()),
         KeyValue::new(attr::HOST_ID, host.host_id.clone()),
     ];
@@ -78,10 +79,7 @@ pub fn resource(cfg: &pipetrace_config::Config, host: &HostInfo) -> Resource {
             .iter()
             .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
     );
-    Resource::builder_empty()
-        .with_attributes(attrs)
-        .with_service_name(service)
-        .build()
+    Resource::builder_empty().with_attributes(attrs).build()
 }
 
 impl Exporter {

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use btf_rs::{Btf, Type};
-use pipetrace_probes_common::{ABSENT, KernelOffsets};
+use pipetrace_probes_common::{ABSENT, KernelOffsets, pipetrace_io};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OffsetError {
@@ -64,6 +64,17 @@ pub fn field_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, OffsetE
     find(btf, &s.members, field).ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))
 }
 
+/// Byte size of a struct.
+pub fn struct_size(btf: &Btf, strukt: &str) -> Option<u32> {
+    btf.resolve_types_by_name(strukt)
+        .ok()?
+        .into_iter()
+        .find_map(|t| match t {
+            Type::Struct(s) if !s.members.is_empty() => Some(s.size() as u32),
+            _ => None,
+        })
+}
+
 /// Offset of a named field in a tracepoint record, from its tracefs `format` file.
 pub fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
     format.lines().find_map(|line| {
@@ -107,7 +118,7 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         _ => ABSENT,
     };
     let sig = |f| opt("signal_struct", f);
-    let io = |f| within("signal_struct", "ioac", "task_io_accounting", f);
+    let io = |f| within("task_struct", "ioac", "task_io_accounting", f);
     let delay = |f| opt("task_delay_info", f);
     let sock = |f| tracepoint_field(&sock_format, f).unwrap_or(ABSENT);
     Ok(KernelOffsets {
@@ -121,6 +132,10 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         task_exit_code: task("exit_code")?,
         mm_arg_start: mm("arg_start")?,
         mm_arg_end: mm("arg_end")?,
+        mm_hiwater_rss: opt("mm_struct", "hiwater_rss"),
+        mm_rss_stat: opt("mm_struct", "rss_stat"),
+        percpu_counter_count: opt("percpu_counter", "count"),
+        percpu_counter_size: struct_size(&btf, "percpu_counter").unwrap_or(ABSENT),
         exit_tp_group_dead: tracepoint_field(&exit_format, "group_dead").unwrap_or(0),
         task_signal: opt("task_struct", "signal"),
         task_run_delay: within("task_struct", "sched_info", "sched_info", "run_delay"),
@@ -135,13 +150,7 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         sig_maj_flt: sig("maj_flt"),
         sig_nvcsw: sig("nvcsw"),
         sig_nivcsw: sig("nivcsw"),
-        sig_rchar: io("rchar"),
-        sig_wchar: io("wchar"),
-        sig_syscr: io("syscr"),
-        sig_syscw: io("syscw"),
-        sig_read_bytes: io("read_bytes"),
-        sig_write_bytes: io("write_bytes"),
-        sig_cancelled_write_bytes: io("cancelled_write_bytes"),
+        task_io: pipetrace_io::FIELDS.map(io),
         delay_blkio: delay("blkio_delay"),
         delay_swapin: delay("swapin_delay"),
         delay_freepages: delay("freepages_delay"),
@@ -181,8 +190,8 @@ mod tests {
         assert!(o.mm_arg_end == o.mm_arg_start + 8, "{o:?}");
         assert!(o.task_start_boottime > o.task_pid);
         // The ioac counters sit in kernel order, 8 bytes apart, inside signal_struct.
-        assert_eq!(o.sig_wchar, o.sig_rchar + 8, "{o:?}");
-        assert_eq!(o.sig_write_bytes, o.sig_read_bytes + 8, "{o:?}");
+        assert_eq!(o.task_io[1], o.task_io[0] + 8, "{o:?}");
+        assert_eq!(o.task_io[5], o.task_io[4] + 8, "{o:?}");
         assert_eq!(o.sig_stime, o.sig_utime + 8, "{o:?}");
         assert!(
             o.task_signal != ABSENT && o.task_run_delay != ABSENT,

@@ -254,7 +254,13 @@ impl SpanBuilder {
                 }
                 self.process_attrs(p, false, &mut a);
                 match &p.usage {
-                    Some(u) => usage::usage_attrs(u, u.peak_rss_bytes, self.measured, &mut a),
+                    Some(u) => {
+                        usage::usage_attrs(u, u.peak_bytes(), self.measured, &mut a);
+                        a.push(KeyValue::new(
+                            attr::MEMORY_MAXRSS,
+                            i64::try_from(u.maxrss_bytes).unwrap_or(i64::MAX),
+                        ));
+                    }
                     None => a.push(KeyValue::new(attr::USAGE_MISSING, 1i64)),
                 }
                 let status = status_of(p.exit.as_ref(), &tool);

@@ -91,6 +91,10 @@ pub struct ExitEvent {
     pub exit_code: u32,
     pub _pad: u32,
     pub comm: [u8; COMM_LEN],
+    /// High-water mark of the program image the process ends with, in pages (0: unknown).
+    /// Unlike the process's maxrss it leaves out what an image before exec used, such as
+    /// the memory of the parent a job was forked from.
+    pub image_peak_pages: u64,
 }
 
 /// What the kernel keeps per thread or per call but not per process: summed per tgid by the
@@ -105,7 +109,34 @@ pub struct Accumulator {
     /// Exited non-leader threads' delay-accounting waits.
     pub blkio_delay_ns: u64,
     pub mem_delay_ns: u64,
+    /// Exited non-leader threads' own I/O counters (`task_struct.ioac`), in
+    /// [`pipetrace_io`] order.
+    pub io: [u64; IO_COUNTERS],
 }
+
+/// The `task_io_accounting` counters, in the order [`Accumulator::io`] and
+/// [`UsageEvent::io`] keep them.
+pub mod pipetrace_io {
+    pub const RCHAR: usize = 0;
+    pub const WCHAR: usize = 1;
+    pub const SYSCR: usize = 2;
+    pub const SYSCW: usize = 3;
+    pub const READ_BYTES: usize = 4;
+    pub const WRITE_BYTES: usize = 5;
+    pub const CANCELLED_WRITE_BYTES: usize = 6;
+    /// Field names in `struct task_io_accounting`, by index.
+    pub const FIELDS: [&str; super::IO_COUNTERS] = [
+        "rchar",
+        "wchar",
+        "syscr",
+        "syscw",
+        "read_bytes",
+        "write_bytes",
+        "cancelled_write_bytes",
+    ];
+}
+
+pub const IO_COUNTERS: usize = 7;
 
 /// A process's resource usage when its last thread has been reaped, from `signal_struct`
 /// (what wait4's rusage reports, summed over every thread) and the per-thread sums.
@@ -127,13 +158,9 @@ pub struct UsageEvent {
     pub maj_flt: u64,
     pub nvcsw: u64,
     pub nivcsw: u64,
-    pub rchar: u64,
-    pub wchar: u64,
-    pub syscr: u64,
-    pub syscw: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub cancelled_write_bytes: u64,
+    /// The leader thread's own I/O counters (`task_struct.ioac`). Not `signal_struct.ioac`:
+    /// that one also holds every child the process reaped.
+    pub io: [u64; IO_COUNTERS],
     pub acc: Accumulator,
 }
 
@@ -152,6 +179,11 @@ pub struct KernelOffsets {
     pub task_exit_code: u32,
     pub mm_arg_start: u32,
     pub mm_arg_end: u32,
+    pub mm_hiwater_rss: u32,
+    /// `mm_struct.rss_stat`: an array of `struct percpu_counter`, whose `count` and size follow.
+    pub mm_rss_stat: u32,
+    pub percpu_counter_count: u32,
+    pub percpu_counter_size: u32,
     /// Offset of `group_dead` in the sched_process_exit tracepoint record; 0 where the kernel
     /// has no such field (then the leader's exit stands for the process's).
     pub exit_tp_group_dead: u32,
@@ -171,14 +203,8 @@ pub struct KernelOffsets {
     pub sig_maj_flt: u32,
     pub sig_nvcsw: u32,
     pub sig_nivcsw: u32,
-    /// `signal_struct.ioac.<field>`, each one offset from the signal struct.
-    pub sig_rchar: u32,
-    pub sig_wchar: u32,
-    pub sig_syscr: u32,
-    pub sig_syscw: u32,
-    pub sig_read_bytes: u32,
-    pub sig_write_bytes: u32,
-    pub sig_cancelled_write_bytes: u32,
+    /// `task_struct.ioac.<field>`, each one offset from the task, in [`pipetrace_io`] order.
+    pub task_io: [u32; IO_COUNTERS],
     /// `task_delay_info` fields (delay accounting).
     pub delay_blkio: u32,
     pub delay_swapin: u32,

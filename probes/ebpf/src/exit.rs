@@ -7,7 +7,34 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{EventHeader, ExitEvent, KIND_EXIT};
 
-use crate::{emit, task};
+use crate::{
+    emit,
+    task::{self, field},
+};
+
+/// RSS counters that make up resident memory: file, anonymous and shared-memory pages
+/// (`MM_FILEPAGES`, `MM_ANONPAGES`, `MM_SHMEMPAGES`; swap entries are not resident).
+const RSS_COUNTERS: [u32; 3] = [0, 1, 3];
+
+/// The image's high-water mark as the kernel computes it for maxrss: the larger of the
+/// recorded mark and the resident pages now. 0 when the mm is already gone.
+#[inline(always)]
+fn image_peak(me: task::Task, o: &pipetrace_probes_common::KernelOffsets) -> u64 {
+    use pipetrace_probes_common::ABSENT;
+    if o.mm_hiwater_rss == ABSENT || o.mm_rss_stat == ABSENT || o.percpu_counter_count == ABSENT {
+        return 0;
+    }
+    let mm: *const u8 = task::read(me, o.task_mm).unwrap_or(core::ptr::null());
+    if mm.is_null() {
+        return 0;
+    }
+    let mut rss: i64 = 0;
+    for i in RSS_COUNTERS {
+        let off = o.mm_rss_stat + i * o.percpu_counter_size + o.percpu_counter_count;
+        rss += task::read::<i64>(mm, off).unwrap_or(0).max(0);
+    }
+    field(mm, o.mm_hiwater_rss).max(rss as u64)
+}
 
 #[tracepoint(category = "sched", name = "sched_process_exit")]
 pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
@@ -23,11 +50,15 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if tid != tgid {
         // Per-thread counters die with the thread: keep them for the leader's free.
         let (run, blkio, mem) = task::thread_delays(me, &o);
+        let io = task::io(me, &o);
         if let Some(acc) = emit::accumulator(tgid) {
             unsafe {
                 emit::add(core::ptr::addr_of_mut!((*acc).run_delay_ns), run);
                 emit::add(core::ptr::addr_of_mut!((*acc).blkio_delay_ns), blkio);
                 emit::add(core::ptr::addr_of_mut!((*acc).mem_delay_ns), mem);
+                for (i, v) in io.iter().enumerate() {
+                    emit::add(core::ptr::addr_of_mut!((*acc).io[i]), *v);
+                }
             }
         }
     }
@@ -49,6 +80,7 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         (*ev).exit_code = task::read::<i32>(me, o.task_exit_code).unwrap_or(0) as u32;
         (*ev)._pad = 0;
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        (*ev).image_peak_pages = image_peak(me, &o);
     }
     entry.submit(emit::submit_flags());
     0

@@ -50,13 +50,7 @@ pub fn sched_process_free(ctx: BtfTracePointContext) -> u32 {
         (*ev).maj_flt = field(sig, o.sig_maj_flt);
         (*ev).nvcsw = field(sig, o.sig_nvcsw);
         (*ev).nivcsw = field(sig, o.sig_nivcsw);
-        (*ev).rchar = field(sig, o.sig_rchar);
-        (*ev).wchar = field(sig, o.sig_wchar);
-        (*ev).syscr = field(sig, o.sig_syscr);
-        (*ev).syscw = field(sig, o.sig_syscw);
-        (*ev).read_bytes = field(sig, o.sig_read_bytes);
-        (*ev).write_bytes = field(sig, o.sig_write_bytes);
-        (*ev).cancelled_write_bytes = field(sig, o.sig_cancelled_write_bytes);
+        (*ev).io = task::io(t, &o);
         (*ev).acc = acc;
         (*ev).acc.run_delay_ns += run;
         (*ev).acc.blkio_delay_ns += blkio;

@@ -1,5 +1,6 @@
 //! Reads of `task_struct` / `mm_struct` fields at offsets resolved from the running kernel's BTF.
 use aya_ebpf::helpers::{bpf_probe_read_kernel, generated::bpf_get_current_task};
+use pipetrace_probes_common::IO_COUNTERS;
 
 pub type Task = *const u8;
 
@@ -30,6 +31,16 @@ pub fn field(base: *const u8, offset: u32) -> u64 {
         return 0;
     }
     read::<u64>(base, offset).unwrap_or(0)
+}
+
+/// This thread's own I/O counters.
+#[inline(always)]
+pub fn io(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> [u64; IO_COUNTERS] {
+    let mut out = [0u64; IO_COUNTERS];
+    for (i, v) in out.iter_mut().enumerate() {
+        *v = field(task, o.task_io[i]);
+    }
+    out
 }
 
 /// This thread's own delay counters: run-queue delay, block I/O wait, memory waits

@@ -43,7 +43,11 @@ fn main() {
         "inblock": ru.ru_inblock,
         "oublock": ru.ru_oublock,
     });
-    std::fs::write(&out, json.to_string()).expect("write rusage JSON");
+    let out = std::path::Path::new(&out);
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).expect("create the JSON's folder");
+    }
+    std::fs::write(out, json.to_string()).expect("write rusage JSON");
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {

@@ -113,7 +113,7 @@ impl Metrics {
         }
         s.finished
             .add(&Counters::from_usage(&usage).max(&last.map(|l| l.1).unwrap_or_default()));
-        s.peak = s.peak.max(usage.peak_rss_bytes);
+        s.peak = s.peak.max(usage.peak_bytes());
     }
 
     /// Names tasks as they finish, and releases what waited for the name.
@@ -134,7 +134,7 @@ impl Metrics {
                 for (_, pipeline, tool, usage) in self.held.remove(&proc.key).unwrap_or_default() {
                     let s = self.table.get(&pipeline, &label, &tool);
                     s.finished.add(&Counters::from_usage(&usage));
-                    s.peak = s.peak.max(usage.peak_rss_bytes);
+                    s.peak = s.peak.max(usage.peak_bytes());
                 }
             }
             Finished::Run { proc, .. } => {
