@@ -1,33 +1,74 @@
 //! What a process may use, as the kernel enforces it: CPUs (affinity/cpuset and the cgroup's
 //! CPU quota) and memory (the cgroup's limit). cgroup v2 and v1 hierarchies are both read.
-use std::path::{Path, PathBuf};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
 
 use crate::accounting::Allocation;
 
 /// v1 memory "limits" at or above this mean no limit.
 const V1_UNLIMITED: u64 = 1 << 60;
 
-/// The allocation of process `pid` now. A process already gone gets the host's CPUs.
-pub fn allocation(pid: u32) -> Allocation {
-    let online = online_cpus();
-    let affinity = affinity(pid).unwrap_or(online);
-    let membership = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let dirs = |controller: &str| cgroup_dirs(&membership, &mounts, controller);
-    let quota = dirs("cpu")
-        .iter()
-        .filter_map(|d| cpu_quota(d))
-        .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.min(q))));
-    let memory_limit = dirs("memory").iter().filter_map(|d| memory_limit(d)).min();
-    let (cpus, source) = match quota {
-        Some(q) if q < f64::from(affinity) => (q, "cgroup.cpu.max"),
-        _ if affinity < online => (f64::from(affinity), "cpuset"),
-        _ => (f64::from(affinity), "host"),
-    };
-    Allocation {
-        cpus,
-        source,
-        memory_limit,
+/// How long limits read for one cgroup are reused: tasks start by the thousand in one
+/// cgroup, and limits change rarely.
+const CACHE_FOR: Duration = Duration::from_secs(10);
+
+/// Limits per cgroup membership (the text of /proc/PID/cgroup), read at most every
+/// [`CACHE_FOR`].
+#[derive(Default)]
+pub struct Limits {
+    mounts: Option<(Instant, String)>,
+    by_membership: HashMap<String, (Instant, Option<f64>, Option<u64>)>,
+}
+
+impl Limits {
+    /// The allocation of process `pid` now. A process already gone gets the host's CPUs.
+    pub fn allocation(&mut self, pid: u32) -> Allocation {
+        let online = online_cpus();
+        let affinity = affinity(pid).unwrap_or(online);
+        let membership = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        let (quota, memory_limit) = self.limits(membership);
+        let (cpus, source) = match quota {
+            Some(q) if q < f64::from(affinity) => (q, "cgroup.cpu.max"),
+            _ if affinity < online => (f64::from(affinity), "cpuset"),
+            _ => (f64::from(affinity), "host"),
+        };
+        Allocation {
+            cpus,
+            source,
+            memory_limit,
+        }
+    }
+
+    fn limits(&mut self, membership: String) -> (Option<f64>, Option<u64>) {
+        if let Some((at, q, m)) = self.by_membership.get(&membership)
+            && at.elapsed() < CACHE_FOR
+        {
+            return (*q, *m);
+        }
+        let fresh = self
+            .mounts
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < CACHE_FOR);
+        if !fresh {
+            let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+            self.mounts = Some((Instant::now(), text));
+        }
+        let mounts = self.mounts.as_ref().map(|(_, m)| m.as_str()).unwrap_or("");
+        let dirs = |controller: &str| cgroup_dirs(&membership, mounts, controller);
+        let quota = dirs("cpu")
+            .iter()
+            .filter_map(|d| cpu_quota(d))
+            .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.min(q))));
+        let memory = dirs("memory").iter().filter_map(|d| memory_limit(d)).min();
+        if self.by_membership.len() > 4096 {
+            self.by_membership.clear();
+        }
+        self.by_membership
+            .insert(membership, (Instant::now(), quota, memory));
+        (quota, memory)
     }
 }
 
@@ -185,7 +226,7 @@ mod tests {
 
     #[test]
     fn this_process_has_at_least_one_cpu() {
-        let a = allocation(std::process::id());
+        let a = Limits::default().allocation(std::process::id());
         assert!(a.cpus >= 0.01, "{a:?}");
     }
 }

@@ -303,9 +303,38 @@ fn without_an_endpoint_telemetry_goes_to_a_file_in_the_working_directory() {
     let traces = files.iter().find(|n| !n.contains(".metrics.")).unwrap();
     let metrics = traces.replace(".otlp.jsonl", ".metrics.otlp.jsonl");
     assert!(files.contains(&metrics), "{files:?}");
+    // The run's final figures: one OTLP metrics request per line, as the file exporter writes.
+    let text = std::fs::read_to_string(dir.path().join(&metrics)).unwrap();
+    let last = text.lines().last().expect("metrics written");
+    let req: opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest =
+        serde_json::from_str(last).expect("an OTLP JSON metrics request");
+    let points = pipetrace_e2e::metrics::flatten_metrics(req);
+    assert!(
+        points
+            .iter()
+            .any(|p| p.name == "process.cpu.time" && p.str("pipetrace.tool.name") == "true"),
+        "{points:?}"
+    );
     let spans = read_jsonl(&dir.path().join(traces));
     assert!(spans.iter().any(|s| s.is_run()));
     let err = stderr(&o);
     assert!(err.contains("written as OTLP JSON to"), "{err}");
     assert!(err.contains("run true"), "the tree: {err}");
+}
+
+#[test]
+fn doctor_as_root_loads_the_probes_and_reports_what_it_measures() {
+    let o = pipetrace().arg("doctor").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("pipetrace can run here"), "{out}");
+    assert!(out.contains("ok    probes"), "{out}");
+    // This kernel (6.x) has the sock tracepoints; root can turn delay accounting on.
+    assert!(
+        out.contains("sock_send_length/sock_recv_length attached"),
+        "{out}"
+    );
+    assert!(out.contains("delay accounting on"), "{out}");
+    let on = std::fs::read_to_string("/proc/sys/kernel/task_delayacct").unwrap();
+    assert_eq!(on.trim(), "1");
 }

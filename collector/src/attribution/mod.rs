@@ -122,6 +122,7 @@ pub struct Attributor {
     rollups: HashMap<ProcKey, Rollup>,
     /// What each task and run was allowed, read when it started.
     allocations: HashMap<ProcKey, Allocation>,
+    limits: cgroup::Limits,
 }
 
 impl Attributor {
@@ -140,6 +141,7 @@ impl Attributor {
             boot_to_unix_ns,
             rollups: HashMap::new(),
             allocations: HashMap::new(),
+            limits: cgroup::Limits::default(),
         })
     }
 
@@ -264,7 +266,8 @@ impl Attributor {
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());
-        self.allocations.insert(key, cgroup::allocation(key.pid));
+        self.allocations
+            .insert(key, self.limits.allocation(key.pid));
         self.members.insert(
             key,
             Membership {
@@ -380,7 +383,8 @@ impl Attributor {
         };
         self.members.insert(key, m);
         self.rollups.insert(key, Rollup::default());
-        self.allocations.insert(key, cgroup::allocation(key.pid));
+        self.allocations
+            .insert(key, self.limits.allocation(key.pid));
     }
 
     /// A member whose span would be empty: a subshell that never exec'd, or a shell that

@@ -16,6 +16,11 @@ impl Report {
         println!("  ok    {what}: {detail}");
     }
 
+    fn note(&mut self, what: &str, good: bool, yes: &str, no: &str) {
+        let mark = if good { "ok  " } else { "note" };
+        println!("  {mark}  {what}: {}", if good { yes } else { no });
+    }
+
     fn fail(&mut self, what: &str, detail: String, fix: &str) {
         self.failed = true;
         println!("  FAIL  {what}: {detail}\n        fix: {fix}");
@@ -110,10 +115,26 @@ pub fn run() -> i32 {
     }
     // The definitive check: load and attach the real probes, then let them go.
     match Probes::load(1 << 20) {
-        Ok(_) => r.ok(
-            "probes",
-            "loaded and attached (fork, exec, exit; ring buffer)".into(),
-        ),
+        Ok(p) => {
+            r.ok(
+                "probes",
+                "loaded and attached (fork, exec, exit, free; ring buffer)".into(),
+            );
+            let m = p.measured();
+            // Optional measurements: say what is missing, without failing the check.
+            r.note(
+                "network bytes",
+                m.network,
+                "sock:sock_send_length/sock_recv_length attached",
+                "this kernel has no sock length tracepoints (Linux 6.3+): network bytes are not measured",
+            );
+            r.note(
+                "I/O and memory waits",
+                m.delay_accounting,
+                "delay accounting on (kernel.task_delayacct = 1)",
+                "delay accounting is off and could not be turned on: sysctl -w kernel.task_delayacct=1",
+            );
+        }
         Err(e) => r.fail("probes", e.to_string(), "see the lines above"),
     }
     if r.failed {
