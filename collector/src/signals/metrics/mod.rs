@@ -183,12 +183,15 @@ impl Metrics {
                     },
                 },
             };
-            // An exited process waiting for its report keeps its last sample.
-            let (key_of, counters, rss, hwm) = match (p.exit.is_none(), self.last.get(&key)) {
-                (true, prev) => {
-                    let Some(l) = live::read(key.pid) else {
-                        continue;
-                    };
+            // A process that ended (its exit event may still be on its way) keeps its last
+            // sample until its exact figures replace it: counters never step back.
+            let reading = match p.exit {
+                None => live::read(key.pid),
+                Some(_) => None,
+            };
+            let prev = self.last.get(&key);
+            let (key_of, counters, rss, hwm) = match (reading, prev) {
+                (Some(l), prev) => {
                     let acc = net(key.pid);
                     let c = Counters::from_live(&l, acc.net_tx_bytes, acc.net_rx_bytes);
                     let k = match prev {
@@ -197,8 +200,8 @@ impl Metrics {
                     };
                     (k, c, l.rss_bytes, l.hwm_bytes)
                 }
-                (false, Some((k, c))) => (k.clone(), *c, 0, 0),
-                (false, None) => continue,
+                (None, Some((k, c))) => (k.clone(), *c, 0, 0),
+                (None, None) => continue,
             };
             let s = match self.table.series.get_mut(&key_of) {
                 Some(s) => s,
