@@ -72,6 +72,20 @@ impl Limits {
     }
 }
 
+/// The memory cgroup of `pid` (path within its hierarchy) and its limit, if any.
+pub fn memory_cgroup(pid: u32) -> (Option<String>, Option<u64>) {
+    let membership = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let dirs = cgroup_dirs(&membership, &mounts, "memory");
+    let limit = dirs.iter().filter_map(|d| memory_limit(d)).min();
+    let path = membership.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        (ctrls.split(',').any(|c| c == "memory") || ctrls.is_empty()).then(|| path.to_string())
+    });
+    (path, limit)
+}
+
 fn online_cpus() -> u32 {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };

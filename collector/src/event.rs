@@ -1,7 +1,7 @@
 //! Decoding of the probes' ring-buffer records into owned events.
 use pipetrace_probes_common::{
     EXEC_ARGV_TRUNCATED, EventHeader, ExecEvent, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
-    KIND_FORK, KIND_USAGE, UsageEvent,
+    KIND_FORK, KIND_OOM, KIND_SIGNAL, KIND_USAGE, OomEvent, SignalEvent, UsageEvent,
 };
 
 use crate::{accounting::Usage, host::NS_PER_TICK};
@@ -52,6 +52,23 @@ pub enum Event {
     Usage {
         key: ProcKey,
         usage: Usage,
+    },
+    /// The OOM killer chose process `pid`; its memory then, in bytes.
+    Oom {
+        pid: u32,
+        time_ns: u64,
+        anon_rss_bytes: u64,
+        file_rss_bytes: u64,
+        shmem_rss_bytes: u64,
+    },
+    /// A fatal signal was delivered to thread `target`.
+    Signal {
+        target: u32,
+        time_ns: u64,
+        sig: u32,
+        code: i32,
+        sender_pid: u32,
+        sender_comm: String,
     },
 }
 
@@ -143,6 +160,29 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             Ok(Event::Usage {
                 key,
                 usage: Usage::from_event(&e, crate::host::page_size()),
+            })
+        }
+        KIND_OOM => {
+            let e: OomEvent = read(bytes, h.kind)?;
+            // The tracepoint gives memory in KiB.
+            let page = 1024;
+            Ok(Event::Oom {
+                pid: h.tgid,
+                time_ns: h.time_ns,
+                anon_rss_bytes: e.anon_rss * page,
+                file_rss_bytes: e.file_rss * page,
+                shmem_rss_bytes: e.shmem_rss * page,
+            })
+        }
+        KIND_SIGNAL => {
+            let e: SignalEvent = read(bytes, h.kind)?;
+            Ok(Event::Signal {
+                target: h.tgid,
+                time_ns: h.time_ns,
+                sig: e.sig,
+                code: e.code,
+                sender_pid: e.sender_tgid,
+                sender_comm: cstr(&e.sender_comm),
             })
         }
         other => Err(DecodeError::Kind(other)),

@@ -122,6 +122,50 @@ impl Pipeline {
                 // The kernel reports usage once the process is reaped, a moment later.
                 self.awaiting.exited(key, image_peak_bytes);
             }
+            Event::Oom {
+                pid,
+                time_ns,
+                anon_rss_bytes,
+                file_rss_bytes,
+                shmem_rss_bytes,
+            } => {
+                // The victim is dying: read its cgroup now. If it is already gone (the kernel
+                // then shows the root), its task's limit read at the task's start stands in.
+                let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(pid);
+                if limit_bytes.is_none()
+                    && let Some(p) = self.tree.by_pid(pid)
+                    && let Some(m) = self.attr.membership(&p.key)
+                    && let Some(a) = self.attr.allocation(&m.task.unwrap_or(m.run))
+                {
+                    limit_bytes = a.memory_limit;
+                    cgroup = None;
+                }
+                let oom = crate::tree::Oom {
+                    time_ns,
+                    rss_bytes: anon_rss_bytes + file_rss_bytes + shmem_rss_bytes,
+                    cgroup,
+                    limit_bytes,
+                };
+                self.tree.oom(pid, oom);
+            }
+            Event::Signal {
+                target,
+                time_ns,
+                sig,
+                code,
+                sender_pid,
+                sender_comm,
+            } => {
+                let s = crate::tree::Signal {
+                    time_ns,
+                    sig,
+                    // si_code > 0: a fault; SI_KERNEL (0x80): the kernel on its own.
+                    by_kernel: code > 0,
+                    sender_pid,
+                    sender_comm,
+                };
+                self.tree.signal(target, s);
+            }
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.
                 self.awaiting.reported(key, usage);

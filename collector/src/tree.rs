@@ -64,7 +64,36 @@ pub struct Proc {
     pub usage: Option<Usage>,
     /// Its end is final: usage arrived or was waited for long enough.
     pub settled: bool,
+    /// Set when the OOM killer chose it.
+    pub oom: Option<Oom>,
+    /// Fatal signals delivered to it, latest last (a few at most).
+    pub signals: Vec<Signal>,
 }
+
+/// The OOM killer's choice of a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Oom {
+    pub time_ns: u64,
+    /// Resident memory when chosen.
+    pub rss_bytes: u64,
+    /// Its memory cgroup and that cgroup's limit, read when it was chosen.
+    pub cgroup: Option<String>,
+    pub limit_bytes: Option<u64>,
+}
+
+/// A fatal signal delivered to a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signal {
+    pub time_ns: u64,
+    pub sig: u32,
+    /// Raised by the kernel (a fault, or the kernel on its own) rather than sent by a process.
+    pub by_kernel: bool,
+    pub sender_pid: u32,
+    pub sender_comm: String,
+}
+
+/// Signals kept per process: the last ones explain its end.
+const SIGNALS_KEPT: usize = 4;
 
 impl Proc {
     fn new(key: ProcKey, parent: Option<ProcKey>, ppid: u32, start_ns: u64, comm: String) -> Self {
@@ -82,6 +111,8 @@ impl Proc {
             seeded: false,
             usage: None,
             settled: false,
+            oom: None,
+            signals: Vec::new(),
         }
     }
 
@@ -205,6 +236,29 @@ impl Tree {
             }
             None => false,
         }
+    }
+
+    /// Records the OOM killer's choice of the process holding `pid`.
+    pub fn oom(&mut self, pid: u32, oom: Oom) -> bool {
+        let Some(key) = self.by_pid.get(&pid).copied() else {
+            return false;
+        };
+        let p = self.procs.get_mut(&key).expect("by_pid points into procs");
+        p.oom = Some(oom);
+        true
+    }
+
+    /// Records a fatal signal delivered to the process holding `pid`.
+    pub fn signal(&mut self, pid: u32, s: Signal) -> bool {
+        let Some(key) = self.by_pid.get(&pid).copied() else {
+            return false;
+        };
+        let p = self.procs.get_mut(&key).expect("by_pid points into procs");
+        if p.signals.len() == SIGNALS_KEPT {
+            p.signals.remove(0);
+        }
+        p.signals.push(s);
+        true
     }
 
     /// Makes the end of an exited process final, with the kernel's usage if it came.

@@ -57,6 +57,11 @@ pub mod attr {
     pub const DISK_IO_DIRECTION: &str = "disk.io.direction";
     pub const NETWORK_IO_DIRECTION: &str = "network.io.direction";
     pub const OTEL_METRIC_OVERFLOW: &str = "otel.metric.overflow";
+    pub const OOM_RSS: &str = "pipetrace.oom.rss";
+    pub const OOM_CGROUP: &str = "pipetrace.oom.cgroup";
+    pub const SIGNAL_ORIGIN: &str = "pipetrace.signal.origin";
+    pub const SIGNAL_SENDER_PID: &str = "pipetrace.signal.sender_pid";
+    pub const SIGNAL_SENDER: &str = "pipetrace.signal.sender";
 
     /// Every attribute above, for the registry checks.
     pub const ALL: &[&str] = &[
@@ -114,6 +119,11 @@ pub mod attr {
         DISK_IO_DIRECTION,
         NETWORK_IO_DIRECTION,
         OTEL_METRIC_OVERFLOW,
+        OOM_RSS,
+        OOM_CGROUP,
+        SIGNAL_ORIGIN,
+        SIGNAL_SENDER_PID,
+        SIGNAL_SENDER,
     ];
 }
 
@@ -127,6 +137,7 @@ pub mod metric {
     pub const DISK_WAIT_TIME: &str = "pipetrace.process.disk.wait_time";
     pub const RUN_QUEUE_DELAY: &str = "pipetrace.process.cpu.run_queue_delay";
     pub const TASK_MEMORY_LIMIT: &str = "pipetrace.task.memory.limit";
+    pub const OOM_KILLS: &str = "pipetrace.process.oom_kills";
     pub const ALL: &[&str] = &[
         PROCESS_CPU_TIME,
         PROCESS_MEMORY_USAGE,
@@ -136,7 +147,15 @@ pub mod metric {
         DISK_WAIT_TIME,
         RUN_QUEUE_DELAY,
         TASK_MEMORY_LIMIT,
+        OOM_KILLS,
     ];
+}
+
+/// Span event names pipetrace emits: the registry's `event.*` groups.
+pub mod event {
+    pub const OOM_KILL: &str = "pipetrace.oom_kill";
+    pub const SIGNAL: &str = "pipetrace.signal";
+    pub const ALL: &[&str] = &[OOM_KILL, SIGNAL];
 }
 
 /// Span kinds pipetrace emits: the registry's `span.pipetrace.*` groups.
@@ -188,6 +207,18 @@ mod tests {
                 assert!(ids.contains(id), "{} refers to unknown {id}", g.id);
             }
         }
+    }
+
+    #[test]
+    fn event_constants_and_registry_agree() {
+        let reg = registry::Registry::embedded();
+        let in_registry: BTreeSet<&str> = reg
+            .groups
+            .iter()
+            .filter(|g| g.r#type == "event")
+            .filter_map(|g| g.name.as_deref())
+            .collect();
+        assert_eq!(in_registry, event::ALL.iter().copied().collect());
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub struct Group {
     #[serde(default)]
     pub attributes: Vec<Attribute>,
     pub metric_name: Option<String>,
+    /// An event's name.
+    pub name: Option<String>,
     pub instrument: Option<String>,
     pub unit: Option<String>,
 }
@@ -60,7 +62,13 @@ impl Registry {
                     g.unit.as_deref().unwrap_or("")
                 ));
             }
-            if g.r#type == "span" || g.r#type == "metric" {
+            if g.r#type == "event" {
+                out.push_str(&format!(
+                    "Span event `{}`.\n\n",
+                    g.name.as_deref().unwrap_or("")
+                ));
+            }
+            if matches!(g.r#type.as_str(), "span" | "metric" | "event") {
                 out.push_str("Attributes: ");
                 let refs: Vec<String> = g
                     .attributes

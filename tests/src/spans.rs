@@ -39,6 +39,15 @@ pub struct RecvSpan {
     pub status: i32,
     pub status_message: String,
     pub resource: BTreeMap<String, Val>,
+    /// Span events: name, time, attributes.
+    pub events: Vec<RecvEvent>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RecvEvent {
+    pub name: String,
+    pub time: u64,
+    pub attrs: BTreeMap<String, Val>,
 }
 
 impl RecvSpan {
@@ -120,6 +129,15 @@ pub fn flatten(req: ExportTraceServiceRequest) -> Vec<RecvSpan> {
                     status: status.code,
                     status_message: status.message,
                     resource: resource.clone(),
+                    events: s
+                        .events
+                        .into_iter()
+                        .map(|e| RecvEvent {
+                            name: e.name,
+                            time: e.time_unix_nano,
+                            attrs: attrs(e.attributes),
+                        })
+                        .collect(),
                 });
             }
         }

@@ -4,7 +4,7 @@
 //! the code never emits). The received-telemetry side is checked in every end-to-end test.
 use std::path::{Path, PathBuf};
 
-use pipetrace_semconv::{attr, metric};
+use pipetrace_semconv::{attr, event, metric};
 
 fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -48,7 +48,11 @@ fn ident_of(module: &str, value: &str) -> String {
 fn every_registered_name_is_emitted_by_the_collector() {
     let src = collector_sources();
     let mut unused = Vec::new();
-    for (module, names) in [("attr", attr::ALL), ("metric", metric::ALL)] {
+    for (module, names) in [
+        ("attr", attr::ALL),
+        ("metric", metric::ALL),
+        ("event", event::ALL),
+    ] {
         for name in names {
             let use_ = format!("{module}::{}", ident_of(module, name));
             let used = src.iter().any(|(_, text)| {
@@ -73,7 +77,7 @@ fn every_registered_name_is_emitted_by_the_collector() {
 fn the_collector_spells_no_registered_name_itself() {
     // A name written as a literal would escape the registry's checks.
     let src = collector_sources();
-    for name in attr::ALL.iter().chain(metric::ALL) {
+    for name in attr::ALL.iter().chain(metric::ALL).chain(event::ALL) {
         let literal = format!("\"{name}\"");
         for (path, text) in &src {
             assert!(

@@ -19,6 +19,8 @@ pub struct Rollup {
     pub processes: u64,
     /// Processes whose usage the kernel never reported (not reaped in time).
     pub missing: u64,
+    /// Processes the OOM killer ended.
+    pub oom_kills: u64,
     /// Per tool name, for the metrics.
     pub by_tool: BTreeMap<String, Usage>,
     /// (start, end, peak bytes) of each process or sub-rollup.
@@ -52,6 +54,7 @@ impl Rollup {
         self.totals.add(&other.totals);
         self.processes += other.processes;
         self.missing += other.missing;
+        self.oom_kills += other.oom_kills;
         for (tool, u) in &other.by_tool {
             self.by_tool.entry(tool.clone()).or_default().add(u);
         }

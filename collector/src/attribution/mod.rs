@@ -516,6 +516,7 @@ impl Attributor {
         if let Some(r) = self.rollups.get_mut(&target) {
             let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
             r.add_process(p.start_ns, end, &Self::task_name(p), p.usage.as_ref());
+            r.oom_kills += u64::from(p.oom.is_some());
         }
     }
 

@@ -118,6 +118,18 @@ impl Probes {
             );
         }
         let delay_accounting = enable_delay_accounting();
+        // Diagnosis hooks; a kernel without them loses OOM or signal events, nothing else.
+        for (category, name) in [("oom", "mark_victim"), ("signal", "signal_generate")] {
+            let attached = prog::<TracePoint>(&mut ebpf, name)
+                .map_err(|e| e.to_string())
+                .and_then(|tp| {
+                    tp.load().map_err(|e| e.to_string())?;
+                    tp.attach(category, name).map_err(|e| e.to_string())
+                });
+            if let Err(e) = attached {
+                log::warn!("{category}:{name} not attached ({e}): those events are not reported");
+            }
+        }
         let ring = RingBuf::try_from(
             ebpf.take_map(EVENTS_MAP)
                 .ok_or(ProbeError::Missing("EVENTS"))?,

@@ -121,6 +121,13 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
     let io = |f| within("task_struct", "ioac", "task_io_accounting", f);
     let delay = |f| opt("task_delay_info", f);
     let sock = |f| tracepoint_field(&sock_format, f).unwrap_or(ABSENT);
+    let format = |path: &str| std::fs::read_to_string(tracefs.join(path)).unwrap_or_default();
+    let (oom_format, signal_format) = (
+        format("events/oom/mark_victim/format"),
+        format("events/signal/signal_generate/format"),
+    );
+    let oom = |f| tracepoint_field(&oom_format, f).unwrap_or(ABSENT);
+    let signal = |f| tracepoint_field(&signal_format, f).unwrap_or(ABSENT);
     Ok(KernelOffsets {
         ready: 1,
         task_pid: task("pid")?,
@@ -159,6 +166,15 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         sock_family: sock("family"),
         sock_ret: sock("ret"),
         sock_flags: sock("flags"),
+        tp_oom_pid: oom("pid"),
+        tp_oom_total_vm: oom("total_vm"),
+        tp_oom_anon_rss: oom("anon_rss"),
+        tp_oom_file_rss: oom("file_rss"),
+        tp_oom_shmem_rss: oom("shmem_rss"),
+        tp_signal_sig: signal("sig"),
+        tp_signal_code: signal("code"),
+        tp_signal_pid: signal("pid"),
+        tp_signal_result: signal("result"),
         _pad: 0,
     })
 }

@@ -1,4 +1,5 @@
 //! Signals: finished runs, tasks and tools as OpenTelemetry spans, with the kernel's times.
+mod diagnosis;
 pub mod ids;
 pub mod metrics;
 mod usage;
@@ -191,6 +192,8 @@ impl SpanBuilder {
         status: Status,
     ) -> SpanData {
         let end = p.exit.as_ref().map(|e| e.time_ns).unwrap_or(p.start_ns);
+        let mut events = SpanEvents::default();
+        events.events = diagnosis::end_events(p, &self.host);
         SpanData {
             span_context: SpanContext::new(
                 ids.trace,
@@ -207,7 +210,7 @@ impl SpanBuilder {
             end_time: self.host.system_time(end.max(p.start_ns)),
             attributes,
             dropped_attributes_count: 0,
-            events: SpanEvents::default(),
+            events,
             links: SpanLinks::default(),
             status,
             instrumentation_scope: self.scope.clone(),
@@ -263,7 +266,10 @@ impl SpanBuilder {
                     }
                     None => a.push(KeyValue::new(attr::USAGE_MISSING, 1i64)),
                 }
-                let status = status_of(p.exit.as_ref(), &tool);
+                let status = match diagnosis::end_reason(p, &tool) {
+                    Some(why) => Status::error(why),
+                    None => status_of(p.exit.as_ref(), &tool),
+                };
                 let span = self.span(
                     Ids {
                         trace: self.trace_id(*run),
@@ -303,7 +309,11 @@ impl SpanBuilder {
                     Some(w) => format!("{} ({w})", info.name),
                     None => info.name.clone(),
                 };
-                let status = status_of(p.exit.as_ref(), &format!("task {}", info.name));
+                let what = format!("task {}", info.name);
+                let status = match totals.rollup.oom_kills {
+                    0 => status_of(p.exit.as_ref(), &what),
+                    n => Status::error(format!("{what}: {n} process(es) killed by the OOM killer")),
+                };
                 let span = self.span(
                     Ids {
                         trace: self.trace_id(*run),

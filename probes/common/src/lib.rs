@@ -13,8 +13,12 @@ pub const KIND_EXEC: u32 = 2;
 pub const KIND_EXIT: u32 = 3;
 /// `sched_process_free` of a thread-group leader: the process's final resource usage.
 pub const KIND_USAGE: u32 = 4;
+/// `oom:mark_victim`: the OOM killer chose a process.
+pub const KIND_OOM: u32 = 5;
+/// `signal:signal_generate` of a fatal signal, delivered: who sent what to whom.
+pub const KIND_SIGNAL: u32 = 6;
 /// Size of the per-kind loss counter array (index = kind; slot 0 counts full accumulator maps).
-pub const KIND_SLOTS: u32 = 5;
+pub const KIND_SLOTS: u32 = 7;
 /// Loss slot for per-process accumulator updates dropped because the map was full.
 pub const LOST_ACCUMULATOR: u32 = 0;
 
@@ -164,6 +168,54 @@ pub struct UsageEvent {
     pub acc: Accumulator,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OomEvent {
+    /// `tgid` is the victim's pid; `start_ns` is 0 (the tracepoint does not say).
+    pub header: EventHeader,
+    /// The victim's memory when chosen, in KiB as the tracepoint gives it (0 where the kernel
+    /// does not say).
+    pub total_vm: u64,
+    pub anon_rss: u64,
+    pub file_rss: u64,
+    pub shmem_rss: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SignalEvent {
+    /// `tgid` is the target's pid as the tracepoint gives it (its thread id).
+    pub header: EventHeader,
+    pub sig: u32,
+    /// `si_code`: > 0 the kernel raised it (a fault), 0 a kill(), 0x80 the kernel on its own.
+    pub code: i32,
+    pub sender_tgid: u32,
+    pub _pad: u32,
+    pub sender_comm: [u8; COMM_LEN],
+}
+
+/// Signals that end a process by default, as a bit mask over signal numbers: SIGHUP, SIGINT,
+/// SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGKILL, SIGUSR1, SIGSEGV, SIGUSR2,
+/// SIGPIPE, SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ, SIGSYS.
+pub const FATAL_SIGNALS: u64 = (1 << 1)
+    | (1 << 2)
+    | (1 << 3)
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 6)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 11)
+    | (1 << 12)
+    | (1 << 13)
+    | (1 << 14)
+    | (1 << 15)
+    | (1 << 24)
+    | (1 << 25)
+    | (1 << 31);
+
 /// Byte offsets of the kernel fields the probes read, resolved from the running kernel's BTF.
 /// Never compiled in: a probe that sees `ready == 0` emits nothing.
 #[repr(C)]
@@ -215,6 +267,17 @@ pub struct KernelOffsets {
     pub sock_family: u32,
     pub sock_ret: u32,
     pub sock_flags: u32,
+    /// oom:mark_victim record fields (from tracefs).
+    pub tp_oom_pid: u32,
+    pub tp_oom_total_vm: u32,
+    pub tp_oom_anon_rss: u32,
+    pub tp_oom_file_rss: u32,
+    pub tp_oom_shmem_rss: u32,
+    /// signal:signal_generate record fields (from tracefs).
+    pub tp_signal_sig: u32,
+    pub tp_signal_code: u32,
+    pub tp_signal_pid: u32,
+    pub tp_signal_result: u32,
     pub _pad: u32,
 }
 

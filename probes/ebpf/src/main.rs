@@ -14,6 +14,8 @@ mod exec;
 mod exit;
 mod fork;
 mod free;
+mod oom;
+mod signal;
 mod sock;
 mod task;
 

@@ -7,6 +7,7 @@
 //!   short              use 2 ms of CPU and end
 //!   send ADDR BYTES    send BYTES over TCP to ADDR, wait for the peer to close
 //!   sleep MS           sleep MS milliseconds
+//!   segv               write through a null pointer
 use std::{
     io::{Read, Write},
     time::Duration,
@@ -103,6 +104,10 @@ fn main() {
             s.read_exact(&mut ack).expect("ack");
         }
         Some("sleep") => std::thread::sleep(Duration::from_millis(arg(&args, 1))),
+        Some("segv") => {
+            // SAFETY: none: the point is the fault.
+            unsafe { std::ptr::write_volatile(std::ptr::null_mut::<u8>(), 1) };
+        }
         other => {
             eprintln!("unknown workload {other:?}");
             std::process::exit(2);

@@ -17,7 +17,7 @@ use series::Table;
 pub use series::{Counters, SeriesKey};
 
 use crate::{
-    accounting::{Measured, Usage, live},
+    accounting::{Measured, live},
     attribution::{Attributor, Finished, Role},
     event::ProcKey,
     tree::Tree,
@@ -27,14 +27,23 @@ use crate::{
 /// would change) or end (their exact figures follow at once).
 const MIN_AGE_NS: u64 = 1_000_000_000;
 
+/// An ended process's figures, waiting for its task's name.
+struct Held {
+    run: ProcKey,
+    pipeline: String,
+    tool: String,
+    counters: Counters,
+    peak: u64,
+}
+
 pub struct Metrics {
     cfg: pipetrace_config::Metrics,
     measured: Measured,
     table: Table,
     /// The series name each task got, with its run: sticky for the task's life.
     labels: HashMap<ProcKey, (ProcKey, String)>,
-    /// Ended processes of tasks not named yet: (run, pipeline, tool, usage).
-    held: HashMap<ProcKey, Vec<(ProcKey, String, String, Usage)>>,
+    /// Ended processes of tasks not named yet.
+    held: HashMap<ProcKey, Vec<Held>>,
     /// The last sample of each running process, and its series.
     last: HashMap<ProcKey, (SeriesKey, Counters)>,
     /// Memory limits of running tasks, by (pipeline, task).
@@ -83,6 +92,9 @@ impl Metrics {
             return;
         };
         let Some(usage) = p.usage else { return };
+        let mut counters = Counters::from_usage(&usage);
+        counters.oom_kills = u64::from(p.oom.is_some());
+        let peak = usage.peak_bytes();
         let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
         let tool = Attributor::tool_of(p);
         let task = match m.task {
@@ -90,10 +102,13 @@ impl Metrics {
             Some(t) => match self.labels.get(&t) {
                 Some((_, label)) => label.clone(),
                 None => {
-                    self.held
-                        .entry(t)
-                        .or_default()
-                        .push((m.run, pipeline, tool, usage));
+                    self.held.entry(t).or_default().push(Held {
+                        run: m.run,
+                        pipeline,
+                        tool,
+                        counters,
+                        peak,
+                    });
                     return;
                 }
             },
@@ -112,8 +127,8 @@ impl Metrics {
             s.live = s.live.minus(sampled);
         }
         s.finished
-            .add(&Counters::from_usage(&usage).max(&last.map(|l| l.1).unwrap_or_default()));
-        s.peak = s.peak.max(usage.peak_bytes());
+            .add(&counters.max(&last.map(|l| l.1).unwrap_or_default()));
+        s.peak = s.peak.max(peak);
     }
 
     /// Names tasks as they finish, and releases what waited for the name.
@@ -131,16 +146,17 @@ impl Metrics {
                     .or_insert_with(|| (*run, info.name.clone()))
                     .1
                     .clone();
-                for (_, pipeline, tool, usage) in self.held.remove(&proc.key).unwrap_or_default() {
-                    let s = self.table.get(&pipeline, &label, &tool);
-                    s.finished.add(&Counters::from_usage(&usage));
-                    s.peak = s.peak.max(usage.peak_bytes());
+                let held = self.held.remove(&proc.key).unwrap_or_default();
+                for h in held {
+                    let s = self.table.get(&h.pipeline, &label, &h.tool);
+                    s.finished.add(&h.counters);
+                    s.peak = s.peak.max(h.peak);
                 }
             }
             Finished::Run { proc, .. } => {
                 self.labels.retain(|_, (run, _)| *run != proc.key);
                 self.held
-                    .retain(|_, v| v.first().is_some_and(|(run, ..)| *run != proc.key));
+                    .retain(|_, v| v.first().is_some_and(|h| h.run != proc.key));
             }
             Finished::Tool { .. } => {}
         }

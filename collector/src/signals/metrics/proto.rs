@@ -192,6 +192,14 @@ pub fn request(
             true,
         ),
     ];
+    metrics.push(b.counter(
+        metric::OOM_KILLS,
+        "{kill}",
+        "Processes the OOM killer ended",
+        &points,
+        &[("", "", |c| c.oom_kills)],
+        false,
+    ));
     if measured.network {
         metrics.push(b.counter(
             metric::PROCESS_NETWORK_IO,

@@ -23,6 +23,7 @@ pub struct Counters {
     pub net_rx_bytes: u64,
     pub disk_wait_ns: u64,
     pub run_delay_ns: u64,
+    pub oom_kills: u64,
 }
 
 impl Counters {
@@ -36,6 +37,7 @@ impl Counters {
             net_rx_bytes: u.net_rx_bytes,
             disk_wait_ns: u.blkio_delay_ns,
             run_delay_ns: u.run_delay_ns,
+            oom_kills: 0,
         }
     }
 
@@ -49,6 +51,7 @@ impl Counters {
             net_rx_bytes: net_rx,
             disk_wait_ns: l.blkio_delay_ns,
             run_delay_ns: l.run_delay_ns,
+            oom_kills: 0,
         }
     }
 
@@ -61,6 +64,7 @@ impl Counters {
         self.net_rx_bytes += o.net_rx_bytes;
         self.disk_wait_ns += o.disk_wait_ns;
         self.run_delay_ns += o.run_delay_ns;
+        self.oom_kills += o.oom_kills;
     }
 
     pub fn minus(&self, o: &Counters) -> Counters {
@@ -73,6 +77,7 @@ impl Counters {
             net_rx_bytes: self.net_rx_bytes.saturating_sub(o.net_rx_bytes),
             disk_wait_ns: self.disk_wait_ns.saturating_sub(o.disk_wait_ns),
             run_delay_ns: self.run_delay_ns.saturating_sub(o.run_delay_ns),
+            oom_kills: self.oom_kills.saturating_sub(o.oom_kills),
         }
     }
 
@@ -87,6 +92,7 @@ impl Counters {
             net_rx_bytes: self.net_rx_bytes.max(o.net_rx_bytes),
             disk_wait_ns: self.disk_wait_ns.max(o.disk_wait_ns),
             run_delay_ns: self.run_delay_ns.max(o.run_delay_ns),
+            oom_kills: self.oom_kills.max(o.oom_kills),
         }
     }
 }

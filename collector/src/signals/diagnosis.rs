@@ -1,0 +1,68 @@
+//! What ended a process, as span events: the OOM killer's choice, and the fatal signal that
+//! ended it with who sent it.
+use std::borrow::Cow;
+
+use opentelemetry::{KeyValue, trace::Event};
+use pipetrace_semconv::{attr, event};
+
+use super::signal_name;
+use crate::{host::HostInfo, tree::Proc};
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / 1048576.0)
+}
+
+/// Span events for how `p` ended.
+pub fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
+    let mut out = Vec::new();
+    if let Some(o) = &p.oom {
+        let mut a = vec![KeyValue::new(attr::OOM_RSS, int(o.rss_bytes))];
+        if let Some(u) = &p.usage {
+            a.push(KeyValue::new(attr::MEMORY_PEAK, int(u.peak_bytes())));
+        }
+        if let Some(limit) = o.limit_bytes {
+            a.push(KeyValue::new(attr::MEMORY_LIMIT, int(limit)));
+        }
+        if let Some(cg) = &o.cgroup {
+            a.push(KeyValue::new(attr::OOM_CGROUP, cg.clone()));
+        }
+        out.push(Event::new(
+            Cow::Borrowed(event::OOM_KILL),
+            host.system_time(o.time_ns),
+            a,
+            0,
+        ));
+    }
+    // The signal that ended it: the last delivered one of the number it died of.
+    let died_of = p.exit.as_ref().and_then(|e| e.signal());
+    if let Some(s) = p.signals.iter().rev().find(|s| Some(s.sig) == died_of) {
+        let origin = if s.by_kernel { "kernel" } else { "process" };
+        let a = vec![
+            KeyValue::new(attr::PROCESS_SIGNAL, signal_name(s.sig)),
+            KeyValue::new(attr::SIGNAL_ORIGIN, origin),
+            KeyValue::new(attr::SIGNAL_SENDER_PID, s.sender_pid as i64),
+            KeyValue::new(attr::SIGNAL_SENDER, s.sender_comm.clone()),
+        ];
+        out.push(Event::new(
+            Cow::Borrowed(event::SIGNAL),
+            host.system_time(s.time_ns),
+            a,
+            0,
+        ));
+    }
+    out
+}
+
+/// Why a process failed, in words, when something other than its own exit code ended it.
+pub fn end_reason(p: &Proc, what: &str) -> Option<String> {
+    let o = p.oom.as_ref()?;
+    let limit = o
+        .limit_bytes
+        .map(|l| format!(" at its cgroup's {} limit", mib(l)))
+        .unwrap_or_default();
+    Some(format!("{what} killed by the OOM killer{limit}"))
+}

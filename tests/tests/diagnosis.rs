@@ -1,0 +1,197 @@
+//! Planted faults, each run under `pipetrace run`: what ended a process lands on its span.
+use std::path::{Path, PathBuf};
+
+use pipetrace_e2e::{
+    metrics::flatten_metrics,
+    pipetrace, read_jsonl,
+    spans::{RecvSpan, Val},
+    stderr,
+};
+use pipetrace_semconv::{attr, event, metric};
+
+const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
+
+fn run(dir: &Path, script: &str) -> (Vec<RecvSpan>, PathBuf, std::process::Output) {
+    let out = dir.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .arg("run")
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    (read_jsonl(&out), dir.join("t.metrics.otlp.jsonl"), o)
+}
+
+fn workload(spans: &[RecvSpan]) -> &RecvSpan {
+    spans
+        .iter()
+        .find(|s| s.is_tool() && s.name == "workload")
+        .expect("the workload's span")
+}
+
+/// A memory cgroup with `limit` bytes (v1 hierarchy, or v2 with the controller enabled).
+struct MemoryCgroup(PathBuf);
+
+impl MemoryCgroup {
+    fn new(limit: u64) -> Self {
+        let v1 = Path::new("/sys/fs/cgroup/memory");
+        let name = format!("pipetrace-oom-{}", std::process::id());
+        let dir = if v1.join("cgroup.procs").exists() {
+            let d = v1.join(&name);
+            let _ = std::fs::create_dir(&d);
+            std::fs::write(d.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+            d
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            std::fs::write(root.join("cgroup.subtree_control"), "+memory").unwrap();
+            let d = root.join(&name);
+            let _ = std::fs::create_dir(&d);
+            std::fs::write(d.join("memory.max"), limit.to_string()).unwrap();
+            let _ = std::fs::write(d.join("memory.swap.max"), "0");
+            d
+        };
+        Self(dir)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn an_oom_kill_inside_a_cgroup_limit_lands_on_the_tool_and_its_task() {
+    let limit = 64 * 1048576;
+    let cg = MemoryCgroup::new(limit);
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && {WORKLOAD} alloc 256; true",
+        cg.0.display()
+    );
+    let (spans, metrics_file, o) = run(dir.path(), &script);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tool = workload(&spans);
+    assert_eq!(tool.status, 2, "ERROR");
+    assert!(
+        tool.status_message.contains("OOM killer") && tool.status_message.contains("64 MiB"),
+        "{}",
+        tool.status_message
+    );
+    assert_eq!(tool.str(attr::PROCESS_SIGNAL), "SIGKILL");
+    let oom = tool
+        .events
+        .iter()
+        .find(|e| e.name == event::OOM_KILL)
+        .expect("an OOM event");
+    assert_eq!(
+        oom.attrs.get(attr::MEMORY_LIMIT),
+        Some(&Val::Int(limit as i64))
+    );
+    let rss = match oom.attrs.get(attr::OOM_RSS) {
+        Some(Val::Int(b)) => *b,
+        other => panic!("{other:?}"),
+    };
+    // Resident at the kill: up to the limit, plus file pages charged to other cgroups.
+    assert!(
+        rss > 32 * 1048576 && rss < limit as i64 + 16 * 1048576,
+        "rss at the kill: {rss}"
+    );
+    // Read from the dying process when it can be; else its task's limit stands in.
+    if let Some(cgroup) = oom.attrs.get(attr::OOM_CGROUP) {
+        let name = cg.0.file_name().unwrap().to_string_lossy().to_string();
+        assert!(cgroup.str().ends_with(&name), "{cgroup:?}");
+    }
+    // Its task (in a plain command run, the run's direct child) failed too.
+    let task = spans
+        .iter()
+        .find(|s| s.is_task() && s.str(attr::CICD_PIPELINE_TASK_NAME) == "workload")
+        .unwrap();
+    assert_eq!(task.status, 2);
+    assert!(
+        task.status_message.contains("OOM killer"),
+        "{}",
+        task.status_message
+    );
+    // The counter to alert on.
+    let text = std::fs::read_to_string(metrics_file).unwrap();
+    let last = text.lines().last().unwrap();
+    let points = flatten_metrics(serde_json::from_str(last).unwrap());
+    let kills: f64 = points
+        .iter()
+        .filter(|p| p.name == metric::OOM_KILLS && p.str(attr::TOOL_NAME) == "workload")
+        .map(|p| p.value)
+        .sum();
+    assert_eq!(kills, 1.0);
+}
+
+#[test]
+fn a_killed_tool_names_the_signal_and_its_sender() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "{WORKLOAD} sleep 30000 & p=$!; sleep 0.3; kill -TERM $p; wait $p; echo $$ > {}/shpid",
+        dir.path().display()
+    );
+    let (spans, _, o) = run(dir.path(), &script);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tool = workload(&spans);
+    assert_eq!(tool.str(attr::PROCESS_SIGNAL), "SIGTERM");
+    let ev = tool
+        .events
+        .iter()
+        .find(|e| e.name == event::SIGNAL)
+        .expect("a signal event");
+    let sh: i64 = std::fs::read_to_string(dir.path().join("shpid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        ev.attrs.get(attr::PROCESS_SIGNAL),
+        Some(&Val::Str("SIGTERM".into()))
+    );
+    assert_eq!(ev.attrs.get(attr::SIGNAL_SENDER_PID), Some(&Val::Int(sh)));
+    assert_eq!(
+        ev.attrs.get(attr::SIGNAL_SENDER),
+        Some(&Val::Str("sh".into()))
+    );
+    assert_eq!(
+        ev.attrs.get(attr::SIGNAL_ORIGIN),
+        Some(&Val::Str("process".into()))
+    );
+    assert!(tool.events.iter().all(|e| e.name != event::OOM_KILL));
+}
+
+#[test]
+fn a_segfault_is_raised_by_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spans, _, o) = run(dir.path(), &format!("{WORKLOAD} segv; true"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tool = workload(&spans);
+    assert_eq!(tool.str(attr::PROCESS_SIGNAL), "SIGSEGV");
+    let ev = tool
+        .events
+        .iter()
+        .find(|e| e.name == event::SIGNAL)
+        .unwrap();
+    assert_eq!(
+        ev.attrs.get(attr::SIGNAL_ORIGIN),
+        Some(&Val::Str("kernel".into()))
+    );
+}
+
+#[test]
+fn a_clean_run_has_no_end_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spans, _, o) = run(
+        dir.path(),
+        &format!("{WORKLOAD} burn 100; {WORKLOAD} alloc 16; true"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(spans.len() >= 3);
+    for s in &spans {
+        assert!(s.events.is_empty(), "{}: {:?}", s.name, s.events);
+        assert_ne!(s.status, 2, "{}", s.name);
+    }
+}
