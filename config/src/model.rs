@@ -16,6 +16,47 @@ pub struct Config {
     pub redaction: Redaction,
     pub summary: Summary,
     pub metrics: Metrics,
+    pub diagnosis: Diagnosis,
+}
+
+/// Thresholds for the bottleneck and rightsizing verdicts on task and tool spans. Rates are
+/// per second of wall time.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Diagnosis {
+    /// Tasks and tools that ran shorter than this get no verdict.
+    #[serde(with = "humantime_serde")]
+    pub min_wall: Duration,
+    /// cpu-bound: runnable CPUs (on a CPU or waiting for one) / allocated CPUs at least this
+    /// (a tool: per one CPU).
+    pub cpu_bound: f64,
+    /// io-bound: seconds waiting for block I/O per second at least this.
+    pub io_bound: f64,
+    /// memory-bound: seconds waiting for memory (reclaim, swap, thrashing) per second.
+    pub memory_bound: f64,
+    /// network-bound: bytes sent + received per second at least this, with the CPU not busy.
+    pub network_bound_bytes_per_s: u64,
+    /// idle: busy CPUs / allocated below this, with no wait above its threshold.
+    pub idle_below: f64,
+    /// over-allocated: a task used at most this share of the CPUs or memory it asked for.
+    pub over_allocation: f64,
+    /// Headroom added to observed peaks in recommendations.
+    pub headroom: f64,
+}
+
+impl Default for Diagnosis {
+    fn default() -> Self {
+        Self {
+            min_wall: Duration::from_secs(1),
+            cpu_bound: 0.7,
+            io_bound: 0.3,
+            memory_bound: 0.1,
+            network_bound_bytes_per_s: 1 << 20,
+            idle_below: 0.1,
+            over_allocation: 0.5,
+            headroom: 0.2,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

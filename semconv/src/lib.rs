@@ -62,6 +62,12 @@ pub mod attr {
     pub const SIGNAL_ORIGIN: &str = "pipetrace.signal.origin";
     pub const SIGNAL_SENDER_PID: &str = "pipetrace.signal.sender_pid";
     pub const SIGNAL_SENDER: &str = "pipetrace.signal.sender";
+    pub const BOTTLENECK: &str = "pipetrace.bottleneck";
+    pub const BOTTLENECK_REASON: &str = "pipetrace.bottleneck.reason";
+    pub const RIGHTSIZING: &str = "pipetrace.rightsizing";
+    pub const RECOMMENDATION: &str = "pipetrace.recommendation";
+    pub const RECOMMENDATION_CPUS: &str = "pipetrace.recommendation.cpus";
+    pub const RECOMMENDATION_MEMORY: &str = "pipetrace.recommendation.memory";
 
     /// Every attribute above, for the registry checks.
     pub const ALL: &[&str] = &[
@@ -124,6 +130,12 @@ pub mod attr {
         SIGNAL_ORIGIN,
         SIGNAL_SENDER_PID,
         SIGNAL_SENDER,
+        BOTTLENECK,
+        BOTTLENECK_REASON,
+        RIGHTSIZING,
+        RECOMMENDATION,
+        RECOMMENDATION_CPUS,
+        RECOMMENDATION_MEMORY,
     ];
 }
 

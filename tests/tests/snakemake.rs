@@ -65,15 +65,21 @@ fn cpu(s: &RecvSpan) -> f64 {
 /// Every tool has the kernel's usage; each task holds at least the sum of its tools' CPU
 /// and I/O and at least its largest tool's peak; the run holds at least its tasks'.
 fn check_rollups(t: &Trace, run: &RecvSpan) {
+    // Snakemake's own helpers (the cbc solver pulp starts) may be left to init to reap: their
+    // usage can be missing, and is then marked. Every job's tool is reaped by its shell.
     for tool in t.tools() {
+        if tool.attr("pipetrace.usage.missing").is_some() {
+            assert!(tool.attr("pipetrace.cpu.user_time").is_none());
+            assert!(
+                t.task_of(tool).is_none(),
+                "{} in a job lacks usage",
+                tool.name
+            );
+            continue;
+        }
         assert!(cpu(tool) >= 0.0, "{} has CPU time", tool.name);
         assert!(
             tool.num("pipetrace.memory.peak").unwrap() > 0.0,
-            "{}",
-            tool.name
-        );
-        assert!(
-            tool.attr("pipetrace.usage.missing").is_none(),
             "{}",
             tool.name
         );

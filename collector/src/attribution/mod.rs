@@ -52,6 +52,8 @@ pub struct TaskInfo {
     pub run_id: String,
     pub wildcards: Option<String>,
     pub threads: Option<u32>,
+    /// Memory the engine gave the job, where its log says (Snakemake's `mem_mb`).
+    pub memory_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -400,11 +402,19 @@ impl Attributor {
         }
     }
 
-    /// A task root that is a `sh -c` job script: the task span stands for it.
+    /// A task root that is a `sh -c` job script: the task span stands for it. Judged by what
+    /// it started as: a script's shell may exec its last command at the end (`...; touch x`),
+    /// while a single-command job's shell execs the command at once and is that tool.
     fn task_root_is_script(p: &Proc) -> bool {
-        p.image
-            .as_ref()
-            .is_some_and(|img| shell_command(&img.argv).is_some())
+        let first = p.first_image.as_ref();
+        let script = first.and_then(|img| shell_command(&img.argv).map(snakemake::strip_prefix));
+        match script {
+            Some(script) if !is_single_command(script) => true,
+            _ => p
+                .image
+                .as_ref()
+                .is_some_and(|img| shell_command(&img.argv).is_some()),
+        }
     }
 
     /// The nearest ancestor with a span of its own.
@@ -444,6 +454,7 @@ impl Attributor {
             run_id,
             wildcards: None,
             threads: None,
+            memory_bytes: None,
         }
     }
 
@@ -479,13 +490,19 @@ impl Attributor {
             run.add_rollup(p.start_ns, end, &rollup);
         }
         // What the engine asked for, where it said, within what the kernel allows.
-        let allocation = self.allocations.remove(&p.key).map(|a| match info.threads {
-            Some(t) if f64::from(t) <= a.cpus => Allocation {
-                cpus: f64::from(t),
-                source: "engine.threads",
-                ..a
-            },
-            _ => a,
+        let allocation = self.allocations.remove(&p.key).map(|a| {
+            let memory_limit = match (info.memory_bytes, a.memory_limit) {
+                (Some(asked), Some(limit)) => Some(asked.min(limit)),
+                (asked, limit) => asked.or(limit),
+            };
+            match info.threads {
+                Some(t) if f64::from(t) <= a.cpus => Allocation {
+                    cpus: f64::from(t),
+                    source: "engine.threads",
+                    memory_limit,
+                },
+                _ => Allocation { memory_limit, ..a },
+            }
         });
         Finished::Task {
             proc: p,

@@ -104,7 +104,9 @@ impl Attributor {
                     .jobid
                     .unwrap_or_else(|| format!("{}-{}", p.key.pid, p.key.start_ticks)),
                 wildcards: job.wildcards,
-                threads: job.threads,
+                // Snakemake logs threads only above 1: a job block without is 1 thread.
+                threads: Some(job.threads.unwrap_or(1)),
+                memory_bytes: job.mem_mb.map(|mb| mb << 20),
             },
             Resolution::Rule(rule) => Self::fallback_info(p, rule),
             Resolution::Unknown => {

@@ -17,6 +17,8 @@ pub struct Job {
     pub outputs: Vec<String>,
     pub wildcards: Option<String>,
     pub threads: Option<u32>,
+    /// `mem_mb` among the job's resources, if declared.
+    pub mem_mb: Option<u64>,
 }
 
 /// What the log says: a job's block, or that a job ended (`Finished job N.`, or an
@@ -85,6 +87,11 @@ pub fn parse_blocks(text: &str) -> (Vec<Entry>, usize) {
                     "output" => job.outputs = list().collect(),
                     "wildcards" => job.wildcards = Some(value.to_string()),
                     "threads" => job.threads = value.parse().ok(),
+                    "resources" => {
+                        job.mem_mb = list()
+                            .find_map(|r| r.strip_prefix("mem_mb=").map(str::to_string))
+                            .and_then(|v| v.parse().ok());
+                    }
                     _ => {}
                 }
             }
@@ -351,6 +358,18 @@ mod tests {
         assert_eq!(jobs[0].outputs, ["reads/A.fq"]);
         assert_eq!(jobs[1].wildcards.as_deref(), Some("sample=B"));
         assert_eq!(jobs[1].threads, Some(2));
+        assert_eq!(jobs[0].mem_mb, None);
+        let (entries, _) = parse_blocks(
+            "rule a:
+    jobid: 1
+    resources: mem_mb=1500, tmpdir=/tmp
+
+",
+        );
+        let Entry::Job(j) = &entries[0] else {
+            panic!("{entries:?}")
+        };
+        assert_eq!(j.mem_mb, Some(1500));
         assert_eq!(jobs[2].outputs, ["ref/genome.fa.amb", "ref/genome.fa.bwt"]);
         let (rest, _) = parse_blocks(&format!("{}\n", &LOG[consumed..]));
         let all = Job {

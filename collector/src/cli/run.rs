@@ -37,7 +37,9 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let probes = Probes::load(cfg.probes.ring_buffer_bytes)?;
     let measured = probes.measured();
     Ok(Prepared {
-        builder: SpanBuilder::new(host.clone(), redactor).with_measured(measured),
+        builder: SpanBuilder::new(host.clone(), redactor)
+            .with_measured(measured)
+            .with_diagnosis(cfg.diagnosis.clone()),
         host,
         probes,
     })

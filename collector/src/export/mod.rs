@@ -3,6 +3,7 @@ mod jsonl;
 pub mod metrics;
 mod otlp;
 pub mod summary;
+mod table;
 
 use std::{
     path::PathBuf,

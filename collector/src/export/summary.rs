@@ -36,6 +36,7 @@ pub struct Summary {
     pub tools: u64,
     pub failed_tasks: u64,
     pub failed_tools: u64,
+    table: super::table::Table,
 }
 
 impl Summary {
@@ -53,6 +54,7 @@ impl Summary {
             Kind::Task => {
                 self.tasks += 1;
                 self.failed_tasks += u64::from(error.is_some());
+                self.table.record_task(span);
             }
             Kind::Tool => {
                 self.tools += 1;
@@ -146,6 +148,10 @@ impl Summary {
         let mut out = String::new();
         if let Some(run) = self.run {
             self.line(&mut out, "", run, true, 0, (max_tasks, max_tools));
+        }
+        if !self.table.is_empty() {
+            out.push('\n');
+            self.table.render(&mut out);
         }
         let _ = writeln!(
             out,

@@ -48,6 +48,7 @@ pub struct SpanBuilder {
     redactor: Redactor,
     scope: opentelemetry::InstrumentationScope,
     measured: Measured,
+    diagnosis: pipetrace_config::Diagnosis,
 }
 
 const SIGNALS: [&str; 32] = [
@@ -121,7 +122,14 @@ impl SpanBuilder {
             redactor,
             scope,
             measured: Measured::default(),
+            diagnosis: Default::default(),
         }
+    }
+
+    /// Thresholds for the bottleneck and rightsizing verdicts.
+    pub fn with_diagnosis(mut self, d: pipetrace_config::Diagnosis) -> Self {
+        self.diagnosis = d;
+        self
     }
 
     pub fn measured(&self) -> Measured {
@@ -259,6 +267,8 @@ impl SpanBuilder {
                 match &p.usage {
                     Some(u) => {
                         usage::usage_attrs(u, u.peak_bytes(), self.measured, &mut a);
+                        let (m, d) = (self.measured, &self.diagnosis);
+                        usage::bottleneck_attrs(u, wall_ns(p), 1.0, m, d, &mut a);
                         a.push(KeyValue::new(
                             attr::MEMORY_MAXRSS,
                             i64::try_from(u.maxrss_bytes).unwrap_or(i64::MAX),
@@ -304,7 +314,8 @@ impl SpanBuilder {
                     a.push(KeyValue::new(attr::TASK_THREADS, t as i64));
                 }
                 self.process_attrs(p, true, &mut a);
-                usage::totals_attrs(totals, wall_ns(p), self.measured, &mut a);
+                let (m, d) = (self.measured, &self.diagnosis);
+                usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
                 let name = match &info.wildcards {
                     Some(w) => format!("{} ({w})", info.name),
                     None => info.name.clone(),
@@ -343,7 +354,8 @@ impl SpanBuilder {
                     KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
                 ];
                 self.process_attrs(p, false, &mut a);
-                usage::totals_attrs(totals, wall_ns(p), self.measured, &mut a);
+                let (m, d) = (self.measured, &self.diagnosis);
+                usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
                 let status = if info.failed > 0 {
                     Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
                 } else {

@@ -2,9 +2,12 @@
 use opentelemetry::KeyValue;
 use pipetrace_semconv::attr;
 
+use pipetrace_config::Diagnosis;
+
 use crate::{
     accounting::{Measured, Usage},
     attribution::Totals,
+    diagnosis,
 };
 
 fn secs(ns: u64) -> f64 {
@@ -59,10 +62,58 @@ pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
     }
 }
 
-/// A task's or run's totals, peak, allocation and utilisation over `wall_ns`.
-pub fn totals_attrs(t: &Totals, wall_ns: u64, m: Measured, out: &mut Vec<KeyValue>) {
+/// What held the process or task back: tools are judged per CPU, tasks against their
+/// allocation.
+pub fn bottleneck_attrs(
+    u: &Usage,
+    wall_ns: u64,
+    cpus: f64,
+    m: Measured,
+    d: &Diagnosis,
+    out: &mut Vec<KeyValue>,
+) {
+    if let Some(b) = diagnosis::bottleneck(u, wall_ns, cpus, m, d) {
+        out.push(KeyValue::new(attr::BOTTLENECK, b.kind.as_str()));
+        out.push(KeyValue::new(attr::BOTTLENECK_REASON, b.reason));
+    }
+}
+
+/// A task's or run's totals, peak, allocation and utilisation over `wall_ns`; for a task
+/// (`name`), its bottleneck and rightsizing verdicts.
+pub fn totals_attrs(
+    t: &Totals,
+    wall_ns: u64,
+    task: Option<&str>,
+    m: Measured,
+    d: &Diagnosis,
+    out: &mut Vec<KeyValue>,
+) {
     let r = &t.rollup;
     usage_attrs(&r.totals, r.peak_memory(), m, out);
+    if let (Some(name), Some(a)) = (task, &t.allocation) {
+        // Without a request of its own a task is judged per CPU, like a tool: one core
+        // kept busy is CPU-bound whatever the size of the host.
+        let cpus = if a.source == "host" { 1.0 } else { a.cpus };
+        bottleneck_attrs(&r.totals, wall_ns, cpus, m, d, out);
+        let verdict =
+            diagnosis::rightsizing(name, r.totals.cpu_ns(), r.peak_memory(), wall_ns, a, d);
+        if let Some(v) = verdict {
+            let flag = if v.over_allocated {
+                "over-allocated"
+            } else {
+                "fits"
+            };
+            out.push(KeyValue::new(attr::RIGHTSIZING, flag));
+            out.push(KeyValue::new(attr::RECOMMENDATION, v.sentence));
+            out.push(KeyValue::new(
+                attr::RECOMMENDATION_CPUS,
+                i64::from(v.recommend_cpus),
+            ));
+            if let Some(mem) = v.recommend_memory {
+                out.push(KeyValue::new(attr::RECOMMENDATION_MEMORY, int(mem)));
+            }
+        }
+    }
     out.push(KeyValue::new(attr::USAGE_PROCESSES, int(r.processes)));
     out.push(KeyValue::new(attr::USAGE_MISSING, int(r.missing)));
     if let Some(a) = &t.allocation {

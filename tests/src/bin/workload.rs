@@ -8,6 +8,7 @@
 //!   send ADDR BYTES    send BYTES over TCP to ADDR, wait for the peer to close
 //!   sleep MS           sleep MS milliseconds
 //!   segv               write through a null pointer
+//!   direct FILE MS     synchronous 4 KiB O_DIRECT writes to FILE for MS milliseconds
 use std::{
     io::{Read, Write},
     time::Duration,
@@ -104,6 +105,30 @@ fn main() {
             s.read_exact(&mut ack).expect("ack");
         }
         Some("sleep") => std::thread::sleep(Duration::from_millis(arg(&args, 1))),
+        Some("direct") => {
+            // Synchronous 4 KiB O_DIRECT writes: each one waits for the device.
+            use std::os::unix::fs::OpenOptionsExt;
+            let ms: u64 = arg(&args, 2);
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+                .open(&args[1])
+                .expect("open O_DIRECT");
+            let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+            // SAFETY: a 4 KiB block aligned as O_DIRECT requires, freed below.
+            let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+            let t = std::time::Instant::now();
+            let mut off = 0i64;
+            while t.elapsed() < Duration::from_millis(ms) {
+                use std::os::fd::AsRawFd;
+                let n = unsafe { libc::pwrite(f.as_raw_fd(), buf as *const _, 4096, off) };
+                assert_eq!(n, 4096, "O_DIRECT write");
+                off = (off + 4096) % (64 << 20);
+            }
+            unsafe { std::alloc::dealloc(buf, layout) };
+        }
         Some("segv") => {
             // SAFETY: none: the point is the fault.
             unsafe { std::ptr::write_volatile(std::ptr::null_mut::<u8>(), 1) };

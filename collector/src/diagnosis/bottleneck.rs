@@ -1,0 +1,171 @@
+//! Bottleneck: what a tool or task spent its wall time on, from CPU time, block I/O and
+//! memory waits, run-queue delay and network bytes. Thresholds: `diagnosis.*` in the config.
+use pipetrace_config::Diagnosis;
+
+use crate::accounting::{Measured, Usage};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    CpuBound,
+    IoBound,
+    MemoryBound,
+    NetworkBound,
+    Idle,
+    Mixed,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::CpuBound => "cpu-bound",
+            Kind::IoBound => "io-bound",
+            Kind::MemoryBound => "memory-bound",
+            Kind::NetworkBound => "network-bound",
+            Kind::Idle => "idle",
+            Kind::Mixed => "mixed",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bottleneck {
+    pub kind: Kind,
+    /// One sentence with the numbers.
+    pub reason: String,
+}
+
+/// `cpus`: the CPUs it could use (a task's allocation; 1 for a tool, judged per CPU).
+pub fn judge(
+    u: &Usage,
+    wall_ns: u64,
+    cpus: f64,
+    measured: Measured,
+    t: &Diagnosis,
+) -> Option<Bottleneck> {
+    if wall_ns < t.min_wall.as_nanos() as u64 || cpus <= 0.0 {
+        return None;
+    }
+    let wall = wall_ns as f64 / 1e9;
+    let cpu = u.cpu_ns() as f64 / 1e9;
+    let busy = cpu / wall;
+    let util = busy / cpus;
+    let io_wait = u.blkio_delay_ns as f64 / 1e9;
+    let mem_wait = u.memory_delay_ns as f64 / 1e9;
+    let queue = u.run_delay_ns as f64 / 1e9;
+    let net = (u.net_tx_bytes + u.net_rx_bytes) as f64;
+    let waits = measured.delay_accounting;
+    let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
+    let (kind, reason) = if waits && mem_wait / wall >= t.memory_bound {
+        (
+            Kind::MemoryBound,
+            format!("waited for memory (reclaim, swap) {}", of(mem_wait)),
+        )
+    } else if waits && io_wait / wall >= t.io_bound {
+        (
+            Kind::IoBound,
+            format!(
+                "waited for block I/O {}; {busy:.1} CPUs busy on average",
+                of(io_wait)
+            ),
+        )
+    } else if (cpu + queue) / wall / cpus >= t.cpu_bound {
+        // Runnable time is time on a CPU plus time waiting for one: a busy machine slows a
+        // CPU-bound task without making it anything else.
+        let starved = if queue / wall >= 0.1 {
+            format!(", and waited for a CPU {}", of(queue))
+        } else {
+            String::new()
+        };
+        let of_cpus = if cpus == 1.0 {
+            format!("{busy:.1} CPUs busy on average")
+        } else {
+            format!("{busy:.1} of {cpus} CPUs busy ({:.0}%)", 100.0 * util)
+        };
+        (
+            Kind::CpuBound,
+            format!("{of_cpus} over {wall:.1} s{starved}"),
+        )
+    } else if measured.network && net / wall >= t.network_bound_bytes_per_s as f64 {
+        (
+            Kind::NetworkBound,
+            format!(
+                "moved {:.1} MiB/s over the network with {busy:.1} CPUs busy",
+                net / wall / 1048576.0
+            ),
+        )
+    } else if util < t.idle_below {
+        (
+            Kind::Idle,
+            format!(
+                "{busy:.2} CPUs busy over {wall:.1} s, with little I/O or memory wait: \
+                 waiting on something else (sleep, lock, child, remote service)"
+            ),
+        )
+    } else {
+        (
+            Kind::Mixed,
+            format!(
+                "{busy:.1} of {cpus} CPUs busy ({:.0}%), I/O wait {}, no single limit",
+                100.0 * util,
+                of(io_wait)
+            ),
+        )
+    };
+    Some(Bottleneck { kind, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: Measured = Measured {
+        network: true,
+        delay_accounting: true,
+    };
+
+    fn usage(cpu_s: f64, io_s: f64, mem_s: f64, net: u64) -> Usage {
+        Usage {
+            cpu_user_ns: (cpu_s * 1e9) as u64,
+            blkio_delay_ns: (io_s * 1e9) as u64,
+            memory_delay_ns: (mem_s * 1e9) as u64,
+            net_tx_bytes: net,
+            ..Default::default()
+        }
+    }
+
+    fn kind(u: Usage, wall_s: f64, cpus: f64) -> Option<Kind> {
+        judge(&u, (wall_s * 1e9) as u64, cpus, ALL, &Diagnosis::default()).map(|b| b.kind)
+    }
+
+    #[test]
+    fn verdicts_follow_the_dominant_signal() {
+        assert_eq!(
+            kind(usage(9.5, 0.0, 0.0, 0), 10.0, 1.0),
+            Some(Kind::CpuBound)
+        );
+        assert_eq!(kind(usage(9.5, 0.0, 0.0, 0), 10.0, 4.0), Some(Kind::Mixed));
+        assert_eq!(
+            kind(usage(1.0, 6.0, 0.0, 0), 10.0, 1.0),
+            Some(Kind::IoBound)
+        );
+        assert_eq!(
+            kind(usage(5.0, 0.0, 2.0, 0), 10.0, 1.0),
+            Some(Kind::MemoryBound)
+        );
+        assert_eq!(
+            kind(usage(0.5, 0.0, 0.0, 50 << 20), 10.0, 1.0),
+            Some(Kind::NetworkBound)
+        );
+        assert_eq!(kind(usage(0.1, 0.0, 0.0, 0), 10.0, 1.0), Some(Kind::Idle));
+        // Too short to judge.
+        assert_eq!(kind(usage(0.1, 0.0, 0.0, 0), 0.5, 1.0), None);
+    }
+
+    #[test]
+    fn without_delay_accounting_waits_do_not_decide() {
+        let none = Measured::default();
+        let u = usage(1.0, 6.0, 0.0, 0);
+        let b = judge(&u, 10_000_000_000, 1.0, none, &Diagnosis::default()).unwrap();
+        assert_eq!(b.kind, Kind::Mixed);
+    }
+}

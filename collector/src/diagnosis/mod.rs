@@ -1,0 +1,16 @@
+//! Verdicts from the kernel's figures: what held a tool or task back (its bottleneck), and
+//! whether a task asked for much more than it used (rightsizing).
+mod bottleneck;
+mod rightsizing;
+
+pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck};
+pub use rightsizing::{Rightsizing, judge as rightsizing};
+
+pub fn gib(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1048576.0 {
+        format!("{:.1} GiB", b / (1024.0 * 1048576.0))
+    } else {
+        format!("{:.0} MiB", b / 1048576.0)
+    }
+}

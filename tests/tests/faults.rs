@@ -1,0 +1,211 @@
+//! Planted faults in real Snakemake pipelines under `pipetrace run`: each is detected and
+//! attributed to the right task and tool; a clean control pipeline raises no flag at all.
+use std::path::Path;
+
+use pipetrace_e2e::{pipetrace, read_jsonl, spans::RecvSpan, stderr};
+use pipetrace_semconv::{attr, event};
+
+const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
+
+/// Runs `snakefile` with `snakemake --cores 2 --keep-going`; returns the spans and stderr.
+fn run(dir: &Path, snakefile: &str) -> (Vec<RecvSpan>, String) {
+    std::fs::write(dir.join("Snakefile"), snakefile).unwrap();
+    let out = dir.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .arg("run")
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "snakemake", "--cores", "2", "--keep-going"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (read_jsonl(&out), stderr(&o))
+}
+
+fn task<'a>(spans: &'a [RecvSpan], name: &str) -> &'a RecvSpan {
+    spans
+        .iter()
+        .find(|s| s.is_task() && s.str(attr::CICD_PIPELINE_TASK_NAME) == name)
+        .unwrap_or_else(|| panic!("task {name}"))
+}
+
+fn tools_of<'a>(spans: &'a [RecvSpan], t: &RecvSpan) -> Vec<&'a RecvSpan> {
+    spans
+        .iter()
+        .filter(|s| s.is_tool() && s.parent.as_deref() == Some(t.span_id.as_str()))
+        .collect()
+}
+
+struct MemoryCgroup(std::path::PathBuf);
+
+impl MemoryCgroup {
+    fn new(limit: u64) -> Self {
+        let v1 = Path::new("/sys/fs/cgroup/memory");
+        let name = format!("pipetrace-faults-{}", std::process::id());
+        let (dir, file) = if v1.join("cgroup.procs").exists() {
+            (v1.join(&name), "memory.limit_in_bytes")
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            std::fs::write(root.join("cgroup.subtree_control"), "+memory").unwrap();
+            (root.join(&name), "memory.max")
+        };
+        let _ = std::fs::create_dir(&dir);
+        std::fs::write(dir.join(file), limit.to_string()).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn planted_faults_are_found_on_the_right_task_and_tool() {
+    let cg = MemoryCgroup::new(64 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let snakefile = format!(
+        r#"rule all:
+    input: "io.done", "cpu.done", "ask.done", "oom.done"
+
+# Synchronous O_DIRECT writes: waits for the device.
+rule io:
+    output: "io.done"
+    shell: "{w} direct io.bin 1500 && touch {{output}}"
+
+# A CPU burner with many short helpers.
+rule cpu:
+    output: "cpu.done"
+    shell: "for i in $(seq 100); do {w} short; done; {w} burn 1200; touch {{output}}"
+
+# Asks for 2 CPUs, uses none.
+rule ask:
+    output: "ask.done"
+    threads: 2
+    shell: "{w} sleep 1500 && touch {{output}}"
+
+# More memory than its cgroup allows.
+rule oom:
+    output: "oom.done"
+    shell: "echo $$ > {cg}/cgroup.procs && {w} alloc 256 && touch {{output}}"
+"#,
+        w = WORKLOAD,
+        cg = cg.0.display()
+    );
+    let (spans, err) = run(dir.path(), &snakefile);
+
+    let io = task(&spans, "io");
+    assert_eq!(
+        io.str(attr::BOTTLENECK),
+        "io-bound",
+        "{}",
+        io.str(attr::BOTTLENECK_REASON)
+    );
+    let writer = tools_of(&spans, io);
+    assert!(
+        writer
+            .iter()
+            .any(|t| t.name == "workload" && t.str(attr::BOTTLENECK) == "io-bound")
+    );
+
+    let cpu = task(&spans, "cpu");
+    assert_eq!(
+        cpu.str(attr::BOTTLENECK),
+        "cpu-bound",
+        "{}",
+        cpu.str(attr::BOTTLENECK_REASON)
+    );
+    assert!(
+        cpu.int(attr::USAGE_PROCESSES).unwrap() >= 102,
+        "the helpers count too"
+    );
+    let workloads = tools_of(&spans, cpu)
+        .iter()
+        .filter(|t| t.name == "workload")
+        .count();
+    assert_eq!(workloads, 101, "100 helpers and the burner");
+
+    let ask = task(&spans, "ask");
+    assert_eq!(ask.str(attr::CPU_ALLOCATION_SOURCE), "engine.threads");
+    assert_eq!(ask.str(attr::RIGHTSIZING), "over-allocated");
+    assert_eq!(ask.int(attr::RECOMMENDATION_CPUS), Some(1));
+    assert!(
+        ask.str(attr::RECOMMENDATION)
+            .starts_with("ask: 0.0 of 2 CPUs used: ask for 1 CPU"),
+        "{}",
+        ask.str(attr::RECOMMENDATION)
+    );
+    assert_eq!(ask.str(attr::BOTTLENECK), "idle");
+
+    let oom = task(&spans, "oom");
+    assert_eq!(oom.status, 2);
+    assert!(
+        oom.status_message.contains("OOM killer"),
+        "{}",
+        oom.status_message
+    );
+    let victim = tools_of(&spans, oom)
+        .into_iter()
+        .find(|t| t.name == "workload")
+        .expect("the OOM victim's span");
+    assert!(victim.events.iter().any(|e| e.name == event::OOM_KILL));
+
+    // Only the planted faults: nothing else failed or asked for too much.
+    for s in spans.iter().filter(|s| s.is_task()) {
+        let name = s.str(attr::CICD_PIPELINE_TASK_NAME);
+        assert_eq!(s.status == 2, name == "oom", "{name}: {}", s.status_message);
+        assert_eq!(
+            s.str(attr::RIGHTSIZING) == "over-allocated",
+            name == "ask",
+            "{name}"
+        );
+    }
+    // The end-of-run table names the advice.
+    assert!(
+        err.contains("ask: 0.0 of 2 CPUs used: ask for 1 CPU"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_clean_control_pipeline_raises_no_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let snakefile = format!(
+        r#"rule all:
+    input: "burn.done", "write.done", "alloc.done", "pair.done"
+
+rule burn:
+    output: "burn.done"
+    shell: "{w} burn 1200 && touch {{output}}"
+
+rule write:
+    output: "write.done"
+    shell: "{w} write out.bin 20971520 && touch {{output}}"
+
+rule alloc:
+    output: "alloc.done"
+    shell: "{w} alloc 64 && {w} burn 1100 && touch {{output}}"
+
+# Asks for 2 CPUs and uses them.
+rule pair:
+    output: "pair.done"
+    threads: 2
+    shell: "{w} threads 2 1200 && touch {{output}}"
+"#,
+        w = WORKLOAD
+    );
+    let (spans, err) = run(dir.path(), &snakefile);
+    assert!(spans.len() >= 9, "{err}");
+    for s in &spans {
+        assert_ne!(s.status, 2, "{}: {}", s.name, s.status_message);
+        assert!(s.events.is_empty(), "{}: {:?}", s.name, s.events);
+        assert_ne!(s.str(attr::RIGHTSIZING), "over-allocated", "{}", s.name);
+        assert_ne!(s.str(attr::BOTTLENECK), "io-bound", "{}", s.name);
+        assert_ne!(s.str(attr::BOTTLENECK), "memory-bound", "{}", s.name);
+        assert_ne!(s.str(attr::BOTTLENECK), "idle", "{}", s.name);
+    }
+    assert_eq!(task(&spans, "burn").str(attr::BOTTLENECK), "cpu-bound");
+    assert_eq!(task(&spans, "pair").str(attr::RIGHTSIZING), "fits");
+    assert!(err.contains("fits its request"), "{err}");
+}
