@@ -219,7 +219,11 @@ impl Pipeline {
     }
 
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
-        for f in finished {
+        for mut f in finished {
+            if let crate::attribution::Finished::Task { proc, usage, .. } = &mut f {
+                let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
+                usage.stalls = self.metrics.take_stalls(proc.key, end);
+            }
             let signal = self.builder.build(&f);
             if signal.kind == crate::signals::Kind::Run {
                 self.runs_finished += 1;

@@ -42,6 +42,10 @@ pub struct Diagnosis {
     pub over_allocation: f64,
     /// Headroom added to observed peaks in recommendations.
     pub headroom: f64,
+    /// stall: a running task with no CPU, no I/O and no process starting or ending for this
+    /// long (checked at every `metrics.interval`).
+    #[serde(with = "humantime_serde")]
+    pub stall_after: Duration,
 }
 
 impl Default for Diagnosis {
@@ -55,6 +59,7 @@ impl Default for Diagnosis {
             idle_below: 0.1,
             over_allocation: 0.5,
             headroom: 0.2,
+            stall_after: Duration::from_secs(300),
         }
     }
 }

@@ -62,6 +62,7 @@ pub mod attr {
     pub const SIGNAL_ORIGIN: &str = "pipetrace.signal.origin";
     pub const SIGNAL_SENDER_PID: &str = "pipetrace.signal.sender_pid";
     pub const SIGNAL_SENDER: &str = "pipetrace.signal.sender";
+    pub const STALL_DURATION: &str = "pipetrace.stall.duration";
     pub const BOTTLENECK: &str = "pipetrace.bottleneck";
     pub const BOTTLENECK_REASON: &str = "pipetrace.bottleneck.reason";
     pub const RIGHTSIZING: &str = "pipetrace.rightsizing";
@@ -130,6 +131,7 @@ pub mod attr {
         SIGNAL_ORIGIN,
         SIGNAL_SENDER_PID,
         SIGNAL_SENDER,
+        STALL_DURATION,
         BOTTLENECK,
         BOTTLENECK_REASON,
         RIGHTSIZING,
@@ -150,6 +152,7 @@ pub mod metric {
     pub const RUN_QUEUE_DELAY: &str = "pipetrace.process.cpu.run_queue_delay";
     pub const TASK_MEMORY_LIMIT: &str = "pipetrace.task.memory.limit";
     pub const OOM_KILLS: &str = "pipetrace.process.oom_kills";
+    pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
     pub const ALL: &[&str] = &[
         PROCESS_CPU_TIME,
         PROCESS_MEMORY_USAGE,
@@ -160,6 +163,7 @@ pub mod metric {
         RUN_QUEUE_DELAY,
         TASK_MEMORY_LIMIT,
         OOM_KILLS,
+        TASKS_STALLED,
     ];
 }
 
@@ -167,7 +171,8 @@ pub mod metric {
 pub mod event {
     pub const OOM_KILL: &str = "pipetrace.oom_kill";
     pub const SIGNAL: &str = "pipetrace.signal";
-    pub const ALL: &[&str] = &[OOM_KILL, SIGNAL];
+    pub const STALL: &str = "pipetrace.stall";
+    pub const ALL: &[&str] = &[OOM_KILL, SIGNAL, STALL];
 }
 
 /// Span kinds pipetrace emits: the registry's `span.pipetrace.*` groups.

@@ -87,3 +87,40 @@ fn systemd_unit_runs_the_agent_with_a_validated_config() {
         assert!(unit.contains(section), "{section}");
     }
 }
+
+/// Metric names an alert query uses, mapped back to OTel names: Prometheus' underscores and
+/// suffixes are undone; Datadog keeps the dots.
+fn metric_names_in(query: &str) -> Vec<String> {
+    let names = pipetrace_semconv::metric::ALL;
+    names
+        .iter()
+        .filter(|m| {
+            let prom = m.replace('.', "_");
+            query.contains(*m) || query.contains(&prom)
+        })
+        .map(|m| m.to_string())
+        .collect()
+}
+
+#[test]
+fn alert_examples_parse_and_use_registered_metrics() {
+    let rules = yaml("alerts/prometheus-rules.yaml");
+    let rules = rules["groups"][0]["rules"].as_sequence().expect("rules");
+    assert!(rules.len() >= 4);
+    for r in rules {
+        let expr = r["expr"].as_str().expect("expr");
+        assert!(
+            !metric_names_in(expr).is_empty(),
+            "{expr} uses no pipetrace metric"
+        );
+    }
+    let text = std::fs::read_to_string(deploy("alerts/datadog-monitors.json")).unwrap();
+    let monitors: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for m in monitors.as_array().expect("monitors") {
+        let q = m["query"].as_str().expect("query");
+        assert!(
+            !metric_names_in(q).is_empty(),
+            "{q} uses no pipetrace metric"
+        );
+    }
+}

@@ -11,7 +11,10 @@ const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
 fn run(dir: &Path, snakefile: &str) -> (Vec<RecvSpan>, String) {
     std::fs::write(dir.join("Snakefile"), snakefile).unwrap();
     let out = dir.join("t.otlp.jsonl");
+    // Stalls are judged at each metrics interval: a short window and a quick interval.
     let o = pipetrace()
+        .env("PIPETRACE_DIAGNOSIS__STALL_AFTER", "1s")
+        .env("PIPETRACE_METRICS__INTERVAL", "250ms")
         .arg("run")
         .arg("--output")
         .arg(&out)
@@ -67,7 +70,12 @@ fn planted_faults_are_found_on_the_right_task_and_tool() {
     let dir = tempfile::tempdir().unwrap();
     let snakefile = format!(
         r#"rule all:
-    input: "io.done", "cpu.done", "ask.done", "oom.done"
+    input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done"
+
+# Sleeps: no CPU, no I/O, nothing starts or ends.
+rule stuck:
+    output: "stuck.done"
+    shell: "{w} sleep 3000 && touch {{output}}"
 
 # Synchronous O_DIRECT writes: waits for the device.
 rule io:
@@ -150,6 +158,47 @@ rule oom:
         .find(|t| t.name == "workload")
         .expect("the OOM victim's span");
     assert!(victim.events.iter().any(|e| e.name == event::OOM_KILL));
+
+    let stuck = task(&spans, "stuck");
+    let stalls: Vec<_> = stuck
+        .events
+        .iter()
+        .filter(|e| e.name == event::STALL)
+        .collect();
+    assert_eq!(stalls.len(), 1, "{:?}", stuck.events);
+    let secs = match stalls[0].attrs.get(attr::STALL_DURATION) {
+        Some(pipetrace_e2e::spans::Val::Double(d)) => *d,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        (1.5..=3.5).contains(&secs),
+        "stalled {secs} s of its 3 s sleep"
+    );
+    // Busy tasks never stall, however long they run.
+    for name in ["io", "cpu", "oom"] {
+        let t = task(&spans, name);
+        assert!(
+            t.events.iter().all(|e| e.name != event::STALL),
+            "{name}: {:?}",
+            t.events
+        );
+    }
+    // The gauge to alert on saw it.
+    let metrics = std::fs::read_to_string(dir.path().join("t.metrics.otlp.jsonl")).unwrap();
+    let stalled_seen = metrics.lines().any(|l| {
+        let req = serde_json::from_str(l).unwrap();
+        pipetrace_e2e::metrics::flatten_metrics(req)
+            .iter()
+            .any(|p| {
+                p.name == pipetrace_semconv::metric::TASKS_STALLED
+                    && p.str(attr::CICD_PIPELINE_TASK_NAME) == "stuck"
+                    && p.value >= 1.0
+            })
+    });
+    assert!(
+        stalled_seen,
+        "pipetrace.tasks.stalled counted the stuck task"
+    );
 
     // Only the planted faults: nothing else failed or asked for too much.
     for s in spans.iter().filter(|s| s.is_task()) {

@@ -90,6 +90,8 @@ pub enum Finished {
 pub struct Totals {
     pub rollup: Rollup,
     pub allocation: Option<Allocation>,
+    /// Periods without progress while it ran (filled in from the live sampler).
+    pub stalls: Vec<crate::diagnosis::Stall>,
 }
 
 pub enum Mode {
@@ -188,6 +190,11 @@ impl Attributor {
             .as_ref()
             .and_then(|i| shell_command(&i.argv))?;
         log.likely_rule(snakemake::strip_prefix(command))
+    }
+
+    /// Processes of a running task counted so far (those that ended).
+    pub fn ended_in(&self, task: &ProcKey) -> u64 {
+        self.rollups.get(task).map_or(0, |r| r.processes)
     }
 
     /// The tool a process is counted as in metrics and roll-ups.
@@ -508,7 +515,11 @@ impl Attributor {
             proc: p,
             run: run_key,
             info,
-            usage: Box::new(Totals { rollup, allocation }),
+            usage: Box::new(Totals {
+                rollup,
+                allocation,
+                stalls: Vec::new(),
+            }),
         }
     }
 
@@ -516,6 +527,7 @@ impl Attributor {
         let usage = Totals {
             rollup: self.rollups.remove(&root.key).unwrap_or_default(),
             allocation: self.allocations.remove(&root.key),
+            stalls: Vec::new(),
         };
         Finished::Run {
             proc: root,

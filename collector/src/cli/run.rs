@@ -65,7 +65,12 @@ pub(super) fn pipeline(
 ) -> anyhow::Result<(Pipeline, MetricsExporter)> {
     let measured = builder.measured();
     let mexp = MetricsExporter::start(cfg, metrics_file(exporter.destinations.file.as_deref()))?;
-    let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host));
+    let metrics = Metrics::new(
+        &cfg.metrics,
+        measured,
+        &resource(cfg, host),
+        cfg.diagnosis.stall_after,
+    );
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait);
     Ok((pipe, mexp))

@@ -1,10 +1,13 @@
-//! Verdicts from the kernel's figures: what held a tool or task back (its bottleneck), and
-//! whether a task asked for much more than it used (rightsizing).
+//! Verdicts from the kernel's figures: what held a tool or task back (its bottleneck),
+//! whether a task asked for much more than it used (rightsizing), and whether it stopped
+//! making progress (stalls).
 mod bottleneck;
 mod rightsizing;
+mod stalls;
 
 pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck};
 pub use rightsizing::{Rightsizing, judge as rightsizing};
+pub use stalls::{Stall, Stalls};
 
 pub fn gib(bytes: u64) -> String {
     let b = bytes as f64;

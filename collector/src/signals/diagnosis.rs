@@ -57,6 +57,22 @@ pub fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
     out
 }
 
+/// A task's periods without progress.
+pub fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<Event> {
+    stalls
+        .iter()
+        .map(|s| {
+            let secs = s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9;
+            Event::new(
+                Cow::Borrowed(event::STALL),
+                host.system_time(s.start_ns),
+                vec![KeyValue::new(attr::STALL_DURATION, secs)],
+                0,
+            )
+        })
+        .collect()
+}
+
 /// Why a process failed, in words, when something other than its own exit code ended it.
 pub fn end_reason(p: &Proc, what: &str) -> Option<String> {
     let o = p.oom.as_ref()?;

@@ -325,7 +325,7 @@ impl SpanBuilder {
                     0 => status_of(p.exit.as_ref(), &what),
                     n => Status::error(format!("{what}: {n} process(es) killed by the OOM killer")),
                 };
-                let span = self.span(
+                let mut span = self.span(
                     Ids {
                         trace: self.trace_id(*run),
                         span: self.span_id(EntityRef::Task(p.key)),
@@ -336,6 +336,9 @@ impl SpanBuilder {
                     a,
                     status,
                 );
+                span.events
+                    .events
+                    .extend(diagnosis::stall_events(&totals.stalls, &self.host));
                 Signal {
                     kind: Kind::Task,
                     span,

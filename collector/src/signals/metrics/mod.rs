@@ -8,7 +8,10 @@
 mod proto;
 mod series;
 
-use std::{collections::HashMap, time::SystemTime};
+use std::{
+    collections::{BTreeMap, HashMap},
+    time::SystemTime,
+};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use pipetrace_probes_common::Accumulator;
@@ -19,6 +22,7 @@ pub use series::{Counters, SeriesKey};
 use crate::{
     accounting::{Measured, live},
     attribution::{Attributor, Finished, Role},
+    diagnosis::Stalls,
     event::ProcKey,
     tree::Tree,
 };
@@ -48,6 +52,9 @@ pub struct Metrics {
     last: HashMap<ProcKey, (SeriesKey, Counters)>,
     /// Memory limits of running tasks, by (pipeline, task).
     limits: HashMap<(String, String), u64>,
+    stalls: Stalls,
+    /// Running tasks at the last sample, by (pipeline, task name): how many are stalled.
+    stalled: BTreeMap<(String, String), u64>,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
 }
 
@@ -56,6 +63,7 @@ impl Metrics {
         cfg: &pipetrace_config::Metrics,
         measured: Measured,
         resource: &opentelemetry_sdk::Resource,
+        stall_after: std::time::Duration,
     ) -> Self {
         Self {
             cfg: cfg.clone(),
@@ -65,6 +73,8 @@ impl Metrics {
             held: HashMap::new(),
             last: HashMap::new(),
             limits: HashMap::new(),
+            stalls: Stalls::new(stall_after),
+            stalled: BTreeMap::new(),
             resource: proto::resource(resource),
         }
     }
@@ -179,9 +189,16 @@ impl Metrics {
             s.rss_now = 0;
         }
         self.limits.clear();
+        // Progress signature per running task: its processes (however young) and their
+        // figures; a process starting or ending, CPU or I/O all change it.
+        let mut progress: HashMap<ProcKey, u64> = HashMap::new();
         let members: Vec<_> = attr.members().collect();
         for (key, m) in members {
             let Some(p) = tree.get(&key) else { continue };
+            if let Some(t) = m.task {
+                let sig = progress.entry(t).or_insert_with(|| attr.ended_in(&t));
+                *sig = sig.wrapping_add(u64::from(key.pid).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            }
             if p.settled || now_ns.saturating_sub(p.start_ns) < MIN_AGE_NS {
                 continue;
             }
@@ -223,6 +240,13 @@ impl Metrics {
                 Some(s) => s,
                 None => self.table.get(&key_of.pipeline, &key_of.task, &key_of.tool),
             };
+            if let Some(t) = m.task {
+                let c = &counters;
+                let work = c.cpu_user_ns + c.cpu_system_ns + c.disk_read_bytes;
+                let work = work + c.disk_write_bytes + c.net_tx_bytes + c.net_rx_bytes;
+                let sig = progress.entry(t).or_default();
+                *sig = sig.wrapping_add(work);
+            }
             s.live.add(&counters);
             s.rss_now += rss;
             s.peak = s.peak.max(hwm);
@@ -234,6 +258,25 @@ impl Metrics {
                 self.limits.insert((pipeline, task), limit);
             }
         }
+        self.stalled.clear();
+        for (t, sig) in progress {
+            self.stalls.observe(t, sig, now_ns);
+            if let (Some((_, label)), Some(m)) = (self.labels.get(&t), attr.membership(&t)) {
+                let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
+                self.stalled.entry((pipeline, label.clone())).or_default();
+            }
+        }
+        for t in self.stalls.stalled() {
+            if let (Some((_, label)), Some(m)) = (self.labels.get(&t), attr.membership(&t)) {
+                let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
+                *self.stalled.entry((pipeline, label.clone())).or_default() += 1;
+            }
+        }
+    }
+
+    /// The stall periods of a task that ended at `end_ns`.
+    pub fn take_stalls(&mut self, task: ProcKey, end_ns: u64) -> Vec<crate::diagnosis::Stall> {
+        self.stalls.take(task, end_ns)
     }
 
     /// The OTLP request for now; None when there is nothing to report.
@@ -244,6 +287,7 @@ impl Metrics {
         let req = proto::request(
             &self.table,
             &self.limits,
+            &self.stalled,
             &self.resource,
             self.cfg.temporality,
             self.measured,

@@ -1,5 +1,8 @@
 //! The series table as an OTLP ExportMetricsServiceRequest.
-use std::{collections::HashMap, time::SystemTime};
+use std::{
+    collections::{BTreeMap, HashMap},
+    time::SystemTime,
+};
 
 use opentelemetry_proto::tonic::{
     collector::metrics::v1::ExportMetricsServiceRequest,
@@ -142,6 +145,7 @@ impl Builder {
 pub fn request(
     table: &Table,
     limits: &HashMap<(String, String), u64>,
+    stalled: &BTreeMap<(String, String), u64>,
     resource: &Resource,
     temporality: Temporality,
     measured: Measured,
@@ -266,6 +270,25 @@ pub fn request(
             "Memory limit of the task's cgroup",
             points,
         ));
+    }
+    if !stalled.is_empty() {
+        let points = stalled
+            .iter()
+            .map(|((pipeline, task), n)| {
+                let a = vec![
+                    s(attr::CICD_PIPELINE_NAME, pipeline),
+                    s(attr::CICD_PIPELINE_TASK_NAME, task),
+                ];
+                b.point(a, now, *n)
+            })
+            .collect();
+        let mut g = gauge(
+            metric::TASKS_STALLED,
+            "Running tasks with no progress for diagnosis.stall_after",
+            points,
+        );
+        g.unit = "{task}".into();
+        metrics.push(g);
     }
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {

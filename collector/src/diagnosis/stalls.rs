@@ -1,0 +1,137 @@
+//! Stalls: a running task that makes no progress (no CPU, no I/O, no process starting or
+//! ending) for `diagnosis.stall_after`. Fed by the live sampler, one progress signature per
+//! task per sample.
+use std::collections::HashMap;
+
+use crate::event::ProcKey;
+
+/// A period without progress, CLOCK_BOOTTIME ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+struct Progress {
+    signature: u64,
+    since_ns: u64,
+    stalled: bool,
+    periods: Vec<Stall>,
+}
+
+pub struct Stalls {
+    after_ns: u64,
+    tasks: HashMap<ProcKey, Progress>,
+}
+
+/// Periods kept per task at most; later ones extend the last.
+const MAX_PERIODS: usize = 16;
+
+impl Stalls {
+    pub fn new(after: std::time::Duration) -> Self {
+        Self {
+            after_ns: after.as_nanos() as u64,
+            tasks: HashMap::new(),
+        }
+    }
+
+    /// Task `task`'s progress signature at `now_ns`: any change is progress.
+    pub fn observe(&mut self, task: ProcKey, signature: u64, now_ns: u64) {
+        let p = self.tasks.entry(task).or_insert(Progress {
+            signature,
+            since_ns: now_ns,
+            stalled: false,
+            periods: Vec::new(),
+        });
+        if p.signature != signature {
+            if p.stalled {
+                close(p, now_ns);
+            }
+            p.signature = signature;
+            p.since_ns = now_ns;
+        } else if !p.stalled && now_ns.saturating_sub(p.since_ns) >= self.after_ns {
+            p.stalled = true;
+        }
+    }
+
+    /// Tasks stalled now.
+    pub fn stalled(&self) -> impl Iterator<Item = ProcKey> + '_ {
+        self.tasks
+            .iter()
+            .filter(|(_, p)| p.stalled)
+            .map(|(k, _)| *k)
+    }
+
+    /// The task ended at `end_ns`: its stall periods, the open one closed then.
+    pub fn take(&mut self, task: ProcKey, end_ns: u64) -> Vec<Stall> {
+        let Some(mut p) = self.tasks.remove(&task) else {
+            return Vec::new();
+        };
+        if p.stalled {
+            close(&mut p, end_ns);
+        }
+        p.periods
+    }
+}
+
+fn close(p: &mut Progress, end_ns: u64) {
+    let s = Stall {
+        start_ns: p.since_ns,
+        end_ns: end_ns.max(p.since_ns),
+    };
+    if p.periods.len() == MAX_PERIODS {
+        if let Some(last) = p.periods.last_mut() {
+            last.end_ns = s.end_ns;
+        }
+    } else {
+        p.periods.push(s);
+    }
+    p.stalled = false;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn key() -> ProcKey {
+        ProcKey {
+            pid: 1,
+            start_ticks: 1,
+        }
+    }
+
+    #[test]
+    fn no_progress_past_the_window_is_a_stall_until_progress_or_the_end() {
+        let mut st = Stalls::new(std::time::Duration::from_secs(5));
+        st.observe(key(), 10, 0);
+        st.observe(key(), 11, 2 * S);
+        st.observe(key(), 11, 6 * S);
+        assert_eq!(
+            st.stalled().count(),
+            0,
+            "4 s without progress is not yet a stall"
+        );
+        st.observe(key(), 11, 8 * S);
+        assert_eq!(st.stalled().count(), 1);
+        st.observe(key(), 12, 9 * S);
+        assert_eq!(st.stalled().count(), 0);
+        st.observe(key(), 12, 20 * S);
+        let periods = st.take(key(), 21 * S);
+        assert_eq!(
+            periods,
+            [
+                Stall {
+                    start_ns: 2 * S,
+                    end_ns: 9 * S
+                },
+                Stall {
+                    start_ns: 9 * S,
+                    end_ns: 21 * S
+                }
+            ]
+        );
+        assert!(st.take(key(), 30 * S).is_empty());
+    }
+}
