@@ -3,8 +3,9 @@ use std::time::Duration;
 
 use crate::{
     accounting::Usage,
-    attribution::Attributor,
+    attribution::{Attributor, Finished},
     awaiting::Awaiting,
+    diagnosis::History,
     event::{Event, ProcKey},
     export::{Exporter, summary::Summary},
     host,
@@ -31,6 +32,7 @@ pub struct Pipeline {
     /// Processes that ended without a usage report (not reaped within `usage_wait`).
     pub usage_missing: u64,
     pub metrics: Metrics,
+    history: History,
 }
 
 impl Pipeline {
@@ -54,7 +56,14 @@ impl Pipeline {
             awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
             metrics,
+            history: History::new(&pipetrace_config::Diagnosis::default()),
         }
+    }
+
+    /// Where task history lives and how it is judged.
+    pub fn with_history(mut self, history: History) -> Self {
+        self.history = history;
+        self
     }
 
     /// How long an exited process waits for the kernel's usage report.
@@ -220,9 +229,24 @@ impl Pipeline {
 
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
         for mut f in finished {
-            if let crate::attribution::Finished::Task { proc, usage, .. } = &mut f {
-                let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
-                usage.stalls = self.metrics.take_stalls(proc.key, end);
+            match &mut f {
+                Finished::Task {
+                    proc,
+                    usage,
+                    info,
+                    run,
+                } => {
+                    let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
+                    usage.stalls = self.metrics.take_stalls(proc.key, end);
+                    let pipeline = self.attr.run_name(*run).unwrap_or_default().to_string();
+                    let (wall, r) = ((end - proc.start_ns) as f64 / 1e9, &usage.rollup);
+                    let cpu = r.totals.cpu_ns() as f64 / 1e9;
+                    usage.slower =
+                        self.history
+                            .record(&pipeline, &info.name, wall, cpu, r.peak_memory());
+                }
+                Finished::Run { .. } => self.history.save(),
+                Finished::Tool { .. } => {}
             }
             let signal = self.builder.build(&f);
             if signal.kind == crate::signals::Kind::Run {
@@ -240,7 +264,8 @@ impl Pipeline {
         &self.exporter
     }
 
-    pub fn into_parts(self) -> (Exporter, Option<Summary>) {
+    pub fn into_parts(mut self) -> (Exporter, Option<Summary>) {
+        self.history.save();
         (self.exporter, self.summary)
     }
 }

@@ -137,6 +137,38 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
             "must be at least 100ms (try 5s)".to_string(),
         ));
     }
+    if let Some((host, _)) = cfg
+        .cost
+        .prices
+        .iter()
+        .find(|(_, p)| !(p.cpu_hour >= 0.0 && p.gib_hour >= 0.0))
+    {
+        return Err(bad(
+            &format!("cost.prices.{host}"),
+            "prices must be numbers of at least 0".to_string(),
+        ));
+    }
+    if !cfg.cost.prices.is_empty() && cfg.cost.price().is_none() {
+        return Err(bad(
+            "cost.host_type",
+            format!(
+                "`{}` has no row in cost.prices (rows: {})",
+                cfg.cost.host_type,
+                cfg.cost
+                    .prices
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if cfg.diagnosis.slower_factor <= 1.0 {
+        return Err(bad(
+            "diagnosis.slower_factor",
+            "must be above 1 (try 2)".to_string(),
+        ));
+    }
     if cfg.metrics.max_series == 0 {
         return Err(bad(
             "metrics.max_series",

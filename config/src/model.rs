@@ -17,6 +17,43 @@ pub struct Config {
     pub summary: Summary,
     pub metrics: Metrics,
     pub diagnosis: Diagnosis,
+    pub cost: Cost,
+}
+
+/// Prices, to put a cost on runs, tasks and tools. Off until `prices` has an entry.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Cost {
+    pub currency: String,
+    /// Which row of `prices` applies on this host.
+    pub host_type: String,
+    pub prices: BTreeMap<String, Price>,
+}
+
+impl Default for Cost {
+    fn default() -> Self {
+        Self {
+            currency: "USD".into(),
+            host_type: "default".into(),
+            prices: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per CPU-hour.
+    pub cpu_hour: f64,
+    /// Per GiB-hour of memory.
+    pub gib_hour: f64,
+}
+
+impl Cost {
+    /// The price row for this host, if any is configured.
+    pub fn price(&self) -> Option<Price> {
+        self.prices.get(&self.host_type).copied()
+    }
 }
 
 /// Thresholds for the bottleneck and rightsizing verdicts on task and tool spans. Rates are
@@ -46,6 +83,13 @@ pub struct Diagnosis {
     /// long (checked at every `metrics.interval`).
     #[serde(with = "humantime_serde")]
     pub stall_after: Duration,
+    /// Where per-pipeline task history is kept (durations and peaks, the last
+    /// `history_runs` of each task); none: no history.
+    pub state_dir: Option<PathBuf>,
+    pub history_runs: usize,
+    /// slower than usual: at least this many times the median of the task's history (and
+    /// `min_wall` longer), once it has three runs or more.
+    pub slower_factor: f64,
 }
 
 impl Default for Diagnosis {
@@ -60,6 +104,9 @@ impl Default for Diagnosis {
             over_allocation: 0.5,
             headroom: 0.2,
             stall_after: Duration::from_secs(300),
+            state_dir: Some(PathBuf::from("/var/lib/pipetrace")),
+            history_runs: 20,
+            slower_factor: 2.0,
         }
     }
 }

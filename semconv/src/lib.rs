@@ -63,6 +63,12 @@ pub mod attr {
     pub const SIGNAL_SENDER_PID: &str = "pipetrace.signal.sender_pid";
     pub const SIGNAL_SENDER: &str = "pipetrace.signal.sender";
     pub const STALL_DURATION: &str = "pipetrace.stall.duration";
+    pub const HISTORY_USUAL_DURATION: &str = "pipetrace.history.usual_duration";
+    pub const HISTORY_RUNS: &str = "pipetrace.history.runs";
+    pub const HISTORY_FACTOR: &str = "pipetrace.history.factor";
+    pub const COST: &str = "pipetrace.cost";
+    pub const COST_ALLOCATED: &str = "pipetrace.cost.allocated";
+    pub const COST_CURRENCY: &str = "pipetrace.cost.currency";
     pub const BOTTLENECK: &str = "pipetrace.bottleneck";
     pub const BOTTLENECK_REASON: &str = "pipetrace.bottleneck.reason";
     pub const RIGHTSIZING: &str = "pipetrace.rightsizing";
@@ -132,6 +138,12 @@ pub mod attr {
         SIGNAL_SENDER_PID,
         SIGNAL_SENDER,
         STALL_DURATION,
+        HISTORY_USUAL_DURATION,
+        HISTORY_RUNS,
+        HISTORY_FACTOR,
+        COST,
+        COST_ALLOCATED,
+        COST_CURRENCY,
         BOTTLENECK,
         BOTTLENECK_REASON,
         RIGHTSIZING,
@@ -172,7 +184,8 @@ pub mod event {
     pub const OOM_KILL: &str = "pipetrace.oom_kill";
     pub const SIGNAL: &str = "pipetrace.signal";
     pub const STALL: &str = "pipetrace.stall";
-    pub const ALL: &[&str] = &[OOM_KILL, SIGNAL, STALL];
+    pub const SLOWER_THAN_USUAL: &str = "pipetrace.slower_than_usual";
+    pub const ALL: &[&str] = &[OOM_KILL, SIGNAL, STALL, SLOWER_THAN_USUAL];
 }
 
 /// Span kinds pipetrace emits: the registry's `span.pipetrace.*` groups.

@@ -38,7 +38,16 @@ pub fn pipetrace() -> Command {
             c.env_remove(k);
         }
     }
+    // Task history of this test process only: other tests' runs must not make it "usual".
+    c.env("PIPETRACE_DIAGNOSIS__STATE_DIR", state_dir());
     c
+}
+
+/// A state directory for this test process, removed with it.
+pub fn state_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("state dir"))
+        .path()
 }
 
 /// The demo pipeline (collector/demo) copied into a fresh directory.

@@ -11,6 +11,9 @@ const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
 fn run(dir: &Path, snakefile: &str) -> (Vec<RecvSpan>, String) {
     std::fs::write(dir.join("Snakefile"), snakefile).unwrap();
     let out = dir.join("t.otlp.jsonl");
+    // A fresh file per run: the file sink appends.
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(dir.join("t.metrics.otlp.jsonl"));
     // Stalls are judged at each metrics interval: a short window and a quick interval.
     let o = pipetrace()
         .env("PIPETRACE_DIAGNOSIS__STALL_AFTER", "1s")
@@ -37,6 +40,40 @@ fn tools_of<'a>(spans: &'a [RecvSpan], t: &RecvSpan) -> Vec<&'a RecvSpan> {
         .iter()
         .filter(|s| s.is_tool() && s.parent.as_deref() == Some(t.span_id.as_str()))
         .collect()
+}
+
+/// A loop device over a file: storage whose every request goes through a kernel worker, so
+/// a synchronous writer waits on each one (this VM's own disk answers too fast to tell).
+struct LoopDevice {
+    dev: String,
+    _file: tempfile::NamedTempFile,
+}
+
+impl LoopDevice {
+    fn new() -> Self {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        file.as_file().set_len(64 << 20).unwrap();
+        let o = std::process::Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(file.path())
+            .output()
+            .expect("losetup (util-linux)");
+        assert!(
+            o.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        Self { dev, _file: file }
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.dev])
+            .status();
+    }
 }
 
 struct MemoryCgroup(std::path::PathBuf);
@@ -67,39 +104,47 @@ impl Drop for MemoryCgroup {
 #[test]
 fn planted_faults_are_found_on_the_right_task_and_tool() {
     let cg = MemoryCgroup::new(64 << 20);
+    let disk = LoopDevice::new();
     let dir = tempfile::tempdir().unwrap();
     let snakefile = format!(
         r#"rule all:
     input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done"
 
-# Sleeps: no CPU, no I/O, nothing starts or ends.
-rule stuck:
-    output: "stuck.done"
-    shell: "{w} sleep 3000 && touch {{output}}"
+# One after another (each needs the one before), so that no fault blurs another.
 
-# Synchronous O_DIRECT writes: waits for the device.
+# An O_DIRECT writer: waits for the device on every write.
 rule io:
     output: "io.done"
-    shell: "{w} direct io.bin 1500 && touch {{output}}"
+    shell: "{w} direct {disk} 1500 && touch {{output}}"
 
 # A CPU burner with many short helpers.
 rule cpu:
+    input: "io.done"
     output: "cpu.done"
     shell: "for i in $(seq 100); do {w} short; done; {w} burn 1200; touch {{output}}"
 
 # Asks for 2 CPUs, uses none.
 rule ask:
+    input: "cpu.done"
     output: "ask.done"
     threads: 2
     shell: "{w} sleep 1500 && touch {{output}}"
 
+# Sleeps: no CPU, no I/O, nothing starts or ends.
+rule stuck:
+    input: "ask.done"
+    output: "stuck.done"
+    shell: "{w} sleep 3000 && touch {{output}}"
+
 # More memory than its cgroup allows.
 rule oom:
+    input: "stuck.done"
     output: "oom.done"
     shell: "echo $$ > {cg}/cgroup.procs && {w} alloc 256 && touch {{output}}"
 "#,
         w = WORKLOAD,
-        cg = cg.0.display()
+        cg = cg.0.display(),
+        disk = disk.dev
     );
     let (spans, err) = run(dir.path(), &snakefile);
 
@@ -257,4 +302,52 @@ rule pair:
     assert_eq!(task(&spans, "burn").str(attr::BOTTLENECK), "cpu-bound");
     assert_eq!(task(&spans, "pair").str(attr::RIGHTSIZING), "fits");
     assert!(err.contains("fits its request"), "{err}");
+}
+
+#[test]
+fn a_task_far_slower_than_its_history_says_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = |ms: u64| {
+        format!(
+            "rule all:\n    input: \"nap.done\"\n\nrule nap:\n    output: \"nap.done\"\n    \
+             shell: \"{WORKLOAD} sleep {ms} && touch {{output}}\"\n"
+        )
+    };
+    // Three usual runs, then one three times as long.
+    for (i, ms) in [1200, 1100, 1200, 3600].into_iter().enumerate() {
+        let _ = std::fs::remove_file(dir.path().join("nap.done"));
+        let (spans, err) = run(dir.path(), &rule(ms));
+        let nap = task(&spans, "nap");
+        let slower: Vec<_> = nap
+            .events
+            .iter()
+            .filter(|e| e.name == event::SLOWER_THAN_USUAL)
+            .collect();
+        if i < 3 {
+            assert!(slower.is_empty(), "run {i}: {:?} {err}", nap.events);
+            continue;
+        }
+        let history = pipetrace_e2e::state_dir().join("history");
+        let saved: Vec<String> = std::fs::read_dir(&history)
+            .map(|d| {
+                d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(slower.len(), 1, "{:?}; history {saved:?}", nap.events);
+        let a = &slower[0].attrs;
+        assert_eq!(
+            a.get(attr::HISTORY_RUNS),
+            Some(&pipetrace_e2e::spans::Val::Int(3))
+        );
+        let factor = match a.get(attr::HISTORY_FACTOR) {
+            Some(pipetrace_e2e::spans::Val::Double(f)) => *f,
+            other => panic!("{other:?}"),
+        };
+        assert!(factor > 2.0, "{factor}");
+    }
+    // The history is a bounded file under the state directory.
+    let history = pipetrace_e2e::state_dir().join("history");
+    let files: Vec<_> = std::fs::read_dir(&history).unwrap().collect();
+    assert_eq!(files.len(), 1);
 }

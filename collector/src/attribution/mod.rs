@@ -92,6 +92,8 @@ pub struct Totals {
     pub allocation: Option<Allocation>,
     /// Periods without progress while it ran (filled in from the live sampler).
     pub stalls: Vec<crate::diagnosis::Stall>,
+    /// Set when it took far longer than its history says is usual.
+    pub slower: Option<crate::diagnosis::Slower>,
 }
 
 pub enum Mode {
@@ -519,6 +521,7 @@ impl Attributor {
                 rollup,
                 allocation,
                 stalls: Vec::new(),
+                slower: None,
             }),
         }
     }
@@ -528,6 +531,7 @@ impl Attributor {
             rollup: self.rollups.remove(&root.key).unwrap_or_default(),
             allocation: self.allocations.remove(&root.key),
             stalls: Vec::new(),
+            slower: None,
         };
         Finished::Run {
             proc: root,

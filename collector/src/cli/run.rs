@@ -10,6 +10,7 @@ use pipetrace_config::Config;
 
 use crate::{
     attribution::{Attributor, Mode},
+    diagnosis::History,
     export::{Exporter, metrics::MetricsExporter, resource, summary::Loss},
     host::HostInfo,
     pipeline::Pipeline,
@@ -39,7 +40,8 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     Ok(Prepared {
         builder: SpanBuilder::new(host.clone(), redactor)
             .with_measured(measured)
-            .with_diagnosis(cfg.diagnosis.clone()),
+            .with_diagnosis(cfg.diagnosis.clone())
+            .with_cost(cfg.cost.clone()),
         host,
         probes,
     })
@@ -72,7 +74,8 @@ pub(super) fn pipeline(
         cfg.diagnosis.stall_after,
     );
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
-        .with_usage_wait(cfg.probes.usage_wait);
+        .with_usage_wait(cfg.probes.usage_wait)
+        .with_history(History::new(&cfg.diagnosis));
     Ok((pipe, mexp))
 }
 

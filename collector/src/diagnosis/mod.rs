@@ -2,10 +2,12 @@
 //! whether a task asked for much more than it used (rightsizing), and whether it stopped
 //! making progress (stalls).
 mod bottleneck;
+mod history;
 mod rightsizing;
 mod stalls;
 
 pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck};
+pub use history::{History, Slower};
 pub use rightsizing::{Rightsizing, judge as rightsizing};
 pub use stalls::{Stall, Stalls};
 

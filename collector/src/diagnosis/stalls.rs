@@ -75,9 +75,14 @@ impl Stalls {
 }
 
 fn close(p: &mut Progress, end_ns: u64) {
+    p.stalled = false;
+    // Seen only after the task had ended: not a stall of the task.
+    if end_ns <= p.since_ns {
+        return;
+    }
     let s = Stall {
         start_ns: p.since_ns,
-        end_ns: end_ns.max(p.since_ns),
+        end_ns,
     };
     if p.periods.len() == MAX_PERIODS {
         if let Some(last) = p.periods.last_mut() {
@@ -86,7 +91,6 @@ fn close(p: &mut Progress, end_ns: u64) {
     } else {
         p.periods.push(s);
     }
-    p.stalled = false;
 }
 
 #[cfg(test)]

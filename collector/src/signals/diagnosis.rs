@@ -73,6 +73,16 @@ pub fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<
         .collect()
 }
 
+/// A task that took far longer than its history says is usual.
+pub fn slower_event(s: &crate::diagnosis::Slower, at: std::time::SystemTime) -> Event {
+    let a = vec![
+        KeyValue::new(attr::HISTORY_USUAL_DURATION, s.usual_s),
+        KeyValue::new(attr::HISTORY_RUNS, s.runs as i64),
+        KeyValue::new(attr::HISTORY_FACTOR, s.this_s / s.usual_s.max(1e-9)),
+    ];
+    Event::new(Cow::Borrowed(event::SLOWER_THAN_USUAL), at, a, 0)
+}
+
 /// Why a process failed, in words, when something other than its own exit code ended it.
 pub fn end_reason(p: &Proc, what: &str) -> Option<String> {
     let o = p.oom.as_ref()?;

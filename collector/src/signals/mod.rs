@@ -49,6 +49,7 @@ pub struct SpanBuilder {
     scope: opentelemetry::InstrumentationScope,
     measured: Measured,
     diagnosis: pipetrace_config::Diagnosis,
+    cost: pipetrace_config::Cost,
 }
 
 const SIGNALS: [&str; 32] = [
@@ -123,7 +124,14 @@ impl SpanBuilder {
             scope,
             measured: Measured::default(),
             diagnosis: Default::default(),
+            cost: Default::default(),
         }
+    }
+
+    /// Prices for the cost attributes (none configured: no cost).
+    pub fn with_cost(mut self, c: pipetrace_config::Cost) -> Self {
+        self.cost = c;
+        self
     }
 
     /// Thresholds for the bottleneck and rightsizing verdicts.
@@ -269,6 +277,8 @@ impl SpanBuilder {
                         usage::usage_attrs(u, u.peak_bytes(), self.measured, &mut a);
                         let (m, d) = (self.measured, &self.diagnosis);
                         usage::bottleneck_attrs(u, wall_ns(p), 1.0, m, d, &mut a);
+                        let (cpu, peak) = (u.cpu_ns(), u.peak_bytes());
+                        usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), None, &mut a);
                         a.push(KeyValue::new(
                             attr::MEMORY_MAXRSS,
                             i64::try_from(u.maxrss_bytes).unwrap_or(i64::MAX),
@@ -316,6 +326,9 @@ impl SpanBuilder {
                 self.process_attrs(p, true, &mut a);
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
+                let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
+                let alloc = totals.allocation.as_ref();
+                usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
                 let name = match &info.wildcards {
                     Some(w) => format!("{} ({w})", info.name),
                     None => info.name.clone(),
@@ -339,6 +352,12 @@ impl SpanBuilder {
                 span.events
                     .events
                     .extend(diagnosis::stall_events(&totals.stalls, &self.host));
+                if let Some(slow) = &totals.slower {
+                    let at = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+                    span.events
+                        .events
+                        .push(diagnosis::slower_event(slow, self.host.system_time(at)));
+                }
                 Signal {
                     kind: Kind::Task,
                     span,
@@ -359,6 +378,8 @@ impl SpanBuilder {
                 self.process_attrs(p, false, &mut a);
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
+                let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
+                usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), None, &mut a);
                 let status = if info.failed > 0 {
                     Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
                 } else {

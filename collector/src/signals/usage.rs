@@ -62,6 +62,29 @@ pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
     }
 }
 
+/// What it cost at the configured prices: what it used (CPU-hours, peak GiB-hours), and for
+/// a task with a request, what it reserved.
+pub fn cost_attrs(
+    c: &pipetrace_config::Cost,
+    cpu_ns: u64,
+    peak_bytes: u64,
+    wall_ns: u64,
+    alloc: Option<&crate::accounting::Allocation>,
+    out: &mut Vec<KeyValue>,
+) {
+    let Some(price) = c.price() else { return };
+    let hours = |ns: u64| ns as f64 / 3.6e12;
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let used = hours(cpu_ns) * price.cpu_hour + gib(peak_bytes) * hours(wall_ns) * price.gib_hour;
+    out.push(KeyValue::new(attr::COST, used));
+    out.push(KeyValue::new(attr::COST_CURRENCY, c.currency.clone()));
+    if let Some(a) = alloc.filter(|a| a.source != "host") {
+        let mem = a.memory_limit.unwrap_or(peak_bytes);
+        let reserved = (a.cpus * price.cpu_hour + gib(mem) * price.gib_hour) * hours(wall_ns);
+        out.push(KeyValue::new(attr::COST_ALLOCATED, reserved));
+    }
+}
+
 /// What held the process or task back: tools are judged per CPU, tasks against their
 /// allocation.
 pub fn bottleneck_attrs(

@@ -8,7 +8,8 @@
 //!   send ADDR BYTES    send BYTES over TCP to ADDR, wait for the peer to close
 //!   sleep MS           sleep MS milliseconds
 //!   segv               write through a null pointer
-//!   direct FILE MS     synchronous 4 KiB O_DIRECT writes to FILE for MS milliseconds
+//!   direct FILE MS     write a 32 MiB FILE, then overwrite 4 KiB blocks of it with
+//!                      O_DIRECT for MS ms
 use std::{
     io::{Read, Write},
     time::Duration,
@@ -106,26 +107,31 @@ fn main() {
         }
         Some("sleep") => std::thread::sleep(Duration::from_millis(arg(&args, 1))),
         Some("direct") => {
-            // Synchronous 4 KiB O_DIRECT writes: each one waits for the device.
-            use std::os::unix::fs::OpenOptionsExt;
+            // An O_DIRECT writer: overwrites 4 KiB blocks of a 32 MiB file already on disk
+            // (no allocation, no journal), each write waiting for the device.
+            use std::os::{fd::AsRawFd, unix::fs::OpenOptionsExt};
             let ms: u64 = arg(&args, 2);
+            let size: i64 = 32 << 20;
+            {
+                let mut f = std::fs::File::create(&args[1]).expect("create");
+                f.write_all(&vec![3u8; size as usize]).expect("fill");
+                f.sync_all().expect("fsync");
+            }
             let f = std::fs::OpenOptions::new()
                 .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+                .custom_flags(libc::O_DIRECT)
                 .open(&args[1])
                 .expect("open O_DIRECT");
             let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
             // SAFETY: a 4 KiB block aligned as O_DIRECT requires, freed below.
             let buf = unsafe { std::alloc::alloc_zeroed(layout) };
             let t = std::time::Instant::now();
-            let mut off = 0i64;
+            let mut block: i64 = 1;
             while t.elapsed() < Duration::from_millis(ms) {
-                use std::os::fd::AsRawFd;
-                let n = unsafe { libc::pwrite(f.as_raw_fd(), buf as *const _, 4096, off) };
+                // A stride that visits every block before any repeats.
+                block = (block * 7919) % (size / 4096);
+                let n = unsafe { libc::pwrite(f.as_raw_fd(), buf as *const _, 4096, block * 4096) };
                 assert_eq!(n, 4096, "O_DIRECT write");
-                off = (off + 4096) % (64 << 20);
             }
             unsafe { std::alloc::dealloc(buf, layout) };
         }

@@ -195,7 +195,9 @@ impl Metrics {
         let members: Vec<_> = attr.members().collect();
         for (key, m) in members {
             let Some(p) = tree.get(&key) else { continue };
-            if let Some(t) = m.task {
+            // A task whose root has ended is over, whatever its processes still await.
+            let running = |t: &ProcKey| tree.get(t).is_some_and(|r| r.exit.is_none());
+            if let Some(t) = m.task.filter(running) {
                 let sig = progress.entry(t).or_insert_with(|| attr.ended_in(&t));
                 *sig = sig.wrapping_add(u64::from(key.pid).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             }
@@ -240,7 +242,7 @@ impl Metrics {
                 Some(s) => s,
                 None => self.table.get(&key_of.pipeline, &key_of.task, &key_of.tool),
             };
-            if let Some(t) = m.task {
+            if let Some(t) = m.task.filter(|t| progress.contains_key(t)) {
                 let c = &counters;
                 let work = c.cpu_user_ns + c.cpu_system_ns + c.disk_read_bytes;
                 let work = work + c.disk_write_bytes + c.net_tx_bytes + c.net_rx_bytes;
