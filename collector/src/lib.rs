@@ -11,5 +11,6 @@ pub mod host;
 pub mod pipeline;
 pub mod probes;
 pub mod redact;
+pub mod report;
 pub mod signals;
 pub mod tree;

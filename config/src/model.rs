@@ -18,6 +18,26 @@ pub struct Config {
     pub metrics: Metrics,
     pub diagnosis: Diagnosis,
     pub cost: Cost,
+    pub report: Report,
+}
+
+/// The self-contained HTML report `pipetrace run` writes at the end.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Report {
+    pub html: bool,
+    /// Where; by default beside the trace file (`X.report.html`), or
+    /// `./pipetrace-<time>.report.html` when traces go only over OTLP.
+    pub path: Option<PathBuf>,
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Self {
+            html: true,
+            path: None,
+        }
+    }
 }
 
 /// Prices, to put a cost on runs, tasks and tools. Off until `prices` has an entry.

@@ -149,3 +149,51 @@ fn utilisation_is_measured_against_the_cgroup_cpu_quota_and_memory_limit() {
     let util = task.num(attr::CPU_UTILIZATION).unwrap();
     assert!((0.8..=1.1).contains(&util), "utilisation {util}");
 }
+
+#[test]
+fn cost_follows_the_price_table() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3600 per CPU-hour is 1 per CPU-second; 36 per GiB-hour.
+    let cfg = dir.path().join("pipetrace.yaml");
+    std::fs::write(
+        &cfg,
+        "cost:\n  currency: EUR\n  host_type: small\n  prices:\n    small: { cpu_hour: 3600, gib_hour: 36 }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .arg("-c")
+        .arg(&cfg)
+        .arg("run")
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "sh", "-c", &format!("{WORKLOAD} burn 300; true")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&out);
+    let tool = spans
+        .iter()
+        .find(|s| s.is_tool() && s.name == "workload")
+        .unwrap();
+    let gib_hours = tool.num(attr::MEMORY_PEAK).unwrap() / (1u64 << 30) as f64
+        * ((tool.end - tool.start) as f64 / 3.6e12);
+    let want = cpu(tool) + 36.0 * gib_hours;
+    let cost = tool.num(attr::COST).unwrap();
+    assert!((cost - want).abs() < 1e-6, "cost {cost} vs {want}");
+    assert_eq!(tool.str(attr::COST_CURRENCY), "EUR");
+    // A price row the host type does not name is a config error, before anything runs.
+    std::fs::write(
+        &cfg,
+        "cost:\n  host_type: big\n  prices:\n    small: { cpu_hour: 1, gib_hour: 1 }\n",
+    )
+    .unwrap();
+    let o = pipetrace()
+        .arg("config")
+        .arg("validate")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cost.host_type"), "{}", stderr(&o));
+}

@@ -71,13 +71,19 @@ impl Usage {
         }
     }
 
-    /// A wait that was under way when delay accounting was switched on is measured from
-    /// boot (the kernel had no start time): such a figure exceeds any thread's life. Waits
+    /// Now and then the kernel ends a wait it never saw start (one under way when delay
+    /// accounting was switched on, and, seen on 6.18, an occasional first block-I/O wait of
+    /// a new process): the wait then counts from boot, longer than any thread's life. Waits
     /// longer than the process lived times [`MAX_WAITING_THREADS`] are dropped.
     pub fn drop_impossible_delays(&mut self, lifetime_ns: u64) {
         let bound = lifetime_ns.saturating_mul(MAX_WAITING_THREADS);
         for d in [&mut self.blkio_delay_ns, &mut self.memory_delay_ns] {
             if *d > bound {
+                log::info!(
+                    "dropped an impossible wait of {} s in a process that lived {} ms",
+                    *d / 1_000_000_000,
+                    lifetime_ns / 1_000_000
+                );
                 *d = 0;
             }
         }

@@ -4,6 +4,7 @@ mod config_cmd;
 mod demo;
 mod doctor;
 mod forward;
+mod report_cmd;
 mod run;
 
 use std::path::PathBuf;
@@ -66,6 +67,14 @@ enum Command {
     /// Validate or print configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print the per-task table of a trace file and write its HTML report.
+    Report {
+        /// An OTLP JSON lines trace file, as `pipetrace run` writes it.
+        file: PathBuf,
+        /// Where to write the HTML report (default: beside FILE, `.report.html`).
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
     /// Trace the bundled demo pipeline (Snakemake with bwa, samtools and python).
     Demo {
         /// Where to write the demo pipeline and its results.
@@ -120,6 +129,7 @@ pub fn main() -> i32 {
             Err(e) => config_failed(e),
         },
         Command::Doctor => doctor::run(),
+        Command::Report { file, html } => report_cmd::run(file, html.as_deref()),
         command => {
             let cfg = match cli.load(None) {
                 Ok(c) => c,

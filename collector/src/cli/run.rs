@@ -140,7 +140,9 @@ pub async fn run(
         &cfg.attribution,
         host.boot_to_unix_ns,
     )?;
-    let (mut pipe, mexp) = pipeline(cfg, &host, attr, builder, exporter, print_summary)?;
+    // The summary also feeds the HTML report: kept whenever either is wanted.
+    let keep = print_summary || cfg.report.html;
+    let (mut pipe, mexp) = pipeline(cfg, &host, attr, builder, exporter, keep)?;
 
     let mut buf = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -197,6 +199,13 @@ pub async fn run(
             humantime::format_duration(cfg.export.flush_timeout)
         );
     }
+    let report = match (&summary, cfg.report.html) {
+        (Some(s), true) => {
+            let path = report_path(cfg, dest.file.as_deref(), cwd);
+            Some(write_report(&path, &s.report).map(|()| path))
+        }
+        _ => None,
+    };
     if let Some(s) = summary.filter(|_| print_summary) {
         let text = s.render(
             cfg.summary.max_tasks,
@@ -218,5 +227,28 @@ pub async fn run(
             eprintln!("pipetrace: {still_running} processes of the run still run; not exported");
         }
     }
+    match report {
+        Some(Ok(path)) if print_summary => {
+            eprintln!("pipetrace: report written to {}", path.display())
+        }
+        Some(Err(e)) => eprintln!("pipetrace: {e}"),
+        _ => {}
+    }
     Ok(exit_code(status))
+}
+
+/// Where the HTML report goes: the configured path, else beside the trace file, else a
+/// time-stamped file in the working directory.
+fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathBuf {
+    if let Some(p) = &cfg.report.path {
+        return p.clone();
+    }
+    let beside = traces.unwrap_or(&default_file(cwd)).display().to_string();
+    let stem = beside.strip_suffix(".otlp.jsonl").unwrap_or(&beside);
+    PathBuf::from(format!("{stem}.report.html"))
+}
+
+pub(super) fn write_report(path: &Path, spans: &[crate::report::ReportSpan]) -> anyhow::Result<()> {
+    std::fs::write(path, crate::report::html(spans))
+        .with_context(|| format!("cannot write the report {}", path.display()))
 }

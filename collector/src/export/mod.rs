@@ -3,7 +3,6 @@ mod jsonl;
 pub mod metrics;
 mod otlp;
 pub mod summary;
-mod table;
 
 use std::{
     path::PathBuf,

@@ -4,7 +4,10 @@ use std::{collections::HashMap, fmt::Write as _, time::Duration};
 use opentelemetry::trace::{SpanId, Status};
 
 use super::{Destinations, ExportStats};
-use crate::signals::{Kind, Signal};
+use crate::{
+    report::{ReportSpan, table::Table},
+    signals::{Kind, Signal},
+};
 
 /// Kernel records that never became events.
 #[derive(Clone, Copy, Debug, Default)]
@@ -17,6 +20,8 @@ pub struct Loss {
 
 /// Entries kept for the tree at most; past it only counts grow.
 const MAX_ENTRIES: usize = 200_000;
+/// Tools kept for the HTML report's timeline at most.
+const MAX_REPORT_TOOLS: u64 = 20_000;
 
 struct Entry {
     kind: Kind,
@@ -36,7 +41,9 @@ pub struct Summary {
     pub tools: u64,
     pub failed_tasks: u64,
     pub failed_tools: u64,
-    table: super::table::Table,
+    table: Table,
+    /// Spans kept for the HTML report (tools past [`MAX_ENTRIES`] are left out).
+    pub report: Vec<ReportSpan>,
 }
 
 impl Summary {
@@ -54,7 +61,9 @@ impl Summary {
             Kind::Task => {
                 self.tasks += 1;
                 self.failed_tasks += u64::from(error.is_some());
-                self.table.record_task(span);
+                let r = ReportSpan::from_sdk(span);
+                self.table.record_task(&r);
+                self.report.push(r);
             }
             Kind::Tool => {
                 self.tools += 1;
@@ -63,6 +72,13 @@ impl Summary {
         }
         if self.entries.len() >= MAX_ENTRIES {
             return;
+        }
+        match s.kind {
+            Kind::Run => self.report.push(ReportSpan::from_sdk(span)),
+            Kind::Tool if self.tools <= MAX_REPORT_TOOLS => {
+                self.report.push(ReportSpan::from_sdk(span).slim())
+            }
+            _ => {}
         }
         let secs = span
             .end_time

@@ -1,0 +1,215 @@
+//! A self-contained HTML report: no script, no stylesheet or font from elsewhere; SVG drawn
+//! here. Like Nextflow's report, but every figure is the kernel's.
+use std::fmt::Write as _;
+
+use pipetrace_semconv::attr;
+
+use super::{Kind, ReportSpan, table::Table};
+use crate::diagnosis::gib;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn color(s: &ReportSpan) -> &'static str {
+    if s.error.is_some() {
+        return "#d9534f";
+    }
+    match s.text(attr::BOTTLENECK) {
+        Some("cpu-bound") => "#4e79a7",
+        Some("io-bound") => "#f28e2b",
+        Some("memory-bound") => "#b07aa1",
+        Some("network-bound") => "#59a14f",
+        Some("idle") => "#bab0ac",
+        _ => "#76b7b2",
+    }
+}
+
+const WIDTH: f64 = 1000.0;
+const LABEL: f64 = 220.0;
+const ROW: f64 = 22.0;
+
+/// Tasks as rows on a time axis, their tools as thin bars inside.
+fn timeline(spans: &[ReportSpan], out: &mut String) {
+    let mut tasks: Vec<&ReportSpan> = spans.iter().filter(|s| s.kind == Kind::Task).collect();
+    tasks.sort_by_key(|s| s.start);
+    let (Some(t0), Some(t1)) = (
+        spans.iter().map(|s| s.start).min(),
+        spans.iter().map(|s| s.end).max(),
+    ) else {
+        return;
+    };
+    let span = (t1.saturating_sub(t0)).max(1) as f64;
+    let x = |t: u64| LABEL + (t.saturating_sub(t0)) as f64 / span * (WIDTH - LABEL - 10.0);
+    let h = ROW * tasks.len() as f64 + 30.0;
+    let _ = write!(
+        out,
+        "<svg width=\"{WIDTH}\" height=\"{h}\" xmlns=\"http://www.w3.org/2000/svg\" \
+         font-family=\"sans-serif\" font-size=\"11\">"
+    );
+    for (i, t) in tasks.iter().enumerate() {
+        let y = 10.0 + ROW * i as f64;
+        let (x0, x1) = (x(t.start), x(t.end).max(x(t.start) + 1.0));
+        let _ = write!(
+            out,
+            "<text x=\"4\" y=\"{:.1}\">{}</text><rect x=\"{x0:.1}\" y=\"{y:.1}\" \
+             width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\" opacity=\"0.45\"><title>{} — {:.2} s, \
+             CPU {:.2} s, peak {}{}</title></rect>",
+            y + 13.0,
+            esc(&t.name),
+            x1 - x0,
+            ROW - 4.0,
+            color(t),
+            esc(&t.name),
+            t.secs(),
+            t.cpu(),
+            gib(t.num(attr::MEMORY_PEAK) as u64),
+            t.text(attr::BOTTLENECK_REASON)
+                .map(|r| format!(" — {}", esc(r)))
+                .unwrap_or_default()
+        );
+        for tool in spans
+            .iter()
+            .filter(|s| s.kind == Kind::Tool && s.parent.as_deref() == Some(t.id.as_str()))
+        {
+            let (a, b) = (x(tool.start), x(tool.end).max(x(tool.start) + 1.0));
+            let _ = write!(
+                out,
+                "<rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"6\" fill=\"{}\">\
+                 <title>{} — {:.2} s, CPU {:.2} s, peak {}</title></rect>",
+                y + 6.0,
+                b - a,
+                color(tool),
+                esc(&tool.name),
+                tool.secs(),
+                tool.cpu(),
+                gib(tool.num(attr::MEMORY_PEAK) as u64)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        "<text x=\"{LABEL}\" y=\"{:.1}\">0 s</text><text x=\"{:.1}\" y=\"{:.1}\" \
+         text-anchor=\"end\">{:.1} s</text></svg>",
+        h - 4.0,
+        WIDTH - 10.0,
+        h - 4.0,
+        span / 1e9
+    );
+}
+
+/// One horizontal bar per task name.
+fn bars(title: &str, rows: &[(String, f64, String)], out: &mut String) {
+    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max).max(1e-9);
+    let h = ROW * rows.len() as f64 + 10.0;
+    let _ = write!(
+        out,
+        "<h3>{}</h3><svg width=\"{WIDTH}\" height=\"{h}\" xmlns=\"http://www.w3.org/2000/svg\" \
+         font-family=\"sans-serif\" font-size=\"11\">",
+        esc(title)
+    );
+    for (i, (name, v, label)) in rows.iter().enumerate() {
+        let y = 5.0 + ROW * i as f64;
+        let w = v / max * (WIDTH - LABEL - 120.0);
+        let _ = write!(
+            out,
+            "<text x=\"4\" y=\"{:.1}\">{}</text><rect x=\"{LABEL}\" y=\"{y:.1}\" width=\"{w:.1}\" \
+             height=\"{:.1}\" fill=\"#4e79a7\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            y + 13.0,
+            esc(name),
+            ROW - 6.0,
+            LABEL + w + 6.0,
+            y + 13.0,
+            esc(label)
+        );
+    }
+    out.push_str("</svg>");
+}
+
+pub fn render(spans: &[ReportSpan]) -> String {
+    let mut table = Table::default();
+    for s in spans.iter().filter(|s| s.kind == Kind::Task) {
+        table.record_task(s);
+    }
+    let run = spans.iter().find(|s| s.kind == Kind::Run);
+    let title = run.map_or("pipetrace report".to_string(), |r| r.name.clone());
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>\
+         body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
+         td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right}}\
+         td:first-child,th:first-child,td:last-child,th:last-child{{text-align:left}}\
+         .err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
+        esc(&title),
+        esc(&title)
+    );
+    if let Some(r) = run {
+        let state = match &r.error {
+            Some(e) => format!("<span class=\"err\">{}</span>", esc(e)),
+            None => "completed".into(),
+        };
+        let _ = write!(
+            out,
+            "<p>{state} in {:.1} s; CPU {:.1} s; peak memory {}; {} processes; engine {}; run id {}</p>",
+            r.secs(),
+            r.cpu(),
+            gib(r.num(attr::MEMORY_PEAK) as u64),
+            r.num(attr::USAGE_PROCESSES),
+            esc(r.text(attr::RUN_ENGINE).unwrap_or("-")),
+            esc(r.text(attr::CICD_PIPELINE_RUN_ID).unwrap_or("-"))
+        );
+    }
+    out.push_str(
+        "<h2>Tasks</h2><table><tr><th>task</th><th>jobs</th><th>wall s</th><th>cpu s</th>\
+         <th>peak memory</th><th>disk I/O</th><th>bottleneck</th><th>failed</th><th>advice</th></tr>",
+    );
+    let rows = table.rows();
+    for r in &rows {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(r.name),
+            r.jobs,
+            r.wall,
+            r.cpu,
+            gib(r.peak),
+            gib(r.disk),
+            esc(r.bottleneck),
+            r.failed,
+            esc(r.advice)
+        );
+    }
+    out.push_str("</table><h2>Timeline</h2>");
+    timeline(spans, &mut out);
+    out.push_str("<h2>Resources</h2>");
+    let cpu: Vec<_> = rows
+        .iter()
+        .map(|r| (r.name.to_string(), r.cpu, format!("{:.2} s", r.cpu)))
+        .collect();
+    bars("CPU time per task (all jobs)", &cpu, &mut out);
+    let mem: Vec<_> = rows
+        .iter()
+        .map(|r| (r.name.to_string(), r.peak as f64, gib(r.peak)))
+        .collect();
+    bars("Peak memory per task (largest job)", &mem, &mut out);
+    let notable: Vec<&ReportSpan> = spans.iter().filter(|s| !s.events.is_empty()).collect();
+    if !notable.is_empty() {
+        out.push_str("<h2>Events</h2><ul>");
+        for s in notable {
+            let _ = write!(
+                out,
+                "<li>{}: {}</li>",
+                esc(&s.name),
+                esc(&s.events.join(", "))
+            );
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</body></html>\n");
+    out
+}

@@ -1,0 +1,144 @@
+//! The few span fields a report needs, from the SDK's spans or from OTLP protobuf spans.
+use std::collections::BTreeMap;
+
+use opentelemetry::{Value, trace::Status};
+use opentelemetry_proto::tonic::{common::v1::any_value, trace::v1::Span};
+use opentelemetry_sdk::trace::SpanData;
+use pipetrace_semconv::attr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Run,
+    Task,
+    Tool,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReportSpan {
+    pub id: String,
+    pub parent: Option<String>,
+    pub kind: Kind,
+    pub name: String,
+    /// Unix nanoseconds.
+    pub start: u64,
+    pub end: u64,
+    pub error: Option<String>,
+    pub numbers: BTreeMap<String, f64>,
+    pub texts: BTreeMap<String, String>,
+    pub events: Vec<String>,
+}
+
+/// What a span is, from the attributes each kind carries.
+fn kind_of(texts: &BTreeMap<String, String>) -> Kind {
+    if texts.contains_key(attr::RUN_ENGINE) {
+        Kind::Run
+    } else if texts.contains_key(attr::CICD_PIPELINE_TASK_NAME) {
+        Kind::Task
+    } else {
+        Kind::Tool
+    }
+}
+
+impl ReportSpan {
+    /// Keeps only what the report draws for a tool (a run may have many thousands).
+    pub fn slim(mut self) -> Self {
+        const KEEP: [&str; 5] = [
+            attr::CPU_USER_TIME,
+            attr::CPU_SYSTEM_TIME,
+            attr::MEMORY_PEAK,
+            attr::BOTTLENECK,
+            attr::BOTTLENECK_REASON,
+        ];
+        self.numbers.retain(|k, _| KEEP.contains(&k.as_str()));
+        self.texts.retain(|k, _| KEEP.contains(&k.as_str()));
+        self
+    }
+
+    pub fn num(&self, key: &str) -> f64 {
+        self.numbers.get(key).copied().unwrap_or(0.0)
+    }
+
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.texts.get(key).map(String::as_str)
+    }
+
+    pub fn secs(&self) -> f64 {
+        self.end.saturating_sub(self.start) as f64 / 1e9
+    }
+
+    pub fn cpu(&self) -> f64 {
+        self.num(attr::CPU_USER_TIME) + self.num(attr::CPU_SYSTEM_TIME)
+    }
+
+    pub fn from_sdk(s: &SpanData) -> Self {
+        let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
+        for kv in &s.attributes {
+            let k = kv.key.as_str().to_string();
+            match &kv.value {
+                Value::F64(v) => {
+                    numbers.insert(k, *v);
+                }
+                Value::I64(v) => {
+                    numbers.insert(k, *v as f64);
+                }
+                Value::String(v) => {
+                    texts.insert(k, v.to_string());
+                }
+                _ => {}
+            }
+        }
+        let nanos = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        };
+        let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
+            .then(|| s.parent_span_id.to_string());
+        Self {
+            id: s.span_context.span_id().to_string(),
+            parent,
+            kind: kind_of(&texts),
+            name: s.name.to_string(),
+            start: nanos(s.start_time),
+            end: nanos(s.end_time),
+            error: match &s.status {
+                Status::Error { description } => Some(description.to_string()),
+                _ => None,
+            },
+            numbers,
+            texts,
+            events: s.events.iter().map(|e| e.name.to_string()).collect(),
+        }
+    }
+
+    pub fn from_proto(s: &Span) -> Self {
+        let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
+        for kv in &s.attributes {
+            match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(any_value::Value::DoubleValue(v)) => {
+                    numbers.insert(kv.key.clone(), *v);
+                }
+                Some(any_value::Value::IntValue(v)) => {
+                    numbers.insert(kv.key.clone(), *v as f64);
+                }
+                Some(any_value::Value::StringValue(v)) => {
+                    texts.insert(kv.key.clone(), v.clone());
+                }
+                _ => {}
+            }
+        }
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let status = s.status.clone().unwrap_or_default();
+        Self {
+            id: hex(&s.span_id),
+            parent: (!s.parent_span_id.is_empty()).then(|| hex(&s.parent_span_id)),
+            kind: kind_of(&texts),
+            name: s.name.clone(),
+            start: s.start_time_unix_nano,
+            end: s.end_time_unix_nano,
+            error: (status.code == 2).then_some(status.message),
+            numbers,
+            texts,
+            events: s.events.iter().map(|e| e.name.clone()).collect(),
+        }
+    }
+}
