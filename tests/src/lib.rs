@@ -1,5 +1,6 @@
 //! Support for the end-to-end tests: a real OTLP receiver, the pipetrace binary, and the
 //! demo pipeline in a scratch directory.
+pub mod cgroup;
 pub mod metrics;
 pub mod receiver;
 pub mod spans;
@@ -69,6 +70,19 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), dst).expect("copy");
         }
     }
+}
+
+/// `pipetrace run --output DIR/t.otlp.jsonl -- sh -c SCRIPT`: its spans and its output.
+pub fn run_script(dir: &Path, script: &str) -> (Vec<spans::RecvSpan>, Output) {
+    let out = dir.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .arg("run")
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .expect("run pipetrace");
+    (read_jsonl(&out), o)
 }
 
 pub fn stderr(o: &Output) -> String {

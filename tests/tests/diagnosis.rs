@@ -2,8 +2,9 @@
 use std::path::{Path, PathBuf};
 
 use pipetrace_e2e::{
+    cgroup::MemoryCgroup,
     metrics::flatten_metrics,
-    pipetrace, read_jsonl,
+    run_script,
     spans::{RecvSpan, Val},
     stderr,
 };
@@ -12,15 +13,8 @@ use pipetrace_semconv::{attr, event, metric};
 const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
 
 fn run(dir: &Path, script: &str) -> (Vec<RecvSpan>, PathBuf, std::process::Output) {
-    let out = dir.join("t.otlp.jsonl");
-    let o = pipetrace()
-        .arg("run")
-        .arg("--output")
-        .arg(&out)
-        .args(["--", "sh", "-c", script])
-        .output()
-        .unwrap();
-    (read_jsonl(&out), dir.join("t.metrics.otlp.jsonl"), o)
+    let (spans, o) = run_script(dir, script);
+    (spans, dir.join("t.metrics.otlp.jsonl"), o)
 }
 
 fn workload(spans: &[RecvSpan]) -> &RecvSpan {
@@ -28,37 +22,6 @@ fn workload(spans: &[RecvSpan]) -> &RecvSpan {
         .iter()
         .find(|s| s.is_tool() && s.name == "workload")
         .expect("the workload's span")
-}
-
-/// A memory cgroup with `limit` bytes (v1 hierarchy, or v2 with the controller enabled).
-struct MemoryCgroup(PathBuf);
-
-impl MemoryCgroup {
-    fn new(limit: u64) -> Self {
-        let v1 = Path::new("/sys/fs/cgroup/memory");
-        let name = format!("pipetrace-oom-{}", std::process::id());
-        let dir = if v1.join("cgroup.procs").exists() {
-            let d = v1.join(&name);
-            let _ = std::fs::create_dir(&d);
-            std::fs::write(d.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
-            d
-        } else {
-            let root = Path::new("/sys/fs/cgroup");
-            std::fs::write(root.join("cgroup.subtree_control"), "+memory").unwrap();
-            let d = root.join(&name);
-            let _ = std::fs::create_dir(&d);
-            std::fs::write(d.join("memory.max"), limit.to_string()).unwrap();
-            let _ = std::fs::write(d.join("memory.swap.max"), "0");
-            d
-        };
-        Self(dir)
-    }
-}
-
-impl Drop for MemoryCgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
 }
 
 #[test]

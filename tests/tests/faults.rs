@@ -2,7 +2,7 @@
 //! attributed to the right task and tool; a clean control pipeline raises no flag at all.
 use std::path::Path;
 
-use pipetrace_e2e::{pipetrace, read_jsonl, spans::RecvSpan, stderr};
+use pipetrace_e2e::{cgroup::MemoryCgroup, pipetrace, read_jsonl, spans::RecvSpan, stderr};
 use pipetrace_semconv::{attr, event};
 
 const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
@@ -73,31 +73,6 @@ impl Drop for LoopDevice {
         let _ = std::process::Command::new("losetup")
             .args(["-d", &self.dev])
             .status();
-    }
-}
-
-struct MemoryCgroup(std::path::PathBuf);
-
-impl MemoryCgroup {
-    fn new(limit: u64) -> Self {
-        let v1 = Path::new("/sys/fs/cgroup/memory");
-        let name = format!("pipetrace-faults-{}", std::process::id());
-        let (dir, file) = if v1.join("cgroup.procs").exists() {
-            (v1.join(&name), "memory.limit_in_bytes")
-        } else {
-            let root = Path::new("/sys/fs/cgroup");
-            std::fs::write(root.join("cgroup.subtree_control"), "+memory").unwrap();
-            (root.join(&name), "memory.max")
-        };
-        let _ = std::fs::create_dir(&dir);
-        std::fs::write(dir.join(file), limit.to_string()).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for MemoryCgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
     }
 }
 

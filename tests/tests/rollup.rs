@@ -2,22 +2,15 @@
 //! CPU utilisation against the allocation the kernel enforces (a cgroup CPU quota).
 use std::path::{Path, PathBuf};
 
-use pipetrace_e2e::{pipetrace, read_jsonl, spans::RecvSpan, stderr};
+use pipetrace_e2e::{pipetrace, read_jsonl, run_script, spans::RecvSpan, stderr};
 use pipetrace_semconv::attr;
 
 const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
 
 fn run(dir: &Path, script: &str) -> Vec<RecvSpan> {
-    let out = dir.join("t.otlp.jsonl");
-    let o = pipetrace()
-        .arg("run")
-        .arg("--output")
-        .arg(&out)
-        .args(["--", "sh", "-c", script])
-        .output()
-        .unwrap();
+    let (spans, o) = run_script(dir, script);
     assert!(o.status.success(), "{}", stderr(&o));
-    read_jsonl(&out)
+    spans
 }
 
 fn cpu(s: &RecvSpan) -> f64 {

@@ -6,12 +6,7 @@ use opentelemetry_proto::tonic::{common::v1::any_value, trace::v1::Span};
 use opentelemetry_sdk::trace::SpanData;
 use pipetrace_semconv::attr;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Run,
-    Task,
-    Tool,
-}
+pub use crate::signals::Kind;
 
 #[derive(Clone, Debug)]
 pub struct ReportSpan {

@@ -1,0 +1,33 @@
+//! A memory cgroup with a limit, for the tests' planted faults (removed when dropped).
+use std::path::{Path, PathBuf};
+
+pub struct MemoryCgroup(pub PathBuf);
+
+impl MemoryCgroup {
+    /// In the v1 memory hierarchy where there is one, else in cgroup v2 (no swap).
+    pub fn new(limit: u64) -> Self {
+        let v1 = Path::new("/sys/fs/cgroup/memory");
+        let name = format!("pipetrace-test-mem-{}", std::process::id());
+        let dir = if v1.join("cgroup.procs").exists() {
+            let d = v1.join(&name);
+            let _ = std::fs::create_dir(&d);
+            std::fs::write(d.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+            d
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            std::fs::write(root.join("cgroup.subtree_control"), "+memory").unwrap();
+            let d = root.join(&name);
+            let _ = std::fs::create_dir(&d);
+            std::fs::write(d.join("memory.max"), limit.to_string()).unwrap();
+            let _ = std::fs::write(d.join("memory.swap.max"), "0");
+            d
+        };
+        Self(dir)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
