@@ -48,6 +48,18 @@ fn series(p: &RecvPoint) -> (String, String, String, String) {
     )
 }
 
+/// The burner's `process.cpu.time` points (both modes).
+fn burner_cpu(points: &[RecvPoint]) -> Vec<&RecvPoint> {
+    points
+        .iter()
+        .filter(|p| {
+            p.name == metric::PROCESS_CPU_TIME
+                && p.str(attr::CICD_PIPELINE_TASK_NAME) == "burn"
+                && p.str(attr::TOOL_NAME) == "workload"
+        })
+        .collect()
+}
+
 fn cpu(s: &RecvSpan) -> f64 {
     s.num(attr::CPU_USER_TIME).unwrap() + s.num(attr::CPU_SYSTEM_TIME).unwrap()
 }
@@ -115,14 +127,7 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
         .iter()
         .find(|s| s.is_tool() && s.name == "workload" && s.parent.as_ref() == Some(&burn.span_id))
         .expect("the workload under burn");
-    let cpu_points: Vec<&RecvPoint> = points
-        .iter()
-        .filter(|p| {
-            p.name == metric::PROCESS_CPU_TIME
-                && p.str(attr::CICD_PIPELINE_TASK_NAME) == "burn"
-                && p.str(attr::TOOL_NAME) == "workload"
-        })
-        .collect();
+    let cpu_points = burner_cpu(&points);
     assert!(cpu_points.iter().all(|p| p.temporality == 2), "cumulative");
     // Charted while it ran: points stamped before the task ended, already above zero.
     let live = cpu_points
@@ -191,14 +196,7 @@ async fn delta_temporality_over_http_sums_to_the_exact_total() {
         .iter()
         .find(|s| s.is_tool() && s.name == "workload" && s.num(attr::CPU_USER_TIME).unwrap() > 1.0)
         .expect("the burner");
-    let cpu_points: Vec<_> = points
-        .iter()
-        .filter(|p| {
-            p.name == metric::PROCESS_CPU_TIME
-                && p.str(attr::CICD_PIPELINE_TASK_NAME) == "burn"
-                && p.str(attr::TOOL_NAME) == "workload"
-        })
-        .collect();
+    let cpu_points = burner_cpu(&points);
     assert!(cpu_points.len() > 2);
     assert!(cpu_points.iter().all(|p| p.temporality == 1), "delta");
     let sum: f64 = cpu_points.iter().map(|p| p.value).sum();
