@@ -239,7 +239,10 @@ impl Pipeline {
                     let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
                     usage.stalls = self.metrics.take_stalls(proc.key, end);
                     let pipeline = self.attr.run_name(*run).unwrap_or_default().to_string();
-                    let (wall, r) = ((end - proc.start_ns) as f64 / 1e9, &usage.rollup);
+                    let (wall, r) = (
+                        end.saturating_sub(proc.start_ns) as f64 / 1e9,
+                        &usage.rollup,
+                    );
                     let cpu = r.totals.cpu_ns() as f64 / 1e9;
                     usage.slower =
                         self.history
