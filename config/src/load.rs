@@ -98,6 +98,7 @@ where
     let mut fig = Figment::from(Serialized::defaults(Config::default()));
     let mut layers = Vec::new();
     if let Some(path) = file {
+        refuse_writable_by_others(path)?;
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
             path: path.display().to_string(),
             message: format!("{e}; check the path given to --config"),
@@ -114,6 +115,27 @@ where
     let cfg: Config = fig.extract().map_err(|e| from_figment(e, &layers))?;
     validate(&cfg, file)?;
     Ok(cfg)
+}
+
+/// The config decides what runs with the agent's privileges and where telemetry goes: a
+/// file that other users may change is refused.
+fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(()); // reading it says what is wrong
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(ConfigError::File {
+            path: path.display().to_string(),
+            message: format!(
+                "is writable by other users (mode {mode:03o}); it decides where telemetry goes \
+                 and the agent runs as root: chmod go-w {}",
+                path.display()
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
@@ -245,6 +267,22 @@ mod tests {
         v.iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_config_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = file("export:\n  batch_spans: 10\n");
+        std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = load(Some(f.path()), env(&[]), &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("writable by other users") && err.contains("chmod go-w"),
+            "{err}"
+        );
+        std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(load(Some(f.path()), env(&[]), &Flags::default()).is_ok());
     }
 
     #[test]

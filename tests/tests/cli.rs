@@ -338,3 +338,77 @@ fn doctor_as_root_loads_the_probes_and_reports_what_it_measures() {
     let on = std::fs::read_to_string("/proc/sys/kernel/task_delayacct").unwrap();
     assert_eq!(on.trim(), "1");
 }
+
+#[test]
+fn a_config_other_users_can_write_is_refused_and_nothing_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "open.yaml", "export:\n  batch_spans: 10\n");
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let marker = dir.path().join("ran");
+    let o = pipetrace()
+        .arg("-c")
+        .arg(&cfg)
+        .args(["run", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("writable by other users"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists(), "the command must not have run");
+}
+
+/// The agent reads every process's /proc entry, but never its environment: traced at the
+/// system-call level while it watches a pipeline start and end.
+#[test]
+fn the_agent_never_opens_a_process_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("strace.txt");
+    let mut strace = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=%file", "-o"])
+        .arg(&log)
+        .arg(pipetrace_e2e::pipetrace_bin())
+        .arg("-o")
+        .arg(dir.path().join("agent.otlp.jsonl"))
+        .arg("agent")
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace (Debian package strace)");
+    // Let it seed from /proc, then give it a pipeline to watch.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let st = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "for i in 1 2 3; do cat /proc/self/status >/dev/null; done",
+        ])
+        .env("API_TOKEN", "never-read")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SIGTERM the agent (strace's child), then let strace finish.
+    let agent = std::process::Command::new("pgrep")
+        .args(["-P", &strace.id().to_string()])
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&agent.stdout).trim().to_string();
+    assert!(!pid.is_empty(), "the agent runs under strace");
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let _ = strace.wait();
+    let trace = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        trace.contains("/proc/") && trace.contains("/cmdline"),
+        "the agent read /proc (seeding): {}",
+        &trace[..trace.len().min(2000)]
+    );
+    let environ: Vec<_> = trace.lines().filter(|l| l.contains("environ")).collect();
+    assert!(environ.is_empty(), "environ opened: {environ:?}");
+}
