@@ -141,6 +141,11 @@ pub fn peak_rss_kib() -> Option<u64> {
     self_status_kib("VmHWM:")
 }
 
+/// This process's resident memory now, KiB.
+pub fn rss_kib() -> Option<u64> {
+    self_status_kib("VmRSS:")
+}
+
 /// This process's private memory now (RssAnon), KiB: its own heap, without the ring buffer.
 pub fn private_rss_kib() -> Option<u64> {
     self_status_kib("RssAnon:")

@@ -9,7 +9,10 @@ use crate::{
     event::{Event, ProcKey},
     export::{Exporter, summary::Summary},
     host,
-    signals::{SpanBuilder, metrics::Metrics},
+    signals::{
+        SpanBuilder,
+        metrics::{AgentFigures, Metrics},
+    },
     tree::Tree,
 };
 
@@ -215,11 +218,25 @@ impl Pipeline {
     pub fn metrics_tick(
         &mut self,
         net: &dyn Fn(u32) -> pipetrace_probes_common::Accumulator,
+        lost_events: u64,
     ) -> Option<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>
     {
         self.metrics
             .sample(&mut self.attr, &self.tree, host::boottime_ns(), net);
-        self.metrics.collect()
+        use std::sync::atomic::Ordering::Relaxed;
+        let st = self.exporter.stats();
+        let figures = AgentFigures {
+            lost_events,
+            undecodable: self.undecodable,
+            spans_dropped: st.dropped_queue_full.load(Relaxed),
+            export_failures: st.failed_otlp.load(Relaxed) + st.failed_file.load(Relaxed),
+            usage_missing: self.usage_missing,
+            series_overflowed: self.metrics.overflowed(),
+            processes_known: self.tree.len() as u64,
+            processes_tracked: self.attr.tracked() as u64,
+            rss_bytes: host::rss_kib().unwrap_or(0) * 1024,
+        };
+        self.metrics.collect(&figures)
     }
 
     /// Processes that exited and wait for the kernel's usage report.

@@ -165,6 +165,15 @@ pub mod metric {
     pub const TASK_MEMORY_LIMIT: &str = "pipetrace.task.memory.limit";
     pub const OOM_KILLS: &str = "pipetrace.process.oom_kills";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
+    pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
+    pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
+    pub const AGENT_SPANS_DROPPED: &str = "pipetrace.agent.spans.dropped";
+    pub const AGENT_EXPORT_FAILURES: &str = "pipetrace.agent.export.failures";
+    pub const AGENT_USAGE_MISSING: &str = "pipetrace.agent.usage.missing";
+    pub const AGENT_SERIES_OVERFLOWED: &str = "pipetrace.agent.metric_series.overflowed";
+    pub const AGENT_PROCESSES_KNOWN: &str = "pipetrace.agent.processes.known";
+    pub const AGENT_PROCESSES_TRACKED: &str = "pipetrace.agent.processes.tracked";
+    pub const AGENT_MEMORY_RSS: &str = "pipetrace.agent.memory.rss";
     pub const ALL: &[&str] = &[
         PROCESS_CPU_TIME,
         PROCESS_MEMORY_USAGE,
@@ -176,6 +185,15 @@ pub mod metric {
         TASK_MEMORY_LIMIT,
         OOM_KILLS,
         TASKS_STALLED,
+        AGENT_EVENTS_LOST,
+        AGENT_RECORDS_UNDECODABLE,
+        AGENT_SPANS_DROPPED,
+        AGENT_EXPORT_FAILURES,
+        AGENT_USAGE_MISSING,
+        AGENT_SERIES_OVERFLOWED,
+        AGENT_PROCESSES_KNOWN,
+        AGENT_PROCESSES_TRACKED,
+        AGENT_MEMORY_RSS,
     ];
 }
 

@@ -167,6 +167,20 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
         cpu(tool)
     );
     assert!(total >= 2.5, "2.5 s of CPU: {total}");
+    // The agent's own figures ride along: nothing lost, nothing dropped, what it tracks.
+    let own = |name: &str| {
+        points
+            .iter()
+            .filter(|p| p.name == name)
+            .max_by_key(|p| p.time)
+            .unwrap_or_else(|| panic!("{name} exported"))
+            .value
+    };
+    assert_eq!(own(metric::AGENT_EVENTS_LOST), 0.0);
+    assert_eq!(own(metric::AGENT_SPANS_DROPPED), 0.0);
+    assert_eq!(own(metric::AGENT_EXPORT_FAILURES), 0.0);
+    assert!(own(metric::AGENT_PROCESSES_KNOWN) >= 1.0);
+    assert!(own(metric::AGENT_MEMORY_RSS) > 1_000_000.0);
     // Memory: the small task's peak reached its 32 MiB.
     let peak = points
         .iter()
@@ -232,7 +246,12 @@ async fn ten_thousand_processes_make_a_handful_of_series() {
     assert!(o.status.success(), "{}", stderr(&o));
     let points = rx.metrics();
     check_shape(&points);
-    let sets: BTreeSet<_> = points.iter().map(series).collect();
+    // The pipeline's series (the agent's own figures carry no attributes).
+    let sets: BTreeSet<_> = points
+        .iter()
+        .filter(|p| !p.name.starts_with("pipetrace.agent."))
+        .map(series)
+        .collect();
     let attr_sets: BTreeSet<_> = sets
         .iter()
         .map(|(_, t, tool, _)| (t.clone(), tool.clone()))

@@ -47,7 +47,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             }
             _ = poll.tick() => pipe.poll(false),
             _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
-                if let Some(req) = pipe.metrics_tick(&net) {
+                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
                     mexp.send(req);
                 }
             }
@@ -63,7 +63,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let bad = reader.drain_now(&mut buf);
     pipe.ingest(&mut buf, bad);
     pipe.poll(true);
-    if let Some(req) = pipe.metrics_tick(&net) {
+    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
         mexp.send(req);
     }
     let (events, lost, bad) = (pipe.events, probes.lost_events(), pipe.undecodable);

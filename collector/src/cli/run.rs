@@ -155,7 +155,7 @@ pub async fn run(
             }
             _ = tick.tick() => pipe.poll(false),
             _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
-                if let Some(req) = pipe.metrics_tick(&net) {
+                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
                     mexp.send(req);
                 }
             }
@@ -180,7 +180,7 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The run's final figures, exact for every process that ended.
-    if let Some(req) = pipe.metrics_tick(&net) {
+    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
         mexp.send(req);
     }
     let usage_missing = pipe.usage_missing;

@@ -5,6 +5,7 @@
 //! sample of those still running; a process counts in one series for its whole life, so the
 //! totals only grow. Task names are those the attribution gives while the task runs (for
 //! Snakemake, its rule from the log); once a task's series is chosen it stays.
+mod agent;
 mod proto;
 mod series;
 
@@ -16,6 +17,7 @@ use std::{
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use pipetrace_probes_common::Accumulator;
 
+pub use agent::AgentFigures;
 use series::Table;
 pub use series::{Counters, SeriesKey};
 
@@ -56,6 +58,8 @@ pub struct Metrics {
     /// Running tasks at the last sample, by (pipeline, task name): how many are stalled.
     stalled: BTreeMap<(String, String), u64>,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
+    /// When the agent's own counters started.
+    started: SystemTime,
 }
 
 impl Metrics {
@@ -76,6 +80,7 @@ impl Metrics {
             stalls: Stalls::new(stall_after),
             stalled: BTreeMap::new(),
             resource: proto::resource(resource),
+            started: SystemTime::now(),
         }
     }
 
@@ -282,20 +287,30 @@ impl Metrics {
     }
 
     /// The OTLP request for now; None when there is nothing to report.
-    pub fn collect(&mut self) -> Option<ExportMetricsServiceRequest> {
-        if !self.cfg.enabled || self.table.series.is_empty() {
+    /// The request for now, with the agent's own figures; None when metrics are off.
+    pub fn collect(&mut self, figures: &AgentFigures) -> Option<ExportMetricsServiceRequest> {
+        if !self.cfg.enabled {
             return None;
         }
-        let req = proto::request(
+        // One time stamp for every point of the request.
+        let now = SystemTime::now();
+        let mut req = proto::request(
             &self.table,
             &self.limits,
             &self.stalled,
             &self.resource,
             self.cfg.temporality,
             self.measured,
-            SystemTime::now(),
+            now,
         );
-        let now = SystemTime::now();
+        let own = agent::metrics(figures, self.started, now);
+        if let Some(scope) = req
+            .resource_metrics
+            .first_mut()
+            .and_then(|r| r.scope_metrics.first_mut())
+        {
+            scope.metrics.extend(own);
+        }
         for s in self.table.series.values_mut() {
             s.exported = s.total();
             s.exported_at = now;

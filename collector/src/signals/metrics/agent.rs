@@ -1,0 +1,124 @@
+//! Self-telemetry: what pipetrace itself lost, dropped or failed to send, and how much it
+//! tracks, as `pipetrace.agent.*` metrics. Nothing is lost silently. These stay cumulative
+//! (since the agent started) whatever the temporality of the pipeline metrics.
+use std::time::SystemTime;
+
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Gauge, Metric, NumberDataPoint, Sum, metric::Data,
+    number_data_point::Value,
+};
+use pipetrace_semconv::metric;
+
+/// The agent's own figures at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AgentFigures {
+    /// Kernel records refused by a full ring buffer.
+    pub lost_events: u64,
+    /// Ring-buffer records that did not decode.
+    pub undecodable: u64,
+    /// Spans refused by a full export queue.
+    pub spans_dropped: u64,
+    /// Spans the OTLP endpoint or the file did not take.
+    pub export_failures: u64,
+    /// Processes that ended without a usage report.
+    pub usage_missing: u64,
+    /// Metric attribute sets placed in the overflow series.
+    pub series_overflowed: u64,
+    /// Processes known (the whole host's tree) and in runs now.
+    pub processes_known: u64,
+    pub processes_tracked: u64,
+    pub rss_bytes: u64,
+}
+
+fn nanos(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn point(start: SystemTime, now: SystemTime, v: u64) -> NumberDataPoint {
+    NumberDataPoint {
+        start_time_unix_nano: nanos(start),
+        time_unix_nano: nanos(now),
+        value: Some(Value::AsInt(i64::try_from(v).unwrap_or(i64::MAX))),
+        ..Default::default()
+    }
+}
+
+pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metric> {
+    let counter = |name: &str, unit: &str, description: &str, v: u64| Metric {
+        name: name.into(),
+        unit: unit.into(),
+        description: description.into(),
+        data: Some(Data::Sum(Sum {
+            data_points: vec![point(start, now, v)],
+            aggregation_temporality: AggregationTemporality::Cumulative as i32,
+            is_monotonic: true,
+        })),
+        ..Default::default()
+    };
+    let gauge = |name: &str, unit: &str, description: &str, v: u64| Metric {
+        name: name.into(),
+        unit: unit.into(),
+        description: description.into(),
+        data: Some(Data::Gauge(Gauge {
+            data_points: vec![point(now, now, v)],
+        })),
+        ..Default::default()
+    };
+    vec![
+        counter(
+            metric::AGENT_EVENTS_LOST,
+            "{event}",
+            "Kernel events lost to a full ring buffer",
+            f.lost_events,
+        ),
+        counter(
+            metric::AGENT_RECORDS_UNDECODABLE,
+            "{record}",
+            "Kernel records that did not decode",
+            f.undecodable,
+        ),
+        counter(
+            metric::AGENT_SPANS_DROPPED,
+            "{span}",
+            "Spans dropped by a full export queue",
+            f.spans_dropped,
+        ),
+        counter(
+            metric::AGENT_EXPORT_FAILURES,
+            "{span}",
+            "Spans the OTLP endpoint or file did not take",
+            f.export_failures,
+        ),
+        counter(
+            metric::AGENT_USAGE_MISSING,
+            "{process}",
+            "Processes that ended without a usage report",
+            f.usage_missing,
+        ),
+        counter(
+            metric::AGENT_SERIES_OVERFLOWED,
+            "{series}",
+            "Metric attribute sets put in the overflow series",
+            f.series_overflowed,
+        ),
+        gauge(
+            metric::AGENT_PROCESSES_KNOWN,
+            "{process}",
+            "Processes in the agent's tree",
+            f.processes_known,
+        ),
+        gauge(
+            metric::AGENT_PROCESSES_TRACKED,
+            "{process}",
+            "Processes in runs now",
+            f.processes_tracked,
+        ),
+        gauge(
+            metric::AGENT_MEMORY_RSS,
+            "By",
+            "The agent's resident memory",
+            f.rss_bytes,
+        ),
+    ]
+}
