@@ -141,6 +141,12 @@ impl Agent {
         Self { child, lines }
     }
 
+    /// SIGKILL: a crash, or an OOM kill of the agent itself; nothing is flushed.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM, as systemd or Kubernetes would stop it; asserts a clean exit and returns
     /// the agent's final report.
     pub fn stop(mut self) -> String {
