@@ -39,6 +39,11 @@ impl Awaiting {
         self.entries.is_empty()
     }
 
+    /// The processes waiting.
+    pub fn keys(&self) -> impl Iterator<Item = &ProcKey> {
+        self.entries.keys()
+    }
+
     pub fn exited(&mut self, key: ProcKey, image_peak_bytes: u64) {
         self.entries.insert(
             key,

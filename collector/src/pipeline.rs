@@ -1,5 +1,5 @@
 //! One direction: events -> process tree -> attribution -> signals -> export.
-use std::time::Duration;
+use std::{collections::HashSet, time::Duration};
 
 use crate::{
     accounting::Usage,
@@ -209,7 +209,12 @@ impl Pipeline {
         for (key, usage) in self.awaiting.ready(&self.tree, force) {
             self.settle(key, usage);
         }
-        let finished = self.attr.poll(force);
+        let settling: HashSet<ProcKey> = self
+            .awaiting
+            .keys()
+            .filter_map(|k| self.attr.membership(k).map(|m| m.run))
+            .collect();
+        let finished = self.attr.poll(force, &settling);
         self.emit(finished);
     }
 

@@ -3,6 +3,8 @@
 use super::{
     Attributor, Finished, ProcKey, TaskInfo, executable_name, naming, shell_command, snakemake,
 };
+use std::collections::HashSet;
+
 use crate::{host, tree::Proc};
 
 /// How an ended Snakemake job got its name.
@@ -31,10 +33,16 @@ const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 impl Attributor {
     /// Names the pending Snakemake tasks the log now accounts for; with `force`, all of
     /// them (at the end of `pipetrace run`). Also releases run spans that waited for them.
-    pub fn poll(&mut self, force: bool) -> Vec<Finished> {
+    /// `settling`: runs with processes that ended but whose end is not final yet. Their
+    /// pending tasks wait: the log may already say those jobs ended, and a job named now
+    /// could take one of theirs.
+    pub fn poll(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {
         let mut out = Vec::new();
         let keys: Vec<ProcKey> = self.runs.keys().copied().collect();
         for key in keys {
+            if !force && settling.contains(&key) {
+                continue;
+            }
             for (p, how) in self.resolve(key, force) {
                 let info = Self::info_for(&p, how);
                 out.push(self.task_done(key, p, info));
@@ -75,6 +83,10 @@ impl Attributor {
         }
         let overdue = |p: &Pending| force || p.since.elapsed() > LOG_WAIT;
         let late = run.pending.iter().any(overdue);
+        // Equal matches go to the job that started first: ended jobs reach this list in the
+        // order their usage reports arrive, which is not always the order they ran in.
+        run.pending
+            .sort_by_key(|p| (p.proc.start_ns, p.proc.key.pid));
         let commands: Vec<&str> = run.pending.iter().map(|p| p.command.as_str()).collect();
         let jobs = log.assign(&commands, late);
         let mut resolved = Vec::new();

@@ -171,7 +171,7 @@ fn snakemake_jobs_are_shell_children_and_helpers_are_not() {
     // No Snakemake log here: the job spans wait for one, and the run span for them.
     assert!(s.tasks().is_empty() && !s.out.iter().any(|f| matches!(f, Finished::Run { .. })));
     assert_eq!(s.attr.pending(), 3);
-    let rest = s.attr.poll(true);
+    let rest = s.attr.poll(true, &Default::default());
     s.out.extend(rest);
     assert_eq!(s.attr.pending(), 0);
     let tools = s.tools();
