@@ -85,6 +85,31 @@ pub fn run_script(dir: &Path, script: &str) -> (Vec<spans::RecvSpan>, Output) {
     (read_jsonl(&out), o)
 }
 
+/// Waits (up to 30 s) until a process named `comm` runs with `dir` as its working directory:
+/// other tests run their own processes of the same name elsewhere.
+pub fn wait_for_process(dir: &Path, comm: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let found = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                let p = e.path();
+                std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == comm)
+                    && std::fs::read_link(p.join("cwd")).is_ok_and(|c| c == dir)
+            });
+        if found {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{comm} never ran in {}",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -2,27 +2,7 @@
 //! tree from /proc, and the spans it sends join the first one's trace with the same ids.
 use std::time::Duration;
 
-use pipetrace_e2e::{Agent, receiver::Receiver, spans::Trace};
-
-/// Waits until a process named `comm` runs in `dir`.
-fn wait_for_process(dir: &std::path::Path, comm: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let found = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .any(|e| {
-                let p = e.path();
-                std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == comm)
-                    && std::fs::read_link(p.join("cwd")).is_ok_and(|c| c == dir)
-            });
-        if found {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "{comm} never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use pipetrace_e2e::{Agent, receiver::Receiver, spans::Trace, wait_for_process};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_agent_continues_the_same_trace() {

@@ -473,24 +473,7 @@ async fn agent_started_mid_run_picks_it_up_from_proc() {
         .expect("snakemake");
     // Wait until the slow job's sleep runs (in this pipeline's directory: other tests run
     // their own sleeps), then start the agent.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let slow_job_runs = || {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .any(|e| {
-                let p = e.path();
-                std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == "sleep")
-                    && std::fs::read_link(p.join("cwd")).is_ok_and(|c| c == dir.path())
-            })
-    };
-    while !slow_job_runs() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the slow job never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    pipetrace_e2e::wait_for_process(dir.path(), "sleep");
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
     assert!(snakemake.wait().unwrap().success());
     let spans = run_trace(&rx, dir.path()).await;
