@@ -9,7 +9,7 @@ use std::{
 use crate::{accounting::Usage, event::ProcKey, tree::Tree};
 
 struct Entry {
-    since: Instant,
+    since: Duration,
     usage: Option<Usage>,
     image_peak_bytes: u64,
 }
@@ -17,6 +17,26 @@ struct Entry {
 pub struct Awaiting {
     entries: HashMap<ProcKey, Entry>,
     wait: Duration,
+    clock: Clock,
+}
+
+/// Time the agent was running to see reports. A paused VM or a stopped agent makes the wall
+/// clock jump; counting that jump as waiting would give up on reports still in the queue.
+struct Clock {
+    last: Instant,
+    now: Duration,
+}
+
+/// The most one step of [`Clock`] may count: more than any pause between two polls.
+const MAX_STEP: Duration = Duration::from_secs(1);
+
+impl Clock {
+    fn advance(&mut self) -> Duration {
+        let t = Instant::now();
+        self.now += t.duration_since(self.last).min(MAX_STEP);
+        self.last = t;
+        self.now
+    }
 }
 
 impl Awaiting {
@@ -24,6 +44,10 @@ impl Awaiting {
         Self {
             entries: HashMap::new(),
             wait,
+            clock: Clock {
+                last: Instant::now(),
+                now: Duration::ZERO,
+            },
         }
     }
 
@@ -45,10 +69,11 @@ impl Awaiting {
     }
 
     pub fn exited(&mut self, key: ProcKey, image_peak_bytes: u64) {
+        let since = self.clock.advance();
         self.entries.insert(
             key,
             Entry {
-                since: Instant::now(),
+                since,
                 usage: None,
                 image_peak_bytes,
             },
@@ -70,6 +95,7 @@ impl Awaiting {
     /// `force` or past the wait, the rest without a report.
     pub fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
         let mut out = Vec::new();
+        let now = self.clock.advance();
         loop {
             let mut blocked: HashSet<ProcKey> = HashSet::new();
             for k in self.entries.keys() {
@@ -80,8 +106,7 @@ impl Awaiting {
                 .entries
                 .iter()
                 .filter(|(k, e)| {
-                    !blocked.contains(k)
-                        && (e.usage.is_some() || force || e.since.elapsed() >= wait)
+                    !blocked.contains(k) && (e.usage.is_some() || force || now - e.since >= wait)
                 })
                 .map(|(k, _)| *k)
                 .collect();
@@ -140,5 +165,23 @@ mod tests {
         let got = a.ready(&tree, true);
         assert_eq!(got.iter().map(|(k, _)| k.pid).collect::<Vec<_>>(), [2, 1]);
         assert!(got.iter().all(|(_, u)| u.is_none()));
+    }
+
+    #[test]
+    fn a_clock_jump_is_not_waiting_but_real_time_is() {
+        let mut tree = Tree::default();
+        tree.fork(key(1), 0, key(0), "a".into());
+        let mut a = Awaiting::new(Duration::from_millis(1500));
+        a.exited(key(1), 0);
+        // As after a paused VM: the wall clock moved 30 s between two polls.
+        a.clock.last -= Duration::from_secs(30);
+        assert!(
+            a.ready(&tree, false).is_empty(),
+            "a jump counts as 1 s at most"
+        );
+        std::thread::sleep(Duration::from_millis(600));
+        let got = a.ready(&tree, false);
+        assert_eq!(got.len(), 1, "1.6 s of real waiting gives up on the report");
+        assert!(got[0].1.is_none());
     }
 }

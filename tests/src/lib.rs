@@ -41,6 +41,8 @@ pub fn pipetrace() -> Command {
     }
     // Task history of this test process only: other tests' runs must not make it "usual".
     c.env("PIPETRACE_DIAGNOSIS__STATE_DIR", state_dir());
+    // Files a run writes by default (reports) land there too, not in the source tree.
+    c.current_dir(state_dir());
     c
 }
 

@@ -456,6 +456,14 @@ fn runs_with_only_cap_bpf_and_cap_perfmon() {
         .iter()
         .find(|s| s.is_tool() && s.name == "workload")
         .expect("the workload's span");
-    assert!(tool.num("pipetrace.cpu.user_time").unwrap() >= 0.15);
-    assert!(tool.num("pipetrace.memory.peak").unwrap() > 0.0);
+    let why = || format!("the workload's usage is missing: {}", stderr(&o));
+    let cpu = tool
+        .num("pipetrace.cpu.user_time")
+        .unwrap_or_else(|| panic!("{}", why()));
+    assert!(cpu >= 0.15, "{cpu}");
+    assert!(
+        tool.num("pipetrace.memory.peak")
+            .unwrap_or_else(|| panic!("{}", why()))
+            > 0.0
+    );
 }

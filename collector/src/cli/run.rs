@@ -166,18 +166,22 @@ pub async fn run(
     // still committing can hold the queue for a moment: drain until the run span is out.
     // Snakemake logs a job's end just after it: give the log that moment, then name
     // whatever still waits as best it can.
-    let deadline = Instant::now() + Duration::from_secs(2);
+    // Counted in drains, not by the clock: a paused VM must not cut the wait short.
+    const DRAIN_EVERY: Duration = Duration::from_millis(10);
+    let grace = cfg.probes.usage_wait.max(Duration::from_secs(2));
+    let mut drains = 0u32;
     loop {
         let bad = reader.drain_now(&mut buf);
         pipe.ingest(&mut buf, bad);
-        let late = Instant::now() > deadline;
+        drains += 1;
+        let late = DRAIN_EVERY * drains > grace;
         if late {
             pipe.poll(true);
         }
         if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(DRAIN_EVERY).await;
     }
     // The run's final figures, exact for every process that ended.
     if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
