@@ -34,6 +34,7 @@ pub struct Pipeline {
     awaiting: Awaiting,
     /// Processes that ended without a usage report (not reaped within `usage_wait`).
     pub usage_missing: u64,
+    over_memory_limit: bool,
     pub metrics: Metrics,
     history: History,
 }
@@ -58,6 +59,7 @@ impl Pipeline {
             undecodable: 0,
             awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
+            over_memory_limit: false,
             metrics,
             history: History::new(&pipetrace_config::Diagnosis::default()),
         }
@@ -224,6 +226,7 @@ impl Pipeline {
         &mut self,
         net: &dyn Fn(u32) -> pipetrace_probes_common::Accumulator,
         lost_events: u64,
+        metric_export: &crate::export::metrics::MetricStats,
     ) -> Option<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>
     {
         self.metrics
@@ -233,8 +236,13 @@ impl Pipeline {
         let figures = AgentFigures {
             lost_events,
             undecodable: self.undecodable,
-            spans_dropped: st.dropped_queue_full.load(Relaxed),
-            export_failures: st.failed_otlp.load(Relaxed) + st.failed_file.load(Relaxed),
+            spans_dropped: st.dropped_queue_full.load(Relaxed) + st.otlp.dropped.load(Relaxed),
+            export_failures: st.otlp.failed.load(Relaxed) + st.failed_file.load(Relaxed),
+            export_retries: st.otlp.retries.load(Relaxed)
+                + metric_export.otlp.retries.load(Relaxed),
+            spans_spooled: st.otlp.spooled.load(Relaxed),
+            export_queue_bytes: st.otlp.queued_bytes.load(Relaxed)
+                + metric_export.otlp.queued_bytes.load(Relaxed),
             usage_missing: self.usage_missing,
             series_overflowed: self.metrics.overflowed(),
             processes_known: self.tree.len() as u64,
@@ -242,6 +250,31 @@ impl Pipeline {
             rss_bytes: host::rss_kib().unwrap_or(0) * 1024,
         };
         self.metrics.collect(&figures)
+    }
+
+    /// Past the memory limit, telemetry waiting in memory goes to the spool, or is dropped
+    /// and counted: the agent must not grow without bound while a backend is away.
+    pub fn enforce_memory_limit(
+        &mut self,
+        limit_bytes: u64,
+        mexp: &crate::export::metrics::MetricsExporter,
+    ) {
+        let Some(rss) = host::rss_kib().map(|k| k * 1024) else {
+            return;
+        };
+        if rss <= limit_bytes {
+            self.over_memory_limit = false;
+            return;
+        }
+        let moved = self.exporter.spill() + mexp.spill();
+        if !std::mem::replace(&mut self.over_memory_limit, true) {
+            log::warn!(
+                "resident memory {} MiB is over export.memory_limit ({} MiB): {moved} queued \
+                 items moved to the spool or dropped (counted)",
+                rss >> 20,
+                limit_bytes >> 20
+            );
+        }
     }
 
     /// Processes that exited and wait for the kernel's usage report.

@@ -3,7 +3,16 @@
 use serde_json::{Map, Value};
 
 /// OTEL_EXPORTER_OTLP_{X} and OTEL_EXPORTER_OTLP_TRACES_{X} -> export.otlp[.traces].{x}.
-const OTLP_KEYS: [&str; 5] = ["ENDPOINT", "PROTOCOL", "HEADERS", "TIMEOUT", "COMPRESSION"];
+const OTLP_KEYS: [&str; 8] = [
+    "ENDPOINT",
+    "PROTOCOL",
+    "HEADERS",
+    "TIMEOUT",
+    "COMPRESSION",
+    "CERTIFICATE",
+    "CLIENT_KEY",
+    "CLIENT_CERTIFICATE",
+];
 
 pub(crate) fn insert(root: &mut Map<String, Value>, path: &[&str], value: Value) {
     let (last, parents) = path.split_last().expect("non-empty path");
@@ -151,6 +160,20 @@ mod tests {
         assert_eq!(v["export"]["otlp"]["headers"]["api-key"], "a=b");
         assert_eq!(v["export"]["otlp"]["timeout"], "2500ms");
         assert_eq!(v["resource_attributes"]["deployment.environment"], "prod");
+        let tls = vars(&[
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem"),
+            ("OTEL_EXPORTER_OTLP_CLIENT_KEY", "/etc/key.pem"),
+            (
+                "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE",
+                "/etc/m.pem",
+            ),
+        ]);
+        assert_eq!(tls["export"]["otlp"]["certificate"], "/etc/ca.pem");
+        assert_eq!(tls["export"]["otlp"]["client_key"], "/etc/key.pem");
+        assert_eq!(
+            tls["export"]["otlp"]["metrics"]["client_certificate"],
+            "/etc/m.pem"
+        );
         assert!(v.get("path").is_none());
         let m = vars(&[
             ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "Delta"),

@@ -1,7 +1,9 @@
 //! pipetrace's configuration: a typed model ([`model`]) and its layered loading ([`load`]).
 pub mod env;
+pub mod export;
 pub mod load;
 pub mod model;
 
+pub use export::*;
 pub use load::{ConfigError, Flags, load};
 pub use model::*;

@@ -7,10 +7,7 @@ use figment::{
 };
 use serde::Serialize;
 
-use crate::{
-    env::insert,
-    model::{Config, Protocol},
-};
+use crate::{env::insert, export::Protocol, model::Config};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -254,7 +251,7 @@ pub fn default_yaml() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Compression;
+    use crate::export::Compression;
     use std::io::Write;
 
     fn file(yaml: &str) -> tempfile::NamedTempFile {

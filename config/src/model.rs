@@ -3,6 +3,8 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
+use crate::export::Export;
+
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -186,81 +188,6 @@ impl Default for Metrics {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-pub enum Protocol {
-    #[default]
-    #[serde(rename = "grpc")]
-    Grpc,
-    #[serde(rename = "http/protobuf")]
-    HttpProtobuf,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    #[default]
-    None,
-    Gzip,
-    Zstd,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct OtlpSettings {
-    pub endpoint: Option<String>,
-    pub protocol: Option<Protocol>,
-    pub headers: BTreeMap<String, String>,
-    #[serde(with = "humantime_serde")]
-    pub timeout: Option<Duration>,
-    pub compression: Option<Compression>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Otlp {
-    /// Base endpoint; for HTTP, `/v1/traces` is appended (OTEL_EXPORTER_OTLP_ENDPOINT).
-    pub endpoint: Option<String>,
-    pub protocol: Option<Protocol>,
-    pub headers: BTreeMap<String, String>,
-    #[serde(with = "humantime_serde")]
-    pub timeout: Option<Duration>,
-    pub compression: Option<Compression>,
-    /// Trace-only settings; each one present wins over the general one
-    /// (OTEL_EXPORTER_OTLP_TRACES_*). Its endpoint is used as is.
-    pub traces: OtlpSettings,
-    /// Metric-only settings, likewise (OTEL_EXPORTER_OTLP_METRICS_*).
-    pub metrics: OtlpSettings,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Export {
-    pub otlp: Otlp,
-    /// OTLP JSON lines file. Written when set, and by default when no OTLP endpoint is set.
-    pub file: Option<PathBuf>,
-    /// Spans waiting for export at most; past it, spans are dropped and counted.
-    pub queue_spans: usize,
-    pub batch_spans: usize,
-    #[serde(with = "humantime_serde")]
-    pub batch_timeout: Duration,
-    /// How long `pipetrace run` waits at the end for telemetry to leave.
-    #[serde(with = "humantime_serde")]
-    pub flush_timeout: Duration,
-}
-
-impl Default for Export {
-    fn default() -> Self {
-        Self {
-            otlp: Otlp::default(),
-            file: None,
-            queue_spans: 200_000,
-            batch_spans: 2048,
-            batch_timeout: Duration::from_millis(500),
-            flush_timeout: Duration::from_secs(15),
-        }
-    }
-}
-
 /// What to match on a process. Every field given must match; regexes are searched.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -340,79 +267,5 @@ impl Default for Summary {
             max_tasks: 30,
             max_tools_per_task: 8,
         }
-    }
-}
-
-impl Otlp {
-    /// The trace endpoint as the OTLP exporter spec resolves it, or None for "not configured".
-    pub fn traces_endpoint(&self) -> Option<String> {
-        if let Some(e) = &self.traces.endpoint {
-            return Some(e.clone());
-        }
-        let base = self.endpoint.as_ref()?;
-        Some(match self.protocol() {
-            Protocol::Grpc => base.clone(),
-            Protocol::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
-        })
-    }
-
-    pub fn protocol(&self) -> Protocol {
-        self.traces.protocol.or(self.protocol).unwrap_or_default()
-    }
-
-    /// The metrics endpoint, resolved as for traces (`/v1/metrics` appended for HTTP).
-    pub fn metrics_endpoint(&self) -> Option<String> {
-        if let Some(e) = &self.metrics.endpoint {
-            return Some(e.clone());
-        }
-        let base = self.endpoint.as_ref()?;
-        Some(match self.metrics_protocol() {
-            Protocol::Grpc => base.clone(),
-            Protocol::HttpProtobuf => format!("{}/v1/metrics", base.trim_end_matches('/')),
-        })
-    }
-
-    pub fn metrics_protocol(&self) -> Protocol {
-        self.metrics.protocol.or(self.protocol).unwrap_or_default()
-    }
-
-    pub fn metrics_timeout(&self) -> Duration {
-        self.metrics
-            .timeout
-            .or(self.timeout)
-            .unwrap_or(Duration::from_secs(10))
-    }
-
-    pub fn metrics_compression(&self) -> Compression {
-        self.metrics
-            .compression
-            .or(self.compression)
-            .unwrap_or_default()
-    }
-
-    pub fn metrics_headers(&self) -> BTreeMap<String, String> {
-        let mut h = self.headers.clone();
-        h.extend(self.metrics.headers.clone());
-        h
-    }
-
-    pub fn timeout(&self) -> Duration {
-        self.traces
-            .timeout
-            .or(self.timeout)
-            .unwrap_or(Duration::from_secs(10))
-    }
-
-    pub fn compression(&self) -> Compression {
-        self.traces
-            .compression
-            .or(self.compression)
-            .unwrap_or_default()
-    }
-
-    pub fn headers(&self) -> BTreeMap<String, String> {
-        let mut h = self.headers.clone();
-        h.extend(self.traces.headers.clone());
-        h
     }
 }

@@ -174,6 +174,9 @@ pub mod metric {
     pub const AGENT_PROCESSES_KNOWN: &str = "pipetrace.agent.processes.known";
     pub const AGENT_PROCESSES_TRACKED: &str = "pipetrace.agent.processes.tracked";
     pub const AGENT_MEMORY_RSS: &str = "pipetrace.agent.memory.rss";
+    pub const AGENT_EXPORT_RETRIES: &str = "pipetrace.agent.export.retries";
+    pub const AGENT_SPANS_SPOOLED: &str = "pipetrace.agent.spans.spooled";
+    pub const AGENT_EXPORT_QUEUE_USAGE: &str = "pipetrace.agent.export.queue.usage";
     pub const ALL: &[&str] = &[
         PROCESS_CPU_TIME,
         PROCESS_MEMORY_USAGE,
@@ -194,6 +197,9 @@ pub mod metric {
         AGENT_PROCESSES_KNOWN,
         AGENT_PROCESSES_TRACKED,
         AGENT_MEMORY_RSS,
+        AGENT_EXPORT_RETRIES,
+        AGENT_SPANS_SPOOLED,
+        AGENT_EXPORT_QUEUE_USAGE,
     ];
 }
 

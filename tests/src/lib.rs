@@ -4,6 +4,8 @@ pub mod cgroup;
 pub mod metrics;
 pub mod receiver;
 pub mod spans;
+pub mod tls;
+mod tls_server;
 
 use std::{
     path::{Path, PathBuf},

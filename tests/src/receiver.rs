@@ -1,9 +1,10 @@
 //! An OTLP trace and metrics receiver over gRPC (the opentelemetry-proto tonic services) and
 //! over HTTP/protobuf (POST /v1/traces, /v1/metrics), keeping what it receives.
 use std::{
+    collections::VecDeque,
     net::SocketAddr,
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use axum::{Router, body::Bytes, extract::State, http::StatusCode, routing::post};
@@ -23,8 +24,21 @@ use crate::{
     spans::{RecvSpan, flatten},
 };
 
+/// An answer the receiver gives to the next trace request instead of taking it.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    Http {
+        status: u16,
+        retry_after: Option<String>,
+    },
+    Grpc(tonic::Code),
+}
+
 #[derive(Clone, Default)]
 struct Store {
+    faults: Arc<Mutex<VecDeque<Fault>>>,
+    /// When each trace request came, and whether it was taken.
+    requests: Arc<Mutex<Vec<(Instant, bool)>>>,
     spans: Arc<Mutex<Vec<RecvSpan>>>,
     metrics: Arc<Mutex<Vec<RecvPoint>>>,
     /// `name=value` of every `x-` request header seen (auth and tenant headers).
@@ -32,6 +46,14 @@ struct Store {
 }
 
 impl Store {
+    /// The planted fault for this trace request, if any (the request is then not taken).
+    fn fault(&self) -> Option<Fault> {
+        let f = self.faults.lock().expect("faults lock").pop_front();
+        let mut r = self.requests.lock().expect("requests lock");
+        r.push((Instant::now(), f.is_none()));
+        f
+    }
+
     fn add(&self, req: ExportTraceServiceRequest) {
         self.spans.lock().expect("store lock").extend(flatten(req));
     }
@@ -58,6 +80,11 @@ impl TraceService for Store {
                 .iter()
                 .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
         );
+        match self.fault() {
+            Some(Fault::Grpc(code)) => return Err(tonic::Status::new(code, "planted fault")),
+            Some(Fault::Http { .. }) => return Err(tonic::Status::unavailable("planted fault")),
+            None => {}
+        }
         self.add(request.into_inner());
         Ok(tonic::Response::new(ExportTraceServiceResponse {
             partial_success: None,
@@ -69,13 +96,28 @@ async fn http_traces(
     State(store): State<Store>,
     headers: axum::http::HeaderMap,
     body: Bytes,
-) -> (StatusCode, Vec<u8>) {
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
     store.saw(
         headers
             .iter()
             .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
     );
-    match ExportTraceServiceRequest::decode(body) {
+    if let Some(f) = store.fault() {
+        let (status, retry_after) = match f {
+            Fault::Http {
+                status,
+                retry_after,
+            } => (status, retry_after),
+            Fault::Grpc(_) => (503, None),
+        };
+        let status = StatusCode::from_u16(status).expect("status");
+        return match retry_after {
+            Some(ra) => (status, [("retry-after", ra)]).into_response(),
+            None => status.into_response(),
+        };
+    }
+    let r = match ExportTraceServiceRequest::decode(body) {
         Ok(req) => {
             store.add(req);
             (
@@ -87,7 +129,8 @@ async fn http_traces(
             )
         }
         Err(_) => (StatusCode::BAD_REQUEST, Vec::new()),
-    }
+    };
+    r.into_response()
 }
 
 #[tonic::async_trait]
@@ -122,14 +165,42 @@ pub struct Receiver {
     pub grpc: SocketAddr,
     pub http: SocketAddr,
     store: Store,
+    tls: bool,
+}
+
+/// How to start a receiver.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// Serve TLS with the server certificate, and require a client certificate signed by
+    /// the CA (mutual TLS).
+    pub tls: Option<&'a crate::tls::Certs>,
+    /// Fixed ports (a backend coming back where it was); free ones otherwise.
+    pub ports: Option<(u16, u16)>,
+}
+
+/// A free loopback port, for a receiver started later.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 impl Receiver {
     /// Listens on two free loopback ports.
     pub async fn start() -> Self {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(opts: Options<'_>) -> Self {
         let store = Store::default();
-        let grpc_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind gRPC");
-        let http_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind HTTP");
+        let (gp, hp) = opts.ports.unwrap_or((0, 0));
+        let grpc_listener = TcpListener::bind(("127.0.0.1", gp))
+            .await
+            .expect("bind gRPC");
+        let http_listener = TcpListener::bind(("127.0.0.1", hp))
+            .await
+            .expect("bind HTTP");
         let (grpc, http) = (
             grpc_listener.local_addr().unwrap(),
             http_listener.local_addr().unwrap(),
@@ -141,9 +212,20 @@ impl Receiver {
         let metrics = MetricsServiceServer::new(store.clone())
             .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
             .accept_compressed(tonic::codec::CompressionEncoding::Zstd);
+        let mut server = tonic::transport::Server::builder();
+        if let Some(c) = opts.tls {
+            let pem = |p: &std::path::Path| std::fs::read(p).expect("test certificate");
+            let tls = tonic::transport::ServerTlsConfig::new()
+                .identity(tonic::transport::Identity::from_pem(
+                    pem(&c.server_cert),
+                    pem(&c.server_key),
+                ))
+                .client_ca_root(tonic::transport::Certificate::from_pem(pem(&c.ca)));
+            server = server.tls_config(tls).expect("server TLS");
+        }
         tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(grpc_listener);
-            tonic::transport::Server::builder()
+            server
                 .add_service(svc)
                 .add_service(metrics)
                 .serve_with_incoming(incoming)
@@ -154,20 +236,51 @@ impl Receiver {
             .route("/v1/traces", post(http_traces))
             .route("/v1/metrics", post(http_metrics))
             .with_state(store.clone());
-        tokio::spawn(async move {
-            axum::serve(http_listener, app)
-                .await
-                .expect("HTTP receiver")
-        });
-        Self { grpc, http, store }
+        let tls = opts.tls.is_some();
+        match opts.tls {
+            Some(c) => {
+                tokio::spawn(crate::tls_server::serve(http_listener, app, c.into()));
+            }
+            None => {
+                tokio::spawn(async move {
+                    axum::serve(http_listener, app)
+                        .await
+                        .expect("HTTP receiver")
+                });
+            }
+        }
+        Self {
+            grpc,
+            http,
+            store,
+            tls,
+        }
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
     }
 
     pub fn grpc_url(&self) -> String {
-        format!("http://{}", self.grpc)
+        format!("{}://{}", self.scheme(), self.grpc)
     }
 
     pub fn http_url(&self) -> String {
-        format!("http://{}", self.http)
+        format!("{}://{}", self.scheme(), self.http)
+    }
+
+    /// Answers the next trace requests with these faults, in order.
+    pub fn fail_next(&self, faults: impl IntoIterator<Item = Fault>) {
+        self.store
+            .faults
+            .lock()
+            .expect("faults lock")
+            .extend(faults);
+    }
+
+    /// When each trace request came, and whether it was taken.
+    pub fn trace_requests(&self) -> Vec<(Instant, bool)> {
+        self.store.requests.lock().expect("requests lock").clone()
     }
 
     pub fn spans(&self) -> Vec<RecvSpan> {

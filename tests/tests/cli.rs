@@ -467,3 +467,23 @@ fn runs_with_only_cap_bpf_and_cap_perfmon() {
             > 0.0
     );
 }
+
+/// pipetrace ignores SIGPIPE for its own sockets; the command it wraps must not inherit
+/// that: `yes | head -1` ends `yes` by SIGPIPE as it does without pipetrace.
+#[test]
+fn the_wrapped_command_keeps_the_default_sigpipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spans, o) = pipetrace_e2e::run_script(dir.path(), "yes | head -1 >/dev/null");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let yes = spans
+        .iter()
+        .find(|s| s.is_tool() && s.name == "yes")
+        .expect("the yes span");
+    assert_eq!(
+        yes.str("pipetrace.process.signal"),
+        "SIGPIPE",
+        "{:?}",
+        yes.attrs
+    );
+    assert!(!stderr(&o).contains("Broken pipe"), "{}", stderr(&o));
+}

@@ -6,10 +6,7 @@ use pipetrace_config::Config;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::run::{Prepared, pipeline, prepare};
-use crate::{
-    attribution::{Attributor, Mode},
-    export::Exporter,
-};
+use crate::attribution::{Attributor, Mode};
 
 pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let Prepared {
@@ -19,10 +16,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     } = prepare(cfg)?;
     let mut reader = probes.take_reader()?;
     let default_file = PathBuf::from("/var/lib/pipetrace/traces.otlp.jsonl");
-    let exporter = Exporter::start(cfg, &host, default_file)?;
+    let (exporter, mexp) = super::run::exporters(cfg, &host, default_file)?;
     let dest = exporter.destinations.clone();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns)?;
-    let (mut pipe, mexp) = pipeline(cfg, &host, attr, builder, exporter, false)?;
+    let mut pipe = pipeline(cfg, &host, attr, builder, exporter, false)?;
     pipe.seed();
     log::warn!(
         "pipetrace agent watching {} processes ({} in runs); exporting to {}",
@@ -45,9 +42,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             r = reader.next_batch(&mut buf) => {
                 pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
-            _ = poll.tick() => pipe.poll(false),
+            _ = poll.tick() => {
+                pipe.poll(false);
+                pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
+            }
             _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
-                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
+                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
                     mexp.send(req);
                 }
             }
@@ -63,7 +63,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let bad = reader.drain_now(&mut buf);
     pipe.ingest(&mut buf, bad);
     pipe.poll(true);
-    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
+    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
         mexp.send(req);
     }
     let (events, lost, bad) = (pipe.events, probes.lost_events(), pipe.undecodable);
@@ -84,8 +84,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
          {} spans queued, \
          {} dropped (queue full), {} OTLP failures, peak RSS {} KiB, private {} KiB{}",
         stats.queued.load(Relaxed),
-        stats.dropped_queue_full.load(Relaxed),
-        stats.failed_otlp.load(Relaxed),
+        stats.dropped_queue_full.load(Relaxed) + stats.otlp.dropped.load(Relaxed),
+        stats.otlp.failed.load(Relaxed),
         crate::host::peak_rss_kib().unwrap_or(0),
         crate::host::private_rss_kib().unwrap_or(0),
         if flushed { "" } else { "; flush timed out" }

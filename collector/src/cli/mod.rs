@@ -23,7 +23,13 @@ pub const EXIT_USAGE: i32 = 2;
 )]
 pub struct Cli {
     /// YAML config file (defaults < file < environment < flags).
-    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        short = 'c',
+        global = true,
+        value_name = "FILE",
+        env = "PIPETRACE_CONFIG"
+    )]
     config: Option<PathBuf>,
     /// OTLP endpoint, e.g. http://localhost:4317 (gRPC) or http://localhost:4318 (HTTP).
     #[arg(long, global = true, value_name = "URL")]
@@ -135,6 +141,10 @@ pub fn main() -> i32 {
                 Ok(c) => c,
                 Err(e) => return config_failed(e),
             };
+            // A backend that closes its socket must not end the agent: writes get EPIPE.
+            // The wrapped command gets the default back (`run`'s pre_exec).
+            // SAFETY: before any thread of the runtime starts.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -161,8 +171,10 @@ pub fn main() -> i32 {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("pipetrace: error: {e:#}");
-                    e.downcast_ref::<run::UsageError>()
-                        .map_or(1, |_| EXIT_USAGE)
+                    // A setting that cannot work is a usage error, as a bad config is.
+                    let usage = e.downcast_ref::<run::UsageError>().is_some()
+                        || e.downcast_ref::<crate::export::ExportError>().is_some();
+                    if usage { EXIT_USAGE } else { 1 }
                 }
             }
         }

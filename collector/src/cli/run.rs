@@ -64,9 +64,8 @@ pub(super) fn pipeline(
     builder: SpanBuilder,
     exporter: Exporter,
     summary: bool,
-) -> anyhow::Result<(Pipeline, MetricsExporter)> {
+) -> anyhow::Result<Pipeline> {
     let measured = builder.measured();
-    let mexp = MetricsExporter::start(cfg, metrics_file(exporter.destinations.file.as_deref()))?;
     let metrics = Metrics::new(
         &cfg.metrics,
         measured,
@@ -76,7 +75,18 @@ pub(super) fn pipeline(
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_history(History::new(&cfg.diagnosis));
-    Ok((pipe, mexp))
+    Ok(pipe)
+}
+
+/// Both sinks, started before anything else so that a bad setting starts nothing.
+pub(super) fn exporters(
+    cfg: &Config,
+    host: &HostInfo,
+    default_file: PathBuf,
+) -> Result<(Exporter, MetricsExporter), crate::export::ExportError> {
+    let exporter = Exporter::start(cfg, host, default_file)?;
+    let mexp = MetricsExporter::start(cfg, metrics_file(exporter.destinations.file.as_deref()))?;
+    Ok((exporter, mexp))
 }
 
 fn default_file(dir: Option<&Path>) -> PathBuf {
@@ -109,12 +119,20 @@ pub async fn run(
         builder,
     } = prepare(cfg)?;
     let mut reader = probes.take_reader()?;
-    let exporter = Exporter::start(cfg, &host, default_file(cwd))?;
+    let (exporter, mexp) = exporters(cfg, &host, default_file(cwd))?;
 
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
+    // SAFETY: only signal(2), async-signal-safe, between fork and exec. An ignored SIGPIPE
+    // would be inherited: `yes | head` in the pipeline must end as it does without us.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
@@ -122,6 +140,7 @@ pub async fn run(
         Ok(c) => c,
         Err(e) => {
             let _ = exporter.shutdown(Duration::from_secs(1)).await;
+            let _ = mexp.shutdown(Duration::from_secs(1)).await;
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -142,7 +161,7 @@ pub async fn run(
     )?;
     // The summary also feeds the HTML report: kept whenever either is wanted.
     let keep = print_summary || cfg.report.html;
-    let (mut pipe, mexp) = pipeline(cfg, &host, attr, builder, exporter, keep)?;
+    let mut pipe = pipeline(cfg, &host, attr, builder, exporter, keep)?;
 
     let mut buf = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -153,9 +172,12 @@ pub async fn run(
             r = reader.next_batch(&mut buf) => {
                 pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
-            _ = tick.tick() => pipe.poll(false),
+            _ = tick.tick() => {
+                pipe.poll(false);
+                pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
+            }
             _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
-                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
+                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
                     mexp.send(req);
                 }
             }
@@ -184,7 +206,7 @@ pub async fn run(
         tokio::time::sleep(DRAIN_EVERY).await;
     }
     // The run's final figures, exact for every process that ended.
-    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events()) {
+    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
         mexp.send(req);
     }
     let usage_missing = pipe.usage_missing;
@@ -199,7 +221,8 @@ pub async fn run(
     let metrics_flushed = mexp.shutdown(cfg.export.flush_timeout).await;
     if !exporter.shutdown(cfg.export.flush_timeout).await || !metrics_flushed {
         eprintln!(
-            "pipetrace: telemetry not fully sent within {}; the rest is lost",
+            "pipetrace: telemetry not fully sent within {}; the rest is spooled or counted \
+             as dropped below",
             humantime::format_duration(cfg.export.flush_timeout)
         );
     }

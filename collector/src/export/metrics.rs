@@ -1,4 +1,5 @@
-//! The metrics sink: OTLP over gRPC or HTTP/protobuf, and/or an OTLP JSON lines file.
+//! The metrics sink: OTLP over gRPC or HTTP/protobuf (through the shared outbox, with its
+//! retries and spool), and/or an OTLP JSON lines file.
 use std::{
     io::Write,
     path::PathBuf,
@@ -9,149 +10,31 @@ use std::{
     time::Duration,
 };
 
-use opentelemetry_proto::tonic::collector::metrics::v1::{
-    ExportMetricsServiceRequest, metrics_service_client::MetricsServiceClient,
-};
-use pipetrace_config::{Compression, Protocol};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use pipetrace_config::SignalKind;
 use prost::Message;
 use tokio::sync::mpsc;
-use tonic::{
-    codec::CompressionEncoding,
-    metadata::{MetadataKey, MetadataValue},
-    transport::Channel,
-};
 
-use super::OtlpError;
+use super::otlp::{Batch, OutboxStats, Sender};
 
 /// Counters of metric exports (requests, one per interval).
 #[derive(Debug, Default)]
 pub struct MetricStats {
-    pub exported: AtomicU64,
-    pub failed: AtomicU64,
     pub written_file: AtomicU64,
     pub failed_file: AtomicU64,
-    /// Requests refused because the queue was full (the backend is far behind).
+    /// Requests refused because the queue was full (the exporter is far behind).
     pub dropped: AtomicU64,
-}
-
-enum Otlp {
-    Grpc {
-        client: MetricsServiceClient<Channel>,
-        headers: Vec<(
-            MetadataKey<tonic::metadata::Ascii>,
-            MetadataValue<tonic::metadata::Ascii>,
-        )>,
-    },
-    Http {
-        client: reqwest::Client,
-        endpoint: String,
-        headers: Vec<(String, String)>,
-        compression: Compression,
-    },
+    /// What became of the requests sent over OTLP.
+    pub otlp: Arc<OutboxStats>,
 }
 
 pub struct MetricsExporter {
     tx: mpsc::Sender<ExportMetricsServiceRequest>,
     pub stats: Arc<MetricStats>,
     task: tokio::task::JoinHandle<()>,
+    sender: Option<Sender>,
     pub endpoint: Option<String>,
     pub file: Option<PathBuf>,
-}
-
-fn build_otlp(cfg: &pipetrace_config::Otlp, endpoint: &str) -> Result<Otlp, OtlpError> {
-    let build_err = |reason: String| OtlpError::Build {
-        endpoint: endpoint.into(),
-        reason,
-    };
-    let timeout = cfg.metrics_timeout();
-    match cfg.metrics_protocol() {
-        Protocol::Grpc => {
-            let channel = Channel::from_shared(endpoint.to_string())
-                .map_err(|e| build_err(e.to_string()))?
-                .timeout(timeout)
-                .connect_lazy();
-            let mut client = MetricsServiceClient::new(channel);
-            match cfg.metrics_compression() {
-                Compression::None => {}
-                Compression::Gzip => client = client.send_compressed(CompressionEncoding::Gzip),
-                Compression::Zstd => client = client.send_compressed(CompressionEncoding::Zstd),
-            }
-            let mut headers = Vec::new();
-            for (k, v) in cfg.metrics_headers() {
-                let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
-                    .map_err(|_| OtlpError::Header(k.clone()))?;
-                let val = MetadataValue::try_from(v.as_str()).map_err(|_| OtlpError::Header(k))?;
-                headers.push((key, val));
-            }
-            Ok(Otlp::Grpc { client, headers })
-        }
-        Protocol::HttpProtobuf => {
-            let client = reqwest::Client::builder()
-                .timeout(timeout)
-                .build()
-                .map_err(|e| build_err(e.to_string()))?;
-            Ok(Otlp::Http {
-                client,
-                endpoint: endpoint.into(),
-                headers: cfg.metrics_headers().into_iter().collect(),
-                compression: cfg.metrics_compression(),
-            })
-        }
-    }
-}
-
-impl Otlp {
-    async fn send(&mut self, req: ExportMetricsServiceRequest) -> Result<(), String> {
-        match self {
-            Otlp::Grpc { client, headers } => {
-                let mut r = tonic::Request::new(req);
-                for (k, v) in headers.iter() {
-                    r.metadata_mut().insert(k.clone(), v.clone());
-                }
-                client
-                    .export(r)
-                    .await
-                    .map(|_| ())
-                    .map_err(|s| s.to_string())
-            }
-            Otlp::Http {
-                client,
-                endpoint,
-                headers,
-                compression,
-            } => {
-                let body = req.encode_to_vec();
-                let mut b = client
-                    .post(endpoint.as_str())
-                    .header("content-type", "application/x-protobuf");
-                for (k, v) in headers.iter() {
-                    b = b.header(k.as_str(), v.as_str());
-                }
-                let body = match compression {
-                    Compression::None => body,
-                    Compression::Gzip => {
-                        b = b.header("content-encoding", "gzip");
-                        let mut e = flate2::write::GzEncoder::new(
-                            Vec::new(),
-                            flate2::Compression::default(),
-                        );
-                        e.write_all(&body).map_err(|e| e.to_string())?;
-                        e.finish().map_err(|e| e.to_string())?
-                    }
-                    Compression::Zstd => {
-                        b = b.header("content-encoding", "zstd");
-                        zstd::encode_all(body.as_slice(), 0).map_err(|e| e.to_string())?
-                    }
-                };
-                let resp = b.body(body).send().await.map_err(|e| e.to_string())?;
-                if resp.status().is_success() {
-                    Ok(())
-                } else {
-                    Err(format!("HTTP {}", resp.status()))
-                }
-            }
-        }
-    }
 }
 
 impl MetricsExporter {
@@ -160,11 +43,12 @@ impl MetricsExporter {
         cfg: &pipetrace_config::Config,
         file: Option<PathBuf>,
     ) -> Result<Self, super::ExportError> {
-        let endpoint = cfg.export.otlp.metrics_endpoint();
-        let mut otlp = match &endpoint {
-            Some(ep) => Some(build_otlp(&cfg.export.otlp, ep)?),
+        let endpoint = cfg.export.otlp.resolve(SignalKind::Metrics);
+        let sender = match &endpoint {
+            Some(ep) => Some(Sender::start(SignalKind::Metrics, ep, &cfg.export)?),
             None => None,
         };
+        let outbox = sender.as_ref().map(|s| s.outbox.clone());
         let mut out =
             match &file {
                 Some(p) => Some(super::jsonl::open_append(p).map_err(|source| {
@@ -177,7 +61,10 @@ impl MetricsExporter {
             };
         // A few intervals' worth: each request carries every series.
         let (tx, mut rx) = mpsc::channel::<ExportMetricsServiceRequest>(8);
-        let stats = Arc::new(MetricStats::default());
+        let stats = Arc::new(MetricStats {
+            otlp: outbox.as_ref().map(|o| o.stats.clone()).unwrap_or_default(),
+            ..Default::default()
+        });
         let st = stats.clone();
         let path = file.clone();
         let task = tokio::spawn(async move {
@@ -198,14 +85,11 @@ impl MetricsExporter {
                         }
                     };
                 }
-                if let Some(o) = otlp.as_mut() {
-                    match o.send(req).await {
-                        Ok(()) => st.exported.fetch_add(1, Ordering::Relaxed),
-                        Err(e) => {
-                            log::warn!("OTLP metrics export failed: {e}");
-                            st.failed.fetch_add(1, Ordering::Relaxed)
-                        }
-                    };
+                if let Some(o) = outbox.as_ref() {
+                    o.push(Batch {
+                        items: 1,
+                        body: req.encode_to_vec(),
+                    });
                 }
             }
         });
@@ -213,7 +97,8 @@ impl MetricsExporter {
             tx,
             stats,
             task,
-            endpoint,
+            sender,
+            endpoint: endpoint.map(|e| e.url),
             file,
         })
     }
@@ -224,9 +109,20 @@ impl MetricsExporter {
         }
     }
 
-    /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out.
+    /// Moves requests waiting in memory to the spool (or drops them, counted).
+    pub fn spill(&self) -> u64 {
+        self.sender.as_ref().map_or(0, |s| s.outbox.spill())
+    }
+
+    /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; the
+    /// rest then goes to the spool, or is counted as dropped.
     pub async fn shutdown(self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
         drop(self.tx);
-        tokio::time::timeout(timeout, self.task).await.is_ok()
+        let queued = tokio::time::timeout_at(deadline, self.task).await.is_ok();
+        match self.sender {
+            Some(s) => s.shutdown(deadline).await && queued,
+            None => queued,
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Export: a bounded queue of finished spans, batched to OTLP and/or an OTLP JSON lines file.
 mod jsonl;
 pub mod metrics;
-mod otlp;
+pub mod otlp;
 pub mod summary;
 
 use std::{
@@ -14,21 +14,26 @@ use std::{
 };
 
 use opentelemetry::KeyValue;
-use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
-use opentelemetry_sdk::{
-    Resource,
-    trace::{SpanData, SpanExporter as _},
+use opentelemetry_proto::{
+    tonic::collector::trace::v1::ExportTraceServiceRequest,
+    transform::{
+        common::tonic::ResourceAttributesWithSchema,
+        trace::tonic::group_spans_by_resource_and_scope,
+    },
 };
+use opentelemetry_sdk::{Resource, trace::SpanData};
+use pipetrace_config::SignalKind;
 use pipetrace_semconv::attr;
+use prost::Message;
 use tokio::sync::mpsc;
 
 use crate::{host::HostInfo, signals::Signal};
-pub use otlp::OtlpError;
+pub use otlp::OutboxStats;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error(transparent)]
-    Otlp(#[from] OtlpError),
+    Otlp(#[from] otlp::StartError),
     #[error("cannot open the trace file {path}: {source}; choose another with --output")]
     File {
         path: String,
@@ -40,14 +45,13 @@ pub enum ExportError {
 #[derive(Debug, Default)]
 pub struct ExportStats {
     pub queued: AtomicU64,
-    pub exported_otlp: AtomicU64,
     pub written_file: AtomicU64,
     /// Spans refused because the queue was full.
     pub dropped_queue_full: AtomicU64,
-    /// Spans whose OTLP export failed.
-    pub failed_otlp: AtomicU64,
     /// Spans that could not be written to the trace file.
     pub failed_file: AtomicU64,
+    /// What became of the spans sent over OTLP.
+    pub otlp: Arc<OutboxStats>,
 }
 
 /// Where telemetry goes, in words, for the summary.
@@ -61,6 +65,7 @@ pub struct Exporter {
     tx: mpsc::Sender<Signal>,
     stats: Arc<ExportStats>,
     task: tokio::task::JoinHandle<()>,
+    sender: Option<otlp::Sender>,
     pub destinations: Destinations,
 }
 
@@ -89,11 +94,13 @@ impl Exporter {
         host: &HostInfo,
         default_file: PathBuf,
     ) -> Result<Self, ExportError> {
-        let endpoint = cfg.export.otlp.traces_endpoint();
-        let mut otlp = match &endpoint {
-            Some(ep) => Some(otlp::build(&cfg.export.otlp, ep)?),
+        let endpoint = cfg.export.otlp.resolve(SignalKind::Traces);
+        let sender = match &endpoint {
+            Some(ep) => Some(otlp::Sender::start(SignalKind::Traces, ep, &cfg.export)?),
             None => None,
         };
+        let outbox = sender.as_ref().map(|s| s.outbox.clone());
+        let endpoint = endpoint.map(|e| e.url);
         let file_path = cfg
             .export
             .file
@@ -109,12 +116,12 @@ impl Exporter {
             None => None,
         };
         let res = resource(cfg, host);
-        if let Some(e) = otlp.as_mut() {
-            e.set_resource(&res);
-        }
         let schema = ResourceAttributesWithSchema::from(&res);
         let (tx, mut rx) = mpsc::channel::<Signal>(cfg.export.queue_spans);
-        let stats = Arc::new(ExportStats::default());
+        let stats = Arc::new(ExportStats {
+            otlp: outbox.as_ref().map(|o| o.stats.clone()).unwrap_or_default(),
+            ..Default::default()
+        });
         let st = stats.clone();
         let (batch_max, batch_wait) = (cfg.export.batch_spans, cfg.export.batch_timeout);
         let task = tokio::spawn(async move {
@@ -125,7 +132,7 @@ impl Exporter {
                     let spans = std::mem::take(&mut batch);
                     let n = spans.len() as u64;
                     // Copy the batch only when two sinks each need one.
-                    let (for_file, spans) = match (&file, &otlp) {
+                    let (for_file, spans) = match (&file, &outbox) {
                         (Some(_), Some(_)) => (Some(spans.clone()), spans),
                         (Some(_), None) => (Some(spans), Vec::new()),
                         (None, _) => (None, spans),
@@ -139,22 +146,19 @@ impl Exporter {
                             }
                         };
                     }
-                    if let Some(e) = otlp.as_ref() {
-                        match e.export(spans).await {
-                            Ok(()) => st.exported_otlp.fetch_add(n, Ordering::Relaxed),
-                            Err(err) => {
-                                log::warn!("OTLP export of {n} spans failed: {err}");
-                                st.failed_otlp.fetch_add(n, Ordering::Relaxed)
-                            }
+                    if let Some(o) = outbox.as_ref() {
+                        let req = ExportTraceServiceRequest {
+                            resource_spans: group_spans_by_resource_and_scope(spans, &schema),
                         };
+                        o.push(otlp::Batch {
+                            items: n,
+                            body: req.encode_to_vec(),
+                        });
                     }
                 }
                 if closed {
                     break;
                 }
-            }
-            if let Some(mut e) = otlp {
-                let _ = e.shutdown();
             }
         });
         let destinations = Destinations {
@@ -165,6 +169,7 @@ impl Exporter {
             tx,
             stats,
             task,
+            sender,
             destinations,
         })
     }
@@ -183,10 +188,21 @@ impl Exporter {
         self.stats.clone()
     }
 
-    /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out.
+    /// Moves batches waiting in memory to the spool (or drops them, counted).
+    pub fn spill(&self) -> u64 {
+        self.sender.as_ref().map_or(0, |s| s.outbox.spill())
+    }
+
+    /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; what
+    /// is still unsent then goes to the spool, or is counted as dropped.
     pub async fn shutdown(self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
         drop(self.tx);
-        tokio::time::timeout(timeout, self.task).await.is_ok()
+        let batched = tokio::time::timeout_at(deadline, self.task).await.is_ok();
+        match self.sender {
+            Some(s) => s.shutdown(deadline).await && batched,
+            None => batched,
+        }
     }
 }
 

@@ -182,11 +182,17 @@ impl Summary {
             let _ = writeln!(out, "pipetrace: trace id {t}");
         }
         if let Some(ep) = &dest.otlp {
+            let o = &stats.otlp;
             let _ = writeln!(
                 out,
-                "pipetrace: {} spans sent over OTLP to {ep} ({} failed)",
-                stats.exported_otlp.load(Relaxed),
-                stats.failed_otlp.load(Relaxed)
+                "pipetrace: {} spans sent over OTLP to {ep} ({} failed, {} retries{})",
+                o.sent.load(Relaxed),
+                o.failed.load(Relaxed),
+                o.retries.load(Relaxed),
+                match o.spooled.load(Relaxed) {
+                    0 => String::new(),
+                    n => format!(", {n} spooled to disk"),
+                }
             );
         }
         if let Some(f) = &dest.file {
@@ -198,12 +204,13 @@ impl Summary {
                 stats.failed_file.load(Relaxed)
             );
         }
-        let dropped = stats.dropped_queue_full.load(Relaxed);
+        let dropped = stats.dropped_queue_full.load(Relaxed) + stats.otlp.dropped.load(Relaxed);
         if dropped > 0 || lost.kernel > 0 || lost.undecodable > 0 {
             let _ = writeln!(
                 out,
                 "pipetrace: WARNING {} kernel events lost, {} undecodable, {dropped} spans dropped \
-                 (queue full); raise probes.ring_buffer_bytes / export.queue_spans",
+                 (queue full or unsent at the end); raise probes.ring_buffer_bytes / \
+                 export.queue_spans / export.queue_bytes, or set export.spool.dir",
                 lost.kernel, lost.undecodable
             );
         }

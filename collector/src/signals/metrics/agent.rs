@@ -28,6 +28,12 @@ pub struct AgentFigures {
     pub processes_known: u64,
     pub processes_tracked: u64,
     pub rss_bytes: u64,
+    /// Failed OTLP attempts tried again.
+    pub export_retries: u64,
+    /// Spans written to the on-disk spool.
+    pub spans_spooled: u64,
+    /// Encoded telemetry waiting in memory.
+    pub export_queue_bytes: u64,
 }
 
 fn nanos(t: SystemTime) -> u64 {
@@ -101,6 +107,24 @@ pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metr
             "{series}",
             "Metric attribute sets put in the overflow series",
             f.series_overflowed,
+        ),
+        counter(
+            metric::AGENT_EXPORT_RETRIES,
+            "{request}",
+            "OTLP export attempts tried again after a retryable failure",
+            f.export_retries,
+        ),
+        counter(
+            metric::AGENT_SPANS_SPOOLED,
+            "{span}",
+            "Spans written to the on-disk spool",
+            f.spans_spooled,
+        ),
+        gauge(
+            metric::AGENT_EXPORT_QUEUE_USAGE,
+            "By",
+            "Encoded telemetry waiting in memory to be sent",
+            f.export_queue_bytes,
         ),
         gauge(
             metric::AGENT_PROCESSES_KNOWN,

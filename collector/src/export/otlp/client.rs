@@ -1,0 +1,365 @@
+//! Sends one encoded OTLP request and says whether a failure is worth retrying, as the OTLP
+//! specification lists: gRPC UNAVAILABLE and friends; HTTP 429, 502, 503, 504 and
+//! connection failures, honouring Retry-After.
+use std::{io::Write, time::Duration};
+
+use opentelemetry_proto::tonic::collector::{
+    metrics::v1::{ExportMetricsServiceRequest, metrics_service_client::MetricsServiceClient},
+    trace::v1::{ExportTraceServiceRequest, trace_service_client::TraceServiceClient},
+};
+use pipetrace_config::{Compression, Endpoint, Protocol, SignalKind, Tls};
+use prost::Message;
+use tonic::{
+    codec::CompressionEncoding,
+    metadata::{Ascii, MetadataKey, MetadataValue},
+    transport::{Certificate, Channel, ClientTlsConfig, Identity},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    #[error("OTLP header `{0}` is not a valid gRPC metadata key or value")]
+    Header(String),
+    #[error("cannot build the OTLP {signal} exporter for {endpoint}: {reason}")]
+    Build {
+        signal: &'static str,
+        endpoint: String,
+        reason: String,
+    },
+    #[error(
+        "cannot read the {what} {path} ({setting}): {source}; check the path and that \
+         pipetrace may read it"
+    )]
+    TlsFile {
+        what: &'static str,
+        path: String,
+        setting: &'static str,
+        source: std::io::Error,
+    },
+    #[error(
+        "the OTLP {signal} endpoint {endpoint} is plain http:// but TLS files are set; use \
+         https:// or remove export.otlp.certificate / client_key / client_certificate"
+    )]
+    TlsOnPlainHttp {
+        signal: &'static str,
+        endpoint: String,
+    },
+    #[error(
+        "mutual TLS needs both a client certificate and its key \
+         (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY); only one is set"
+    )]
+    HalfIdentity,
+}
+
+/// A failed send.
+#[derive(Debug)]
+pub struct SendError {
+    pub retryable: bool,
+    /// The server's own wait (HTTP Retry-After), if it gave one.
+    pub retry_after: Option<Duration>,
+    pub message: String,
+}
+
+type Headers = Vec<(MetadataKey<Ascii>, MetadataValue<Ascii>)>;
+
+enum Transport {
+    Grpc {
+        channel: Channel,
+        headers: Headers,
+        compression: Option<CompressionEncoding>,
+    },
+    Http {
+        client: reqwest::Client,
+        headers: Vec<(String, String)>,
+        compression: Compression,
+    },
+}
+
+pub struct Client {
+    kind: SignalKind,
+    url: String,
+    transport: Transport,
+}
+
+struct Pem {
+    ca: Option<Vec<u8>>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+fn read_pem(
+    path: &Option<std::path::PathBuf>,
+    what: &'static str,
+    setting: &'static str,
+) -> Result<Option<Vec<u8>>, OtlpError> {
+    path.as_ref()
+        .map(|p| {
+            std::fs::read(p).map_err(|source| OtlpError::TlsFile {
+                what,
+                path: p.display().to_string(),
+                setting,
+                source,
+            })
+        })
+        .transpose()
+}
+
+fn load_tls(tls: &Tls) -> Result<Pem, OtlpError> {
+    let ca = read_pem(
+        &tls.ca,
+        "CA certificate",
+        "export.otlp.certificate / OTEL_EXPORTER_OTLP_CERTIFICATE",
+    )?;
+    let cert = read_pem(
+        &tls.client_certificate,
+        "client certificate",
+        "export.otlp.client_certificate / OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+    )?;
+    let key = read_pem(
+        &tls.client_key,
+        "client key",
+        "export.otlp.client_key / OTEL_EXPORTER_OTLP_CLIENT_KEY",
+    )?;
+    let identity = match (cert, key) {
+        (Some(c), Some(k)) => Some((c, k)),
+        (None, None) => None,
+        _ => return Err(OtlpError::HalfIdentity),
+    };
+    Ok(Pem { ca, identity })
+}
+
+impl Client {
+    pub fn new(kind: SignalKind, ep: &Endpoint) -> Result<Self, OtlpError> {
+        let build_err = |reason: String| OtlpError::Build {
+            signal: kind.name(),
+            endpoint: ep.url.clone(),
+            reason,
+        };
+        if ep.tls.is_set() && ep.url.starts_with("http://") {
+            return Err(OtlpError::TlsOnPlainHttp {
+                signal: kind.name(),
+                endpoint: ep.url.clone(),
+            });
+        }
+        let pem = load_tls(&ep.tls)?;
+        let transport = match ep.protocol {
+            Protocol::Grpc => {
+                let mut b = Channel::from_shared(ep.url.clone())
+                    .map_err(|e| build_err(e.to_string()))?
+                    .timeout(ep.timeout)
+                    .connect_timeout(ep.timeout);
+                if ep.url.starts_with("https://") {
+                    let mut tls = ClientTlsConfig::new().with_native_roots();
+                    if let Some(ca) = &pem.ca {
+                        tls = tls.ca_certificate(Certificate::from_pem(ca));
+                    }
+                    if let Some((c, k)) = &pem.identity {
+                        tls = tls.identity(Identity::from_pem(c, k));
+                    }
+                    b = b.tls_config(tls).map_err(|e| build_err(e.to_string()))?;
+                }
+                let mut headers = Vec::new();
+                for (k, v) in &ep.headers {
+                    let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+                        .map_err(|_| OtlpError::Header(k.clone()))?;
+                    let val = MetadataValue::try_from(v.as_str())
+                        .map_err(|_| OtlpError::Header(k.clone()))?;
+                    headers.push((key, val));
+                }
+                let compression = match ep.compression {
+                    Compression::None => None,
+                    Compression::Gzip => Some(CompressionEncoding::Gzip),
+                    Compression::Zstd => Some(CompressionEncoding::Zstd),
+                };
+                Transport::Grpc {
+                    channel: b.connect_lazy(),
+                    headers,
+                    compression,
+                }
+            }
+            Protocol::HttpProtobuf => {
+                let mut b = reqwest::Client::builder()
+                    .timeout(ep.timeout)
+                    .connect_timeout(ep.timeout);
+                if let Some(ca) = &pem.ca {
+                    let cert = reqwest::Certificate::from_pem(ca)
+                        .map_err(|e| build_err(format!("bad CA certificate: {e}")))?;
+                    b = b.add_root_certificate(cert);
+                }
+                if let Some((c, k)) = &pem.identity {
+                    let mut both = c.clone();
+                    both.push(b'\n');
+                    both.extend_from_slice(k);
+                    let id = reqwest::Identity::from_pem(&both)
+                        .map_err(|e| build_err(format!("bad client certificate or key: {e}")))?;
+                    b = b.identity(id);
+                }
+                Transport::Http {
+                    client: b.build().map_err(|e| build_err(e.to_string()))?,
+                    headers: ep.headers.clone().into_iter().collect(),
+                    compression: ep.compression,
+                }
+            }
+        };
+        Ok(Self {
+            kind,
+            url: ep.url.clone(),
+            transport,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Sends one encoded request of this client's signal.
+    pub async fn send(&self, body: &[u8]) -> Result<(), SendError> {
+        match &self.transport {
+            Transport::Grpc {
+                channel,
+                headers,
+                compression,
+            } => self.send_grpc(channel, headers, *compression, body).await,
+            Transport::Http {
+                client,
+                headers,
+                compression,
+            } => send_http(client, &self.url, headers, *compression, body).await,
+        }
+    }
+
+    async fn send_grpc(
+        &self,
+        channel: &Channel,
+        headers: &Headers,
+        compression: Option<CompressionEncoding>,
+        body: &[u8],
+    ) -> Result<(), SendError> {
+        let corrupt = |e: prost::DecodeError| SendError {
+            retryable: false,
+            retry_after: None,
+            message: format!("a queued request does not decode: {e}"),
+        };
+        fn request<T>(msg: T, headers: &Headers) -> tonic::Request<T> {
+            let mut r = tonic::Request::new(msg);
+            for (k, v) in headers {
+                r.metadata_mut().insert(k.clone(), v.clone());
+            }
+            r
+        }
+        let result = match self.kind {
+            SignalKind::Traces => {
+                let msg = ExportTraceServiceRequest::decode(body).map_err(corrupt)?;
+                let mut c = TraceServiceClient::new(channel.clone());
+                if let Some(enc) = compression {
+                    c = c.send_compressed(enc);
+                }
+                c.export(request(msg, headers)).await.map(|_| ())
+            }
+            SignalKind::Metrics => {
+                let msg = ExportMetricsServiceRequest::decode(body).map_err(corrupt)?;
+                let mut c = MetricsServiceClient::new(channel.clone());
+                if let Some(enc) = compression {
+                    c = c.send_compressed(enc);
+                }
+                c.export(request(msg, headers)).await.map(|_| ())
+            }
+        };
+        result.map_err(|s| {
+            // No answer at all (refused, reset, handshake failed): the backend is away or
+            // not yet right, as for HTTP; queued data is kept.
+            let transport = std::error::Error::source(&s)
+                .is_some_and(|e| e.downcast_ref::<tonic::transport::Error>().is_some());
+            SendError {
+                retryable: transport || grpc_retryable(s.code()),
+                retry_after: None,
+                message: format!("gRPC {:?}: {}", s.code(), error_chain(&s)),
+            }
+        })
+    }
+}
+
+/// The OTLP specification's retryable gRPC codes.
+fn grpc_retryable(code: tonic::Code) -> bool {
+    use tonic::Code::*;
+    matches!(
+        code,
+        Cancelled
+            | DeadlineExceeded
+            | ResourceExhausted
+            | Aborted
+            | OutOfRange
+            | Unavailable
+            | DataLoss
+    )
+}
+
+fn compress(c: Compression, body: &[u8]) -> std::io::Result<Option<(&'static str, Vec<u8>)>> {
+    Ok(match c {
+        Compression::None => None,
+        Compression::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(body)?;
+            Some(("gzip", e.finish()?))
+        }
+        Compression::Zstd => Some(("zstd", zstd::encode_all(body, 0)?)),
+    })
+}
+
+async fn send_http(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+    compression: Compression,
+    body: &[u8],
+) -> Result<(), SendError> {
+    let mut b = client
+        .post(url)
+        .header("content-type", "application/x-protobuf");
+    for (k, v) in headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    let body = match compress(compression, body) {
+        Ok(Some((enc, packed))) => {
+            b = b.header("content-encoding", enc);
+            packed
+        }
+        Ok(None) => body.to_vec(),
+        Err(e) => {
+            return Err(SendError {
+                retryable: false,
+                retry_after: None,
+                message: format!("compressing: {e}"),
+            });
+        }
+    };
+    let resp = b.body(body).send().await.map_err(|e| SendError {
+        // Connection refused, reset, timed out: the backend is away, not refusing.
+        retryable: true,
+        retry_after: None,
+        message: error_chain(&e),
+    })?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(super::retry::parse_retry_after);
+    Err(SendError {
+        retryable: matches!(status.as_u16(), 429 | 502 | 503 | 504),
+        retry_after,
+        message: format!("HTTP {status}"),
+    })
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}

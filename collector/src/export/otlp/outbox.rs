@@ -1,0 +1,231 @@
+//! Encoded batches waiting to be sent, bounded in bytes. Past the bound a batch goes to the
+//! spool, or is dropped and counted. One sender takes the oldest batch and retries it with
+//! backoff while the failure is retryable, so a backend that is away loses nothing that fits.
+use std::{
+    collections::VecDeque,
+    path::PathBuf,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering::Relaxed},
+    },
+};
+
+use pipetrace_config::Retry;
+use tokio::sync::Notify;
+
+use super::{Backoff, Client, Spool};
+
+/// One encoded OTLP request and how many spans (or metric requests) it holds.
+pub struct Batch {
+    pub items: u64,
+    pub body: Vec<u8>,
+}
+
+/// What became of the items pushed; every one ends in exactly one of sent, failed, dropped,
+/// or (for now) queued or spooled.
+#[derive(Debug, Default)]
+pub struct OutboxStats {
+    pub sent: AtomicU64,
+    pub requests: AtomicU64,
+    /// Attempts that failed and were tried again.
+    pub retries: AtomicU64,
+    /// Refused by the backend for good (not retryable).
+    pub failed: AtomicU64,
+    /// No room in memory or in the spool, or unsent when the agent stopped without a spool.
+    pub dropped: AtomicU64,
+    /// Written to the spool (to be sent by this agent or the next).
+    pub spooled: AtomicU64,
+    /// Read back from the spool and sent.
+    pub unspooled: AtomicU64,
+    /// Bytes in memory now.
+    pub queued_bytes: AtomicU64,
+}
+
+struct State {
+    queue: VecDeque<Arc<Batch>>,
+    bytes: u64,
+    spool: Option<Spool>,
+    closed: bool,
+}
+
+pub struct Outbox {
+    state: Mutex<State>,
+    wake: Notify,
+    max_bytes: u64,
+    pub stats: Arc<OutboxStats>,
+}
+
+enum Next {
+    Memory(Arc<Batch>),
+    Disk {
+        path: PathBuf,
+        len: u64,
+        batch: Batch,
+    },
+}
+
+impl Next {
+    fn batch(&self) -> &Batch {
+        match self {
+            Next::Memory(b) => b,
+            Next::Disk { batch, .. } => batch,
+        }
+    }
+}
+
+impl Outbox {
+    pub fn new(max_bytes: u64, spool: Option<Spool>) -> Self {
+        Self {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                bytes: 0,
+                spool,
+                closed: false,
+            }),
+            wake: Notify::new(),
+            max_bytes,
+            stats: Arc::new(OutboxStats::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn push(&self, batch: Batch) {
+        let mut st = self.lock();
+        let len = batch.body.len() as u64;
+        if st.bytes + len > self.max_bytes && !st.queue.is_empty() {
+            self.overflow(&mut st, &batch);
+            return;
+        }
+        st.bytes += len;
+        self.stats.queued_bytes.store(st.bytes, Relaxed);
+        st.queue.push_back(Arc::new(batch));
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// A batch with no room in memory: to the spool, or dropped and counted.
+    fn overflow(&self, st: &mut State, batch: &Batch) {
+        let kept = st
+            .spool
+            .as_mut()
+            .is_some_and(|s| s.write(batch.items, &batch.body));
+        if kept {
+            self.stats.spooled.fetch_add(batch.items, Relaxed);
+            self.wake.notify_one();
+        } else {
+            self.stats.dropped.fetch_add(batch.items, Relaxed);
+        }
+    }
+
+    /// Moves every batch in memory to the spool (or drops them, counted): used when the
+    /// agent is over its memory limit, and for what is unsent when it stops.
+    pub fn spill(&self) -> u64 {
+        let mut st = self.lock();
+        let mut moved = 0;
+        while let Some(b) = st.queue.pop_front() {
+            st.bytes -= b.body.len() as u64;
+            self.overflow(&mut st, &b);
+            moved += b.items;
+        }
+        self.stats.queued_bytes.store(0, Relaxed);
+        moved
+    }
+
+    /// No more pushes: the sender stops once all is sent.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_one();
+    }
+
+    fn next(&self) -> Result<Option<Next>, ()> {
+        let mut st = self.lock();
+        if let Some(b) = st.queue.front() {
+            return Ok(Some(Next::Memory(b.clone())));
+        }
+        if let Some((path, items, body)) = st.spool.as_mut().and_then(|s| s.oldest()) {
+            let len = (8 + body.len()) as u64;
+            return Ok(Some(Next::Disk {
+                path,
+                len,
+                batch: Batch { items, body },
+            }));
+        }
+        if st.closed { Err(()) } else { Ok(None) }
+    }
+
+    fn done(&self, n: &Next) {
+        let mut st = self.lock();
+        match n {
+            Next::Memory(b) => {
+                // A spill may have taken it meanwhile.
+                if st.queue.front().is_some_and(|f| Arc::ptr_eq(f, b)) {
+                    st.queue.pop_front();
+                    st.bytes -= b.body.len() as u64;
+                    self.stats.queued_bytes.store(st.bytes, Relaxed);
+                }
+            }
+            Next::Disk { path, len, .. } => {
+                if let Some(s) = st.spool.as_mut() {
+                    s.remove(path, *len);
+                }
+            }
+        }
+    }
+
+    /// Sends until closed and empty. Retryable failures wait and try the same batch again.
+    pub async fn run_sender(self: Arc<Self>, client: Client, retry: Retry) {
+        let mut backoff = Backoff::new(&retry);
+        let mut failing = false;
+        loop {
+            let woken = self.wake.notified();
+            let next = match self.next() {
+                Err(()) => return,
+                Ok(None) => {
+                    woken.await;
+                    continue;
+                }
+                Ok(Some(n)) => n,
+            };
+            let b = next.batch();
+            match client.send(&b.body).await {
+                Ok(()) => {
+                    self.stats.sent.fetch_add(b.items, Relaxed);
+                    self.stats.requests.fetch_add(1, Relaxed);
+                    if matches!(next, Next::Disk { .. }) {
+                        self.stats.unspooled.fetch_add(b.items, Relaxed);
+                    }
+                    if std::mem::take(&mut failing) {
+                        log::warn!("OTLP export to {} works again", client.url());
+                    }
+                    backoff.reset();
+                    self.done(&next);
+                }
+                Err(e) if e.retryable && retry.enabled => {
+                    let wait = backoff.next(e.retry_after);
+                    self.stats.retries.fetch_add(1, Relaxed);
+                    if !std::mem::replace(&mut failing, true) {
+                        log::warn!(
+                            "OTLP export to {} failed ({}); retrying, queued batches are kept",
+                            client.url(),
+                            e.message
+                        );
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => {
+                    log::warn!(
+                        "OTLP export of {} items to {} failed for good: {}",
+                        b.items,
+                        client.url(),
+                        e.message
+                    );
+                    self.stats.failed.fetch_add(b.items, Relaxed);
+                    self.done(&next);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! A backend that fails, refuses or is away: retries with backoff and Retry-After, the
+//! bounded queue whose drops are counted, and the spool that carries spans across restarts.
+use std::{
+    collections::BTreeSet,
+    path::Path,
+    process::Output,
+    time::{Duration, Instant},
+};
+
+use pipetrace_e2e::{
+    pipetrace, read_jsonl,
+    receiver::{Fault, Options, Receiver, free_port},
+    stderr,
+};
+
+/// `pipetrace run -o FILE --endpoint URL -- sh -c SCRIPT`: the file keeps every span, so
+/// it is the truth what the backend must end up with.
+fn run(dir: &Path, url: &str, env: &[(&str, &str)], script: &str) -> (BTreeSet<String>, Output) {
+    let file = dir.join("t.otlp.jsonl");
+    let _ = std::fs::remove_file(&file);
+    let o = pipetrace()
+        .envs(env.iter().copied())
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--endpoint", url, "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let ids = read_jsonl(&file).into_iter().map(|s| s.span_id).collect();
+    (ids, o)
+}
+
+fn received(rx: &Receiver) -> Vec<String> {
+    rx.spans().into_iter().map(|s| s.span_id).collect()
+}
+
+const HTTP: (&str, &str) = ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
+const FAST_RETRY: (&str, &str) = ("PIPETRACE_EXPORT__RETRY__INITIAL_INTERVAL", "100ms");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_429_502_503_are_retried_honouring_retry_after() {
+    let rx = Receiver::start().await;
+    rx.fail_next([
+        Fault::Http {
+            status: 503,
+            retry_after: Some("2".into()),
+        },
+        Fault::Http {
+            status: 429,
+            retry_after: Some("1".into()),
+        },
+        Fault::Http {
+            status: 502,
+            retry_after: None,
+        },
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (want, o) = run(
+        dir.path(),
+        &rx.http_url(),
+        &[HTTP, FAST_RETRY],
+        "true; true",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = received(&rx);
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
+    assert_eq!(got.len(), want.len(), "each span once");
+    let reqs = rx.trace_requests();
+    let taken: Vec<bool> = reqs.iter().map(|r| r.1).collect();
+    assert_eq!(&taken[..4], [false, false, false, true], "{taken:?}");
+    let gap = |i: usize| reqs[i + 1].0 - reqs[i].0;
+    assert!(
+        gap(0) >= Duration::from_secs(2),
+        "Retry-After: 2 waited {:?}",
+        gap(0)
+    );
+    assert!(
+        gap(1) >= Duration::from_secs(1),
+        "Retry-After: 1 waited {:?}",
+        gap(1)
+    );
+    assert!(
+        gap(2) < Duration::from_secs(1),
+        "backoff from 100 ms: {:?}",
+        gap(2)
+    );
+    let err = stderr(&o);
+    assert!(err.contains("(0 failed, 3 retries)"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_for_good_is_counted_and_not_retried() {
+    let rx = Receiver::start().await;
+    rx.fail_next([Fault::Http {
+        status: 400,
+        retry_after: None,
+    }]);
+    let dir = tempfile::tempdir().unwrap();
+    let (want, o) = run(
+        dir.path(),
+        &rx.http_url(),
+        &[HTTP, FAST_RETRY],
+        "true; true",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = received(&rx);
+    let refused = want.len() - got.len();
+    assert!(refused > 0, "the first batch was refused");
+    let reqs = rx.trace_requests();
+    assert_eq!(
+        reqs.iter().filter(|r| !r.1).count(),
+        1,
+        "asked once: {reqs:?}"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("({refused} failed, 0 retries)")),
+        "{refused} failed: {err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_unavailable_is_retried() {
+    let rx = Receiver::start().await;
+    rx.fail_next([
+        Fault::Grpc(tonic::Code::Unavailable),
+        Fault::Grpc(tonic::Code::ResourceExhausted),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (want, o) = run(dir.path(), &rx.grpc_url(), &[FAST_RETRY], "true; true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(received(&rx).into_iter().collect::<BTreeSet<_>>(), want);
+    assert!(
+        stderr(&o).contains("(0 failed, 2 retries)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Past `export.queue_bytes` with no spool, batches are dropped, and every one is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_bound_every_drop_is_counted() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let script = "for i in 1 2 3 4 5 6; do true; sleep 0.3; done";
+    let env = [
+        FAST_RETRY,
+        ("PIPETRACE_EXPORT__QUEUE_BYTES", "1"),
+        ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
+        ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
+        ("PIPETRACE_METRICS__ENABLED", "false"),
+    ];
+    let (want, o) = run(
+        dir.path(),
+        &format!("http://127.0.0.1:{port}"),
+        &env,
+        script,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(want.len() >= 13, "{} spans", want.len());
+    assert!(
+        err.contains(&format!("{} spans dropped", want.len())),
+        "all {} spans counted as dropped: {err}",
+        want.len()
+    );
+}
+
+fn spooled_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("traces"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".pb"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A backend away when the run ends: its spans wait on disk, and the next pipetrace sends
+/// them once the backend is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
+    let (gp, hp) = (free_port(), free_port());
+    let spool = tempfile::tempdir().unwrap();
+    let spool_dir = spool.path().to_str().unwrap();
+    let env = [
+        FAST_RETRY,
+        ("PIPETRACE_EXPORT__SPOOL__DIR", spool_dir),
+        ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{gp}");
+    let (first, o) = run(dir.path(), &url, &env, "true; true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{} spooled to disk", first.len())),
+        "{err}"
+    );
+    assert!(!err.contains("spans dropped"), "{err}");
+    assert!(spooled_files(spool.path()) > 0);
+
+    let rx = Receiver::start_with(Options {
+        ports: Some((gp, hp)),
+        ..Default::default()
+    })
+    .await;
+    let (second, o) = run(dir.path(), &url, &env, "true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: BTreeSet<String> = received(&rx).into_iter().collect();
+    assert!(
+        first.is_subset(&got),
+        "the first run's spans came from the spool"
+    );
+    assert!(second.is_subset(&got));
+    assert_eq!(
+        spooled_files(spool.path()),
+        0,
+        "the spool is empty once sent"
+    );
+}
+
+/// The backend is down for five minutes in the middle of a run: nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_five_minute_outage_loses_nothing() {
+    let (gp, hp) = (free_port(), free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.otlp.jsonl");
+    // A process every second for 5.5 minutes: spans finish all through the outage.
+    let child = pipetrace()
+        .env("PIPETRACE_EXPORT__RETRY__MAX_INTERVAL", "5s")
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--endpoint", &format!("http://127.0.0.1:{gp}"), "--"])
+        .args(["sh", "-c", "for i in $(seq 330); do true; sleep 1; done"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    let rx = Receiver::start_with(Options {
+        ports: Some((gp, hp)),
+        ..Default::default()
+    })
+    .await;
+    let back = started.elapsed();
+    let o = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want: BTreeSet<String> = read_jsonl(&file).into_iter().map(|s| s.span_id).collect();
+    assert!(want.len() > 600, "{} spans", want.len());
+    let got: BTreeSet<String> = received(&rx).into_iter().collect();
+    assert_eq!(
+        want.difference(&got).count(),
+        0,
+        "spans lost after an outage of {back:?}"
+    );
+    let reqs = rx.trace_requests();
+    assert!(!reqs.is_empty());
+    let err = stderr(&o);
+    assert!(
+        err.contains(" 0 failed, ") && !err.contains("spans dropped"),
+        "{err}"
+    );
+    // The metrics of the outage came too, with the agent's own count of retries.
+    let retries = rx
+        .metrics()
+        .into_iter()
+        .filter(|p| p.name == "pipetrace.agent.export.retries")
+        .map(|p| p.value)
+        .fold(0.0, f64::max);
+    assert!(retries >= 10.0, "{retries} retries in 5 minutes");
+}
+
+/// OTLP over mutual TLS: the backend's CA from OTEL_EXPORTER_OTLP_CERTIFICATE, the client's
+/// identity from _CLIENT_CERTIFICATE and _CLIENT_KEY, over gRPC; spans and metrics arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_over_grpc_from_the_environment() {
+    let certs = pipetrace_e2e::tls::Certs::new();
+    let rx = Receiver::start_with(Options {
+        tls: Some(&certs),
+        ..Default::default()
+    })
+    .await;
+    assert!(rx.grpc_url().starts_with("https://"));
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_CERTIFICATE", certs.ca.to_str().unwrap()),
+        (
+            "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+            certs.client_cert.to_str().unwrap(),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+            certs.client_key.to_str().unwrap(),
+        ),
+        ("PIPETRACE_METRICS__INTERVAL", "200ms"),
+    ];
+    let (want, o) = run(dir.path(), &rx.grpc_url(), &env, "true; sleep 0.5");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(received(&rx).into_iter().collect::<BTreeSet<_>>(), want);
+    assert!(!rx.metrics().is_empty(), "metrics over the same TLS");
+
+    // Without a client certificate the backend refuses the handshake: nothing arrives, and
+    // every span is counted.
+    let rx = Receiver::start_with(Options {
+        tls: Some(&certs),
+        ..Default::default()
+    })
+    .await;
+    let env = [
+        ("OTEL_EXPORTER_OTLP_CERTIFICATE", certs.ca.to_str().unwrap()),
+        ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
+        FAST_RETRY,
+    ];
+    let (want, o) = run(dir.path(), &rx.grpc_url(), &env, "true");
+    assert!(o.status.success(), "{:?} {}", o.status, stderr(&o));
+    assert!(rx.spans().is_empty());
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{} spans dropped", want.len())),
+        "{err}"
+    );
+}
+
+/// The same with the YAML settings, over HTTP/protobuf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_over_http_from_the_config_file() {
+    let certs = pipetrace_e2e::tls::Certs::new();
+    let rx = Receiver::start_with(Options {
+        tls: Some(&certs),
+        ..Default::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pipetrace.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "export:\n  otlp:\n    protocol: http/protobuf\n    certificate: {}\n    \
+             client_certificate: {}\n    client_key: {}\n",
+            certs.ca.display(),
+            certs.client_cert.display(),
+            certs.client_key.display()
+        ),
+    )
+    .unwrap();
+    let env = [("PIPETRACE_CONFIG", config.to_str().unwrap())];
+    let (want, o) = run(dir.path(), &rx.http_url(), &env, "true; true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(received(&rx).into_iter().collect::<BTreeSet<_>>(), want);
+}
+
+/// A TLS file that cannot be read, or TLS on a plain http:// endpoint, is a usage error
+/// that names the setting, and nothing runs.
+#[test]
+fn bad_tls_settings_start_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let cases = [
+        (
+            "https://127.0.0.1:1",
+            "/nonexistent/ca.pem",
+            "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        ),
+        ("http://127.0.0.1:1", "/etc/hostname", "https://"),
+    ];
+    for (url, ca, says) in cases {
+        let o = pipetrace()
+            .env("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+            .args(["run", "--endpoint", url, "--", "touch"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!marker.exists(), "the command ran");
+    }
+}
+
+/// Over `export.memory_limit`, what waits in memory goes to the spool: a backend that is
+/// away cannot make the agent grow. (A limit below the agent's own size moves everything.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
+    let (gp, hp) = (free_port(), free_port());
+    let spool = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{gp}");
+    let mut env = vec![
+        (
+            "PIPETRACE_EXPORT__SPOOL__DIR",
+            spool.path().to_str().unwrap(),
+        ),
+        ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
+        ("PIPETRACE_EXPORT__RETRY__INITIAL_INTERVAL", "10s"),
+        ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
+    ];
+    env.push(("PIPETRACE_EXPORT__MEMORY_LIMIT", "1 MiB"));
+    let (first, o) = run(
+        dir.path(),
+        &url,
+        &env,
+        "for i in 1 2 3 4 5; do true; sleep 0.4; done",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("over export.memory_limit"), "{err}");
+    assert!(
+        err.contains(&format!("{} spooled to disk", first.len())),
+        "{err}"
+    );
+    assert!(!err.contains("spans dropped"), "{err}");
+    // Nothing was lost: the next run sends them.
+    let rx = Receiver::start_with(Options {
+        ports: Some((gp, hp)),
+        ..Default::default()
+    })
+    .await;
+    let env = [(
+        "PIPETRACE_EXPORT__SPOOL__DIR",
+        spool.path().to_str().unwrap(),
+    )];
+    let (_, o) = run(dir.path(), &url, &env, "true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: BTreeSet<String> = received(&rx).into_iter().collect();
+    assert!(first.is_subset(&got));
+}
