@@ -1,7 +1,8 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup demo test lint bench bench-accounting docs
+.PHONY: setup demo test lint fuzz fuzz-smoke bench bench-perf bench-accounting docs
 
 CARGO ?= cargo
+SHELL := /bin/bash
 
 setup:
 	@scripts/setup.sh
@@ -13,9 +14,26 @@ demo: setup
 
 # Every test: unit, then end-to-end with the real probes, engines and receivers.
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
-test: setup lint
+test: setup lint fuzz-smoke
 	$(CARGO) build -p pipetrace
 	$(CARGO) nextest run
+
+# cargo-fuzz targets (tests/fuzz): config parsing, argv and /proc decoding, kernel event
+# decoding. `make test` runs each for FUZZ_SECONDS; run longer with e.g. FUZZ_SECONDS=3600.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS = config argv events
+fuzz-smoke: setup
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p target/fuzz-corpus/$$t && \
+	  (cd tests/fuzz && $(CARGO) +nightly fuzz run $$t ../../target/fuzz-corpus/$$t seeds/$$t \
+	     -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 2>&1 \
+	     | grep -E '^(stat::number_of_executed_units|==.*ERROR|SUMMARY)|panicked' ; \
+	   exit $${PIPESTATUS[0]}) || exit 1; \
+	done
+
+FUZZ_LONG ?= 600
+fuzz:
+	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(FUZZ_LONG)
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -27,6 +45,11 @@ bench: setup
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-storm 20000 3
 	./target/release/bench-accounting
+
+# The performance bench (issue 5's figures), written to docs/performance.md.
+bench-perf: setup
+	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
+	./target/release/bench-perf --out docs/performance.md
 
 bench-accounting: setup
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e

@@ -49,6 +49,12 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --quiet --locked cargo-nextest
 fi
 
+# cargo-fuzz, for the short fuzzing run of `make test` (make fuzz runs longer).
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  say "installing cargo-fuzz"
+  cargo install --quiet --locked cargo-fuzz
+fi
+
 # The independent OTLP collector the interoperability test relays through.
 if ! python3 -c 'import rotel' 2>/dev/null; then
   say "installing the rotel collector (PyPI)"

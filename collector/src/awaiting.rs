@@ -95,7 +95,7 @@ impl Awaiting {
     /// `force` or past the wait, the rest without a report.
     pub fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
         let mut out = Vec::new();
-        let now = self.clock.advance();
+        let now_t = self.clock.advance();
         loop {
             let mut blocked: HashSet<ProcKey> = HashSet::new();
             for k in self.entries.keys() {
@@ -106,7 +106,7 @@ impl Awaiting {
                 .entries
                 .iter()
                 .filter(|(k, e)| {
-                    !blocked.contains(k) && (e.usage.is_some() || force || now - e.since >= wait)
+                    !blocked.contains(k) && (e.usage.is_some() || force || now_t - e.since >= wait)
                 })
                 .map(|(k, _)| *k)
                 .collect();
@@ -115,6 +115,9 @@ impl Awaiting {
             }
             for k in now {
                 let e = self.entries.remove(&k).expect("listed above");
+                if e.usage.is_none() && !force {
+                    log::debug!("{k:?}: no usage report after {:?}", now_t - e.since);
+                }
                 let usage = e.usage.map(|u| Usage {
                     image_peak_bytes: e.image_peak_bytes,
                     ..u

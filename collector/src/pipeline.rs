@@ -1,5 +1,8 @@
 //! One direction: events -> process tree -> attribution -> signals -> export.
-use std::{collections::HashSet, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    time::Duration,
+};
 
 use crate::{
     accounting::Usage,
@@ -35,6 +38,9 @@ pub struct Pipeline {
     /// Processes that ended without a usage report (not reaped within `usage_wait`).
     pub usage_missing: u64,
     over_memory_limit: bool,
+    procfs: bool,
+    /// Exit statuses learnt by waiting for a child (the run's root): polling cannot see them.
+    known_exits: HashMap<u32, u32>,
     pub metrics: Metrics,
     history: History,
 }
@@ -60,6 +66,8 @@ impl Pipeline {
             awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
             over_memory_limit: false,
+            procfs: false,
+            known_exits: HashMap::new(),
             metrics,
             history: History::new(&pipetrace_config::Diagnosis::default()),
         }
@@ -72,6 +80,19 @@ impl Pipeline {
     }
 
     /// How long an exited process waits for the kernel's usage report.
+    /// The wait status of `pid`, reaped by us: used when the source cannot see it.
+    pub fn known_exit(&mut self, pid: u32, status: u32) {
+        if self.procfs {
+            self.known_exits.insert(pid, status);
+        }
+    }
+
+    /// Events come from polling /proc: every process is marked so.
+    pub fn with_procfs(mut self, procfs: bool) -> Self {
+        self.procfs = procfs;
+        self
+    }
+
     pub fn with_usage_wait(mut self, wait: Duration) -> Self {
         self.awaiting.set_wait(wait);
         self
@@ -112,6 +133,9 @@ impl Pipeline {
                 comm,
             } => {
                 self.tree.fork(key, start_ns, parent, comm);
+                if self.procfs {
+                    self.tree.mark_procfs(&key);
+                }
                 self.attr.on_fork(&self.tree, key);
             }
             Event::Exec(e) => {
@@ -129,6 +153,10 @@ impl Pipeline {
                 status,
                 image_peak_bytes,
             } => {
+                let status = match self.known_exits.remove(&key.pid) {
+                    Some(known) if status == crate::tree::Exit::UNKNOWN => known,
+                    _ => status,
+                };
                 if !self.tree.exit(&key, time_ns, status) {
                     self.unknown_exits += 1;
                     return;
@@ -182,7 +210,9 @@ impl Pipeline {
             }
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.
-                self.awaiting.reported(key, usage);
+                if !self.awaiting.reported(key, usage) {
+                    log::debug!("usage of {key:?} matches no exit waiting for it");
+                }
             }
         }
     }
@@ -231,9 +261,19 @@ impl Pipeline {
     {
         self.metrics
             .sample(&mut self.attr, &self.tree, host::boottime_ns(), net);
+        let figures = self.agent_figures(lost_events, metric_export);
+        self.metrics.collect(&figures)
+    }
+
+    /// What the agent lost, dropped, retried and holds now.
+    pub fn agent_figures(
+        &self,
+        lost_events: u64,
+        metric_export: &crate::export::metrics::MetricStats,
+    ) -> AgentFigures {
         use std::sync::atomic::Ordering::Relaxed;
         let st = self.exporter.stats();
-        let figures = AgentFigures {
+        AgentFigures {
             lost_events,
             undecodable: self.undecodable,
             spans_dropped: st.dropped_queue_full.load(Relaxed) + st.otlp.dropped.load(Relaxed),
@@ -248,8 +288,7 @@ impl Pipeline {
             processes_known: self.tree.len() as u64,
             processes_tracked: self.attr.tracked() as u64,
             rss_bytes: host::rss_kib().unwrap_or(0) * 1024,
-        };
-        self.metrics.collect(&figures)
+        }
     }
 
     /// Past the memory limit, telemetry waiting in memory goes to the spool, or is dropped

@@ -29,12 +29,22 @@ pub struct Exit {
 }
 
 impl Exit {
+    /// The status of an end seen by polling /proc: only the parent learns the real one.
+    pub const UNKNOWN: u32 = u32::MAX;
+
+    pub fn known(&self) -> bool {
+        self.status != Self::UNKNOWN
+    }
+
     pub fn signal(&self) -> Option<u32> {
         let sig = self.status & 0x7f;
-        (sig != 0).then_some(sig)
+        (self.known() && sig != 0).then_some(sig)
     }
 
     pub fn code(&self) -> i64 {
+        if !self.known() {
+            return 0;
+        }
         match self.signal() {
             Some(sig) => 128 + sig as i64,
             None => ((self.status >> 8) & 0xff) as i64,
@@ -58,7 +68,7 @@ pub struct Proc {
     pub earlier: Vec<String>,
     pub exit: Option<Exit>,
     pub live_children: u32,
-    /// Found by the /proc scan rather than seen starting.
+    /// Known from /proc (the start-up scan, or polling without eBPF) rather than the kernel.
     pub seeded: bool,
     /// What the kernel reported when the process was reaped.
     pub usage: Option<Usage>,
@@ -184,6 +194,13 @@ impl Tree {
             p.image = Some(image);
             p.seeded = true;
             self.insert(p);
+        }
+    }
+
+    /// Marks a process as known from /proc rather than from the kernel's events.
+    pub fn mark_procfs(&mut self, key: &ProcKey) {
+        if let Some(p) = self.procs.get_mut(key) {
+            p.seeded = true;
         }
     }
 

@@ -142,6 +142,11 @@ pub struct Probes {
     /// reaps it; past it, its span goes without usage (`pipetrace.usage.missing`).
     #[serde(with = "humantime_serde")]
     pub usage_wait: Duration,
+    /// Refuse to start without eBPF instead of falling back to polling /proc.
+    pub strict: bool,
+    /// How often /proc is read when falling back (shorter processes may be missed).
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
 }
 
 impl Default for Probes {
@@ -149,6 +154,8 @@ impl Default for Probes {
         Self {
             ring_buffer_bytes: 16 << 20,
             usage_wait: Duration::from_secs(2),
+            strict: false,
+            poll_interval: Duration::from_millis(200),
         }
     }
 }

@@ -170,6 +170,10 @@ impl Agent {
         Self { child, lines }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: a crash, or an OOM kill of the agent itself; nothing is flushed.
     pub fn kill(mut self) {
         let _ = self.child.kill();

@@ -55,7 +55,13 @@ impl Store {
     }
 
     fn add(&self, req: ExportTraceServiceRequest) {
-        self.spans.lock().expect("store lock").extend(flatten(req));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let spans = flatten(req)
+            .into_iter()
+            .map(|s| RecvSpan { received: now, ..s });
+        self.spans.lock().expect("store lock").extend(spans);
     }
 
     fn saw<'a>(&self, headers: impl Iterator<Item = (&'a str, &'a str)>) {

@@ -41,6 +41,8 @@ pub struct RecvSpan {
     pub resource: BTreeMap<String, Val>,
     /// Span events: name, time, attributes.
     pub events: Vec<RecvEvent>,
+    /// When a receiver took it (Unix ns); 0 when read from a file.
+    pub received: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -129,6 +131,7 @@ pub fn flatten(req: ExportTraceServiceRequest) -> Vec<RecvSpan> {
                     status: status.code,
                     status_message: status.message,
                     resource: resource.clone(),
+                    received: 0,
                     events: s
                         .events
                         .into_iter()

@@ -206,6 +206,10 @@ fn a_bad_config_starts_nothing() {
 /// Runs pipetrace as user `nobody` with no capabilities, from a copy `nobody` can reach
 /// wherever the build directory is.
 fn as_nobody(args: &[&str]) -> std::process::Output {
+    as_nobody_with(args, &[])
+}
+
+fn as_nobody_with(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -221,6 +225,7 @@ fn as_nobody(args: &[&str]) -> std::process::Output {
         ])
         .arg(&bin)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("setpriv (util-linux)")
 }
@@ -241,18 +246,22 @@ fn without_privileges_doctor_and_run_say_what_to_do() {
     .unwrap();
     let marker = dir.path().join("ran");
     let out_file = dir.path().join("t.jsonl");
-    let o = as_nobody(&[
-        "-o",
-        out_file.to_str().unwrap(),
-        "run",
-        "--",
-        "touch",
-        marker.to_str().unwrap(),
-    ]);
+    // Strict: no fallback to /proc polling.
+    let o = as_nobody_with(
+        &[
+            "-o",
+            out_file.to_str().unwrap(),
+            "run",
+            "--",
+            "touch",
+            marker.to_str().unwrap(),
+        ],
+        &[("PIPETRACE_PROBES__STRICT", "true")],
+    );
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.contains("run as root") || err.contains("CAP_BPF"),
+        (err.contains("run as root") || err.contains("CAP_BPF")) && err.contains("probes.strict"),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
@@ -486,4 +495,97 @@ fn the_wrapped_command_keeps_the_default_sigpipe() {
         yes.attrs
     );
     assert!(!stderr(&o).contains("Broken pipe"), "{}", stderr(&o));
+}
+
+/// Without eBPF (here: no privileges) pipetrace says why and falls back to polling /proc:
+/// the run is still traced, every span says `procfs`, and figures come from samples.
+#[test]
+fn without_ebpf_it_falls_back_to_polling_proc() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out_file = dir.path().join("t.otlp.jsonl");
+    let state = dir.path().join("state");
+    let workload = dir.path().join("workload");
+    std::fs::copy(env!("CARGO_BIN_EXE_workload"), &workload).unwrap();
+    let script = format!("sleep 0.5; {} burn 800; exit 3", workload.display());
+    let o = as_nobody_with(
+        &[
+            "-o",
+            out_file.to_str().unwrap(),
+            "run",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "the command's own exit code: {err}"
+    );
+    assert!(
+        err.contains("falls back to polling /proc") && err.contains("run as root"),
+        "says why: {err}"
+    );
+    let spans = read_jsonl(&out_file);
+    assert!(!spans.is_empty(), "{err}");
+    for s in &spans {
+        assert_eq!(s.str("pipetrace.collection.mode"), "procfs", "{}", s.name);
+    }
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let burner = spans
+        .iter()
+        .find(|s| s.is_tool() && s.name == "workload")
+        .unwrap_or_else(|| panic!("the burner's span among {names:?}"));
+    let cpu = burner.num("pipetrace.cpu.user_time").unwrap();
+    assert!((0.4..=0.9).contains(&cpu), "sampled CPU {cpu}");
+    assert!(
+        burner.int("process.exit.code").is_none(),
+        "unknown when polling"
+    );
+    let run = spans.iter().find(|s| s.is_run()).expect("the run span");
+    assert_eq!(
+        run.int("process.exit.code"),
+        Some(3),
+        "the root's, from wait()"
+    );
+}
+
+/// `pipetrace doctor` shows a running agent's own figures (loss, drops, failures, retries,
+/// processes), and that it stopped once it has.
+#[test]
+fn doctor_shows_the_running_agents_figures() {
+    let agent = pipetrace_e2e::Agent::start(&["-o", "/dev/null"]);
+    let pid = agent.pid();
+    // The agent writes its status every 2 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let out = loop {
+        let o = pipetrace().arg("doctor").output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        if out.contains(&format!("agent: pid {pid}")) || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(
+        out.contains(&format!("agent: pid {pid}, ebpf mode")),
+        "{out}"
+    );
+    assert!(out.contains("lost 0 kernel events"), "{out}");
+    assert!(out.contains("spans: 0 dropped, 0 failed"), "{out}");
+    assert!(out.contains("processes known"), "{out}");
+    agent.stop();
+    let o = pipetrace().arg("doctor").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("agent: not running (last status from pid {pid}")),
+        "{out}"
+    );
 }

@@ -260,7 +260,7 @@ async fn a_five_minute_outage_loses_nothing() {
     assert!(!reqs.is_empty());
     let err = stderr(&o);
     assert!(
-        err.contains(" 0 failed, ") && !err.contains("spans dropped"),
+        err.contains("(0 failed, ") && !err.contains("spans dropped"),
         "{err}"
     );
     // The metrics of the outage came too, with the agent's own count of retries.

@@ -6,20 +6,24 @@ use pipetrace_config::Config;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::run::{Prepared, pipeline, prepare};
-use crate::attribution::{Attributor, Mode};
+use crate::{
+    attribution::{Attributor, Mode},
+    status::AgentStatus,
+};
 
 pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let Prepared {
         host,
-        mut probes,
+        mut events,
+        taps,
         builder,
     } = prepare(cfg)?;
-    let mut reader = probes.take_reader()?;
     let default_file = PathBuf::from("/var/lib/pipetrace/traces.otlp.jsonl");
     let (exporter, mexp) = super::run::exporters(cfg, &host, default_file)?;
     let dest = exporter.destinations.clone();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns)?;
-    let mut pipe = pipeline(cfg, &host, attr, builder, exporter, false)?;
+    let mut pipe =
+        pipeline(cfg, &host, attr, builder, exporter, false)?.with_procfs(events.is_polling());
     pipe.seed();
     log::warn!(
         "pipetrace agent watching {} processes ({} in runs); exporting to {}",
@@ -27,7 +31,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         pipe.attr.tracked(),
         dest.otlp
             .clone()
-            .or(dest.file.map(|f| f.display().to_string()))
+            .or(dest.file.as_ref().map(|f| f.display().to_string()))
             .unwrap_or_default()
     );
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
@@ -35,11 +39,23 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     let mut poll = tokio::time::interval(Duration::from_millis(250));
     let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
-    let net = |pid| probes.accumulated(pid);
+    let mut status_tick = tokio::time::interval(Duration::from_secs(2));
+    let mode = if events.is_polling() {
+        "procfs"
+    } else {
+        "ebpf"
+    };
+    let target = dest
+        .otlp
+        .clone()
+        .or(dest.file.as_ref().map(|f| f.display().to_string()))
+        .unwrap_or_default();
+    let state_dir = cfg.diagnosis.state_dir.clone();
+    let net = |pid| taps.accumulated(pid);
     let mut buf = Vec::new();
     loop {
         tokio::select! {
-            r = reader.next_batch(&mut buf) => {
+            r = events.next_batch(&mut buf) => {
                 pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
             _ = poll.tick() => {
@@ -47,26 +63,40 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                 pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
             }
             _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
-                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
+                if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
                     mexp.send(req);
                 }
             }
-            _ = tick.tick() => log::info!(
-                "{} events, {} processes known, {} in runs, {} kernel events lost",
-                pipe.events, pipe.tree.len(), pipe.attr.tracked(), probes.lost_events()
-            ),
+            _ = status_tick.tick(), if state_dir.is_some() => {
+                let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
+                let status = AgentStatus::new(mode, target.clone(), f);
+                let dir = state_dir.as_deref().unwrap_or(std::path::Path::new("."));
+                if let Err(e) = status.write(dir) {
+                    log::debug!("cannot write the agent status to {}: {e}", dir.display());
+                }
+            }
+            _ = tick.tick() => {
+                let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
+                log::info!(
+                    "{} events, {} processes known, {} in runs; lost {} kernel events, dropped \
+                     {} spans, {} failed, {} export retries, {} spooled, {} bytes queued",
+                    pipe.events, f.processes_known, f.processes_tracked, f.lost_events,
+                    f.spans_dropped, f.export_failures, f.export_retries, f.spans_spooled,
+                    f.export_queue_bytes
+                );
+            }
             _ = term.recv() => break,
             _ = int.recv() => break,
         }
     }
     // Records may wait up to a tick without waking us: take them before stopping.
-    let bad = reader.drain_now(&mut buf);
+    let bad = events.drain_now(&mut buf);
     pipe.ingest(&mut buf, bad);
     pipe.poll(true);
-    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
+    if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
         mexp.send(req);
     }
-    let (events, lost, bad) = (pipe.events, probes.lost_events(), pipe.undecodable);
+    let (events, lost, bad) = (pipe.events, taps.lost_events(), pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let (exporter, _) = pipe.into_parts();
     let stats = exporter.stats();

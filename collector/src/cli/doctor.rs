@@ -42,7 +42,55 @@ fn effective_caps() -> Option<u64> {
     u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
 }
 
-pub fn run() -> i32 {
+/// What a running agent says about itself (its status file under the state directory).
+fn agent_section(state_dir: &Path) {
+    let file = crate::status::path(state_dir);
+    match crate::status::AgentStatus::read(state_dir) {
+        Some(s) if s.alive() && s.age() < 30 => {
+            let f = &s.figures;
+            println!(
+                "  ok    agent: pid {}, {} mode, exporting to {}, status {} s old",
+                s.pid,
+                s.mode,
+                s.exporting_to,
+                s.age()
+            );
+            println!(
+                "        lost {} kernel events, {} undecodable; spans: {} dropped, {} failed, \
+                 {} spooled; {} export retries; {} bytes queued",
+                f.lost_events,
+                f.undecodable,
+                f.spans_dropped,
+                f.export_failures,
+                f.spans_spooled,
+                f.export_retries,
+                f.export_queue_bytes
+            );
+            println!(
+                "        {} processes known, {} in runs, {} without usage; memory {} MiB",
+                f.processes_known,
+                f.processes_tracked,
+                f.usage_missing,
+                f.rss_bytes >> 20
+            );
+            if f.lost_events + f.spans_dropped + f.export_failures > 0 {
+                println!(
+                    "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
+                     export.queue_bytes, or set export.spool.dir; check the backend"
+                );
+            }
+        }
+        Some(s) => println!(
+            "  note  agent: not running (last status from pid {}, {} s ago, in {})",
+            s.pid,
+            s.age(),
+            file.display()
+        ),
+        None => println!("  note  agent: none running ({} absent)", file.display()),
+    }
+}
+
+pub fn run(state_dir: &Path) -> i32 {
     let mut r = Report { failed: false };
     println!("pipetrace doctor");
     match kernel_version() {
@@ -137,8 +185,13 @@ pub fn run() -> i32 {
         }
         Err(e) => r.fail("probes", e.to_string(), "see the lines above"),
     }
+    agent_section(state_dir);
     if r.failed {
-        println!("pipetrace cannot run here; fix the lines marked FAIL");
+        println!(
+            "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
+             processes missed, sampled figures), or refuse with probes.strict; fix the lines \
+             marked FAIL"
+        );
         1
     } else {
         println!("pipetrace can run here");

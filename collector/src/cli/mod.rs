@@ -134,7 +134,14 @@ pub fn main() -> i32 {
             Ok(_) => config_cmd::valid(file),
             Err(e) => config_failed(e),
         },
-        Command::Doctor => doctor::run(),
+        Command::Doctor => {
+            let state = cli
+                .load(None)
+                .ok()
+                .and_then(|c| c.diagnosis.state_dir)
+                .unwrap_or_else(|| "/var/lib/pipetrace".into());
+            doctor::run(&state)
+        }
         Command::Report { file, html } => report_cmd::run(file, html.as_deref()),
         command => {
             let cfg = match cli.load(None) {

@@ -14,9 +14,9 @@ use crate::{
     export::{Exporter, metrics::MetricsExporter, resource, summary::Loss},
     host::HostInfo,
     pipeline::Pipeline,
-    probes::Probes,
     redact::Redactor,
     signals::{SpanBuilder, metrics::Metrics},
+    source::{Events, Taps},
 };
 
 /// Bad input from the user: exit code 2.
@@ -28,22 +28,24 @@ pub struct UsageError(pub String);
 /// when any of it fails.
 pub(super) struct Prepared {
     pub host: HostInfo,
-    pub probes: Probes,
+    pub events: Events,
+    pub taps: Taps,
     pub builder: SpanBuilder,
 }
 
 pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let host = HostInfo::detect().context("reading host identity")?;
     let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
-    let probes = Probes::load(cfg.probes.ring_buffer_bytes)?;
-    let measured = probes.measured();
+    let (events, taps) = crate::source::open(&cfg.probes)?;
+    let measured = taps.measured();
     Ok(Prepared {
         builder: SpanBuilder::new(host.clone(), redactor)
             .with_measured(measured)
             .with_diagnosis(cfg.diagnosis.clone())
             .with_cost(cfg.cost.clone()),
         host,
-        probes,
+        events,
+        taps,
     })
 }
 
@@ -115,10 +117,10 @@ pub async fn run(
     };
     let Prepared {
         host,
-        mut probes,
+        mut events,
+        taps,
         builder,
     } = prepare(cfg)?;
-    let mut reader = probes.take_reader()?;
     let (exporter, mexp) = exporters(cfg, &host, default_file(cwd))?;
 
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
@@ -161,15 +163,16 @@ pub async fn run(
     )?;
     // The summary also feeds the HTML report: kept whenever either is wanted.
     let keep = print_summary || cfg.report.html;
-    let mut pipe = pipeline(cfg, &host, attr, builder, exporter, keep)?;
+    let mut pipe =
+        pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
 
     let mut buf = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
-    let net = |pid| probes.accumulated(pid);
+    let net = |pid| taps.accumulated(pid);
     let status = loop {
         tokio::select! {
-            r = reader.next_batch(&mut buf) => {
+            r = events.next_batch(&mut buf) => {
                 pipe.ingest(&mut buf, r.context("reading kernel events")?);
             }
             _ = tick.tick() => {
@@ -177,11 +180,15 @@ pub async fn run(
                 pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
             }
             _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
-                if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
+                if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
                     mexp.send(req);
                 }
             }
-            st = child.wait() => break st.context("waiting for the command")?,
+            st = child.wait() => {
+                let st = st.context("waiting for the command")?;
+                pipe.known_exit(root_pid, st.into_raw() as u32);
+                break st;
+            }
         }
     };
     // The root's exit event is queued before wait() returns, but a record another CPU is
@@ -189,30 +196,30 @@ pub async fn run(
     // Snakemake logs a job's end just after it: give the log that moment, then name
     // whatever still waits as best it can.
     // Counted in drains, not by the clock: a paused VM must not cut the wait short.
-    const DRAIN_EVERY: Duration = Duration::from_millis(10);
+    let drain_every = events.drain_every();
     let grace = cfg.probes.usage_wait.max(Duration::from_secs(2));
     let mut drains = 0u32;
     loop {
-        let bad = reader.drain_now(&mut buf);
+        let bad = events.drain_now(&mut buf);
         pipe.ingest(&mut buf, bad);
         drains += 1;
-        let late = DRAIN_EVERY * drains > grace;
+        let late = drain_every * drains > grace;
         if late {
             pipe.poll(true);
         }
         if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
             break;
         }
-        tokio::time::sleep(DRAIN_EVERY).await;
+        tokio::time::sleep(drain_every).await;
     }
     // The run's final figures, exact for every process that ended.
-    if let Some(req) = pipe.metrics_tick(&net, probes.lost_events(), &mexp.stats) {
+    if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
         mexp.send(req);
     }
     let usage_missing = pipe.usage_missing;
     let wall = started.elapsed();
     let lost = Loss {
-        kernel: probes.lost_events(),
+        kernel: taps.lost_events(),
         undecodable: pipe.undecodable,
     };
     let still_running = pipe.attr.tracked();

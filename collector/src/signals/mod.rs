@@ -189,7 +189,7 @@ impl SpanBuilder {
                 self.command_line(&img.argv),
             ));
         }
-        if let Some(e) = &p.exit {
+        if let Some(e) = p.exit.as_ref().filter(|e| e.known()) {
             out.push(KeyValue::new(attr::PROCESS_EXIT_CODE, e.code()));
             if let Some(sig) = e.signal() {
                 out.push(KeyValue::new(attr::PROCESS_SIGNAL, signal_name(sig)));

@@ -10,7 +10,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use pipetrace_semconv::metric;
 
 /// The agent's own figures at one moment.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct AgentFigures {
     /// Kernel records refused by a full ring buffer.
     pub lost_events: u64,

@@ -1,0 +1,262 @@
+//! The degraded source: without eBPF, processes are found by polling /proc. A process that
+//! lives shorter than the interval can be missed, figures are the last sample before the
+//! end, and exit codes are unknown (only the parent learns them). Spans say so with
+//! `pipetrace.collection.mode = procfs`.
+use std::{collections::HashMap, fs, time::Duration};
+
+use crate::{
+    accounting::Usage,
+    event::{Event, Exec, ProcKey},
+    host::{self, NS_PER_TICK},
+    tree::Exit,
+};
+
+/// What one read of /proc/PID says.
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    comm: String,
+    usage: Usage,
+    peak_bytes: u64,
+}
+
+pub struct Poller {
+    interval: Duration,
+    known: HashMap<u32, (ProcKey, Sample)>,
+}
+
+/// /proc/PID/stat: comm, ppid, start ticks, and the counters after them.
+struct Stat {
+    comm: String,
+    ppid: u32,
+    start_ticks: u64,
+    minflt: u64,
+    majflt: u64,
+    utime_ticks: u64,
+    stime_ticks: u64,
+}
+
+fn parse_stat(stat: &str) -> Option<Stat> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = stat.get(close + 2..)?.split(' ').collect();
+    // Field N of proc(5) is rest[N - 3].
+    let f = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok());
+    Some(Stat {
+        comm,
+        ppid: f(4)? as u32,
+        minflt: f(10)?,
+        majflt: f(12)?,
+        utime_ticks: f(14)?,
+        stime_ticks: f(15)?,
+        start_ticks: f(22)?,
+    })
+}
+
+fn status_kib(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn io_field(io: &str, field: &str) -> u64 {
+    io.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn sample(pid: u32, stat: &Stat) -> Sample {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    // Reading another user's io needs ptrace rights; without them those stay 0.
+    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    let run_delay_ns = fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    let usage = Usage {
+        cpu_user_ns: stat.utime_ticks * NS_PER_TICK,
+        cpu_system_ns: stat.stime_ticks * NS_PER_TICK,
+        maxrss_bytes: status_kib(&status, "VmHWM:") * 1024,
+        minor_faults: stat.minflt,
+        major_faults: stat.majflt,
+        voluntary_switches: status_kib(&status, "voluntary_ctxt_switches:"),
+        involuntary_switches: status_kib(&status, "nonvoluntary_ctxt_switches:"),
+        read_chars: io_field(&io, "rchar:"),
+        write_chars: io_field(&io, "wchar:"),
+        read_calls: io_field(&io, "syscr:"),
+        write_calls: io_field(&io, "syscw:"),
+        disk_read_bytes: io_field(&io, "read_bytes:"),
+        disk_write_bytes: io_field(&io, "write_bytes:"),
+        disk_cancelled_write_bytes: io_field(&io, "cancelled_write_bytes:"),
+        run_delay_ns,
+        ..Default::default()
+    };
+    Sample {
+        comm: stat.comm.clone(),
+        peak_bytes: usage.maxrss_bytes,
+        usage,
+    }
+}
+
+fn exec_event(pid: u32, key: ProcKey, ppid: u32, start_ns: u64, now: u64) -> Exec {
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let filename = fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    Exec {
+        key,
+        start_ns,
+        time_ns: now.max(start_ns),
+        ppid,
+        uid: 0,
+        cgroup_id: 0,
+        filename,
+        argv: crate::event::split_argv(&cmdline),
+        argv_truncated: false,
+    }
+}
+
+impl Poller {
+    /// Starts from what runs now: those processes are the start-up scan's, not new ones.
+    pub fn new(interval: Duration) -> Self {
+        let mut p = Self {
+            interval,
+            known: HashMap::new(),
+        };
+        let mut ignored = Vec::new();
+        p.scan(&mut ignored, false);
+        p
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Compares /proc with the last scan: new processes, new programs, ends.
+    pub fn scan(&mut self, out: &mut Vec<Event>, report: bool) {
+        let now = host::boottime_ns();
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return;
+        };
+        let mut seen: Vec<(u32, Stat)> = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| {
+                let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                Some((pid, parse_stat(&s)?))
+            })
+            .collect();
+        // Parents before children, so each new process finds its parent.
+        seen.sort_by_key(|(_, s)| s.start_ticks);
+        let mut alive: HashMap<u32, ProcKey> = HashMap::with_capacity(seen.len());
+        for (pid, st) in &seen {
+            let key = ProcKey {
+                pid: *pid,
+                start_ticks: st.start_ticks,
+            };
+            alive.insert(*pid, key);
+            let start_ns = st.start_ticks * NS_PER_TICK;
+            let fresh = sample(*pid, st);
+            match self.known.get_mut(pid) {
+                Some((k, last)) if *k == key => {
+                    if report && last.comm != fresh.comm {
+                        out.push(Event::Exec(exec_event(*pid, key, st.ppid, start_ns, now)));
+                    }
+                    let peak = last.peak_bytes.max(fresh.peak_bytes);
+                    *last = Sample {
+                        peak_bytes: peak,
+                        ..fresh
+                    };
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some((old, last)) = self.known.remove(pid) {
+                // The pid was reused between two scans: the old one ended.
+                if report {
+                    end(out, old, last, now);
+                }
+            }
+            if report {
+                let parent = alive.get(&st.ppid).copied().unwrap_or(ProcKey {
+                    pid: st.ppid,
+                    start_ticks: 0,
+                });
+                out.push(Event::Fork {
+                    key,
+                    start_ns,
+                    parent,
+                    comm: st.comm.clone(),
+                });
+                out.push(Event::Exec(exec_event(*pid, key, st.ppid, start_ns, now)));
+            }
+            self.known.insert(*pid, (key, fresh));
+        }
+        let gone: Vec<u32> = self
+            .known
+            .keys()
+            .filter(|pid| !alive.contains_key(pid))
+            .copied()
+            .collect();
+        for pid in gone {
+            if let Some((key, last)) = self.known.remove(&pid)
+                && report
+            {
+                end(out, key, last, now);
+            }
+        }
+    }
+}
+
+fn end(out: &mut Vec<Event>, key: ProcKey, last: Sample, now: u64) {
+    out.push(Event::Exit {
+        key,
+        time_ns: now,
+        status: Exit::UNKNOWN,
+        image_peak_bytes: last.peak_bytes,
+    });
+    out.push(Event::Usage {
+        key,
+        usage: last.usage,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sees_a_process_start_run_a_program_and_end() {
+        let mut p = Poller::new(Duration::from_millis(10));
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut events = Vec::new();
+        p.scan(&mut events, true);
+        let fork = events
+            .iter()
+            .any(|e| matches!(e, Event::Fork { key, .. } if key.pid == pid));
+        assert!(fork, "the new process is reported");
+        let exec = events.iter().find_map(|e| match e {
+            Event::Exec(x) if x.key.pid == pid => Some(x),
+            _ => None,
+        });
+        assert_eq!(exec.unwrap().argv, ["sleep", "0.3"]);
+        child.wait().unwrap();
+        events.clear();
+        p.scan(&mut events, true);
+        let exit = events.iter().any(|e| {
+            matches!(e, Event::Exit { key, status, .. } if key.pid == pid && *status == Exit::UNKNOWN)
+        });
+        assert!(exit, "its end is reported, status unknown");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Usage { key, .. } if key.pid == pid))
+        );
+    }
+}

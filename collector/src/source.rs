@@ -1,0 +1,127 @@
+//! Where events come from: the eBPF probes, or, when they cannot load and `probes.strict`
+//! is off, polling /proc. The rest of the pipeline does not care which.
+use std::time::Duration;
+
+use pipetrace_probes_common::Accumulator;
+
+use crate::{
+    accounting::Measured,
+    event::Event,
+    poller::Poller,
+    probes::{EventReader, ProbeError, Probes},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(
+        "{0}\n  probes.strict is set, so pipetrace does not fall back to polling /proc; \
+         unset it (PIPETRACE_PROBES__STRICT=false) to run degraded"
+    )]
+    Strict(ProbeError),
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+}
+
+/// The stream of events.
+pub enum Events {
+    Kernel(EventReader),
+    /// The interval lives here: `next_batch` is raced against other timers, and a tick
+    /// (unlike a fresh sleep) survives being cancelled.
+    Poll(Poller, tokio::time::Interval),
+}
+
+/// What the source can tell besides events.
+pub enum Taps {
+    Kernel(Box<Probes>),
+    Poll,
+}
+
+/// Loads the probes, or falls back to polling with a warning that says why.
+pub fn open(cfg: &pipetrace_config::Probes) -> Result<(Events, Taps), SourceError> {
+    match Probes::load(cfg.ring_buffer_bytes) {
+        Ok(mut probes) => {
+            let reader = probes.take_reader()?;
+            Ok((Events::Kernel(reader), Taps::Kernel(Box::new(probes))))
+        }
+        Err(e) if cfg.strict => Err(SourceError::Strict(e)),
+        Err(e) => {
+            log::warn!(
+                "the eBPF probes cannot run: {e}\n  pipetrace falls back to polling /proc every \
+                 {}: processes shorter than that may be missed, figures are the last sample, \
+                 exit codes are unknown, and spans say pipetrace.collection.mode=procfs. Set \
+                 probes.strict: true to refuse instead.",
+                humantime::format_duration(cfg.poll_interval)
+            );
+            let mut tick = tokio::time::interval(cfg.poll_interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            Ok((
+                Events::Poll(Poller::new(cfg.poll_interval), tick),
+                Taps::Poll,
+            ))
+        }
+    }
+}
+
+impl Events {
+    /// Waits for the next events. Returns the count of records that did not decode.
+    pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> std::io::Result<u64> {
+        match self {
+            Events::Kernel(r) => r.next_batch(out).await,
+            Events::Poll(p, tick) => {
+                tick.tick().await;
+                p.scan(out, true);
+                Ok(0)
+            }
+        }
+    }
+
+    /// What is there now, without waiting.
+    pub fn drain_now(&mut self, out: &mut Vec<Event>) -> u64 {
+        match self {
+            Events::Kernel(r) => r.drain_now(out),
+            Events::Poll(p, _) => {
+                p.scan(out, true);
+                0
+            }
+        }
+    }
+
+    pub fn is_polling(&self) -> bool {
+        matches!(self, Events::Poll(..))
+    }
+
+    /// How long the end of a run waits between two looks at the source.
+    pub fn drain_every(&self) -> Duration {
+        match self {
+            Events::Kernel(_) => Duration::from_millis(10),
+            Events::Poll(p, _) => p.interval().min(Duration::from_millis(100)),
+        }
+    }
+}
+
+impl Taps {
+    pub fn measured(&self) -> Measured {
+        match self {
+            Taps::Kernel(p) => p.measured(),
+            Taps::Poll => Measured {
+                network: false,
+                delay_accounting: false,
+            },
+        }
+    }
+
+    /// What the kernel summed so far for a live process (nothing when polling).
+    pub fn accumulated(&self, pid: u32) -> Accumulator {
+        match self {
+            Taps::Kernel(p) => p.accumulated(pid),
+            Taps::Poll => Accumulator::default(),
+        }
+    }
+
+    pub fn lost_events(&self) -> u64 {
+        match self {
+            Taps::Kernel(p) => p.lost_events(),
+            Taps::Poll => 0,
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Command lines and /proc text as the kernel hands them over: any bytes. Splitting,
+//! redacting and parsing must not panic, and a secret among any other arguments is masked.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use pipetrace::{event::split_argv, host::parse_stat, redact::Redactor};
+
+const SECRET: &str = "S3CR3Tvalue";
+
+fuzz_target!(|data: &[u8]| {
+    let mut argv = split_argv(data);
+    argv.retain(|a| !a.contains("S3CR3T"));
+    let at = data.first().map_or(0, |&b| b as usize % (argv.len() + 1));
+    argv.insert(at, format!("--password={SECRET}"));
+    let redactor = Redactor::new(true, &[]).expect("default redactor");
+    let shown = redactor.argv(&argv).join(" ");
+    assert!(!shown.contains(SECRET), "leaked: {shown}");
+    let _ = parse_stat(&String::from_utf8_lossy(data));
+});
