@@ -152,7 +152,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 key,
                 time_ns: h.time_ns,
                 status: e.exit_code,
-                image_peak_bytes: e.image_peak_pages * crate::host::page_size(),
+                image_peak_bytes: e.image_peak_pages.saturating_mul(crate::host::page_size()),
             })
         }
         KIND_USAGE => {
@@ -169,9 +169,9 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             Ok(Event::Oom {
                 pid: h.tgid,
                 time_ns: h.time_ns,
-                anon_rss_bytes: e.anon_rss * page,
-                file_rss_bytes: e.file_rss * page,
-                shmem_rss_bytes: e.shmem_rss * page,
+                anon_rss_bytes: e.anon_rss.saturating_mul(page),
+                file_rss_bytes: e.file_rss.saturating_mul(page),
+                shmem_rss_bytes: e.shmem_rss.saturating_mul(page),
             })
         }
         KIND_SIGNAL => {

@@ -40,9 +40,10 @@ impl Usage {
         // After wait4 the kernel keeps the split it reported (monotonic with every earlier
         // /proc read); a process reaped without wait4 gets the same computation afresh.
         // The leader's own plus its exited threads'.
-        let io = |i: usize| e.io[i] + e.acc.io[i];
+        // Kernel records are trusted for meaning, not for range: nothing here may overflow.
+        let io = |i: usize| e.io[i].saturating_add(e.acc.io[i]);
         let (user, system) =
-            if e.runtime_ns > 0 && e.prev_utime_ns + e.prev_stime_ns == e.runtime_ns {
+            if e.runtime_ns > 0 && e.prev_utime_ns.checked_add(e.prev_stime_ns) == Some(e.runtime_ns) {
                 (e.prev_utime_ns, e.prev_stime_ns)
             } else {
                 split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns)
@@ -50,7 +51,7 @@ impl Usage {
         Self {
             cpu_user_ns: user,
             cpu_system_ns: system,
-            maxrss_bytes: e.maxrss_pages * page_size,
+            maxrss_bytes: e.maxrss_pages.saturating_mul(page_size),
             image_peak_bytes: 0,
             minor_faults: e.min_flt,
             major_faults: e.maj_flt,
