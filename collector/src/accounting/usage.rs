@@ -42,12 +42,13 @@ impl Usage {
         // The leader's own plus its exited threads'.
         // Kernel records are trusted for meaning, not for range: nothing here may overflow.
         let io = |i: usize| e.io[i].saturating_add(e.acc.io[i]);
-        let (user, system) =
-            if e.runtime_ns > 0 && e.prev_utime_ns.checked_add(e.prev_stime_ns) == Some(e.runtime_ns) {
-                (e.prev_utime_ns, e.prev_stime_ns)
-            } else {
-                split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns)
-            };
+        let (user, system) = if e.runtime_ns > 0
+            && e.prev_utime_ns.checked_add(e.prev_stime_ns) == Some(e.runtime_ns)
+        {
+            (e.prev_utime_ns, e.prev_stime_ns)
+        } else {
+            split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns)
+        };
         Self {
             cpu_user_ns: user,
             cpu_system_ns: system,

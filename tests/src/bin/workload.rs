@@ -112,7 +112,10 @@ fn main() {
             use std::os::{fd::AsRawFd, unix::fs::OpenOptionsExt};
             let ms: u64 = arg(&args, 2);
             let size: i64 = 32 << 20;
-            {
+            // A block device is storage already; a file is filled first.
+            let device = std::fs::metadata(&args[1])
+                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
+            if !device {
                 let mut f = std::fs::File::create(&args[1]).expect("create");
                 f.write_all(&vec![3u8; size as usize]).expect("fill");
                 f.sync_all().expect("fsync");
