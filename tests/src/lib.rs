@@ -193,3 +193,23 @@ impl Agent {
             .unwrap_or_else(|| "(no final report)".into())
     }
 }
+
+/// The independent rotel collector (PyPI), from $ROTEL_AGENT or where pip put it.
+pub fn rotel_agent() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("ROTEL_AGENT") {
+        return p.into();
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, rotel; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))",
+        ])
+        .output()
+        .expect("python3");
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && std::path::Path::new(&path).exists(),
+        "the rotel collector is not installed: run scripts/setup.sh (pip install --pre rotel)"
+    );
+    path.into()
+}

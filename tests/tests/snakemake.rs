@@ -376,7 +376,7 @@ async fn run_trace(rx: &Receiver, dir: &std::path::Path) -> Vec<RecvSpan> {
 /// party accepts pipetrace's OTLP and passes it on intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_third_party_collector_accepts_our_otlp() {
-    let rotel = rotel_agent();
+    let rotel = pipetrace_e2e::rotel_agent();
     let rx = Receiver::start().await;
     let port = free_port();
     let http_port = free_port();
@@ -433,24 +433,6 @@ fn free_port() -> u16 {
 }
 
 /// The rotel-agent binary the `rotel` wheel ships (scripts/setup.sh installs it).
-fn rotel_agent() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("ROTEL_AGENT") {
-        return p.into();
-    }
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import os, rotel; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))",
-        ])
-        .output()
-        .expect("python3");
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(
-        out.status.success() && std::path::Path::new(&path).exists(),
-        "the rotel collector is not installed: run scripts/setup.sh (pip install --pre rotel)"
-    );
-    path.into()
-}
 
 /// An agent started while a pipeline is already running finds it in /proc and still
 /// exports it as one trace: the run, its running job, and the jobs after.

@@ -88,7 +88,7 @@ impl MetricsExporter {
                 if let Some(o) = outbox.as_ref() {
                     o.push(Batch {
                         items: 1,
-                        body: req.encode_to_vec(),
+                        body: req.encode_to_vec().into(),
                     });
                 }
             }

@@ -152,7 +152,7 @@ impl Exporter {
                         };
                         o.push(otlp::Batch {
                             items: n,
-                            body: req.encode_to_vec(),
+                            body: req.encode_to_vec().into(),
                         });
                     }
                 }

@@ -3,12 +3,8 @@
 //! connection failures, honouring Retry-After.
 use std::{io::Write, time::Duration};
 
-use opentelemetry_proto::tonic::collector::{
-    metrics::v1::{ExportMetricsServiceRequest, metrics_service_client::MetricsServiceClient},
-    trace::v1::{ExportTraceServiceRequest, trace_service_client::TraceServiceClient},
-};
+use bytes::Bytes;
 use pipetrace_config::{Compression, Endpoint, Protocol, SignalKind, Tls};
-use prost::Message;
 use tonic::{
     codec::CompressionEncoding,
     metadata::{Ascii, MetadataKey, MetadataValue},
@@ -211,7 +207,7 @@ impl Client {
     }
 
     /// Sends one encoded request of this client's signal.
-    pub async fn send(&self, body: &[u8]) -> Result<(), SendError> {
+    pub async fn send(&self, body: &Bytes) -> Result<(), SendError> {
         match &self.transport {
             Transport::Grpc {
                 channel,
@@ -231,37 +227,32 @@ impl Client {
         channel: &Channel,
         headers: &Headers,
         compression: Option<CompressionEncoding>,
-        body: &[u8],
+        body: &Bytes,
     ) -> Result<(), SendError> {
-        let corrupt = |e: prost::DecodeError| SendError {
-            retryable: false,
-            retry_after: None,
-            message: format!("a queued request does not decode: {e}"),
-        };
-        fn request<T>(msg: T, headers: &Headers) -> tonic::Request<T> {
-            let mut r = tonic::Request::new(msg);
-            for (k, v) in headers {
-                r.metadata_mut().insert(k.clone(), v.clone());
-            }
-            r
-        }
-        let result = match self.kind {
-            SignalKind::Traces => {
-                let msg = ExportTraceServiceRequest::decode(body).map_err(corrupt)?;
-                let mut c = TraceServiceClient::new(channel.clone());
-                if let Some(enc) = compression {
-                    c = c.send_compressed(enc);
-                }
-                c.export(request(msg, headers)).await.map(|_| ())
-            }
+        let path = match self.kind {
+            SignalKind::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
             SignalKind::Metrics => {
-                let msg = ExportMetricsServiceRequest::decode(body).map_err(corrupt)?;
-                let mut c = MetricsServiceClient::new(channel.clone());
-                if let Some(enc) = compression {
-                    c = c.send_compressed(enc);
-                }
-                c.export(request(msg, headers)).await.map(|_| ())
+                "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
             }
+        };
+        let mut grpc = tonic::client::Grpc::new(channel.clone());
+        if let Some(enc) = compression {
+            grpc = grpc.send_compressed(enc);
+        }
+        let mut req = tonic::Request::new(body.clone());
+        for (k, v) in headers {
+            req.metadata_mut().insert(k.clone(), v.clone());
+        }
+        let result = match grpc.ready().await {
+            Ok(()) => grpc
+                .unary::<Bytes, (), _>(
+                    req,
+                    tonic::codegen::http::uri::PathAndQuery::from_static(path),
+                    super::raw::RawCodec,
+                )
+                .await
+                .map(|_| ()),
+            Err(e) => Err(tonic::Status::unavailable(error_chain(&e))),
         };
         result.map_err(|s| {
             // No answer at all (refused, reset, handshake failed): the backend is away or

@@ -2,6 +2,7 @@
 //! TLS and mutual TLS), a byte-bounded outbox with retries, and the on-disk spool.
 mod client;
 mod outbox;
+mod raw;
 mod retry;
 mod spool;
 

@@ -18,7 +18,7 @@ use super::{Backoff, Client, Spool};
 /// One encoded OTLP request and how many spans (or metric requests) it holds.
 pub struct Batch {
     pub items: u64,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
 }
 
 /// What became of the items pushed; every one ends in exactly one of sent, failed, dropped,
@@ -150,7 +150,10 @@ impl Outbox {
             return Ok(Some(Next::Disk {
                 path,
                 len,
-                batch: Batch { items, body },
+                batch: Batch {
+                    items,
+                    body: body.into(),
+                },
             }));
         }
         if st.closed { Err(()) } else { Ok(None) }
