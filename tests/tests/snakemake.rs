@@ -432,8 +432,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The rotel-agent binary the `rotel` wheel ships (scripts/setup.sh installs it).
-
 /// An agent started while a pipeline is already running finds it in /proc and still
 /// exports it as one trace: the run, its running job, and the jobs after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,10 +65,7 @@ fn span(i: u64, trace: TraceId) -> SpanData {
     .iter()
     .zip(1..)
     {
-        attrs.push(KeyValue::new(
-            format!("pipetrace.{k}"),
-            (v * 4096 + i as i64) as i64,
-        ));
+        attrs.push(KeyValue::new(format!("pipetrace.{k}"), v * 4096 + i as i64));
     }
     let now = SystemTime::now();
     SpanData {
