@@ -475,7 +475,15 @@ async fn agent_started_mid_run_picks_it_up_from_proc() {
         .iter()
         .map(|t| t.str("cicd.pipeline.task.name"))
         .collect();
-    assert_eq!(tasks, BTreeSet::from(["slow", "after"]));
+    let names: Vec<(&str, bool, bool)> = spans
+        .iter()
+        .map(|s| (s.name.as_str(), s.is_task(), s.is_tool()))
+        .collect();
+    assert_eq!(
+        tasks,
+        BTreeSet::from(["slow", "after"]),
+        "every span (name, task?, tool?): {names:?}"
+    );
     let sleep = t
         .tools()
         .into_iter()
