@@ -1,5 +1,6 @@
 //! Support for the end-to-end tests: a real OTLP receiver, the pipetrace binary, and the
 //! demo pipeline in a scratch directory.
+pub mod bench;
 pub mod cgroup;
 pub mod metrics;
 pub mod receiver;

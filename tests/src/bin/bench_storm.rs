@@ -8,46 +8,19 @@
 //! started `pipetrace agent` that traces it (a run rule matches the loop); wrapped by
 //! `pipetrace run` (which includes loading the probes and flushing at the end). Ratios are
 //! per repeat; the median and the range are printed, with the agent's own report.
-use std::{
-    path::Path,
-    process::{Command, Stdio},
-    time::{Duration, Instant},
+use std::{path::Path, time::Duration};
+
+use pipetrace_e2e::{
+    Agent,
+    bench::{median, storm, storm_script, time},
+    pipetrace, read_jsonl,
 };
-
-use pipetrace_e2e::{Agent, pipetrace, read_jsonl};
-
-fn script(n: usize) -> String {
-    format!("i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done")
-}
-
-fn storm(n: usize) -> Command {
-    let mut c = Command::new("bash");
-    // $0 names the loop so the agent's run rule can find it.
-    c.args(["-c", &script(n), "pipetrace-storm"]);
-    c
-}
-
-fn time(mut c: Command) -> Duration {
-    let t = Instant::now();
-    let st = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run");
-    assert!(st.success(), "storm failed: {st:?}");
-    t.elapsed()
-}
 
 /// Times one storm under a fresh agent; returns the time and the agent's final report.
 fn under_agent(n: usize, cfg: &Path, out: &Path) -> (Duration, String) {
     let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let t = time(storm(n));
     (t, agent.stop())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -88,7 +61,7 @@ fn main() {
             "--",
             "bash",
             "-c",
-            &script(n),
+            &storm_script(n),
         ]);
         let w = time(wrapped).as_secs_f64();
         println!(

@@ -300,7 +300,7 @@ async fn send_http(
     url: &str,
     headers: &[(String, String)],
     compression: Compression,
-    body: &[u8],
+    body: &Bytes,
 ) -> Result<(), SendError> {
     let mut b = client
         .post(url)
@@ -311,9 +311,10 @@ async fn send_http(
     let body = match compress(compression, body) {
         Ok(Some((enc, packed))) => {
             b = b.header("content-encoding", enc);
-            packed
+            Bytes::from(packed)
         }
-        Ok(None) => body.to_vec(),
+        // The batch's own bytes, shared rather than copied for each attempt.
+        Ok(None) => body.clone(),
         Err(e) => {
             return Err(SendError {
                 retryable: false,

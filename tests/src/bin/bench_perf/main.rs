@@ -14,15 +14,18 @@
 use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
-use pipetrace_e2e::{Agent, demo_pipeline, receiver::Receiver};
+use pipetrace_e2e::{
+    Agent,
+    bench::{STORM_TAG, median, storm, time},
+    demo_pipeline,
+    receiver::Receiver,
+};
 
 mod export;
-
-const STORM_TAG: &str = "pipetrace-storm";
 
 /// How to read the table; the targets are issue 5's.
 const NOTES: &str = "
@@ -47,13 +50,6 @@ const NOTES: &str = "
   (`export.batch_timeout`, 500 ms).
 ";
 
-fn storm(n: usize) -> Command {
-    let mut c = Command::new("bash");
-    let script = format!("i=0; while [ $i -lt {n} ]; do /bin/true; i=$((i+1)); done");
-    c.args(["-c", &script, STORM_TAG]);
-    c
-}
-
 /// `workers` storms at once: the highest exec rate this machine makes.
 fn parallel_storm(n: usize, workers: usize) -> Command {
     let each = n / workers;
@@ -71,22 +67,6 @@ fn snakemake(dir: &Path) -> Command {
     let mut c = Command::new("snakemake");
     c.args(["--cores", "2", "--quiet"]).current_dir(dir);
     c
-}
-
-fn time(mut c: Command) -> Duration {
-    let t = Instant::now();
-    let st = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run");
-    assert!(st.success(), "workload failed: {st:?}");
-    t.elapsed()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn range(v: &[f64]) -> String {
