@@ -76,6 +76,12 @@ pub fn boottime_ns() -> u64 {
     clock_ns(libc::CLOCK_BOOTTIME) as u64
 }
 
+/// Time the system spent suspended since boot (CLOCK_BOOTTIME counts it, the kernel's delay
+/// accounting, on CLOCK_MONOTONIC, does not).
+pub fn suspended_ns() -> u64 {
+    (clock_ns(libc::CLOCK_BOOTTIME) - clock_ns(libc::CLOCK_MONOTONIC)).max(0) as u64
+}
+
 fn boot_to_unix_ns() -> i128 {
     clock_ns(libc::CLOCK_REALTIME) - clock_ns(libc::CLOCK_BOOTTIME)
 }

@@ -224,7 +224,8 @@ impl Pipeline {
         }
         if let (Some(u), Some(p)) = (usage.as_mut(), self.tree.get(&key)) {
             let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
-            u.drop_impossible_delays(end.saturating_sub(p.start_ns));
+            let since_boot = p.start_ns.saturating_sub(host::suspended_ns());
+            u.drop_impossible_delays(end.saturating_sub(p.start_ns), since_boot);
         }
         self.tree.settle(&key, usage);
         let finished = self.attr.on_exit(&self.tree, key);

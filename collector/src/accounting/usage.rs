@@ -75,12 +75,16 @@ impl Usage {
 
     /// Now and then the kernel ends a wait it never saw start (one under way when delay
     /// accounting was switched on, and, seen on 6.18, an occasional first block-I/O wait of
-    /// a new process): the wait then counts from boot, longer than any thread's life. Waits
-    /// longer than the process lived times [`MAX_WAITING_THREADS`] are dropped.
-    pub fn drop_impossible_delays(&mut self, lifetime_ns: u64) {
+    /// a new process): the wait then counts from boot. Such a wait is dropped when it is
+    /// longer than the process lived times [`MAX_WAITING_THREADS`], or when it is longer
+    /// than the process lived and at least as long as the time from boot to the process's
+    /// start (`since_boot_ns`, on the kernel's monotonic clock): a machine booted minutes
+    /// ago gives such waits of minutes, which the first test alone lets through.
+    pub fn drop_impossible_delays(&mut self, lifetime_ns: u64, since_boot_ns: u64) {
         let bound = lifetime_ns.saturating_mul(MAX_WAITING_THREADS);
         for d in [&mut self.blkio_delay_ns, &mut self.memory_delay_ns] {
-            if *d > bound {
+            let from_boot = *d > lifetime_ns && *d >= since_boot_ns;
+            if *d > bound || from_boot {
                 log::info!(
                     "dropped an impossible wait of {} s in a process that lived {} ms",
                     *d / 1_000_000_000,
@@ -147,6 +151,29 @@ pub fn split_cpu(utime: u64, stime: u64, rtime: u64) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_counted_from_boot_are_dropped_even_soon_after_boot() {
+        let s = 1_000_000_000u64;
+        let with = |blkio: u64| Usage {
+            blkio_delay_ns: blkio,
+            ..Usage::default()
+        };
+        // Booted 15 minutes ago; a 4 s process started at 896 s reports a 900 s wait.
+        let mut u = with(900 * s);
+        u.drop_impossible_delays(4 * s, 896 * s);
+        assert_eq!(u.blkio_delay_ns, 0, "counted from boot");
+        // A real wait: 3 s of 4 s, or 6 s over two threads.
+        for real in [3 * s, 6 * s] {
+            let mut u = with(real);
+            u.drop_impossible_delays(4 * s, 896 * s);
+            assert_eq!(u.blkio_delay_ns, real);
+        }
+        // Longer than the process lived times the threads that could wait: impossible.
+        let mut u = with(2000 * s);
+        u.drop_impossible_delays(s, 5000 * s);
+        assert_eq!(u.blkio_delay_ns, 0);
+    }
 
     #[test]
     fn cpu_split_follows_the_kernel() {
