@@ -24,11 +24,8 @@ fn openssl(dir: &std::path::Path, args: &[&str]) {
     );
 }
 
-fn leaf(dir: &std::path::Path, name: &str, ext: &str) {
-    let key = format!("{name}.key");
-    let csr = format!("{name}.csr");
-    let ext_file = format!("{name}.ext");
-    std::fs::write(dir.join(&ext_file), ext).unwrap();
+/// A P-256 private key (PKCS#8 PEM) at `out`.
+fn p256_key(dir: &std::path::Path, out: &str) {
     openssl(
         dir,
         &[
@@ -38,9 +35,17 @@ fn leaf(dir: &std::path::Path, name: &str, ext: &str) {
             "-pkeyopt",
             "ec_paramgen_curve:P-256",
             "-out",
-            &key,
+            out,
         ],
     );
+}
+
+fn leaf(dir: &std::path::Path, name: &str, ext: &str) {
+    let key = format!("{name}.key");
+    let csr = format!("{name}.csr");
+    let ext_file = format!("{name}.ext");
+    std::fs::write(dir.join(&ext_file), ext).unwrap();
+    p256_key(dir, &key);
     openssl(
         dir,
         &[
@@ -80,18 +85,7 @@ impl Certs {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        openssl(
-            d,
-            &[
-                "genpkey",
-                "-algorithm",
-                "EC",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-out",
-                "ca.key",
-            ],
-        );
+        p256_key(d, "ca.key");
         openssl(
             d,
             &[

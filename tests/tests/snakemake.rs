@@ -4,7 +4,7 @@ use std::{collections::BTreeSet, time::Duration};
 
 use pipetrace_e2e::{
     Agent, demo_pipeline, pipetrace,
-    receiver::Receiver,
+    receiver::{Receiver, free_port},
     spans::{RecvSpan, Trace, Val},
     stderr,
 };
@@ -422,14 +422,6 @@ async fn a_third_party_collector_accepts_our_otlp() {
     let _ = collector.kill();
     let _ = collector.wait();
     check_demo_trace(&spans, None);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// An agent started while a pipeline is already running finds it in /proc and still

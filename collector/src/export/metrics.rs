@@ -117,12 +117,7 @@ impl MetricsExporter {
     /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; the
     /// rest then goes to the spool, or is counted as dropped.
     pub async fn shutdown(self, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
         drop(self.tx);
-        let queued = tokio::time::timeout_at(deadline, self.task).await.is_ok();
-        match self.sender {
-            Some(s) => s.shutdown(deadline).await && queued,
-            None => queued,
-        }
+        Sender::finish(self.task, self.sender, timeout).await
     }
 }

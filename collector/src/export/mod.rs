@@ -196,13 +196,8 @@ impl Exporter {
     /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; what
     /// is still unsent then goes to the spool, or is counted as dropped.
     pub async fn shutdown(self, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
         drop(self.tx);
-        let batched = tokio::time::timeout_at(deadline, self.task).await.is_ok();
-        match self.sender {
-            Some(s) => s.shutdown(deadline).await && batched,
-            None => batched,
-        }
+        otlp::Sender::finish(self.task, self.sender, timeout).await
     }
 }
 

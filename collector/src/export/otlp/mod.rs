@@ -44,6 +44,21 @@ impl Sender {
         Ok(Self { outbox, task })
     }
 
+    /// Waits for `feeder` (the task that fills the outbox, its input closed) and then for
+    /// `sender`, both within `timeout`. True when everything went.
+    pub async fn finish(
+        feeder: tokio::task::JoinHandle<()>,
+        sender: Option<Sender>,
+        timeout: std::time::Duration,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let fed = tokio::time::timeout_at(deadline, feeder).await.is_ok();
+        match sender {
+            Some(s) => s.shutdown(deadline).await && fed,
+            None => fed,
+        }
+    }
+
     /// Closes the outbox and sends until `deadline`; what is left goes to the spool or is
     /// counted as dropped. True when everything was sent.
     pub async fn shutdown(self, deadline: tokio::time::Instant) -> bool {

@@ -26,7 +26,6 @@ pub struct Batch {
 #[derive(Debug, Default)]
 pub struct OutboxStats {
     pub sent: AtomicU64,
-    pub requests: AtomicU64,
     /// Attempts that failed and were tried again.
     pub retries: AtomicU64,
     /// Refused by the backend for good (not retryable).
@@ -35,8 +34,6 @@ pub struct OutboxStats {
     pub dropped: AtomicU64,
     /// Written to the spool (to be sent by this agent or the next).
     pub spooled: AtomicU64,
-    /// Read back from the spool and sent.
-    pub unspooled: AtomicU64,
     /// Bytes in memory now.
     pub queued_bytes: AtomicU64,
 }
@@ -196,10 +193,6 @@ impl Outbox {
             match client.send(&b.body).await {
                 Ok(()) => {
                     self.stats.sent.fetch_add(b.items, Relaxed);
-                    self.stats.requests.fetch_add(1, Relaxed);
-                    if matches!(next, Next::Disk { .. }) {
-                        self.stats.unspooled.fetch_add(b.items, Relaxed);
-                    }
                     if std::mem::take(&mut failing) {
                         log::warn!("OTLP export to {} works again", client.url());
                     }

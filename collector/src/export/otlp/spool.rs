@@ -59,10 +59,6 @@ impl Spool {
         Ok(s)
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
