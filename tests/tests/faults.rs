@@ -251,7 +251,11 @@ rule oom:
         "<svg",
         "io-bound",
         "ask: 0.0 of 2 CPUs used",
-        "pipetrace.oom_kill",
+        // Events and failures in words, placed on their task and tool.
+        "killed by the OOM killer at",
+        "limit 64 MiB",
+        "no CPU, no I/O and no process started or ended for",
+        "oom › workload",
         "stuck",
     ] {
         assert!(html.contains(want), "report lacks {want}");

@@ -1,6 +1,6 @@
 //! A self-contained HTML report: no script, no stylesheet or font from elsewhere; SVG drawn
 //! here. Like Nextflow's report, but every figure is the kernel's.
-use std::fmt::Write as _;
+use std::{collections::HashMap, fmt::Write as _};
 
 use pipetrace_semconv::attr;
 
@@ -129,6 +129,85 @@ fn bars(title: &str, rows: &[(String, f64, String)], out: &mut String) {
     out.push_str("</svg>");
 }
 
+/// The task a tool runs in, however deep it nests; None for the engine's own processes.
+fn task_of<'a>(s: &'a ReportSpan, by_id: &HashMap<&str, &'a ReportSpan>) -> Option<&'a ReportSpan> {
+    let mut at = s;
+    // Bounded: a malformed file could hold a parent cycle.
+    for _ in 0..64 {
+        if at.kind == Kind::Task {
+            return Some(at);
+        }
+        at = by_id.get(at.parent.as_deref()?)?;
+    }
+    None
+}
+
+/// Where a span sits, for a reader: its task's name before a tool's own.
+fn place(s: &ReportSpan, by_id: &HashMap<&str, &ReportSpan>) -> String {
+    match task_of(s, by_id) {
+        Some(t) if s.kind == Kind::Tool => format!("{} › {}", t.name, s.name),
+        _ => s.name.clone(),
+    }
+}
+
+/// Events and failures in time order, in words.
+fn happenings(spans: &[ReportSpan], out: &mut String) {
+    let t0 = spans.iter().map(|s| s.start).min().unwrap_or(0);
+    let by_id: HashMap<&str, &ReportSpan> = spans.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut events: Vec<(u64, String, String)> = spans
+        .iter()
+        .flat_map(|s| {
+            s.events
+                .iter()
+                .map(|e| (e.time, place(s, &by_id), e.describe()))
+        })
+        .collect();
+    events.sort();
+    if !events.is_empty() {
+        out.push_str(
+            "<h2>Events</h2><table><tr><th>at s</th><th class=\"l\">where</th><th>what</th></tr>",
+        );
+        for (t, at, what) in &events {
+            let _ = write!(
+                out,
+                "<tr><td>{:.1}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                t.saturating_sub(t0) as f64 / 1e9,
+                esc(at),
+                esc(what)
+            );
+        }
+        out.push_str("</table>");
+    }
+    // The engine's own helpers (a shim's probe that exits 1) are not the pipeline's failures:
+    // they are counted, not listed.
+    let (mut failed, engine): (Vec<&ReportSpan>, Vec<&ReportSpan>) = spans
+        .iter()
+        .filter(|s| s.error.is_some() && s.kind != Kind::Run)
+        .partition(|s| task_of(s, &by_id).is_some());
+    failed.sort_by_key(|s| (s.end, s.id.clone()));
+    if !failed.is_empty() {
+        out.push_str("<h2>Failures</h2><table><tr><th>ended at s</th><th class=\"l\">where</th><th>why</th></tr>");
+        for s in failed {
+            let _ = write!(
+                out,
+                "<tr><td>{:.1}</td><td class=\"l\">{}</td><td class=\"err\">{}</td></tr>",
+                s.end.saturating_sub(t0) as f64 / 1e9,
+                esc(&place(s, &by_id)),
+                esc(s.error.as_deref().unwrap_or_default())
+            );
+        }
+        out.push_str("</table>");
+    }
+    if !engine.is_empty() {
+        let _ = write!(
+            out,
+            "<p>{} process(es) outside any task (the engine's own) exited non-zero; the trace \
+             has them.</p>",
+            engine.len()
+        );
+    }
+}
+
 pub fn render(spans: &[ReportSpan]) -> String {
     let mut table = Table::default();
     for s in spans.iter().filter(|s| s.kind == Kind::Task) {
@@ -143,7 +222,7 @@ pub fn render(spans: &[ReportSpan]) -> String {
          body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
          td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right}}\
          td:first-child,th:first-child,td:last-child,th:last-child{{text-align:left}}\
-         .err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
+         td.l{{text-align:left}}.err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
         esc(&title),
         esc(&title)
     );
@@ -197,19 +276,16 @@ pub fn render(spans: &[ReportSpan]) -> String {
         .map(|r| (r.name.to_string(), r.peak as f64, gib(r.peak)))
         .collect();
     bars("Peak memory per task (largest job)", &mem, &mut out);
-    let notable: Vec<&ReportSpan> = spans.iter().filter(|s| !s.events.is_empty()).collect();
-    if !notable.is_empty() {
-        out.push_str("<h2>Events</h2><ul>");
-        for s in notable {
-            let _ = write!(
-                out,
-                "<li>{}: {}</li>",
-                esc(&s.name),
-                esc(&s.events.join(", "))
-            );
-        }
-        out.push_str("</ul>");
-    }
+    let disk: Vec<_> = rows
+        .iter()
+        .map(|r| (r.name.to_string(), r.disk as f64, gib(r.disk)))
+        .collect();
+    bars(
+        "Disk I/O per task (read + written, all jobs)",
+        &disk,
+        &mut out,
+    );
+    happenings(spans, &mut out);
     out.push_str("</body></html>\n");
     out
 }

@@ -1,8 +1,11 @@
 //! The few span fields a report needs, from the SDK's spans or from OTLP protobuf spans.
 use std::collections::BTreeMap;
 
-use opentelemetry::{Value, trace::Status};
-use opentelemetry_proto::tonic::{common::v1::any_value, trace::v1::Span};
+use opentelemetry::{KeyValue, Value, trace::Status};
+use opentelemetry_proto::tonic::{
+    common::v1::{KeyValue as ProtoKeyValue, any_value},
+    trace::v1::Span,
+};
 use opentelemetry_sdk::trace::SpanData;
 use pipetrace_semconv::attr;
 
@@ -20,7 +23,63 @@ pub struct ReportSpan {
     pub error: Option<String>,
     pub numbers: BTreeMap<String, f64>,
     pub texts: BTreeMap<String, String>,
-    pub events: Vec<String>,
+    pub events: Vec<ReportEvent>,
+}
+
+/// A span event with its figures, so the report can say what happened in words.
+#[derive(Clone, Debug)]
+pub struct ReportEvent {
+    pub name: String,
+    /// Unix nanoseconds.
+    pub time: u64,
+    pub numbers: BTreeMap<String, f64>,
+    pub texts: BTreeMap<String, String>,
+}
+
+type Attrs = (BTreeMap<String, f64>, BTreeMap<String, String>);
+
+fn sdk_attrs(kvs: &[KeyValue]) -> Attrs {
+    let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
+    for kv in kvs {
+        let k = kv.key.as_str().to_string();
+        match &kv.value {
+            Value::F64(v) => {
+                numbers.insert(k, *v);
+            }
+            Value::I64(v) => {
+                numbers.insert(k, *v as f64);
+            }
+            Value::String(v) => {
+                texts.insert(k, v.to_string());
+            }
+            _ => {}
+        }
+    }
+    (numbers, texts)
+}
+
+fn proto_attrs(kvs: &[ProtoKeyValue]) -> Attrs {
+    let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
+    for kv in kvs {
+        match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::DoubleValue(v)) => {
+                numbers.insert(kv.key.clone(), *v);
+            }
+            Some(any_value::Value::IntValue(v)) => {
+                numbers.insert(kv.key.clone(), *v as f64);
+            }
+            Some(any_value::Value::StringValue(v)) => {
+                texts.insert(kv.key.clone(), v.clone());
+            }
+            _ => {}
+        }
+    }
+    (numbers, texts)
+}
+
+fn unix_nanos(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// What a span is, from the attributes each kind carries.
@@ -66,26 +125,7 @@ impl ReportSpan {
     }
 
     pub fn from_sdk(s: &SpanData) -> Self {
-        let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
-        for kv in &s.attributes {
-            let k = kv.key.as_str().to_string();
-            match &kv.value {
-                Value::F64(v) => {
-                    numbers.insert(k, *v);
-                }
-                Value::I64(v) => {
-                    numbers.insert(k, *v as f64);
-                }
-                Value::String(v) => {
-                    texts.insert(k, v.to_string());
-                }
-                _ => {}
-            }
-        }
-        let nanos = |t: std::time::SystemTime| {
-            t.duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        };
+        let (numbers, texts) = sdk_attrs(&s.attributes);
         let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
             .then(|| s.parent_span_id.to_string());
         Self {
@@ -93,34 +133,32 @@ impl ReportSpan {
             parent,
             kind: kind_of(&texts),
             name: s.name.to_string(),
-            start: nanos(s.start_time),
-            end: nanos(s.end_time),
+            start: unix_nanos(s.start_time),
+            end: unix_nanos(s.end_time),
             error: match &s.status {
                 Status::Error { description } => Some(description.to_string()),
                 _ => None,
             },
             numbers,
             texts,
-            events: s.events.iter().map(|e| e.name.to_string()).collect(),
+            events: s
+                .events
+                .iter()
+                .map(|e| {
+                    let (numbers, texts) = sdk_attrs(&e.attributes);
+                    ReportEvent {
+                        name: e.name.to_string(),
+                        time: unix_nanos(e.timestamp),
+                        numbers,
+                        texts,
+                    }
+                })
+                .collect(),
         }
     }
 
     pub fn from_proto(s: &Span) -> Self {
-        let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
-        for kv in &s.attributes {
-            match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                Some(any_value::Value::DoubleValue(v)) => {
-                    numbers.insert(kv.key.clone(), *v);
-                }
-                Some(any_value::Value::IntValue(v)) => {
-                    numbers.insert(kv.key.clone(), *v as f64);
-                }
-                Some(any_value::Value::StringValue(v)) => {
-                    texts.insert(kv.key.clone(), v.clone());
-                }
-                _ => {}
-            }
-        }
+        let (numbers, texts) = proto_attrs(&s.attributes);
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let status = s.status.clone().unwrap_or_default();
         Self {
@@ -133,7 +171,19 @@ impl ReportSpan {
             error: (status.code == 2).then_some(status.message),
             numbers,
             texts,
-            events: s.events.iter().map(|e| e.name.clone()).collect(),
+            events: s
+                .events
+                .iter()
+                .map(|e| {
+                    let (numbers, texts) = proto_attrs(&e.attributes);
+                    ReportEvent {
+                        name: e.name.clone(),
+                        time: e.time_unix_nano,
+                        numbers,
+                        texts,
+                    }
+                })
+                .collect(),
         }
     }
 }
