@@ -102,6 +102,54 @@ fn metric_names_in(query: &str) -> Vec<String> {
         .collect()
 }
 
+/// The name Prometheus gives an OTLP metric (OTel's Prometheus compatibility rules, as the
+/// Collector's exporters and Prometheus' OTLP receiver apply them): dots to underscores, the
+/// unit as a suffix (annotations like `{kill}` dropped), `_total` on monotonic counters.
+fn prometheus_name(g: &pipetrace_semconv::registry::Group) -> String {
+    let mut name = g.metric_name.as_deref().unwrap().replace('.', "_");
+    match g.unit.as_deref() {
+        Some("By") => name += "_bytes",
+        Some("s") => name += "_seconds",
+        _ => {}
+    }
+    if g.instrument.as_deref() == Some("counter") {
+        name += "_total";
+    }
+    name
+}
+
+/// Every metric a PromQL expression names is spelt as Prometheus stores a registered metric:
+/// a wrong suffix would make the alert silently never fire.
+#[test]
+fn prometheus_rules_name_metrics_as_prometheus_stores_them() {
+    let registry = pipetrace_semconv::registry::Registry::embedded();
+    let known: Vec<String> = registry
+        .groups
+        .iter()
+        .filter(|g| g.metric_name.is_some())
+        .map(prometheus_name)
+        .collect();
+    assert!(known.contains(&"pipetrace_process_oom_kills_total".to_string()));
+    assert!(known.contains(&"process_memory_usage_bytes".to_string()));
+    let rules = yaml("alerts/prometheus-rules.yaml");
+    let mut checked = 0;
+    for r in rules["groups"][0]["rules"].as_sequence().expect("rules") {
+        let expr = r["expr"].as_str().expect("expr");
+        let words = expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        for w in words.filter(|w| w.starts_with("pipetrace_") || w.starts_with("process_")) {
+            assert!(
+                known.iter().any(|k| k == w),
+                "{w} in `{expr}` is not how Prometheus names any registered metric; one of {known:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 5,
+        "only {checked} metric names found in the rules"
+    );
+}
+
 #[test]
 fn alert_examples_parse_and_use_registered_metrics() {
     let rules = yaml("alerts/prometheus-rules.yaml");
