@@ -150,6 +150,56 @@ fn prometheus_rules_name_metrics_as_prometheus_stores_them() {
     );
 }
 
+/// The labels a metric of the registry carries (refs of its metric groups).
+fn metric_labels() -> Vec<String> {
+    let registry = pipetrace_semconv::registry::Registry::embedded();
+    registry
+        .groups
+        .iter()
+        .filter(|g| g.metric_name.is_some())
+        .flat_map(|g| g.attributes.iter().filter_map(|a| a.r#ref.clone()))
+        .collect()
+}
+
+/// The names inside each `by (...)` / `by {...}` of a query.
+fn grouped_by(query: &str, open: char, close: char) -> Vec<String> {
+    query
+        .split("by ")
+        .skip(1)
+        .filter_map(|rest| rest.strip_prefix(open)?.split(close).next())
+        .flat_map(|inner| inner.split(',').map(|l| l.trim().to_string()))
+        .collect()
+}
+
+/// Alerts group by labels the metrics really carry: a misspelt one would group everything
+/// into one series and lose the task's name in the alert.
+#[test]
+fn alert_examples_group_by_labels_the_metrics_carry() {
+    let labels = metric_labels();
+    let rules = yaml("alerts/prometheus-rules.yaml");
+    let mut checked = 0;
+    for r in rules["groups"][0]["rules"].as_sequence().expect("rules") {
+        let expr = r["expr"].as_str().expect("expr");
+        for l in grouped_by(expr, '(', ')') {
+            assert!(
+                labels.iter().any(|k| k.replace('.', "_") == l),
+                "label {l} in `{expr}` is on no metric"
+            );
+            checked += 1;
+        }
+    }
+    let text = std::fs::read_to_string(deploy("alerts/datadog-monitors.json")).unwrap();
+    let monitors: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for m in monitors.as_array().expect("monitors") {
+        let q = m["query"].as_str().expect("query");
+        for l in grouped_by(q, '{', '}') {
+            assert!(labels.contains(&l), "tag {l} in `{q}` is on no metric");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} labels found");
+}
+
 #[test]
 fn alert_examples_parse_and_use_registered_metrics() {
     let rules = yaml("alerts/prometheus-rules.yaml");
