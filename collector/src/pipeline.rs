@@ -344,7 +344,10 @@ impl Pipeline {
                             .record(&pipeline, &info.name, wall, cpu, r.peak_memory());
                 }
                 Finished::Run { .. } => self.history.save(),
-                Finished::Tool { .. } => {}
+                Finished::Tool { proc, stalls, .. } => {
+                    let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
+                    *stalls = self.metrics.take_tool_stalls(proc.key, end);
+                }
             }
             let signal = self.builder.build(&f);
             if signal.kind == crate::signals::Kind::Run {

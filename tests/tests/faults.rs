@@ -35,6 +35,18 @@ fn task<'a>(spans: &'a [RecvSpan], name: &str) -> &'a RecvSpan {
         .unwrap_or_else(|| panic!("task {name}"))
 }
 
+/// The durations of a span's stall events, in seconds.
+fn stalled_secs(s: &RecvSpan) -> Vec<f64> {
+    s.events
+        .iter()
+        .filter(|e| e.name == event::STALL)
+        .map(|e| match e.attrs.get(attr::STALL_DURATION) {
+            Some(pipetrace_e2e::spans::Val::Double(d)) => *d,
+            other => panic!("{}: stall duration {other:?}", s.name),
+        })
+        .collect()
+}
+
 fn tools_of<'a>(spans: &'a [RecvSpan], t: &RecvSpan) -> Vec<&'a RecvSpan> {
     spans
         .iter()
@@ -86,7 +98,7 @@ fn planted_faults_are_found_on_the_right_task_and_tool() {
     let dir = tempfile::tempdir().unwrap();
     let snakefile = format!(
         r#"rule all:
-    input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done"
+    input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done", "half.done"
 
 # One after another (each needs the one before), so that no fault blurs another.
 
@@ -115,9 +127,15 @@ rule stuck:
     output: "stuck.done"
     shell: "{w} sleep 3000 && touch {{output}}"
 
+# One tool sleeps while the other burns: the tool stalls, its task does not.
+rule half:
+    input: "stuck.done"
+    output: "half.done"
+    shell: "{w} sleep 3000 & {w} burn 3000; wait; touch {{output}}"
+
 # More memory than its cgroup allows.
 rule oom:
-    input: "stuck.done"
+    input: "half.done"
     output: "oom.done"
     shell: "echo $$ > {cg}/cgroup.procs && {w} alloc 256 && touch {{output}}"
 "#,
@@ -188,29 +206,48 @@ rule oom:
         .expect("the OOM victim's span");
     assert!(victim.events.iter().any(|e| e.name == event::OOM_KILL));
 
+    // The sleeping task and its sleeping tool each stalled once, for most of the 3 s.
     let stuck = task(&spans, "stuck");
-    let stalls: Vec<_> = stuck
-        .events
-        .iter()
-        .filter(|e| e.name == event::STALL)
-        .collect();
-    assert_eq!(stalls.len(), 1, "{:?}", stuck.events);
-    let secs = match stalls[0].attrs.get(attr::STALL_DURATION) {
-        Some(pipetrace_e2e::spans::Val::Double(d)) => *d,
-        other => panic!("{other:?}"),
-    };
-    assert!(
-        (1.5..=3.5).contains(&secs),
-        "stalled {secs} s of its 3 s sleep"
+    let sleeper = tools_of(&spans, stuck)
+        .into_iter()
+        .find(|t| t.name == "workload")
+        .expect("the stuck task's tool");
+    for s in [stuck, sleeper] {
+        let secs = stalled_secs(s);
+        assert_eq!(secs.len(), 1, "{}: {:?}", s.name, s.events);
+        assert!(
+            (1.5..=3.5).contains(&secs[0]),
+            "{} stalled {} s of its 3 s sleep",
+            s.name,
+            secs[0]
+        );
+    }
+    // A tool that sleeps beside a busy one: the tool stalled, its task kept making progress.
+    let half = task(&spans, "half");
+    assert!(stalled_secs(half).is_empty(), "{:?}", half.events);
+    let (sleeping, busy): (Vec<_>, Vec<_>) = tools_of(&spans, half)
+        .into_iter()
+        .filter(|t| t.name == "workload")
+        .partition(|t| t.str(attr::PROCESS_COMMAND_LINE).contains(" sleep "));
+    assert_eq!((sleeping.len(), busy.len()), (1, 1));
+    assert_eq!(
+        stalled_secs(sleeping[0]).len(),
+        1,
+        "{:?}",
+        sleeping[0].events
     );
-    // Busy tasks never stall, however long they run.
+    assert!(stalled_secs(busy[0]).is_empty(), "{:?}", busy[0].events);
+    // Busy tasks and their tools never stall, however long they run.
     for name in ["io", "cpu", "oom"] {
         let t = task(&spans, name);
-        assert!(
-            t.events.iter().all(|e| e.name != event::STALL),
-            "{name}: {:?}",
-            t.events
-        );
+        for s in std::iter::once(t).chain(tools_of(&spans, t)) {
+            assert!(
+                stalled_secs(s).is_empty(),
+                "{name}: {}: {:?}",
+                s.name,
+                s.events
+            );
+        }
     }
     // The gauge to alert on saw it.
     let metrics = std::fs::read_to_string(dir.path().join("t.metrics.otlp.jsonl")).unwrap();

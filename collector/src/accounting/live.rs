@@ -13,6 +13,9 @@ pub struct Live {
     pub hwm_bytes: u64,
     pub disk_read_bytes: u64,
     pub disk_write_bytes: u64,
+    /// Bytes through read and write calls (pipes and sockets too): progress a tool makes
+    /// without touching storage.
+    pub io_chars: u64,
     pub blkio_delay_ns: u64,
     pub run_delay_ns: u64,
 }
@@ -47,6 +50,7 @@ pub fn read(pid: u32) -> Option<Live> {
             };
             live.disk_read_bytes += field("read_bytes:");
             live.disk_write_bytes += field("write_bytes:");
+            live.io_chars += field("rchar:") + field("wchar:");
         }
     }
     if let Ok(s) = fs::read_to_string(format!("/proc/{pid}/schedstat")) {

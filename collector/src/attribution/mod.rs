@@ -72,6 +72,8 @@ pub enum Finished {
         proc: Proc,
         run: ProcKey,
         parent: EntityRef,
+        /// Periods without progress while it ran (filled in from the live sampler).
+        stalls: Vec<crate::diagnosis::Stall>,
     },
     Task {
         proc: Proc,
@@ -519,6 +521,7 @@ impl Attributor {
                         proc: p.clone(),
                         run: m.run,
                         parent,
+                        stalls: Vec::new(),
                     });
                 }
                 if let Some(info) = self.task_info_now(m.run, p) {
@@ -532,6 +535,7 @@ impl Attributor {
                     proc: p.clone(),
                     run: m.run,
                     parent,
+                    stalls: Vec::new(),
                 });
             }
         }

@@ -1,6 +1,6 @@
-//! Stalls: a running task that makes no progress (no CPU, no I/O, no process starting or
-//! ending) for `diagnosis.stall_after`. Fed by the live sampler, one progress signature per
-//! task per sample.
+//! Stalls: a running task or tool that makes no progress (no CPU, no I/O, no process starting
+//! or ending) for `diagnosis.stall_after`. Fed by the live sampler, one progress signature per
+//! task or tool per sample.
 use std::collections::HashMap;
 
 use crate::event::ProcKey;
@@ -15,13 +15,14 @@ pub struct Stall {
 struct Progress {
     signature: u64,
     since_ns: u64,
+    seen_ns: u64,
     stalled: bool,
     periods: Vec<Stall>,
 }
 
 pub struct Stalls {
     after_ns: u64,
-    tasks: HashMap<ProcKey, Progress>,
+    watched: HashMap<ProcKey, Progress>,
 }
 
 /// Periods kept per task at most; later ones extend the last.
@@ -31,18 +32,20 @@ impl Stalls {
     pub fn new(after: std::time::Duration) -> Self {
         Self {
             after_ns: after.as_nanos() as u64,
-            tasks: HashMap::new(),
+            watched: HashMap::new(),
         }
     }
 
-    /// Task `task`'s progress signature at `now_ns`: any change is progress.
-    pub fn observe(&mut self, task: ProcKey, signature: u64, now_ns: u64) {
-        let p = self.tasks.entry(task).or_insert(Progress {
+    /// `key`'s progress signature at `now_ns`: any change is progress.
+    pub fn observe(&mut self, key: ProcKey, signature: u64, now_ns: u64) {
+        let p = self.watched.entry(key).or_insert(Progress {
             signature,
             since_ns: now_ns,
+            seen_ns: now_ns,
             stalled: false,
             periods: Vec::new(),
         });
+        p.seen_ns = now_ns;
         if p.signature != signature {
             if p.stalled {
                 close(p, now_ns);
@@ -54,23 +57,34 @@ impl Stalls {
         }
     }
 
-    /// Tasks stalled now.
+    /// Those stalled now.
     pub fn stalled(&self) -> impl Iterator<Item = ProcKey> + '_ {
-        self.tasks
+        self.watched
             .iter()
             .filter(|(_, p)| p.stalled)
             .map(|(k, _)| *k)
     }
 
-    /// The task ended at `end_ns`: its stall periods, the open one closed then.
-    pub fn take(&mut self, task: ProcKey, end_ns: u64) -> Vec<Stall> {
-        let Some(mut p) = self.tasks.remove(&task) else {
+    /// It ended at `end_ns`: its stall periods, the open one closed then.
+    pub fn take(&mut self, key: ProcKey, end_ns: u64) -> Vec<Stall> {
+        let Some(mut p) = self.watched.remove(&key) else {
             return Vec::new();
         };
         if p.stalled {
             close(&mut p, end_ns);
         }
         p.periods
+    }
+
+    /// Forgets what was last observed before `cutoff_ns` and never taken (a process that
+    /// gets no span of its own), so the map stays bounded.
+    pub fn forget_unseen_since(&mut self, cutoff_ns: u64) {
+        self.watched.retain(|_, p| p.seen_ns >= cutoff_ns);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.watched.len()
     }
 }
 
@@ -137,5 +151,24 @@ mod tests {
             ]
         );
         assert!(st.take(key(), 30 * S).is_empty());
+    }
+
+    #[test]
+    fn what_is_never_taken_is_forgotten_once_unseen() {
+        let mut st = Stalls::new(std::time::Duration::from_secs(5));
+        let other = ProcKey {
+            pid: 2,
+            start_ticks: 2,
+        };
+        st.observe(key(), 1, 0);
+        st.observe(other, 1, 0);
+        st.observe(other, 1, 10 * S);
+        st.forget_unseen_since(5 * S);
+        assert_eq!(st.len(), 1);
+        assert_eq!(
+            st.take(other, 11 * S).len(),
+            1,
+            "the seen one keeps its stall"
+        );
     }
 }

@@ -239,6 +239,7 @@ impl SpanBuilder {
                 proc: p,
                 run,
                 parent,
+                stalls,
             } => {
                 let img = p.image.as_ref();
                 let exe = img.map(|i| naming::executable_name(&i.path).to_string());
@@ -290,7 +291,7 @@ impl SpanBuilder {
                     Some(why) => Status::error(why),
                     None => status_of(p.exit.as_ref(), &tool),
                 };
-                let span = self.span(
+                let mut span = self.span(
                     Ids {
                         trace: self.trace_id(*run),
                         span: self.span_id(EntityRef::Tool(p.key)),
@@ -301,6 +302,9 @@ impl SpanBuilder {
                     a,
                     status,
                 );
+                span.events
+                    .events
+                    .extend(diagnosis::stall_events(stalls, &self.host));
                 Signal {
                     kind: Kind::Tool,
                     span,

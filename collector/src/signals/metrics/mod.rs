@@ -33,6 +33,13 @@ use crate::{
 /// would change) or end (their exact figures follow at once).
 const MIN_AGE_NS: u64 = 1_000_000_000;
 
+/// A tool's stall record unseen this long belongs to a process that gets no span (a wrapper
+/// that adds no level): forgotten. Ended tools are taken within `probes.usage_wait`.
+const FORGET_NS: u64 = 600_000_000_000;
+
+/// Ancestors walked from a process to the tools above it, against a malformed tree.
+const MAX_DEPTH: usize = 64;
+
 /// An ended process's figures, waiting for its task's name.
 struct Held {
     run: ProcKey,
@@ -55,6 +62,7 @@ pub struct Metrics {
     /// Memory limits of running tasks, by (pipeline, task).
     limits: HashMap<(String, String), u64>,
     stalls: Stalls,
+    tool_stalls: Stalls,
     /// Running tasks at the last sample, by (pipeline, task name): how many are stalled.
     stalled: BTreeMap<(String, String), u64>,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
@@ -78,6 +86,7 @@ impl Metrics {
             last: HashMap::new(),
             limits: HashMap::new(),
             stalls: Stalls::new(stall_after),
+            tool_stalls: Stalls::new(stall_after),
             stalled: BTreeMap::new(),
             resource: proto::resource(resource),
             started: SystemTime::now(),
@@ -197,14 +206,18 @@ impl Metrics {
         // Progress signature per running task: its processes (however young) and their
         // figures; a process starting or ending, CPU or I/O all change it.
         let mut progress: HashMap<ProcKey, u64> = HashMap::new();
+        // Each process's own part of the signatures of the tools above it.
+        let mut own: HashMap<ProcKey, u64> = HashMap::new();
         let members: Vec<_> = attr.members().collect();
         for (key, m) in members {
             let Some(p) = tree.get(&key) else { continue };
             // A task whose root has ended is over, whatever its processes still await.
             let running = |t: &ProcKey| tree.get(t).is_some_and(|r| r.exit.is_none());
             if let Some(t) = m.task.filter(running) {
+                let presence = u64::from(key.pid).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 let sig = progress.entry(t).or_insert_with(|| attr.ended_in(&t));
-                *sig = sig.wrapping_add(u64::from(key.pid).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                *sig = sig.wrapping_add(presence);
+                own.insert(key, presence);
             }
             if p.settled || now_ns.saturating_sub(p.start_ns) < MIN_AGE_NS {
                 continue;
@@ -229,6 +242,7 @@ impl Metrics {
                 None => live::read(key.pid),
                 Some(_) => None,
             };
+            let chars = reading.as_ref().map_or(0, |l| l.io_chars);
             let prev = self.last.get(&key);
             let (key_of, counters, rss, hwm) = match (reading, prev) {
                 (Some(l), prev) => {
@@ -251,8 +265,12 @@ impl Metrics {
                 let c = &counters;
                 let work = c.cpu_user_ns + c.cpu_system_ns + c.disk_read_bytes;
                 let work = work + c.disk_write_bytes + c.net_tx_bytes + c.net_rx_bytes;
+                let work = work.wrapping_add(chars);
                 let sig = progress.entry(t).or_default();
                 *sig = sig.wrapping_add(work);
+                if let Some(o) = own.get_mut(&key) {
+                    *o = o.wrapping_add(work);
+                }
             }
             s.live.add(&counters);
             s.rss_now += rss;
@@ -265,6 +283,7 @@ impl Metrics {
                 self.limits.insert((pipeline, task), limit);
             }
         }
+        self.observe_tools(attr, tree, &own, now_ns);
         self.stalled.clear();
         for (t, sig) in progress {
             self.stalls.observe(t, sig, now_ns);
@@ -281,9 +300,47 @@ impl Metrics {
         }
     }
 
+    /// A running tool's signature is its own work and its descendants' (and their coming and
+    /// going): a wrapper waiting on a busy child is not stalled.
+    fn observe_tools(
+        &mut self,
+        attr: &Attributor,
+        tree: &Tree,
+        own: &HashMap<ProcKey, u64>,
+        now_ns: u64,
+    ) {
+        let mut tools: HashMap<ProcKey, u64> = HashMap::new();
+        for (key, part) in own {
+            let mut at = Some(*key);
+            for _ in 0..MAX_DEPTH {
+                let Some(k) = at else { break };
+                // Up to the task's root: the task's own stall covers it.
+                if attr.membership(&k).is_none_or(|m| m.role != Role::Member) {
+                    break;
+                }
+                let Some(p) = tree.get(&k) else { break };
+                if p.exit.is_none() {
+                    let sig = tools.entry(k).or_default();
+                    *sig = sig.wrapping_add(*part);
+                }
+                at = p.parent;
+            }
+        }
+        for (k, sig) in tools {
+            self.tool_stalls.observe(k, sig, now_ns);
+        }
+        self.tool_stalls
+            .forget_unseen_since(now_ns.saturating_sub(FORGET_NS));
+    }
+
     /// The stall periods of a task that ended at `end_ns`.
     pub fn take_stalls(&mut self, task: ProcKey, end_ns: u64) -> Vec<crate::diagnosis::Stall> {
         self.stalls.take(task, end_ns)
+    }
+
+    /// The stall periods of a tool that ended at `end_ns`.
+    pub fn take_tool_stalls(&mut self, tool: ProcKey, end_ns: u64) -> Vec<crate::diagnosis::Stall> {
+        self.tool_stalls.take(tool, end_ns)
     }
 
     /// The OTLP request for now; None when there is nothing to report.
