@@ -276,6 +276,13 @@ rule oom:
             "{name}"
         );
     }
+    // The tree names what happened, on the tool and task it happened to.
+    for want in [
+        "no CPU, no I/O and no process started or ended for",
+        "killed by the OOM killer at",
+    ] {
+        assert!(err.contains(want), "the tree lacks {want}: {err}");
+    }
     // The end-of-run table names the advice.
     assert!(
         err.contains("ask: 0.0 of 2 CPUs used: ask for 1 CPU"),

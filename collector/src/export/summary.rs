@@ -29,6 +29,8 @@ struct Entry {
     start: std::time::SystemTime,
     secs: f64,
     error: Option<String>,
+    /// Its events in words (rare: OOM kills, fatal signals, stalls, slower than usual).
+    events: Vec<String>,
 }
 
 #[derive(Default)]
@@ -86,12 +88,21 @@ impl Summary {
             .unwrap_or_default()
             .as_secs_f64();
         let id = span.span_context.span_id();
+        let events = match span.events.is_empty() {
+            true => Vec::new(),
+            false => ReportSpan::from_sdk(span)
+                .events
+                .iter()
+                .map(|e| e.describe())
+                .collect(),
+        };
         let entry = Entry {
             kind: s.kind,
             name: span.name.to_string(),
             start: span.start_time,
             secs,
             error,
+            events,
         };
         self.entries.insert(id, entry);
         self.children
@@ -123,10 +134,13 @@ impl Summary {
         } else {
             "├─ "
         };
-        let state = match &e.error {
+        let mut state = match &e.error {
             Some(err) => format!("FAILED: {err}"),
             None => "ok".into(),
         };
+        if !e.events.is_empty() {
+            let _ = write!(state, "  [{}]", e.events.join("; "));
+        }
         let _ = writeln!(out, "{prefix}{branch}{}  {:.2}s  {state}", e.name, e.secs);
         let child_prefix = match depth {
             0 => String::new(),
