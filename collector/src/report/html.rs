@@ -150,6 +150,19 @@ fn place(s: &ReportSpan, by_id: &HashMap<&str, &ReportSpan>) -> String {
     }
 }
 
+/// Rows listed at most per table of happenings; the rest are counted.
+const MAX_LISTED: usize = 500;
+
+fn more(n: usize, out: &mut String) {
+    if n > MAX_LISTED {
+        let _ = write!(
+            out,
+            "<p>… and {} more; the trace has them.</p>",
+            n - MAX_LISTED
+        );
+    }
+}
+
 /// Events and failures in time order, in words.
 fn happenings(spans: &[ReportSpan], out: &mut String) {
     let t0 = spans.iter().map(|s| s.start).min().unwrap_or(0);
@@ -167,7 +180,7 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
         out.push_str(
             "<h2>Events</h2><table><tr><th>at s</th><th class=\"l\">where</th><th>what</th></tr>",
         );
-        for (t, at, what) in &events {
+        for (t, at, what) in events.iter().take(MAX_LISTED) {
             let _ = write!(
                 out,
                 "<tr><td>{:.1}</td><td class=\"l\">{}</td><td>{}</td></tr>",
@@ -177,6 +190,7 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
             );
         }
         out.push_str("</table>");
+        more(events.len(), out);
     }
     // The engine's own helpers (a shim's probe that exits 1) are not the pipeline's failures:
     // they are counted, not listed.
@@ -187,7 +201,7 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
     failed.sort_by_key(|s| (s.end, s.id.clone()));
     if !failed.is_empty() {
         out.push_str("<h2>Failures</h2><table><tr><th>ended at s</th><th class=\"l\">where</th><th>why</th></tr>");
-        for s in failed {
+        for s in failed.iter().take(MAX_LISTED) {
             let _ = write!(
                 out,
                 "<tr><td>{:.1}</td><td class=\"l\">{}</td><td class=\"err\">{}</td></tr>",
@@ -197,6 +211,7 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
             );
         }
         out.push_str("</table>");
+        more(failed.len(), out);
     }
     if !engine.is_empty() {
         let _ = write!(
@@ -222,7 +237,7 @@ pub fn render(spans: &[ReportSpan]) -> String {
          body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
          td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right}}\
          td:first-child,th:first-child,td:last-child,th:last-child{{text-align:left}}\
-         td.l{{text-align:left}}.err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
+         td.l,th.l{{text-align:left}}.err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
         esc(&title),
         esc(&title)
     );
@@ -288,4 +303,61 @@ pub fn render(spans: &[ReportSpan]) -> String {
     happenings(spans, &mut out);
     out.push_str("</body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use pipetrace_semconv::event;
+
+    use super::*;
+    use crate::report::ReportEvent;
+
+    fn span(id: &str, parent: Option<&str>, kind: Kind, name: &str) -> ReportSpan {
+        let mut texts = BTreeMap::new();
+        if kind == Kind::Task {
+            texts.insert(attr::CICD_PIPELINE_TASK_NAME.to_string(), name.to_string());
+        }
+        ReportSpan {
+            id: id.into(),
+            parent: parent.map(Into::into),
+            kind,
+            name: name.into(),
+            start: 1_000_000_000,
+            end: 3_000_000_000,
+            error: None,
+            numbers: BTreeMap::new(),
+            texts,
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn happenings_are_placed_on_their_task_and_the_engines_own_are_only_counted() {
+        let run = span("r", None, Kind::Run, "run x");
+        let task = span("t", Some("r"), Kind::Task, "align");
+        let shell = span("s", Some("t"), Kind::Tool, "bash");
+        let mut bwa = span("b", Some("s"), Kind::Tool, "bwa");
+        bwa.error = Some("bwa killed by SIGTERM".into());
+        bwa.events.push(ReportEvent {
+            name: event::STALL.into(),
+            time: 2_000_000_000,
+            numbers: [(attr::STALL_DURATION.to_string(), 4.0)].into(),
+            texts: BTreeMap::new(),
+        });
+        let mut helper = span("h", Some("r"), Kind::Tool, "readlink");
+        helper.error = Some("readlink exited with code 1".into());
+        let html = render(&[run, task, shell, bwa, helper]);
+        assert!(
+            html.contains("<td class=\"l\">align › bwa</td><td>no CPU"),
+            "{html}"
+        );
+        assert!(html.contains("bwa killed by SIGTERM"));
+        assert!(
+            !html.contains("readlink exited"),
+            "the engine's own are not listed"
+        );
+        assert!(html.contains("1 process(es) outside any task"));
+    }
 }

@@ -343,8 +343,7 @@ impl Metrics {
         self.tool_stalls.take(tool, end_ns)
     }
 
-    /// The OTLP request for now; None when there is nothing to report.
-    /// The request for now, with the agent's own figures; None when metrics are off.
+    /// The OTLP request for now, with the agent's own figures; None when metrics are off.
     pub fn collect(&mut self, figures: &AgentFigures) -> Option<ExportMetricsServiceRequest> {
         if !self.cfg.enabled {
             return None;
