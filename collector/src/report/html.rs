@@ -32,10 +32,21 @@ const WIDTH: f64 = 1000.0;
 const LABEL: f64 = 220.0;
 const ROW: f64 = 22.0;
 
+/// Task rows drawn at most: past a few thousand a timeline is no longer read, only scrolled.
+const MAX_TIMELINE_ROWS: usize = 2000;
+
 /// Tasks as rows on a time axis, their tools as thin bars inside.
 fn timeline(spans: &[ReportSpan], out: &mut String) {
     let mut tasks: Vec<&ReportSpan> = spans.iter().filter(|s| s.kind == Kind::Task).collect();
     tasks.sort_by_key(|s| s.start);
+    let hidden = tasks.len().saturating_sub(MAX_TIMELINE_ROWS);
+    tasks.truncate(MAX_TIMELINE_ROWS);
+    let mut tools: HashMap<&str, Vec<&ReportSpan>> = HashMap::new();
+    for s in spans.iter().filter(|s| s.kind == Kind::Tool) {
+        if let Some(p) = s.parent.as_deref() {
+            tools.entry(p).or_default().push(s);
+        }
+    }
     let (Some(t0), Some(t1)) = (
         spans.iter().map(|s| s.start).min(),
         spans.iter().map(|s| s.end).max(),
@@ -71,10 +82,7 @@ fn timeline(spans: &[ReportSpan], out: &mut String) {
                 .map(|r| format!(" — {}", esc(r)))
                 .unwrap_or_default()
         );
-        for tool in spans
-            .iter()
-            .filter(|s| s.kind == Kind::Tool && s.parent.as_deref() == Some(t.id.as_str()))
-        {
+        for tool in tools.get(t.id.as_str()).into_iter().flatten() {
             let (a, b) = (x(tool.start), x(tool.end).max(x(tool.start) + 1.0));
             let _ = write!(
                 out,
@@ -99,6 +107,13 @@ fn timeline(spans: &[ReportSpan], out: &mut String) {
         h - 4.0,
         span / 1e9
     );
+    if hidden > 0 {
+        let _ = write!(
+            out,
+            "<p>The first {MAX_TIMELINE_ROWS} tasks by start are drawn; {hidden} more are in the \
+             table above and in the trace.</p>"
+        );
+    }
 }
 
 /// One horizontal bar per task name.
@@ -359,5 +374,23 @@ mod tests {
             "the engine's own are not listed"
         );
         assert!(html.contains("1 process(es) outside any task"));
+    }
+
+    #[test]
+    fn a_run_of_many_tasks_draws_a_bounded_timeline_quickly() {
+        let mut spans = vec![span("r", None, Kind::Run, "run x")];
+        for i in 0..MAX_TIMELINE_ROWS + 5 {
+            spans.push(span(&format!("t{i}"), Some("r"), Kind::Task, "true"));
+            spans.push(span(
+                &format!("o{i}"),
+                Some(&format!("t{i}")),
+                Kind::Tool,
+                "true",
+            ));
+        }
+        let html = render(&spans);
+        assert!(html.contains("tasks by start are drawn; 5 more are in the"));
+        let rows = html.matches("opacity=\"0.45\"").count();
+        assert_eq!(rows, MAX_TIMELINE_ROWS);
     }
 }
