@@ -5,7 +5,7 @@ use opentelemetry::trace::{SpanId, Status};
 
 use super::{Destinations, ExportStats};
 use crate::{
-    report::{ReportSpan, table::Table},
+    report::{ReportEvent, ReportSpan, table::Table},
     signals::{Kind, Signal},
 };
 
@@ -88,14 +88,11 @@ impl Summary {
             .unwrap_or_default()
             .as_secs_f64();
         let id = span.span_context.span_id();
-        let events = match span.events.is_empty() {
-            true => Vec::new(),
-            false => ReportSpan::from_sdk(span)
-                .events
-                .iter()
-                .map(|e| e.describe())
-                .collect(),
-        };
+        let events = span
+            .events
+            .iter()
+            .map(|e| ReportEvent::from_sdk(e).describe())
+            .collect();
         let entry = Entry {
             kind: s.kind,
             name: span.name.to_string(),

@@ -36,6 +36,18 @@ pub struct ReportEvent {
     pub texts: BTreeMap<String, String>,
 }
 
+impl ReportEvent {
+    pub fn from_sdk(e: &opentelemetry::trace::Event) -> Self {
+        let (numbers, texts) = sdk_attrs(&e.attributes);
+        Self {
+            name: e.name.to_string(),
+            time: unix_nanos(e.timestamp),
+            numbers,
+            texts,
+        }
+    }
+}
+
 type Attrs = (BTreeMap<String, f64>, BTreeMap<String, String>);
 
 fn sdk_attrs(kvs: &[KeyValue]) -> Attrs {
@@ -141,19 +153,7 @@ impl ReportSpan {
             },
             numbers,
             texts,
-            events: s
-                .events
-                .iter()
-                .map(|e| {
-                    let (numbers, texts) = sdk_attrs(&e.attributes);
-                    ReportEvent {
-                        name: e.name.to_string(),
-                        time: unix_nanos(e.timestamp),
-                        numbers,
-                        texts,
-                    }
-                })
-                .collect(),
+            events: s.events.iter().map(ReportEvent::from_sdk).collect(),
         }
     }
 
