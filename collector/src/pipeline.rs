@@ -223,7 +223,7 @@ impl Pipeline {
             self.usage_missing += 1;
         }
         if let (Some(u), Some(p)) = (usage.as_mut(), self.tree.get(&key)) {
-            let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+            let end = p.end_ns();
             let since_boot = p.start_ns.saturating_sub(host::suspended_ns());
             u.drop_impossible_delays(end.saturating_sub(p.start_ns), since_boot);
         }
@@ -331,7 +331,7 @@ impl Pipeline {
                     info,
                     run,
                 } => {
-                    let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
+                    let end = proc.end_ns();
                     usage.stalls = self.metrics.take_stalls(proc.key, end);
                     let pipeline = self.attr.run_name(*run).unwrap_or_default().to_string();
                     let (wall, r) = (
@@ -345,7 +345,7 @@ impl Pipeline {
                 }
                 Finished::Run { .. } => self.history.save(),
                 Finished::Tool { proc, stalls, .. } => {
-                    let end = proc.exit.as_ref().map_or(proc.start_ns, |e| e.time_ns);
+                    let end = proc.end_ns();
                     *stalls = self.metrics.take_tool_stalls(proc.key, end);
                 }
             }

@@ -106,6 +106,11 @@ pub struct Signal {
 const SIGNALS_KEPT: usize = 4;
 
 impl Proc {
+    /// When it ended (CLOCK_BOOTTIME ns); its start while it still runs.
+    pub fn end_ns(&self) -> u64 {
+        self.exit.as_ref().map_or(self.start_ns, |e| e.time_ns)
+    }
+
     fn new(key: ProcKey, parent: Option<ProcKey>, ppid: u32, start_ns: u64, comm: String) -> Self {
         Self {
             key,

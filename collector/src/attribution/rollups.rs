@@ -11,7 +11,7 @@ impl Attributor {
             run.info.failed += u32::from(failed);
         }
         let rollup = self.rollups.remove(&p.key).unwrap_or_default();
-        let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+        let end = p.end_ns();
         if let Some(run) = self.rollups.get_mut(&run_key) {
             run.add_rollup(p.start_ns, end, &rollup);
         }
@@ -64,7 +64,7 @@ impl Attributor {
             .filter(|t| self.rollups.contains_key(t))
             .unwrap_or(m.run);
         if let Some(r) = self.rollups.get_mut(&target) {
-            let end = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+            let end = p.end_ns();
             r.add_process(p.start_ns, end, &Self::task_name(p), p.usage.as_ref());
             r.oom_kills += u64::from(p.oom.is_some());
         }

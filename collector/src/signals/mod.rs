@@ -207,7 +207,7 @@ impl SpanBuilder {
         attributes: Vec<KeyValue>,
         status: Status,
     ) -> SpanData {
-        let end = p.exit.as_ref().map(|e| e.time_ns).unwrap_or(p.start_ns);
+        let end = p.end_ns();
         let mut events = SpanEvents::default();
         events.events = diagnosis::end_events(p, &self.host);
         SpanData {
@@ -357,7 +357,7 @@ impl SpanBuilder {
                     .events
                     .extend(diagnosis::stall_events(&totals.stalls, &self.host));
                 if let Some(slow) = &totals.slower {
-                    let at = p.exit.as_ref().map_or(p.start_ns, |e| e.time_ns);
+                    let at = p.end_ns();
                     span.events
                         .events
                         .push(diagnosis::slower_event(slow, self.host.system_time(at)));
