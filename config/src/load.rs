@@ -150,7 +150,8 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
             format!("{rb} is not a power of two of at least 4096 (try 33554432)"),
         ));
     }
-    if cfg.metrics.enabled && cfg.metrics.interval < std::time::Duration::from_millis(100) {
+    // The live sampler runs at this interval whether metrics are exported or not (stalls).
+    if cfg.metrics.interval < std::time::Duration::from_millis(100) {
         return Err(bad(
             "metrics.interval",
             "must be at least 100ms (try 5s)".to_string(),

@@ -158,3 +158,40 @@ fn a_clean_run_has_no_end_events() {
         assert_ne!(s.status, 2, "{}", s.name);
     }
 }
+
+/// Stalls come from the live sampler, which runs with metric export off too: turning
+/// metrics off must not silently turn stall detection off.
+#[test]
+fn a_stall_is_found_with_metrics_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let o = pipetrace_e2e::pipetrace()
+        .env("PIPETRACE_METRICS__ENABLED", "false")
+        .env("PIPETRACE_METRICS__INTERVAL", "250ms")
+        .env("PIPETRACE_DIAGNOSIS__STALL_AFTER", "1s")
+        .arg("run")
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!("{WORKLOAD} sleep 3000"))
+        .output()
+        .expect("run pipetrace");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = pipetrace_e2e::read_jsonl(&out);
+    let stalled: Vec<&RecvSpan> = spans
+        .iter()
+        .filter(|s| s.events.iter().any(|e| e.name == event::STALL))
+        .collect();
+    assert!(
+        !stalled.is_empty(),
+        "no stall event with metrics off: {:?}",
+        spans
+            .iter()
+            .map(|s| (&s.name, &s.events))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        !dir.path().join("t.metrics.otlp.jsonl").exists(),
+        "metrics were off, yet a metrics file was written"
+    );
+}

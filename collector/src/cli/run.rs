@@ -179,7 +179,8 @@ pub async fn run(
                 pipe.poll(false);
                 pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
             }
-            _ = metrics_tick.tick(), if pipe.metrics.enabled() => {
+            // Samples for stalls even when metrics are off; exports only when on.
+            _ = metrics_tick.tick() => {
                 if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
                     mexp.send(req);
                 }

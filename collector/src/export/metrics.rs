@@ -38,12 +38,16 @@ pub struct MetricsExporter {
 }
 
 impl MetricsExporter {
-    /// Sends to the OTLP metrics endpoint if one is configured, and to `file` if given.
+    /// Sends to the OTLP metrics endpoint if one is configured, and to `file` if given; to
+    /// neither when `metrics.enabled` is false.
     pub fn start(
         cfg: &pipetrace_config::Config,
         file: Option<PathBuf>,
     ) -> Result<Self, super::ExportError> {
-        let endpoint = cfg.export.otlp.resolve(SignalKind::Metrics);
+        // Metrics off: no connection, and no file (an empty one would suggest there were some).
+        let on = cfg.metrics.enabled;
+        let file = file.filter(|_| on);
+        let endpoint = cfg.export.otlp.resolve(SignalKind::Metrics).filter(|_| on);
         let sender = match &endpoint {
             Some(ep) => Some(Sender::start(SignalKind::Metrics, ep, &cfg.export)?),
             None => None,

@@ -5,6 +5,9 @@
 //! sample of those still running; a process counts in one series for its whole life, so the
 //! totals only grow. Task names are those the attribution gives while the task runs (for
 //! Snakemake, its rule from the log); once a task's series is chosen it stays.
+//!
+//! The sampler runs every interval even with `metrics.enabled: false`: stall detection
+//! needs it. Only the export is off then.
 mod agent;
 mod proto;
 mod series;
@@ -93,10 +96,6 @@ impl Metrics {
         }
     }
 
-    pub fn enabled(&self) -> bool {
-        self.cfg.enabled
-    }
-
     /// Attribute sets placed in the overflow series so far.
     pub fn overflowed(&self) -> u64 {
         self.table.overflowed
@@ -109,9 +108,6 @@ impl Metrics {
     /// A process's end is final: its exact figures replace its last sample.
     pub fn on_exit(&mut self, attr: &Attributor, tree: &Tree, key: ProcKey) {
         let last = self.last.remove(&key);
-        if !self.cfg.enabled {
-            return;
-        }
         let (Some(p), Some(m)) = (tree.get(&key), attr.membership(&key)) else {
             return;
         };
@@ -157,9 +153,6 @@ impl Metrics {
 
     /// Names tasks as they finish, and releases what waited for the name.
     pub fn on_finished(&mut self, f: &Finished) {
-        if !self.cfg.enabled {
-            return;
-        }
         match f {
             Finished::Task {
                 proc, run, info, ..
@@ -195,9 +188,6 @@ impl Metrics {
         now_ns: u64,
         net: &dyn Fn(u32) -> Accumulator,
     ) {
-        if !self.cfg.enabled {
-            return;
-        }
         for s in self.table.series.values_mut() {
             s.live = Counters::default();
             s.rss_now = 0;
