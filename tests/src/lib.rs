@@ -79,8 +79,18 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// `pipetrace run --output DIR/t.otlp.jsonl -- sh -c SCRIPT`: its spans and its output.
 pub fn run_script(dir: &Path, script: &str) -> (Vec<spans::RecvSpan>, Output) {
+    run_script_with(dir, script, &[])
+}
+
+/// [`run_script`] with extra environment for pipetrace (settings as `PIPETRACE_*`).
+pub fn run_script_with(
+    dir: &Path,
+    script: &str,
+    env: &[(&str, &str)],
+) -> (Vec<spans::RecvSpan>, Output) {
     let out = dir.join("t.otlp.jsonl");
     let o = pipetrace()
+        .envs(env.iter().copied())
         .arg("run")
         .arg("--output")
         .arg(&out)

@@ -164,20 +164,14 @@ fn a_clean_run_has_no_end_events() {
 #[test]
 fn a_stall_is_found_with_metrics_turned_off() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t.otlp.jsonl");
-    let o = pipetrace_e2e::pipetrace()
-        .env("PIPETRACE_METRICS__ENABLED", "false")
-        .env("PIPETRACE_METRICS__INTERVAL", "250ms")
-        .env("PIPETRACE_DIAGNOSIS__STALL_AFTER", "1s")
-        .arg("run")
-        .arg("--output")
-        .arg(&out)
-        .args(["--", "sh", "-c"])
-        .arg(format!("{WORKLOAD} sleep 3000"))
-        .output()
-        .expect("run pipetrace");
+    let env = [
+        ("PIPETRACE_METRICS__ENABLED", "false"),
+        ("PIPETRACE_METRICS__INTERVAL", "250ms"),
+        ("PIPETRACE_DIAGNOSIS__STALL_AFTER", "1s"),
+    ];
+    let script = format!("{WORKLOAD} sleep 3000");
+    let (spans, o) = pipetrace_e2e::run_script_with(dir.path(), &script, &env);
     assert!(o.status.success(), "{}", stderr(&o));
-    let spans = pipetrace_e2e::read_jsonl(&out);
     let stalled: Vec<&RecvSpan> = spans
         .iter()
         .filter(|s| s.events.iter().any(|e| e.name == event::STALL))

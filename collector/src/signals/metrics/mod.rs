@@ -193,11 +193,10 @@ impl Metrics {
             s.rss_now = 0;
         }
         self.limits.clear();
-        // Progress signature per running task: its processes (however young) and their
-        // figures; a process starting or ending, CPU or I/O all change it.
-        let mut progress: HashMap<ProcKey, u64> = HashMap::new();
-        // Each process's own part of the signatures of the tools above it.
-        let mut own: HashMap<ProcKey, u64> = HashMap::new();
+        // Each process of a running task: its task, and its own part of the progress
+        // signatures of that task and of the tools above it (its presence, however young, and
+        // its figures): a process starting or ending, CPU or I/O all change them.
+        let mut own: HashMap<ProcKey, (ProcKey, u64)> = HashMap::new();
         let members: Vec<_> = attr.members().collect();
         for (key, m) in members {
             let Some(p) = tree.get(&key) else { continue };
@@ -205,9 +204,7 @@ impl Metrics {
             let running = |t: &ProcKey| tree.get(t).is_some_and(|r| r.exit.is_none());
             if let Some(t) = m.task.filter(running) {
                 let presence = u64::from(key.pid).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                let sig = progress.entry(t).or_insert_with(|| attr.ended_in(&t));
-                *sig = sig.wrapping_add(presence);
-                own.insert(key, presence);
+                own.insert(key, (t, presence));
             }
             if p.settled || now_ns.saturating_sub(p.start_ns) < MIN_AGE_NS {
                 continue;
@@ -251,16 +248,11 @@ impl Metrics {
                 Some(s) => s,
                 None => self.table.get(&key_of.pipeline, &key_of.task, &key_of.tool),
             };
-            if let Some(t) = m.task.filter(|t| progress.contains_key(t)) {
+            if let Some((_, part)) = own.get_mut(&key) {
                 let c = &counters;
                 let work = c.cpu_user_ns + c.cpu_system_ns + c.disk_read_bytes;
                 let work = work + c.disk_write_bytes + c.net_tx_bytes + c.net_rx_bytes;
-                let work = work.wrapping_add(chars);
-                let sig = progress.entry(t).or_default();
-                *sig = sig.wrapping_add(work);
-                if let Some(o) = own.get_mut(&key) {
-                    *o = o.wrapping_add(work);
-                }
+                *part = part.wrapping_add(work.wrapping_add(chars));
             }
             s.live.add(&counters);
             s.rss_now += rss;
@@ -274,6 +266,11 @@ impl Metrics {
             }
         }
         self.observe_tools(attr, tree, &own, now_ns);
+        let mut progress: HashMap<ProcKey, u64> = HashMap::new();
+        for (t, part) in own.values() {
+            let sig = progress.entry(*t).or_insert_with(|| attr.ended_in(t));
+            *sig = sig.wrapping_add(*part);
+        }
         self.stalled.clear();
         for (t, sig) in progress {
             self.stalls.observe(t, sig, now_ns);
@@ -296,11 +293,11 @@ impl Metrics {
         &mut self,
         attr: &Attributor,
         tree: &Tree,
-        own: &HashMap<ProcKey, u64>,
+        own: &HashMap<ProcKey, (ProcKey, u64)>,
         now_ns: u64,
     ) {
         let mut tools: HashMap<ProcKey, u64> = HashMap::new();
-        for (key, part) in own {
+        for (key, (_, part)) in own {
             let mut at = Some(*key);
             for _ in 0..MAX_DEPTH {
                 let Some(k) = at else { break };
