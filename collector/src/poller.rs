@@ -17,6 +17,9 @@ struct Sample {
     comm: String,
     usage: Usage,
     peak_bytes: u64,
+    /// Its program has been reported. A process caught inside exec shows its new name but
+    /// not yet its arguments, so its Exec waits for the next scan.
+    named: bool,
 }
 
 pub struct Poller {
@@ -28,12 +31,16 @@ pub struct Poller {
 struct Stat {
     comm: String,
     ppid: u32,
+    kernel_thread: bool,
     start_ticks: u64,
     minflt: u64,
     majflt: u64,
     utime_ticks: u64,
     stime_ticks: u64,
 }
+
+/// include/linux/sched.h: kernel threads have no command line to wait for.
+const PF_KTHREAD: u64 = 0x0020_0000;
 
 fn parse_stat(stat: &str) -> Option<Stat> {
     let open = stat.find('(')?;
@@ -45,6 +52,7 @@ fn parse_stat(stat: &str) -> Option<Stat> {
     Some(Stat {
         comm,
         ppid: f(4)? as u32,
+        kernel_thread: f(9)? & PF_KTHREAD != 0,
         minflt: f(10)?,
         majflt: f(12)?,
         utime_ticks: f(14)?,
@@ -98,6 +106,7 @@ fn sample(pid: u32, stat: &Stat) -> Sample {
         comm: stat.comm.clone(),
         peak_bytes: usage.maxrss_bytes,
         usage,
+        named: false,
     }
 }
 
@@ -158,17 +167,15 @@ impl Poller {
             };
             alive.insert(*pid, key);
             let start_ns = st.start_ticks * NS_PER_TICK;
-            let fresh = sample(*pid, st);
+            let mut fresh = sample(*pid, st);
             match self.known.get_mut(pid) {
                 Some((k, last)) if *k == key => {
-                    if report && last.comm != fresh.comm {
-                        out.push(Event::Exec(exec_event(*pid, key, st.ppid, start_ns, now)));
+                    fresh.named = last.named;
+                    if report && (last.comm != fresh.comm || !last.named) {
+                        fresh.named = name(out, *pid, key, st, now);
                     }
-                    let peak = last.peak_bytes.max(fresh.peak_bytes);
-                    *last = Sample {
-                        peak_bytes: peak,
-                        ..fresh
-                    };
+                    fresh.peak_bytes = last.peak_bytes.max(fresh.peak_bytes);
+                    *last = fresh;
                     continue;
                 }
                 _ => {}
@@ -190,7 +197,7 @@ impl Poller {
                     parent,
                     comm: st.comm.clone(),
                 });
-                out.push(Event::Exec(exec_event(*pid, key, st.ppid, start_ns, now)));
+                fresh.named = name(out, *pid, key, st, now);
             }
             self.known.insert(*pid, (key, fresh));
         }
@@ -208,6 +215,17 @@ impl Poller {
             }
         }
     }
+}
+
+/// Reports the program the process runs, unless it is caught inside exec with no arguments
+/// yet. Returns whether it was reported.
+fn name(out: &mut Vec<Event>, pid: u32, key: ProcKey, st: &Stat, now: u64) -> bool {
+    let exec = exec_event(pid, key, st.ppid, st.start_ticks * NS_PER_TICK, now);
+    if exec.argv.is_empty() && !st.kernel_thread {
+        return false;
+    }
+    out.push(Event::Exec(exec));
+    true
 }
 
 fn end(out: &mut Vec<Event>, key: ProcKey, last: Sample, now: u64) {
@@ -236,16 +254,37 @@ mod tests {
             .unwrap();
         let pid = child.id();
         let mut events = Vec::new();
-        p.scan(&mut events, true);
+        // The first scan may catch it before or inside exec; the program shows within a few.
+        let execs = |events: &[Event]| -> Vec<Vec<String>> {
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Exec(x) if x.key.pid == pid => Some(x.argv.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        for _ in 0..20 {
+            p.scan(&mut events, true);
+            if execs(&events)
+                .last()
+                .is_some_and(|a| a == &["sleep", "0.3"])
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let fork = events
             .iter()
-            .any(|e| matches!(e, Event::Fork { key, .. } if key.pid == pid));
-        assert!(fork, "the new process is reported");
-        let exec = events.iter().find_map(|e| match e {
-            Event::Exec(x) if x.key.pid == pid => Some(x),
-            _ => None,
-        });
-        assert_eq!(exec.unwrap().argv, ["sleep", "0.3"]);
+            .filter(|e| matches!(e, Event::Fork { key, .. } if key.pid == pid))
+            .count();
+        assert_eq!(fork, 1, "the new process is reported once");
+        let execs = execs(&events);
+        assert_eq!(execs.last().unwrap(), &["sleep", "0.3"], "{execs:?}");
+        assert!(
+            execs.iter().all(|a| !a.is_empty()),
+            "a program is never reported without its arguments: {execs:?}"
+        );
         child.wait().unwrap();
         events.clear();
         p.scan(&mut events, true);
