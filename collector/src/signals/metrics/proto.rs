@@ -290,6 +290,12 @@ pub fn request(
         g.unit = "{task}".into();
         metrics.push(g);
     }
+    // Before any series exists a metric would have no points; the OTel SDK leaves such out.
+    metrics.retain(|m| match &m.data {
+        Some(Data::Sum(x)) => !x.data_points.is_empty(),
+        Some(Data::Gauge(x)) => !x.data_points.is_empty(),
+        _ => true,
+    });
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(resource.clone()),
@@ -314,5 +320,39 @@ fn gauge(name: &str, description: &str, data_points: Vec<NumberDataPoint>) -> Me
         description: description.into(),
         data: Some(Data::Gauge(Gauge { data_points })),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(t: &Table) -> Vec<String> {
+        let req = request(
+            t,
+            &HashMap::new(),
+            &BTreeMap::new(),
+            &Resource::default(),
+            Temporality::Cumulative,
+            Measured::default(),
+            SystemTime::now(),
+        );
+        let m = &req.resource_metrics[0].scope_metrics[0].metrics;
+        m.iter().map(|m| m.name.clone()).collect()
+    }
+
+    #[test]
+    fn metrics_without_points_are_left_out() {
+        let mut t = Table::new(10);
+        assert!(names(&t).is_empty(), "{:?}", names(&t));
+        t.get("p", "align", "bwa");
+        let n = names(&t);
+        for want in [
+            metric::PROCESS_CPU_TIME,
+            metric::PROCESS_MEMORY_USAGE,
+            metric::MEMORY_PEAK,
+        ] {
+            assert!(n.iter().any(|x| x == want), "{want} in {n:?}");
+        }
     }
 }
