@@ -284,6 +284,9 @@ impl Pipeline {
             spans_spooled: st.otlp.spooled.load(Relaxed),
             export_queue_bytes: st.otlp.queued_bytes.load(Relaxed)
                 + metric_export.otlp.queued_bytes.load(Relaxed),
+            metric_exports_failed: metric_export.failed(),
+            metric_exports_dropped: metric_export.dropped(),
+            metric_exports_spooled: metric_export.otlp.spooled.load(Relaxed),
             usage_missing: self.usage_missing,
             series_overflowed: self.metrics.overflowed(),
             processes_known: self.tree.len() as u64,

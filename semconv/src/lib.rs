@@ -169,6 +169,9 @@ pub mod metric {
     pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
     pub const AGENT_SPANS_DROPPED: &str = "pipetrace.agent.spans.dropped";
     pub const AGENT_EXPORT_FAILURES: &str = "pipetrace.agent.export.failures";
+    pub const AGENT_METRIC_EXPORTS_FAILED: &str = "pipetrace.agent.metric_exports.failed";
+    pub const AGENT_METRIC_EXPORTS_DROPPED: &str = "pipetrace.agent.metric_exports.dropped";
+    pub const AGENT_METRIC_EXPORTS_SPOOLED: &str = "pipetrace.agent.metric_exports.spooled";
     pub const AGENT_USAGE_MISSING: &str = "pipetrace.agent.usage.missing";
     pub const AGENT_SERIES_OVERFLOWED: &str = "pipetrace.agent.metric_series.overflowed";
     pub const AGENT_PROCESSES_KNOWN: &str = "pipetrace.agent.processes.known";
@@ -192,6 +195,9 @@ pub mod metric {
         AGENT_RECORDS_UNDECODABLE,
         AGENT_SPANS_DROPPED,
         AGENT_EXPORT_FAILURES,
+        AGENT_METRIC_EXPORTS_FAILED,
+        AGENT_METRIC_EXPORTS_DROPPED,
+        AGENT_METRIC_EXPORTS_SPOOLED,
         AGENT_USAGE_MISSING,
         AGENT_SERIES_OVERFLOWED,
         AGENT_PROCESSES_KNOWN,

@@ -18,7 +18,8 @@ fn pipeline(dir: &Path) {
     std::fs::write(dir.join("Snakefile"), snakefile).unwrap();
 }
 
-fn run_pipeline(rx: &Receiver, env: &[(&str, &str)]) -> tempfile::TempDir {
+/// Runs the pipeline under `pipetrace run`; gives its folder and what pipetrace printed.
+fn run_pipeline(rx: &Receiver, env: &[(&str, &str)]) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path());
     let o = pipetrace()
@@ -30,7 +31,7 @@ fn run_pipeline(rx: &Receiver, env: &[(&str, &str)]) -> tempfile::TempDir {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let _ = rx;
-    dir
+    (dir, stderr(&o))
 }
 
 fn series(p: &RecvPoint) -> (String, String, String, String) {
@@ -103,7 +104,7 @@ fn check_shape(points: &[RecvPoint]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
     let rx = Receiver::start().await;
-    let _dir = run_pipeline(&rx, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.grpc_url())]);
+    let (_dir, err) = run_pipeline(&rx, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.grpc_url())]);
     let points = rx.metrics();
     let spans = rx.spans();
     check_shape(&points);
@@ -179,6 +180,20 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
     assert_eq!(own(metric::AGENT_EVENTS_LOST), 0.0);
     assert_eq!(own(metric::AGENT_SPANS_DROPPED), 0.0);
     assert_eq!(own(metric::AGENT_EXPORT_FAILURES), 0.0);
+    assert_eq!(own(metric::AGENT_METRIC_EXPORTS_FAILED), 0.0);
+    assert_eq!(own(metric::AGENT_METRIC_EXPORTS_DROPPED), 0.0);
+    assert_eq!(own(metric::AGENT_METRIC_EXPORTS_SPOOLED), 0.0);
+    // The summary counts the metric exports, and each one arrived (one RSS point each).
+    let requests = points
+        .iter()
+        .filter(|p| p.name == metric::AGENT_MEMORY_RSS)
+        .count();
+    assert!(requests >= 3, "{requests} metric exports");
+    let line = format!(
+        "{requests} metric exports sent over OTLP to {} (0 failed, 0 retries)",
+        rx.grpc_url()
+    );
+    assert!(err.contains(&line), "want {line:?} in:\n{err}");
     // While the task ran it was known (at the very end everything has settled and left).
     let most_known = points
         .iter()
@@ -201,7 +216,7 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delta_temporality_over_http_sums_to_the_exact_total() {
     let rx = Receiver::start().await;
-    let _dir = run_pipeline(
+    let (_dir, _) = run_pipeline(
         &rx,
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.http_url()),
@@ -322,4 +337,72 @@ async fn past_the_series_bound_the_rest_share_the_overflow_series_and_nothing_is
         "metrics {metric_total} vs run {}",
         cpu(&run)
     );
+}
+
+/// Metric exports the backend refuses are counted: in the run summary, and in the agent's own
+/// figures that reach the other destination (the metrics file).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_metric_exports_are_counted() {
+    let rx = Receiver::start().await;
+    // The receiver has no such path: 404, an answer for good, not retried.
+    let refused = format!("{}/v1/elsewhere", rx.http_url());
+    let out = tempfile::tempdir().unwrap();
+    let trace_file = out.path().join("t.otlp.jsonl");
+    let (_dir, err) = run_pipeline(
+        &rx,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.http_url()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", &refused),
+            ("PIPETRACE_EXPORT__FILE", trace_file.to_str().unwrap()),
+        ],
+    );
+    assert!(
+        rx.metrics().is_empty(),
+        "nothing reached the receiver's metrics"
+    );
+    assert!(!rx.spans().is_empty(), "spans still went to the receiver");
+    let file = out.path().join("t.metrics.otlp.jsonl");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{err}", file.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let n = lines.len();
+    assert!(n >= 3, "{n} metric exports written");
+    let line = format!("0 metric exports sent over OTLP to {refused} ({n} failed, 0 retries)");
+    assert!(err.contains(&line), "want {line:?} in:\n{err}");
+    let line = format!(
+        "{n} metric exports written as OTLP JSON to {} (0 failed)",
+        file.display()
+    );
+    assert!(err.contains(&line), "want {line:?} in:\n{err}");
+    // Later exports carry the count of the earlier ones refused, and it only grows.
+    let failed: Vec<f64> = lines
+        .iter()
+        .map(|l| {
+            let text = l.to_string();
+            agent_figure(l, metric::AGENT_METRIC_EXPORTS_FAILED)
+                .unwrap_or_else(|| panic!("no {} in {text}", metric::AGENT_METRIC_EXPORTS_FAILED))
+        })
+        .collect();
+    assert!(failed.windows(2).all(|w| w[0] <= w[1]), "{failed:?}");
+    let last = *failed.last().unwrap();
+    assert!(last >= 1.0 && last < n as f64, "{failed:?} of {n}");
+}
+
+/// The value of one of the agent's own counters in an OTLP JSON metrics request.
+fn agent_figure(req: &serde_json::Value, name: &str) -> Option<f64> {
+    let metrics = req["resourceMetrics"]
+        .as_array()?
+        .iter()
+        .flat_map(|r| r["scopeMetrics"].as_array().into_iter().flatten())
+        .flat_map(|s| s["metrics"].as_array().into_iter().flatten());
+    for m in metrics {
+        if m["name"] == name {
+            let v = &m["sum"]["dataPoints"][0]["asInt"];
+            return v.as_str().and_then(|s| s.parse().ok()).or(v.as_f64());
+        }
+    }
+    None
 }

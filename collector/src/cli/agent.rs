@@ -80,10 +80,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                 let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
                 log::info!(
                     "{} events, {} processes known, {} in runs; lost {} kernel events, dropped \
-                     {} spans, {} failed, {} export retries, {} spooled, {} bytes queued",
+                     {} spans, {} failed, {} spooled; metric exports {} dropped, {} failed, {} \
+                     spooled; {} export retries, {} bytes queued",
                     pipe.events, f.processes_known, f.processes_tracked, f.lost_events,
-                    f.spans_dropped, f.export_failures, f.export_retries, f.spans_spooled,
-                    f.export_queue_bytes
+                    f.spans_dropped, f.export_failures, f.spans_spooled,
+                    f.metric_exports_dropped, f.metric_exports_failed, f.metric_exports_spooled,
+                    f.export_retries, f.export_queue_bytes
                 );
             }
             _ = term.recv() => break,
@@ -100,7 +102,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let (events, lost, bad) = (pipe.events, taps.lost_events(), pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let (exporter, _) = pipe.into_parts();
-    let stats = exporter.stats();
+    let (stats, metric_stats) = (exporter.stats(), mexp.stats.clone());
     let flushed = mexp.shutdown(cfg.export.flush_timeout).await
         & exporter.shutdown(cfg.export.flush_timeout).await;
     if usage_missing > 0 || overflowed > 0 {
@@ -113,10 +115,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     log::warn!(
         "pipetrace agent stopped: {events} events, {lost} kernel events lost, {bad} undecodable, \
          {} spans queued, \
-         {} dropped (queue full), {} OTLP failures, peak RSS {} KiB, private {} KiB{}",
+         {} dropped (queue full), {} OTLP failures; metric exports {} dropped, {} failed; \
+         peak RSS {} KiB, private {} KiB{}",
         stats.queued.load(Relaxed),
         stats.dropped_queue_full.load(Relaxed) + stats.otlp.dropped.load(Relaxed),
         stats.otlp.failed.load(Relaxed),
+        metric_stats.dropped(),
+        metric_stats.failed(),
         crate::host::peak_rss_kib().unwrap_or(0),
         crate::host::private_rss_kib().unwrap_or(0),
         if flushed { "" } else { "; flush timed out" }

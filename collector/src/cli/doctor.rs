@@ -57,12 +57,16 @@ fn agent_section(state_dir: &Path) {
             );
             println!(
                 "        lost {} kernel events, {} undecodable; spans: {} dropped, {} failed, \
-                 {} spooled; {} export retries; {} bytes queued",
+                 {} spooled; metric exports: {} dropped, {} failed, {} spooled; {} export \
+                 retries; {} bytes queued",
                 f.lost_events,
                 f.undecodable,
                 f.spans_dropped,
                 f.export_failures,
                 f.spans_spooled,
+                f.metric_exports_dropped,
+                f.metric_exports_failed,
+                f.metric_exports_spooled,
                 f.export_retries,
                 f.export_queue_bytes
             );
@@ -73,7 +77,12 @@ fn agent_section(state_dir: &Path) {
                 f.usage_missing,
                 f.rss_bytes >> 20
             );
-            if f.lost_events + f.spans_dropped + f.export_failures > 0 {
+            let lost = f.lost_events
+                + f.spans_dropped
+                + f.export_failures
+                + f.metric_exports_dropped
+                + f.metric_exports_failed;
+            if lost > 0 {
                 println!(
                     "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
                      export.queue_bytes, or set export.spool.dir; check the backend"

@@ -11,7 +11,12 @@ use pipetrace_config::Config;
 use crate::{
     attribution::{Attributor, Mode},
     diagnosis::History,
-    export::{Exporter, metrics::MetricsExporter, resource, summary::Loss},
+    export::{
+        Exporter,
+        metrics::MetricsExporter,
+        resource,
+        summary::{Delivery, Loss},
+    },
     host::HostInfo,
     pipeline::Pipeline,
     redact::Redactor,
@@ -226,6 +231,7 @@ pub async fn run(
     let still_running = pipe.attr.tracked();
     let (exporter, summary) = pipe.into_parts();
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
+    let (metrics_to, metric_stats) = (mexp.destinations.clone(), mexp.stats.clone());
     let metrics_flushed = mexp.shutdown(cfg.export.flush_timeout).await;
     if !exporter.shutdown(cfg.export.flush_timeout).await || !metrics_flushed {
         eprintln!(
@@ -246,9 +252,13 @@ pub async fn run(
             cfg.summary.max_tasks,
             cfg.summary.max_tools_per_task,
             wall,
-            &dest,
-            &stats,
-            &lost,
+            &Delivery {
+                spans_to: &dest,
+                spans: &stats,
+                metrics_to,
+                metrics: &metric_stats,
+                lost,
+            },
         );
         eprint!("\n{text}");
         if usage_missing > 0 {

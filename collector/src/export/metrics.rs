@@ -28,13 +28,24 @@ pub struct MetricStats {
     pub otlp: Arc<OutboxStats>,
 }
 
+impl MetricStats {
+    /// Requests refused for good by the endpoint, or not written to the file.
+    pub fn failed(&self) -> u64 {
+        self.failed_file.load(Ordering::Relaxed) + self.otlp.failed.load(Ordering::Relaxed)
+    }
+
+    /// Requests dropped: the exporter was far behind, or neither memory nor spool had room.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed) + self.otlp.dropped.load(Ordering::Relaxed)
+    }
+}
+
 pub struct MetricsExporter {
     tx: mpsc::Sender<ExportMetricsServiceRequest>,
     pub stats: Arc<MetricStats>,
     task: tokio::task::JoinHandle<()>,
     sender: Option<Sender>,
-    pub endpoint: Option<String>,
-    pub file: Option<PathBuf>,
+    pub destinations: super::Destinations,
 }
 
 impl MetricsExporter {
@@ -102,8 +113,10 @@ impl MetricsExporter {
             stats,
             task,
             sender,
-            endpoint: endpoint.map(|e| e.url),
-            file,
+            destinations: super::Destinations {
+                otlp: endpoint.map(|e| e.url),
+                file,
+            },
         })
     }
 

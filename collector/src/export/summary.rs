@@ -1,13 +1,60 @@
 //! The end-of-run summary and trace tree `pipetrace run` prints to the terminal.
-use std::{collections::HashMap, fmt::Write as _, time::Duration};
+use std::{
+    collections::HashMap,
+    fmt::Write as _,
+    sync::atomic::{AtomicU64, Ordering::Relaxed},
+    time::Duration,
+};
 
 use opentelemetry::trace::{SpanId, Status};
 
-use super::{Destinations, ExportStats};
+use super::{Destinations, ExportStats, metrics::MetricStats, otlp::OutboxStats};
 use crate::{
     report::{ReportEvent, ReportSpan, table::Table},
     signals::{Kind, Signal},
 };
+
+/// Where spans and metrics went and what became of them, for the last lines.
+pub struct Delivery<'a> {
+    pub spans_to: &'a Destinations,
+    pub spans: &'a ExportStats,
+    pub metrics_to: Destinations,
+    pub metrics: &'a MetricStats,
+    pub lost: Loss,
+}
+
+/// One line per destination of one signal: how many went there, and how many failed.
+fn went(
+    out: &mut String,
+    what: &str,
+    dest: &Destinations,
+    otlp: &OutboxStats,
+    written_file: &AtomicU64,
+    failed_file: &AtomicU64,
+) {
+    if let Some(ep) = &dest.otlp {
+        let _ = writeln!(
+            out,
+            "pipetrace: {} {what} sent over OTLP to {ep} ({} failed, {} retries{})",
+            otlp.sent.load(Relaxed),
+            otlp.failed.load(Relaxed),
+            otlp.retries.load(Relaxed),
+            match otlp.spooled.load(Relaxed) {
+                0 => String::new(),
+                n => format!(", {n} spooled to disk"),
+            }
+        );
+    }
+    if let Some(f) = &dest.file {
+        let _ = writeln!(
+            out,
+            "pipetrace: {} {what} written as OTLP JSON to {} ({} failed)",
+            written_file.load(Relaxed),
+            f.display(),
+            failed_file.load(Relaxed)
+        );
+    }
+}
 
 /// Kernel records that never became events.
 #[derive(Clone, Copy, Debug, Default)]
@@ -167,11 +214,8 @@ impl Summary {
         max_tasks: usize,
         max_tools: usize,
         wall: Duration,
-        dest: &Destinations,
-        stats: &ExportStats,
-        lost: &Loss,
+        d: &Delivery,
     ) -> String {
-        use std::sync::atomic::Ordering::Relaxed;
         let mut out = String::new();
         if let Some(run) = self.run {
             self.line(&mut out, "", run, true, 0, (max_tasks, max_tools));
@@ -192,36 +236,34 @@ impl Summary {
         if let Some(t) = &self.trace_id {
             let _ = writeln!(out, "pipetrace: trace id {t}");
         }
-        if let Some(ep) = &dest.otlp {
-            let o = &stats.otlp;
+        let (spans, metrics) = (d.spans, d.metrics);
+        went(
+            &mut out,
+            "spans",
+            d.spans_to,
+            &spans.otlp,
+            &spans.written_file,
+            &spans.failed_file,
+        );
+        went(
+            &mut out,
+            "metric exports",
+            &d.metrics_to,
+            &metrics.otlp,
+            &metrics.written_file,
+            &metrics.failed_file,
+        );
+        let dropped = spans.dropped_queue_full.load(Relaxed) + spans.otlp.dropped.load(Relaxed);
+        let metrics_dropped = metrics.dropped();
+        let lost = d.lost;
+        if dropped > 0 || metrics_dropped > 0 || lost.kernel > 0 || lost.undecodable > 0 {
             let _ = writeln!(
                 out,
-                "pipetrace: {} spans sent over OTLP to {ep} ({} failed, {} retries{})",
-                o.sent.load(Relaxed),
-                o.failed.load(Relaxed),
-                o.retries.load(Relaxed),
-                match o.spooled.load(Relaxed) {
-                    0 => String::new(),
-                    n => format!(", {n} spooled to disk"),
-                }
-            );
-        }
-        if let Some(f) = &dest.file {
-            let _ = writeln!(
-                out,
-                "pipetrace: {} spans written as OTLP JSON to {} ({} failed)",
-                stats.written_file.load(Relaxed),
-                f.display(),
-                stats.failed_file.load(Relaxed)
-            );
-        }
-        let dropped = stats.dropped_queue_full.load(Relaxed) + stats.otlp.dropped.load(Relaxed);
-        if dropped > 0 || lost.kernel > 0 || lost.undecodable > 0 {
-            let _ = writeln!(
-                out,
-                "pipetrace: WARNING {} kernel events lost, {} undecodable, {dropped} spans dropped \
-                 (queue full or unsent at the end); raise probes.ring_buffer_bytes / \
-                 export.queue_spans / export.queue_bytes, or set export.spool.dir",
+                "pipetrace: WARNING {} kernel events lost, {} undecodable, {dropped} spans \
+                 dropped, {metrics_dropped} metric exports dropped (queue full or unsent at the \
+                 end); \
+                 raise probes.ring_buffer_bytes / export.queue_spans / export.queue_bytes, or \
+                 set export.spool.dir",
                 lost.kernel, lost.undecodable
             );
         }

@@ -11,6 +11,8 @@ use pipetrace_semconv::metric;
 
 /// The agent's own figures at one moment.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+// A status file from an older agent lacks the newer figures: they read as 0.
+#[serde(default)]
 pub struct AgentFigures {
     /// Kernel records refused by a full ring buffer.
     pub lost_events: u64,
@@ -20,6 +22,10 @@ pub struct AgentFigures {
     pub spans_dropped: u64,
     /// Spans the OTLP endpoint or the file did not take.
     pub export_failures: u64,
+    /// Metric export requests refused for good, dropped, or spooled.
+    pub metric_exports_failed: u64,
+    pub metric_exports_dropped: u64,
+    pub metric_exports_spooled: u64,
     /// Processes that ended without a usage report.
     pub usage_missing: u64,
     /// Metric attribute sets placed in the overflow series.
@@ -95,6 +101,24 @@ pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metr
             "{span}",
             "Spans the OTLP endpoint or file did not take",
             f.export_failures,
+        ),
+        counter(
+            metric::AGENT_METRIC_EXPORTS_FAILED,
+            "{request}",
+            "Metric export requests the OTLP endpoint or file did not take",
+            f.metric_exports_failed,
+        ),
+        counter(
+            metric::AGENT_METRIC_EXPORTS_DROPPED,
+            "{request}",
+            "Metric export requests dropped",
+            f.metric_exports_dropped,
+        ),
+        counter(
+            metric::AGENT_METRIC_EXPORTS_SPOOLED,
+            "{request}",
+            "Metric export requests written to the on-disk spool",
+            f.metric_exports_spooled,
         ),
         counter(
             metric::AGENT_USAGE_MISSING,
