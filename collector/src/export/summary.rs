@@ -261,9 +261,8 @@ impl Summary {
                 out,
                 "pipetrace: WARNING {} kernel events lost, {} undecodable, {dropped} spans \
                  dropped, {metrics_dropped} metric exports dropped (queue full or unsent at the \
-                 end); \
-                 raise probes.ring_buffer_bytes / export.queue_spans / export.queue_bytes, or \
-                 set export.spool.dir",
+                 end); raise probes.ring_buffer_bytes / export.queue_spans / \
+                 export.queue_bytes, or set export.spool.dir",
                 lost.kernel, lost.undecodable
             );
         }
