@@ -177,6 +177,38 @@ async fn beyond_the_bound_every_drop_is_counted() {
     );
 }
 
+/// Metric exports take the same bounded path: past the bound with no spool, each one is
+/// dropped and counted, and the count is the number of exports the file holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_bound_every_metric_export_dropped_is_counted() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        FAST_RETRY,
+        ("PIPETRACE_EXPORT__QUEUE_BYTES", "1"),
+        ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
+        ("PIPETRACE_METRICS__INTERVAL", "200ms"),
+    ];
+    let url = format!("http://127.0.0.1:{port}");
+    let (_, o) = run(dir.path(), &url, &env, "sleep 1.5");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let file = dir.path().join("t.metrics.otlp.jsonl");
+    let n = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .lines()
+        .count();
+    assert!(n >= 5, "{n} metric exports in the file");
+    assert!(
+        err.contains(&format!("0 metric exports sent over OTLP to {url}")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(", {n} metric exports dropped")),
+        "all {n} metric exports counted as dropped: {err}"
+    );
+}
+
 fn spooled_files(dir: &Path) -> usize {
     std::fs::read_dir(dir.join("traces"))
         .map(|d| {
