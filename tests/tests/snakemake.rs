@@ -66,15 +66,23 @@ fn cpu(s: &RecvSpan) -> f64 {
 /// and I/O and at least its largest tool's peak; the run holds at least its tasks'.
 fn check_rollups(t: &Trace, run: &RecvSpan) {
     // Snakemake's own helpers (the cbc solver pulp starts) may be left to init to reap: their
-    // usage can be missing, and is then marked. Every job's tool is reaped by its shell.
+    // usage can be missing, and is then marked. Every job's tool is reaped by its shell; under
+    // heavy parallel load the kernel now and then skips the free probe for a burst of
+    // processes (docs/accounting.md, known limit): at most two job tools, marked, and counted
+    // on their task.
+    let mut jobs_missing = 0;
     for tool in t.tools() {
         if tool.attr("pipetrace.usage.missing").is_some() {
             assert!(tool.attr("pipetrace.cpu.user_time").is_none());
-            assert!(
-                t.task_of(tool).is_none(),
-                "{} in a job lacks usage",
-                tool.name
-            );
+            if let Some(task) = t.task_of(tool) {
+                jobs_missing += 1;
+                assert!(
+                    task.int("pipetrace.usage.missing").unwrap_or(0) >= 1,
+                    "{} lacks usage, uncounted on {}",
+                    tool.name,
+                    task.name
+                );
+            }
             continue;
         }
         assert!(cpu(tool) >= 0.0, "{} has CPU time", tool.name);
@@ -84,12 +92,18 @@ fn check_rollups(t: &Trace, run: &RecvSpan) {
             tool.name
         );
     }
+    assert!(jobs_missing <= 2, "{jobs_missing} job tools lack usage");
     let tasks = t.tasks();
     for task in &tasks {
-        let mine: Vec<_> = t
+        let all: Vec<_> = t
             .tools()
             .into_iter()
             .filter(|tool| t.task_of(tool).map(|x| &x.span_id) == Some(&task.span_id))
+            .collect();
+        let mine: Vec<_> = all
+            .iter()
+            .copied()
+            .filter(|x| x.attr("pipetrace.usage.missing").is_none())
             .collect();
         let sum: f64 = mine.iter().map(|x| cpu(x)).sum();
         assert!(
@@ -111,7 +125,9 @@ fn check_rollups(t: &Trace, run: &RecvSpan) {
             .map(|x| x.num("pipetrace.io.write_bytes").unwrap())
             .sum();
         assert!(task.num("pipetrace.io.write_bytes").unwrap() >= writes);
-        assert!(task.int("pipetrace.usage.processes").unwrap() as usize >= mine.len().max(1));
+        let counted = task.int("pipetrace.usage.processes").unwrap() as usize
+            + task.int("pipetrace.usage.missing").unwrap_or(0) as usize;
+        assert!(counted >= all.len().max(1));
         assert!(task.num("pipetrace.cpu.utilization").unwrap() >= 0.0);
         // bwa is told to use {threads}: the job block says 2, and so does the span.
         if task.str("cicd.pipeline.task.name") == "align" {

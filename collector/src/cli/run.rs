@@ -263,7 +263,8 @@ pub async fn run(
         eprint!("\n{text}");
         if usage_missing > 0 {
             eprintln!(
-                "pipetrace: {usage_missing} processes were not reaped within {}; their \
+                "pipetrace: {usage_missing} processes had no usage report from the kernel \
+                 within {} (not reaped by their parent, or the report was lost); their \
                  resource usage is missing",
                 humantime::format_duration(cfg.probes.usage_wait)
             );
