@@ -172,7 +172,7 @@ impl Poller {
                 Some((k, last)) if *k == key => {
                     fresh.named = last.named;
                     if report && (last.comm != fresh.comm || !last.named) {
-                        fresh.named = name(out, *pid, key, st, now);
+                        fresh.named = name(out, *pid, key, st, start_ns, now);
                     }
                     fresh.peak_bytes = last.peak_bytes.max(fresh.peak_bytes);
                     *last = fresh;
@@ -197,7 +197,7 @@ impl Poller {
                     parent,
                     comm: st.comm.clone(),
                 });
-                fresh.named = name(out, *pid, key, st, now);
+                fresh.named = name(out, *pid, key, st, start_ns, now);
             }
             self.known.insert(*pid, (key, fresh));
         }
@@ -219,8 +219,8 @@ impl Poller {
 
 /// Reports the program the process runs, unless it is caught inside exec with no arguments
 /// yet. Returns whether it was reported.
-fn name(out: &mut Vec<Event>, pid: u32, key: ProcKey, st: &Stat, now: u64) -> bool {
-    let exec = exec_event(pid, key, st.ppid, st.start_ticks * NS_PER_TICK, now);
+fn name(out: &mut Vec<Event>, pid: u32, key: ProcKey, st: &Stat, start_ns: u64, now: u64) -> bool {
+    let exec = exec_event(pid, key, st.ppid, start_ns, now);
     if exec.argv.is_empty() && !st.kernel_thread {
         return false;
     }

@@ -2,7 +2,14 @@
 //! bound on attribute sets.
 use std::{collections::BTreeMap, collections::BTreeSet, path::Path};
 
-use pipetrace_e2e::{metrics::RecvPoint, pipetrace, receiver::Receiver, spans::RecvSpan, stderr};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use pipetrace_e2e::{
+    metrics::{RecvPoint, flatten_metrics},
+    pipetrace,
+    receiver::Receiver,
+    spans::RecvSpan,
+    stderr,
+};
 use pipetrace_semconv::{attr, metric, registry::Registry};
 
 const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
@@ -363,12 +370,20 @@ async fn refused_metric_exports_are_counted() {
     );
     assert!(!rx.spans().is_empty(), "spans still went to the receiver");
     let file = out.path().join("t.metrics.otlp.jsonl");
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+    // One OTLP metrics request per line; the agent's failed count from each, in order.
+    let failed: Vec<f64> = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("{}: {e}\n{err}", file.display()))
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| {
+            let req: ExportMetricsServiceRequest = serde_json::from_str(l).unwrap();
+            flatten_metrics(req)
+                .into_iter()
+                .find(|p| p.name == metric::AGENT_METRIC_EXPORTS_FAILED)
+                .unwrap_or_else(|| panic!("no {} in {l}", metric::AGENT_METRIC_EXPORTS_FAILED))
+                .value
+        })
         .collect();
-    let n = lines.len();
+    let n = failed.len();
     assert!(n >= 3, "{n} metric exports written");
     let line = format!("0 metric exports sent over OTLP to {refused} ({n} failed, 0 retries)");
     assert!(err.contains(&line), "want {line:?} in:\n{err}");
@@ -378,31 +393,7 @@ async fn refused_metric_exports_are_counted() {
     );
     assert!(err.contains(&line), "want {line:?} in:\n{err}");
     // Later exports carry the count of the earlier ones refused, and it only grows.
-    let failed: Vec<f64> = lines
-        .iter()
-        .map(|l| {
-            let text = l.to_string();
-            agent_figure(l, metric::AGENT_METRIC_EXPORTS_FAILED)
-                .unwrap_or_else(|| panic!("no {} in {text}", metric::AGENT_METRIC_EXPORTS_FAILED))
-        })
-        .collect();
     assert!(failed.windows(2).all(|w| w[0] <= w[1]), "{failed:?}");
     let last = *failed.last().unwrap();
     assert!(last >= 1.0 && last < n as f64, "{failed:?} of {n}");
-}
-
-/// The value of one of the agent's own counters in an OTLP JSON metrics request.
-fn agent_figure(req: &serde_json::Value, name: &str) -> Option<f64> {
-    let metrics = req["resourceMetrics"]
-        .as_array()?
-        .iter()
-        .flat_map(|r| r["scopeMetrics"].as_array().into_iter().flatten())
-        .flat_map(|s| s["metrics"].as_array().into_iter().flatten());
-    for m in metrics {
-        if m["name"] == name {
-            let v = &m["sum"]["dataPoints"][0]["asInt"];
-            return v.as_str().and_then(|s| s.parse().ok()).or(v.as_f64());
-        }
-    }
-    None
 }
