@@ -336,7 +336,7 @@ impl Pipeline {
                 } => {
                     let end = proc.end_ns();
                     usage.stalls = self.metrics.take_stalls(proc.key, end);
-                    let pipeline = self.attr.run_name(*run).unwrap_or_default().to_string();
+                    let pipeline = self.attr.run_key(*run).unwrap_or_default().to_string();
                     let (wall, r) = (
                         end.saturating_sub(proc.start_ns) as f64 / 1e9,
                         &usage.rollup,
@@ -347,6 +347,7 @@ impl Pipeline {
                             .record(&pipeline, &info.name, wall, cpu, r.peak_memory());
                 }
                 Finished::Run { .. } => self.history.save(),
+                Finished::Engine { .. } => {}
                 Finished::Tool { proc, stalls, .. } => {
                     let end = proc.end_ns();
                     *stalls = self.metrics.take_tool_stalls(proc.key, end);

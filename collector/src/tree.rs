@@ -131,6 +131,12 @@ impl Proc {
         }
     }
 
+    /// A bare process for unit tests elsewhere in the crate.
+    #[cfg(test)]
+    pub fn in_test(key: ProcKey, start_ns: u64) -> Self {
+        Self::new(key, None, 1, start_ns, "test".into())
+    }
+
     pub fn forked_only(&self) -> bool {
         self.image.is_none()
     }

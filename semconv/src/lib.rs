@@ -12,6 +12,9 @@ pub mod attr {
     pub const RUN_TASKS_FAILED: &str = "pipetrace.run.tasks_failed";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
+    pub const TASK_IN_ENGINE: &str = "pipetrace.task.in_engine";
+    pub const ENGINE_HELPERS: &str = "pipetrace.engine.helpers";
+    pub const ENGINE_HELPERS_FAILED: &str = "pipetrace.engine.helpers_failed";
     pub const PROCESS_PID: &str = "process.pid";
     pub const PROCESS_PARENT_PID: &str = "process.parent_pid";
     pub const PROCESS_EXECUTABLE_NAME: &str = "process.executable.name";
@@ -87,6 +90,9 @@ pub mod attr {
         RUN_TASKS_FAILED,
         TASK_WILDCARDS,
         TASK_THREADS,
+        TASK_IN_ENGINE,
+        ENGINE_HELPERS,
+        ENGINE_HELPERS_FAILED,
         PROCESS_PID,
         PROCESS_PARENT_PID,
         PROCESS_EXECUTABLE_NAME,
@@ -223,7 +229,8 @@ pub mod span {
     pub const RUN: &str = "span.pipetrace.run";
     pub const TASK: &str = "span.pipetrace.task";
     pub const TOOL: &str = "span.pipetrace.tool";
-    pub const ALL: &[&str] = &[RUN, TASK, TOOL];
+    pub const ENGINE: &str = "span.pipetrace.engine";
+    pub const ALL: &[&str] = &[RUN, TASK, TOOL, ENGINE];
 }
 
 #[cfg(test)]

@@ -1,21 +1,24 @@
 //! Attribution: which run and task a process belongs to, and where its span hangs.
 //!
-//! Roles are decided from the tree as events arrive: a run root (the wrapped command, or in
-//! agent mode a known engine or a run rule), task roots (a Snakemake job, a task rule's match,
-//! else each direct child of the run), and members. Shells that only wrap are transparent:
+//! The core is engine-agnostic and reads nothing itself: each run holds an engine adapter
+//! ([`engines::EngineRun`]) that reads the engine's own records. Roles are decided from the
+//! tree as events arrive: a run root (the wrapped command, or in agent mode a known engine or
+//! a run rule), task roots (a `task_rules` match, else what the adapter says), the engine's
+//! helpers (folded into one engine span), processes a version-manager shim starts (folded
+//! into the tool the shim becomes), and members. Shells that only wrap are transparent:
 //! their children hang under the wrapper's parent.
+pub mod engines;
 pub mod naming;
 mod pending;
 mod rollups;
 pub mod rules;
-pub mod snakemake;
 
 use std::{collections::HashMap, time::SystemTime};
 
-use naming::{executable_name, is_shell, is_single_command, shell_command, tool_name_of};
+use engines::{Class, EngineRun, Place, generic::Generic};
+use naming::{is_shell, is_single_command, shell_command};
 use pending::Pending;
 use rules::CompiledRule;
-use snakemake::SnakemakeLog;
 
 use crate::{
     accounting::{Allocation, Rollup},
@@ -30,6 +33,10 @@ pub enum Role {
     RunRoot,
     TaskRoot,
     Member,
+    /// The engine's own work (and what it starts): counted in the run's engine span.
+    Helper,
+    /// Started by a version-manager shim: counted in its task, no span of its own.
+    Folded,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -45,9 +52,11 @@ pub enum EntityRef {
     Run(ProcKey),
     Task(ProcKey),
     Tool(ProcKey),
+    /// The run's engine span (keyed by the run's root).
+    Engine(ProcKey),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskInfo {
     pub name: String,
     pub run_id: String,
@@ -55,6 +64,26 @@ pub struct TaskInfo {
     pub threads: Option<u32>,
     /// Memory the engine gave the job, where its log says (Snakemake's `mem_mb`).
     pub memory_bytes: Option<u64>,
+    /// It ran inside the engine's own process (a Snakemake `run:` job).
+    pub in_engine: bool,
+}
+
+impl TaskInfo {
+    /// A task named `name`, its run id made from its process.
+    pub fn fallback(p: &Proc, name: String) -> Self {
+        Self {
+            name,
+            run_id: format!("{}-{}", p.key.pid, p.key.start_ticks),
+            ..Default::default()
+        }
+    }
+
+    /// Names safe for any display, whatever the engine's records hold.
+    fn cleaned(mut self) -> Self {
+        self.name = naming::clean_name(&self.name);
+        self.wildcards = self.wildcards.map(|w| naming::clean_name(&w));
+        self
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -63,6 +92,18 @@ pub struct RunInfo {
     pub engine: String,
     pub tasks: u32,
     pub failed: u32,
+    /// What makes runs the same pipeline (history is kept per key).
+    pub key: String,
+}
+
+/// The engine's helpers of one run, summed.
+#[derive(Clone, Debug, Default)]
+pub struct EngineInfo {
+    pub engine: String,
+    pub helpers: u32,
+    pub failed: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 /// Something that ended and can now be exported.
@@ -79,6 +120,12 @@ pub enum Finished {
         proc: Proc,
         run: ProcKey,
         info: TaskInfo,
+        usage: Box<Totals>,
+    },
+    /// The engine's helpers (solver, probes, expression evaluator), one span per run.
+    Engine {
+        run: ProcKey,
+        info: EngineInfo,
         usage: Box<Totals>,
     },
     Run {
@@ -106,17 +153,25 @@ pub enum Mode {
     Agent,
 }
 
+/// The helpers of a run, summed while it runs.
+#[derive(Default)]
+struct Helpers {
+    rollup: Rollup,
+    info: EngineInfo,
+}
+
 struct Run {
     info: RunInfo,
-    snakemake: Option<SnakemakeLog>,
+    adapter: Box<dyn EngineRun>,
     /// Task names fixed when a task rule matched.
     rule_names: HashMap<ProcKey, String>,
-    /// Ended Snakemake jobs waiting for the log to say which job they were.
+    /// Ended tasks waiting for the engine's records to name them.
     pending: Vec<Pending>,
     /// The root ended while tasks were pending: its span waits for them.
     ended_root: Option<Proc>,
-    /// When the engine's files were last read for pending tasks.
+    /// When the engine's records were last read for pending tasks.
     last_look: Option<std::time::Instant>,
+    helpers: Helpers,
 }
 
 pub struct Attributor {
@@ -172,14 +227,18 @@ impl Attributor {
         self.runs.get(&run).map(|r| r.info.name.as_str())
     }
 
+    /// What makes the run's pipeline itself (its history key).
+    pub fn run_key(&self, run: ProcKey) -> Option<&str> {
+        self.runs.get(&run).map(|r| r.info.key.as_str())
+    }
+
     /// What a task or run was allowed when it started.
     pub fn allocation(&self, key: &ProcKey) -> Option<&Allocation> {
         self.allocations.get(key)
     }
 
-    /// The name a running task will most likely end with: a task rule's, the rule the
-    /// Snakemake log's job blocks agree on for its command, or its tool's. None while the
-    /// log cannot tell.
+    /// The name a running task will most likely end with: a task rule's, or what the
+    /// engine's records say so far. None while they cannot tell.
     pub fn provisional_task_name(&mut self, tree: &Tree, task: ProcKey) -> Option<String> {
         let m = self.members.get(&task).copied()?;
         let p = tree.get(&task)?;
@@ -187,14 +246,7 @@ impl Attributor {
         if let Some(name) = run.rule_names.get(&task) {
             return Some(name.clone());
         }
-        let Some(log) = run.snakemake.as_mut() else {
-            return Some(Self::task_name(p));
-        };
-        let command = p
-            .first_image
-            .as_ref()
-            .and_then(|i| shell_command(&i.argv))?;
-        log.likely_rule(snakemake::strip_prefix(command))
+        run.adapter.provisional(p).map(|n| naming::clean_name(&n))
     }
 
     /// Processes of a running task counted so far (those that ended).
@@ -204,7 +256,7 @@ impl Attributor {
 
     /// The tool a process is counted as in metrics and roll-ups.
     pub fn tool_of(p: &Proc) -> String {
-        Self::task_name(p)
+        naming::proc_tool_name(p)
     }
 
     /// Whether an exec needs the process's working directory (a readlink per exec, so
@@ -223,8 +275,12 @@ impl Attributor {
         match self.mode {
             Mode::Run { root_pid } => root_pid == e.key.pid,
             Mode::Agent => {
-                let tool = tool_name_of(executable_name(&e.filename), &e.argv);
-                self.engines.contains(&tool) || !self.run_rules.is_empty()
+                let image = Image {
+                    path: e.filename.clone(),
+                    argv: e.argv.clone(),
+                    ..Default::default()
+                };
+                engines::detect(&self.engines, &image).is_some() || !self.run_rules.is_empty()
             }
         }
     }
@@ -234,7 +290,8 @@ impl Attributor {
     fn claim_run_root(&mut self, key: ProcKey) -> bool {
         let is_root = matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid);
         if is_root && self.runs.is_empty() {
-            self.start_run(key, "command".into(), String::new());
+            let adapter = Box::new(Generic::command(&Image::default()));
+            self.start_run(key, adapter);
             return true;
         }
         false
@@ -245,14 +302,24 @@ impl Attributor {
         if self.claim_run_root(key) {
             return;
         }
-        if let Some(parent) = p.parent.and_then(|pk| self.members.get(&pk)).copied() {
-            let m = Membership {
-                run: parent.run,
-                task: parent.task,
-                role: Role::Member,
-            };
-            self.members.insert(key, m);
-        }
+        let Some(parent) = p.parent.and_then(|pk| tree.get(&pk)) else {
+            return;
+        };
+        let Some(pm) = self.members.get(&parent.key).copied() else {
+            return;
+        };
+        // A shim's children are its own plumbing: folded into the tool it becomes.
+        let role = match pm.role {
+            Role::Helper | Role::Folded => pm.role,
+            _ if parent.image.as_ref().is_some_and(naming::is_shim) => Role::Folded,
+            _ => Role::Member,
+        };
+        let m = Membership {
+            run: pm.run,
+            task: pm.task,
+            role,
+        };
+        self.members.insert(key, m);
     }
 
     /// Replays the /proc seed: processes in start order, as if each had just started.
@@ -263,20 +330,22 @@ impl Attributor {
         }
     }
 
-    fn start_run(&mut self, key: ProcKey, engine: String, name: String) {
+    fn start_run(&mut self, key: ProcKey, adapter: Box<dyn EngineRun>) {
         let info = RunInfo {
-            name,
-            engine,
+            name: adapter.pipeline_name(),
+            engine: adapter.engine().to_string(),
             tasks: 0,
             failed: 0,
+            key: adapter.pipeline_key(),
         };
         let run = Run {
             info,
-            snakemake: None,
+            adapter,
             rule_names: HashMap::new(),
             pending: Vec::new(),
             ended_root: None,
             last_look: None,
+            helpers: Helpers::default(),
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());
@@ -290,11 +359,6 @@ impl Attributor {
                 role: Role::RunRoot,
             },
         );
-    }
-
-    fn engine_of(&self, image: &Image) -> Option<String> {
-        let tool = tool_name_of(executable_name(&image.path), &image.argv);
-        self.engines.iter().find(|e| **e == tool).cloned()
     }
 
     pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
@@ -311,57 +375,47 @@ impl Attributor {
             return;
         };
         match m.role {
-            Role::RunRoot => self.name_run(key, p, &image),
-            Role::TaskRoot => {}
+            Role::RunRoot => {
+                let started = self.unix_time(p.start_ns);
+                self.root_exec(key, &image, started);
+            }
             Role::Member if m.task.is_none() => self.maybe_start_task(tree, key, m.run, &image),
-            Role::Member => {}
+            Role::Member => self.maybe_helper_in_task(tree, key, m.run, &image),
+            Role::TaskRoot | Role::Helper | Role::Folded => {}
         }
     }
 
     fn maybe_start_agent_run(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
-        if let Some(engine) = self.engine_of(image) {
-            self.start_run(key, engine, String::new());
+        let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
+            (e.start)(image, started)
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
-            let name = rule.name(image);
-            self.start_run(key, "rule".into(), name);
+            Box::new(Generic::rule(rule.name(image), image))
         } else {
             return;
-        }
-        self.name_run_with(key, image, started);
-    }
-
-    fn name_run(&mut self, key: ProcKey, p: &Proc, image: &Image) {
-        let started = self.unix_time(p.start_ns);
-        self.name_run_with(key, image, started);
+        };
+        self.start_run(key, adapter);
     }
 
     /// The run root may exec through wrappers (`env`, `time`) before the engine: re-decide
     /// the engine at each of its execs until the run has tasks. An engine found stays
-    /// (the nextflow launcher goes on to exec java).
-    fn name_run_with(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
-        let engine = self.engine_of(image);
+    /// (the nextflow launcher goes on to exec java); a plain command is renamed.
+    fn root_exec(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
+        let engine = engines::detect(&self.engines, image);
         let Some(run) = self.runs.get_mut(&key) else {
             return;
         };
-        if run.info.tasks > 0 {
+        if run.info.tasks > 0 || run.info.engine == "rule" {
             return;
         }
-        if engine.is_none() && !matches!(run.info.engine.as_str(), "command" | "rule") {
-            return;
-        }
-        if run.info.engine != "rule" {
-            run.info.engine = engine.unwrap_or_else(|| "command".into());
-        }
-        let workdir = image.cwd.clone().unwrap_or_default();
-        if run.info.engine == "snakemake" {
-            run.info.name = workdir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "snakemake".into());
-            run.snakemake = Some(SnakemakeLog::new(workdir, started));
-        } else if run.info.engine != "rule" {
-            run.info.name = pipeline_name(&run.info.engine, image);
-        }
+        let adapter: Box<dyn EngineRun> = match engine {
+            Some(e) if e.name != run.info.engine => (e.start)(image, started),
+            None if run.info.engine == "command" => Box::new(Generic::command(image)),
+            _ => return,
+        };
+        run.info.name = adapter.pipeline_name();
+        run.info.engine = adapter.engine().to_string();
+        run.info.key = adapter.pipeline_key();
+        run.adapter = adapter;
     }
 
     fn unix_time(&self, boot_ns: u64) -> SystemTime {
@@ -369,36 +423,69 @@ impl Attributor {
     }
 
     fn maybe_start_task(&mut self, tree: &Tree, key: ProcKey, run_key: ProcKey, image: &Image) {
-        let Some(engine) = self.runs.get(&run_key).map(|r| r.info.engine.clone()) else {
-            return;
-        };
         let rule_name = self
             .task_rules
             .iter()
             .find(|r| r.matches(image))
-            .map(|r| r.name(image));
-        let is_task = rule_name.is_some()
-            || if engine == "snakemake" {
-                let parent = tree.get(&key).and_then(|p| p.parent);
-                parent == Some(run_key) && shell_command(&image.argv).is_some()
-            } else {
-                self.placement(tree, &key, run_key, None) == EntityRef::Run(run_key)
-            };
-        if !is_task {
-            return;
-        }
-        if let (Some(name), Some(run)) = (rule_name, self.runs.get_mut(&run_key)) {
-            run.rule_names.insert(key, name);
-        }
-        let m = Membership {
-            run: run_key,
-            task: Some(key),
-            role: Role::TaskRoot,
+            .map(|r| naming::clean_name(&r.name(image)));
+        let place = Place {
+            parent_is_root: tree.get(&key).and_then(|p| p.parent) == Some(run_key),
+            under_run: self.placement(tree, &key, run_key, None) == EntityRef::Run(run_key),
         };
-        self.members.insert(key, m);
-        self.rollups.insert(key, Rollup::default());
-        self.allocations
-            .insert(key, self.limits.allocation(key.pid));
+        let (Some(p), Some(run)) = (tree.get(&key), self.runs.get_mut(&run_key)) else {
+            return;
+        };
+        let class = match rule_name {
+            Some(name) => {
+                run.rule_names.insert(key, name);
+                Class::Task
+            }
+            None => run.adapter.classify(p, image, place),
+        };
+        let role = match class {
+            Class::Task => Role::TaskRoot,
+            Class::Helper if run.adapter.folds_helpers() => Role::Helper,
+            Class::Helper | Class::Undecided => return,
+        };
+        let task = (role == Role::TaskRoot).then_some(key);
+        self.members.insert(
+            key,
+            Membership {
+                run: run_key,
+                task,
+                role,
+            },
+        );
+        if role == Role::TaskRoot {
+            self.rollups.insert(key, Rollup::default());
+            self.allocations
+                .insert(key, self.limits.allocation(key.pid));
+        }
+    }
+
+    /// A task's process the engine started for its own work (a job run by an engine
+    /// subprocess starts the scheduler too): a helper, not a tool of the task.
+    fn maybe_helper_in_task(&mut self, tree: &Tree, key: ProcKey, run: ProcKey, image: &Image) {
+        // Judged by what the process was started as: a job's shell later exec'ing its
+        // command stays the job's.
+        let Some(p) = tree.get(&key).filter(|p| p.earlier.is_empty()) else {
+            return;
+        };
+        let parent = p.parent.and_then(|k| tree.get(&k));
+        let Some(parent_image) = parent.and_then(|p| p.image.as_ref()) else {
+            return;
+        };
+        let helper = self.runs.get(&run).is_some_and(|r| {
+            r.adapter.folds_helpers() && r.adapter.helper_in_task(image, parent_image)
+        });
+        if helper {
+            let m = Membership {
+                run,
+                task: None,
+                role: Role::Helper,
+            };
+            self.members.insert(key, m);
+        }
     }
 
     /// A member whose span would be empty: a subshell that never exec'd, or a shell that
@@ -419,7 +506,7 @@ impl Attributor {
     /// while a single-command job's shell execs the command at once and is that tool.
     fn task_root_is_script(p: &Proc) -> bool {
         let first = p.first_image.as_ref();
-        let script = first.and_then(|img| shell_command(&img.argv).map(snakemake::strip_prefix));
+        let script = first.and_then(|img| shell_command(&img.argv).map(naming::strip_shell_prefix));
         match script {
             Some(script) if !is_single_command(script) => true,
             _ => p
@@ -445,49 +532,12 @@ impl Attributor {
                 Role::RunRoot => return EntityRef::Run(a.key),
                 Role::TaskRoot if Self::task_root_is_script(a) => return EntityRef::Task(a.key),
                 Role::TaskRoot => return EntityRef::Tool(a.key),
-                Role::Member if self.transparent(tree, a) => continue,
-                Role::Member => return EntityRef::Tool(a.key),
+                Role::Helper => return EntityRef::Engine(m.run),
+                Role::Member | Role::Folded if self.transparent(tree, a) => continue,
+                Role::Member | Role::Folded => return EntityRef::Tool(a.key),
             }
         }
         task.map(EntityRef::Task).unwrap_or(EntityRef::Run(run))
-    }
-
-    fn task_name(p: &Proc) -> String {
-        p.image
-            .as_ref()
-            .map(|i| tool_name_of(executable_name(&i.path), &i.argv))
-            .unwrap_or_else(|| p.comm.clone())
-    }
-
-    fn fallback_info(p: &Proc, name: String) -> TaskInfo {
-        let run_id = format!("{}-{}", p.key.pid, p.key.start_ticks);
-        TaskInfo {
-            name,
-            run_id,
-            wildcards: None,
-            threads: None,
-            memory_bytes: None,
-        }
-    }
-
-    /// The task's name now, or None when it must wait for the Snakemake log.
-    fn task_info_now(&mut self, run_key: ProcKey, p: &Proc) -> Option<TaskInfo> {
-        let run = self.runs.get_mut(&run_key)?;
-        if let Some(name) = run.rule_names.get(&p.key) {
-            return Some(Self::fallback_info(p, name.clone()));
-        }
-        let command = p.first_image.as_ref().and_then(|i| shell_command(&i.argv));
-        if let (Some(_), Some(command)) = (&run.snakemake, command) {
-            let command = snakemake::strip_prefix(command).to_string();
-            let since = std::time::Instant::now();
-            run.pending.push(Pending {
-                proc: p.clone(),
-                command,
-                since,
-            });
-            return None;
-        }
-        Some(Self::fallback_info(p, Self::task_name(p)))
     }
 
     /// A process ended: what can now be exported.
@@ -500,6 +550,11 @@ impl Attributor {
         };
         self.account(p, m);
         let mut out = Vec::new();
+        let folds = |s: &Self| {
+            s.runs
+                .get(&m.run)
+                .is_some_and(|r| r.adapter.folds_helpers())
+        };
         match m.role {
             Role::RunRoot => {
                 let ready = match self.runs.get_mut(&key) {
@@ -511,7 +566,7 @@ impl Attributor {
                     None => None,
                 };
                 if let Some(info) = ready {
-                    out.push(self.run_done(p.clone(), info));
+                    out.extend(self.run_done(p.clone(), info));
                 }
             }
             Role::TaskRoot => {
@@ -528,6 +583,9 @@ impl Attributor {
                     out.push(self.task_done(m.run, p.clone(), info));
                 }
             }
+            Role::Helper => self.count_helper(m.run, p),
+            Role::Member if m.task.is_none() && folds(self) => self.count_helper(m.run, p),
+            Role::Folded => {}
             Role::Member if self.transparent(tree, p) => {}
             Role::Member => {
                 let parent = self.placement(tree, &key, m.run, m.task);
@@ -540,6 +598,30 @@ impl Attributor {
             }
         }
         out
+    }
+
+    /// The task's name now, or None when it must wait for the engine's records.
+    fn task_info_now(&mut self, run_key: ProcKey, p: &Proc) -> Option<TaskInfo> {
+        let run = self.runs.get_mut(&run_key)?;
+        if let Some(name) = run.rule_names.get(&p.key) {
+            return Some(TaskInfo::fallback(p, name.clone()));
+        }
+        let (start, end) = (self.unix_time(p.start_ns), self.unix_time(p.end_ns()));
+        let run = self.runs.get_mut(&run_key)?;
+        let ended = engines::Ended {
+            proc: p,
+            overdue: false,
+            start,
+            end,
+        };
+        if let Some(Some(info)) = run.adapter.resolve(&[ended], false).pop() {
+            return Some(info.cleaned());
+        }
+        run.pending.push(Pending {
+            proc: p.clone(),
+            since: std::time::Instant::now(),
+        });
+        None
     }
 
     /// The tree dropped these processes: forget them, and runs whose root is gone.
@@ -562,26 +644,6 @@ impl Attributor {
         self.rollups.retain(|k, _| live(k));
         self.allocations.retain(|k, _| live(k));
     }
-}
-
-/// What users call the pipeline: the workflow a CWL or Nextflow run runs, else the program.
-fn pipeline_name(engine: &str, image: &Image) -> String {
-    let args = image.argv.get(1..).unwrap_or(&[]);
-    let named = match engine {
-        "cwltool" => args
-            .iter()
-            .find(|a| a.ends_with(".cwl"))
-            .map(|a| executable_name(a)),
-        "nextflow" => args
-            .iter()
-            .position(|a| a == "run")
-            .and_then(|i| args.get(i + 1))
-            .map(String::as_str),
-        _ => None,
-    };
-    named
-        .map(str::to_string)
-        .unwrap_or_else(|| tool_name_of(executable_name(&image.path), &image.argv))
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ fn family(name: &str) -> Family {
         "java" => Family::Java,
         "env" => Family::Env,
         "perl" | "ruby" | "node" | "nodejs" | "Rscript" | "julia" | "php" | "tclsh" | "lua"
-        | "awk" | "gawk" => Family::Script,
+        | "awk" | "gawk" | "mawk" => Family::Script,
         _ => Family::Other,
     }
 }
@@ -72,6 +72,13 @@ pub fn is_single_command(script: &str) -> bool {
     !b.is_empty()
 }
 
+/// A job script without the strict-mode prefix engines put before it (Snakemake's
+/// `set -euo pipefail;`), which says nothing about the job.
+pub fn strip_shell_prefix(command: &str) -> &str {
+    let c = command.trim_start();
+    c.strip_prefix("set -euo pipefail;").unwrap_or(c).trim()
+}
+
 /// Words of a simple shell command, quotes removed (enough to name it, not to run it).
 pub fn shell_words(script: &str) -> Vec<String> {
     let mut words = Vec::new();
@@ -116,8 +123,87 @@ fn first_operand<'a>(args: &'a [String], takes_value: &[&str]) -> Option<&'a Str
     None
 }
 
-/// The tool name of a command line whose program is `exe`.
+/// Flags after which an interpreter's argument is code, not a script: such a process is
+/// named by the interpreter and the flag, never by the code.
+const INLINE_CODE: &[&str] = &["-e", "-E", "--eval", "-p", "--print"];
+
+/// `-e`, `--eval`, or a bundle of one-letter flags ending in `e` (`perl -ne`, `ruby -pe`).
+fn is_inline_code_flag(a: &str) -> bool {
+    INLINE_CODE.contains(&a)
+        || (a.len() > 2
+            && a.starts_with('-')
+            && !a.starts_with("--")
+            && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+            && (a.ends_with('e') || a.ends_with('E')))
+}
+
+/// Longest name a task or tool gets, in characters; longer ones end in `…`.
+pub const MAX_NAME_CHARS: usize = 80;
+
+/// A name safe for any display: control characters (newlines, tabs, escapes) become spaces,
+/// runs of white space one space, and at most [`MAX_NAME_CHARS`] characters.
+pub fn clean_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len().min(MAX_NAME_CHARS * 4));
+    let mut count = 0;
+    let mut space = false;
+    for c in name.trim().chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if count + usize::from(space) >= MAX_NAME_CHARS {
+            out.push('…');
+            return out;
+        }
+        if std::mem::take(&mut space) {
+            out.push(' ');
+            count += 1;
+        }
+        out.push(c);
+        count += 1;
+    }
+    out
+}
+
+/// The tool name of a process: its latest program, or its command name if it never exec'd.
+pub fn proc_tool_name(p: &crate::tree::Proc) -> String {
+    p.image
+        .as_ref()
+        .map(|i| tool_name_of(executable_name(&i.path), &i.argv))
+        .unwrap_or_else(|| clean_name(&p.comm))
+}
+
+/// Paths of version-manager shims and the scripts behind them (pyenv, rbenv, nodenv, jenv,
+/// asdf, Lmod): what they run before the real program is not the user's work.
+const SHIM_MARKERS: &[&str] = &[
+    "/shims/",
+    "/pyenv/libexec/",
+    "/.pyenv/libexec/",
+    "/rbenv/libexec/",
+    "/.rbenv/libexec/",
+    "/nodenv/libexec/",
+    "/.nodenv/libexec/",
+    "/jenv/libexec/",
+    "/.jenv/libexec/",
+    "/.asdf/bin/",
+    "/asdf/libexec/",
+    "/lmod/libexec/",
+];
+
+/// True while a process runs a version-manager shim (the program, or the script an
+/// interpreter runs): the processes it starts then are folded into the tool it becomes.
+pub fn is_shim(image: &crate::tree::Image) -> bool {
+    let shim = |s: &str| SHIM_MARKERS.iter().any(|m| s.contains(m));
+    shim(&image.path) || image.argv.iter().take(2).any(|a| shim(a))
+}
+
+/// The tool name of a command line whose program is `exe`, safe for display.
 pub fn tool_name_of(exe: &str, argv: &[String]) -> String {
+    clean_name(&raw_tool_name(exe, argv))
+}
+
+fn raw_tool_name(exe: &str, argv: &[String]) -> String {
     let exe = if exe.is_empty() {
         argv.first().map(|a| executable_name(a)).unwrap_or("")
     } else {
@@ -147,7 +233,7 @@ pub fn tool_name_of(exe: &str, argv: &[String]) -> String {
                 return rest.get(i + 1).cloned().unwrap_or(exe.into());
             }
             if rest.iter().any(|a| a == "-c") {
-                return exe.into();
+                return format!("{exe} -c");
             }
             first_operand(rest, &["-W", "-X", "--check-hash-based-pycs"])
                 .map(script)
@@ -168,8 +254,21 @@ pub fn tool_name_of(exe: &str, argv: &[String]) -> String {
                 None => exe.into(),
             }
         }
-        Family::Script => first_operand(rest, &["-e", "-E", "-f"])
-            .filter(|_| !rest.iter().any(|a| a == "-e" || a == "-E"))
+        Family::Script if rest.iter().any(|a| is_inline_code_flag(a)) => format!("{exe} -e"),
+        // awk's first operand is its program: only `-f FILE` names a script.
+        Family::Script
+            if matches!(
+                exe.trim_end_matches(|c: char| c.is_ascii_digit()),
+                "awk" | "gawk" | "mawk"
+            ) =>
+        {
+            rest.iter()
+                .position(|a| a == "-f")
+                .and_then(|i| rest.get(i + 1))
+                .map(script)
+                .unwrap_or(exe.into())
+        }
+        Family::Script => first_operand(rest, &["-f"])
             .map(script)
             .unwrap_or(exe.into()),
         Family::Other => exe.to_string(),
@@ -208,7 +307,7 @@ mod tests {
             name(&["python3", "-m", "snakemake", "--cores"]),
             "snakemake"
         );
-        assert_eq!(name(&["python3", "-c", "print(1)"]), "python3");
+        assert_eq!(name(&["python3", "-c", "print(1)"]), "python3 -c");
         assert_eq!(name(&["Rscript", "--vanilla", "plot.R"]), "plot.R");
         assert_eq!(
             name(&["java", "-Xmx4g", "-jar", "/opt/picard.jar", "Sort"]),
@@ -221,6 +320,48 @@ mod tests {
             "x.py"
         );
         assert_eq!(name(&["samtools", "sort"]), "samtools");
+    }
+
+    #[test]
+    fn inline_code_is_never_a_name() {
+        assert_eq!(name(&["nodejs", "--eval", "var x = 1;\nx"]), "nodejs -e");
+        assert_eq!(name(&["node", "-e", "1"]), "node -e");
+        assert_eq!(name(&["perl", "-ne", "print if /x/", "f"]), "perl -e");
+        assert_eq!(name(&["awk", "{print $1}", "f.txt"]), "awk");
+        assert_eq!(name(&["gawk", "-f", "/x/sum.awk", "f"]), "sum.awk");
+        assert_eq!(name(&["nodejs", "-v"]), "nodejs");
+    }
+
+    #[test]
+    fn names_are_safe_to_display() {
+        assert_eq!(clean_name("a\nb\tc\x1b[31m"), "a b c [31m");
+        let long = "x".repeat(500);
+        let cleaned = clean_name(&long);
+        assert_eq!(cleaned.chars().count(), MAX_NAME_CHARS + 1);
+        assert!(cleaned.ends_with('…'));
+        assert_eq!(name(&["/tmp/a\nb.py"]), "a b.py");
+        assert_eq!(name(&["python3", "/tmp/two\nlines.py"]), "two lines.py");
+    }
+
+    #[test]
+    fn shims_are_recognised() {
+        let img = |path: &str, argv: &[&str]| crate::tree::Image {
+            path: path.into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        assert!(is_shim(&img(
+            "/usr/bin/bash",
+            &["bash", "/root/.pyenv/shims/python3", "x.py"]
+        )));
+        assert!(is_shim(&img(
+            "/root/.pyenv/libexec/pyenv",
+            &["pyenv", "exec"]
+        )));
+        assert!(!is_shim(&img(
+            "/root/.pyenv/versions/3.11.7/bin/python3.11",
+            &["python3", "x.py"]
+        )));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and the totals handed over with a finished task or run.
 use super::{Attributor, Finished, Membership, Proc, ProcKey, RunInfo, TaskInfo, Totals};
 use crate::accounting::Allocation;
+use crate::attribution::naming;
 
 impl Attributor {
     pub(super) fn task_done(&mut self, run_key: ProcKey, p: Proc, info: TaskInfo) -> Finished {
@@ -43,18 +44,57 @@ impl Attributor {
         }
     }
 
-    pub(super) fn run_done(&mut self, root: Proc, info: RunInfo) -> Finished {
+    /// The run's span, after its engine span if the engine had helpers.
+    pub(super) fn run_done(&mut self, root: Proc, info: RunInfo) -> Vec<Finished> {
+        let mut out = Vec::new();
+        if let Some(run) = self.runs.get_mut(&root.key)
+            && run.helpers.info.helpers > 0
+        {
+            let helpers = std::mem::take(&mut run.helpers);
+            let usage = Totals {
+                rollup: helpers.rollup,
+                ..Default::default()
+            };
+            out.push(Finished::Engine {
+                run: root.key,
+                info: helpers.info,
+                usage: Box::new(usage),
+            });
+        }
         let usage = Totals {
             rollup: self.rollups.remove(&root.key).unwrap_or_default(),
             allocation: self.allocations.remove(&root.key),
             stalls: Vec::new(),
             slower: None,
         };
-        Finished::Run {
+        out.push(Finished::Run {
             proc: root,
             info,
             usage: Box::new(usage),
+        });
+        out
+    }
+
+    /// An engine helper ended: its time and usage go to the run's engine span.
+    pub(super) fn count_helper(&mut self, run: ProcKey, p: &Proc) {
+        let Some(run) = self.runs.get_mut(&run) else {
+            return;
+        };
+        let h = &mut run.helpers;
+        let end = p.end_ns();
+        h.rollup.add_process(
+            p.start_ns,
+            end,
+            &naming::proc_tool_name(p),
+            p.usage.as_ref(),
+        );
+        if h.info.helpers == 0 || p.start_ns < h.info.start_ns {
+            h.info.start_ns = p.start_ns;
         }
+        h.info.end_ns = h.info.end_ns.max(end);
+        h.info.helpers += 1;
+        h.info.failed += u32::from(p.exit.as_ref().is_some_and(|e| e.code() != 0));
+        h.info.engine = run.info.engine.clone();
     }
 
     /// Counts an ended process in its task's roll-up, or its run's once the task is done.
@@ -65,7 +105,12 @@ impl Attributor {
             .unwrap_or(m.run);
         if let Some(r) = self.rollups.get_mut(&target) {
             let end = p.end_ns();
-            r.add_process(p.start_ns, end, &Self::task_name(p), p.usage.as_ref());
+            r.add_process(
+                p.start_ns,
+                end,
+                &naming::proc_tool_name(p),
+                p.usage.as_ref(),
+            );
             r.oom_kills += u64::from(p.oom.is_some());
         }
     }

@@ -2,6 +2,7 @@
 //! the real thing).
 use super::*;
 use crate::event::Exec;
+use naming::{executable_name, tool_name_of};
 
 struct Sim {
     tree: Tree,
@@ -181,7 +182,19 @@ fn snakemake_jobs_are_shell_children_and_helpers_are_not() {
     );
     assert!(tools.contains(&("samtools".into(), EntityRef::Task(key(22)))));
     assert!(tools.contains(&("samtools".into(), EntityRef::Task(key(25)))));
-    assert!(tools.contains(&("cbc".into(), EntityRef::Run(key(20)))));
+    assert!(
+        !tools.iter().any(|(t, _)| t == "cbc"),
+        "the solver is no tool"
+    );
+    let engine = s.out.iter().find_map(|f| match f {
+        Finished::Engine { info, usage, .. } => Some((info.helpers, usage.rollup.processes)),
+        _ => None,
+    });
+    assert_eq!(
+        engine,
+        Some((1, 1)),
+        "the solver is counted in the engine span"
+    );
     // Without a log, a job is named by its command's first program.
     let names: Vec<String> = s.tasks().into_iter().map(|(_, n)| n).collect();
     assert_eq!(names, ["bwa", "samtools"]);
@@ -258,5 +271,152 @@ fn an_engine_found_stays_when_its_launcher_execs_on() {
     assert_eq!(
         (info.engine.as_str(), info.name.as_str()),
         ("nextflow", "nf-core/rnaseq")
+    );
+}
+
+#[test]
+fn a_shims_plumbing_folds_into_the_tool_it_becomes() {
+    let mut s = Sim::new(Mode::Run { root_pid: 60 }, Default::default());
+    s.fork(60, 1);
+    s.exec(
+        60,
+        "/usr/bin/bash",
+        &["bash", "-c", "python3 a.py; python3 b.py"],
+    );
+    s.fork(61, 60);
+    // python3 is a pyenv shim: a bash script that forks readlink and friends, then execs
+    // the real interpreter.
+    s.exec(
+        61,
+        "/usr/bin/bash",
+        &["bash", "/root/.pyenv/shims/python3", "a.py"],
+    );
+    s.fork(62, 61);
+    s.exec(
+        62,
+        "/usr/bin/readlink",
+        &["readlink", "/root/.pyenv/shims/python3"],
+    );
+    s.exit(62, 1);
+    s.exec(
+        61,
+        "/root/.pyenv/libexec/pyenv",
+        &["bash", "/root/.pyenv/libexec/pyenv", "exec"],
+    );
+    s.fork(63, 61);
+    s.exec(63, "/usr/bin/basename", &["basename", "x"]);
+    s.exit(63, 0);
+    s.exec(
+        61,
+        "/root/.pyenv/versions/3.11.7/bin/python3.11",
+        &["python3", "a.py"],
+    );
+    s.fork(64, 61);
+    s.exec(64, "/usr/bin/sort", &["sort", "x"]);
+    s.exit(64, 0);
+    s.exit(61, 0);
+    s.exit(60, 0);
+    assert_eq!(
+        s.tools(),
+        [
+            ("sort".to_string(), EntityRef::Tool(key(61))),
+            ("a.py".to_string(), EntityRef::Task(key(61)))
+        ],
+        "the shim's readlink and basename are no tools; what the real program starts is"
+    );
+    let Some(Finished::Task { usage, .. }) =
+        s.out.iter().find(|f| matches!(f, Finished::Task { .. }))
+    else {
+        panic!("task")
+    };
+    assert_eq!(
+        usage.rollup.processes, 4,
+        "folded processes still count in the task"
+    );
+}
+
+#[test]
+fn an_engine_subprocess_running_a_job_has_helpers_too() {
+    let mut s = Sim::new(Mode::Run { root_pid: 70 }, Default::default());
+    s.fork(70, 1);
+    s.exec(
+        70,
+        "/usr/bin/snakemake",
+        &["/usr/bin/python3", "/usr/bin/snakemake", "-c2"],
+    );
+    // A `run:` job: sh -c 'cd DIR && python3 -m snakemake --target-jobs ...'
+    s.fork(71, 70);
+    s.exec(
+        71,
+        "/bin/sh",
+        &[
+            "/bin/sh",
+            "-c",
+            "cd /w && /usr/bin/python3 -m snakemake --target-jobs 'run_wc:s=a' --cores 2",
+        ],
+    );
+    s.fork(72, 71);
+    s.exec(
+        72,
+        "/usr/bin/python3",
+        &[
+            "/usr/bin/python3",
+            "-m",
+            "snakemake",
+            "--target-jobs",
+            "run_wc:s=a",
+        ],
+    );
+    s.fork(73, 72);
+    s.exec(73, "/usr/bin/cbc", &["cbc", "/tmp/x.mps"]);
+    s.exit(73, 0);
+    s.fork(74, 72);
+    s.exec(
+        74,
+        "/usr/bin/bash",
+        &["/usr/bin/bash", "-c", "set -euo pipefail; cp a b"],
+    );
+    s.exec(74, "/usr/bin/cp", &["cp", "a", "b"]);
+    s.exit(74, 0);
+    s.exit(72, 0);
+    s.exit(71, 0);
+    s.exit(70, 0);
+    let names: Vec<String> = s.tools().into_iter().map(|(t, _)| t).collect();
+    assert_eq!(
+        names,
+        ["cp", "snakemake"],
+        "cbc of the job's Snakemake is a helper"
+    );
+    let task = s.out.iter().find_map(|f| match f {
+        Finished::Task { info, .. } => Some(info.clone()),
+        _ => None,
+    });
+    let task = task.expect("the run: job is a task");
+    assert_eq!(
+        (
+            task.name.as_str(),
+            task.wildcards.as_deref(),
+            task.in_engine
+        ),
+        ("run_wc", Some("s=a"), true),
+        "named from the engine's own --target-jobs argument"
+    );
+}
+
+#[test]
+fn different_commands_keep_different_histories() {
+    let key_of = |argv: &[&str]| {
+        let mut s = Sim::new(Mode::Run { root_pid: 80 }, Default::default());
+        s.fork(80, 1);
+        s.exec(80, "/usr/bin/bash", argv);
+        s.attr.run_key(key(80)).unwrap().to_string()
+    };
+    let a = key_of(&["bash", "-c", "sleep 5; true"]);
+    let b = key_of(&["bash", "-c", "sleep 1; false"]);
+    assert_ne!(a, b);
+    assert_eq!(
+        a,
+        key_of(&["bash", "-c", "sleep 5; true"]),
+        "the same command, the same key"
     );
 }

@@ -118,6 +118,7 @@ impl Summary {
                 self.tools += 1;
                 self.failed_tools += u64::from(error.is_some());
             }
+            Kind::Engine => {}
         }
         if self.entries.len() >= MAX_ENTRIES {
             return;

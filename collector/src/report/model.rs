@@ -100,6 +100,8 @@ fn kind_of(texts: &BTreeMap<String, String>) -> Kind {
         Kind::Run
     } else if texts.contains_key(attr::CICD_PIPELINE_TASK_NAME) {
         Kind::Task
+    } else if texts.contains_key(attr::ENGINE_HELPERS) {
+        Kind::Engine
     } else {
         Kind::Tool
     }

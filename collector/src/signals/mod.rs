@@ -15,7 +15,7 @@ use pipetrace_semconv::attr;
 
 use crate::{
     accounting::Measured,
-    attribution::{EntityRef, Finished, naming},
+    attribution::{EngineInfo, EntityRef, Finished, Totals, naming},
     event::ProcKey,
     host::HostInfo,
     redact::Redactor,
@@ -27,6 +27,8 @@ pub enum Kind {
     Run,
     Task,
     Tool,
+    /// The engine's helpers of a run, folded into one span.
+    Engine,
 }
 
 /// A span ready for export, with what the terminal summary needs to place it.
@@ -159,6 +161,7 @@ impl SpanBuilder {
             EntityRef::Run(k) => ("run", k),
             EntityRef::Task(k) => ("task", k),
             EntityRef::Tool(k) => ("tool", k),
+            EntityRef::Engine(k) => ("engine", k),
         };
         SpanId::from_bytes(ids::span_id(&self.host.boot_id, what, key))
     }
@@ -207,9 +210,22 @@ impl SpanBuilder {
         attributes: Vec<KeyValue>,
         status: Status,
     ) -> SpanData {
-        let end = p.end_ns();
-        let mut events = SpanEvents::default();
-        events.events = diagnosis::end_events(p, &self.host);
+        let events = diagnosis::end_events(p, &self.host);
+        let times = (p.start_ns, p.end_ns());
+        self.span_at(ids, name, times, events, attributes, status)
+    }
+
+    fn span_at(
+        &self,
+        ids: Ids,
+        name: String,
+        (start, end): (u64, u64),
+        events: Vec<opentelemetry::trace::Event>,
+        attributes: Vec<KeyValue>,
+        status: Status,
+    ) -> SpanData {
+        let mut span_events = SpanEvents::default();
+        span_events.events = events;
         SpanData {
             span_context: SpanContext::new(
                 ids.trace,
@@ -222,11 +238,11 @@ impl SpanBuilder {
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
             name: Cow::Owned(name),
-            start_time: self.host.system_time(p.start_ns),
-            end_time: self.host.system_time(end.max(p.start_ns)),
+            start_time: self.host.system_time(start),
+            end_time: self.host.system_time(end.max(start)),
             attributes,
             dropped_attributes_count: 0,
-            events,
+            events: span_events,
             links: SpanLinks::default(),
             status,
             instrumentation_scope: self.scope.clone(),
@@ -327,6 +343,9 @@ impl SpanBuilder {
                 if let Some(t) = info.threads {
                     a.push(KeyValue::new(attr::TASK_THREADS, t as i64));
                 }
+                if info.in_engine {
+                    a.push(KeyValue::new(attr::TASK_IN_ENGINE, true));
+                }
                 self.process_attrs(p, true, &mut a);
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
@@ -367,6 +386,7 @@ impl SpanBuilder {
                     span,
                 }
             }
+            Finished::Engine { run, info, usage } => self.engine_span(*run, info, usage),
             Finished::Run {
                 proc: p,
                 info,
@@ -405,6 +425,29 @@ impl SpanBuilder {
                     span,
                 }
             }
+        }
+    }
+
+    /// The run's engine span: its helpers' count, time and summed usage.
+    fn engine_span(&self, run: ProcKey, info: &EngineInfo, totals: &Totals) -> Signal {
+        let mut a = vec![
+            KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(run)),
+            KeyValue::new(attr::ENGINE_HELPERS, i64::from(info.helpers)),
+            KeyValue::new(attr::ENGINE_HELPERS_FAILED, i64::from(info.failed)),
+        ];
+        let wall = info.end_ns.saturating_sub(info.start_ns);
+        usage::totals_attrs(totals, wall, None, self.measured, &self.diagnosis, &mut a);
+        let ids = Ids {
+            trace: self.trace_id(run),
+            span: self.span_id(EntityRef::Engine(run)),
+            parent: self.span_id(EntityRef::Run(run)),
+        };
+        let name = format!("{} (engine)", info.engine);
+        let times = (info.start_ns, info.end_ns);
+        let span = self.span_at(ids, name, times, Vec::new(), a, Status::Ok);
+        Signal {
+            kind: Kind::Engine,
+            span,
         }
     }
 }

@@ -175,7 +175,7 @@ impl Metrics {
                 self.held
                     .retain(|_, v| v.first().is_some_and(|h| h.run != proc.key));
             }
-            Finished::Tool { .. } => {}
+            Finished::Tool { .. } | Finished::Engine { .. } => {}
         }
     }
 

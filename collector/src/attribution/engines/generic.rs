@@ -1,0 +1,79 @@
+//! Runs without an engine model: the command given to `pipetrace run`, or a process a
+//! `run_rules` entry matched. Each process whose nearest spanned ancestor is the run starts
+//! a task, named by its tool (or by a `task_rules` match, which the core applies first).
+use super::{Class, Ended, EngineRun, Place, digest};
+use crate::{
+    attribution::{TaskInfo, naming},
+    tree::{Image, Proc},
+};
+
+pub struct Generic {
+    engine: &'static str,
+    name: String,
+    key: String,
+}
+
+impl Generic {
+    /// The wrapped command: named by its program (or script), keyed by its whole command
+    /// line and directory, so different commands never share a history.
+    pub fn command(image: &Image) -> Self {
+        let name = naming::tool_name_of(naming::executable_name(&image.path), &image.argv);
+        Self::new("command", name, image)
+    }
+
+    /// A process a run rule matched, named by the rule's template.
+    pub fn rule(name: String, image: &Image) -> Self {
+        Self::new("rule", name, image)
+    }
+
+    fn new(engine: &'static str, name: String, image: &Image) -> Self {
+        let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
+        let argv = image.argv.join("\u{1f}");
+        let key = digest(&[engine, &argv, cwd.as_deref().unwrap_or("")]);
+        Self {
+            engine,
+            name: naming::clean_name(&name),
+            key: format!("{}-{key}", naming::clean_name(&name)),
+        }
+    }
+
+    pub fn task_info(p: &Proc) -> TaskInfo {
+        TaskInfo::fallback(p, naming::proc_tool_name(p))
+    }
+}
+
+impl EngineRun for Generic {
+    fn engine(&self) -> &str {
+        self.engine
+    }
+
+    fn pipeline_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn pipeline_key(&self) -> String {
+        self.key.clone()
+    }
+
+    fn folds_helpers(&self) -> bool {
+        false
+    }
+
+    fn classify(&mut self, _p: &Proc, _image: &Image, place: Place) -> Class {
+        match place.under_run {
+            true => Class::Task,
+            false => Class::Undecided,
+        }
+    }
+
+    fn provisional(&mut self, task: &Proc) -> Option<String> {
+        Some(naming::proc_tool_name(task))
+    }
+
+    fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
+        ended
+            .iter()
+            .map(|e| Some(Self::task_info(e.proc)))
+            .collect()
+    }
+}

@@ -1,0 +1,123 @@
+//! Engine adapters: one module per workflow engine, registered in [`ENGINES`].
+//!
+//! The attribution core is engine-agnostic and does no I/O of its own. For each run it holds
+//! one [`EngineRun`], which reads that engine's own records (its log, its metadata, the
+//! workflow file it was given) and answers the core's questions: what is the pipeline called,
+//! is a new process a task or one of the engine's helpers, and what is an ended task's name.
+//! Adding an engine is one module here plus a line in [`ENGINES`].
+pub mod cwltool;
+pub mod generic;
+pub mod nextflow;
+pub mod snakemake;
+
+use std::time::SystemTime;
+
+use super::TaskInfo;
+use crate::tree::{Image, Proc};
+
+/// What a process that is in a run but in no task yet is, decided at its exec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// It starts a task: its descendants are the task's tools.
+    Task,
+    /// The engine's own work (a solver, a probe, a JavaScript evaluator): folded into the
+    /// run's engine span, never a task or a tool of its own.
+    Helper,
+    /// Neither yet: a later exec may decide.
+    Undecided,
+}
+
+/// Where a process stands in its run when it is classified.
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
+    /// Its parent is the run's root process (the engine).
+    pub parent_is_root: bool,
+    /// Its nearest ancestor with a span is the run itself.
+    pub under_run: bool,
+}
+
+/// An ended task root waiting for its name.
+pub struct Ended<'a> {
+    pub proc: &'a Proc,
+    /// It has waited past the engine's usual delay: name it with what is known.
+    pub overdue: bool,
+    /// Its start and end on the wall clock, to compare with the engine's records.
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+/// One run of one engine.
+pub trait EngineRun: Send {
+    /// The engine's name (`pipetrace.run.engine`).
+    fn engine(&self) -> &str;
+    /// What users call the pipeline (`cicd.pipeline.name`).
+    fn pipeline_name(&self) -> String;
+    /// What makes two runs the same pipeline, for history: the same key, the same pipeline.
+    fn pipeline_key(&self) -> String;
+    /// Whether processes of the run outside any task are the engine's helpers (engines) or
+    /// the run's own tools (a plain command).
+    fn folds_helpers(&self) -> bool {
+        true
+    }
+    /// What `p` (in the run, in no task, just exec'd `image`) is.
+    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class;
+    /// Whether `image`, exec'd by a process of a task whose parent runs `parent`, is the
+    /// engine's work rather than the task's (a job run by an engine subprocess).
+    fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {
+        false
+    }
+    /// The name a running task will most likely end with, if the records tell already.
+    fn provisional(&mut self, task: &Proc) -> Option<String>;
+    /// Names ended tasks from the engine's records: None for one whose record is not
+    /// written yet (it is asked again). An overdue task, or any with `force`, gets a name.
+    fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>>;
+}
+
+/// An engine: how to recognise its process, and how to follow one of its runs.
+pub struct Engine {
+    pub name: &'static str,
+    /// Whether an exec (its program, or an interpreter's script) runs this engine.
+    pub recognises: fn(tool: &str, image: &Image) -> bool,
+    pub start: fn(image: &Image, started: SystemTime) -> Box<dyn EngineRun>,
+}
+
+/// Every engine pipetrace models. `attribution.engines` says which of them start runs.
+pub const ENGINES: &[Engine] = &[snakemake::ENGINE, cwltool::ENGINE, nextflow::ENGINE];
+
+/// The engine an exec runs, among those enabled.
+pub fn detect(enabled: &[String], image: &Image) -> Option<&'static Engine> {
+    let tool =
+        super::naming::tool_name_of(super::naming::executable_name(&image.path), &image.argv);
+    ENGINES
+        .iter()
+        .filter(|e| enabled.iter().any(|n| n == e.name))
+        .find(|e| (e.recognises)(&tool, image))
+}
+
+/// A short stable digest (FNV-1a) for pipeline keys.
+pub fn digest(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", h >> 32)
+}
+
+/// Calls engines make to a container runtime to prepare a task (`docker inspect`,
+/// `podman pull`, `singularity --version`): the engine's work, not the task's.
+pub fn is_container_query(image: &Image) -> bool {
+    let exe = super::naming::executable_name(&image.path);
+    let runtime = matches!(
+        exe,
+        "docker" | "podman" | "singularity" | "apptainer" | "nerdctl" | "crictl"
+    );
+    let sub = image.argv.get(1).map(String::as_str).unwrap_or("");
+    runtime
+        && matches!(
+            sub,
+            "inspect" | "pull" | "images" | "image" | "version" | "--version" | "info" | "build"
+        )
+}

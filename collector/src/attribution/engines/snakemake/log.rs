@@ -1,0 +1,294 @@
+//! Snakemake's log, `.snakemake/log/<time>.snakemake.log`, as Snakemake 7 and 8/9 write it:
+//! a block per job as it starts (`rule X:` / `localrule` / `checkpoint`, then indented
+//! `jobid`, `output`, `wildcards`, `threads`, `resources`), `Finished job N.` (7) or
+//! `Finished jobid: N (Rule: X)` (8/9) as it ends, and for a failed job an `Error in rule X:`
+//! block with its jobid and, for shell jobs, its `shell:` command. 8/9 also log the failed
+//! command exactly (`Command '...' returned non-zero exit status N.`) and, with `-p`,
+//! `Shell command: ...` after a job's block.
+use std::{
+    fs,
+    io::{Read, Seek, SeekFrom},
+    path::PathBuf,
+    time::{Duration, SystemTime},
+};
+
+use super::metadata::normalize;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Job {
+    pub rule: String,
+    pub jobid: Option<String>,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub wildcards: Option<String>,
+    pub threads: Option<u32>,
+    /// `mem_mb` among the job's resources, if declared.
+    pub mem_mb: Option<u64>,
+    /// The job's shell command (normalized) where the log says it (`-p`).
+    pub shell: Option<String>,
+}
+
+/// A failed job: its `Error in rule` block, with the command it ran where the log says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Failure {
+    pub rule: String,
+    pub jobid: Option<String>,
+    /// Normalized, without Snakemake's strict-mode prefix.
+    pub shell: Option<String>,
+}
+
+/// What the log says: a job started, ended, or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Job(Job),
+    Ended(String),
+    Failed(Failure),
+}
+
+/// The block being read.
+enum Open {
+    Job(Job),
+    Failure(Failure, bool),
+}
+
+/// Parses log text. Returns the entries and how many bytes were consumed: a block still
+/// being written (no line after it yet) is left for the next call.
+pub fn parse_blocks(text: &str) -> (Vec<Entry>, usize) {
+    let mut p = Parser::default();
+    let mut consumed = 0;
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        pos += line.len();
+        if !line.ends_with('\n') {
+            break;
+        }
+        p.line(line.trim_end_matches(['\n', '\r']));
+        if p.open.is_none() && p.command.is_none() {
+            consumed = pos;
+        }
+    }
+    (p.out, consumed)
+}
+
+#[derive(Default)]
+struct Parser {
+    out: Vec<Entry>,
+    open: Option<Open>,
+    /// The text of a `Command '...' returned non-zero` message being read (8/9).
+    command: Option<String>,
+    /// The last failed command read, for the error block that follows it.
+    failed_command: Option<String>,
+}
+
+fn header(l: &str) -> Option<&str> {
+    ["localrule ", "rule ", "localcheckpoint ", "checkpoint "]
+        .iter()
+        .find_map(|p| l.strip_prefix(p))
+        .and_then(|r| r.strip_suffix(':'))
+        .filter(|r| !r.is_empty() && !r.contains(' '))
+}
+
+/// A failed command as Python prints it, without the strict-mode prefix.
+fn failed_command(text: &str) -> Option<String> {
+    let (cmd, _) = text.rsplit_once("' returned non-zero exit status")?;
+    Some(normalize(crate::attribution::naming::strip_shell_prefix(
+        cmd,
+    )))
+}
+
+impl Parser {
+    fn close(&mut self) {
+        match self.open.take() {
+            Some(Open::Job(j)) => self.out.push(Entry::Job(j)),
+            Some(Open::Failure(mut f, _)) => {
+                f.shell = f.shell.or_else(|| self.failed_command.take());
+                self.failed_command = None;
+                self.out.push(Entry::Failed(f));
+            }
+            None => {}
+        }
+    }
+
+    fn line(&mut self, l: &str) {
+        if let Some(text) = self.command.as_mut() {
+            text.push('\n');
+            text.push_str(l);
+            if l.contains("' returned non-zero exit status") {
+                self.failed_command = self.command.take().as_deref().and_then(failed_command);
+            }
+            return;
+        }
+        if let Some(rest) = l.strip_prefix("Command '") {
+            self.close();
+            match rest.contains("' returned non-zero exit status") {
+                true => self.failed_command = failed_command(rest),
+                false => self.command = Some(rest.to_string()),
+            }
+            return;
+        }
+        if let Some(id) = ended(l) {
+            self.close();
+            self.out.push(Entry::Ended(id.to_string()));
+            return;
+        }
+        if let Some(cmd) = l.strip_prefix("Shell command: ") {
+            self.close();
+            if let Some(Entry::Job(j)) = self.out.last_mut()
+                && cmd != "None"
+            {
+                j.shell = Some(normalize(cmd));
+            }
+            return;
+        }
+        let error = l
+            .strip_prefix("Error in rule ")
+            .and_then(|r| r.strip_suffix(':'));
+        if let Some(rule) = header(l).or(error) {
+            self.close();
+            let rule = rule.to_string();
+            self.open = Some(match error {
+                Some(_) => Open::Failure(
+                    Failure {
+                        rule,
+                        ..Default::default()
+                    },
+                    false,
+                ),
+                None => Open::Job(Job {
+                    rule,
+                    ..Default::default()
+                }),
+            });
+            return;
+        }
+        match l.strip_prefix("    ") {
+            Some(field) if self.open.is_some() => self.field(field),
+            _ => self.close(),
+        }
+    }
+
+    fn field(&mut self, field: &str) {
+        match self.open.as_mut() {
+            Some(Open::Failure(f, in_shell)) => {
+                if *in_shell && let Some(cmd) = field.strip_prefix("    ") {
+                    // The note Snakemake adds after the command is not part of it.
+                    let note = cmd.starts_with('(') && cmd.contains("exit code");
+                    if !note {
+                        let sh = f.shell.get_or_insert_with(String::new);
+                        sh.push(' ');
+                        sh.push_str(cmd);
+                        *sh = normalize(sh);
+                    }
+                    return;
+                }
+                let (key, value) = split_field(field);
+                *in_shell = key == "shell";
+                if key == "jobid" {
+                    f.jobid = Some(value.to_string());
+                }
+            }
+            Some(Open::Job(job)) => {
+                let (key, value) = split_field(field);
+                let list = || {
+                    value
+                        .split(", ")
+                        .map(str::to_string)
+                        .filter(|s| !s.is_empty())
+                };
+                match key {
+                    "jobid" => job.jobid = Some(value.to_string()),
+                    "input" => job.inputs = list().collect(),
+                    "output" => job.outputs = list().collect(),
+                    "wildcards" => job.wildcards = Some(value.to_string()),
+                    "threads" => job.threads = value.parse().ok(),
+                    "resources" => {
+                        job.mem_mb = list()
+                            .find_map(|r| r.strip_prefix("mem_mb=").map(str::to_string))
+                            .and_then(|v| v.parse().ok());
+                    }
+                    _ => {}
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+fn split_field(field: &str) -> (&str, &str) {
+    let f = field.trim();
+    f.split_once(": ").unwrap_or((f.trim_end_matches(':'), ""))
+}
+
+/// `Finished job N.` (7) or `Finished jobid: N (Rule: X)` (8/9).
+fn ended(l: &str) -> Option<&str> {
+    l.strip_prefix("Finished job ")
+        .and_then(|r| r.strip_suffix('.'))
+        .or_else(|| {
+            l.strip_prefix("Finished jobid: ")
+                .and_then(|r| r.split(' ').next())
+        })
+}
+
+/// Follows one Snakemake run's log file.
+pub struct LogFile {
+    workdir: PathBuf,
+    not_before: SystemTime,
+    file: Option<PathBuf>,
+    offset: u64,
+    pending: String,
+}
+
+impl LogFile {
+    pub fn new(workdir: PathBuf, run_started: SystemTime) -> Self {
+        Self {
+            workdir,
+            // mtimes and our clock may differ by a little; a run's log is never older.
+            not_before: run_started - Duration::from_secs(2),
+            file: None,
+            offset: 0,
+            pending: String::new(),
+        }
+    }
+
+    fn find_file(&self) -> Option<PathBuf> {
+        let dir = self.workdir.join(".snakemake/log");
+        let newest = fs::read_dir(dir)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let p = e.path();
+                let modified = e.metadata().ok()?.modified().ok()?;
+                let name = p.file_name()?.to_str()?;
+                (name.ends_with(".snakemake.log") && modified >= self.not_before)
+                    .then_some((modified, p))
+            });
+        newest.max_by_key(|(m, _)| *m).map(|(_, p)| p)
+    }
+
+    /// The entries written since the last call.
+    pub fn read_new(&mut self) -> Vec<Entry> {
+        if self.file.is_none() {
+            self.file = self.find_file();
+        }
+        let Some(path) = &self.file else {
+            return Vec::new();
+        };
+        let Ok(mut f) = fs::File::open(path) else {
+            return Vec::new();
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut buf = Vec::new();
+        if let Ok(n) = f.read_to_end(&mut buf) {
+            self.offset += n as u64;
+            self.pending.push_str(&String::from_utf8_lossy(&buf));
+        }
+        let (entries, consumed) = parse_blocks(&self.pending);
+        self.pending.drain(..consumed);
+        entries
+    }
+}
+
+#[cfg(test)]
+mod tests;

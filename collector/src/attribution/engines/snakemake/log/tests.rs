@@ -1,0 +1,76 @@
+//! Excerpts of logs written by Snakemake 7.21 and 9.27 (trimmed, otherwise verbatim).
+use super::*;
+
+const V7: &str = "Building DAG of jobs...\n\n[Mon Nov 23 01:54:07 2026]\nrule gen:\n    output: data/a/x\n    jobid: 1\n    reason: Missing output files: data/a/x\n    wildcards: s=a\n    resources: tmpdir=/tmp\n\n\n[Mon Nov 23 01:54:07 2026]\ncheckpoint split:\n    output: split\n    jobid: 12\nDAG of jobs will be updated after completion.\n\n[Mon Nov 23 01:54:07 2026]\nFinished job 12.\n\n[Mon Nov 23 01:54:12 2026]\nrule fail:\n    output: fail.txt\n    jobid: 18\n    threads: 2\n    resources: mem_mb=1500, tmpdir=/tmp\n\n[Mon Nov 23 01:54:12 2026]\nError in rule fail:\n    jobid: 18\n    output: fail.txt\n    shell:\n        echo failing; exit 3\n        (one of the commands exited with non-zero exit code; note that snakemake uses bash strict mode!)\n\n[Mon Nov 23 01:54:12 2026]\nError in rule badscript:\n    jobid: 19\n    output: badscript.txt\n\n";
+
+const V9: &str = "Execute 2 jobs...\n[Mon Nov 23 01:54:20 2026]\nlocalrule gen:\n    output: data/b/x\n    jobid: 2\n    reason: Missing output files: data/b/x\n    wildcards: s=b\n    resources: tmpdir=/tmp\nShell command: mkdir -p data/b && python3 gen.py b > data/b/x\n[Mon Nov 23 01:54:21 2026]\nFinished jobid: 2 (Rule: gen)\n1 of 26 steps (4%) done\n[Mon Nov 23 01:54:21 2026]\nlocalrule fail:\n    output: fail.txt\n    jobid: 18\n    reason: Missing output files: fail.txt\n    resources: tmpdir=/tmp\nRuleException:\nCalledProcessError in file \"/x/Snakefile\", line 95:\nCommand 'set -euo pipefail;  echo failing;\n   exit 3' returned non-zero exit status 3.\n[Mon Nov 23 01:54:21 2026]\nError in rule fail:\n    message: None\n    jobid: 18\n    output: fail.txt\n[Mon Nov 23 01:54:23 2026]\nlocalcheckpoint split:\n    output: split\n    jobid: 12\n";
+
+fn jobs(entries: &[Entry]) -> Vec<&Job> {
+    entries
+        .iter()
+        .filter_map(|e| if let Entry::Job(j) = e { Some(j) } else { None })
+        .collect()
+}
+
+#[test]
+fn snakemake_7_blocks_ends_and_failures() {
+    let (entries, consumed) = parse_blocks(V7);
+    assert_eq!(consumed, V7.len());
+    let jobs_seen = jobs(&entries);
+    assert_eq!(jobs_seen.len(), 3);
+    assert_eq!(jobs_seen[0].rule, "gen");
+    assert_eq!(jobs_seen[0].outputs, ["data/a/x"]);
+    assert_eq!(jobs_seen[0].wildcards.as_deref(), Some("s=a"));
+    assert_eq!(jobs_seen[1].rule, "split", "checkpoints are jobs");
+    assert_eq!(
+        (jobs_seen[2].threads, jobs_seen[2].mem_mb),
+        (Some(2), Some(1500))
+    );
+    assert!(entries.contains(&Entry::Ended("12".into())));
+    let failed: Vec<_> = entries
+        .iter()
+        .filter_map(|e| {
+            if let Entry::Failed(f) = e {
+                Some(f)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(failed.len(), 2);
+    assert_eq!(
+        (failed[0].jobid.as_deref(), failed[0].shell.as_deref()),
+        (Some("18"), Some("echo failing; exit 3")),
+        "the note after the command is not part of it"
+    );
+    assert_eq!(
+        (failed[1].rule.as_str(), failed[1].shell.as_ref()),
+        ("badscript", None)
+    );
+}
+
+#[test]
+fn snakemake_9_blocks_ends_and_failed_commands() {
+    let (entries, consumed) = parse_blocks(V9);
+    let jobs_seen = jobs(&entries);
+    assert_eq!(
+        jobs_seen.len(),
+        2,
+        "the last block has no line after it yet"
+    );
+    assert_eq!(consumed, V9.find("[Mon Nov 23 01:54:23").unwrap() + 27);
+    assert_eq!(
+        jobs_seen[0].shell.as_deref(),
+        Some("mkdir -p data/b && python3 gen.py b > data/b/x"),
+        "-p prints the command after the block"
+    );
+    assert!(entries.contains(&Entry::Ended("2".into())));
+    let failure = Failure {
+        rule: "fail".into(),
+        jobid: Some("18".into()),
+        shell: Some("echo failing; exit 3".into()),
+    };
+    assert!(entries.contains(&Entry::Failed(failure)), "{entries:?}");
+    let (rest, _) = parse_blocks(&format!("{}\n", &V9[consumed..]));
+    assert_eq!(jobs(&rest)[0].rule, "split");
+}

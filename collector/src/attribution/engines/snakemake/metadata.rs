@@ -1,0 +1,205 @@
+//! Snakemake's own record of each finished job: `.snakemake/metadata/` holds one JSON file
+//! per output (its name the output path in URL-safe base64, split into folders when long)
+//! with the job's `rule`, its exact rendered `shellcmd`, and its `starttime` and `endtime`
+//! (Unix seconds). A job with several outputs writes the same record for each.
+use std::{
+    collections::HashMap,
+    fs,
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime},
+};
+
+use base64::Engine as _;
+
+/// One finished job as its metadata tells it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub rule: String,
+    /// The rendered shell command (None for `script:`, `run:` and other non-shell jobs).
+    pub shellcmd: Option<String>,
+    pub start: SystemTime,
+    pub end: SystemTime,
+    pub outputs: Vec<String>,
+    /// The script a `script:` job ran, by file name, where the record keeps the rule's code
+    /// as text (8/9; 7 keeps it pickled).
+    pub script: Option<String>,
+    /// Taken by the process (or the in-engine task) it names.
+    pub claimed: bool,
+    /// When pipetrace first read it.
+    pub seen: std::time::Instant,
+}
+
+/// The records of one run's working directory written since the run started.
+pub struct Metadata {
+    dir: PathBuf,
+    not_before: SystemTime,
+    /// Files read, with their modification time then.
+    read: HashMap<PathBuf, SystemTime>,
+    pub records: Vec<Record>,
+}
+
+/// The output path a record's file name encodes, relative to the metadata folder.
+fn output_of(rel: &Path) -> Option<String> {
+    let joined: String = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .map(|c| c.trim_start_matches('@').to_string())
+        .collect();
+    let bytes = base64::engine::general_purpose::URL_SAFE
+        .decode(joined.as_bytes())
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(joined.as_bytes()))
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+fn seconds(v: Option<&serde_json::Value>) -> Option<SystemTime> {
+    let s = v?.as_f64()?;
+    (s.is_finite() && s > 0.0).then(|| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s))
+}
+
+/// The file name of the script in a rule's code (`script: "scripts/plot.py"`).
+fn script_of(code: &str) -> Option<String> {
+    let rest = code.trim_start().strip_prefix("script:")?.trim();
+    let quoted = rest.strip_prefix(['"', '\''])?;
+    let path = quoted.split(['"', '\'']).next()?;
+    Some(path.rsplit('/').next().unwrap_or(path).to_string())
+}
+
+/// A shell command as Snakemake stores it and as bash receives it: trailing white space and
+/// indentation of continuation lines may differ, the words do not.
+pub fn normalize(command: &str) -> String {
+    command.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Metadata {
+    pub fn new(workdir: &Path, not_before: SystemTime) -> Self {
+        Self {
+            dir: workdir.join(".snakemake/metadata"),
+            not_before,
+            read: HashMap::new(),
+            records: Vec::new(),
+        }
+    }
+
+    /// Reads the records written or rewritten since the last call.
+    pub fn refresh(&mut self) {
+        let mut stack = vec![self.dir.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.filter_map(Result::ok) {
+                let Ok(meta) = e.metadata() else { continue };
+                let path = e.path();
+                if meta.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let Ok(modified) = meta.modified() else {
+                    continue;
+                };
+                if modified < self.not_before || self.read.get(&path) == Some(&modified) {
+                    continue;
+                }
+                self.read.insert(path.clone(), modified);
+                self.add(&path);
+            }
+        }
+    }
+
+    fn add(&mut self, path: &Path) {
+        let Some(output) = path.strip_prefix(&self.dir).ok().and_then(output_of) else {
+            return;
+        };
+        let Ok(text) = fs::read_to_string(path) else {
+            return;
+        };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return;
+        };
+        let Some(rule) = json.get("rule").and_then(|v| v.as_str()) else {
+            return;
+        };
+        let (Some(start), Some(end)) =
+            (seconds(json.get("starttime")), seconds(json.get("endtime")))
+        else {
+            return;
+        };
+        let shellcmd = json
+            .get("shellcmd")
+            .and_then(|v| v.as_str())
+            .map(normalize)
+            .filter(|c| !c.is_empty());
+        let script = json
+            .get("code")
+            .and_then(|v| v.as_str())
+            .and_then(script_of);
+        // The other outputs of the same job carry the same record.
+        let same = |r: &&mut Record| r.rule == rule && r.start == start && r.shellcmd == shellcmd;
+        if let Some(r) = self.records.iter_mut().find(same) {
+            r.outputs.push(output);
+            return;
+        }
+        self.records.push(Record {
+            rule: rule.to_string(),
+            shellcmd,
+            start,
+            end,
+            outputs: vec![output],
+            script,
+            claimed: false,
+            seen: std::time::Instant::now(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, output: &str, json: &str) {
+        let name = base64::engine::general_purpose::URL_SAFE.encode(output);
+        fs::create_dir_all(dir).unwrap();
+        fs::write(dir.join(name), json).unwrap();
+    }
+
+    #[test]
+    fn records_are_read_once_and_grouped_by_job() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".snakemake/metadata");
+        let rec = r#"{"rule": "index", "shellcmd": "bwa index ref.fa\n  ", "starttime": 1700000000.5, "endtime": 1700000001.25}"#;
+        write(&dir, "ref.fa.bwt", rec);
+        write(&dir, "ref.fa.amb", rec);
+        let script = r#"{"rule": "plot", "shellcmd": null, "code": "    script: \"scripts/plot.py\"\n", "starttime": 1700000002.0, "endtime": 1700000003.0}"#;
+        write(&dir, "plots/a.png", script);
+        let mut m = Metadata::new(tmp.path(), SystemTime::UNIX_EPOCH);
+        m.refresh();
+        m.refresh();
+        assert_eq!(m.records.len(), 2, "{:?}", m.records);
+        let index = m.records.iter().find(|r| r.rule == "index").unwrap();
+        assert_eq!(index.shellcmd.as_deref(), Some("bwa index ref.fa"));
+        let mut outs = index.outputs.clone();
+        outs.sort();
+        assert_eq!(outs, ["ref.fa.amb", "ref.fa.bwt"]);
+        let plot = m.records.iter().find(|r| r.rule == "plot").unwrap();
+        assert_eq!(
+            (plot.shellcmd.as_ref(), plot.outputs.as_slice()),
+            (None, &["plots/a.png".to_string()][..])
+        );
+        assert_eq!(plot.script.as_deref(), Some("plot.py"));
+    }
+
+    #[test]
+    fn records_older_than_the_run_are_ignored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".snakemake/metadata");
+        write(
+            &dir,
+            "old.txt",
+            r#"{"rule": "x", "shellcmd": "true", "starttime": 1.0, "endtime": 2.0}"#,
+        );
+        let mut m = Metadata::new(tmp.path(), SystemTime::now() + Duration::from_secs(60));
+        m.refresh();
+        assert!(m.records.is_empty());
+    }
+}

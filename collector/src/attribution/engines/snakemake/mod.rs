@@ -1,0 +1,232 @@
+//! Snakemake (7, and 8/9): every job is named by its rule and wildcards from the engine's
+//! own records, never from the Snakefile or the command line.
+//!
+//! The model, as both versions run jobs locally: the Snakemake process starts each shell,
+//! `script:` and `wrapper:` job as `bash -c 'set -euo pipefail; CMD'`, and each `run:` job as
+//! `sh -c 'cd DIR && python -m snakemake --target-jobs RULE:WILDCARDS ...'`; every other
+//! process it starts (the scheduler's `cbc`/`glpsol`, probes) is a helper. A job is named
+//! from the metadata record of its output (rule and exact `shellcmd`), the log's failure
+//! block (exact command), or, for `script:` jobs, the record of the script it ran; the log's
+//! job block for that record adds jobid, wildcards, threads and memory.
+mod log;
+mod metadata;
+mod records;
+
+use std::time::SystemTime;
+
+use records::{Ran, Records};
+
+use super::{Class, Ended, Engine, EngineRun, Place, digest, is_container_query};
+use crate::{
+    attribution::{
+        TaskInfo,
+        naming::{self, shell_command, shell_words, strip_shell_prefix},
+    },
+    tree::{Image, Proc},
+};
+
+pub const ENGINE: Engine = Engine {
+    name: "snakemake",
+    recognises: |tool, _| tool == "snakemake",
+    start,
+};
+
+struct Snakemake {
+    name: String,
+    key: String,
+    /// The job a `--target-jobs` run was started for (a `run:` job, or a cluster job).
+    target: Option<Target>,
+    records: Records,
+}
+
+/// A job as `--target-jobs` names it: `RULE:KEY=VALUE,KEY=VALUE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Target {
+    rule: String,
+    wildcards: Option<String>,
+}
+
+impl Target {
+    fn parse(spec: &str) -> Option<Self> {
+        let (rule, wc) = spec.split_once(':')?;
+        let wildcards = (!wc.is_empty()).then(|| wc.split(',').collect::<Vec<_>>().join(", "));
+        (!rule.is_empty()).then(|| Self {
+            rule: rule.to_string(),
+            wildcards,
+        })
+    }
+
+    /// The single job of a command line's `--target-jobs`, if it names one.
+    fn of(words: &[String]) -> Option<Self> {
+        let i = words.iter().position(|w| w == "--target-jobs")?;
+        let specs: Vec<&String> = words[i + 1..]
+            .iter()
+            .take_while(|w| !w.starts_with('-'))
+            .collect();
+        match specs.as_slice() {
+            [one] => Self::parse(one),
+            _ => None,
+        }
+    }
+
+    fn info(&self) -> TaskInfo {
+        TaskInfo {
+            name: self.rule.clone(),
+            wildcards: self.wildcards.clone(),
+            in_engine: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// The value of `-d DIR` / `--directory DIR` / `--directory=DIR`.
+fn option_value<'a>(args: &'a [String], short: &str, long: &str) -> Option<&'a str> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == short || a == long {
+            return it.next().map(String::as_str);
+        }
+        if let Some(v) = a.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
+    let cwd = image.cwd.clone().unwrap_or_default();
+    let workdir = match option_value(&image.argv, "-d", "--directory") {
+        Some(d) => cwd.join(d),
+        None => cwd,
+    };
+    let snakefile = option_value(&image.argv, "-s", "--snakefile").unwrap_or("Snakefile");
+    let name = workdir
+        .file_name()
+        .map(|n| naming::clean_name(&n.to_string_lossy()))
+        .unwrap_or_else(|| "snakemake".into());
+    let key = digest(&["snakemake", &workdir.to_string_lossy(), snakefile]);
+    Box::new(Snakemake {
+        key: format!("{name}-{key}"),
+        name,
+        target: Target::of(&image.argv),
+        records: Records::new(&workdir, started),
+    })
+}
+
+/// A job process's command, as the records spell it: the `-c` script of its shell, without
+/// the strict-mode prefix, white space normalized.
+fn job_command(p: &Proc) -> Option<String> {
+    let img = p.first_image.as_ref()?;
+    let script = shell_command(&img.argv)?;
+    Some(metadata::normalize(strip_shell_prefix(script)))
+}
+
+/// The script a `script:` job runs: `.snakemake/scripts/tmpXXXXXXXX.NAME` -> `NAME`.
+fn script_name(command: &str) -> Option<&str> {
+    let at = command.find(".snakemake/scripts/tmp")? + ".snakemake/scripts/".len();
+    let file = command[at..].split([' ', '\'', '"']).next()?;
+    file.get(12..).filter(|n| !n.is_empty())
+}
+
+impl Snakemake {
+    fn name_one(&mut self, e: &Ended, force: bool) -> Option<TaskInfo> {
+        if let Some(t) = &self.target {
+            return Some(TaskInfo {
+                in_engine: false,
+                ..t.info()
+            });
+        }
+        let command = job_command(e.proc)?;
+        let ran = Ran {
+            command: &command,
+            start: e.start,
+            end: e.end,
+            failed: e.proc.exit.as_ref().is_some_and(|x| x.code() != 0),
+            script: script_name(&command),
+        };
+        if let Some(t) = Target::of(&shell_words(&command)) {
+            self.records.claim_target(&t.rule, &ran);
+            return Some(t.info());
+        }
+        let found = self
+            .records
+            .exact(&ran)
+            .or_else(|| self.records.script(&ran));
+        if found.is_some() || !(e.overdue || force) {
+            return found;
+        }
+        self.records.best_guess(&ran)
+    }
+}
+
+/// An ended job no record names: called by the first program its command runs.
+fn unnamed(p: &Proc) -> TaskInfo {
+    let command = p.first_image.as_ref().and_then(|i| shell_command(&i.argv));
+    let first = command
+        .map(strip_shell_prefix)
+        .and_then(|c| shell_words(c).into_iter().next())
+        .map(|w| naming::executable_name(&w).to_string());
+    TaskInfo::fallback(p, first.unwrap_or_else(|| naming::proc_tool_name(p)))
+}
+
+impl EngineRun for Snakemake {
+    fn engine(&self) -> &str {
+        "snakemake"
+    }
+
+    fn pipeline_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn pipeline_key(&self) -> String {
+        self.key.clone()
+    }
+
+    fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+        match place.parent_is_root && shell_command(&image.argv).is_some() {
+            true => Class::Task,
+            false => Class::Helper,
+        }
+    }
+
+    fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {
+        let parent_tool = naming::tool_name_of(naming::executable_name(&parent.path), &parent.argv);
+        is_container_query(image)
+            || (parent_tool == "snakemake" && shell_command(&image.argv).is_none())
+    }
+
+    fn provisional(&mut self, task: &Proc) -> Option<String> {
+        if let Some(t) = &self.target {
+            return Some(t.rule.clone());
+        }
+        let command = job_command(task)?;
+        if let Some(t) = Target::of(&shell_words(&command)) {
+            return Some(t.rule);
+        }
+        self.records.refresh();
+        self.records.likely_rule(&command)
+    }
+
+    fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>> {
+        self.records.refresh();
+        ended
+            .iter()
+            .map(|e| {
+                let named = self.name_one(e, force);
+                let named = match named {
+                    None if e.overdue || force => Some(unnamed(e.proc)),
+                    other => other,
+                };
+                named.map(|mut info| {
+                    if info.run_id.is_empty() {
+                        info.run_id = format!("{}-{}", e.proc.key.pid, e.proc.key.start_ticks);
+                    }
+                    info
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,215 @@
+//! What one Snakemake run's records say, joined: the log's job blocks and failures, and the
+//! metadata's finished jobs. An ended job process is matched to its record by the exact
+//! command it ran; each record names one process (a retried job logs each attempt).
+use std::{collections::HashSet, path::Path, time::Duration, time::SystemTime};
+
+use super::{
+    log::{Entry, Failure, Job, LogFile},
+    metadata::{Metadata, Record},
+};
+use crate::attribution::TaskInfo;
+
+/// Clocks and Snakemake's own stamps may differ by this much.
+const SLACK: Duration = Duration::from_secs(2);
+
+pub struct Records {
+    log: LogFile,
+    pub metadata: Metadata,
+    /// Job blocks, and whether a process was named by one through its paths or `-p` command.
+    jobs: Vec<(Job, bool)>,
+    failures: Vec<(Failure, bool)>,
+    ended: HashSet<String>,
+}
+
+/// What a job process ran, as the records spell it.
+pub struct Ran<'a> {
+    /// Its shell command, normalized, without the strict-mode prefix.
+    pub command: &'a str,
+    pub start: SystemTime,
+    pub end: SystemTime,
+    pub failed: bool,
+    /// The script a `script:` job's command runs (`.snakemake/scripts/tmpXXXXXXXX.NAME`).
+    pub script: Option<&'a str>,
+}
+
+impl Records {
+    pub fn new(workdir: &Path, started: SystemTime) -> Self {
+        Self {
+            log: LogFile::new(workdir.to_path_buf(), started),
+            metadata: Metadata::new(workdir, started - SLACK),
+            jobs: Vec::new(),
+            failures: Vec::new(),
+            ended: HashSet::new(),
+        }
+    }
+
+    /// Reads what the engine wrote since the last call.
+    pub fn refresh(&mut self) {
+        for e in self.log.read_new() {
+            match e {
+                Entry::Job(j) => self.jobs.push((j, false)),
+                Entry::Ended(id) => {
+                    self.ended.insert(id);
+                }
+                Entry::Failed(f) => self.failures.push((f, false)),
+            }
+        }
+        self.metadata.refresh();
+    }
+
+    /// The job's record by its exact command: the metadata of a finished job, else the
+    /// log's failure or `-p` line. Among equals, the one that started nearest the process.
+    pub fn exact(&mut self, ran: &Ran) -> Option<TaskInfo> {
+        let near = |r: &Record| abs_diff(r.start, ran.start);
+        let record = (self.metadata.records.iter_mut())
+            .filter(|r| !r.claimed && r.shellcmd.as_deref() == Some(ran.command))
+            .min_by_key(|r| near(r));
+        if let Some(r) = record {
+            r.claimed = true;
+            let r = r.clone();
+            return Some(self.info_from_record(&r));
+        }
+        let failure = (self.failures.iter_mut())
+            .find(|(f, taken)| !taken && f.shell.as_deref() == Some(ran.command));
+        if let Some((f, taken)) = failure {
+            *taken = true;
+            let f = f.clone();
+            return Some(self.info_from_failure(&f));
+        }
+        let (job, taken) = (self.jobs.iter_mut())
+            .find(|(j, taken)| !taken && j.shell.as_deref() == Some(ran.command))?;
+        *taken = true;
+        Some(info_from_job(job))
+    }
+
+    /// A `script:` job: the record of a job of no shell command that ran that script (8/9
+    /// keep the script's name) while the process ran, nearest first.
+    pub fn script(&mut self, ran: &Ran) -> Option<TaskInfo> {
+        let name = ran.script?;
+        let fits = |r: &Record| {
+            !r.claimed
+                && r.shellcmd.is_none()
+                && r.script.as_deref().is_none_or(|s| s == name)
+                && r.start <= ran.end + SLACK
+                && ran.start <= r.end + SLACK
+        };
+        let r = (self.metadata.records.iter_mut())
+            .filter(|r| fits(r))
+            .min_by_key(|r| abs_diff(r.start, ran.start))?;
+        r.claimed = true;
+        let r = r.clone();
+        Some(self.info_from_record(&r))
+    }
+
+    /// A job run in a Snakemake subprocess (`--target-jobs RULE:WILDCARDS`, as for `run:`
+    /// jobs): its record of no shell command, if any, is taken so no other process takes it.
+    pub fn claim_target(&mut self, rule: &str, ran: &Ran) {
+        let r = (self.metadata.records.iter_mut())
+            .filter(|r| !r.claimed && r.shellcmd.is_none() && r.rule == rule)
+            .min_by_key(|r| abs_diff(r.end, ran.end));
+        if let Some(r) = r {
+            r.claimed = true;
+        }
+    }
+
+    /// What a job ended long ago still unmatched can be: a failure the log records without
+    /// a command (a failed `script:` job in 7), else the job block whose paths its command
+    /// names best.
+    pub fn best_guess(&mut self, ran: &Ran) -> Option<TaskInfo> {
+        if ran.failed
+            && let Some((f, taken)) =
+                (self.failures.iter_mut()).find(|(f, t)| !t && f.shell.is_none())
+        {
+            *taken = true;
+            let f = f.clone();
+            return Some(self.info_from_failure(&f));
+        }
+        let ended = &self.ended;
+        let (job, taken) = (self.jobs.iter_mut())
+            .filter(|(j, taken)| !taken && j.jobid.as_ref().is_some_and(|id| ended.contains(id)))
+            .map(|(j, t)| (score(j, ran.command), j, t))
+            .filter(|(s, _, _)| *s > 0)
+            .max_by_key(|(s, _, _)| *s)
+            .map(|(_, j, t)| (j, t))?;
+        *taken = true;
+        Some(info_from_job(job))
+    }
+
+    /// The rule of a running job: its `-p` command's block, else the rule every block that
+    /// names its paths best agrees on.
+    pub fn likely_rule(&self, command: &str) -> Option<String> {
+        if let Some((j, _)) = self
+            .jobs
+            .iter()
+            .find(|(j, _)| j.shell.as_deref() == Some(command))
+        {
+            return Some(j.rule.clone());
+        }
+        let best = self.jobs.iter().map(|(j, _)| score(j, command)).max()?;
+        if best == 0 {
+            return None;
+        }
+        let mut rules = (self.jobs.iter())
+            .filter(|(j, _)| score(j, command) == best)
+            .map(|(j, _)| j.rule.as_str());
+        let first = rules.next()?;
+        rules.all(|r| r == first).then(|| first.to_string())
+    }
+
+    /// The block of the job a metadata record is about: same rule, one of its outputs.
+    fn info_from_record(&self, r: &Record) -> TaskInfo {
+        let block = (self.jobs.iter().rev())
+            .map(|(j, _)| j)
+            .find(|j| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)));
+        match block {
+            Some(j) => info_from_job(j),
+            None => TaskInfo {
+                name: r.rule.clone(),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn info_from_failure(&self, f: &Failure) -> TaskInfo {
+        let block = (self.jobs.iter().rev())
+            .map(|(j, _)| j)
+            .find(|j| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid);
+        match block {
+            Some(j) => info_from_job(j),
+            None => TaskInfo {
+                name: f.rule.clone(),
+                run_id: f.jobid.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
+    a.duration_since(b)
+        .or_else(|_| b.duration_since(a))
+        .unwrap_or_default()
+}
+
+pub fn info_from_job(job: &Job) -> TaskInfo {
+    TaskInfo {
+        name: job.rule.clone(),
+        run_id: job.jobid.clone().unwrap_or_default(),
+        wildcards: job.wildcards.clone(),
+        // Snakemake logs threads only above 1: a job block without is 1 thread.
+        threads: Some(job.threads.unwrap_or(1)),
+        memory_bytes: job.mem_mb.map(|mb| mb << 20),
+        in_engine: false,
+    }
+}
+
+/// How strongly a job's block matches a shell command: outputs count double.
+fn score(job: &Job, command: &str) -> usize {
+    let named = |paths: &[String]| {
+        paths
+            .iter()
+            .filter(|p| command.contains(p.as_str()))
+            .count()
+    };
+    2 * named(&job.outputs) + named(&job.inputs)
+}

@@ -1,0 +1,255 @@
+//! The adapter on records as Snakemake 7 and 9 write them (formats copied from real runs).
+use std::{
+    fs,
+    path::Path,
+    time::{Duration, SystemTime},
+};
+
+use base64::Engine as _;
+
+use super::*;
+use crate::{
+    event::ProcKey,
+    tree::{Exit, Proc},
+};
+
+fn write_record(dir: &Path, output: &str, rule: &str, shellcmd: Option<&str>, code: &str, t: f64) {
+    let meta = dir.join(".snakemake/metadata");
+    fs::create_dir_all(&meta).unwrap();
+    let json = serde_json::json!({
+        "rule": rule, "shellcmd": shellcmd, "code": code,
+        "starttime": t, "endtime": t + 0.5, "incomplete": false,
+    });
+    let name = base64::engine::general_purpose::URL_SAFE.encode(output);
+    fs::write(meta.join(name), json.to_string()).unwrap();
+}
+
+fn write_log(dir: &Path, text: &str) {
+    fs::create_dir_all(dir.join(".snakemake/log")).unwrap();
+    fs::write(
+        dir.join(".snakemake/log/2026-11-23T015406.309867.snakemake.log"),
+        text,
+    )
+    .unwrap();
+}
+
+fn job_proc(pid: u32, command: &str, code: u32) -> Proc {
+    let image = Image {
+        path: "/usr/bin/bash".into(),
+        argv: ["/usr/bin/bash", "-c", command].map(String::from).to_vec(),
+        ..Default::default()
+    };
+    let mut p = Proc::in_test(
+        ProcKey {
+            pid,
+            start_ticks: 1,
+        },
+        1,
+    );
+    p.first_image = Some(image.clone());
+    p.image = Some(image);
+    p.exit = Some(Exit {
+        time_ns: 2,
+        status: code << 8,
+    });
+    p
+}
+
+fn at(t: f64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t)
+}
+
+fn adapter(dir: &Path, argv: &[&str]) -> Box<dyn EngineRun> {
+    let image = Image {
+        path: "/usr/bin/snakemake".into(),
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: Some(dir.to_path_buf()),
+        ..Default::default()
+    };
+    start(&image, at(1000.0))
+}
+
+fn resolve(a: &mut dyn EngineRun, procs: &[(Proc, f64)], overdue: bool) -> Vec<Option<TaskInfo>> {
+    let ended: Vec<Ended> = procs
+        .iter()
+        .map(|(p, t)| Ended {
+            proc: p,
+            overdue,
+            start: at(*t),
+            end: at(t + 0.4),
+        })
+        .collect();
+    a.resolve(&ended, false)
+}
+
+const V7_LOG: &str = "[Mon Nov 23 01:54:07 2026]\nrule gen:\n    output: data/a/x\n    jobid: 1\n    wildcards: s=a\n    resources: tmpdir=/tmp\n\n[Mon Nov 23 01:54:07 2026]\nrule gen:\n    output: data/b/x\n    jobid: 2\n    wildcards: s=b\n    threads: 2\n\n[Mon Nov 23 01:54:08 2026]\nFinished job 2.\n\n[Mon Nov 23 01:54:12 2026]\nrule fail:\n    output: fail.txt\n    jobid: 18\n\n[Mon Nov 23 01:54:12 2026]\nError in rule fail:\n    jobid: 18\n    output: fail.txt\n    shell:\n        echo failing; exit 3\n        (one of the commands exited with non-zero exit code; note that snakemake uses bash strict mode!)\n\n";
+
+#[test]
+fn jobs_are_named_by_their_exact_command_whatever_paths_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), V7_LOG);
+    // `mkdir -p data/b && python3 ...` names data/a nowhere: paths would not tell.
+    let command = |s: &str| format!("mkdir -p data/{s} && python3 gen.py {s} > data/{s}/x");
+    write_record(
+        dir.path(),
+        "data/b/x",
+        "gen",
+        Some(&command("b")),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(
+        dir.path(),
+        &["/usr/bin/python3", "/usr/bin/snakemake", "-c2"],
+    );
+    let b = job_proc(11, &format!("set -euo pipefail; {}", command("b")), 0);
+    let a_job = job_proc(12, &format!("set -euo pipefail; {}", command("a")), 0);
+    let failed = job_proc(13, "set -euo pipefail;  echo failing;   exit 3", 3);
+    let got = resolve(
+        a.as_mut(),
+        &[(b, 1001.0), (a_job.clone(), 1001.1), (failed, 1002.0)],
+        false,
+    );
+    let b = got[0].clone().expect("b's record is written");
+    assert_eq!(
+        (
+            b.name.as_str(),
+            b.wildcards.as_deref(),
+            b.threads,
+            b.run_id.as_str()
+        ),
+        ("gen", Some("s=b"), Some(2), "2")
+    );
+    assert_eq!(got[1], None, "a's record is not written yet: it waits");
+    let failed = got[2]
+        .clone()
+        .expect("the log's error block has the command");
+    assert_eq!(
+        (failed.name.as_str(), failed.run_id.as_str()),
+        ("fail", "18")
+    );
+    write_record(
+        dir.path(),
+        "data/a/x",
+        "gen",
+        Some(&command("a")),
+        "",
+        1001.1,
+    );
+    let got = resolve(a.as_mut(), &[(a_job, 1001.1)], false);
+    assert_eq!(
+        got[0].as_ref().and_then(|i| i.wildcards.as_deref()),
+        Some("s=a")
+    );
+}
+
+#[test]
+fn identical_commands_go_to_the_record_that_started_nearest() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "");
+    write_record(dir.path(), "x1", "one", Some("touch x"), "", 1001.0);
+    write_record(dir.path(), "x2", "two", Some("touch x"), "", 1005.0);
+    let mut a = adapter(dir.path(), &["snakemake", "-c1", "--quiet"]);
+    let late = job_proc(21, "set -euo pipefail;  touch x", 0);
+    let early = job_proc(22, "set -euo pipefail;  touch x", 0);
+    let got = resolve(a.as_mut(), &[(late, 1005.0), (early, 1001.0)], false);
+    let names: Vec<_> = got
+        .iter()
+        .map(|i| i.as_ref().map(|i| i.name.as_str()))
+        .collect();
+    assert_eq!(names, [Some("two"), Some("one")]);
+}
+
+#[test]
+fn script_jobs_take_the_record_of_their_script() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "");
+    write_record(
+        dir.path(),
+        "plot.png",
+        "plot",
+        None,
+        "    script: \"scripts/plot.py\"\n",
+        1001.0,
+    );
+    write_record(
+        dir.path(),
+        "sum.txt",
+        "summarize",
+        None,
+        "    script: \"scripts/summ.py\"\n",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let cmd = "set -euo pipefail;  /v/bin/python3 /w/.snakemake/scripts/tmp_2y_47b_.summ.py";
+    let got = resolve(a.as_mut(), &[(job_proc(31, cmd, 0), 1001.2)], false);
+    assert_eq!(got[0].as_ref().map(|i| i.name.as_str()), Some("summarize"));
+}
+
+#[test]
+fn run_jobs_and_cluster_jobs_are_named_from_target_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let cmd = "cd /w && /usr/bin/python3 -m snakemake --snakefile '/w/Snakefile' --target-jobs 'run_wc:s=a,t=1' --cores 2";
+    let got = resolve(a.as_mut(), &[(job_proc(41, cmd, 0), 1001.0)], false);
+    let info = got[0].clone().unwrap();
+    assert_eq!(
+        (
+            info.name.as_str(),
+            info.wildcards.as_deref(),
+            info.in_engine
+        ),
+        ("run_wc", Some("s=a, t=1"), true)
+    );
+    // On a cluster node the job's own Snakemake is the run: its shells are that job.
+    let mut node = adapter(
+        dir.path(),
+        &[
+            "python3",
+            "-m",
+            "snakemake",
+            "--target-jobs",
+            "align:sample=B",
+            "--cores",
+            "4",
+        ],
+    );
+    let got = resolve(
+        node.as_mut(),
+        &[(job_proc(42, "set -euo pipefail;  bwa mem r.fa", 0), 1.0)],
+        false,
+    );
+    assert_eq!(
+        got[0]
+            .as_ref()
+            .map(|i| (i.name.as_str(), i.wildcards.as_deref())),
+        Some(("align", Some("sample=B")))
+    );
+}
+
+#[test]
+fn an_overdue_job_no_record_names_is_named_by_its_paths_or_its_program() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), V7_LOG);
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let by_paths = job_proc(51, "set -euo pipefail;  cp data/b/x /tmp/elsewhere", 0);
+    let unknown = job_proc(52, "set -euo pipefail;  frobnicate --all", 0);
+    let got = resolve(a.as_mut(), &[(by_paths, 1001.0), (unknown, 1002.0)], true);
+    assert_eq!(
+        got[0].as_ref().map(|i| i.wildcards.as_deref()),
+        Some(Some("s=b"))
+    );
+    assert_eq!(got[1].as_ref().map(|i| i.name.as_str()), Some("frobnicate"));
+}
+
+#[test]
+fn the_workdir_follows_directory_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("proj");
+    write_log(&sub, "");
+    write_record(&sub, "o", "r", Some("true"), "", 1001.0);
+    let mut a = adapter(dir.path(), &["snakemake", "-c1", "--directory", "proj"]);
+    assert_eq!(a.pipeline_name(), "proj");
+    let got = resolve(a.as_mut(), &[(job_proc(61, "true", 0), 1001.0)], false);
+    assert_eq!(got[0].as_ref().map(|i| i.name.as_str()), Some("r"));
+}
