@@ -55,6 +55,16 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install --quiet --locked cargo-fuzz
 fi
 
+# Current Snakemake (9, from PyPI) in its own venv, beside Debian's 7: the tests run every
+# workflow of the corpus on both.
+snakemake9="$HOME/.local/share/pipetrace/snakemake9"
+if ! "$snakemake9/bin/snakemake" --version 2>/dev/null | grep -q '^9\.'; then
+  say "installing Snakemake 9 from PyPI into $snakemake9 (about 20 s)"
+  rm -rf "$snakemake9"
+  python3 -m venv "$snakemake9"
+  "$snakemake9/bin/pip" install --quiet --disable-pip-version-check 'snakemake>=9,<10'
+fi
+
 # The independent OTLP collector the interoperability test relays through.
 if ! python3 -c 'import rotel' 2>/dev/null; then
   say "installing the rotel collector (PyPI)"

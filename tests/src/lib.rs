@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cgroup;
 pub mod metrics;
 pub mod receiver;
+pub mod snakemake;
 pub mod spans;
 pub mod tls;
 mod tls_server;

@@ -180,7 +180,10 @@ fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
     }
 
     let tools = t.tools();
-    assert!(tools.len() >= 14, "tools: {}", tools.len());
+    // After a failure Snakemake starts nothing new: at least A's chain ran (reference,
+    // reads, index, align's two tools, stats).
+    let least = if failed_sample.is_some() { 6 } else { 17 };
+    assert!(tools.len() >= least, "tools: {}", tools.len());
     for tool in &tools {
         let Some(rule) = expected_rule(tool) else {
             continue;

@@ -78,6 +78,8 @@ struct Parser {
     command: Option<String>,
     /// The last failed command read, for the error block that follows it.
     failed_command: Option<String>,
+    /// How far the open block is indented (4 inside a group job).
+    indent: usize,
 }
 
 fn header(l: &str) -> Option<&str> {
@@ -143,9 +145,15 @@ impl Parser {
         let error = l
             .strip_prefix("Error in rule ")
             .and_then(|r| r.strip_suffix(':'));
-        if let Some(rule) = header(l).or(error) {
+        // The jobs of a group job (a pipe group) are logged as blocks indented once more.
+        let (indent, rest) = match l.strip_prefix("    ") {
+            Some(r) if header(r).is_some() => (4, r),
+            _ => (0, l),
+        };
+        if let Some(rule) = header(rest).or(error) {
             self.close();
             let rule = rule.to_string();
+            self.indent = indent;
             self.open = Some(match error {
                 Some(_) => Open::Failure(
                     Failure {
@@ -161,8 +169,10 @@ impl Parser {
             });
             return;
         }
-        match l.strip_prefix("    ") {
-            Some(field) if self.open.is_some() => self.field(field),
+        let inside = l.get(..self.indent).is_some_and(|i| i.trim().is_empty());
+        let field = l.get(self.indent..).and_then(|f| f.strip_prefix("    "));
+        match field {
+            Some(field) if inside && self.open.is_some() => self.field(field),
             _ => self.close(),
         }
     }
@@ -189,12 +199,12 @@ impl Parser {
             }
             Some(Open::Job(job)) => {
                 let (key, value) = split_field(field);
-                let list = || {
-                    value
-                        .split(", ")
-                        .map(str::to_string)
-                        .filter(|s| !s.is_empty())
+                // Paths may carry a flag: `stream/a.fq (pipe)`.
+                let path = |s: &str| match s.rsplit_once(" (") {
+                    Some((p, flag)) if flag.ends_with(')') => p.to_string(),
+                    _ => s.to_string(),
                 };
+                let list = || value.split(", ").map(path).filter(|s| !s.is_empty());
                 match key {
                     "jobid" => job.jobid = Some(value.to_string()),
                     "input" => job.inputs = list().collect(),

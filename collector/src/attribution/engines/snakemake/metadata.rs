@@ -20,9 +20,9 @@ pub struct Record {
     pub start: SystemTime,
     pub end: SystemTime,
     pub outputs: Vec<String>,
-    /// The script a `script:` job ran, by file name, where the record keeps the rule's code
-    /// as text (8/9; 7 keeps it pickled).
-    pub script: Option<String>,
+    /// The rule's code, kept for jobs of no shell command: it names the script a
+    /// `script:` job ran.
+    pub code: Option<Code>,
     /// Taken by the process (or the in-engine task) it names.
     pub claimed: bool,
     /// When pipetrace first read it.
@@ -35,6 +35,10 @@ pub struct Metadata {
     not_before: SystemTime,
     /// Files read, with their modification time then.
     read: HashMap<PathBuf, SystemTime>,
+    /// Folders listed: their modification time, and when they were listed.
+    dirs: HashMap<PathBuf, (SystemTime, SystemTime)>,
+    /// The folders in each (long output paths are split into folders).
+    subdirs: HashMap<PathBuf, Vec<PathBuf>>,
     pub records: Vec<Record>,
 }
 
@@ -57,12 +61,43 @@ fn seconds(v: Option<&serde_json::Value>) -> Option<SystemTime> {
     (s.is_finite() && s > 0.0).then(|| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s))
 }
 
-/// The file name of the script in a rule's code (`script: "scripts/plot.py"`).
-fn script_of(code: &str) -> Option<String> {
-    let rest = code.trim_start().strip_prefix("script:")?.trim();
-    let quoted = rest.strip_prefix(['"', '\''])?;
-    let path = quoted.split(['"', '\'']).next()?;
-    Some(path.rsplit('/').next().unwrap_or(path).to_string())
+/// A rule's code as a record keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Code {
+    /// Its source text (8/9): `script: "scripts/plot.py"`.
+    Text(String),
+    /// Its compiled code, pickled (7): the script's path is among its constants.
+    Pickled(Vec<u8>),
+}
+
+impl Code {
+    fn of(code: &str) -> Self {
+        match base64::engine::general_purpose::STANDARD.decode(code) {
+            Ok(bytes) if bytes.starts_with(&[0x80]) => Code::Pickled(bytes),
+            _ => Code::Text(code.to_string()),
+        }
+    }
+}
+
+impl Record {
+    /// Whether the job ran the script named `name` (true when its code does not say).
+    pub fn runs_script(&self, name: &str) -> bool {
+        match &self.code {
+            Some(Code::Text(t)) => names_file(t, name),
+            Some(Code::Pickled(b)) => b.windows(name.len()).any(|w| w == name.as_bytes()),
+            None => true,
+        }
+    }
+}
+
+/// Whether source text names the file `name` as a quoted path (`"scripts/plot.py"`): the
+/// code of a `script:` rule, with or without its `script:` keyword.
+fn names_file(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        matches!(before, Some('/' | '"' | '\'')) && matches!(after, Some('"' | '\''))
+    })
 }
 
 /// A shell command as Snakemake stores it and as bash receives it: trailing white space and
@@ -77,14 +112,32 @@ impl Metadata {
             dir: workdir.join(".snakemake/metadata"),
             not_before,
             read: HashMap::new(),
+            dirs: HashMap::new(),
+            subdirs: HashMap::new(),
             records: Vec::new(),
         }
     }
 
     /// Reads the records written or rewritten since the last call.
     pub fn refresh(&mut self) {
+        let now = SystemTime::now();
         let mut stack = vec![self.dir.clone()];
         while let Some(dir) = stack.pop() {
+            // A folder unchanged since well before its last listing holds no new record
+            // (a new file changes its folder's time; timestamps are coarse, so a recent
+            // one is listed again). This keeps a run of many outputs cheap to follow.
+            let Ok(modified) = fs::metadata(&dir).and_then(|m| m.modified()) else {
+                continue;
+            };
+            let settled = modified + Duration::from_secs(1);
+            if let Some((seen, listed)) = self.dirs.get(&dir)
+                && *seen == modified
+                && settled < *listed
+            {
+                stack.extend(self.subdirs.get(&dir).into_iter().flatten().cloned());
+                continue;
+            }
+            self.dirs.insert(dir.clone(), (modified, now));
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
             };
@@ -92,6 +145,10 @@ impl Metadata {
                 let Ok(meta) = e.metadata() else { continue };
                 let path = e.path();
                 if meta.is_dir() {
+                    let subs = self.subdirs.entry(dir.clone()).or_default();
+                    if !subs.contains(&path) {
+                        subs.push(path.clone());
+                    }
                     stack.push(path);
                     continue;
                 }
@@ -130,10 +187,9 @@ impl Metadata {
             .and_then(|v| v.as_str())
             .map(normalize)
             .filter(|c| !c.is_empty());
-        let script = json
-            .get("code")
-            .and_then(|v| v.as_str())
-            .and_then(script_of);
+        let code = (json.get("code").and_then(|v| v.as_str()))
+            .filter(|_| shellcmd.is_none())
+            .map(Code::of);
         // The other outputs of the same job carry the same record.
         let same = |r: &&mut Record| r.rule == rule && r.start == start && r.shellcmd == shellcmd;
         if let Some(r) = self.records.iter_mut().find(same) {
@@ -145,8 +201,8 @@ impl Metadata {
             shellcmd,
             start,
             end,
+            code,
             outputs: vec![output],
-            script,
             claimed: false,
             seen: std::time::Instant::now(),
         });
@@ -170,12 +226,30 @@ mod tests {
         let rec = r#"{"rule": "index", "shellcmd": "bwa index ref.fa\n  ", "starttime": 1700000000.5, "endtime": 1700000001.25}"#;
         write(&dir, "ref.fa.bwt", rec);
         write(&dir, "ref.fa.amb", rec);
-        let script = r#"{"rule": "plot", "shellcmd": null, "code": "    script: \"scripts/plot.py\"\n", "starttime": 1700000002.0, "endtime": 1700000003.0}"#;
+        let script = r#"{"rule": "plot", "shellcmd": null, "code": "        \"scripts/plot.py\"\n", "starttime": 1700000002.0, "endtime": 1700000003.0}"#;
         write(&dir, "plots/a.png", script);
         let mut m = Metadata::new(tmp.path(), SystemTime::UNIX_EPOCH);
         m.refresh();
         m.refresh();
         assert_eq!(m.records.len(), 2, "{:?}", m.records);
+        let long = format!("long/{}.txt", "x".repeat(300));
+        let name = base64::engine::general_purpose::URL_SAFE.encode(&long);
+        let (head, tail) = name.split_at(254);
+        fs::create_dir_all(dir.join(format!("@{head}"))).unwrap();
+        let rec = r#"{"rule": "l", "shellcmd": "touch x", "starttime": 5.0, "endtime": 6.0}"#;
+        fs::write(dir.join(format!("@{head}")).join(tail), rec).unwrap();
+        m.refresh();
+        let l = m
+            .records
+            .iter()
+            .find(|r| r.rule == "l")
+            .expect("a record written later");
+        assert_eq!(
+            l.outputs,
+            [long],
+            "long output paths are split into folders"
+        );
+        assert_eq!(m.records.len(), 3);
         let index = m.records.iter().find(|r| r.rule == "index").unwrap();
         assert_eq!(index.shellcmd.as_deref(), Some("bwa index ref.fa"));
         let mut outs = index.outputs.clone();
@@ -186,7 +260,12 @@ mod tests {
             (plot.shellcmd.as_ref(), plot.outputs.as_slice()),
             (None, &["plots/a.png".to_string()][..])
         );
-        assert_eq!(plot.script.as_deref(), Some("plot.py"));
+        assert!(plot.runs_script("plot.py") && !plot.runs_script("summ.py"));
+        assert!(!plot.runs_script("ot.py"), "a whole file name");
+        let mut pickled = plot.clone();
+        // Snakemake 7's pickled code object, cut to where it holds the script's path.
+        pickled.code = Some(Code::of("gASVEwAAAAAAAACMD3NjcmlwdHMvcGxvdC5weZQu"));
+        assert!(pickled.runs_script("plot.py") && !pickled.runs_script("summ.py"));
     }
 
     #[test]

@@ -137,7 +137,13 @@ impl Snakemake {
             });
         }
         let command = job_command(e.proc)?;
+        let truncated = e
+            .proc
+            .first_image
+            .as_ref()
+            .is_some_and(|i| i.argv_truncated);
         let ran = Ran {
+            truncated,
             command: &command,
             start: e.start,
             end: e.end,

@@ -30,6 +30,30 @@ pub struct Ran<'a> {
     pub failed: bool,
     /// The script a `script:` job's command runs (`.snakemake/scripts/tmpXXXXXXXX.NAME`).
     pub script: Option<&'a str>,
+    /// The kernel kept only the start of its command line (a very long command).
+    pub truncated: bool,
+}
+
+impl Ran<'_> {
+    /// How well a command the records hold fits what this process ran: the same text
+    /// best; then the process's command wrapping it (a `shell.prefix` or `shell.suffix`),
+    /// the longer the better; for a command line the kernel cut, the record it starts.
+    fn fit(&self, recorded: Option<&str>) -> Option<usize> {
+        let r = recorded?;
+        if r == self.command {
+            return Some(usize::MAX);
+        }
+        if self.command.contains(r) {
+            return Some(r.len());
+        }
+        if !self.truncated {
+            return None;
+        }
+        let head = r.char_indices().nth(64).map_or(r, |(i, _)| &r[..i]);
+        let at = self.command.find(head)?;
+        r.starts_with(&self.command[at..])
+            .then(|| self.command.len() - at)
+    }
 }
 
 impl Records {
@@ -60,24 +84,28 @@ impl Records {
     /// The job's record by its exact command: the metadata of a finished job, else the
     /// log's failure or `-p` line. Among equals, the one that started nearest the process.
     pub fn exact(&mut self, ran: &Ran) -> Option<TaskInfo> {
-        let near = |r: &Record| abs_diff(r.start, ran.start);
         let record = (self.metadata.records.iter_mut())
-            .filter(|r| !r.claimed && r.shellcmd.as_deref() == Some(ran.command))
-            .min_by_key(|r| near(r));
-        if let Some(r) = record {
+            .filter(|r| !r.claimed)
+            .filter_map(|r| Some((ran.fit(r.shellcmd.as_deref())?, r)))
+            .min_by_key(|(fit, r)| (std::cmp::Reverse(*fit), abs_diff(r.start, ran.start)));
+        if let Some((_, r)) = record {
             r.claimed = true;
             let r = r.clone();
             return Some(self.info_from_record(&r));
         }
         let failure = (self.failures.iter_mut())
-            .find(|(f, taken)| !taken && f.shell.as_deref() == Some(ran.command));
-        if let Some((f, taken)) = failure {
+            .filter(|(_, taken)| !taken)
+            .filter_map(|(f, taken)| Some((ran.fit(f.shell.as_deref())?, f, taken)))
+            .min_by_key(|(fit, _, _)| std::cmp::Reverse(*fit));
+        if let Some((_, f, taken)) = failure {
             *taken = true;
             let f = f.clone();
             return Some(self.info_from_failure(&f));
         }
-        let (job, taken) = (self.jobs.iter_mut())
-            .find(|(j, taken)| !taken && j.shell.as_deref() == Some(ran.command))?;
+        let (_, job, taken) = (self.jobs.iter_mut())
+            .filter(|(_, taken)| !taken)
+            .filter_map(|(j, taken)| Some((ran.fit(j.shell.as_deref())?, j, taken)))
+            .min_by_key(|(fit, _, _)| std::cmp::Reverse(*fit))?;
         *taken = true;
         Some(info_from_job(job))
     }
@@ -89,7 +117,7 @@ impl Records {
         let fits = |r: &Record| {
             !r.claimed
                 && r.shellcmd.is_none()
-                && r.script.as_deref().is_none_or(|s| s == name)
+                && r.runs_script(name)
                 && r.start <= ran.end + SLACK
                 && ran.start <= r.end + SLACK
         };

@@ -253,3 +253,55 @@ fn the_workdir_follows_directory_options() {
     let got = resolve(a.as_mut(), &[(job_proc(61, "true", 0), 1001.0)], false);
     assert_eq!(got[0].as_ref().map(|i| i.name.as_str()), Some("r"));
 }
+
+#[test]
+fn a_command_line_the_kernel_cut_matches_the_record_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "");
+    let long = format!("sed -e '{}' in.txt > out.txt", "s/a/b/;".repeat(2000));
+    write_record(dir.path(), "out.txt", "rewrite", Some(&long), "", 1001.0);
+    write_record(
+        dir.path(),
+        "other.txt",
+        "other",
+        Some("sed -e 's/a/b/;' x > y"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c1"]);
+    let mut p = job_proc(
+        71,
+        &format!("set -euo pipefail; export X=1; {}", &long[..3000]),
+        0,
+    );
+    p.first_image.as_mut().unwrap().argv_truncated = true;
+    let got = resolve(a.as_mut(), &[(p, 1001.0)], false);
+    assert_eq!(got[0].as_ref().map(|i| i.name.as_str()), Some("rewrite"));
+}
+
+#[test]
+fn a_shell_prefix_of_the_users_wraps_the_recorded_command() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "");
+    write_record(dir.path(), "a", "short", Some("touch a"), "", 1001.0);
+    write_record(
+        dir.path(),
+        "b",
+        "long",
+        Some("touch a && touch b"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c1"]);
+    let p = job_proc(
+        81,
+        "set -euo pipefail; export LC_ALL=C; touch a && touch b",
+        0,
+    );
+    let got = resolve(a.as_mut(), &[(p, 1001.0)], false);
+    assert_eq!(
+        got[0].as_ref().map(|i| i.name.as_str()),
+        Some("long"),
+        "the longest fit"
+    );
+}

@@ -74,3 +74,25 @@ fn snakemake_9_blocks_ends_and_failed_commands() {
     let (rest, _) = parse_blocks(&format!("{}\n", &V9[consumed..]));
     assert_eq!(jobs(&rest)[0].rule, "split");
 }
+
+#[test]
+fn the_jobs_of_a_group_job_are_blocks_too() {
+    let text = "[Mon Nov 23 02:05:10 2026]\n\ngroup job d4d7c256 (jobs in lexicogr. order):\n\n    [Mon Nov 23 02:05:10 2026]\n    rule gunzip:\n        input: raw/libB.fastq.gz\n        output: stream/libB.fastq (pipe)\n        jobid: 11\n        wildcards: lib=libB\n\n\n    [Mon Nov 23 02:05:10 2026]\n    rule trim:\n        output: trimmed/libB.fastq.gz\n        jobid: 10\n        wildcards: lib=libB\n\n";
+    let (entries, _) = parse_blocks(text);
+    let got: Vec<_> = jobs(&entries)
+        .iter()
+        .map(|j| (j.rule.as_str(), j.jobid.as_deref(), j.wildcards.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("gunzip", Some("11"), Some("lib=libB")),
+            ("trim", Some("10"), Some("lib=libB"))
+        ]
+    );
+    assert_eq!(
+        jobs(&entries)[0].outputs,
+        ["stream/libB.fastq"],
+        "without its (pipe) flag"
+    );
+}

@@ -1,0 +1,239 @@
+//! The workflow corpus (tests/workflows/snakemake) on Debian's Snakemake 7 and on
+//! Snakemake 9 from PyPI, under `pipetrace run` and under `pipetrace agent`, judged by
+//! Snakemake's own records: every job attempt the log records is one task named by its
+//! rule and wildcards, every metadata record's exact shell command is the command of a
+//! task of that rule, failures are the log's, and the engine's helpers are no tasks.
+use std::{path::Path, time::Duration};
+
+use pipetrace_e2e::{
+    Agent, pipetrace, read_jsonl,
+    receiver::Receiver,
+    snakemake::{Case, Records, Version, corpus, counts, normalize},
+    spans::{RecvSpan, Trace},
+    stderr,
+};
+
+/// Helpers of the engine and of version-manager shims: never a task or a tool.
+const NEVER_SPANS: [&str; 6] = ["cbc", "glpsol", "uname", "readlink", "basename", "pyenv"];
+
+/// The shell script a task's process ran (its `-c` argument), white space folded.
+fn job_script(task: &RecvSpan) -> String {
+    let line = task.str("process.command_line");
+    let script = line.split_once(" -c ").map_or(line, |(_, s)| s);
+    normalize(&script.trim_matches('\'').replace("'\\''", "'"))
+}
+
+/// Whether a task ran Snakemake's recorded command `cmd`: its script is the command, with
+/// the workflow's `shell.prefix` around it; of a command line the kernel cut, the start.
+fn ran(task: &RecvSpan, cmd: &str) -> bool {
+    let script = job_script(task);
+    if script.contains(cmd) {
+        return true;
+    }
+    let head: String = cmd.chars().take(64).collect();
+    script.len() >= 3000
+        && script
+            .find(&head)
+            .is_some_and(|at| cmd.starts_with(&script[at..]))
+}
+
+fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
+    let what = format!("{} on {v:?}", case.name);
+    let t = Trace::new(spans);
+    t.assert_well_formed();
+    let records = Records::read(workdir);
+    assert!(
+        !records.metadata.is_empty(),
+        "{what}: Snakemake left records"
+    );
+
+    let tasks = t.tasks();
+    let mut named: Vec<(String, String)> = tasks
+        .iter()
+        .map(|s| {
+            let wildcards = s.str("pipetrace.task.wildcards").to_string();
+            (s.str("cicd.pipeline.task.name").to_string(), wildcards)
+        })
+        .collect();
+    named.sort();
+    let attempts = records.attempts();
+    assert_eq!(
+        counts(&named),
+        counts(&attempts),
+        "{what}: tasks (left) against the job attempts Snakemake's log records (right)"
+    );
+
+    // A job Snakemake runs in a subprocess (`run:`, `shadow:`) runs its command one level
+    // down: the command is then a tool's within the task.
+    for (rule, cmd) in &records.metadata {
+        let Some(cmd) = cmd else { continue };
+        let ran_it: Vec<&RecvSpan> = spans
+            .iter()
+            .filter(|s| ran(s, cmd))
+            .filter_map(|s| if s.is_task() { Some(s) } else { t.task_of(s) })
+            .collect();
+        assert!(!ran_it.is_empty(), "{what}: no task ran `{cmd}` ({rule})");
+        assert!(
+            ran_it
+                .iter()
+                .any(|task| task.str("cicd.pipeline.task.name") == rule),
+            "{what}: `{cmd}` ran under {:?}, not {rule}",
+            ran_it.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
+    }
+
+    let failed: Vec<_> = tasks.iter().filter(|s| s.status == 2).collect();
+    assert_eq!(
+        failed.len(),
+        records.failed.len(),
+        "{what}: failed tasks against the log's errors {:?}",
+        records.failed
+    );
+    let run = spans.iter().find(|s| s.is_run()).expect("run span");
+    assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
+    assert_eq!(
+        run.status,
+        if case.exit == 0 { 1 } else { 2 },
+        "{what}: run status"
+    );
+
+    let engine = spans
+        .iter()
+        .find(|s| s.attr("pipetrace.engine.helpers").is_some());
+    let engine = engine.unwrap_or_else(|| panic!("{what}: no engine span"));
+    assert!(
+        engine.int("pipetrace.engine.helpers").unwrap() >= 1,
+        "{what}: the scheduler ran"
+    );
+    // A program the workflow itself runs may share a helper's name.
+    let snakefile = std::fs::read_to_string(case.dir.join("Snakefile")).unwrap();
+    for s in spans {
+        let first = s.name.split([' ', '(']).next().unwrap_or("");
+        let its_own = snakefile.contains(&format!("{first} "));
+        assert!(
+            !NEVER_SPANS.contains(&first) || its_own,
+            "{what}: a span named {}",
+            s.name
+        );
+        let exe = s.str("process.executable.path");
+        assert!(
+            !exe.contains("/shims/") && !exe.contains("/.pyenv/libexec/"),
+            "{what}: a shim's plumbing is a span: {exe}"
+        );
+        assert!(
+            !s.name.chars().any(char::is_control) && s.name.chars().count() <= 100,
+            "{what}: a name unfit for display: {:?}",
+            s.name
+        );
+    }
+    for tool in t.tools() {
+        assert!(
+            t.task_of(tool).is_some(),
+            "{what}: tool {} is in no task",
+            tool.name
+        );
+        if case.exit == 0 && records.failed.is_empty() {
+            assert_eq!(
+                tool.status, 1,
+                "{what}: {} failed in a clean run",
+                tool.name
+            );
+        }
+    }
+}
+
+/// A fresh copy of the case's folder.
+fn copy_of(case: &Case) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{}-", case.name))
+        .tempdir()
+        .unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(format!("{}/.", case.dir.display()))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir
+}
+
+fn under_run(v: Version) {
+    for case in corpus() {
+        let dir = copy_of(&case);
+        let file = dir.path().join("trace.otlp.jsonl");
+        let out = pipetrace()
+            .args(["run", "--output"])
+            .arg(&file)
+            .arg("--")
+            .arg(v.program())
+            .args(&case.args)
+            .current_dir(dir.path())
+            .output()
+            .expect("pipetrace run");
+        assert_eq!(
+            out.status.code(),
+            Some(case.exit),
+            "{}: {}",
+            case.name,
+            stderr(&out)
+        );
+        judge(&case, v, dir.path(), &read_jsonl(&file));
+    }
+}
+
+async fn under_agent(v: Version) {
+    let rx = Receiver::start().await;
+    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
+    for case in corpus() {
+        let dir = copy_of(&case);
+        let status = std::process::Command::new(v.program())
+            .args(&case.args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("snakemake");
+        assert_eq!(status.code(), Some(case.exit), "{}", case.name);
+        // Other tests' pipelines run on this host too: the run is named by its directory.
+        let name = dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
+        let spans = rx
+            .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
+            .await;
+        let trace = spans
+            .iter()
+            .find(|s| ours(s))
+            .expect("the run span")
+            .trace_id
+            .clone();
+        let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
+        judge(&case, v, dir.path(), &spans);
+    }
+    agent.stop();
+}
+
+#[test]
+fn corpus_on_snakemake_7_under_run() {
+    under_run(Version::Seven);
+}
+
+#[test]
+fn corpus_on_snakemake_9_under_run() {
+    under_run(Version::Nine);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_on_snakemake_7_under_the_agent() {
+    under_agent(Version::Seven).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_on_snakemake_9_under_the_agent() {
+    under_agent(Version::Nine).await;
+}
