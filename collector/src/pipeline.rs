@@ -43,6 +43,8 @@ pub struct Pipeline {
     known_exits: HashMap<u32, u32>,
     pub metrics: Metrics,
     history: History,
+    /// Reads what tasks and runs are allowed (cgroups) as they start.
+    limits: crate::cgroup::Limits,
 }
 
 impl Pipeline {
@@ -70,6 +72,7 @@ impl Pipeline {
             known_exits: HashMap::new(),
             metrics,
             history: History::new(&pipetrace_config::Diagnosis::default()),
+            limits: crate::cgroup::Limits::default(),
         }
     }
 
@@ -111,6 +114,15 @@ impl Pipeline {
             .collect();
         self.tree.seed(snap);
         self.attr.on_seed(&self.tree, &keys);
+        self.read_allocations();
+    }
+
+    /// What the tasks and runs that just started are allowed, read while they run.
+    fn read_allocations(&mut self) {
+        for key in self.attr.take_started() {
+            let a = self.limits.allocation(key.pid);
+            self.attr.set_allocation(key, a);
+        }
     }
 
     /// Takes a batch from the ring buffer (`bad`: records that did not decode), then
@@ -137,6 +149,7 @@ impl Pipeline {
                     self.tree.mark_procfs(&key);
                 }
                 self.attr.on_fork(&self.tree, key);
+                self.read_allocations();
             }
             Event::Exec(e) => {
                 let cwd = self
@@ -146,6 +159,7 @@ impl Pipeline {
                     .flatten();
                 self.tree.exec(&e, cwd);
                 self.attr.on_exec(&self.tree, e.key);
+                self.read_allocations();
             }
             Event::Exit {
                 key,

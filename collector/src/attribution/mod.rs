@@ -22,7 +22,6 @@ use rules::CompiledRule;
 
 use crate::{
     accounting::{Allocation, Rollup},
-    cgroup,
     event::ProcKey,
     host,
     tree::{Image, Proc, Tree},
@@ -186,7 +185,8 @@ pub struct Attributor {
     rollups: HashMap<ProcKey, Rollup>,
     /// What each task and run was allowed, read when it started.
     allocations: HashMap<ProcKey, Allocation>,
-    limits: cgroup::Limits,
+    /// Tasks and runs started since the caller last asked (it reads their allocation).
+    started: Vec<ProcKey>,
 }
 
 impl Attributor {
@@ -205,7 +205,7 @@ impl Attributor {
             boot_to_unix_ns,
             rollups: HashMap::new(),
             allocations: HashMap::new(),
-            limits: cgroup::Limits::default(),
+            started: Vec::new(),
         })
     }
 
@@ -230,6 +230,19 @@ impl Attributor {
     /// What makes the run's pipeline itself (its history key).
     pub fn run_key(&self, run: ProcKey) -> Option<&str> {
         self.runs.get(&run).map(|r| r.info.key.as_str())
+    }
+
+    /// Tasks and runs that started since the last call: the caller reads what each is
+    /// allowed (its cgroup) while its process runs, and hands it back with
+    /// [`Self::set_allocation`]. The attribution itself reads nothing.
+    pub fn take_started(&mut self) -> Vec<ProcKey> {
+        std::mem::take(&mut self.started)
+    }
+
+    pub fn set_allocation(&mut self, key: ProcKey, a: Allocation) {
+        if self.rollups.contains_key(&key) {
+            self.allocations.insert(key, a);
+        }
     }
 
     /// What a task or run was allowed when it started.
@@ -349,8 +362,7 @@ impl Attributor {
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());
-        self.allocations
-            .insert(key, self.limits.allocation(key.pid));
+        self.started.push(key);
         self.members.insert(
             key,
             Membership {
@@ -458,8 +470,7 @@ impl Attributor {
         );
         if role == Role::TaskRoot {
             self.rollups.insert(key, Rollup::default());
-            self.allocations
-                .insert(key, self.limits.allocation(key.pid));
+            self.started.push(key);
         }
     }
 
