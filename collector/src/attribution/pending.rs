@@ -14,7 +14,7 @@ pub(super) struct Pending {
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How long an ended task waits for the engine's record before it is named anyway.
-const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Attributor {
     /// Names the pending tasks the engines' records now account for; with `force`, all of them (at the end of `pipetrace run`). Also
