@@ -315,6 +315,9 @@ async fn snakemake_pipeline_over_grpc() {
         summary.contains("align (sample=A)"),
         "the terminal tree: {summary}"
     );
+    // The scheduler's solver is the engine's: one engine line, no cbc anywhere.
+    assert!(summary.contains("─ snakemake (engine)"), "{summary}");
+    assert!(!summary.contains("cbc"), "{summary}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

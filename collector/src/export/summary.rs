@@ -7,6 +7,7 @@ use std::{
 };
 
 use opentelemetry::trace::{SpanId, Status};
+use pipetrace_semconv::attr;
 
 use super::{Destinations, ExportStats, metrics::MetricStats, otlp::OutboxStats};
 use crate::{
@@ -95,6 +96,23 @@ pub struct Summary {
     pub report: Vec<ReportSpan>,
 }
 
+/// `21 helpers (1 exited non-zero)`, from an engine span's attributes.
+fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
+    let int = |key: &str| {
+        let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
+        match kv.map(|kv| &kv.value) {
+            Some(opentelemetry::Value::I64(n)) => *n,
+            _ => 0,
+        }
+    };
+    let (n, failed) = (int(attr::ENGINE_HELPERS), int(attr::ENGINE_HELPERS_FAILED));
+    let noun = if n == 1 { "helper" } else { "helpers" };
+    match failed {
+        0 => format!("{n} {noun}"),
+        f => format!("{n} {noun} ({f} exited non-zero)"),
+    }
+}
+
 impl Summary {
     pub fn record(&mut self, s: &Signal) {
         let span = &s.span;
@@ -136,11 +154,14 @@ impl Summary {
             .unwrap_or_default()
             .as_secs_f64();
         let id = span.span_context.span_id();
-        let events = span
+        let mut events: Vec<String> = span
             .events
             .iter()
             .map(|e| ReportEvent::from_sdk(e).describe())
             .collect();
+        if s.kind == Kind::Engine {
+            events.push(helpers_in_words(span));
+        }
         let entry = Entry {
             kind: s.kind,
             name: span.name.to_string(),
