@@ -13,6 +13,7 @@ pub mod attr {
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
     pub const TASK_IN_ENGINE: &str = "pipetrace.task.in_engine";
+    pub const TASK_TAG: &str = "pipetrace.task.tag";
     pub const ENGINE_HELPERS: &str = "pipetrace.engine.helpers";
     pub const ENGINE_HELPERS_FAILED: &str = "pipetrace.engine.helpers_failed";
     pub const PROCESS_PID: &str = "process.pid";
@@ -91,6 +92,7 @@ pub mod attr {
         TASK_WILDCARDS,
         TASK_THREADS,
         TASK_IN_ENGINE,
+        TASK_TAG,
         ENGINE_HELPERS,
         ENGINE_HELPERS_FAILED,
         PROCESS_PID,

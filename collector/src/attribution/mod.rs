@@ -65,6 +65,8 @@ pub struct TaskInfo {
     pub memory_bytes: Option<u64>,
     /// It ran inside the engine's own process (a Snakemake `run:` job).
     pub in_engine: bool,
+    /// The engine's label for this instance of the task (a Nextflow task's tag).
+    pub tag: Option<String>,
 }
 
 impl TaskInfo {
@@ -81,6 +83,7 @@ impl TaskInfo {
     fn cleaned(mut self) -> Self {
         self.name = naming::clean_name(&self.name);
         self.wildcards = self.wildcards.map(|w| naming::clean_name(&w));
+        self.tag = self.tag.map(|t| naming::clean_name(&t));
         self
     }
 }
@@ -281,9 +284,14 @@ impl Attributor {
             self.members.get(&parent.key).copied()
         });
         if let Some(m) = member {
+            let engine_asks = || {
+                let run = self.runs.get(&m.run);
+                m.task.is_none() && run.is_some_and(|r| r.adapter.needs_cwd(&e.argv))
+            };
             return m.role == Role::RunRoot
                 || !e.filename.starts_with('/')
-                || !self.task_rules.is_empty();
+                || !self.task_rules.is_empty()
+                || engine_asks();
         }
         match self.mode {
             Mode::Run { root_pid } => root_pid == e.key.pid,

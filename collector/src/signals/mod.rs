@@ -346,13 +346,16 @@ impl SpanBuilder {
                 if info.in_engine {
                     a.push(KeyValue::new(attr::TASK_IN_ENGINE, true));
                 }
+                if let Some(tag) = &info.tag {
+                    a.push(KeyValue::new(attr::TASK_TAG, tag.clone()));
+                }
                 self.process_attrs(p, true, &mut a);
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
                 let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
                 let alloc = totals.allocation.as_ref();
                 usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
-                let name = match &info.wildcards {
+                let name = match info.wildcards.as_ref().or(info.tag.as_ref()) {
                     Some(w) => format!("{} ({w})", info.name),
                     None => info.name.clone(),
                 };

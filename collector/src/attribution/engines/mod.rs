@@ -61,6 +61,11 @@ pub trait EngineRun: Send {
     }
     /// What `p` (in the run, in no task, just exec'd `image`) is.
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class;
+    /// Whether the engine needs the working directory of a new process of the run that runs
+    /// `argv` (its records are found relative to it).
+    fn needs_cwd(&self, _argv: &[String]) -> bool {
+        false
+    }
     /// Whether `image`, exec'd by a process of a task whose parent runs `parent`, is the
     /// engine's work rather than the task's (a job run by an engine subprocess).
     fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {

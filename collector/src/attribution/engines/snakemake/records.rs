@@ -227,7 +227,7 @@ pub fn info_from_job(job: &Job) -> TaskInfo {
         // Snakemake logs threads only above 1: a job block without is 1 thread.
         threads: Some(job.threads.unwrap_or(1)),
         memory_bytes: job.mem_mb.map(|mb| mb << 20),
-        in_engine: false,
+        ..Default::default()
     }
 }
 
