@@ -303,6 +303,20 @@ impl Receiver {
         self.store.headers.lock().expect("headers lock").clone()
     }
 
+    /// The trace of the run of pipeline `name` (for Snakemake, its directory's name), once
+    /// its run span arrived (up to `timeout`): an agent sees every pipeline on the host, so
+    /// other tests' runs arrive here too.
+    pub async fn run_trace(&self, name: &str, timeout: Duration) -> Vec<RecvSpan> {
+        let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
+        let spans = self.wait_for(timeout, |s| s.iter().any(ours)).await;
+        let run = spans.iter().find(|s| ours(s));
+        let trace = run
+            .unwrap_or_else(|| panic!("the run span of {name} never arrived"))
+            .trace_id
+            .clone();
+        spans.into_iter().filter(|s| s.trace_id == trace).collect()
+    }
+
     /// Waits until `done` holds for the spans received, or `timeout` passes.
     pub async fn wait_for(
         &self,

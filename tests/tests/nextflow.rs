@@ -142,16 +142,8 @@ async fn a_node_agent_names_nextflow_tasks_and_scheduler_started_ones() {
         .status()
         .unwrap();
     assert!(st.success());
-    let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == pipeline_name;
-    let spans = rx
-        .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
-        .await;
-    let trace = spans.iter().find(|s| ours(s)).unwrap().trace_id.clone();
-    let mine: Vec<_> = spans
-        .iter()
-        .filter(|s| s.trace_id == trace)
-        .cloned()
-        .collect();
+    let mine = rx.run_trace(&pipeline_name, Duration::from_secs(30)).await;
+    let trace = mine[0].trace_id.clone();
     judge(dir.path(), &mine);
 
     // A batch scheduler on this node runs one task's .command.run itself, no Nextflow here.

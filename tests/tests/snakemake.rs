@@ -377,21 +377,10 @@ async fn agent_traces_a_snakemake_run_it_did_not_start() {
     check_demo_trace(&spans, None);
 }
 
-/// The trace of the run in `dir`, once its run span arrived: other tests' pipelines run on
-/// this host too, and the agent sees them all; a run is named by its directory.
+/// The trace of the run in `dir`: a Snakemake run is named by its directory.
 async fn run_trace(rx: &Receiver, dir: &std::path::Path) -> Vec<RecvSpan> {
     let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
-    let spans = rx
-        .wait_for(Duration::from_secs(20), |s| s.iter().any(ours))
-        .await;
-    let run = spans
-        .iter()
-        .find(|s| ours(s))
-        .expect("the run's span arrived")
-        .trace_id
-        .clone();
-    spans.into_iter().filter(|s| s.trace_id == run).collect()
+    rx.run_trace(&name, Duration::from_secs(20)).await
 }
 
 /// The independent `rotel` collector (PyPI) between pipetrace and the receiver: a third

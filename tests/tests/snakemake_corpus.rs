@@ -195,24 +195,14 @@ async fn under_agent(v: Version) {
             .status()
             .expect("snakemake");
         assert_eq!(status.code(), Some(case.exit), "{}", case.name);
-        // Other tests' pipelines run on this host too: the run is named by its directory.
+        // The run is named by its directory.
         let name = dir
             .path()
             .file_name()
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        let ours = |s: &RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
-        let spans = rx
-            .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
-            .await;
-        let trace = spans
-            .iter()
-            .find(|s| ours(s))
-            .expect("the run span")
-            .trace_id
-            .clone();
-        let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
+        let spans = rx.run_trace(&name, Duration::from_secs(30)).await;
         judge(&case, v, dir.path(), &spans);
     }
     agent.stop();

@@ -4,9 +4,9 @@
 //! named by its tool.
 use std::time::SystemTime;
 
-use super::{Class, Ended, Engine, EngineRun, Place, digest, generic::Generic, is_container_query};
+use super::{Class, Engine, EngineRun, Place, digest, is_container_query};
 use crate::{
-    attribution::{TaskInfo, naming},
+    attribution::naming,
     tree::{Image, Proc},
 };
 
@@ -66,16 +66,5 @@ impl EngineRun for Cwltool {
         } else {
             Class::Undecided
         }
-    }
-
-    fn provisional(&mut self, task: &Proc) -> Option<String> {
-        Some(naming::proc_tool_name(task))
-    }
-
-    fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
-        ended
-            .iter()
-            .map(|e| Some(Generic::task_info(e.proc)))
-            .collect()
     }
 }

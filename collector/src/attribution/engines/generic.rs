@@ -1,9 +1,9 @@
 //! Runs without an engine model: the command given to `pipetrace run`, or a process a
 //! `run_rules` entry matched. Each process whose nearest spanned ancestor is the run starts
 //! a task, named by its tool (or by a `task_rules` match, which the core applies first).
-use super::{Class, Ended, EngineRun, Place, digest};
+use super::{Class, EngineRun, Place, digest};
 use crate::{
-    attribution::{TaskInfo, naming},
+    attribution::naming,
     tree::{Image, Proc},
 };
 
@@ -36,10 +36,6 @@ impl Generic {
             key: format!("{}-{key}", naming::clean_name(&name)),
         }
     }
-
-    pub fn task_info(p: &Proc) -> TaskInfo {
-        TaskInfo::fallback(p, naming::proc_tool_name(p))
-    }
 }
 
 impl EngineRun for Generic {
@@ -64,16 +60,5 @@ impl EngineRun for Generic {
             true => Class::Task,
             false => Class::Undecided,
         }
-    }
-
-    fn provisional(&mut self, task: &Proc) -> Option<String> {
-        Some(naming::proc_tool_name(task))
-    }
-
-    fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
-        ended
-            .iter()
-            .map(|e| Some(Self::task_info(e.proc)))
-            .collect()
     }
 }

@@ -71,11 +71,17 @@ pub trait EngineRun: Send {
     fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {
         false
     }
-    /// The name a running task will most likely end with, if the records tell already.
-    fn provisional(&mut self, task: &Proc) -> Option<String>;
+    /// The name a running task will most likely end with, if the records tell already
+    /// (without records of its own: its tool's).
+    fn provisional(&mut self, task: &Proc) -> Option<String> {
+        Some(super::naming::proc_tool_name(task))
+    }
     /// Names ended tasks from the engine's records: None for one whose record is not
     /// written yet (it is asked again). An overdue task, or any with `force`, gets a name.
-    fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>>;
+    /// (Without records of its own: each by its tool.)
+    fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
+        ended.iter().map(|e| Some(by_tool(e.proc))).collect()
+    }
 }
 
 /// An engine: how to recognise its process, and how to follow one of its runs.
@@ -97,6 +103,11 @@ pub fn detect(enabled: &[String], image: &Image) -> Option<&'static Engine> {
         .iter()
         .filter(|e| enabled.iter().any(|n| n == e.name))
         .find(|e| (e.recognises)(&tool, image))
+}
+
+/// A task named by its tool, its run id made from its process.
+pub fn by_tool(p: &Proc) -> TaskInfo {
+    TaskInfo::fallback(p, super::naming::proc_tool_name(p))
 }
 
 /// A short stable digest (FNV-1a) for pipeline keys.
