@@ -38,6 +38,8 @@ pub enum Event {
         key: ProcKey,
         start_ns: u64,
         parent: ProcKey,
+        /// The parent's thread that forked (0: unknown).
+        parent_tid: u32,
         comm: String,
     },
     Exec(Exec),
@@ -128,6 +130,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 key,
                 start_ns: h.start_ns,
                 parent: ProcKey::from_ns(e.parent_tgid, e.parent_start_ns),
+                parent_tid: e.parent_tid,
                 comm: cstr(&e.comm),
             })
         }

@@ -142,9 +142,11 @@ impl Pipeline {
                 key,
                 start_ns,
                 parent,
+                parent_tid,
                 comm,
             } => {
                 self.tree.fork(key, start_ns, parent, comm);
+                self.tree.set_forked_by(&key, parent_tid);
                 if self.procfs {
                     self.tree.mark_procfs(&key);
                 }

@@ -195,6 +195,8 @@ impl Poller {
                     key,
                     start_ns,
                     parent,
+                    // /proc does not say which thread forked.
+                    parent_tid: 0,
                     comm: st.comm.clone(),
                 });
                 fresh.named = name(out, *pid, key, st, start_ns, now);

@@ -78,6 +78,8 @@ pub struct Proc {
     pub oom: Option<Oom>,
     /// Fatal signals delivered to it, latest last (a few at most).
     pub signals: Vec<Signal>,
+    /// The parent's thread that forked it (tid; 0: unknown).
+    pub forked_by: u32,
 }
 
 /// The OOM killer's choice of a process.
@@ -128,6 +130,7 @@ impl Proc {
             settled: false,
             oom: None,
             signals: Vec::new(),
+            forked_by: 0,
         }
     }
 
@@ -212,6 +215,13 @@ impl Tree {
     pub fn mark_procfs(&mut self, key: &ProcKey) {
         if let Some(p) = self.procs.get_mut(key) {
             p.seeded = true;
+        }
+    }
+
+    /// Which of its parent's threads forked it (its tid; 0: unknown).
+    pub fn set_forked_by(&mut self, key: &ProcKey, tid: u32) {
+        if let Some(p) = self.procs.get_mut(key) {
+            p.forked_by = tid;
         }
     }
 

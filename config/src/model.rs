@@ -235,7 +235,12 @@ pub struct Attribution {
 impl Default for Attribution {
     fn default() -> Self {
         Self {
-            engines: vec!["snakemake".into(), "nextflow".into(), "cwltool".into()],
+            engines: vec![
+                "snakemake".into(),
+                "nextflow".into(),
+                "cwltool".into(),
+                "prefect".into(),
+            ],
             run_rules: Vec::new(),
             task_rules: Vec::new(),
         }

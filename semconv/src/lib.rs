@@ -10,6 +10,7 @@ pub mod attr {
     pub const RUN_ENGINE: &str = "pipetrace.run.engine";
     pub const RUN_TASKS: &str = "pipetrace.run.tasks";
     pub const RUN_TASKS_FAILED: &str = "pipetrace.run.tasks_failed";
+    pub const RUN_LABEL: &str = "pipetrace.run.label";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
     pub const TASK_IN_ENGINE: &str = "pipetrace.task.in_engine";
@@ -89,6 +90,7 @@ pub mod attr {
         RUN_ENGINE,
         RUN_TASKS,
         RUN_TASKS_FAILED,
+        RUN_LABEL,
         TASK_WILDCARDS,
         TASK_THREADS,
         TASK_IN_ENGINE,

@@ -42,7 +42,8 @@ fn cwltool_workflow_steps_are_tasks() {
     assert_eq!(run.str("pipetrace.run.engine"), "cwltool");
     assert_eq!(run.str("cicd.pipeline.name"), "wf.cwl");
     // A task per step, named by the step id the workflow gives it.
-    let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
     let mut steps: Vec<&str> = doc["steps"]
         .as_mapping()
         .unwrap()

@@ -96,6 +96,8 @@ pub struct RunInfo {
     pub failed: u32,
     /// What makes runs the same pipeline (history is kept per key).
     pub key: String,
+    /// The engine's own name of the run (a Prefect flow run's).
+    pub label: Option<String>,
 }
 
 /// The engine's helpers of one run, summed.
@@ -358,6 +360,7 @@ impl Attributor {
             tasks: 0,
             failed: 0,
             key: adapter.pipeline_key(),
+            label: None,
         };
         let run = Run {
             info,
@@ -387,6 +390,11 @@ impl Attributor {
         if !self.members.contains_key(&key) {
             self.claim_run_root(key);
         }
+        if let Some(engine) = engines::of_parent(&self.engines, &image)
+            && let Some(parent) = p.parent.and_then(|k| tree.get(&k))
+        {
+            self.engine_by_child(parent, key, engine);
+        }
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
@@ -414,6 +422,40 @@ impl Attributor {
             return;
         };
         self.start_run(key, adapter);
+    }
+
+    /// `child` runs what only an engine's process starts (Prefect's temporary server): its
+    /// parent runs that engine. A plain command with no task yet becomes a run of it; in
+    /// agent mode, a process in no run starts one.
+    fn engine_by_child(&mut self, parent: &Proc, child: ProcKey, engine: &engines::Engine) {
+        let Some(image) = parent.image.as_ref() else {
+            return;
+        };
+        let started = self.unix_time(parent.start_ns);
+        match self.members.get(&parent.key).map(|m| m.role) {
+            Some(Role::RunRoot) => {
+                let Some(run) = self.runs.get_mut(&parent.key) else {
+                    return;
+                };
+                if run.info.engine != "command" || run.info.tasks > 0 {
+                    return;
+                }
+                run.adapter = (engine.start)(image, started);
+                run.info.engine = run.adapter.engine().to_string();
+                run.info.name = run.adapter.pipeline_name();
+                run.info.key = run.adapter.pipeline_key();
+            }
+            None if matches!(self.mode, Mode::Agent) => {
+                self.start_run(parent.key, (engine.start)(image, started));
+                let m = Membership {
+                    run: parent.key,
+                    task: None,
+                    role: Role::Member,
+                };
+                self.members.insert(child, m);
+            }
+            _ => {}
+        }
     }
 
     /// The run root may exec through wrappers (`env`, `time`) before the engine: re-decide

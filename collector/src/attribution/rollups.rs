@@ -45,8 +45,15 @@ impl Attributor {
     }
 
     /// The run's span, after its engine span if the engine had helpers.
-    pub(super) fn run_done(&mut self, root: Proc, info: RunInfo) -> Vec<Finished> {
+    pub(super) fn run_done(&mut self, root: Proc, mut info: RunInfo) -> Vec<Finished> {
         let mut out = Vec::new();
+        // The engine may have learnt the run's names from its records since it started.
+        if let Some(run) = self.runs.get(&root.key)
+            && run.info.engine != "rule"
+        {
+            info.name = run.adapter.pipeline_name();
+            info.label = run.adapter.run_label();
+        }
         if let Some(run) = self.runs.get_mut(&root.key)
             && run.helpers.info.helpers > 0
         {

@@ -402,6 +402,9 @@ impl SpanBuilder {
                     KeyValue::new(attr::RUN_TASKS, info.tasks as i64),
                     KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
                 ];
+                if let Some(label) = &info.label {
+                    a.push(KeyValue::new(attr::RUN_LABEL, label.clone()));
+                }
                 self.process_attrs(p, false, &mut a);
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
@@ -418,7 +421,10 @@ impl SpanBuilder {
                         span: self.span_id(EntityRef::Run(p.key)),
                         parent: SpanId::INVALID,
                     },
-                    format!("run {}", info.name),
+                    match &info.label {
+                        Some(label) => format!("run {} ({label})", info.name),
+                        None => format!("run {}", info.name),
+                    },
                     p,
                     a,
                     status,

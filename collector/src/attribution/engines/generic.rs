@@ -11,6 +11,8 @@ pub struct Generic {
     engine: &'static str,
     name: String,
     key: String,
+    /// The program the run's root runs (an interpreter probing itself is no task).
+    program: String,
 }
 
 impl Generic {
@@ -34,6 +36,9 @@ impl Generic {
             engine,
             name: naming::clean_name(&name),
             key: format!("{}-{key}", naming::clean_name(&name)),
+            // What it resolves to: a venv's `python` is a link to the interpreter.
+            program: std::fs::canonicalize(&image.path)
+                .map_or_else(|_| image.path.clone(), |p| p.display().to_string()),
         }
     }
 }
@@ -55,8 +60,15 @@ impl EngineRun for Generic {
         false
     }
 
-    fn classify(&mut self, _p: &Proc, _image: &Image, place: Place) -> Class {
-        match place.under_run {
+    fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+        // Python's `platform.architecture()` runs `file -b` on its own interpreter: the
+        // program probing itself, not a step of it.
+        let probe = naming::executable_name(&image.path) == "file"
+            && image
+                .argv
+                .last()
+                .is_some_and(|a| *a == self.program && !a.is_empty());
+        match place.under_run && !probe {
             true => Class::Task,
             false => Class::Undecided,
         }

@@ -8,6 +8,7 @@
 pub mod cwltool;
 pub mod generic;
 pub mod nextflow;
+pub mod prefect;
 pub mod snakemake;
 
 use std::time::SystemTime;
@@ -54,6 +55,10 @@ pub trait EngineRun: Send {
     fn pipeline_name(&self) -> String;
     /// What makes two runs the same pipeline, for history: the same key, the same pipeline.
     fn pipeline_key(&self) -> String;
+    /// The engine's own name of this run, where it has one (a Prefect flow run's name).
+    fn run_label(&self) -> Option<String> {
+        None
+    }
     /// Whether processes of the run outside any task are the engine's helpers (engines) or
     /// the run's own tools (a plain command).
     fn folds_helpers(&self) -> bool {
@@ -93,7 +98,19 @@ pub struct Engine {
 }
 
 /// Every engine pipetrace models. `attribution.engines` says which of them start runs.
-pub const ENGINES: &[Engine] = &[snakemake::ENGINE, cwltool::ENGINE, nextflow::ENGINE];
+pub const ENGINES: &[Engine] = &[
+    snakemake::ENGINE,
+    cwltool::ENGINE,
+    nextflow::ENGINE,
+    prefect::ENGINE,
+];
+
+/// The engine whose process starts a child that runs `image`: Prefect is recognised by the
+/// temporary API server a flow process starts, not by its own command line.
+pub fn of_parent(enabled: &[String], image: &Image) -> Option<&'static Engine> {
+    let on = |name: &str| enabled.iter().any(|n| n == name);
+    (on("prefect") && prefect::is_server(image)).then_some(&prefect::ENGINE)
+}
 
 /// The engine an exec runs, among those enabled.
 pub fn detect(enabled: &[String], image: &Image) -> Option<&'static Engine> {

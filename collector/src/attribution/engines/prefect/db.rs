@@ -1,0 +1,110 @@
+//! Prefect's own database (`$PREFECT_HOME/prefect.db`, SQLite in WAL mode, written by its
+//! API server): flow runs (`flow_run` with its flow's name from `flow`) and task runs
+//! (`task_run`), with names, UTC start and end times and `labels` (where Prefect's
+//! OpenTelemetry trace context is kept as `__OTEL_TRACEPARENT`). Opened read-only.
+use std::{
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
+
+use rusqlite::{Connection, OpenFlags};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowRun {
+    pub id: String,
+    pub name: String,
+    pub flow: String,
+    pub start: Option<SystemTime>,
+    pub traceparent: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskRun {
+    pub id: String,
+    pub name: String,
+    pub start: Option<SystemTime>,
+    pub end: Option<SystemTime>,
+    pub traceparent: Option<String>,
+    /// The placeholder task run of a subflow (the subflow's runs are its own).
+    pub subflow: bool,
+}
+
+/// The database a Prefect API server process has open (`/proc/<pid>/fd`).
+pub fn open_by(server_pid: u32) -> Option<PathBuf> {
+    let fds = std::fs::read_dir(format!("/proc/{server_pid}/fd")).ok()?;
+    let paths = fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok());
+    let mut dbs: Vec<PathBuf> = paths
+        .filter(|p| p.extension().is_some_and(|e| e == "db"))
+        .collect();
+    dbs.sort_by_key(|p| p.file_name().is_none_or(|n| n != "prefect.db"));
+    dbs.into_iter().next()
+}
+
+pub struct Db {
+    conn: Connection,
+}
+
+/// A time as Prefect stores it: UTC, `YYYY-MM-DD HH:MM:SS.ffffff`, no zone.
+fn time(s: Option<String>) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(s?.trim()).ok()
+}
+
+fn traceparent(labels: Option<String>) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(&labels?).ok()?;
+    Some(v.get("__OTEL_TRACEPARENT")?.as_str()?.to_string())
+}
+
+impl Db {
+    pub fn open(path: &Path) -> Option<Self> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).ok()?;
+        let _ = conn.busy_timeout(std::time::Duration::from_millis(200));
+        Some(Self { conn })
+    }
+
+    /// Flow runs that started at or after `since` (a fresh database may not have its tables
+    /// yet: none then).
+    pub fn flow_runs_since(&self, since: SystemTime) -> Vec<FlowRun> {
+        let sql = "SELECT fr.id, fr.name, f.name, fr.start_time, fr.labels FROM flow_run fr \
+                   JOIN flow f ON f.id = fr.flow_id ORDER BY fr.created DESC LIMIT 500";
+        let Ok(mut stmt) = self.conn.prepare(sql) else {
+            return Vec::new();
+        };
+        let rows = stmt.query_map([], |r| {
+            Ok(FlowRun {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                flow: r.get(2)?,
+                start: time(r.get(3)?),
+                traceparent: traceparent(r.get(4)?),
+            })
+        });
+        let mut runs: Vec<FlowRun> = rows
+            .map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default();
+        runs.retain(|f| f.start.is_some_and(|s| s >= since));
+        runs.sort_by_key(|f| f.start);
+        runs
+    }
+
+    pub fn task_runs(&self, flow_run: &str) -> Vec<TaskRun> {
+        let sql = "SELECT tr.id, tr.name, tr.start_time, tr.end_time, tr.labels, \
+                   EXISTS(SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id) \
+                   FROM task_run tr WHERE tr.flow_run_id = ?1";
+        let Ok(mut stmt) = self.conn.prepare(sql) else {
+            return Vec::new();
+        };
+        let rows = stmt.query_map([flow_run], |r| {
+            Ok(TaskRun {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                start: time(r.get(2)?),
+                end: time(r.get(3)?),
+                traceparent: traceparent(r.get(4)?),
+                subflow: r.get(5)?,
+            })
+        });
+        rows.map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
+    }
+}

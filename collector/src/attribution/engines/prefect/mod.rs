@@ -1,0 +1,198 @@
+//! Prefect 3: a flow runs inside the process that calls it (`python flow.py`), with its
+//! tasks: called ones on the flow's main thread, submitted ones on `ThreadPoolExecutor`
+//! threads. That process starts Prefect's temporary API server as a child
+//! (`python -m uvicorn --factory prefect.server.api.server:create_app ...`), which is how
+//! the run is recognised, and the server keeps the runs in Prefect's own database. A flow run
+//! is the run (named by its flow, labelled with the flow-run name); each process the flow
+//! process starts is a task named by the task run that started it: the task run its thread
+//! (the kernel says which thread forked) still runs, else the first-started running task run
+//! no other thread holds (a task run starts a moment before its first subprocess). What the
+//! server and Prefect's imports start are helpers.
+mod db;
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    time::{Duration, SystemTime},
+};
+
+use db::{Db, FlowRun, TaskRun};
+
+use super::{Class, Ended, Engine, EngineRun, Place, by_tool, digest};
+use crate::{
+    attribution::{TaskInfo, naming},
+    tree::{Image, Proc},
+};
+
+pub const ENGINE: Engine = Engine {
+    name: "prefect",
+    // Recognised by the server it starts (see `is_server`), not by its own command line.
+    recognises: |_, _| false,
+    start,
+};
+
+/// Whether a process runs Prefect's temporary API server: its parent runs a flow.
+pub fn is_server(image: &Image) -> bool {
+    image
+        .argv
+        .iter()
+        .any(|a| a == "prefect.server.api.server:create_app")
+}
+
+/// Clocks and Prefect's stamps may differ by this much.
+const SLACK: Duration = Duration::from_millis(100);
+/// How long after a task's process ends its task run's row may still be on its way: the
+/// server writes it from events the flow process sends.
+const ROW_DELAY: Duration = Duration::from_secs(1);
+
+struct Prefect {
+    script: String,
+    key: String,
+    started: SystemTime,
+    server: Option<u32>,
+    db: Option<Db>,
+    db_path: Option<PathBuf>,
+    /// The first flow run of this process: names the run.
+    flow: Option<FlowRun>,
+    /// The task run each thread of the flow process ran last.
+    by_thread: HashMap<u32, TaskRun>,
+}
+
+fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
+    let script = naming::tool_name_of(naming::executable_name(&image.path), &image.argv);
+    let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
+    let key = digest(&[
+        "prefect",
+        &image.argv.join("\u{1f}"),
+        cwd.as_deref().unwrap_or(""),
+    ]);
+    Box::new(Prefect {
+        key: format!("{}-{key}", naming::clean_name(&script)),
+        script,
+        started,
+        server: None,
+        db: None,
+        db_path: None,
+        flow: None,
+        by_thread: HashMap::new(),
+    })
+}
+
+impl Prefect {
+    /// Prefect's database, once the server has it open.
+    fn db(&mut self) -> Option<&Db> {
+        if self.db.is_none() {
+            let path = self.db_path.clone().or_else(|| db::open_by(self.server?))?;
+            self.db = Db::open(&path);
+            self.db_path = Some(path);
+        }
+        self.db.as_ref()
+    }
+
+    /// The flow runs of this process (started since it did).
+    fn flow_runs(&mut self) -> Vec<FlowRun> {
+        let since = self.started - Duration::from_secs(2);
+        let runs = self
+            .db()
+            .map(|db| db.flow_runs_since(since))
+            .unwrap_or_default();
+        if self.flow.is_none() {
+            self.flow = runs.first().cloned();
+        }
+        runs
+    }
+
+    /// The task run that started the process `e` (forked by thread `tid`), if its row is in.
+    fn task_run_of(&mut self, e: &Ended) -> Option<TaskRun> {
+        let runs = self.flow_runs();
+        let db = self.db.as_ref()?;
+        let tasks: Vec<TaskRun> = runs
+            .iter()
+            .flat_map(|f| db.task_runs(&f.id))
+            .filter(|t| !t.subflow)
+            .collect();
+        let s = e.start;
+        let covers = |t: &TaskRun| {
+            t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end + SLACK)
+        };
+        let tid = e.proc.forked_by;
+        let same_thread = self.by_thread.get(&tid).map(|t| t.id.clone());
+        // Task runs another thread is running now are taken; of the others, the first to
+        // start: submitted tasks start in order, and each thread forks a moment after its
+        // task run starts.
+        let taken: Vec<&str> = (self.by_thread.iter())
+            .filter(|(t, run)| **t != tid && covers(run))
+            .map(|(_, run)| run.id.as_str())
+            .collect();
+        let found = match same_thread.and_then(|id| tasks.iter().find(|t| t.id == id)) {
+            Some(t) if covers(t) => Some(t.clone()),
+            _ => (tasks.iter())
+                .filter(|t| covers(t) && !taken.contains(&t.id.as_str()))
+                .min_by_key(|t| t.start)
+                .cloned(),
+        };
+        if let Some(t) = &found
+            && tid != 0
+        {
+            self.by_thread.insert(tid, t.clone());
+        }
+        found
+    }
+}
+
+impl EngineRun for Prefect {
+    fn engine(&self) -> &str {
+        "prefect"
+    }
+
+    fn pipeline_name(&self) -> String {
+        let flow = self.flow.as_ref().map(|f| f.flow.clone());
+        naming::clean_name(&flow.unwrap_or_else(|| self.script.clone()))
+    }
+
+    fn run_label(&self) -> Option<String> {
+        self.flow.as_ref().map(|f| naming::clean_name(&f.name))
+    }
+
+    fn pipeline_key(&self) -> String {
+        self.key.clone()
+    }
+
+    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
+        if is_server(image) {
+            self.server = Some(p.key.pid);
+            return Class::Helper;
+        }
+        if !place.parent_is_root {
+            return Class::Undecided;
+        }
+        // What Prefect's imports start comes before any flow runs.
+        match self.flow_runs().is_empty() {
+            true => Class::Helper,
+            false => Class::Task,
+        }
+    }
+
+    fn provisional(&mut self, task: &Proc) -> Option<String> {
+        self.by_thread.get(&task.forked_by).map(|t| t.name.clone())
+    }
+
+    fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>> {
+        let now = SystemTime::now();
+        ended
+            .iter()
+            .map(|e| {
+                let settled = force || e.overdue || e.end + ROW_DELAY < now;
+                match self.task_run_of(e) {
+                    Some(t) if settled => Some(TaskInfo {
+                        name: t.name,
+                        run_id: t.id,
+                        ..Default::default()
+                    }),
+                    None if settled => Some(by_tool(e.proc)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,158 @@
+//! Prefect 3.8.8 (PyPI, the venv scripts/setup.sh makes) running a flow with direct and
+//! submitted tasks that start subprocesses, a subflow and a failing task, with its temporary
+//! local server, under `pipetrace run` and `pipetrace agent`. Judged by Prefect's own
+//! database: the run is the flow, and every task run is named on the processes it started.
+use std::{collections::BTreeMap, path::Path, time::Duration};
+
+use pipetrace_e2e::{
+    Agent, pipetrace, read_jsonl,
+    receiver::Receiver,
+    spans::{RecvSpan, Trace},
+    stderr,
+};
+
+fn python() -> std::path::PathBuf {
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    let p = Path::new(&home).join(".local/share/pipetrace/prefect/bin/python");
+    assert!(
+        p.exists(),
+        "Prefect is not installed at {}: run scripts/setup.sh",
+        p.display()
+    );
+    p
+}
+
+fn flow() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/flow.py")
+}
+
+/// Prefect's records: the top flow's name and its run's name, and every task run that is
+/// not a subflow's placeholder, by id -> name.
+fn records(home: &Path) -> (String, String, BTreeMap<String, String>) {
+    let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+    let (flow, run): (String, String) = db
+        .query_row(
+            "SELECT f.name, fr.name FROM flow_run fr JOIN flow f ON f.id = fr.flow_id \
+             WHERE fr.parent_task_run_id IS NULL",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT id, name FROM task_run tr WHERE NOT EXISTS \
+             (SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id)",
+        )
+        .unwrap();
+    let tasks = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (flow, run, tasks)
+}
+
+fn judge(home: &Path, spans: &[RecvSpan], failed: bool) {
+    let t = Trace::new(spans);
+    t.assert_well_formed();
+    t.assert_names_registered(&[]);
+    let (flow, flow_run, task_runs) = records(home);
+    // checksum, three sort_words, compress in the subflow, and flaky when asked to fail.
+    assert_eq!(task_runs.len(), 5 + usize::from(failed), "{task_runs:?}");
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(run.str("pipetrace.run.engine"), "prefect");
+    assert_eq!(run.str("cicd.pipeline.name"), flow);
+    assert_eq!(run.str("pipetrace.run.label"), flow_run);
+    // Every task run's processes are tasks named by it; no other task.
+    let mut named: BTreeMap<String, String> = BTreeMap::new();
+    for task in t.tasks() {
+        let id = task.str("cicd.pipeline.task.run.id").to_string();
+        let name = task.str("cicd.pipeline.task.name").to_string();
+        assert_eq!(
+            task_runs.get(&id),
+            Some(&name),
+            "{} is no task run of Prefect's",
+            task.name
+        );
+        named.insert(id, name);
+    }
+    assert_eq!(named, task_runs, "every task run's processes were found");
+    // Each task's own programs: sort under sort_words, gzip under compress, and so on.
+    for (program, task) in [
+        ("sort", "sort_words"),
+        ("gzip", "compress"),
+        ("sha256sum", "checksum"),
+    ] {
+        let spans: Vec<_> = t
+            .tools()
+            .into_iter()
+            .filter(|s| s.str("pipetrace.tool.name") == program)
+            .collect();
+        assert!(!spans.is_empty(), "no {program}");
+        for s in spans {
+            let under = t
+                .task_of(s)
+                .map(|x| x.str("cicd.pipeline.task.name"))
+                .unwrap_or("");
+            assert!(
+                under.starts_with(&format!("{task}-")),
+                "{program} under {under}"
+            );
+        }
+    }
+    // The server and what Prefect's imports start are the engine's.
+    let engine = spans
+        .iter()
+        .find(|s| s.attr("pipetrace.engine.helpers").is_some());
+    assert!(engine.is_some_and(|e| e.int("pipetrace.engine.helpers").unwrap() >= 1));
+    assert!(
+        t.tools()
+            .iter()
+            .all(|s| !s.str("process.command_line").contains("uvicorn"))
+    );
+    let failures = t.tasks().iter().filter(|s| s.status == 2).count();
+    assert_eq!(failures, usize::from(failed));
+}
+
+#[test]
+fn prefect_task_runs_name_their_processes() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .env("PREFECT_HOME", home.path())
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(python())
+        .arg(flow())
+        .arg("fail")
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "the flow fails on purpose: {}",
+        stderr(&o)
+    );
+    judge(home.path(), &read_jsonl(&out), true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_finds_a_prefect_flow_by_its_server() {
+    let rx = Receiver::start().await;
+    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
+    let home = tempfile::tempdir().unwrap();
+    let st = std::process::Command::new(python())
+        .arg(flow())
+        .env("PREFECT_HOME", home.path())
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (flow, _, _) = records(home.path());
+    let spans = rx.run_trace(&flow, Duration::from_secs(30)).await;
+    agent.stop();
+    judge(home.path(), &spans, false);
+}
