@@ -57,7 +57,12 @@ impl Attributor {
         if let Some(run) = self.runs.get_mut(&root.key)
             && run.helpers.info.helpers > 0
         {
-            let helpers = std::mem::take(&mut run.helpers);
+            let mut helpers = std::mem::take(&mut run.helpers);
+            // A helper may outlive the engine by a moment (cwltool's JavaScript server ends
+            // when cwltool does): the engine span stays within the run's.
+            let (start, end) = (root.start_ns, root.end_ns().max(root.start_ns));
+            helpers.info.start_ns = helpers.info.start_ns.clamp(start, end);
+            helpers.info.end_ns = helpers.info.end_ns.clamp(helpers.info.start_ns, end);
             let usage = Totals {
                 rollup: helpers.rollup,
                 ..Default::default()
