@@ -68,7 +68,9 @@ pub struct EventHeader {
 pub struct ForkEvent {
     pub header: EventHeader,
     pub parent_tgid: u32,
-    pub _pad: u32,
+    /// The thread that forked (its tid): which of a multi-threaded engine's threads
+    /// started the process.
+    pub parent_tid: u32,
     pub parent_start_ns: u64,
     pub comm: [u8; COMM_LEN],
 }

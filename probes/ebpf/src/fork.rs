@@ -32,7 +32,7 @@ pub fn sched_process_fork(ctx: BtfTracePointContext) -> u32 {
             start_ns: task::read(child, o.task_start_boottime).unwrap_or(0),
         };
         (*ev).parent_tgid = task::read::<i32>(parent, o.task_tgid).unwrap_or(0) as u32;
-        (*ev)._pad = 0;
+        (*ev).parent_tid = task::read::<i32>(parent, o.task_pid).unwrap_or(0) as u32;
         (*ev).parent_start_ns = task::process_start(parent, &o);
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
