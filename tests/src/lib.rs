@@ -126,6 +126,23 @@ pub fn wait_for_process(dir: &Path, comm: &str) {
     }
 }
 
+/// `program` of a venv scripts/setup.sh makes under ~/.local/share/pipetrace (Snakemake 9,
+/// Prefect), or a panic that says how to install it.
+pub fn venv_program(venv: &str, program: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    let p = Path::new(&home)
+        .join(".local/share/pipetrace")
+        .join(venv)
+        .join("bin")
+        .join(program);
+    assert!(
+        p.exists(),
+        "{} is not installed: run scripts/setup.sh",
+        p.display()
+    );
+    p
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -18,16 +18,7 @@ impl Version {
     pub fn program(self) -> PathBuf {
         match self {
             Version::Seven => "/usr/bin/snakemake".into(),
-            Version::Nine => {
-                let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-                let p = Path::new(&home).join(".local/share/pipetrace/snakemake9/bin/snakemake");
-                assert!(
-                    p.exists(),
-                    "Snakemake 9 is not installed at {}: run scripts/setup.sh",
-                    p.display()
-                );
-                p
-            }
+            Version::Nine => crate::venv_program("snakemake9", "snakemake"),
         }
     }
 }

@@ -12,14 +12,7 @@ use pipetrace_e2e::{
 };
 
 fn python() -> std::path::PathBuf {
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-    let p = Path::new(&home).join(".local/share/pipetrace/prefect/bin/python");
-    assert!(
-        p.exists(),
-        "Prefect is not installed at {}: run scripts/setup.sh",
-        p.display()
-    );
-    p
+    pipetrace_e2e::venv_program("prefect", "python")
 }
 
 fn flow() -> std::path::PathBuf {

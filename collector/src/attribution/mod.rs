@@ -12,10 +12,11 @@ pub mod naming;
 mod pending;
 mod rollups;
 pub mod rules;
+mod runs;
 
-use std::{collections::HashMap, time::SystemTime};
+use std::collections::HashMap;
 
-use engines::{Class, EngineRun, Place, generic::Generic};
+use engines::{Class, EngineRun, Place};
 use naming::{is_shell, is_single_command, shell_command};
 use pending::Pending;
 use rules::CompiledRule;
@@ -23,7 +24,6 @@ use rules::CompiledRule;
 use crate::{
     accounting::{Allocation, Rollup},
     event::ProcKey,
-    host,
     tree::{Image, Proc, Tree},
 };
 
@@ -308,18 +308,6 @@ impl Attributor {
         }
     }
 
-    /// In `pipetrace run`, the wrapped command's process starts the run when it is first
-    /// seen: at its fork, or at its exec should the fork event be lost. Returns true then.
-    fn claim_run_root(&mut self, key: ProcKey) -> bool {
-        let is_root = matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid);
-        if is_root && self.runs.is_empty() {
-            let adapter = Box::new(Generic::command(&Image::default()));
-            self.start_run(key, adapter);
-            return true;
-        }
-        false
-    }
-
     pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
         if self.claim_run_root(key) {
@@ -353,37 +341,6 @@ impl Attributor {
         }
     }
 
-    fn start_run(&mut self, key: ProcKey, adapter: Box<dyn EngineRun>) {
-        let info = RunInfo {
-            name: adapter.pipeline_name(),
-            engine: adapter.engine().to_string(),
-            tasks: 0,
-            failed: 0,
-            key: adapter.pipeline_key(),
-            label: None,
-        };
-        let run = Run {
-            info,
-            adapter,
-            rule_names: HashMap::new(),
-            pending: Vec::new(),
-            ended_root: None,
-            last_look: None,
-            helpers: Helpers::default(),
-        };
-        self.runs.insert(key, run);
-        self.rollups.insert(key, Rollup::default());
-        self.started.push(key);
-        self.members.insert(
-            key,
-            Membership {
-                run: key,
-                task: None,
-                role: Role::RunRoot,
-            },
-        );
-    }
-
     pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
         let Some(image) = p.image.clone() else { return };
@@ -411,77 +368,6 @@ impl Attributor {
             Role::Member => self.maybe_helper_in_task(tree, key, m.run, &image),
             Role::TaskRoot | Role::Helper | Role::Folded => {}
         }
-    }
-
-    fn maybe_start_agent_run(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
-        let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
-            (e.start)(image, started)
-        } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
-            Box::new(Generic::rule(rule.name(image), image))
-        } else {
-            return;
-        };
-        self.start_run(key, adapter);
-    }
-
-    /// `child` runs what only an engine's process starts (Prefect's temporary server): its
-    /// parent runs that engine. A plain command with no task yet becomes a run of it; in
-    /// agent mode, a process in no run starts one.
-    fn engine_by_child(&mut self, parent: &Proc, child: ProcKey, engine: &engines::Engine) {
-        let Some(image) = parent.image.as_ref() else {
-            return;
-        };
-        let started = self.unix_time(parent.start_ns);
-        match self.members.get(&parent.key).map(|m| m.role) {
-            Some(Role::RunRoot) => {
-                let Some(run) = self.runs.get_mut(&parent.key) else {
-                    return;
-                };
-                if run.info.engine != "command" || run.info.tasks > 0 {
-                    return;
-                }
-                run.adapter = (engine.start)(image, started);
-                run.info.engine = run.adapter.engine().to_string();
-                run.info.name = run.adapter.pipeline_name();
-                run.info.key = run.adapter.pipeline_key();
-            }
-            None if matches!(self.mode, Mode::Agent) => {
-                self.start_run(parent.key, (engine.start)(image, started));
-                let m = Membership {
-                    run: parent.key,
-                    task: None,
-                    role: Role::Member,
-                };
-                self.members.insert(child, m);
-            }
-            _ => {}
-        }
-    }
-
-    /// The run root may exec through wrappers (`env`, `time`) before the engine: re-decide
-    /// the engine at each of its execs until the run has tasks. An engine found stays
-    /// (the nextflow launcher goes on to exec java); a plain command is renamed.
-    fn root_exec(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
-        let engine = engines::detect(&self.engines, image);
-        let Some(run) = self.runs.get_mut(&key) else {
-            return;
-        };
-        if run.info.tasks > 0 || run.info.engine == "rule" {
-            return;
-        }
-        let adapter: Box<dyn EngineRun> = match engine {
-            Some(e) if e.name != run.info.engine => (e.start)(image, started),
-            None if run.info.engine == "command" => Box::new(Generic::command(image)),
-            _ => return,
-        };
-        run.info.name = adapter.pipeline_name();
-        run.info.engine = adapter.engine().to_string();
-        run.info.key = adapter.pipeline_key();
-        run.adapter = adapter;
-    }
-
-    fn unix_time(&self, boot_ns: u64) -> SystemTime {
-        host::system_time(boot_ns, self.boot_to_unix_ns)
     }
 
     fn maybe_start_task(&mut self, tree: &Tree, key: ProcKey, run_key: ProcKey, image: &Image) {

@@ -1,0 +1,140 @@
+//! Where runs start and which engine they are: the wrapped command's process in
+//! `pipetrace run`, a recognised engine or a run rule in agent mode, a wrapper the root execs
+//! through, or an engine recognised by a child it starts.
+use std::{collections::HashMap, time::SystemTime};
+
+use super::{
+    Attributor, EngineRun, Helpers, Membership, Mode, ProcKey, Role, Run, RunInfo, engines,
+    engines::generic::Generic,
+};
+use crate::{
+    accounting::Rollup,
+    host,
+    tree::{Image, Proc},
+};
+
+impl Attributor {
+    /// In `pipetrace run`, the wrapped command's process starts the run when it is first
+    /// seen: at its fork, or at its exec should the fork event be lost. Returns true then.
+    pub(super) fn claim_run_root(&mut self, key: ProcKey) -> bool {
+        let is_root = matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid);
+        if is_root && self.runs.is_empty() {
+            let adapter = Box::new(Generic::command(&Image::default()));
+            self.start_run(key, adapter);
+            return true;
+        }
+        false
+    }
+
+    pub(super) fn start_run(&mut self, key: ProcKey, adapter: Box<dyn EngineRun>) {
+        let info = RunInfo {
+            name: adapter.pipeline_name(),
+            engine: adapter.engine().to_string(),
+            tasks: 0,
+            failed: 0,
+            key: adapter.pipeline_key(),
+            label: None,
+        };
+        let run = Run {
+            info,
+            adapter,
+            rule_names: HashMap::new(),
+            pending: Vec::new(),
+            ended_root: None,
+            last_look: None,
+            helpers: Helpers::default(),
+        };
+        self.runs.insert(key, run);
+        self.rollups.insert(key, Rollup::default());
+        self.started.push(key);
+        self.members.insert(
+            key,
+            Membership {
+                run: key,
+                task: None,
+                role: Role::RunRoot,
+            },
+        );
+    }
+
+    pub(super) fn maybe_start_agent_run(
+        &mut self,
+        key: ProcKey,
+        image: &Image,
+        started: SystemTime,
+    ) {
+        let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
+            (e.start)(image, started)
+        } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
+            Box::new(Generic::rule(rule.name(image), image))
+        } else {
+            return;
+        };
+        self.start_run(key, adapter);
+    }
+
+    /// `child` runs what only an engine's process starts (Prefect's temporary server): its
+    /// parent runs that engine. A plain command with no task yet becomes a run of it; in
+    /// agent mode, a process in no run starts one.
+    pub(super) fn engine_by_child(
+        &mut self,
+        parent: &Proc,
+        child: ProcKey,
+        engine: &engines::Engine,
+    ) {
+        let Some(image) = parent.image.as_ref() else {
+            return;
+        };
+        let started = self.unix_time(parent.start_ns);
+        match self.members.get(&parent.key).map(|m| m.role) {
+            Some(Role::RunRoot) => {
+                let Some(run) = self.runs.get_mut(&parent.key) else {
+                    return;
+                };
+                if run.info.engine != "command" || run.info.tasks > 0 {
+                    return;
+                }
+                run.adapter = (engine.start)(image, started);
+                run.info.engine = run.adapter.engine().to_string();
+                run.info.name = run.adapter.pipeline_name();
+                run.info.key = run.adapter.pipeline_key();
+            }
+            None if matches!(self.mode, Mode::Agent) => {
+                self.start_run(parent.key, (engine.start)(image, started));
+                let m = Membership {
+                    run: parent.key,
+                    task: None,
+                    role: Role::Member,
+                };
+                self.members.insert(child, m);
+            }
+            _ => {}
+        }
+    }
+
+    /// The run root may exec through wrappers (`env`, `time`) before the engine: re-decide
+    /// the engine at each of its execs until the run has tasks. An engine found stays
+    /// (the nextflow launcher goes on to exec java); a plain command is renamed.
+    pub(super) fn root_exec(&mut self, key: ProcKey, image: &Image, started: SystemTime) {
+        let engine = engines::detect(&self.engines, image);
+        let Some(run) = self.runs.get_mut(&key) else {
+            return;
+        };
+        if run.info.tasks > 0 || run.info.engine == "rule" {
+            return;
+        }
+        let adapter: Box<dyn EngineRun> = match engine {
+            Some(e) if e.name != run.info.engine => (e.start)(image, started),
+            None if run.info.engine == "command" => Box::new(Generic::command(image)),
+            _ => return,
+        };
+        run.info.name = adapter.pipeline_name();
+        run.info.engine = adapter.engine().to_string();
+        run.info.key = adapter.pipeline_key();
+        run.adapter = adapter;
+    }
+
+    pub(super) fn unix_time(&self, boot_ns: u64) -> SystemTime {
+        host::system_time(boot_ns, self.boot_to_unix_ns)
+    }
+}
