@@ -65,13 +65,13 @@ if ! "$snakemake9/bin/snakemake" --version 2>/dev/null | grep -q '^9\.'; then
   "$snakemake9/bin/pip" install --quiet --disable-pip-version-check 'snakemake>=9,<10'
 fi
 
-# Prefect 3 (PyPI) in its own venv: the tests run flows with its temporary local server.
+# Prefect 3 (PyPI) in its own venv, with its OpenTelemetry extra: the tests run flows with
+# its temporary local server, and one with Prefect's own tracing on.
 prefect="$HOME/.local/share/pipetrace/prefect"
-if ! "$prefect/bin/python" -c 'import prefect, sys; sys.exit(prefect.__version__ != "3.8.8")' 2>/dev/null; then
-  say "installing Prefect 3.8.8 from PyPI into $prefect (about 40 s)"
-  rm -rf "$prefect"
-  python3 -m venv "$prefect"
-  "$prefect/bin/pip" install --quiet --disable-pip-version-check 'prefect==3.8.8' 'fastapi==0.139.*'
+if ! "$prefect/bin/python" -c 'import prefect, sys, opentelemetry.sdk; sys.exit(prefect.__version__ != "3.8.8")' 2>/dev/null; then
+  say "installing Prefect 3.8.8 from PyPI into $prefect (about 90 s)"
+  [ -x "$prefect/bin/pip" ] || python3 -m venv "$prefect"
+  "$prefect/bin/pip" install --quiet --disable-pip-version-check 'prefect[otel]==3.8.8' 'fastapi==0.139.*'
 fi
 
 # The independent OTLP collector the interoperability test relays through.

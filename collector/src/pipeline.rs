@@ -117,11 +117,15 @@ impl Pipeline {
         self.read_allocations();
     }
 
-    /// What the tasks and runs that just started are allowed, read while they run.
+    /// What the tasks and runs that just started are allowed, read while they run; and the
+    /// runs whose engine traces itself, joined to its trace before any of their spans is built.
     fn read_allocations(&mut self) {
         for key in self.attr.take_started() {
             let a = self.limits.allocation(key.pid);
             self.attr.set_allocation(key, a);
+        }
+        for (run, traceparent) in self.attr.take_joins() {
+            self.builder.join(run, &traceparent);
         }
     }
 
@@ -370,8 +374,9 @@ impl Pipeline {
                 }
             }
             let signal = self.builder.build(&f);
-            if signal.kind == crate::signals::Kind::Run {
+            if let Finished::Run { proc, .. } = &f {
                 self.runs_finished += 1;
+                self.builder.forget(proc.key);
             }
             if let Some(s) = self.summary.as_mut() {
                 s.record(&signal);

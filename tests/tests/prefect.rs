@@ -149,3 +149,103 @@ async fn the_agent_finds_a_prefect_flow_by_its_server() {
     agent.stop();
     judge(home.path(), &spans, false);
 }
+
+/// The `__OTEL_TRACEPARENT` label Prefect stored on a run, as (trace, span) in hex.
+fn label_context(labels: Option<String>) -> Option<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(&labels?).ok()?;
+    let tp = v.get("__OTEL_TRACEPARENT")?.as_str()?.to_string();
+    let parts: Vec<&str> = tp.split('-').collect();
+    Some((parts.get(1)?.to_string(), parts.get(2)?.to_string()))
+}
+
+/// With Prefect's own tracing on (its OpenTelemetry extra, under `opentelemetry-instrument`),
+/// pipetrace's run and task spans join Prefect's trace: the run under Prefect's flow-run span,
+/// each task under its task-run span, all in the one trace both export to the same backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_trace_holds_prefects_view_and_the_kernels() {
+    let rx = Receiver::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let o = pipetrace()
+        .env("PREFECT_HOME", home.path())
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        // Read by Prefect's OpenTelemetry SDK and by pipetrace alike: one backend for both.
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.grpc_url())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .env("OTEL_LOGS_EXPORTER", "none")
+        .args(["run", "--"])
+        .arg(pipetrace_e2e::venv_program(
+            "prefect",
+            "opentelemetry-instrument",
+        ))
+        .arg(python())
+        .arg(flow())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = rusqlite::Connection::open(home.path().join("prefect.db")).unwrap();
+    let flow_labels: Option<String> = db
+        .query_row(
+            "SELECT labels FROM flow_run WHERE parent_task_run_id IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (trace, flow_span) = label_context(flow_labels).expect("Prefect traced its flow run");
+    let mut stmt = db.prepare("SELECT id, labels FROM task_run").unwrap();
+    let task_spans: BTreeMap<String, Option<(String, String)>> = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, label_context(r.get(1)?)))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // Prefect's own spans and ours arrive at the same receiver.
+    let spans = rx
+        .wait_for(Duration::from_secs(30), |s| {
+            s.iter().any(|s| s.span_id == flow_span) && s.iter().any(|s| s.is_run())
+        })
+        .await;
+    assert!(
+        spans.iter().any(|s| s.span_id == flow_span),
+        "Prefect exported its flow-run span"
+    );
+    let run = spans
+        .iter()
+        .find(|s| s.is_run())
+        .expect("pipetrace's run span");
+    assert_eq!(run.trace_id, trace, "the run is in Prefect's trace");
+    assert_eq!(
+        run.parent.as_deref(),
+        Some(flow_span.as_str()),
+        "under the flow-run span"
+    );
+    let ours: Vec<_> = spans
+        .iter()
+        .filter(|s| s.attrs.contains_key("process.pid"))
+        .collect();
+    assert!(
+        ours.iter().all(|s| s.trace_id == trace),
+        "every span of the run is in that trace"
+    );
+    let tasks: Vec<_> = ours.iter().filter(|s| s.is_task()).collect();
+    assert!(!tasks.is_empty());
+    for task in tasks {
+        let id = task.str("cicd.pipeline.task.run.id");
+        let (t, span) = task_spans[id].clone().expect("Prefect traced the task run");
+        assert_eq!(t, trace);
+        assert_eq!(
+            task.parent.as_deref(),
+            Some(span.as_str()),
+            "{} under its task-run span",
+            task.name
+        );
+        assert!(
+            spans.iter().any(|s| s.span_id == span),
+            "Prefect exported {}'s span",
+            task.name
+        );
+    }
+}

@@ -67,6 +67,8 @@ pub struct TaskInfo {
     pub in_engine: bool,
     /// The engine's label for this instance of the task (a Nextflow task's tag).
     pub tag: Option<String>,
+    /// The engine's own span of the task, where it traces itself (W3C traceparent).
+    pub traceparent: Option<String>,
 }
 
 impl TaskInfo {
@@ -176,6 +178,8 @@ struct Run {
     /// When the engine's records were last read for pending tasks.
     last_look: Option<std::time::Instant>,
     helpers: Helpers,
+    /// Its spans were joined to the engine's own trace.
+    joined: bool,
 }
 
 pub struct Attributor {
@@ -192,6 +196,8 @@ pub struct Attributor {
     allocations: HashMap<ProcKey, Allocation>,
     /// Tasks and runs started since the caller last asked (it reads their allocation).
     started: Vec<ProcKey>,
+    /// Runs whose engine traces itself, with its span of the run, since the caller asked.
+    joins: Vec<(ProcKey, String)>,
 }
 
 impl Attributor {
@@ -211,6 +217,7 @@ impl Attributor {
             rollups: HashMap::new(),
             allocations: HashMap::new(),
             started: Vec::new(),
+            joins: Vec::new(),
         })
     }
 
@@ -242,6 +249,12 @@ impl Attributor {
     /// [`Self::set_allocation`]. The attribution itself reads nothing.
     pub fn take_started(&mut self) -> Vec<ProcKey> {
         std::mem::take(&mut self.started)
+    }
+
+    /// Runs whose engine traces itself (W3C traceparent of its span of the run), learnt since
+    /// the last call: their spans go into the engine's trace.
+    pub fn take_joins(&mut self) -> Vec<(ProcKey, String)> {
+        std::mem::take(&mut self.joins)
     }
 
     pub fn set_allocation(&mut self, key: ProcKey, a: Allocation) {
@@ -392,9 +405,15 @@ impl Attributor {
         };
         let role = match class {
             Class::Task => Role::TaskRoot,
-            Class::Helper if run.adapter.folds_helpers() => Role::Helper,
-            Class::Helper | Class::Undecided => return,
+            Class::Helper => Role::Helper,
+            Class::Undecided => return,
         };
+        if !run.joined
+            && let Some(tp) = run.adapter.trace_parent()
+        {
+            run.joined = true;
+            self.joins.push((run_key, tp));
+        }
         let task = (role == Role::TaskRoot).then_some(key);
         self.members.insert(
             key,

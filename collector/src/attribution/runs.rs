@@ -43,6 +43,7 @@ impl Attributor {
             ended_root: None,
             last_look: None,
             helpers: Helpers::default(),
+            joined: false,
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());

@@ -43,6 +43,21 @@ struct Ids {
     trace: TraceId,
     span: SpanId,
     parent: SpanId,
+    /// The parent is the engine's span, not one of ours (a joined trace).
+    remote: bool,
+}
+
+/// W3C `traceparent` (`00-<trace>-<span>-<flags>`): the trace and span it names.
+pub fn parse_traceparent(tp: &str) -> Option<(TraceId, SpanId)> {
+    let mut parts = tp.trim().split('-');
+    let (_version, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
+    let trace = TraceId::from_hex(trace)
+        .ok()
+        .filter(|t| *t != TraceId::INVALID)?;
+    let span = SpanId::from_hex(span)
+        .ok()
+        .filter(|s| *s != SpanId::INVALID)?;
+    Some((trace, span))
 }
 
 pub struct SpanBuilder {
@@ -52,6 +67,8 @@ pub struct SpanBuilder {
     measured: Measured,
     diagnosis: pipetrace_config::Diagnosis,
     cost: pipetrace_config::Cost,
+    /// Runs joined to the engine's own trace: its trace, and the engine's span of the run.
+    joined: std::collections::HashMap<ProcKey, (TraceId, SpanId)>,
 }
 
 const SIGNALS: [&str; 32] = [
@@ -127,6 +144,7 @@ impl SpanBuilder {
             measured: Measured::default(),
             diagnosis: Default::default(),
             cost: Default::default(),
+            joined: Default::default(),
         }
     }
 
@@ -167,7 +185,23 @@ impl SpanBuilder {
     }
 
     pub fn trace_id(&self, run: ProcKey) -> TraceId {
-        TraceId::from_bytes(ids::trace_id(&self.host.boot_id, run))
+        match self.joined.get(&run) {
+            Some((trace, _)) => *trace,
+            None => TraceId::from_bytes(ids::trace_id(&self.host.boot_id, run)),
+        }
+    }
+
+    /// The run's spans go into the engine's own trace (`traceparent` of the engine's span of
+    /// the run), its run span under the engine's. Call before any of its spans is built.
+    pub fn join(&mut self, run: ProcKey, traceparent: &str) {
+        if let Some(ctx) = parse_traceparent(traceparent) {
+            self.joined.insert(run, ctx);
+        }
+    }
+
+    /// The run's spans are all built: forget its join.
+    pub fn forget(&mut self, run: ProcKey) {
+        self.joined.remove(&run);
     }
 
     pub fn run_id(&self, run: ProcKey) -> String {
@@ -235,7 +269,7 @@ impl SpanBuilder {
                 TraceState::NONE,
             ),
             parent_span_id: ids.parent,
-            parent_span_is_remote: false,
+            parent_span_is_remote: ids.remote,
             span_kind: SpanKind::Internal,
             name: Cow::Owned(name),
             start_time: self.host.system_time(start),
@@ -312,6 +346,7 @@ impl SpanBuilder {
                         trace: self.trace_id(*run),
                         span: self.span_id(EntityRef::Tool(p.key)),
                         parent: self.span_id(*parent),
+                        remote: false,
                     },
                     tool,
                     p,
@@ -364,11 +399,16 @@ impl SpanBuilder {
                     0 => status_of(p.exit.as_ref(), &what),
                     n => Status::error(format!("{what}: {n} process(es) killed by the OOM killer")),
                 };
+                // Under the engine's own span of the task, where it is in this trace.
+                let engines = (info.traceparent.as_deref())
+                    .and_then(parse_traceparent)
+                    .filter(|(t, _)| *t == self.trace_id(*run));
                 let mut span = self.span(
                     Ids {
                         trace: self.trace_id(*run),
                         span: self.span_id(EntityRef::Task(p.key)),
-                        parent: self.span_id(EntityRef::Run(*run)),
+                        parent: engines.map_or_else(|| self.span_id(EntityRef::Run(*run)), |e| e.1),
+                        remote: engines.is_some(),
                     },
                     name,
                     p,
@@ -419,7 +459,8 @@ impl SpanBuilder {
                     Ids {
                         trace: self.trace_id(p.key),
                         span: self.span_id(EntityRef::Run(p.key)),
-                        parent: SpanId::INVALID,
+                        parent: self.joined.get(&p.key).map_or(SpanId::INVALID, |j| j.1),
+                        remote: self.joined.contains_key(&p.key),
                     },
                     match &info.label {
                         Some(label) => format!("run {} ({label})", info.name),
@@ -450,6 +491,7 @@ impl SpanBuilder {
             trace: self.trace_id(run),
             span: self.span_id(EntityRef::Engine(run)),
             parent: self.span_id(EntityRef::Run(run)),
+            remote: false,
         };
         let name = format!("{} (engine)", info.engine);
         let times = (info.start_ns, info.end_ns);

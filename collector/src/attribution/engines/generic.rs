@@ -68,9 +68,10 @@ impl EngineRun for Generic {
                 .argv
                 .last()
                 .is_some_and(|a| *a == self.program && !a.is_empty());
-        match place.under_run && !probe {
-            true => Class::Task,
-            false => Class::Undecided,
+        match (probe, place.under_run) {
+            (true, _) => Class::Helper,
+            (false, true) => Class::Task,
+            (false, false) => Class::Undecided,
         }
     }
 }

@@ -59,6 +59,11 @@ pub trait EngineRun: Send {
     fn run_label(&self) -> Option<String> {
         None
     }
+    /// The engine's own span of this run where it traces itself (W3C traceparent): asked as
+    /// tasks start, so that the run's spans join that trace before any is built.
+    fn trace_parent(&mut self) -> Option<String> {
+        None
+    }
     /// Whether processes of the run outside any task are the engine's helpers (engines) or
     /// the run's own tools (a plain command).
     fn folds_helpers(&self) -> bool {

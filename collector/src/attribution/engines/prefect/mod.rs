@@ -96,8 +96,9 @@ impl Prefect {
             .db()
             .map(|db| db.flow_runs_since(since))
             .unwrap_or_default();
-        if self.flow.is_none() {
-            self.flow = runs.first().cloned();
+        // Read again each time: Prefect adds the run's trace context just after it starts.
+        if let Some(first) = runs.first() {
+            self.flow = Some(first.clone());
         }
         runs
     }
@@ -158,6 +159,10 @@ impl EngineRun for Prefect {
         self.key.clone()
     }
 
+    fn trace_parent(&mut self) -> Option<String> {
+        self.flow.as_ref()?.traceparent.clone()
+    }
+
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
         if is_server(image) {
             self.server = Some(p.key.pid);
@@ -187,6 +192,7 @@ impl EngineRun for Prefect {
                     Some(t) if settled => Some(TaskInfo {
                         name: t.name,
                         run_id: t.id,
+                        traceparent: t.traceparent,
                         ..Default::default()
                     }),
                     None if settled => Some(by_tool(e.proc)),
