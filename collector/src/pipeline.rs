@@ -114,12 +114,12 @@ impl Pipeline {
             .collect();
         self.tree.seed(snap);
         self.attr.on_seed(&self.tree, &keys);
-        self.read_allocations();
+        self.take_from_attribution();
     }
 
     /// What the tasks and runs that just started are allowed, read while they run; and the
     /// runs whose engine traces itself, joined to its trace before any of their spans is built.
-    fn read_allocations(&mut self) {
+    fn take_from_attribution(&mut self) {
         for key in self.attr.take_started() {
             let a = self.limits.allocation(key.pid);
             self.attr.set_allocation(key, a);
@@ -155,7 +155,7 @@ impl Pipeline {
                     self.tree.mark_procfs(&key);
                 }
                 self.attr.on_fork(&self.tree, key);
-                self.read_allocations();
+                self.take_from_attribution();
             }
             Event::Exec(e) => {
                 let cwd = self
@@ -165,7 +165,7 @@ impl Pipeline {
                     .flatten();
                 self.tree.exec(&e, cwd);
                 self.attr.on_exec(&self.tree, e.key);
-                self.read_allocations();
+                self.take_from_attribution();
             }
             Event::Exit {
                 key,

@@ -502,3 +502,24 @@ impl SpanBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparents_parse_and_bad_ones_do_not() {
+        let (t, s) =
+            parse_traceparent("00-037c10a2d2a81d07d51035f8ed73cf49-df49d4b58fdd35f4-03").unwrap();
+        assert_eq!(t.to_string(), "037c10a2d2a81d07d51035f8ed73cf49");
+        assert_eq!(s.to_string(), "df49d4b58fdd35f4");
+        for bad in [
+            "",
+            "00-xyz-df49d4b58fdd35f4-01",
+            "00-00000000000000000000000000000000-df49d4b58fdd35f4-01",
+            "00-037c10a2d2a81d07d51035f8ed73cf49",
+        ] {
+            assert!(parse_traceparent(bad).is_none(), "{bad}");
+        }
+    }
+}
