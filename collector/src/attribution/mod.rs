@@ -10,6 +10,7 @@
 pub mod engines;
 pub mod naming;
 mod pending;
+mod placement;
 mod rollups;
 pub mod rules;
 mod runs;
@@ -17,7 +18,6 @@ mod runs;
 use std::collections::HashMap;
 
 use engines::{Class, EngineRun, Place};
-use naming::{is_shell, is_single_command, shell_command};
 use pending::Pending;
 use rules::CompiledRule;
 
@@ -452,58 +452,6 @@ impl Attributor {
             };
             self.members.insert(key, m);
         }
-    }
-
-    /// A member whose span would be empty: a subshell that never exec'd, or a shell that
-    /// only wraps one command.
-    fn transparent(&self, tree: &Tree, p: &Proc) -> bool {
-        match &p.image {
-            None => p
-                .parent
-                .and_then(|k| tree.get(&k))
-                .and_then(|parent| parent.image.as_ref())
-                .is_some_and(|img| is_shell(&img.path)),
-            Some(img) => shell_command(&img.argv).is_some_and(is_single_command),
-        }
-    }
-
-    /// A task root that is a `sh -c` job script: the task span stands for it. Judged by what
-    /// it started as: a script's shell may exec its last command at the end (`...; touch x`),
-    /// while a single-command job's shell execs the command at once and is that tool.
-    fn task_root_is_script(p: &Proc) -> bool {
-        let first = p.first_image.as_ref();
-        let script = first.and_then(|img| shell_command(&img.argv).map(naming::strip_shell_prefix));
-        match script {
-            Some(script) if !is_single_command(script) => true,
-            _ => p
-                .image
-                .as_ref()
-                .is_some_and(|img| shell_command(&img.argv).is_some()),
-        }
-    }
-
-    /// The nearest ancestor with a span of its own.
-    fn placement(
-        &self,
-        tree: &Tree,
-        key: &ProcKey,
-        run: ProcKey,
-        task: Option<ProcKey>,
-    ) -> EntityRef {
-        for a in tree.ancestors(key) {
-            let Some(m) = self.members.get(&a.key) else {
-                break;
-            };
-            match m.role {
-                Role::RunRoot => return EntityRef::Run(a.key),
-                Role::TaskRoot if Self::task_root_is_script(a) => return EntityRef::Task(a.key),
-                Role::TaskRoot => return EntityRef::Tool(a.key),
-                Role::Helper => return EntityRef::Engine(m.run),
-                Role::Member | Role::Folded if self.transparent(tree, a) => continue,
-                Role::Member | Role::Folded => return EntityRef::Tool(a.key),
-            }
-        }
-        task.map(EntityRef::Task).unwrap_or(EntityRef::Run(run))
     }
 
     /// A process ended: what can now be exported.

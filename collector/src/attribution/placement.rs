@@ -1,0 +1,62 @@
+//! Where a span hangs: the nearest ancestor with a span of its own. Shells that only wrap
+//! one command and subshells that never exec'd add no level; a task root that is a job
+//! script is the task span itself.
+use super::{
+    Attributor, EntityRef, ProcKey, Role,
+    naming::{self, is_shell, is_single_command, shell_command},
+};
+use crate::tree::{Proc, Tree};
+
+impl Attributor {
+    /// A member whose span would be empty: a subshell that never exec'd, or a shell that
+    /// only wraps one command.
+    pub(super) fn transparent(&self, tree: &Tree, p: &Proc) -> bool {
+        match &p.image {
+            None => p
+                .parent
+                .and_then(|k| tree.get(&k))
+                .and_then(|parent| parent.image.as_ref())
+                .is_some_and(|img| is_shell(&img.path)),
+            Some(img) => shell_command(&img.argv).is_some_and(is_single_command),
+        }
+    }
+
+    /// A task root that is a `sh -c` job script: the task span stands for it. Judged by what
+    /// it started as: a script's shell may exec its last command at the end (`...; touch x`),
+    /// while a single-command job's shell execs the command at once and is that tool.
+    pub(super) fn task_root_is_script(p: &Proc) -> bool {
+        let first = p.first_image.as_ref();
+        let script = first.and_then(|img| shell_command(&img.argv).map(naming::strip_shell_prefix));
+        match script {
+            Some(script) if !is_single_command(script) => true,
+            _ => p
+                .image
+                .as_ref()
+                .is_some_and(|img| shell_command(&img.argv).is_some()),
+        }
+    }
+
+    /// The nearest ancestor with a span of its own.
+    pub(super) fn placement(
+        &self,
+        tree: &Tree,
+        key: &ProcKey,
+        run: ProcKey,
+        task: Option<ProcKey>,
+    ) -> EntityRef {
+        for a in tree.ancestors(key) {
+            let Some(m) = self.members.get(&a.key) else {
+                break;
+            };
+            match m.role {
+                Role::RunRoot => return EntityRef::Run(a.key),
+                Role::TaskRoot if Self::task_root_is_script(a) => return EntityRef::Task(a.key),
+                Role::TaskRoot => return EntityRef::Tool(a.key),
+                Role::Helper => return EntityRef::Engine(m.run),
+                Role::Member | Role::Folded if self.transparent(tree, a) => continue,
+                Role::Member | Role::Folded => return EntityRef::Tool(a.key),
+            }
+        }
+        task.map(EntityRef::Task).unwrap_or(EntityRef::Run(run))
+    }
+}
