@@ -1,7 +1,8 @@
 //! Prefect 3.8.8 (PyPI, the venv scripts/setup.sh makes) running a flow with direct and
 //! submitted tasks that start subprocesses, a subflow and a failing task, with its temporary
 //! local server, under `pipetrace run` and `pipetrace agent`. Judged by Prefect's own
-//! database: the run is the flow, and every task run is named on the processes it started.
+//! database: the run is the flow, every task run is one task span, and the processes it
+//! started are its tools.
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use pipetrace_e2e::{
@@ -70,6 +71,11 @@ fn judge(home: &Path, spans: &[RecvSpan], failed: bool) {
         named.insert(id, name);
     }
     assert_eq!(named, task_runs, "every task run's processes were found");
+    assert_eq!(
+        t.tasks().len(),
+        task_runs.len(),
+        "one task span per task run"
+    );
     // Each task's own programs: sort under sort_words, gzip under compress, and so on.
     for (program, task) in [
         ("sort", "sort_words"),

@@ -8,6 +8,7 @@
 //! into the tool the shim becomes), and members. Shells that only wrap are transparent:
 //! their children hang under the wrapper's parent.
 pub mod engines;
+mod groups;
 pub mod naming;
 mod pending;
 mod placement;
@@ -180,6 +181,8 @@ struct Run {
     helpers: Helpers,
     /// Its spans were joined to the engine's own trace.
     joined: bool,
+    /// Engine tasks of several processes, by the engine's id, until they end.
+    groups: HashMap<String, groups::Group>,
 }
 
 pub struct Attributor {
@@ -480,7 +483,13 @@ impl Attributor {
                     None => None,
                 };
                 if let Some(info) = ready {
+                    out.extend(self.finish_groups(key, true));
                     out.extend(self.run_done(p.clone(), info));
+                }
+            }
+            Role::TaskRoot if self.groups_tasks(m.run) => {
+                if let Some(info) = self.task_info_now(m.run, p) {
+                    out.push(self.join_group(m.run, p.clone(), info));
                 }
             }
             Role::TaskRoot => {

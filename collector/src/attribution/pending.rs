@@ -28,9 +28,14 @@ impl Attributor {
             if !force && settling.contains(&key) {
                 continue;
             }
+            let grouped = self.groups_tasks(key);
             for (p, info) in self.resolve(key, force) {
-                out.push(self.task_done(key, p, info));
+                match grouped {
+                    true => out.push(self.join_group(key, p, info)),
+                    false => out.push(self.task_done(key, p, info)),
+                }
             }
+            out.extend(self.finish_groups(key, false));
             let Some(run) = self.runs.get_mut(&key) else {
                 continue;
             };
@@ -39,6 +44,7 @@ impl Attributor {
                 false => None,
             };
             if let Some((root, info)) = ended {
+                out.extend(self.finish_groups(key, true));
                 out.extend(self.run_done(root, info));
             }
         }

@@ -50,7 +50,10 @@ impl Attributor {
             };
             match m.role {
                 Role::RunRoot => return EntityRef::Run(a.key),
-                Role::TaskRoot if Self::task_root_is_script(a) => return EntityRef::Task(a.key),
+                // A process of an engine task of several is a tool of that task.
+                Role::TaskRoot if Self::task_root_is_script(a) && !self.groups_tasks(m.run) => {
+                    return EntityRef::Task(a.key);
+                }
                 Role::TaskRoot => return EntityRef::Tool(a.key),
                 Role::Helper => return EntityRef::Engine(m.run),
                 Role::Member | Role::Folded if self.transparent(tree, a) => continue,

@@ -44,6 +44,7 @@ impl Attributor {
             last_look: None,
             helpers: Helpers::default(),
             joined: false,
+            groups: HashMap::new(),
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());

@@ -59,6 +59,15 @@ pub trait EngineRun: Send {
     fn run_label(&self) -> Option<String> {
         None
     }
+    /// Whether an engine task may start several processes (siblings): each is then a tool of
+    /// one task span per engine task (`TaskInfo::run_id`), exported once the task ended.
+    fn groups_tasks(&self) -> bool {
+        false
+    }
+    /// Whether the engine's records say task `id` ended (so no process of it is to come).
+    fn group_ended(&mut self, _id: &str) -> bool {
+        true
+    }
     /// The engine's own span of this run where it traces itself (W3C traceparent): asked as
     /// tasks start, so that the run's spans join that trace before any is built.
     fn trace_parent(&mut self) -> Option<String> {

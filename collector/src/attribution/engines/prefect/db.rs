@@ -87,6 +87,12 @@ impl Db {
         runs
     }
 
+    /// When task run `id` ended, if it has.
+    pub fn task_run_end(&self, id: &str) -> Option<SystemTime> {
+        let sql = "SELECT end_time FROM task_run WHERE id = ?1";
+        time(self.conn.query_row(sql, [id], |r| r.get(0)).ok()?)
+    }
+
     pub fn task_runs(&self, flow_run: &str) -> Vec<TaskRun> {
         let sql = "SELECT tr.id, tr.name, tr.start_time, tr.end_time, tr.labels, \
                    EXISTS(SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id) \

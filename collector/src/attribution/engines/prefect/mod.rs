@@ -159,6 +159,16 @@ impl EngineRun for Prefect {
         self.key.clone()
     }
 
+    fn groups_tasks(&self) -> bool {
+        true
+    }
+
+    fn group_ended(&mut self, id: &str) -> bool {
+        // Its processes' rows may land up to ROW_DELAY after they end, and they end first.
+        let end = self.db().and_then(|db| db.task_run_end(id));
+        end.is_some_and(|e| e + 2 * ROW_DELAY < SystemTime::now())
+    }
+
     fn trace_parent(&mut self) -> Option<String> {
         self.flow.as_ref()?.traceparent.clone()
     }
