@@ -21,7 +21,8 @@ use crate::{
 
 pub const ENGINE: Engine = Engine {
     name: "cwltool",
-    recognises: |tool, _| tool == "cwltool",
+    // `cwl-runner` is the standard's generic name; Debian links it to cwltool.
+    recognises: |tool, _| tool == "cwltool" || tool == "cwl-runner",
     start,
 };
 

@@ -121,3 +121,21 @@ fn the_document_argument_is_found_among_options() {
     ]);
     assert_eq!(document_arg(&v), Some("wf.cwl#main"));
 }
+
+#[test]
+fn cwltool_is_recognised_under_its_names() {
+    let image = |argv: &[&str]| Image {
+        path: "/usr/bin/python3".into(),
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    let enabled = ["cwltool".to_string()];
+    for argv in [
+        &["/usr/bin/python3", "/usr/bin/cwltool", "wf.cwl"][..],
+        &["/usr/bin/python3", "/usr/bin/cwl-runner", "wf.cwl"],
+        &["python3", "-m", "cwltool", "wf.cwl"],
+    ] {
+        let found = crate::attribution::engines::detect(&enabled, &image(argv));
+        assert_eq!(found.map(|e| e.name), Some("cwltool"), "{argv:?}");
+    }
+}
