@@ -150,8 +150,19 @@ async fn the_agent_finds_a_prefect_flow_by_its_server() {
         .status()
         .unwrap();
     assert!(st.success());
-    let (flow, _, _) = records(home.path());
-    let spans = rx.run_trace(&flow, Duration::from_secs(30)).await;
+    // Other tests run the same flow on this host: this run is the one of this flow run.
+    let (_, flow_run, _) = records(home.path());
+    let ours = |s: &RecvSpan| s.is_run() && s.str("pipetrace.run.label") == flow_run;
+    let spans = rx
+        .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
+        .await;
+    let trace = spans
+        .iter()
+        .find(|s| ours(s))
+        .expect("the run span")
+        .trace_id
+        .clone();
+    let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
     agent.stop();
     judge(home.path(), &spans, false);
 }
