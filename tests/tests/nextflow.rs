@@ -17,9 +17,11 @@ use pipetrace_e2e::{
     stderr,
 };
 
-const TASKS: &str = "new\tNFCORE:QC:SORT_LINES (sample_a)\tsort -r ../../../in.txt > out.txt\n\
-old\tCOUNT (sample_b)\twc -l ../../../in.txt > out.txt\n\
-traced\tMULTIQC\tcat ../../../in.txt | tr a-z A-Z > out.txt\n";
+// Real tasks run for seconds; these for a little while too (a task gone before its working
+// directory can be read is named by its tool: docs/engines.md).
+const TASKS: &str = "new\tNFCORE:QC:SORT_LINES (sample_a)\tsleep 0.3; sort -r ../../../in.txt > out.txt\n\
+old\tCOUNT (sample_b)\tsleep 0.3; wc -l ../../../in.txt > out.txt\n\
+traced\tMULTIQC\tsleep 0.3; cat ../../../in.txt | tr a-z A-Z > out.txt\n";
 
 fn pipeline() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

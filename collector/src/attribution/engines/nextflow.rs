@@ -51,15 +51,21 @@ fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
     })
 }
 
-/// The `.command.run` a task's shell runs, made absolute with its working directory.
+/// Whether a shell runs a task's `.command.run`.
+fn runs_command_run(image: &Image) -> bool {
+    let script = || image.argv.iter().skip(1).find(|a| !a.starts_with('-'));
+    naming::shell_command(&image.argv).is_none()
+        && naming::is_shell(&image.path)
+        && script().is_some_and(|s| naming::executable_name(s) == ".command.run")
+}
+
+/// The `.command.run` a task's shell runs, made absolute with its working directory (None
+/// when that is not known: a process gone before its directory could be read).
 fn command_run(image: &Image) -> Option<std::path::PathBuf> {
-    if naming::shell_command(&image.argv).is_some() || !naming::is_shell(&image.path) {
+    if !runs_command_run(image) {
         return None;
     }
     let script = image.argv.iter().skip(1).find(|a| !a.starts_with('-'))?;
-    if naming::executable_name(script) != ".command.run" {
-        return None;
-    }
     let path = Path::new(script);
     match (path.is_absolute(), &image.cwd) {
         (true, _) => Some(path.to_path_buf()),
@@ -138,11 +144,14 @@ impl EngineRun for Nextflow {
                 false => Class::Undecided,
             };
         }
+        // A task whose header cannot be read (it ended before its directory was) is still a
+        // task, named by its tool.
         match command_run(image).and_then(|path| read_task(&path)) {
             Some(info) => {
                 self.named.insert(p.key, info);
                 Class::Task
             }
+            None if runs_command_run(image) => Class::Task,
             None => Class::Helper,
         }
     }
