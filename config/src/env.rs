@@ -14,17 +14,27 @@ const OTLP_KEYS: [&str; 8] = [
     "CLIENT_CERTIFICATE",
 ];
 
-pub(crate) fn insert(root: &mut Map<String, Value>, path: &[&str], value: Value) {
-    let (last, parents) = path.split_last().expect("non-empty path");
+/// Sets `path` to `value`. False, and nothing set, when the path runs through a value or
+/// would replace a section: a setting is a value or a section, not both.
+pub(crate) fn insert(root: &mut Map<String, Value>, path: &[&str], value: Value) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
     let mut node = root;
     for p in parents {
-        node = node
+        let next = node
             .entry(p.to_string())
-            .or_insert_with(|| Value::Object(Map::new()))
-            .as_object_mut()
-            .expect("config paths do not collide");
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(section) = next.as_object_mut() else {
+            return false;
+        };
+        node = section;
+    }
+    if node.get(*last).is_some_and(Value::is_object) && !value.is_object() {
+        return false;
     }
     node.insert(last.to_string(), value);
+    true
 }
 
 /// `k1=v1,k2=v2` with percent-encoded values, as the OTLP exporter spec defines it.
@@ -81,7 +91,9 @@ fn scalar(raw: &str) -> Value {
 }
 
 /// Builds the partial config the given environment variables describe.
-pub fn from_vars<I: IntoIterator<Item = (String, String)>>(vars: I) -> Value {
+pub fn from_vars<I: IntoIterator<Item = (String, String)>>(
+    vars: I,
+) -> Result<Value, crate::ConfigError> {
     let mut root = Map::new();
     for (name, raw) in vars {
         if name == "OTEL_SERVICE_NAME" {
@@ -131,10 +143,18 @@ pub fn from_vars<I: IntoIterator<Item = (String, String)>>(vars: I) -> Value {
             }
             let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
             let path: Vec<&str> = path.iter().map(String::as_str).collect();
-            insert(&mut root, &path, scalar(&raw));
+            if !insert(&mut root, &path, scalar(&raw)) {
+                return Err(crate::ConfigError::Invalid {
+                    source_name: "environment".into(),
+                    key: name,
+                    message: "another PIPETRACE_ variable sets a value above or a section below \
+                              it; a setting is a value or a section, not both: unset one"
+                        .into(),
+                });
+            }
         }
     }
-    Value::Object(root)
+    Ok(Value::Object(root))
 }
 
 #[cfg(test)]
@@ -142,7 +162,7 @@ mod tests {
     use super::*;
 
     fn vars(v: &[(&str, &str)]) -> Value {
-        from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
     }
 
     #[test]
@@ -199,5 +219,25 @@ mod tests {
         ]);
         assert_eq!(v["export"]["batch_spans"], 64);
         assert!(v.get("log").is_none());
+    }
+}
+
+#[cfg(test)]
+mod conflicts {
+    use super::from_vars;
+
+    #[test]
+    fn a_value_and_a_section_at_one_path_is_an_error_not_a_panic() {
+        for vars in [
+            [("PIPETRACE_A__B", "x"), ("PIPETRACE_A__B__C", "y")],
+            [("PIPETRACE_A__B__C", "y"), ("PIPETRACE_A__B", "x")],
+        ] {
+            let got = from_vars(vars.map(|(k, v)| (k.to_string(), v.to_string())));
+            let err = got.expect_err("a conflict").to_string();
+            assert!(
+                err.contains("environment") && err.contains("not both"),
+                "{err}"
+            );
+        }
     }
 }

@@ -104,7 +104,7 @@ where
         layers.push((path.display().to_string(), parsed));
         fig = fig.merge(Yaml::file_exact(path));
     }
-    layers.push(("environment".into(), crate::env::from_vars(env)));
+    layers.push(("environment".into(), crate::env::from_vars(env)?));
     layers.push(("command-line flags".into(), flags.layer()));
     for (_, layer) in &layers[usize::from(file.is_some())..] {
         fig = fig.merge(Serialized::globals(layer));
