@@ -12,6 +12,8 @@ struct Entry {
     since: Duration,
     usage: Option<Usage>,
     image_peak_bytes: u64,
+    /// Figures taken at exit: used if the reap-time report does not come.
+    at_exit: Option<Usage>,
 }
 
 pub struct Awaiting {
@@ -68,7 +70,7 @@ impl Awaiting {
         self.entries.keys()
     }
 
-    pub fn exited(&mut self, key: ProcKey, image_peak_bytes: u64) {
+    pub fn exited(&mut self, key: ProcKey, image_peak_bytes: u64, at_exit: Option<Usage>) {
         let since = self.clock.advance();
         self.entries.insert(
             key,
@@ -76,6 +78,7 @@ impl Awaiting {
                 since,
                 usage: None,
                 image_peak_bytes,
+                at_exit,
             },
         );
     }
@@ -92,7 +95,7 @@ impl Awaiting {
     }
 
     /// What can be settled now, descendants before ancestors: reported ones, and with
-    /// `force` or past the wait, the rest without a report.
+    /// `force` or past the wait, the rest with their figures from exit (if any).
     pub fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
         let mut out = Vec::new();
         let now_t = self.clock.advance();
@@ -118,7 +121,8 @@ impl Awaiting {
                 if e.usage.is_none() && !force {
                     log::debug!("{k:?}: no usage report after {:?}", now_t - e.since);
                 }
-                let usage = e.usage.map(|u| Usage {
+                let at_exit = e.at_exit.map(|u| Usage { at_exit: true, ..u });
+                let usage = e.usage.or(at_exit).map(|u| Usage {
                     image_peak_bytes: e.image_peak_bytes,
                     ..u
                 });
@@ -145,8 +149,8 @@ mod tests {
         tree.fork(key(1), 0, key(0), "task".into());
         tree.fork(key(2), 0, key(1), "tool".into());
         let mut a = Awaiting::new(Duration::from_secs(60));
-        a.exited(key(2), 0);
-        a.exited(key(1), 0);
+        a.exited(key(2), 0, None);
+        a.exited(key(1), 0, None);
         // The parent's report came first: it waits for the child's.
         assert!(a.reported(key(1), Usage::default()));
         assert!(a.ready(&tree, false).is_empty());
@@ -163,8 +167,8 @@ mod tests {
         tree.fork(key(1), 0, key(0), "a".into());
         tree.fork(key(2), 0, key(1), "b".into());
         let mut a = Awaiting::new(Duration::from_secs(60));
-        a.exited(key(1), 0);
-        a.exited(key(2), 0);
+        a.exited(key(1), 0, None);
+        a.exited(key(2), 0, None);
         let got = a.ready(&tree, true);
         assert_eq!(got.iter().map(|(k, _)| k.pid).collect::<Vec<_>>(), [2, 1]);
         assert!(got.iter().all(|(_, u)| u.is_none()));
@@ -175,7 +179,7 @@ mod tests {
         let mut tree = Tree::default();
         tree.fork(key(1), 0, key(0), "a".into());
         let mut a = Awaiting::new(Duration::from_millis(1500));
-        a.exited(key(1), 0);
+        a.exited(key(1), 0, None);
         // As after a paused VM: the wall clock moved 30 s between two polls.
         a.clock.last -= Duration::from_secs(30);
         assert!(
@@ -186,5 +190,29 @@ mod tests {
         let got = a.ready(&tree, false);
         assert_eq!(got.len(), 1, "1.6 s of real waiting gives up on the report");
         assert!(got[0].1.is_none());
+    }
+
+    #[test]
+    fn figures_from_exit_stand_in_for_a_report_that_never_comes() {
+        let mut tree = Tree::default();
+        tree.fork(key(1), 0, key(0), "a".into());
+        tree.fork(key(2), 0, key(0), "b".into());
+        let mut a = Awaiting::new(Duration::from_secs(60));
+        let exit = |cpu| Usage {
+            cpu_user_ns: cpu,
+            ..Usage::default()
+        };
+        a.exited(key(1), 4096, Some(exit(5)));
+        a.exited(key(2), 0, Some(exit(7)));
+        // The reap-time report wins where it comes.
+        assert!(a.reported(key(2), exit(9)));
+        let mut got = a.ready(&tree, true);
+        got.sort_by_key(|(k, _)| k.pid);
+        let (one, two) = (got[0].1.unwrap(), got[1].1.unwrap());
+        assert_eq!(
+            (one.cpu_user_ns, one.at_exit, one.image_peak_bytes),
+            (5, true, 4096)
+        );
+        assert_eq!((two.cpu_user_ns, two.at_exit), (9, false));
     }
 }

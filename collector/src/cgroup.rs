@@ -86,7 +86,8 @@ pub fn memory_cgroup(pid: u32) -> (Option<String>, Option<u64>) {
     (path, limit)
 }
 
-fn online_cpus() -> u32 {
+/// CPUs online on this host: what any process here could use at most.
+pub fn online_cpus() -> u32 {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     n.max(1) as u32

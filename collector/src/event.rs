@@ -49,6 +49,9 @@ pub enum Event {
         status: u32,
         /// High-water mark of the image it ended as, bytes (0: unknown).
         image_peak_bytes: u64,
+        /// Its usage as its last thread exited: what stands in if the reap-time report
+        /// never comes (None where the source cannot tell).
+        at_exit: Option<Usage>,
     },
     /// The process was reaped: its final resource usage.
     Usage {
@@ -156,13 +159,14 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 time_ns: h.time_ns,
                 status: e.exit_code,
                 image_peak_bytes: e.image_peak_pages.saturating_mul(crate::host::page_size()),
+                at_exit: Some(Usage::from_figures(&e.figures, crate::host::page_size())),
             })
         }
         KIND_USAGE => {
             let e: UsageEvent = read(bytes, h.kind)?;
             Ok(Event::Usage {
                 key,
-                usage: Usage::from_event(&e, crate::host::page_size()),
+                usage: Usage::from_figures(&e.figures, crate::host::page_size()),
             })
         }
         KIND_OOM => {

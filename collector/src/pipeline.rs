@@ -35,8 +35,12 @@ pub struct Pipeline {
     pub runs_finished: u64,
     /// Exited processes waiting for their usage report.
     awaiting: Awaiting,
-    /// Processes that ended without a usage report (not reaped within `usage_wait`).
+    /// Processes that ended with no figures at all (their exit record was lost).
     pub usage_missing: u64,
+    /// Processes whose figures were taken at exit: the reap-time report did not come.
+    pub usage_at_exit: u64,
+    /// Kernel figures dropped as impossible (a wait longer than a life times its threads).
+    pub figures_dropped: u64,
     over_memory_limit: bool,
     procfs: bool,
     /// Exit statuses learnt by waiting for a child (the run's root): polling cannot see them.
@@ -67,6 +71,8 @@ impl Pipeline {
             undecodable: 0,
             awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
+            usage_at_exit: 0,
+            figures_dropped: 0,
             over_memory_limit: false,
             procfs: false,
             known_exits: HashMap::new(),
@@ -172,6 +178,7 @@ impl Pipeline {
                 time_ns,
                 status,
                 image_peak_bytes,
+                at_exit,
             } => {
                 let status = match self.known_exits.remove(&key.pid) {
                     Some(known) if status == crate::tree::Exit::UNKNOWN => known,
@@ -182,7 +189,7 @@ impl Pipeline {
                     return;
                 }
                 // The kernel reports usage once the process is reaped, a moment later.
-                self.awaiting.exited(key, image_peak_bytes);
+                self.awaiting.exited(key, image_peak_bytes, at_exit);
             }
             Event::Oom {
                 pid,
@@ -218,6 +225,11 @@ impl Pipeline {
                 sender_pid,
                 sender_comm,
             } => {
+                let run_of = |pid: u32| {
+                    let p = self.tree.by_pid(pid)?;
+                    self.attr.membership(&p.key).map(|m| m.run)
+                };
+                let from_own_run = run_of(target).is_some() && run_of(target) == run_of(sender_pid);
                 let s = crate::tree::Signal {
                     time_ns,
                     sig,
@@ -225,6 +237,7 @@ impl Pipeline {
                     by_kernel: code > 0,
                     sender_pid,
                     sender_comm,
+                    from_own_run,
                 };
                 self.tree.signal(target, s);
             }
@@ -239,13 +252,16 @@ impl Pipeline {
 
     /// The process's end is final: attribute it, export what that finished, forget it.
     fn settle(&mut self, key: ProcKey, mut usage: Option<Usage>) {
-        if usage.is_none() {
-            self.usage_missing += 1;
+        match &usage {
+            None => self.usage_missing += 1,
+            Some(u) if u.at_exit => self.usage_at_exit += 1,
+            Some(_) => {}
         }
         if let (Some(u), Some(p)) = (usage.as_mut(), self.tree.get(&key)) {
             let end = p.end_ns();
             let since_boot = p.start_ns.saturating_sub(host::suspended_ns());
-            u.drop_impossible_delays(end.saturating_sub(p.start_ns), since_boot);
+            let dropped = u.drop_impossible_delays(end.saturating_sub(p.start_ns), since_boot);
+            self.figures_dropped += u64::from(dropped);
         }
         self.tree.settle(&key, usage);
         let finished = self.attr.on_exit(&self.tree, key);
@@ -308,6 +324,8 @@ impl Pipeline {
             metric_exports_dropped: metric_export.dropped(),
             metric_exports_spooled: metric_export.otlp.spooled.load(Relaxed),
             usage_missing: self.usage_missing,
+            usage_at_exit: self.usage_at_exit,
+            figures_dropped: self.figures_dropped,
             series_overflowed: self.metrics.overflowed(),
             processes_known: self.tree.len() as u64,
             processes_tracked: self.attr.tracked() as u64,
@@ -355,16 +373,22 @@ impl Pipeline {
                     run,
                 } => {
                     let end = proc.end_ns();
-                    usage.stalls = self.metrics.take_stalls(proc.key, end);
+                    (usage.stalls, usage.quiet_ns) = self.metrics.take_stalls(proc.key, end);
                     let pipeline = self.attr.run_key(*run).unwrap_or_default().to_string();
                     let (wall, r) = (
                         end.saturating_sub(proc.start_ns) as f64 / 1e9,
                         &usage.rollup,
                     );
-                    let cpu = r.totals.cpu_ns() as f64 / 1e9;
-                    usage.slower =
-                        self.history
-                            .record(&pipeline, &info.name, wall, cpu, r.peak_memory());
+                    let run_id = self.builder.trace_id(*run).to_string();
+                    usage.slower = self.history.record(&crate::diagnosis::Job {
+                        pipeline: &pipeline,
+                        task: &info.name,
+                        run: &run_id,
+                        wall_s: wall,
+                        cpu_s: r.totals.cpu_ns() as f64 / 1e9,
+                        peak_bytes: r.peak_memory(),
+                        succeeded: proc.exit.as_ref().is_some_and(|e| e.status == 0),
+                    });
                 }
                 Finished::Run { .. } => self.history.save(),
                 Finished::Engine { .. } => {}

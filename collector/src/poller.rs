@@ -236,6 +236,7 @@ fn end(out: &mut Vec<Event>, key: ProcKey, last: Sample, now: u64) {
         time_ns: now,
         status: Exit::UNKNOWN,
         image_peak_bytes: last.peak_bytes,
+        at_exit: None,
     });
     out.push(Event::Usage {
         key,

@@ -1,5 +1,7 @@
-//! The running agent's own figures, in a small file beside its state, for `pipetrace doctor`
-//! (which cannot ask the agent) and for people reading the host.
+//! The running agent's own figures, in a small file beside its state and in the node's
+//! registry of agents, for `pipetrace doctor` (which cannot ask the agent) and for people
+//! reading the host; and the lock that keeps one agent per state directory (per node, with
+//! the default one).
 use std::{
     path::{Path, PathBuf},
     time::SystemTime,
@@ -22,6 +24,73 @@ pub struct AgentStatus {
 
 pub fn path(state_dir: &Path) -> PathBuf {
     state_dir.join("agent-status.json")
+}
+
+/// Every running agent of the node keeps its status here too, one file per pid, so that
+/// `doctor` shows each agent, whatever its state directory.
+pub const REGISTRY: &str = "/run/pipetrace/agents";
+
+fn registry_file(pid: u32) -> PathBuf {
+    Path::new(REGISTRY).join(format!("{pid}.json"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "another pipetrace agent (pid {pid}) already watches this node with state directory \
+         {dir}: one agent per node sees every process already. Stop it first (`systemctl stop \
+         pipetrace`, or `kill {pid}`), or, to run a second one on purpose, give it a \
+         diagnosis.state_dir of its own"
+    )]
+    Held { pid: String, dir: String },
+    #[error(
+        "cannot take the agent lock {path}: {source}; check that the state directory is writable"
+    )]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The agent's hold on its state directory: released when the agent exits, however it ends
+/// (the kernel drops the lock with the process).
+pub struct AgentLock {
+    _file: std::fs::File,
+}
+
+impl AgentLock {
+    /// Takes `state_dir/agent.lock`, or says which agent holds it.
+    pub fn take(state_dir: &Path) -> Result<Self, LockError> {
+        use std::{io::Write, os::fd::AsRawFd};
+        let path = state_dir.join("agent.lock");
+        let io = |source| LockError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(state_dir).map_err(io)?;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        // SAFETY: flock on a descriptor we own; non-blocking.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(io(err));
+            }
+            let pid = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(LockError::Held {
+                pid: pid.trim().to_string(),
+                dir: state_dir.display().to_string(),
+            });
+        }
+        file.set_len(0).map_err(io)?;
+        write!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(Self { _file: file })
+    }
 }
 
 fn now() -> u64 {
@@ -56,6 +125,49 @@ impl AgentStatus {
         serde_json::from_slice(&std::fs::read(path(state_dir)).ok()?).ok()
     }
 
+    /// Also in the node's registry; best effort (a debug line when /run is not writable).
+    pub fn register(&self, state_dir: Option<&Path>) {
+        let entry = Registered {
+            state_dir: state_dir.map(|d| d.display().to_string()),
+            status: self,
+        };
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(REGISTRY)?;
+            let tmp = Path::new(REGISTRY).join(format!(".{}.json.tmp", self.pid));
+            std::fs::write(
+                &tmp,
+                serde_json::to_vec_pretty(&entry).map_err(std::io::Error::other)?,
+            )?;
+            std::fs::rename(tmp, registry_file(self.pid))
+        };
+        if let Err(e) = write() {
+            log::debug!("cannot register the agent in {REGISTRY}: {e}");
+        }
+    }
+
+    /// Leaves the registry (at a clean stop; a crashed agent's entry is skipped as not alive).
+    pub fn unregister() {
+        let _ = std::fs::remove_file(registry_file(std::process::id()));
+    }
+
+    /// Every agent in the node's registry that still runs, oldest pid first, with its
+    /// state directory.
+    pub fn running() -> Vec<(Option<String>, Self)> {
+        let Ok(dir) = std::fs::read_dir(REGISTRY) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(Option<String>, Self)> = dir
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .filter_map(|b| serde_json::from_slice::<Owned>(&b).ok())
+            .filter(|o| o.status.alive())
+            .map(|o| (o.state_dir, o.status))
+            .collect();
+        out.sort_by_key(|(_, s)| s.pid);
+        out
+    }
+
     /// Seconds since the last update.
     pub fn age(&self) -> u64 {
         now().saturating_sub(self.updated)
@@ -63,5 +175,45 @@ impl AgentStatus {
 
     pub fn alive(&self) -> bool {
         Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+}
+
+#[derive(Serialize)]
+struct Registered<'a> {
+    state_dir: Option<String>,
+    #[serde(flatten)]
+    status: &'a AgentStatus,
+}
+
+#[derive(Deserialize)]
+struct Owned {
+    state_dir: Option<String>,
+    #[serde(flatten)]
+    status: AgentStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_agent_on_the_same_state_directory_is_refused_with_the_holders_pid() {
+        let d = tempfile::tempdir().unwrap();
+        let first = AgentLock::take(d.path()).expect("the first takes it");
+        // flock locks belong to the open file: a second open in this process conflicts too.
+        let err = AgentLock::take(d.path())
+            .err()
+            .expect("the second is refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
+        assert!(msg.contains("diagnosis.state_dir"), "{msg}");
+        drop(first);
+        assert!(
+            AgentLock::take(d.path()).is_ok(),
+            "free once the first is gone"
+        );
     }
 }

@@ -102,12 +102,28 @@ pub struct Signal {
     pub by_kernel: bool,
     pub sender_pid: u32,
     pub sender_comm: String,
+    /// Sent by a process of the same run as the target: the pipeline ended its own process
+    /// on purpose (a script stopping its background job, an engine cancelling a job).
+    pub from_own_run: bool,
 }
 
 /// Signals kept per process: the last ones explain its end.
 const SIGNALS_KEPT: usize = 4;
 
 impl Proc {
+    /// It ended by a signal that a process of its own run sent: a stop the pipeline chose,
+    /// recorded with its sender but not a failure of its own.
+    pub fn ended_on_purpose(&self) -> bool {
+        let Some(sig) = self.exit.as_ref().and_then(Exit::signal) else {
+            return false;
+        };
+        self.signals
+            .iter()
+            .rev()
+            .find(|s| s.sig == sig)
+            .is_some_and(|s| s.from_own_run && !s.by_kernel)
+    }
+
     /// When it ended (CLOCK_BOOTTIME ns); its start while it still runs.
     pub fn end_ns(&self) -> u64 {
         self.exit.as_ref().map_or(self.start_ns, |e| e.time_ns)

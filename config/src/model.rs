@@ -139,7 +139,7 @@ pub struct Probes {
     /// Kernel ring buffer size in bytes: a power of two, at least one page.
     pub ring_buffer_bytes: u32,
     /// How long an exited process waits for the kernel's usage report, sent when its parent
-    /// reaps it; past it, its span goes without usage (`pipetrace.usage.missing`).
+    /// reaps it; past it, the figures taken at exit stand in (`pipetrace.usage.at_exit`).
     #[serde(with = "humantime_serde")]
     pub usage_wait: Duration,
     /// Refuse to start without eBPF instead of falling back to polling /proc.

@@ -58,6 +58,8 @@ pub mod attr {
     pub const NETWORK_RECEIVE_BYTES: &str = "pipetrace.network.receive_bytes";
     pub const USAGE_PROCESSES: &str = "pipetrace.usage.processes";
     pub const USAGE_MISSING: &str = "pipetrace.usage.missing";
+    pub const USAGE_AT_EXIT: &str = "pipetrace.usage.at_exit";
+    pub const USAGE_IMPOSSIBLE: &str = "pipetrace.usage.impossible";
     pub const CPU_MODE: &str = "cpu.mode";
     pub const DISK_IO_DIRECTION: &str = "disk.io.direction";
     pub const NETWORK_IO_DIRECTION: &str = "network.io.direction";
@@ -138,6 +140,8 @@ pub mod attr {
         NETWORK_RECEIVE_BYTES,
         USAGE_PROCESSES,
         USAGE_MISSING,
+        USAGE_AT_EXIT,
+        USAGE_IMPOSSIBLE,
         CPU_MODE,
         DISK_IO_DIRECTION,
         NETWORK_IO_DIRECTION,
@@ -183,6 +187,8 @@ pub mod metric {
     pub const AGENT_METRIC_EXPORTS_DROPPED: &str = "pipetrace.agent.metric_exports.dropped";
     pub const AGENT_METRIC_EXPORTS_SPOOLED: &str = "pipetrace.agent.metric_exports.spooled";
     pub const AGENT_USAGE_MISSING: &str = "pipetrace.agent.usage.missing";
+    pub const AGENT_USAGE_AT_EXIT: &str = "pipetrace.agent.usage.at_exit";
+    pub const AGENT_FIGURES_DROPPED: &str = "pipetrace.agent.figures.dropped";
     pub const AGENT_SERIES_OVERFLOWED: &str = "pipetrace.agent.metric_series.overflowed";
     pub const AGENT_PROCESSES_KNOWN: &str = "pipetrace.agent.processes.known";
     pub const AGENT_PROCESSES_TRACKED: &str = "pipetrace.agent.processes.tracked";
@@ -209,6 +215,8 @@ pub mod metric {
         AGENT_METRIC_EXPORTS_DROPPED,
         AGENT_METRIC_EXPORTS_SPOOLED,
         AGENT_USAGE_MISSING,
+        AGENT_USAGE_AT_EXIT,
+        AGENT_FIGURES_DROPPED,
         AGENT_SERIES_OVERFLOWED,
         AGENT_PROCESSES_KNOWN,
         AGENT_PROCESSES_TRACKED,

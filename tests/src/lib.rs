@@ -160,6 +160,23 @@ pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
     out
 }
 
+/// Calls `each` with every span of an OTLP JSON lines file, one request line at a time: a
+/// file of a storm's hundreds of thousands of spans is never held whole.
+pub fn each_jsonl_span(path: &Path, mut each: impl FnMut(spans::RecvSpan)) {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.expect("read a line");
+        if line.trim().is_empty() {
+            continue;
+        }
+        let req: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
+            serde_json::from_str(&line)
+                .expect("each line is an OTLP JSON ExportTraceServiceRequest");
+        spans::flatten(req).into_iter().for_each(&mut each);
+    }
+}
+
 /// A running `pipetrace agent`, stopped (and checked) by [`Agent::stop`].
 pub struct Agent {
     child: std::process::Child,

@@ -54,7 +54,9 @@ pub fn flatten_metrics(req: ExportMetricsServiceRequest) -> Vec<RecvPoint> {
                     Some(Data::Gauge(g)) => ("gauge", false, 0, g.data_points),
                     _ => ("other", false, 0, Vec::new()),
                 };
-                for p in points {
+                // A staleness marker (no recorded value) says the series ended: a backend
+                // records no sample from it.
+                for p in points.into_iter().filter(|p| p.flags & 1 == 0) {
                     out.push(RecvPoint {
                         name: m.name.clone(),
                         unit: m.unit.clone(),

@@ -14,9 +14,18 @@ const RUSAGE_OF: &str = env!("CARGO_BIN_EXE_rusage-of");
 
 /// Runs the workload under pipetrace; returns its tool span and wait4's rusage for it.
 fn traced(dir: &Path, args: &[&str]) -> (RecvSpan, Value) {
+    traced_reaped_after(dir, args, None)
+}
+
+/// As [`traced`], the workload left unreaped for `reap_after_ms` after it ended.
+fn traced_reaped_after(dir: &Path, args: &[&str], reap_after_ms: Option<u64>) -> (RecvSpan, Value) {
     let out = dir.join("t.otlp.jsonl");
     let ru = dir.join("rusage.json");
-    let o = pipetrace()
+    let mut cmd = pipetrace();
+    if let Some(ms) = reap_after_ms {
+        cmd.env("RUSAGE_OF_REAP_AFTER_MS", ms.to_string());
+    }
+    let o = cmd
         .arg("run")
         .arg("--output")
         .arg(&out)
@@ -67,6 +76,11 @@ fn cpu_matches(tool: &RecvSpan, truth: &Value) {
 }
 
 fn counters_match(tool: &RecvSpan, truth: &Value) {
+    counters_match_within(tool, truth, 2.0);
+}
+
+/// As [`counters_match`], context switches within `switches` (absolute, or 2%).
+fn counters_match_within(tool: &RecvSpan, truth: &Value, switches: f64) {
     let n = |k| tool.num(k).unwrap();
     let t = |k: &str| truth[k].as_f64().unwrap();
     within(
@@ -98,14 +112,14 @@ fn counters_match(tool: &RecvSpan, truth: &Value) {
         n(attr::CONTEXT_SWITCHES_VOLUNTARY),
         t("nvcsw"),
         0.02,
-        2.0,
+        switches,
     );
     within(
         "involuntary switches",
         n(attr::CONTEXT_SWITCHES_INVOLUNTARY),
         t("nivcsw"),
         0.02,
-        2.0,
+        switches,
     );
     within(
         "storage reads",
@@ -151,6 +165,21 @@ fn a_cpu_burner_single_and_multi_threaded() {
     cpu_matches(&tool, &truth);
     let cpu = tool.num(attr::CPU_USER_TIME).unwrap() + tool.num(attr::CPU_SYSTEM_TIME).unwrap();
     assert!(cpu >= 0.6, "two threads of 300 ms CPU each: {cpu}");
+}
+
+/// A parent that reaps late (here 3 s, past `probes.usage_wait`) gets no reap-time report in
+/// time: the figures taken as the last thread exited stand in, and match wait4's.
+#[test]
+fn figures_taken_at_exit_match_wait4_when_the_reap_comes_late() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["threads", "3", "200"][..], &["alloc", "128"][..]] {
+        let (tool, truth) = traced_reaped_after(dir.path(), args, Some(3000));
+        assert_eq!(tool.int(attr::USAGE_AT_EXIT), Some(1), "{args:?}: {tool:?}");
+        cpu_matches(&tool, &truth);
+        // The threads' last moments, killed with the process, can still switch after the
+        // figures were taken: a few switches more in wait4's count under load.
+        counters_match_within(&tool, &truth, 8.0);
+    }
 }
 
 #[test]

@@ -189,3 +189,41 @@ fn a_stall_is_found_with_metrics_turned_off() {
         "metrics were off, yet a metrics file was written"
     );
 }
+
+/// A task that works 1.5 s, then sleeps 6 s: its CPU use alone (20%) is neither busy nor idle,
+/// and no single quiet stretch reaches `diagnosis.stall_after`; it did nothing most of its
+/// life, so it is idle. A sleep alone, likewise; neither has a wait the kernel counted from
+/// boot (this runs minutes after boot in CI).
+#[test]
+fn a_task_that_does_nothing_most_of_its_life_is_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("sh -c '{WORKLOAD} burn 1500; sleep 6'; sh -c 'sleep 4'; true");
+    let (spans, o) = pipetrace_e2e::run_script_with(
+        dir.path(),
+        &script,
+        &[("PIPETRACE_METRICS__INTERVAL", "250ms")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tasks: Vec<&RecvSpan> = spans.iter().filter(|s| s.is_task()).collect();
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    for t in tasks {
+        assert_eq!(
+            t.str(attr::BOTTLENECK),
+            "idle",
+            "{}: {}",
+            t.str("process.command_line"),
+            t.str(attr::BOTTLENECK_REASON)
+        );
+    }
+    // No tool shows a wait longer than it lived.
+    for t in spans.iter().filter(|s| s.is_tool()) {
+        let life = (t.end - t.start) as f64 / 1e9;
+        for k in [
+            attr::DISK_WAIT_TIME,
+            attr::MEMORY_WAIT_TIME,
+            attr::CPU_RUN_QUEUE_DELAY,
+        ] {
+            assert!(t.num(k).unwrap_or(0.0) <= life + 0.001, "{k} of {t:?}");
+        }
+    }
+}

@@ -4,6 +4,7 @@ use std::{collections::BTreeMap, collections::BTreeSet, path::Path};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use pipetrace_e2e::{
+    Agent,
     metrics::{RecvPoint, flatten_metrics},
     pipetrace,
     receiver::Receiver,
@@ -396,4 +397,102 @@ async fn refused_metric_exports_are_counted() {
     assert!(failed.windows(2).all(|w| w[0] <= w[1]), "{failed:?}");
     let last = *failed.last().unwrap();
     assert!(last >= 1.0 && last < n as f64, "{failed:?} of {n}");
+}
+
+/// Sizes of the metric export requests in an OTLP JSON lines file, in order, and the
+/// agent's own resident memory at each.
+fn export_sizes(path: &Path) -> Vec<(usize, f64)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let req: ExportMetricsServiceRequest = serde_json::from_str(l).unwrap();
+            let rss = flatten_metrics(req)
+                .iter()
+                .find(|p| p.name == metric::AGENT_MEMORY_RSS)
+                .map_or(0.0, |p| p.value);
+            (l.len(), rss)
+        })
+        .collect()
+}
+
+/// A long-lived agent serving 1,000 runs, each a pipeline of its own: the export follows the
+/// work running now, not all the work ever seen, and the agent's memory stays flat.
+#[test]
+fn a_thousand_runs_in_a_long_lived_agent_keep_the_metric_export_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("agent.yaml");
+    std::fs::write(
+        &cfg,
+        "metrics:\n  interval: 250ms\nattribution:\n  run_rules:\n    \
+         - match: { argv: 'bounded-run-' }\n      name: '{argv3}'\n",
+    )
+    .unwrap();
+    let out = dir.path().join("a.otlp.jsonl");
+    let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    for i in 0..1000 {
+        let st = std::process::Command::new("bash")
+            .args(["-c", "/bin/true; /bin/true", &format!("bounded-run-{i}")])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    // Let the last runs' final points and markers go out.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    agent.stop();
+    let metrics = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("metrics"))
+        .expect("a metrics file");
+    let sizes = export_sizes(&metrics);
+    assert!(sizes.len() >= 10, "{} exports", sizes.len());
+    let runs_seen = pipetrace_e2e::read_jsonl(&out)
+        .iter()
+        .filter(|s| s.is_run())
+        .count();
+    assert_eq!(runs_seen, 1000);
+    // The idle export (after every run ended) against the smallest export that carried a
+    // run: within 2x, however many runs came before.
+    let idle = sizes.last().unwrap().0;
+    let quiet_start = sizes.first().unwrap().0;
+    let one_run = sizes
+        .iter()
+        .map(|s| s.0)
+        .filter(|&n| n > quiet_start)
+        .min()
+        .unwrap();
+    eprintln!(
+        "{} exports: first {quiet_start} B, smallest with a run {one_run} B, largest {} B, \
+         last {idle} B",
+        sizes.len(),
+        sizes.iter().map(|s| s.0).max().unwrap()
+    );
+    assert!(
+        idle <= 2 * one_run,
+        "idle export {idle} B vs one run's {one_run} B"
+    );
+    // No growth with the runs seen: the busiest export late on is within 2x of early on.
+    let tenth = sizes.len() / 10;
+    let early = sizes[..tenth.max(1) * 3].iter().map(|s| s.0).max().unwrap();
+    let late = sizes[sizes.len() - tenth.max(1) * 3..]
+        .iter()
+        .map(|s| s.0)
+        .max()
+        .unwrap();
+    assert!(
+        late <= 2 * early,
+        "late exports {late} B vs early {early} B"
+    );
+    // Memory: flat (within 16 MiB of early on).
+    let rss = |w: &[(usize, f64)]| w.iter().map(|s| s.1).fold(0.0, f64::max);
+    let (rss_early, rss_late) = (
+        rss(&sizes[..tenth.max(1) * 3]),
+        rss(&sizes[sizes.len() - tenth.max(1)..]),
+    );
+    eprintln!("agent RSS early {rss_early} B, late {rss_late} B");
+    assert!(
+        rss_late <= rss_early + 16.0 * 1048576.0,
+        "RSS {rss_early} -> {rss_late}"
+    );
 }

@@ -4,7 +4,7 @@ mod rollup;
 mod usage;
 
 pub use rollup::{Allocation, Rollup};
-pub use usage::{Usage, split_cpu};
+pub use usage::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage, split_cpu};
 
 /// Which counters this kernel and these probes measure; the rest are left out of exports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -19,6 +19,8 @@ pub struct Rollup {
     pub processes: u64,
     /// Processes whose usage the kernel never reported (not reaped in time).
     pub missing: u64,
+    /// Processes whose figures were taken at exit (no reap-time report came).
+    pub at_exit: u64,
     /// Processes the OOM killer ended.
     pub oom_kills: u64,
     /// Per tool name, for the metrics.
@@ -44,6 +46,7 @@ impl Rollup {
             self.missing += 1;
             return;
         };
+        self.at_exit += u64::from(u.at_exit);
         self.totals.add(u);
         self.by_tool.entry(tool.to_string()).or_default().add(u);
         self.push(start_ns, end_ns, u.peak_bytes());
@@ -54,6 +57,7 @@ impl Rollup {
         self.totals.add(&other.totals);
         self.processes += other.processes;
         self.missing += other.missing;
+        self.at_exit += other.at_exit;
         self.oom_kills += other.oom_kills;
         for (tool, u) in &other.by_tool {
             self.by_tool.entry(tool.clone()).or_default().add(u);
@@ -95,10 +99,15 @@ impl Rollup {
         peak
     }
 
-    /// CPU time over (wall time x CPUs allowed), 0..1 for a task held to its allocation.
-    pub fn cpu_utilization(&self, wall_ns: u64, alloc: &Allocation) -> Option<f64> {
-        (wall_ns > 0 && alloc.cpus > 0.0)
-            .then(|| self.totals.cpu_ns() as f64 / (wall_ns as f64 * alloc.cpus))
+    /// CPU time over (wall time x CPUs allowed), 0..1 for a task held to its allocation
+    /// (above 1 only where the allocation is a request nothing enforces, `engine.threads`).
+    /// None when the CPU time does not fit in the wall time times the host's CPUs
+    /// (`host_cpus`): no task can use more, so such a figure is not shown.
+    pub fn cpu_utilization(&self, wall_ns: u64, alloc: &Allocation, host_cpus: u32) -> Option<f64> {
+        let cpu = self.totals.cpu_ns() as f64;
+        // A millisecond of slack: a process's CPU time includes its last moments after exit.
+        let possible = cpu <= (wall_ns as f64 + 1e6) * f64::from(host_cpus.max(1));
+        (wall_ns > 0 && alloc.cpus > 0.0 && possible).then(|| cpu / (wall_ns as f64 * alloc.cpus))
     }
 }
 
@@ -154,7 +163,16 @@ mod tests {
             source: "host",
             memory_limit: None,
         };
-        assert_eq!(r.cpu_utilization(1_000, &a), Some(1.0));
-        assert_eq!(r.cpu_utilization(0, &a), None);
+        assert_eq!(r.cpu_utilization(1_000, &a, 4), Some(1.0));
+        assert_eq!(r.cpu_utilization(0, &a, 4), None);
+        // 10 s of CPU in 1 s on a 2-CPU host: impossible, not shown.
+        let mut r = Rollup::default();
+        let u = Usage {
+            cpu_user_ns: 10_000_000_000,
+            ..Default::default()
+        };
+        r.add_process(0, 1_000_000_000, "x", Some(&u));
+        assert_eq!(r.cpu_utilization(1_000_000_000, &a, 2), None);
+        assert!(r.cpu_utilization(1_000_000_000, &a, 16).is_some());
     }
 }

@@ -1,8 +1,14 @@
 //! A process's resource usage as the kernel summed it when the process was reaped.
-use pipetrace_probes_common::{UsageEvent, pipetrace_io::*};
+use pipetrace_probes_common::{Figures, pipetrace_io::*};
 
-/// Threads assumed waiting at once when judging a wait figure possible.
+/// Threads assumed waiting at once when judging a wait figure possible, where the number of
+/// threads the process had is not known (figures polled from /proc).
 pub const MAX_WAITING_THREADS: u64 = 256;
+
+/// Bits of [`Usage::impossible`]: which waits were dropped.
+pub const IMPOSSIBLE_BLKIO: u8 = 1;
+pub const IMPOSSIBLE_MEMORY: u8 = 2;
+pub const IMPOSSIBLE_RUN_QUEUE: u8 = 4;
 
 /// Kernel counters of one process (every thread, every image it ran), in plain units.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,10 +39,16 @@ pub struct Usage {
     pub memory_delay_ns: u64,
     pub net_tx_bytes: u64,
     pub net_rx_bytes: u64,
+    /// Threads the process had over its life (0: unknown); summed over a roll-up.
+    pub threads: u64,
+    /// The figures were taken as the last thread exited: the reap-time report never came.
+    pub at_exit: bool,
+    /// Waits the kernel reported that no process could have, dropped (`IMPOSSIBLE_*` bits).
+    pub impossible: u8,
 }
 
 impl Usage {
-    pub fn from_event(e: &UsageEvent, page_size: u64) -> Self {
+    pub fn from_figures(e: &Figures, page_size: u64) -> Self {
         // After wait4 the kernel keeps the split it reported (monotonic with every earlier
         // /proc read); a process reaped without wait4 gets the same computation afresh.
         // The leader's own plus its exited threads'.
@@ -70,29 +82,49 @@ impl Usage {
             memory_delay_ns: e.acc.mem_delay_ns,
             net_tx_bytes: e.acc.net_tx_bytes,
             net_rx_bytes: e.acc.net_rx_bytes,
+            threads: e.acc.threads_exited.saturating_add(1),
+            at_exit: false,
+            impossible: 0,
         }
     }
 
     /// Now and then the kernel ends a wait it never saw start (one under way when delay
     /// accounting was switched on, and, seen on 6.18, an occasional first block-I/O wait of
-    /// a new process): the wait then counts from boot. Such a wait is dropped when it is
-    /// longer than the process lived times [`MAX_WAITING_THREADS`], or when it is longer
-    /// than the process lived and at least as long as the time from boot to the process's
-    /// start (`since_boot_ns`, on the kernel's monotonic clock): a machine booted minutes
-    /// ago gives such waits of minutes, which the first test alone lets through.
-    pub fn drop_impossible_delays(&mut self, lifetime_ns: u64, since_boot_ns: u64) {
-        let bound = lifetime_ns.saturating_mul(MAX_WAITING_THREADS);
-        for d in [&mut self.blkio_delay_ns, &mut self.memory_delay_ns] {
+    /// a new process): the wait then counts from boot. No thread can wait longer than it
+    /// lives, so a wait longer than the process lived times its threads is impossible and
+    /// dropped (with [`MAX_WAITING_THREADS`] where the threads are not known); so is one
+    /// longer than the process lived and at least as long as the time from boot to the
+    /// process's start (`since_boot_ns`, on the kernel's monotonic clock), the mark of a
+    /// wait counted from boot. Returns how many waits were dropped.
+    pub fn drop_impossible_delays(&mut self, lifetime_ns: u64, since_boot_ns: u64) -> u32 {
+        let threads = match self.threads {
+            0 => MAX_WAITING_THREADS,
+            n => n,
+        };
+        // A millisecond of slack: the clocks of a start, an exit and a wait are read apart.
+        let bound = lifetime_ns
+            .saturating_add(1_000_000)
+            .saturating_mul(threads);
+        let mut dropped = 0;
+        for (bit, d) in [
+            (IMPOSSIBLE_BLKIO, &mut self.blkio_delay_ns),
+            (IMPOSSIBLE_MEMORY, &mut self.memory_delay_ns),
+            (IMPOSSIBLE_RUN_QUEUE, &mut self.run_delay_ns),
+        ] {
             let from_boot = *d > lifetime_ns && *d >= since_boot_ns;
             if *d > bound || from_boot {
                 log::info!(
-                    "dropped an impossible wait of {} s in a process that lived {} ms",
-                    *d / 1_000_000_000,
+                    "dropped an impossible wait of {} ms in a process of {threads} threads \
+                     that lived {} ms",
+                    *d / 1_000_000,
                     lifetime_ns / 1_000_000
                 );
                 *d = 0;
+                self.impossible |= bit;
+                dropped += 1;
             }
         }
+        dropped
     }
 
     /// The memory this process's program used at its peak: its image's high-water mark when
@@ -131,6 +163,9 @@ impl Usage {
         self.memory_delay_ns += o.memory_delay_ns;
         self.net_tx_bytes += o.net_tx_bytes;
         self.net_rx_bytes += o.net_rx_bytes;
+        self.threads += o.threads;
+        self.at_exit |= o.at_exit;
+        self.impossible |= o.impossible;
     }
 }
 
@@ -171,8 +206,45 @@ mod tests {
         }
         // Longer than the process lived times the threads that could wait: impossible.
         let mut u = with(2000 * s);
-        u.drop_impossible_delays(s, 5000 * s);
+        assert_eq!(u.drop_impossible_delays(s, 5000 * s), 1);
         assert_eq!(u.blkio_delay_ns, 0);
+        assert_eq!(u.impossible, IMPOSSIBLE_BLKIO);
+    }
+
+    #[test]
+    fn a_wait_is_bounded_by_the_threads_that_could_wait() {
+        let s = 1_000_000_000u64;
+        // Seen on a machine up 9 minutes: `sleep 25` (one thread) reported 543 s of
+        // block-I/O wait, started 8 minutes after boot (so not caught as from-boot alone).
+        let mut u = Usage {
+            blkio_delay_ns: 543 * s,
+            run_delay_ns: s / 10,
+            threads: 1,
+            ..Usage::default()
+        };
+        assert_eq!(u.drop_impossible_delays(25 * s, 600 * s), 1);
+        assert_eq!((u.blkio_delay_ns, u.run_delay_ns), (0, s / 10));
+        // Eight threads waiting 20 s each in a 25 s life: possible, kept.
+        let mut u = Usage {
+            blkio_delay_ns: 160 * s,
+            memory_delay_ns: 30 * s,
+            threads: 8,
+            ..Usage::default()
+        };
+        assert_eq!(u.drop_impossible_delays(25 * s, 3600 * s), 0);
+        assert_eq!(u.blkio_delay_ns, 160 * s);
+        // The same with one thread: both impossible.
+        u.threads = 1;
+        assert_eq!(u.drop_impossible_delays(25 * s, 3600 * s), 2);
+        assert_eq!(u.impossible, IMPOSSIBLE_BLKIO | IMPOSSIBLE_MEMORY);
+        // A run-queue delay counted from boot.
+        let mut u = Usage {
+            run_delay_ns: 300 * s,
+            threads: 1,
+            ..Usage::default()
+        };
+        assert_eq!(u.drop_impossible_delays(2 * s, 290 * s), 1);
+        assert_eq!(u.impossible, IMPOSSIBLE_RUN_QUEUE);
     }
 
     #[test]

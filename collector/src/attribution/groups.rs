@@ -66,6 +66,15 @@ impl Attributor {
         let Some(run) = self.runs.get_mut(&run_key) else {
             return Vec::new();
         };
+        // Polls come with every batch of events; an engine's records are read at most every
+        // LOOK_EVERY.
+        let recent = run
+            .groups_look
+            .is_some_and(|t| t.elapsed() < super::pending::LOOK_EVERY);
+        if run.groups.is_empty() || (recent && !force) {
+            return Vec::new();
+        }
+        run.groups_look = Some(std::time::Instant::now());
         let ids: Vec<String> = run.groups.keys().cloned().collect();
         let done: Vec<String> = ids
             .into_iter()

@@ -149,6 +149,8 @@ pub struct Totals {
     pub allocation: Option<Allocation>,
     /// Periods without progress while it ran (filled in from the live sampler).
     pub stalls: Vec<crate::diagnosis::Stall>,
+    /// How long it made no progress in all, stall or not (ns, from the live sampler).
+    pub quiet_ns: u64,
     /// Set when it took far longer than its history says is usual.
     pub slower: Option<crate::diagnosis::Slower>,
 }
@@ -178,6 +180,8 @@ struct Run {
     ended_root: Option<Proc>,
     /// When the engine's records were last read for pending tasks.
     last_look: Option<std::time::Instant>,
+    /// When the engine's records were last read for the end of engine tasks.
+    groups_look: Option<std::time::Instant>,
     helpers: Helpers,
     /// Its spans were joined to the engine's own trace.
     joined: bool,

@@ -199,6 +199,73 @@ pub fn is_shim(image: &crate::tree::Image) -> bool {
 }
 
 /// The tool name of a command line whose program is `exe`, safe for display.
+/// Commands the POSIX shells and bash run themselves, never as a program.
+const SHELL_BUILTINS: &[&str] = &[
+    ":",
+    ".",
+    "[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "echo",
+    "enable",
+    "eval",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
+];
+
+fn is_shell_builtin(word: &str) -> bool {
+    SHELL_BUILTINS.contains(&word)
+}
+
 pub fn tool_name_of(exe: &str, argv: &[String]) -> String {
     clean_name(&raw_tool_name(exe, argv))
 }
@@ -215,11 +282,15 @@ fn raw_tool_name(exe: &str, argv: &[String]) -> String {
         Family::Shell => {
             if let Some(cmd) = shell_command(argv) {
                 let words = shell_words(cmd);
+                let execs = words.iter().any(|w| w == "exec");
                 let words: Vec<String> = words
                     .into_iter()
                     .skip_while(|w| w == "exec" || w.contains('='))
                     .collect();
-                if is_single_command(cmd) && !words.is_empty() {
+                // A builtin (`kill`, `exit`, `cd`, `echo`) runs inside the shell: it names
+                // nothing; the shell is what ran. `exec kill` runs the program.
+                let builtin = !execs && words.first().is_some_and(|w| is_shell_builtin(w));
+                if is_single_command(cmd) && !words.is_empty() && !builtin {
                     return tool_name_of(executable_name(&words[0]), &words);
                 }
                 return exe.to_string();
@@ -373,6 +444,11 @@ mod tests {
         assert_eq!(name(&["bash", "-c", "exec python3 run.py"]), "run.py");
         assert_eq!(name(&["bash", "-c", "a | b"]), "bash");
         assert_eq!(name(&["bash", "-c", "set -e; b"]), "bash");
+        // Builtins name nothing: the shell ran them.
+        assert_eq!(name(&["bash", "-c", "kill -KILL $$"]), "bash");
+        assert_eq!(name(&["sh", "-c", "exit 3"]), "sh");
+        assert_eq!(name(&["bash", "-c", "exec kill -TERM 1"]), "kill");
+        assert_eq!(name(&["bash", "-c", "/bin/kill -TERM 1"]), "kill");
     }
 
     #[test]

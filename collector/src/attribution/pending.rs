@@ -11,7 +11,7 @@ pub(super) struct Pending {
 }
 
 /// How often pending tasks look at the engine's records again.
-const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+pub(super) const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How long an ended task waits for the engine's record before it is named anyway.
 const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -6,7 +6,7 @@ use crate::attribution::naming;
 
 impl Attributor {
     pub(super) fn task_done(&mut self, run_key: ProcKey, p: Proc, info: TaskInfo) -> Finished {
-        let failed = p.exit.as_ref().is_some_and(|e| e.code() != 0);
+        let failed = p.exit.as_ref().is_some_and(|e| e.code() != 0) && !p.ended_on_purpose();
         if let Some(run) = self.runs.get_mut(&run_key) {
             run.info.tasks += 1;
             run.info.failed += u32::from(failed);
@@ -39,6 +39,7 @@ impl Attributor {
                 rollup,
                 allocation,
                 stalls: Vec::new(),
+                quiet_ns: 0,
                 slower: None,
             }),
         }
@@ -77,6 +78,7 @@ impl Attributor {
             rollup: self.rollups.remove(&root.key).unwrap_or_default(),
             allocation: self.allocations.remove(&root.key),
             stalls: Vec::new(),
+            quiet_ns: 0,
             slower: None,
         };
         out.push(Finished::Run {

@@ -42,6 +42,7 @@ impl Attributor {
             pending: Vec::new(),
             ended_root: None,
             last_look: None,
+            groups_look: None,
             helpers: Helpers::default(),
             joined: false,
             groups: HashMap::new(),

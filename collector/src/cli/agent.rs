@@ -8,10 +8,17 @@ use tokio::signal::unix::{SignalKind, signal};
 use super::run::{Prepared, pipeline, prepare};
 use crate::{
     attribution::{Attributor, Mode},
-    status::AgentStatus,
+    status::{AgentLock, AgentStatus},
 };
 
+/// Where the one-agent lock lives when no state directory is configured.
+const RUNTIME_DIR: &str = "/run/pipetrace";
+
 pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
+    // One agent per state directory (per node with the default): refused before anything
+    // is loaded or exported.
+    let lock_dir = (cfg.diagnosis.state_dir.clone()).unwrap_or_else(|| PathBuf::from(RUNTIME_DIR));
+    let _lock = AgentLock::take(&lock_dir)?;
     let Prepared {
         host,
         mut events,
@@ -68,11 +75,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                     mexp.send(req);
                 }
             }
-            _ = status_tick.tick(), if state_dir.is_some() => {
+            _ = status_tick.tick() => {
                 let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
                 let status = AgentStatus::new(mode, target.clone(), f);
-                let dir = state_dir.as_deref().unwrap_or(std::path::Path::new("."));
-                if let Err(e) = status.write(dir) {
+                status.register(state_dir.as_deref());
+                if let Some(dir) = state_dir.as_deref()
+                    && let Err(e) = status.write(dir)
+                {
                     log::debug!("cannot write the agent status to {}: {e}", dir.display());
                 }
             }
@@ -92,6 +101,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             _ = int.recv() => break,
         }
     }
+    AgentStatus::unregister();
     // Records may wait up to a tick without waking us: take them before stopping.
     let bad = events.drain_now(&mut buf);
     pipe.ingest(&mut buf, bad);
@@ -107,8 +117,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         & exporter.shutdown(cfg.export.flush_timeout).await;
     if usage_missing > 0 || overflowed > 0 {
         log::warn!(
-            "{usage_missing} processes ended without a usage report (not reaped in time); \
-             {overflowed} metric attribute sets went to the overflow series"
+            "{usage_missing} processes ended with no resource figures (their exit record was \
+             lost); {overflowed} metric attribute sets went to the overflow series"
         );
     }
     use std::sync::atomic::Ordering::Relaxed;

@@ -76,5 +76,9 @@ pub async fn run(mut cfg: Config, dir: &Path) -> anyhow::Result<i32> {
         dir.display()
     );
     let argv: Vec<String> = ["snakemake", "--cores", "2"].map(String::from).to_vec();
-    super::run::run(&cfg, &argv, Some(dir), true).await
+    let how = super::run::How {
+        summary: true,
+        keep_running: false,
+    };
+    super::run::run(&cfg, &argv, Some(dir), how).await
 }

@@ -42,53 +42,78 @@ fn effective_caps() -> Option<u64> {
     u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
 }
 
-/// What a running agent says about itself (its status file under the state directory).
+/// Every agent running on this node, each with its own status (from the node's registry);
+/// with none running, what the last one left in this state directory.
 fn agent_section(state_dir: &Path) {
+    let running = crate::status::AgentStatus::running();
+    if running.len() > 1 {
+        println!(
+            "  note  {} agents run on this node (each with its own state directory); one \
+             sees every process already",
+            running.len()
+        );
+    }
+    for (dir, s) in &running {
+        print_agent(s, dir.as_deref());
+    }
+    if running.is_empty() {
+        last_agent(state_dir);
+    }
+}
+
+fn print_agent(s: &crate::status::AgentStatus, dir: Option<&str>) {
+    let f = &s.figures;
+    println!(
+        "  ok    agent: pid {}, {} mode, exporting to {}, status {} s old{}",
+        s.pid,
+        s.mode,
+        s.exporting_to,
+        s.age(),
+        dir.map(|d| format!(", state in {d}")).unwrap_or_default()
+    );
+    println!(
+        "        lost {} kernel events, {} undecodable; spans: {} dropped, {} failed, \
+         {} spooled; metric exports: {} dropped, {} failed, {} spooled; {} export \
+         retries; {} bytes queued",
+        f.lost_events,
+        f.undecodable,
+        f.spans_dropped,
+        f.export_failures,
+        f.spans_spooled,
+        f.metric_exports_dropped,
+        f.metric_exports_failed,
+        f.metric_exports_spooled,
+        f.export_retries,
+        f.export_queue_bytes
+    );
+    println!(
+        "        {} processes known, {} in runs, {} without usage, {} with figures from \
+         exit, {} impossible figures dropped; memory {} MiB",
+        f.processes_known,
+        f.processes_tracked,
+        f.usage_missing,
+        f.usage_at_exit,
+        f.figures_dropped,
+        f.rss_bytes >> 20
+    );
+    let lost = f.lost_events
+        + f.spans_dropped
+        + f.export_failures
+        + f.metric_exports_dropped
+        + f.metric_exports_failed;
+    if lost > 0 {
+        println!(
+            "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
+             export.queue_bytes, or set export.spool.dir; check the backend"
+        );
+    }
+}
+
+/// No agent runs: what the last one of this state directory left.
+fn last_agent(state_dir: &Path) {
     let file = crate::status::path(state_dir);
     match crate::status::AgentStatus::read(state_dir) {
-        Some(s) if s.alive() && s.age() < 30 => {
-            let f = &s.figures;
-            println!(
-                "  ok    agent: pid {}, {} mode, exporting to {}, status {} s old",
-                s.pid,
-                s.mode,
-                s.exporting_to,
-                s.age()
-            );
-            println!(
-                "        lost {} kernel events, {} undecodable; spans: {} dropped, {} failed, \
-                 {} spooled; metric exports: {} dropped, {} failed, {} spooled; {} export \
-                 retries; {} bytes queued",
-                f.lost_events,
-                f.undecodable,
-                f.spans_dropped,
-                f.export_failures,
-                f.spans_spooled,
-                f.metric_exports_dropped,
-                f.metric_exports_failed,
-                f.metric_exports_spooled,
-                f.export_retries,
-                f.export_queue_bytes
-            );
-            println!(
-                "        {} processes known, {} in runs, {} without usage; memory {} MiB",
-                f.processes_known,
-                f.processes_tracked,
-                f.usage_missing,
-                f.rss_bytes >> 20
-            );
-            let lost = f.lost_events
-                + f.spans_dropped
-                + f.export_failures
-                + f.metric_exports_dropped
-                + f.metric_exports_failed;
-            if lost > 0 {
-                println!(
-                    "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
-                     export.queue_bytes, or set export.spool.dir; check the backend"
-                );
-            }
-        }
+        Some(s) if s.alive() && s.age() < 30 => print_agent(&s, None),
         Some(s) => println!(
             "  note  agent: not running (last status from pid {}, {} s ago, in {})",
             s.pid,

@@ -1,7 +1,7 @@
 //! Passes Ctrl-C, SIGTERM, SIGHUP and SIGQUIT on to the wrapped command.
 use std::sync::{
     Arc,
-    atomic::{AtomicI32, AtomicU32, Ordering},
+    atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering},
 };
 
 use signal_hook::{
@@ -16,6 +16,8 @@ pub struct Forwarder {
     pid: Arc<AtomicU32>,
     /// A signal that came before the command had a pid: delivered once it has one.
     early: Arc<AtomicI32>,
+    /// Any of these signals came: pipetrace was told to stop.
+    stop: Arc<AtomicBool>,
 }
 
 fn send(pid: u32, sig: i32) {
@@ -30,11 +32,13 @@ impl Forwarder {
         let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
         let pid = Arc::new(AtomicU32::new(0));
         let early = Arc::new(AtomicI32::new(0));
-        let (p, e) = (pid.clone(), early.clone());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, e, st) = (pid.clone(), early.clone(), stop.clone());
         std::thread::Builder::new()
             .name("signal-forward".into())
             .spawn(move || {
                 for info in signals.forever() {
+                    st.store(true, Ordering::SeqCst);
                     let from_tty =
                         info.cause == Cause::Kernel && matches!(info.signal, SIGINT | SIGQUIT);
                     match p.load(Ordering::SeqCst) {
@@ -44,7 +48,12 @@ impl Forwarder {
                     }
                 }
             })?;
-        Ok(Self { pid, early })
+        Ok(Self { pid, early, stop })
+    }
+
+    /// Whether pipetrace was told to stop (SIGINT, SIGTERM, SIGHUP or SIGQUIT came).
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
 
     /// The command started: forward to it from now on, and pass on what came before.

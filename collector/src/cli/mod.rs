@@ -6,6 +6,7 @@ mod doctor;
 mod forward;
 mod report_cmd;
 mod run;
+mod stop;
 
 use std::path::PathBuf;
 
@@ -62,6 +63,10 @@ enum Command {
         /// Do not print the trace tree and summary at the end.
         #[arg(long)]
         no_summary: bool,
+        /// When pipetrace is told to stop (Ctrl-C, SIGTERM), leave the command's other
+        /// processes running instead of stopping them with it (they are not exported).
+        #[arg(long)]
+        keep_running: bool,
         /// The command and its arguments (after `--`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
@@ -167,8 +172,15 @@ pub fn main() -> i32 {
                 match command {
                     Command::Run {
                         no_summary,
+                        keep_running,
                         command,
-                    } => run::run(&cfg, command, None, !no_summary).await,
+                    } => {
+                        let how = run::How {
+                            summary: !no_summary,
+                            keep_running: *keep_running,
+                        };
+                        run::run(&cfg, command, None, how).await
+                    }
                     Command::Agent => agent::run(&cfg).await,
                     Command::Demo { dir } => demo::run(cfg, dir).await,
                     _ => unreachable!("handled above"),

@@ -110,13 +110,22 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// How `pipetrace run` behaves around the command.
+pub struct How {
+    /// Print the trace tree and summary at the end.
+    pub summary: bool,
+    /// Told to stop, leave the command's other processes running.
+    pub keep_running: bool,
+}
+
 /// Runs `argv` in `cwd` under the probes. Returns the command's exit code.
 pub async fn run(
     cfg: &Config,
     argv: &[String],
     cwd: Option<&Path>,
-    print_summary: bool,
+    how: How,
 ) -> anyhow::Result<i32> {
+    let print_summary = how.summary;
     let Some((program, args)) = argv.split_first() else {
         return Err(UsageError("nothing to run: pipetrace run -- COMMAND [ARGS...]".into()).into());
     };
@@ -197,6 +206,10 @@ pub async fn run(
             }
         }
     };
+    let stopped = match forwarder.stop_requested() {
+        true => stop_the_rest(&mut pipe, &mut events, &mut buf, how.keep_running).await,
+        false => super::stop::Outcome::default(),
+    };
     // The root's exit event is queued before wait() returns, but a record another CPU is
     // still committing can hold the queue for a moment: drain until the run span is out.
     // Snakemake logs a job's end just after it: give the log that moment, then name
@@ -263,14 +276,17 @@ pub async fn run(
         eprint!("\n{text}");
         if usage_missing > 0 {
             eprintln!(
-                "pipetrace: {usage_missing} processes had no usage report from the kernel \
-                 within {} (not reaped by their parent, or the report was lost); their \
-                 resource usage is missing",
-                humantime::format_duration(cfg.probes.usage_wait)
+                "pipetrace: {usage_missing} processes have no resource figures: the kernel's \
+                 record of their exit was lost (see the lost-event count above)"
             );
         }
-        if still_running > 0 {
-            eprintln!("pipetrace: {still_running} processes of the run still run; not exported");
+        match stopped.describe() {
+            Some(line) => eprintln!("{line}"),
+            None if still_running > 0 => eprintln!(
+                "pipetrace: {still_running} processes of the run still run (started in the \
+                 background, they outlived the command); not exported"
+            ),
+            None => {}
         }
     }
     match report {
@@ -297,4 +313,49 @@ fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathB
 pub(super) fn write_report(path: &Path, spans: &[crate::report::ReportSpan]) -> anyhow::Result<()> {
     std::fs::write(path, crate::report::html(spans))
         .with_context(|| format!("cannot write the report {}", path.display()))
+}
+
+/// pipetrace was told to stop and the command's root has ended: stops what else of the run
+/// still runs (SIGTERM, then SIGKILL after [`super::stop::TERM_GRACE`]) while taking in
+/// their ends, or with `keep_running` leaves them and says so.
+async fn stop_the_rest(
+    pipe: &mut crate::pipeline::Pipeline,
+    events: &mut crate::source::Events,
+    buf: &mut Vec<crate::event::Event>,
+    keep_running: bool,
+) -> super::stop::Outcome {
+    use super::stop::{Outcome, TERM_GRACE, signal_all, still_running};
+    let every = events.drain_every();
+    let mut drain = |pipe: &mut crate::pipeline::Pipeline| {
+        let bad = events.drain_now(buf);
+        pipe.ingest(buf, bad);
+    };
+    drain(pipe);
+    let left = still_running(pipe);
+    if keep_running {
+        return Outcome {
+            left_running: left.iter().map(|k| k.pid).collect(),
+            ..Outcome::default()
+        };
+    }
+    let terminated = signal_all(&left, libc::SIGTERM);
+    // Counted in drains, not by the clock: a paused VM must not cut the grace short.
+    let mut waited = Duration::ZERO;
+    while waited < TERM_GRACE && !still_running(pipe).is_empty() {
+        tokio::time::sleep(every).await;
+        waited += every;
+        drain(pipe);
+    }
+    let killed = signal_all(&still_running(pipe), libc::SIGKILL);
+    let mut waited = Duration::ZERO;
+    while killed > 0 && waited < Duration::from_secs(2) && !still_running(pipe).is_empty() {
+        tokio::time::sleep(every).await;
+        waited += every;
+        drain(pipe);
+    }
+    Outcome {
+        terminated,
+        killed,
+        left_running: Vec::new(),
+    }
 }

@@ -114,8 +114,43 @@ pub fn judge(
     Some(Bottleneck { kind, reason })
 }
 
+/// A task that made no progress (no CPU, no I/O, nothing starting or ending) for most of its
+/// life is idle, whatever it did in the rest and however short each quiet stretch was
+/// against `diagnosis.stall_after`. `quiet_ns`: the live sampler's sum of such stretches.
+pub fn mostly_quiet(quiet_ns: u64, wall_ns: u64, t: &Diagnosis) -> Option<Bottleneck> {
+    if wall_ns < t.min_wall.as_nanos() as u64 || quiet_ns.saturating_mul(2) < wall_ns {
+        return None;
+    }
+    let (quiet, wall) = (quiet_ns as f64 / 1e9, wall_ns as f64 / 1e9);
+    Some(Bottleneck {
+        kind: Kind::Idle,
+        reason: format!(
+            "made no progress (no CPU, no I/O, nothing started or ended) for {quiet:.1} s of \
+             {wall:.1} s ({:.0}%): waiting on something else (sleep, lock, child, remote \
+             service)",
+            100.0 * quiet / wall
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn quiet_for_most_of_its_life_is_idle_whatever_the_stall_window() {
+        let d = Diagnosis::default();
+        let s = 1_000_000_000u64;
+        let b = mostly_quiet(6 * s, 75 * s / 10, &d).expect("6 s of 7.5 s quiet");
+        assert_eq!(b.kind, Kind::Idle);
+        assert!(b.reason.contains("6.0 s of 7.5 s"), "{}", b.reason);
+        assert_eq!(mostly_quiet(3 * s, 75 * s / 10, &d), None, "less than half");
+        assert_eq!(
+            mostly_quiet(s / 2, s / 2, &d),
+            None,
+            "shorter than min_wall"
+        );
+    }
+
     use super::*;
 
     const ALL: Measured = Measured {

@@ -13,6 +13,24 @@ struct Record {
     wall_s: f64,
     cpu_s: f64,
     peak_bytes: u64,
+    /// The run it was part of: history counts runs, not jobs (a run of five `sleep` jobs
+    /// is one earlier run). Empty in records written before runs were kept: not judged by.
+    #[serde(default)]
+    run: String,
+}
+
+/// A finished task, to judge against its history and add to it.
+pub struct Job<'a> {
+    pub pipeline: &'a str,
+    pub task: &'a str,
+    /// Its run's identity (the trace id).
+    pub run: &'a str,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub peak_bytes: u64,
+    /// It exited 0: only such jobs become history (a killed or failed one says nothing
+    /// about how long the task usually takes).
+    pub succeeded: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -22,8 +40,10 @@ struct PipelineHistory {
 
 /// Task names kept per pipeline at most.
 const MAX_TASKS: usize = 1000;
-/// Runs needed before a task is judged.
-const MIN_RUNS: usize = 3;
+/// Earlier runs (not jobs) with the task needed before it is judged.
+pub const MIN_RUNS: usize = 3;
+/// Jobs of one run kept per task: a 10,000-job fan-out must not push out earlier runs.
+const JOBS_PER_RUN: usize = 32;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slower {
@@ -86,37 +106,44 @@ impl History {
         })
     }
 
-    /// Judges a finished task against its history, then adds it.
-    pub fn record(
-        &mut self,
-        pipeline: &str,
-        task: &str,
-        wall_s: f64,
-        cpu_s: f64,
-        peak_bytes: u64,
-    ) -> Option<Slower> {
+    /// Judges a finished task against the earlier runs of its task, then adds it. Each
+    /// earlier run counts once, with the median of its jobs; the task is judged once
+    /// [`MIN_RUNS`] runs have it, against the median over runs.
+    pub fn record(&mut self, job: &Job) -> Option<Slower> {
         self.dir.as_ref()?;
         let (keep, factor, min_wall) = (self.keep, self.factor, self.min_wall_s);
-        let h = self.pipeline(pipeline);
-        if !h.tasks.contains_key(task) && h.tasks.len() >= MAX_TASKS {
+        let h = self.pipeline(job.pipeline);
+        if !h.tasks.contains_key(job.task) && h.tasks.len() >= MAX_TASKS {
             return None;
         }
-        let runs = h.tasks.entry(task.to_string()).or_default();
-        let verdict = (runs.len() >= MIN_RUNS).then(|| {
-            let mut walls: Vec<f64> = runs.iter().map(|r| r.wall_s).collect();
-            median(&mut walls)
-        });
-        let n = runs.len();
-        runs.push(Record {
-            wall_s,
-            cpu_s,
-            peak_bytes,
-        });
-        if runs.len() > keep {
-            runs.drain(..runs.len() - keep);
+        let records = h.tasks.entry(job.task.to_string()).or_default();
+        let mut per_run: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for r in records
+            .iter()
+            .filter(|r| !r.run.is_empty() && r.run != job.run)
+        {
+            per_run.entry(&r.run).or_default().push(r.wall_s);
         }
-        self.dirty.insert(pipeline.to_string());
-        let usual = verdict?;
+        let n = per_run.len();
+        let usual = (n >= MIN_RUNS).then(|| {
+            let mut medians: Vec<f64> = per_run.values_mut().map(|v| median(v)).collect();
+            median(&mut medians)
+        });
+        if job.succeeded {
+            let same_run = records.iter().filter(|r| r.run == job.run).count();
+            if same_run < JOBS_PER_RUN {
+                records.push(Record {
+                    wall_s: job.wall_s,
+                    cpu_s: job.cpu_s,
+                    peak_bytes: job.peak_bytes,
+                    run: job.run.to_string(),
+                });
+            }
+            keep_last_runs(records, keep);
+            self.dirty.insert(job.pipeline.to_string());
+        }
+        let usual = usual?;
+        let wall_s = job.wall_s;
         (wall_s >= usual * factor && wall_s - usual >= min_wall).then_some(Slower {
             usual_s: usual,
             runs: n,
@@ -136,6 +163,24 @@ impl History {
             }
         }
     }
+}
+
+/// Drops the records of all but the last `keep` runs (by first appearance, oldest first).
+fn keep_last_runs(records: &mut Vec<Record>, keep: usize) {
+    let mut runs: Vec<&str> = Vec::new();
+    for r in records.iter() {
+        if !runs.contains(&r.run.as_str()) {
+            runs.push(&r.run);
+        }
+    }
+    if runs.len() <= keep {
+        return;
+    }
+    let gone: HashSet<String> = runs[..runs.len() - keep]
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    records.retain(|r| !gone.contains(&r.run));
 }
 
 fn write(dir: &Path, file: &str, h: &PipelineHistory) -> std::io::Result<()> {
@@ -158,29 +203,66 @@ mod tests {
         }
     }
 
+    fn job<'a>(run: &'a str, wall_s: f64, succeeded: bool) -> Job<'a> {
+        Job {
+            pipeline: "rna/seq",
+            task: "align",
+            run,
+            wall_s,
+            cpu_s: 1.0,
+            peak_bytes: 1,
+            succeeded,
+        }
+    }
+
     #[test]
     fn a_task_far_slower_than_its_median_is_flagged_and_history_is_bounded() {
         let d = tempfile::tempdir().unwrap();
         let mut h = History::new(&cfg(d.path()));
-        for w in [10.0, 11.0, 9.0] {
-            assert_eq!(h.record("rna/seq", "align", w, 1.0, 1), None);
+        for (run, w) in [("r1", 10.0), ("r2", 11.0), ("r3", 9.0)] {
+            assert_eq!(h.record(&job(run, w, true)), None);
         }
-        assert_eq!(
-            h.record("rna/seq", "align", 15.0, 1.0, 1),
-            None,
-            "1.5x is usual"
-        );
-        let s = h.record("rna/seq", "align", 25.0, 1.0, 1).unwrap();
+        assert_eq!(h.record(&job("r4", 15.0, true)), None, "1.5x is usual");
+        let s = h.record(&job("r5", 25.0, true)).unwrap();
         assert_eq!((s.usual_s, s.runs), (10.5, 4));
         h.save();
         // A new agent reads it back; only the last 5 runs are kept.
         let mut again = History::new(&cfg(d.path()));
-        let p = again.pipeline("rna/seq");
-        assert_eq!(p.tasks["align"].len(), 5);
+        assert_eq!(again.pipeline("rna/seq").tasks["align"].len(), 5);
         assert!(d.path().join("history/rna_seq.json").exists());
-        for _ in 0..10 {
-            again.record("rna/seq", "align", 10.0, 1.0, 1);
+        for i in 0..10 {
+            again.record(&job(&format!("later{i}"), 10.0, true));
         }
         assert_eq!(again.pipeline("rna/seq").tasks["align"].len(), 5);
+    }
+
+    #[test]
+    fn history_counts_runs_not_jobs_and_keeps_only_jobs_that_succeeded() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::new(&cfg(d.path()));
+        // Two earlier runs of five quick jobs each, one job killed: two runs, not ten jobs.
+        for run in ["a", "b"] {
+            for _ in 0..5 {
+                assert_eq!(h.record(&job(run, 0.2, true)), None);
+            }
+        }
+        assert_eq!(h.record(&job("b", 0.01, false)), None);
+        assert_eq!(
+            h.record(&job("c", 5.0, true)),
+            None,
+            "two earlier runs are too few"
+        );
+        // The jobs of the run being judged are never its own history.
+        for _ in 0..6 {
+            assert_eq!(h.record(&job("d", 0.2, true)), None);
+        }
+        // Three earlier runs now (a, b, c; d's own jobs not counted while d runs).
+        let s = h.record(&job("e", 20.0, true)).unwrap();
+        assert_eq!(s.runs, 4);
+        let killed = h.pipeline("rna/seq").tasks["align"]
+            .iter()
+            .filter(|r| r.wall_s == 0.01)
+            .count();
+        assert_eq!(killed, 0, "a killed job is not history");
     }
 }

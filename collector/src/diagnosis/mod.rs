@@ -6,8 +6,8 @@ mod history;
 mod rightsizing;
 mod stalls;
 
-pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck};
-pub use history::{History, Slower};
+pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
+pub use history::{History, Job, MIN_RUNS, Slower};
 pub use rightsizing::{Rightsizing, judge as rightsizing};
 pub use stalls::{Stall, Stalls};
 

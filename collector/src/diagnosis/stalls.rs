@@ -18,6 +18,9 @@ struct Progress {
     seen_ns: u64,
     stalled: bool,
     periods: Vec<Stall>,
+    /// Time between observations that saw no progress, however short each stretch: how
+    /// much of its life it did nothing, stall or not.
+    quiet_ns: u64,
 }
 
 pub struct Stalls {
@@ -44,7 +47,11 @@ impl Stalls {
             seen_ns: now_ns,
             stalled: false,
             periods: Vec::new(),
+            quiet_ns: 0,
         });
+        if p.signature == signature {
+            p.quiet_ns += now_ns.saturating_sub(p.seen_ns);
+        }
         p.seen_ns = now_ns;
         if p.signature != signature {
             if p.stalled {
@@ -65,15 +72,16 @@ impl Stalls {
             .map(|(k, _)| *k)
     }
 
-    /// It ended at `end_ns`: its stall periods, the open one closed then.
-    pub fn take(&mut self, key: ProcKey, end_ns: u64) -> Vec<Stall> {
+    /// It ended at `end_ns`: its stall periods, the open one closed then, and how long it
+    /// made no progress in all (ns).
+    pub fn take(&mut self, key: ProcKey, end_ns: u64) -> (Vec<Stall>, u64) {
         let Some(mut p) = self.watched.remove(&key) else {
-            return Vec::new();
+            return (Vec::new(), 0);
         };
         if p.stalled {
             close(&mut p, end_ns);
         }
-        p.periods
+        (p.periods, p.quiet_ns)
     }
 
     /// Forgets what was last observed before `cutoff_ns` and never taken (a process that
@@ -136,7 +144,9 @@ mod tests {
         st.observe(key(), 12, 9 * S);
         assert_eq!(st.stalled().count(), 0);
         st.observe(key(), 12, 20 * S);
-        let periods = st.take(key(), 21 * S);
+        let (periods, quiet) = st.take(key(), 21 * S);
+        // 2..8 s and 9..20 s saw no progress.
+        assert_eq!(quiet, 17 * S);
         assert_eq!(
             periods,
             [
@@ -150,7 +160,21 @@ mod tests {
                 }
             ]
         );
-        assert!(st.take(key(), 30 * S).is_empty());
+        assert!(st.take(key(), 30 * S).0.is_empty());
+    }
+
+    #[test]
+    fn quiet_stretches_shorter_than_a_stall_add_up() {
+        let mut st = Stalls::new(std::time::Duration::from_secs(300));
+        st.observe(key(), 1, 0);
+        st.observe(key(), 2, 5 * S);
+        for i in 2..6 {
+            st.observe(key(), 2, i * 5 * S);
+        }
+        assert_eq!(st.stalled().count(), 0, "never 300 s without progress");
+        let (periods, quiet) = st.take(key(), 26 * S);
+        assert!(periods.is_empty());
+        assert_eq!(quiet, 20 * S, "20 s of 26 s without progress");
     }
 
     #[test]
@@ -166,7 +190,7 @@ mod tests {
         st.forget_unseen_since(5 * S);
         assert_eq!(st.len(), 1);
         assert_eq!(
-            st.take(other, 11 * S).len(),
+            st.take(other, 11 * S).0.len(),
             1,
             "the seen one keeps its stall"
         );

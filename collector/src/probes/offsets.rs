@@ -157,6 +157,13 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         sig_maj_flt: sig("maj_flt"),
         sig_nvcsw: sig("nvcsw"),
         sig_nivcsw: sig("nivcsw"),
+        task_utime: opt("task_struct", "utime"),
+        task_stime: opt("task_struct", "stime"),
+        task_sum_exec_runtime: within("task_struct", "se", "sched_entity", "sum_exec_runtime"),
+        task_min_flt: opt("task_struct", "min_flt"),
+        task_maj_flt: opt("task_struct", "maj_flt"),
+        task_nvcsw: opt("task_struct", "nvcsw"),
+        task_nivcsw: opt("task_struct", "nivcsw"),
         task_io: pipetrace_io::FIELDS.map(io),
         delay_blkio: delay("blkio_delay"),
         delay_swapin: delay("swapin_delay"),
@@ -175,7 +182,6 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         tp_signal_code: signal("code"),
         tp_signal_pid: signal("pid"),
         tp_signal_result: signal("result"),
-        _pad: 0,
     })
 }
 
@@ -209,6 +215,12 @@ mod tests {
         assert_eq!(o.task_io[1], o.task_io[0] + 8, "{o:?}");
         assert_eq!(o.task_io[5], o.task_io[4] + 8, "{o:?}");
         assert_eq!(o.sig_stime, o.sig_utime + 8, "{o:?}");
+        assert_eq!(o.task_stime, o.task_utime + 8, "{o:?}");
+        assert_eq!(o.task_nivcsw, o.task_nvcsw + 8, "{o:?}");
+        assert!(
+            o.task_sum_exec_runtime != ABSENT && o.task_min_flt != ABSENT,
+            "{o:?}"
+        );
         assert!(
             o.task_signal != ABSENT && o.task_run_delay != ABSENT,
             "{o:?}"

@@ -120,6 +120,15 @@ fn wall_ns(p: &Proc) -> u64 {
         .map_or(0, |e| e.time_ns.saturating_sub(p.start_ns))
 }
 
+/// A tool's or task's status: a stop its own pipeline chose (a signal from a process of its
+/// run) is no failure; its `pipetrace.signal` event names the sender.
+fn end_status(p: &Proc, what: &str) -> Status {
+    match p.ended_on_purpose() {
+        true => Status::Unset,
+        false => status_of(p.exit.as_ref(), what),
+    }
+}
+
 fn status_of(exit: Option<&Exit>, what: &str) -> Status {
     match exit {
         Some(e) if e.signal().is_some() => Status::error(format!(
@@ -334,12 +343,13 @@ impl SpanBuilder {
                             attr::MEMORY_MAXRSS,
                             i64::try_from(u.maxrss_bytes).unwrap_or(i64::MAX),
                         ));
+                        usage::provenance_attrs(u, &mut a);
                     }
                     None => a.push(KeyValue::new(attr::USAGE_MISSING, 1i64)),
                 }
                 let status = match diagnosis::end_reason(p, &tool) {
                     Some(why) => Status::error(why),
-                    None => status_of(p.exit.as_ref(), &tool),
+                    None => end_status(p, &tool),
                 };
                 let mut span = self.span(
                     Ids {
@@ -396,7 +406,7 @@ impl SpanBuilder {
                 };
                 let what = format!("task {}", info.name);
                 let status = match totals.rollup.oom_kills {
-                    0 => status_of(p.exit.as_ref(), &what),
+                    0 => end_status(p, &what),
                     n => Status::error(format!("{what}: {n} process(es) killed by the OOM killer")),
                 };
                 // Under the engine's own span of the task, where it is in this trace.
@@ -450,10 +460,20 @@ impl SpanBuilder {
                 usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
                 let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
                 usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), None, &mut a);
-                let status = if info.failed > 0 {
-                    Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
-                } else {
-                    status_of(p.exit.as_ref(), "run")
+                // The command's (the engine's) own exit code decides; only where it is not
+                // known do the tasks.
+                let status = match p.exit.as_ref().filter(|e| e.known()) {
+                    Some(e) => match status_of(Some(e), "run") {
+                        Status::Error { description } if info.failed > 0 => Status::error(format!(
+                            "{description}; {} of {} tasks failed",
+                            info.failed, info.tasks
+                        )),
+                        st => st,
+                    },
+                    None if info.failed > 0 => {
+                        Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
+                    }
+                    None => status_of(p.exit.as_ref(), "run"),
                 };
                 let span = self.span(
                     Ids {

@@ -18,6 +18,33 @@ fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// Where a tool's figures came from: taken at exit, and which impossible waits were dropped
+/// (left out of the span rather than shown as 0).
+pub fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {
+    use crate::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE};
+    if u.at_exit {
+        out.push(KeyValue::new(attr::USAGE_AT_EXIT, 1i64));
+    }
+    let dropped: Vec<&'static str> = [
+        (IMPOSSIBLE_BLKIO, attr::DISK_WAIT_TIME),
+        (IMPOSSIBLE_MEMORY, attr::MEMORY_WAIT_TIME),
+        (IMPOSSIBLE_RUN_QUEUE, attr::CPU_RUN_QUEUE_DELAY),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| u.impossible & bit != 0)
+    .map(|(_, name)| name)
+    .collect();
+    if dropped.is_empty() {
+        return;
+    }
+    out.retain(|kv| !dropped.contains(&kv.key.as_str()));
+    let names: Vec<opentelemetry::StringValue> = dropped.iter().map(|n| (*n).into()).collect();
+    out.push(KeyValue::new(
+        attr::USAGE_IMPOSSIBLE,
+        opentelemetry::Value::Array(names.into()),
+    ));
+}
+
 /// The kernel's figures; values this kernel cannot measure are left out, not reported as 0.
 pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
     out.extend([
@@ -117,7 +144,20 @@ pub fn totals_attrs(
         // Without a request of its own a task is judged per CPU, like a tool: one core
         // kept busy is CPU-bound whatever the size of the host.
         let cpus = if a.source == "host" { 1.0 } else { a.cpus };
-        bottleneck_attrs(&r.totals, wall_ns, cpus, m, d, out);
+        // Quiet stretches spent waiting for storage or memory are such waits, not idleness.
+        let waits = r.totals.blkio_delay_ns + r.totals.memory_delay_ns;
+        let quiet = t.quiet_ns.saturating_sub(waits);
+        let verdict = match diagnosis::bottleneck(&r.totals, wall_ns, cpus, m, d) {
+            // Neither busy nor waiting on one resource: idle if it did nothing most of the time.
+            Some(b) if b.kind == diagnosis::BottleneckKind::Mixed => {
+                diagnosis::mostly_quiet(quiet, wall_ns, d).or(Some(b))
+            }
+            v => v,
+        };
+        if let Some(b) = verdict {
+            out.push(KeyValue::new(attr::BOTTLENECK, b.kind.as_str()));
+            out.push(KeyValue::new(attr::BOTTLENECK_REASON, b.reason));
+        }
         let verdict =
             diagnosis::rightsizing(name, r.totals.cpu_ns(), r.peak_memory(), wall_ns, a, d);
         if let Some(v) = verdict {
@@ -139,10 +179,13 @@ pub fn totals_attrs(
     }
     out.push(KeyValue::new(attr::USAGE_PROCESSES, int(r.processes)));
     out.push(KeyValue::new(attr::USAGE_MISSING, int(r.missing)));
+    if r.at_exit > 0 {
+        out.push(KeyValue::new(attr::USAGE_AT_EXIT, int(r.at_exit)));
+    }
     if let Some(a) = &t.allocation {
         out.push(KeyValue::new(attr::CPU_ALLOCATED, a.cpus));
         out.push(KeyValue::new(attr::CPU_ALLOCATION_SOURCE, a.source));
-        if let Some(u) = r.cpu_utilization(wall_ns, a) {
+        if let Some(u) = r.cpu_utilization(wall_ns, a, crate::cgroup::online_cpus()) {
             out.push(KeyValue::new(attr::CPU_UTILIZATION, u));
         }
         if let Some(limit) = a.memory_limit {

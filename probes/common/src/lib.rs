@@ -101,6 +101,11 @@ pub struct ExitEvent {
     /// Unlike the process's maxrss it leaves out what an image before exec used, such as
     /// the memory of the parent a job was forked from.
     pub image_peak_pages: u64,
+    /// The process's usage as its last thread exits: the sums of threads already reaped
+    /// plus the exiting thread's and the leader's own. What stands in when the kernel skips
+    /// the reap-time report (it does, for bursts under load); short of the final figures
+    /// only by what the last thread spends on its way out.
+    pub figures: Figures,
 }
 
 /// What the kernel keeps per thread or per call but not per process: summed per tgid by the
@@ -118,6 +123,9 @@ pub struct Accumulator {
     /// Exited non-leader threads' own I/O counters (`task_struct.ioac`), in
     /// [`pipetrace_io`] order.
     pub io: [u64; IO_COUNTERS],
+    /// Non-leader threads that exited: with the leader, how many threads the process had,
+    /// which bounds what its threads can have waited.
+    pub threads_exited: u64,
 }
 
 /// The `task_io_accounting` counters, in the order [`Accumulator::io`] and
@@ -144,12 +152,11 @@ pub mod pipetrace_io {
 
 pub const IO_COUNTERS: usize = 7;
 
-/// A process's resource usage when its last thread has been reaped, from `signal_struct`
-/// (what wait4's rusage reports, summed over every thread) and the per-thread sums.
+/// A process's resource usage: `signal_struct`'s sums over every thread (what wait4's rusage
+/// reports) and the per-thread sums of [`Accumulator`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct UsageEvent {
-    pub header: EventHeader,
+pub struct Figures {
     pub utime_ns: u64,
     pub stime_ns: u64,
     /// Exact CPU time (`sum_sched_runtime`); utime/stime are tick samples that split it.
@@ -168,6 +175,15 @@ pub struct UsageEvent {
     /// that one also holds every child the process reaped.
     pub io: [u64; IO_COUNTERS],
     pub acc: Accumulator,
+}
+
+/// A process's final resource usage, when its leader is freed (after its last thread was
+/// reaped): the figures wait4 reported, to the nanosecond.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsageEvent {
+    pub header: EventHeader,
+    pub figures: Figures,
 }
 
 #[repr(C)]
@@ -257,6 +273,15 @@ pub struct KernelOffsets {
     pub sig_maj_flt: u32,
     pub sig_nvcsw: u32,
     pub sig_nivcsw: u32,
+    /// A thread's own counters, not yet summed into `signal_struct` while it lives:
+    /// `task_struct.{utime,stime,se.sum_exec_runtime,min_flt,maj_flt,nvcsw,nivcsw}`.
+    pub task_utime: u32,
+    pub task_stime: u32,
+    pub task_sum_exec_runtime: u32,
+    pub task_min_flt: u32,
+    pub task_maj_flt: u32,
+    pub task_nvcsw: u32,
+    pub task_nivcsw: u32,
     /// `task_struct.ioac.<field>`, each one offset from the task, in [`pipetrace_io`] order.
     pub task_io: [u32; IO_COUNTERS],
     /// `task_delay_info` fields (delay accounting).
@@ -280,7 +305,6 @@ pub struct KernelOffsets {
     pub tp_signal_code: u32,
     pub tp_signal_pid: u32,
     pub tp_signal_result: u32,
-    pub _pad: u32,
 }
 
 #[cfg(feature = "user")]

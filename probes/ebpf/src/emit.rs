@@ -40,9 +40,13 @@ pub fn submit_flags() -> u64 {
 
 /// The offsets user space resolved; `None` until it did (then the probes stay silent).
 #[inline(always)]
-pub fn offsets() -> Option<KernelOffsets> {
-    // Volatile: the loader rewrites this constant, so the compiler must not fold it.
-    let o = unsafe { core::ptr::read_volatile(&PIPETRACE_OFFSETS) };
+pub fn offsets() -> Option<&'static KernelOffsets> {
+    // The loader rewrites this constant, so the compiler must not fold its fields; reading
+    // them through an opaque pointer (not a copy) also keeps the struct off the small BPF
+    // stack.
+    let p = core::hint::black_box(&raw const PIPETRACE_OFFSETS);
+    // SAFETY: a static, valid for the program's life.
+    let o = unsafe { &*p };
     if o.ready == 0 { None } else { Some(o) }
 }
 

@@ -10,6 +10,7 @@ use pipetrace_probes_common::{EventHeader, ExitEvent, KIND_EXIT};
 use crate::{
     emit,
     task::{self, field},
+    usage,
 };
 
 /// RSS counters that make up resident memory: file, anonymous and shared-memory pages
@@ -56,6 +57,7 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
                 emit::add(core::ptr::addr_of_mut!((*acc).run_delay_ns), run);
                 emit::add(core::ptr::addr_of_mut!((*acc).blkio_delay_ns), blkio);
                 emit::add(core::ptr::addr_of_mut!((*acc).mem_delay_ns), mem);
+                emit::add(core::ptr::addr_of_mut!((*acc).threads_exited), 1);
                 for (i, v) in io.iter().enumerate() {
                     emit::add(core::ptr::addr_of_mut!((*acc).io[i]), *v);
                 }
@@ -81,6 +83,21 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         (*ev)._pad = 0;
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
         (*ev).image_peak_pages = image_peak(me, &o);
+        // Threads not reaped yet have not summed theirs into signal_struct: this one, and
+        // the leader when it ended first and waits as a zombie.
+        let leader: task::Task = task::read(me, o.task_group_leader).unwrap_or(me);
+        let other = if leader == me {
+            core::ptr::null()
+        } else {
+            leader
+        };
+        usage::fill(
+            core::ptr::addr_of_mut!((*ev).figures),
+            tgid,
+            leader,
+            &o,
+            [me, other],
+        );
     }
     entry.submit(emit::submit_flags());
     0

@@ -18,6 +18,7 @@ mod oom;
 mod signal;
 mod sock;
 mod task;
+mod usage;
 
 #[cfg(not(test))]
 #[panic_handler]

@@ -1,5 +1,7 @@
 //! `rusage-of OUT.json -- CMD ARGS...`: runs CMD, reaps it with wait4 and writes the kernel's
 //! rusage for it as JSON: the truth the accounting tests compare pipetrace with.
+//! `RUSAGE_OF_REAP_AFTER_MS=N`: leave the ended child unreaped for N ms first, as a parent
+//! busy elsewhere does (the kernel's reap-time report then comes that late).
 use std::{ffi::CString, os::unix::ffi::OsStrExt};
 
 fn main() {
@@ -24,6 +26,23 @@ fn main() {
         }
     }
     assert!(pid > 0, "fork failed");
+    if let Some(ms) = std::env::var("RUSAGE_OF_REAP_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        // SAFETY: zeroed siginfo is valid; waitid with WNOWAIT leaves the child a zombie.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(r, 0, "waitid");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     let mut status = 0;
     // SAFETY: zeroed rusage is valid; wait4 fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -26,8 +26,12 @@ pub struct AgentFigures {
     pub metric_exports_failed: u64,
     pub metric_exports_dropped: u64,
     pub metric_exports_spooled: u64,
-    /// Processes that ended without a usage report.
+    /// Processes that ended with no figures at all.
     pub usage_missing: u64,
+    /// Processes whose figures were taken at exit (no reap-time report).
+    pub usage_at_exit: u64,
+    /// Kernel figures dropped as physically impossible.
+    pub figures_dropped: u64,
     /// Metric attribute sets placed in the overflow series.
     pub series_overflowed: u64,
     /// Processes known (the whole host's tree) and in runs now.
@@ -123,8 +127,20 @@ pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metr
         counter(
             metric::AGENT_USAGE_MISSING,
             "{process}",
-            "Processes that ended without a usage report",
+            "Processes that ended with no usage figures at all",
             f.usage_missing,
+        ),
+        counter(
+            metric::AGENT_USAGE_AT_EXIT,
+            "{process}",
+            "Processes whose figures were taken at exit: no reap-time report came",
+            f.usage_at_exit,
+        ),
+        counter(
+            metric::AGENT_FIGURES_DROPPED,
+            "{figure}",
+            "Kernel figures dropped as physically impossible",
+            f.figures_dropped,
         ),
         counter(
             metric::AGENT_SERIES_OVERFLOWED,

@@ -320,14 +320,19 @@ impl Metrics {
             .forget_unseen_since(now_ns.saturating_sub(FORGET_NS));
     }
 
-    /// The stall periods of a task that ended at `end_ns`.
-    pub fn take_stalls(&mut self, task: ProcKey, end_ns: u64) -> Vec<crate::diagnosis::Stall> {
+    /// The stall periods of a task that ended at `end_ns`, and how long it made no
+    /// progress in all (ns).
+    pub fn take_stalls(
+        &mut self,
+        task: ProcKey,
+        end_ns: u64,
+    ) -> (Vec<crate::diagnosis::Stall>, u64) {
         self.stalls.take(task, end_ns)
     }
 
     /// The stall periods of a tool that ended at `end_ns`.
     pub fn take_tool_stalls(&mut self, tool: ProcKey, end_ns: u64) -> Vec<crate::diagnosis::Stall> {
-        self.tool_stalls.take(tool, end_ns)
+        self.tool_stalls.take(tool, end_ns).0
     }
 
     /// The OTLP request for now, with the agent's own figures; None when metrics are off.
@@ -337,6 +342,7 @@ impl Metrics {
         }
         // One time stamp for every point of the request.
         let now = SystemTime::now();
+        self.retire_ended();
         let mut req = proto::request(
             &self.table,
             &self.limits,
@@ -354,12 +360,134 @@ impl Metrics {
         {
             scope.metrics.extend(own);
         }
-        for s in self.table.series.values_mut() {
+        self.table.retired.clear();
+        let running = self.running_series();
+        for (k, s) in self.table.series.iter_mut() {
             s.exported = s.total();
             s.exported_at = now;
+            // Nothing of it runs: this export held its final point.
+            s.final_sent = !running.contains(k) && s.rss_now == 0;
             // The next interval's peak starts from what is resident now.
             s.peak = s.rss_now;
         }
         Some(req)
+    }
+
+    /// The series a running process was last sampled into.
+    fn running_series(&self) -> std::collections::HashSet<SeriesKey> {
+        self.last.values().map(|(k, _)| k.clone()).collect()
+    }
+
+    /// Series whose work has ended, whose final point went out at the last export, and to
+    /// which nothing was added since: retired, so that the export follows the work running
+    /// now and not all the work ever seen. One staleness marker each goes out instead.
+    fn retire_ended(&mut self) {
+        let running = self.running_series();
+        let done: Vec<SeriesKey> = (self.table.series.iter())
+            .filter(|(k, s)| s.final_sent && !running.contains(*k) && s.total() == s.exported)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in done {
+            if let Some(s) = self.table.series.remove(&k) {
+                self.table.retired.push((k, s));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (tool, value present, stale flag) of the CPU points in a request.
+    fn cpu_points(req: &ExportMetricsServiceRequest) -> Vec<(String, bool, u32)> {
+        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+        let found = req.resource_metrics[0].scope_metrics[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == pipetrace_semconv::metric::PROCESS_CPU_TIME);
+        // Left out when it has no points.
+        let Some(m) = found else { return Vec::new() };
+        let Some(Data::Sum(sum)) = &m.data else {
+            panic!("a sum")
+        };
+        sum.data_points
+            .iter()
+            .filter(|p| {
+                p.attributes.iter().any(|a| {
+                    a.key == pipetrace_semconv::attr::CPU_MODE
+                        && format!("{:?}", a.value).contains("user")
+                })
+            })
+            .map(|p| {
+                let tool = p
+                    .attributes
+                    .iter()
+                    .find(|a| a.key == pipetrace_semconv::attr::TOOL_NAME)
+                    .map(|a| format!("{:?}", a.value))
+                    .unwrap_or_default();
+                (tool, p.value.is_some(), p.flags)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_ended_series_sends_its_final_point_then_a_stale_marker_then_nothing() {
+        for temporality in [
+            pipetrace_config::Temporality::Cumulative,
+            pipetrace_config::Temporality::Delta,
+        ] {
+            let cfg = pipetrace_config::Metrics {
+                temporality,
+                ..Default::default()
+            };
+            let resource = opentelemetry_sdk::Resource::builder_empty().build();
+            let mut m = Metrics::new(
+                &cfg,
+                Measured::default(),
+                &resource,
+                std::time::Duration::from_secs(300),
+            );
+            let f = AgentFigures::default();
+            // A job of 1,000 runs ended: its exact figures, and nothing of it runs.
+            for run in 0..1000 {
+                m.table
+                    .get(&format!("p{run}"), "align", "bwa")
+                    .finished
+                    .cpu_user_ns += 7;
+                let req = m.collect(&f).unwrap();
+                let points = cpu_points(&req);
+                // This run's final point, the previous run's stale marker, nothing older.
+                assert!(points.len() <= 2, "run {run}: {points:?}");
+                assert!(points.iter().any(|p| p.1 && p.2 == 0), "{points:?}");
+                if run > 0 {
+                    assert!(points.iter().any(|p| !p.1 && p.2 == 1), "{points:?}");
+                }
+            }
+            let last = cpu_points(&m.collect(&f).unwrap());
+            assert_eq!(last.len(), 1, "the last one's marker: {last:?}");
+            assert!(cpu_points(&m.collect(&f).unwrap()).is_empty());
+            assert_eq!(m.series_count(), 0, "nothing kept");
+        }
+    }
+
+    #[test]
+    fn a_series_that_gets_more_after_its_final_point_stays() {
+        let resource = opentelemetry_sdk::Resource::builder_empty().build();
+        let cfg = pipetrace_config::Metrics::default();
+        let mut m = Metrics::new(
+            &cfg,
+            Measured::default(),
+            &resource,
+            std::time::Duration::from_secs(300),
+        );
+        let f = AgentFigures::default();
+        m.table.get("p", "t", "x").finished.cpu_user_ns += 1;
+        m.collect(&f);
+        // Another job of the same task ended before the next export: not retired.
+        m.table.get("p", "t", "x").finished.cpu_user_ns += 1;
+        let points = cpu_points(&m.collect(&f).unwrap());
+        assert_eq!(points.len(), 1);
+        assert!(points[0].1, "a value, not a marker: {points:?}");
     }
 }

@@ -64,7 +64,12 @@ type Dim = (&'static str, &'static str, fn(&Counters) -> u64);
 struct Point<'a> {
     key: &'a SeriesKey,
     series: &'a Series,
+    /// Retired: a staleness marker instead of a value.
+    stale: bool,
 }
+
+/// OTLP `DataPointFlags.FLAG_NO_RECORDED_VALUE`: the series has ended.
+const NO_RECORDED_VALUE: u32 = 1;
 
 struct Builder {
     temporality: Temporality,
@@ -100,15 +105,17 @@ impl Builder {
                 } else {
                     p.series.start
                 };
+                let value = if seconds {
+                    Value::AsDouble(v as f64 / 1e9)
+                } else {
+                    Value::AsInt(v as i64)
+                };
                 data_points.push(NumberDataPoint {
                     attributes,
                     start_time_unix_nano: nanos(start),
                     time_unix_nano: self.now,
-                    value: Some(if seconds {
-                        Value::AsDouble(v as f64 / 1e9)
-                    } else {
-                        Value::AsInt(v as i64)
-                    }),
+                    value: (!p.stale).then_some(value),
+                    flags: if p.stale { NO_RECORDED_VALUE } else { 0 },
                     ..Default::default()
                 });
             }
@@ -140,6 +147,16 @@ impl Builder {
             ..Default::default()
         }
     }
+
+    /// A series' point: its value, or the staleness marker once retired.
+    fn series_point(&self, p: &Point, start: SystemTime, v: u64) -> NumberDataPoint {
+        let mut point = self.point(series_attrs(p.key), start, v);
+        if p.stale {
+            point.value = None;
+            point.flags = NO_RECORDED_VALUE;
+        }
+        point
+    }
 }
 
 pub fn request(
@@ -157,13 +174,19 @@ pub fn request(
     };
     let mut keys: Vec<&SeriesKey> = table.series.keys().collect();
     keys.sort();
-    let points: Vec<Point> = keys
+    let mut points: Vec<Point> = keys
         .into_iter()
         .map(|key| Point {
             key,
             series: &table.series[key],
+            stale: false,
         })
         .collect();
+    points.extend(table.retired.iter().map(|(key, series)| Point {
+        key,
+        series,
+        stale: true,
+    }));
     let mut metrics = vec![
         b.counter(
             metric::PROCESS_CPU_TIME,
@@ -230,7 +253,7 @@ pub fn request(
     // Up-down counters stay cumulative under a delta preference (as the OTel SDK does).
     let usage: Vec<NumberDataPoint> = points
         .iter()
-        .map(|p| b.point(series_attrs(p.key), p.series.start, p.series.rss_now))
+        .map(|p| b.series_point(p, p.series.start, p.series.rss_now))
         .collect();
     metrics.push(Metric {
         name: metric::PROCESS_MEMORY_USAGE.into(),
@@ -245,7 +268,7 @@ pub fn request(
     });
     let peaks: Vec<NumberDataPoint> = points
         .iter()
-        .map(|p| b.point(series_attrs(p.key), now, p.series.peak))
+        .map(|p| b.series_point(p, now, p.series.peak))
         .collect();
     metrics.push(gauge(
         metric::MEMORY_PEAK,

@@ -110,6 +110,9 @@ pub struct Series {
     /// What the last export reported (delta temporality) and when.
     pub exported: Counters,
     pub exported_at: SystemTime,
+    /// The last export carried its final point: nothing ran in it and nothing was added
+    /// since. At the next export it is retired.
+    pub final_sent: bool,
 }
 
 impl Series {
@@ -122,6 +125,7 @@ impl Series {
             start: now,
             exported: Counters::default(),
             exported_at: now,
+            final_sent: false,
         }
     }
 
@@ -136,6 +140,9 @@ impl Series {
 /// series (as the OpenTelemetry SDK does), and each such placement is counted.
 pub struct Table {
     pub series: HashMap<SeriesKey, Series>,
+    /// Series retired at this export: each gets one point marked "no recorded value" (the
+    /// OTLP staleness marker, which Prometheus turns into a stale sample), then is gone.
+    pub retired: Vec<(SeriesKey, Series)>,
     max: usize,
     pub overflowed: u64,
 }
@@ -144,6 +151,7 @@ impl Table {
     pub fn new(max: usize) -> Self {
         Self {
             series: HashMap::new(),
+            retired: Vec::new(),
             max,
             overflowed: 0,
         }

@@ -1,0 +1,68 @@
+//! When `pipetrace run` is told to stop: the command's whole process tree stops with it (a
+//! shell's background job, a job an engine started), so that nothing keeps running with
+//! parent pid 1 unseen and every process that ran is exported.
+use std::time::Duration;
+
+use crate::{event::ProcKey, pipeline::Pipeline};
+
+/// How long the run's processes get to end after SIGTERM before SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_secs(5);
+
+/// The processes of the run that still run (its root has ended), as the tree knows them.
+pub fn still_running(pipe: &Pipeline) -> Vec<ProcKey> {
+    let mut keys: Vec<ProcKey> = pipe
+        .attr
+        .members()
+        .map(|(k, _)| k)
+        .filter(|k| pipe.tree.get(k).is_some_and(|p| p.exit.is_none()))
+        .collect();
+    keys.sort_by_key(|k| (k.pid, k.start_ticks));
+    keys
+}
+
+/// Sends `sig` to each process that is still the one the tree knows (same pid and start
+/// time: a pid the kernel gave to someone else meanwhile is left alone). Returns how many
+/// were signalled.
+pub fn signal_all(keys: &[ProcKey], sig: i32) -> usize {
+    let mut sent = 0;
+    for k in keys {
+        let same = crate::host::snapshot(k.pid).is_some_and(|s| s.start_ticks == k.start_ticks);
+        // SAFETY: kill(2) on a pid checked just above to be the process the run started.
+        if same && unsafe { libc::kill(k.pid as libc::pid_t, sig) } == 0 {
+            sent += 1;
+        }
+    }
+    sent
+}
+
+/// How the run's leftover processes were dealt with, for the closing lines.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub terminated: usize,
+    pub killed: usize,
+    pub left_running: Vec<u32>,
+}
+
+impl Outcome {
+    pub fn describe(&self) -> Option<String> {
+        if !self.left_running.is_empty() {
+            let pids: Vec<String> = self.left_running.iter().map(u32::to_string).collect();
+            return Some(format!(
+                "pipetrace: stopped; {} processes of the run left running as asked \
+                 (--keep-running; pids {}): not exported, as they have not ended",
+                pids.len(),
+                pids.join(" ")
+            ));
+        }
+        (self.terminated + self.killed > 0).then(|| {
+            format!(
+                "pipetrace: stopped; the run's {} remaining processes were stopped with it \
+                 ({} by SIGTERM, {} more by SIGKILL after {} s) and exported",
+                self.terminated,
+                self.terminated - self.killed.min(self.terminated),
+                self.killed,
+                TERM_GRACE.as_secs()
+            )
+        })
+    }
+}

@@ -1,0 +1,182 @@
+//! Usage for every process: a storm of 100,000 processes, beside a second storm that loads
+//! both CPUs and the probes, traced by `pipetrace run` and by `pipetrace agent`. Every
+//! process has its kernel figures, and each one's CPU and memory equal what wait4 said.
+use std::{
+    collections::HashMap,
+    path::Path,
+    process::{Child, Command},
+};
+
+use pipetrace_e2e::{Agent, each_jsonl_span, pipetrace, stderr};
+use pipetrace_semconv::attr;
+use serde_json::Value;
+
+const STORM_OF: &str = env!("CARGO_BIN_EXE_storm-of");
+const PROCESSES: usize = 100_000;
+
+/// An untraced storm of its own on the same machine, until dropped.
+struct SecondStorm(Child);
+
+impl SecondStorm {
+    fn start() -> Self {
+        let child = Command::new("bash")
+            .args(["-c", "while :; do /bin/true; done"])
+            .spawn()
+            .expect("start the second storm");
+        Self(child)
+    }
+}
+
+impl Drop for SecondStorm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One storm process as wait4 saw it and as its span says.
+struct Pair {
+    truth: Value,
+    span: pipetrace_e2e::spans::RecvSpan,
+}
+
+/// The storm's `/bin/true` spans matched to wait4's records: pids recur (the machine's pid
+/// space wraps), so the n-th span of a pid, by start, is the n-th process wait4 reaped with it.
+fn pair_up(truth: &Path, spans: &Path) -> (Vec<Pair>, usize) {
+    let text = std::fs::read_to_string(truth).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), PROCESSES, "the storm ran every process");
+    let mut by_pid: HashMap<i64, Vec<pipetrace_e2e::spans::RecvSpan>> = HashMap::new();
+    let mut tools = 0;
+    each_jsonl_span(spans, |s| {
+        if s.is_tool() && s.str(attr::TOOL_NAME) == "true" {
+            tools += 1;
+            by_pid
+                .entry(s.int(attr::PROCESS_PID).unwrap())
+                .or_default()
+                .push(s);
+        }
+    });
+    for v in by_pid.values_mut() {
+        v.sort_by_key(|s| std::cmp::Reverse(s.start));
+    }
+    let mut pairs = Vec::new();
+    for r in records {
+        let pid = r["pid"].as_i64().unwrap();
+        let span = by_pid
+            .get_mut(&pid)
+            .and_then(Vec::pop)
+            .unwrap_or_else(|| panic!("no span for the storm's process {r}"));
+        pairs.push(Pair { truth: r, span });
+    }
+    (pairs, tools)
+}
+
+/// Every process has figures, and they are wait4's: memory to the page, faults exactly, CPU
+/// to its microsecond. wait4 may read a process on another CPU before its last switch-out
+/// (the parent wakes while the child still leaves, and under load the child may wait for a
+/// CPU to finish leaving): the reap-time figures then exceed it by those microseconds (up to
+/// a millisecond is allowed), and are the process's true total. Figures taken at exit lack the
+/// exit's own last moments.
+fn judge(pairs: &[Pair]) {
+    let (mut at_exit, mut exact) = (0, 0);
+    for Pair { truth, span } in pairs {
+        assert!(
+            span.attr(attr::USAGE_MISSING).is_none(),
+            "a process without figures: {span:?}"
+        );
+        let us = |k| (span.num(k).unwrap() * 1e9).round() as i64 / 1000;
+        let cpu = us(attr::CPU_USER_TIME) + us(attr::CPU_SYSTEM_TIME);
+        let t_cpu = truth["user_us"].as_i64().unwrap() + truth["system_us"].as_i64().unwrap();
+        let maxrss = span.num(attr::MEMORY_MAXRSS).unwrap() as i64 / 1024;
+        assert_eq!(
+            maxrss,
+            truth["maxrss_kib"].as_i64().unwrap(),
+            "maxrss KiB: {truth}"
+        );
+        let minflt = span.num(attr::MEMORY_MINOR_FAULTS).unwrap() as i64;
+        assert_eq!(
+            minflt,
+            truth["minflt"].as_i64().unwrap(),
+            "minor faults: {truth}"
+        );
+        if span.int(attr::USAGE_AT_EXIT) == Some(1) {
+            at_exit += 1;
+            assert!(
+                (cpu - t_cpu).abs() <= 2_000,
+                "figures at exit: CPU {cpu} µs vs wait4's {t_cpu} µs"
+            );
+            continue;
+        }
+        assert!(
+            (0..=1_000).contains(&(cpu - t_cpu)),
+            "CPU {cpu} µs vs wait4's {t_cpu} µs: {truth} {span:?}"
+        );
+        exact += usize::from(cpu == t_cpu);
+    }
+    let reaped = pairs.len() - at_exit;
+    eprintln!(
+        "{} processes compared with wait4: {exact} of {reaped} reap-time figures equal to the \
+         microsecond, {at_exit} taken at exit",
+        pairs.len()
+    );
+    assert!(
+        exact * 100 >= reaped * 99,
+        "{exact} of {reaped} equal to wait4's"
+    );
+}
+
+#[test]
+fn a_storm_under_pipetrace_run_has_every_processes_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (truth, out) = (
+        dir.path().join("truth.jsonl"),
+        dir.path().join("t.otlp.jsonl"),
+    );
+    let _load = SecondStorm::start();
+    let o = pipetrace()
+        .args(["-o", out.to_str().unwrap(), "run", "--no-summary", "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!("{STORM_OF} {PROCESSES} {}; true", truth.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (pairs, tools) = pair_up(&truth, &out);
+    assert_eq!(tools, PROCESSES, "one tool span per process");
+    judge(&pairs);
+}
+
+#[test]
+fn a_storm_under_the_agent_has_every_processes_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (truth, out) = (
+        dir.path().join("truth.jsonl"),
+        dir.path().join("a.otlp.jsonl"),
+    );
+    let cfg = dir.path().join("agent.yaml");
+    std::fs::write(
+        &cfg,
+        "attribution:\n  run_rules:\n    - match: { executable: storm-of }\n      name: storm\n",
+    )
+    .unwrap();
+    let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let load = SecondStorm::start();
+    let st = Command::new(STORM_OF)
+        .arg(PROCESSES.to_string())
+        .arg(&truth)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    drop(load);
+    let report = agent.stop();
+    eprintln!("agent: {report}");
+    let (pairs, tools) = pair_up(&truth, &out);
+    assert_eq!(tools, PROCESSES, "one tool span per process");
+    judge(&pairs);
+}
