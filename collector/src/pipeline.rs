@@ -229,7 +229,10 @@ impl Pipeline {
                     let p = self.tree.by_pid(pid)?;
                     self.attr.membership(&p.key).map(|m| m.run)
                 };
-                let from_own_run = run_of(target).is_some() && run_of(target) == run_of(sender_pid);
+                // Not one it sent itself (abort(), `kill $$`): that is its own failure.
+                let from_own_run = sender_pid != target
+                    && run_of(target).is_some()
+                    && run_of(target) == run_of(sender_pid);
                 let s = crate::tree::Signal {
                     time_ns,
                     sig,

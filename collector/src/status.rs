@@ -161,7 +161,7 @@ impl AgentStatus {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
             .filter_map(|e| std::fs::read(e.path()).ok())
             .filter_map(|b| serde_json::from_slice::<Owned>(&b).ok())
-            .filter(|o| o.status.alive())
+            .filter(|o| o.status.alive() && o.status.is_pipetrace())
             .map(|o| (o.state_dir, o.status))
             .collect();
         out.sort_by_key(|(_, s)| s.pid);
@@ -175,6 +175,13 @@ impl AgentStatus {
 
     pub fn alive(&self) -> bool {
         Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+
+    /// Its pid is still a pipetrace process (an agent killed outright leaves its entry; the
+    /// pid may have gone to another program since).
+    fn is_pipetrace(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/comm", self.pid))
+            .is_ok_and(|c| c.trim_end().starts_with("pipetrace"))
     }
 }
 

@@ -160,6 +160,27 @@ pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
     out
 }
 
+/// A second CPU load on the machine (one core kept busy), until dropped: verdicts must not
+/// change because someone else uses the machine.
+pub struct CpuLoad(std::process::Child);
+
+impl CpuLoad {
+    pub fn start() -> Self {
+        let child = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("start the CPU load");
+        Self(child)
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Calls `each` with every span of an OTLP JSON lines file, one request line at a time: a
 /// file of a storm's hundreds of thousands of spans is never held whole.
 pub fn each_jsonl_span(path: &Path, mut each: impl FnMut(spans::RecvSpan)) {

@@ -97,11 +97,27 @@ fn judge(what: &str, spans: &[RecvSpan], log: &str) {
             "{what}: the JavaScript engine is a span: {}",
             s.name
         );
+        // Clean workflows of tiny files: no event, and no io- or memory-bound verdict (what
+        // a wait the kernel counted from boot once caused).
+        assert!(
+            s.events.is_empty(),
+            "{what}: {} has events {:?}",
+            s.name,
+            s.events
+        );
+        let b = s.str("pipetrace.bottleneck");
+        assert!(
+            b != "io-bound" && b != "memory-bound",
+            "{what}: {} judged {b}: {}",
+            s.name,
+            s.str("pipetrace.bottleneck.reason")
+        );
     }
 }
 
 #[test]
 fn the_standards_workflows_under_run() {
+    let _load = pipetrace_e2e::CpuLoad::start();
     let dir = fixtures();
     for (i, (doc, job)) in CASES.iter().enumerate() {
         let plain = std::process::Command::new("cwltool")

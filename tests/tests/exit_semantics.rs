@@ -63,6 +63,23 @@ fn a_background_job_the_script_stops_on_purpose_is_no_failure() {
 }
 
 #[test]
+fn a_process_that_kills_itself_has_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, spans) = traced(dir.path(), "sh -c 'kill -TERM $$'; exit 0");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let task = spans
+        .iter()
+        .find(|s| s.is_task() && s.str("pipetrace.process.signal") == "SIGTERM")
+        .expect("the task that killed itself");
+    assert_eq!(
+        task.status, 2,
+        "its own signal is its own failure: {task:?}"
+    );
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(run.int("pipetrace.run.tasks_failed"), Some(1));
+}
+
+#[test]
 fn the_runs_status_follows_the_commands_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     // A task fails, the command still exits 0: the run is not an error.

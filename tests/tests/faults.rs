@@ -98,9 +98,15 @@ fn planted_faults_are_found_on_the_right_task_and_tool() {
     let dir = tempfile::tempdir().unwrap();
     let snakefile = format!(
         r#"rule all:
-    input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done", "half.done"
+    input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done", "half.done", "nap.done"
 
 # One after another (each needs the one before), so that no fault blurs another.
+
+# Only sleeps, 20 s, beside the others: idle, never io-bound. On a machine booted minutes
+# before, a `sleep 25` once showed 543 s of block-I/O wait the kernel counted from boot.
+rule nap:
+    output: "nap.done"
+    shell: "sleep 20 && touch {{output}}"
 
 # An O_DIRECT writer: waits for the device on every write. Three runs of it: the kernel now
 # and then reports a process's block-I/O wait from boot, which pipetrace drops.
@@ -180,6 +186,26 @@ rule oom:
         .filter(|t| t.name == "workload")
         .count();
     assert_eq!(workloads, 101, "100 helpers and the burner");
+
+    let nap = task(&spans, "nap");
+    assert_eq!(
+        nap.str(attr::BOTTLENECK),
+        "idle",
+        "{}",
+        nap.str(attr::BOTTLENECK_REASON)
+    );
+    let wall = (nap.end - nap.start) as f64 / 1e9;
+    assert!(wall >= 20.0, "{wall}");
+    for s in std::iter::once(nap).chain(tools_of(&spans, nap)) {
+        let life = (s.end - s.start) as f64 / 1e9;
+        let waited = s.num(attr::DISK_WAIT_TIME).unwrap_or(0.0);
+        assert!(
+            waited <= life,
+            "{}: {waited} s of I/O wait in {life} s",
+            s.name
+        );
+        assert_ne!(s.str(attr::BOTTLENECK), "io-bound", "{}", s.name);
+    }
 
     let ask = task(&spans, "ask");
     assert_eq!(ask.str(attr::CPU_ALLOCATION_SOURCE), "engine.threads");
@@ -377,7 +403,10 @@ rule pair:
         .output()
         .expect("snakemake");
     assert!(o.status.success(), "warm-up: {}", stderr(&o));
+    // Someone else keeps a core busy: no verdict may change for it.
+    let load = pipetrace_e2e::CpuLoad::start();
     let (spans, err) = run(dir.path(), &snakefile);
+    drop(load);
     assert!(spans.len() >= 9, "{err}");
     for s in &spans {
         assert_ne!(s.status, 2, "{}: {}", s.name, s.status_message);

@@ -111,6 +111,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     }
     let (events, lost, bad) = (pipe.events, taps.lost_events(), pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
+    let at_exit = pipe.usage_at_exit;
     let (exporter, _) = pipe.into_parts();
     let (stats, metric_stats) = (exporter.stats(), mexp.stats.clone());
     let flushed = mexp.shutdown(cfg.export.flush_timeout).await
@@ -124,6 +125,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     use std::sync::atomic::Ordering::Relaxed;
     log::warn!(
         "pipetrace agent stopped: {events} events, {lost} kernel events lost, {bad} undecodable, \
+         {usage_missing} processes without figures, {at_exit} with figures from exit, \
          {} spans queued, \
          {} dropped (queue full), {} OTLP failures; metric exports {} dropped, {} failed; \
          peak RSS {} KiB, private {} KiB{}",

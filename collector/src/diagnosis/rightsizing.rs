@@ -18,9 +18,13 @@ pub struct Rightsizing {
 /// Memory recommendations round up to this.
 const MEMORY_STEP: u64 = 64 << 20;
 
+/// `run_delay_ns`: time its processes were runnable but waited for a CPU. On a machine
+/// someone else keeps busy, a task gets less CPU than it would use: what it wanted is its
+/// CPU time plus that wait, and a task is never told to ask for less because of the load.
 pub fn judge(
     name: &str,
     cpu_ns: u64,
+    run_delay_ns: u64,
     peak_bytes: u64,
     wall_ns: u64,
     a: &Allocation,
@@ -34,9 +38,10 @@ pub fn judge(
         return None;
     }
     let used = cpu_ns as f64 / wall_ns as f64;
-    let recommend_cpus = ((used * (1.0 + t.headroom)).ceil() as u32).max(1);
+    let wanted = (cpu_ns + run_delay_ns) as f64 / wall_ns as f64;
+    let recommend_cpus = ((wanted * (1.0 + t.headroom)).ceil() as u32).max(1);
     let cpu_over =
-        explicit_cpus && used <= a.cpus * t.over_allocation && f64::from(recommend_cpus) < a.cpus;
+        explicit_cpus && wanted <= a.cpus * t.over_allocation && f64::from(recommend_cpus) < a.cpus;
     let recommend_memory = a.memory_limit.map(|_| {
         let want = (peak_bytes as f64 * (1.0 + t.headroom)) as u64;
         want.div_ceil(MEMORY_STEP).max(1) * MEMORY_STEP
@@ -53,6 +58,9 @@ pub fn judge(
     }
     if explicit_cpus {
         seen.push(format!("{used:.1} of {} CPUs used", a.cpus));
+        if wanted - used >= 0.05 {
+            seen.push(format!("{wanted:.1} wanted (it waited for a busy CPU)"));
+        }
     }
     let mut ask = Vec::new();
     if explicit_cpus {
@@ -95,6 +103,7 @@ mod tests {
         let r = judge(
             "align",
             19_000_000_000,
+            0,
             (1.2 * gb as f64) as u64,
             10_000_000_000,
             &alloc(8.0, "engine.threads", Some(8 * gb)),
@@ -116,6 +125,7 @@ mod tests {
             "x",
             1_900_000_000,
             0,
+            0,
             1_000_000_000,
             &alloc(2.0, "engine.threads", None),
             &d,
@@ -124,8 +134,39 @@ mod tests {
         assert!(!r.over_allocated, "{r:?}");
         assert!(r.sentence.ends_with("fits its request"));
         assert_eq!(
-            judge("x", 0, 0, 5_000_000_000, &alloc(2.0, "host", None), &d),
+            judge("x", 0, 0, 0, 5_000_000_000, &alloc(2.0, "host", None), &d),
             None
         );
+    }
+
+    #[test]
+    fn a_task_starved_by_another_load_is_not_told_to_ask_for_less() {
+        let d = Diagnosis::default();
+        // Two threads busy over 1.2 s, on a machine where another load took half the CPU:
+        // 1.2 s of CPU, 1.1 s waiting for one.
+        let r = judge(
+            "pair",
+            1_200_000_000,
+            1_100_000_000,
+            0,
+            1_200_000_000,
+            &alloc(2.0, "engine.threads", None),
+            &d,
+        )
+        .unwrap();
+        assert!(!r.over_allocated, "{r:?}");
+        assert!(r.sentence.contains("1.9 wanted"), "{}", r.sentence);
+        // The same CPU time without the wait: it did not use what it asked for.
+        let r = judge(
+            "pair",
+            1_200_000_000,
+            0,
+            0,
+            1_200_000_000,
+            &alloc(4.0, "engine.threads", None),
+            &d,
+        )
+        .unwrap();
+        assert!(r.over_allocated, "{r:?}");
     }
 }

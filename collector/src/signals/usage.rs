@@ -158,8 +158,15 @@ pub fn totals_attrs(
             out.push(KeyValue::new(attr::BOTTLENECK, b.kind.as_str()));
             out.push(KeyValue::new(attr::BOTTLENECK_REASON, b.reason));
         }
-        let verdict =
-            diagnosis::rightsizing(name, r.totals.cpu_ns(), r.peak_memory(), wall_ns, a, d);
+        let verdict = diagnosis::rightsizing(
+            name,
+            r.totals.cpu_ns(),
+            r.totals.run_delay_ns,
+            r.peak_memory(),
+            wall_ns,
+            a,
+            d,
+        );
         if let Some(v) = verdict {
             let flag = if v.over_allocated {
                 "over-allocated"

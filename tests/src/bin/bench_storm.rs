@@ -7,7 +7,9 @@
 //! to back so that drift on a shared machine hits all three alike: alone; under a freshly
 //! started `pipetrace agent` that traces it (a run rule matches the loop); wrapped by
 //! `pipetrace run` (which includes loading the probes and flushing at the end). Ratios are
-//! per repeat; the median and the range are printed, with the agent's own report.
+//! per repeat; the median and the range are printed, with the agent's own report and how
+//! many processes had no usage (or figures taken at exit). Then a long-lived agent serves
+//! 1,000 short runs and the size of its metric export is printed over time.
 use std::{path::Path, time::Duration};
 
 use pipetrace_e2e::{
@@ -21,6 +23,38 @@ fn under_agent(n: usize, cfg: &Path, out: &Path) -> (Duration, String) {
     let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let t = time(storm(n));
     (t, agent.stop())
+}
+
+/// A long-lived agent serving `runs` short runs, each a pipeline of its own: prints the size
+/// of its metric export over time (it follows the work running now, not the runs seen).
+fn export_over_runs(runs: usize, dir: &Path) {
+    let cfg = dir.join("runs.yaml");
+    std::fs::write(
+        &cfg,
+        "metrics:\n  interval: 250ms\nattribution:\n  run_rules:\n    \
+         - match: { argv: 'bench-run-' }\n      name: '{argv3}'\n",
+    )
+    .expect("write config");
+    let out = dir.join("runs.otlp.jsonl");
+    let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    for i in 0..runs {
+        let _ = std::process::Command::new("bash")
+            .args(["-c", "/bin/true; /bin/true", &format!("bench-run-{i}")])
+            .status();
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    agent.stop();
+    let metrics = dir.join("runs.metrics.otlp.jsonl");
+    let text = std::fs::read_to_string(&metrics).unwrap_or_default();
+    let sizes: Vec<usize> = text.lines().map(str::len).collect();
+    println!("long-lived agent, {runs} runs (one pipeline each), metric export every 250 ms:");
+    let step = (sizes.len() / 8).max(1);
+    for (i, n) in sizes.iter().enumerate().step_by(step) {
+        println!("  export {:>3} of {}: {:>8} bytes", i + 1, sizes.len(), n);
+    }
+    if let Some(last) = sizes.last() {
+        println!("  last export (idle):  {last:>8} bytes");
+    }
 }
 
 fn main() {
@@ -43,13 +77,24 @@ fn main() {
     println!("fork/exec storm: {n} processes x {repeats} repeats, {cpus} CPUs");
     let (mut base, mut agent, mut run, mut reports, mut exported) =
         (vec![], vec![], vec![], vec![], 0);
+    let (mut without_usage, mut from_exit) = (0, 0);
     for r in 0..repeats {
         let b = time(storm(n)).as_secs_f64();
         let out = dir.path().join(format!("agent-{r}.otlp.jsonl"));
         let (a, report) = under_agent(n, &cfg, &out);
-        exported += read_jsonl(&out)
+        let spans = read_jsonl(&out);
+        let tools: Vec<_> = spans
             .iter()
             .filter(|s| s.str("pipetrace.tool.name") == "true")
+            .collect();
+        exported += tools.len();
+        without_usage += tools
+            .iter()
+            .filter(|s| s.attr("pipetrace.usage.missing").is_some())
+            .count();
+        from_exit += tools
+            .iter()
+            .filter(|s| s.int("pipetrace.usage.at_exit") == Some(1))
             .count();
         let mut wrapped = pipetrace();
         let run_out = dir.path().join(format!("run-{r}.otlp.jsonl"));
@@ -95,7 +140,12 @@ fn main() {
         "  tool spans exported:       {exported} of {} processes",
         n * repeats
     );
+    println!(
+        "  processes without usage:   {without_usage} (figures taken at exit: {from_exit}; \
+         the kernel skipped their reap-time report)"
+    );
     for (i, r) in reports.iter().enumerate() {
         println!("  agent report {}:            {r}", i + 1);
     }
+    export_over_runs(1000, dir.path());
 }
