@@ -42,8 +42,8 @@ fn effective_caps() -> Option<u64> {
     u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
 }
 
-/// Every agent running on this node, each with its own status (from the node's registry);
-/// with none running, what the last one left in this state directory.
+/// Every agent running on this node, each with its own status (from the node's registry),
+/// and what the agent of this state directory last said if it is not among them.
 fn agent_section(state_dir: &Path) {
     let running = crate::status::AgentStatus::running();
     if running.len() > 1 {
@@ -56,8 +56,22 @@ fn agent_section(state_dir: &Path) {
     for (dir, s) in &running {
         print_agent(s, dir.as_deref());
     }
-    if running.is_empty() {
-        last_agent(state_dir);
+    let shown = |pid: u32| running.iter().any(|(_, s)| s.pid == pid);
+    let file = crate::status::path(state_dir);
+    match crate::status::AgentStatus::read(state_dir) {
+        Some(s) if shown(s.pid) => {}
+        // Running, but /run was not writable for its registry entry.
+        Some(s) if s.alive() && s.age() < 30 => print_agent(&s, None),
+        Some(s) => println!(
+            "  note  agent: not running (last status from pid {}, {} s ago, in {})",
+            s.pid,
+            s.age(),
+            file.display()
+        ),
+        None if running.is_empty() => {
+            println!("  note  agent: none running ({} absent)", file.display())
+        }
+        None => {}
     }
 }
 
@@ -106,21 +120,6 @@ fn print_agent(s: &crate::status::AgentStatus, dir: Option<&str>) {
             "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
              export.queue_bytes, or set export.spool.dir; check the backend"
         );
-    }
-}
-
-/// No agent runs: what the last one of this state directory left.
-fn last_agent(state_dir: &Path) {
-    let file = crate::status::path(state_dir);
-    match crate::status::AgentStatus::read(state_dir) {
-        Some(s) if s.alive() && s.age() < 30 => print_agent(&s, None),
-        Some(s) => println!(
-            "  note  agent: not running (last status from pid {}, {} s ago, in {})",
-            s.pid,
-            s.age(),
-            file.display()
-        ),
-        None => println!("  note  agent: none running ({} absent)", file.display()),
     }
 }
 
