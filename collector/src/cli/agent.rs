@@ -32,6 +32,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let mut pipe =
         pipeline(cfg, &host, attr, builder, exporter, false)?.with_procfs(events.is_polling());
     pipe.seed();
+    // Before saying it watches: a stop that comes right after must find the handlers.
+    let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     log::warn!(
         "pipetrace agent watching {} processes ({} in runs); exporting to {}",
         pipe.tree.len(),
@@ -41,8 +44,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             .or(dest.file.as_ref().map(|f| f.display().to_string()))
             .unwrap_or_default()
     );
-    let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     let mut poll = tokio::time::interval(Duration::from_millis(250));
     let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
