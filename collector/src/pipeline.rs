@@ -49,6 +49,8 @@ pub struct Pipeline {
     history: History,
     /// Reads what tasks and runs are allowed (cgroups) as they start.
     limits: crate::cgroup::Limits,
+    /// Containers seen, with what their runtimes record.
+    containers: crate::containers::Containers,
 }
 
 impl Pipeline {
@@ -79,6 +81,7 @@ impl Pipeline {
             metrics,
             history: History::new(&pipetrace_config::Diagnosis::default()),
             limits: crate::cgroup::Limits::default(),
+            containers: Default::default(),
         }
     }
 
@@ -105,6 +108,16 @@ impl Pipeline {
     pub fn with_usage_wait(mut self, wait: Duration) -> Self {
         self.awaiting.set_wait(wait);
         self
+    }
+
+    /// Without a unified cgroup hierarchy (cgroup v1 only) every process shows the root's
+    /// id: then a container's processes are found below its runtime's process instead.
+    fn parent_is_runtime(&self, e: &crate::event::Exec) -> bool {
+        let parent = self.tree.get(&e.key).and_then(|p| p.parent);
+        let parent = parent.and_then(|k| self.tree.get(&k));
+        parent.is_some_and(|p| {
+            crate::containers::is_runtime(&crate::attribution::naming::proc_tool_name(p))
+        })
     }
 
     /// Seeds the tree with what runs now, and lets the attribution find runs among it.
@@ -169,7 +182,14 @@ impl Pipeline {
                     .wants_cwd(&self.tree, &e)
                     .then(|| host::cwd(e.key.pid))
                     .flatten();
+                // Only a process that moved to another cgroup can have entered a container.
+                let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id)
+                    || (e.cgroup_id <= 1 && self.parent_is_runtime(&e));
                 self.tree.exec(&e, cwd);
+                if moved {
+                    let c = self.containers.of_pid(e.key.pid);
+                    self.tree.set_container(&e.key, c);
+                }
                 self.attr.on_exec(&self.tree, e.key);
                 self.take_from_attribution();
             }

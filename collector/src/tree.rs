@@ -80,6 +80,11 @@ pub struct Proc {
     pub signals: Vec<Signal>,
     /// The parent's thread that forked it (tid; 0: unknown).
     pub forked_by: u32,
+    /// Its cgroup (v2 id) at its last exec, or its parent's (0: unknown).
+    pub cgroup_id: u64,
+    /// The container it runs in, read when its cgroup differed from its parent's; else its
+    /// parent's.
+    pub container: Option<std::sync::Arc<crate::containers::Container>>,
 }
 
 /// The OOM killer's choice of a process.
@@ -147,6 +152,8 @@ impl Proc {
             oom: None,
             signals: Vec::new(),
             forked_by: 0,
+            cgroup_id: 0,
+            container: None,
         }
     }
 
@@ -246,7 +253,31 @@ impl Tree {
             return;
         }
         let known = self.procs.contains_key(&parent).then_some(parent);
-        self.insert(Proc::new(key, known, parent.pid, start_ns, comm));
+        let mut p = Proc::new(key, known, parent.pid, start_ns, comm);
+        // A child starts in its parent's cgroup, and so in its container.
+        if let Some(parent) = known.and_then(|k| self.procs.get(&k)) {
+            p.cgroup_id = parent.cgroup_id;
+            p.container = parent.container.clone();
+        }
+        self.insert(p);
+    }
+
+    /// Whether `key` execs in another cgroup than the one it has been in (then its container
+    /// is read again).
+    pub fn cgroup_changed(&self, key: &ProcKey, cgroup_id: u64) -> bool {
+        self.procs
+            .get(key)
+            .is_none_or(|p| p.cgroup_id == 0 || p.cgroup_id != cgroup_id)
+    }
+
+    pub fn set_container(
+        &mut self,
+        key: &ProcKey,
+        container: Option<std::sync::Arc<crate::containers::Container>>,
+    ) {
+        if let Some(p) = self.procs.get_mut(key) {
+            p.container = container;
+        }
     }
 
     /// Records an exec; creates the process if its fork was not seen (it predates the agent).
@@ -276,6 +307,7 @@ impl Tree {
             p.earlier.push(old.path);
         }
         p.first_image.get_or_insert(image);
+        p.cgroup_id = e.cgroup_id;
     }
 
     /// Marks the exit. Returns false for a process the tree does not know.

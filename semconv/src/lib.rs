@@ -32,6 +32,13 @@ pub mod attr {
     pub const SERVICE_NAME: &str = "service.name";
     pub const HOST_NAME: &str = "host.name";
     pub const HOST_ID: &str = "host.id";
+    pub const CONTAINER_ID: &str = "container.id";
+    pub const CONTAINER_RUNTIME: &str = "container.runtime";
+    pub const CONTAINER_NAME: &str = "container.name";
+    pub const CONTAINER_IMAGE_NAME: &str = "container.image.name";
+    /// A template: `container.label.<key>`.
+    pub const CONTAINER_LABEL: &str = "container.label";
+    pub const K8S_POD_UID: &str = "k8s.pod.uid";
     pub const CPU_USER_TIME: &str = "pipetrace.cpu.user_time";
     pub const CPU_SYSTEM_TIME: &str = "pipetrace.cpu.system_time";
     pub const CPU_RUN_QUEUE_DELAY: &str = "pipetrace.cpu.run_queue_delay";
@@ -114,6 +121,12 @@ pub mod attr {
         SERVICE_NAME,
         HOST_NAME,
         HOST_ID,
+        CONTAINER_ID,
+        CONTAINER_RUNTIME,
+        CONTAINER_NAME,
+        CONTAINER_IMAGE_NAME,
+        CONTAINER_LABEL,
+        K8S_POD_UID,
         CPU_USER_TIME,
         CPU_SYSTEM_TIME,
         CPU_RUN_QUEUE_DELAY,

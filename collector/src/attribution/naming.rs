@@ -5,6 +5,23 @@ pub fn executable_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// A program run through a descriptor or its own image (`/proc/self/exe` as BusyBox runs its
+/// applets, `/proc/self/fd/N` as runc and fexecve do) is named by its argv[0] instead.
+fn is_anonymous_path(path: &str) -> bool {
+    path == "/proc/self/exe"
+        || path.starts_with("/proc/self/fd/")
+        || path.starts_with("/dev/fd/")
+        || (path.starts_with("/proc/") && path.ends_with("/exe"))
+}
+
+/// The executable's name for naming: argv[0]'s where the path names no program.
+pub fn program_name<'a>(path: &'a str, argv: &'a [String]) -> &'a str {
+    match argv.first() {
+        Some(a0) if is_anonymous_path(path) && !a0.is_empty() => executable_name(a0),
+        _ => executable_name(path),
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum Family {
     Shell,
@@ -170,7 +187,7 @@ pub fn clean_name(name: &str) -> String {
 pub fn proc_tool_name(p: &crate::tree::Proc) -> String {
     p.image
         .as_ref()
-        .map(|i| tool_name_of(executable_name(&i.path), &i.argv))
+        .map(|i| tool_name_of(program_name(&i.path, &i.argv), &i.argv))
         .unwrap_or_else(|| clean_name(&p.comm))
 }
 
@@ -444,6 +461,14 @@ mod tests {
         assert_eq!(name(&["bash", "-c", "exec python3 run.py"]), "run.py");
         assert_eq!(name(&["bash", "-c", "a | b"]), "bash");
         assert_eq!(name(&["bash", "-c", "set -e; b"]), "bash");
+        // BusyBox's applets and runc's init run through anonymous paths: argv[0] names them.
+        let with_path = |path: &str, argv: &[&str]| {
+            let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            tool_name_of(program_name(path, &argv), &argv)
+        };
+        assert_eq!(with_path("/proc/self/exe", &["sleep", "0.5"]), "sleep");
+        assert_eq!(with_path("/proc/self/fd/6", &["runc", "init"]), "runc");
+        assert_eq!(with_path("/usr/bin/env", &["env", "ls"]), "ls");
         // Builtins name nothing: the shell ran them.
         assert_eq!(name(&["bash", "-c", "kill -KILL $$"]), "bash");
         assert_eq!(name(&["sh", "-c", "exit 3"]), "sh");

@@ -1,7 +1,7 @@
 //! Run and task rules from the config: match a process, name it from a template.
 use regex::Regex;
 
-use super::naming::{executable_name, tool_name_of};
+use super::naming::{executable_name, program_name, tool_name_of};
 use crate::tree::Image;
 
 pub struct CompiledRule {
@@ -24,7 +24,7 @@ impl CompiledRule {
     }
 
     pub fn matches(&self, image: &Image) -> bool {
-        let tool = tool_name_of(executable_name(&image.path), &image.argv);
+        let tool = tool_name_of(program_name(&image.path, &image.argv), &image.argv);
         let exe = executable_name(&image.path);
         let cwd = image
             .cwd
@@ -60,7 +60,7 @@ pub fn render(template: &str, image: &Image) -> String {
     let mut out = template
         .replace(
             "{tool}",
-            &tool_name_of(executable_name(&image.path), &image.argv),
+            &tool_name_of(program_name(&image.path, &image.argv), &image.argv),
         )
         .replace("{executable}", executable_name(&image.path))
         .replace("{cwd_name}", executable_name(&cwd))

@@ -243,6 +243,9 @@ impl SpanBuilder {
         }
         let mode = if p.seeded { "procfs" } else { "ebpf" };
         out.push(KeyValue::new(attr::COLLECTION_MODE, mode));
+        if let Some(c) = &p.container {
+            usage::container_attrs(c, out);
+        }
     }
 
     fn span(
@@ -302,9 +305,7 @@ impl SpanBuilder {
             } => {
                 let img = p.image.as_ref();
                 let exe = img.map(|i| naming::executable_name(&i.path).to_string());
-                let tool = img
-                    .map(|i| naming::tool_name_of(naming::executable_name(&i.path), &i.argv))
-                    .unwrap_or_else(|| p.comm.clone());
+                let tool = naming::proc_tool_name(p);
                 let mut a = Vec::with_capacity(12);
                 a.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
                 a.push(KeyValue::new(attr::PROCESS_PARENT_PID, p.ppid as i64));

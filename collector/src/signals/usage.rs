@@ -18,6 +18,30 @@ fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// The container a process ran in, and what its runtime records of it.
+pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>) {
+    out.push(KeyValue::new(attr::CONTAINER_ID, c.id.clone()));
+    if let Some(r) = c.runtime {
+        out.push(KeyValue::new(attr::CONTAINER_RUNTIME, r));
+    }
+    if let Some(uid) = &c.pod_uid {
+        out.push(KeyValue::new(attr::K8S_POD_UID, uid.clone()));
+    }
+    let d = &c.details;
+    if let Some(n) = &d.name {
+        out.push(KeyValue::new(attr::CONTAINER_NAME, n.clone()));
+    }
+    if let Some(i) = &d.image {
+        out.push(KeyValue::new(attr::CONTAINER_IMAGE_NAME, i.clone()));
+    }
+    for (k, v) in &d.labels {
+        out.push(KeyValue::new(
+            format!("{}.{k}", attr::CONTAINER_LABEL),
+            v.clone(),
+        ));
+    }
+}
+
 /// Where a tool's figures came from: taken at exit, and which impossible waits were dropped
 /// (left out of the span rather than shown as 0).
 pub fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {

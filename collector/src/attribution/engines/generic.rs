@@ -19,7 +19,8 @@ impl Generic {
     /// The wrapped command: named by its program (or script), keyed by its whole command
     /// line and directory, so different commands never share a history.
     pub fn command(image: &Image) -> Self {
-        let name = naming::tool_name_of(naming::executable_name(&image.path), &image.argv);
+        let name =
+            naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
         Self::new("command", name, image)
     }
 

@@ -128,8 +128,10 @@ pub fn of_parent(enabled: &[String], image: &Image) -> Option<&'static Engine> {
 
 /// The engine an exec runs, among those enabled.
 pub fn detect(enabled: &[String], image: &Image) -> Option<&'static Engine> {
-    let tool =
-        super::naming::tool_name_of(super::naming::executable_name(&image.path), &image.argv);
+    let tool = super::naming::tool_name_of(
+        super::naming::program_name(&image.path, &image.argv),
+        &image.argv,
+    );
     ENGINES
         .iter()
         .filter(|e| enabled.iter().any(|n| n == e.name))

@@ -59,7 +59,7 @@ struct Prefect {
 }
 
 fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
-    let script = naming::tool_name_of(naming::executable_name(&image.path), &image.argv);
+    let script = naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
     let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
     let key = digest(&[
         "prefect",

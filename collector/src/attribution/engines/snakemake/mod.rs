@@ -196,7 +196,10 @@ impl EngineRun for Snakemake {
     }
 
     fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {
-        let parent_tool = naming::tool_name_of(naming::executable_name(&parent.path), &parent.argv);
+        let parent_tool = naming::tool_name_of(
+            naming::program_name(&parent.path, &parent.argv),
+            &parent.argv,
+        );
         is_container_query(image)
             || (parent_tool == "snakemake" && shell_command(&image.argv).is_none())
     }

@@ -1,0 +1,62 @@
+//! Containers: which one a process runs in (its cgroup path) and what its runtime records of
+//! it (name, image, labels). Read at the edge, when a process's cgroup differs from its
+//! parent's; the core sees only [`Container`].
+mod cgroup_path;
+mod records;
+
+use std::{collections::HashMap, sync::Arc};
+
+pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
+pub use records::Details;
+
+/// A container a process runs in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Container {
+    pub id: String,
+    pub runtime: Option<&'static str>,
+    pub pod_uid: Option<String>,
+    pub details: Details,
+}
+
+/// Processes of container runtimes that start a container's first process.
+pub fn is_runtime(tool: &str) -> bool {
+    matches!(
+        tool,
+        "runc" | "crun" | "runsc" | "youki" | "conmon" | "docker-init" | "tini"
+    ) || tool.starts_with("containerd-shim")
+        || tool.starts_with("runc:")
+}
+
+/// Containers seen so far, by id: each runtime record is read once.
+#[derive(Default)]
+pub struct Containers {
+    known: HashMap<String, Arc<Container>>,
+}
+
+/// Containers remembered at most; past it the memory starts afresh (records are re-read).
+const MAX_KNOWN: usize = 4096;
+
+impl Containers {
+    /// The container process `pid` runs in now, if any.
+    pub fn of_pid(&mut self, pid: u32) -> Option<Arc<Container>> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let p = from_proc_cgroup(&text)?;
+        if let Some(c) = self.known.get(&p.id) {
+            // A record written after the container's first process: read it once more.
+            if c.details.name.is_some() {
+                return Some(c.clone());
+            }
+        }
+        if self.known.len() >= MAX_KNOWN {
+            self.known.clear();
+        }
+        let c = Arc::new(Container {
+            details: records::read(p.runtime, &p.id),
+            id: p.id.clone(),
+            runtime: p.runtime,
+            pod_uid: p.pod_uid,
+        });
+        self.known.insert(p.id, c.clone());
+        Some(c)
+    }
+}

@@ -1,0 +1,132 @@
+//! What the runtimes record on the node about a container: its name, image and labels.
+//! Only those records are read: Docker's `config.v2.json`, Podman's event log.
+use std::{io::Read, io::Seek, path::Path};
+
+/// A container's name, image and labels, as far as its runtime's records say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Details {
+    pub name: Option<String>,
+    pub image: Option<String>,
+    /// Labels, sorted, at most [`MAX_LABELS`].
+    pub labels: Vec<(String, String)>,
+}
+
+pub const MAX_LABELS: usize = 16;
+/// The tail of Podman's event log read: its container's `create` is among its last events.
+const EVENT_LOG_TAIL: u64 = 4 << 20;
+
+const DOCKER_ROOT: &str = "/var/lib/docker/containers";
+const PODMAN_EVENT_LOGS: [&str; 2] = [
+    "/run/libpod/events/events.log",
+    "/var/run/libpod/events/events.log",
+];
+
+fn labels(v: Option<&serde_json::Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = v
+        .and_then(|v| v.as_object())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.truncate(MAX_LABELS);
+    out
+}
+
+fn text(v: Option<&serde_json::Value>) -> Option<String> {
+    v.and_then(|v| v.as_str())
+        .map(|s| s.trim_start_matches('/').to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Docker's record of a container (`config.v2.json`).
+pub fn docker(root: &Path, id: &str) -> Option<Details> {
+    let raw = std::fs::read(root.join(id).join("config.v2.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&raw).ok()?;
+    let config = v.get("Config");
+    Some(Details {
+        name: text(v.get("Name")),
+        image: text(config.and_then(|c| c.get("Image"))),
+        labels: labels(config.and_then(|c| c.get("Labels"))),
+    })
+}
+
+/// Podman's event log: the last event of the container that names it.
+pub fn podman_events(log: &Path, id: &str) -> Option<Details> {
+    let mut f = std::fs::File::open(log).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(std::io::SeekFrom::Start(len.saturating_sub(EVENT_LOG_TAIL)))
+        .ok()?;
+    let mut tail = String::new();
+    f.take(EVENT_LOG_TAIL).read_to_string(&mut tail).ok()?;
+    let needle = format!("\"ID\":\"{id}\"");
+    let line = tail.lines().rev().find(|l| l.contains(&needle))?;
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    Some(Details {
+        name: text(v.get("Name")),
+        image: text(v.get("Image")),
+        labels: labels(v.get("Attributes")),
+    })
+}
+
+/// What the container's runtime records of it, if anything.
+pub fn read(runtime: Option<&str>, id: &str) -> Details {
+    let found = match runtime {
+        Some("docker") => docker(Path::new(DOCKER_ROOT), id),
+        Some("podman") => PODMAN_EVENT_LOGS
+            .iter()
+            .find_map(|l| podman_events(Path::new(l), id)),
+        _ => None,
+    };
+    found.unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "d58300be3bbcea62824d701e8e65a6ef855797f83a73764be8331015bb2148a6";
+
+    #[test]
+    fn dockers_config_names_the_container_its_image_and_labels() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(ID)).unwrap();
+        std::fs::write(
+            d.path().join(ID).join("config.v2.json"),
+            r#"{"Name":"/align_1","Config":{"Image":"biocontainers/bwa:0.7.17","Labels":{"b":"2","a":"1"}}}"#,
+        )
+        .unwrap();
+        let got = docker(d.path(), ID).unwrap();
+        assert_eq!(got.name.as_deref(), Some("align_1"));
+        assert_eq!(got.image.as_deref(), Some("biocontainers/bwa:0.7.17"));
+        assert_eq!(
+            got.labels,
+            [("a".into(), "1".into()), ("b".into(), "2".into())]
+        );
+        assert_eq!(docker(d.path(), "0".repeat(64).as_str()), None);
+    }
+
+    #[test]
+    fn podmans_event_log_names_the_container_and_its_labels() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("events.log");
+        std::fs::write(
+            &log,
+            format!(
+                "{{\"ID\":\"{other}\",\"Name\":\"other\",\"Status\":\"start\",\"Type\":\"container\",\"Attributes\":{{}}}}\n\
+                 {{\"ID\":\"{ID}\",\"Image\":\"docker.io/library/busybox:latest\",\"Name\":\"ptest2\",\"Status\":\"start\",\"Type\":\"container\",\"Attributes\":{{\"pipeline\":\"demo\"}}}}\n",
+                other = "1".repeat(64)
+            ),
+        )
+        .unwrap();
+        let got = podman_events(&log, ID).unwrap();
+        assert_eq!(got.name.as_deref(), Some("ptest2"));
+        assert_eq!(
+            got.image.as_deref(),
+            Some("docker.io/library/busybox:latest")
+        );
+        assert_eq!(got.labels, [("pipeline".into(), "demo".into())]);
+    }
+}

@@ -1,0 +1,162 @@
+//! Containers: a real Podman container (runc, cgroupfs manager, a BusyBox rootfs: no image
+//! can be pulled here) running a pipeline's tools, and real cgroup directories named as each
+//! runtime and cgroup manager names them. Every tool span says which container it ran in.
+use std::{path::Path, time::Duration};
+
+use pipetrace_e2e::{pipetrace, receiver::Receiver, run_script, spans::RecvSpan, stderr};
+use pipetrace_semconv::attr;
+
+/// A root filesystem of the static BusyBox: `/bin/<applet>` for what the tests run.
+fn busybox_rootfs(dir: &Path) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).expect("busybox-static is installed");
+    for applet in ["sh", "sleep", "cat", "true"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    for d in ["proc", "sys", "dev", "etc", "tmp"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+}
+
+fn tools<'a>(spans: &'a [RecvSpan], name: &str) -> Vec<&'a RecvSpan> {
+    spans
+        .iter()
+        .filter(|s| s.is_tool() && s.str(attr::TOOL_NAME) == name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_podman_containers_tools_carry_its_id_runtime_name_and_labels() {
+    let rx = Receiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = dir.path().join("rootfs");
+    busybox_rootfs(&rootfs);
+    let cidfile = dir.path().join("cid");
+    let name = format!("pipetrace-test-{}", std::process::id());
+    let o = pipetrace()
+        .args(["--endpoint", &rx.grpc_url(), "run", "--no-summary", "--"])
+        .args([
+            "podman",
+            "--cgroup-manager=cgroupfs",
+            "--runtime",
+            "runc",
+            "run",
+            "--rm",
+        ])
+        .args(["--network=none", "--ulimit", "nofile=20000:20000"])
+        .args(["--ulimit", "nproc=32768:32768", "--label", "pipeline=align"])
+        .arg("--name")
+        .arg(&name)
+        .arg("--cidfile")
+        .arg(&cidfile)
+        .arg("--rootfs")
+        .arg(&rootfs)
+        .args([
+            "/bin/sh",
+            "-c",
+            "sleep 0.3; cat /proc/self/cgroup >/dev/null",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = std::fs::read_to_string(&cidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(id.len(), 64, "{id}");
+    let spans = rx.run_trace("podman", Duration::from_secs(30)).await;
+    for tool in ["sleep", "cat"] {
+        let found = tools(&spans, tool);
+        assert_eq!(found.len(), 1, "{tool}: {spans:?}");
+        let s = found[0];
+        assert_eq!(s.str(attr::CONTAINER_ID), id, "{s:?}");
+        assert_eq!(s.str(attr::CONTAINER_RUNTIME), "podman");
+        assert_eq!(s.str(attr::CONTAINER_NAME), name);
+        assert_eq!(s.str("container.label.pipeline"), "align");
+    }
+    // The podman client itself runs on the host.
+    let client = spans.iter().find(|s| s.is_run()).expect("run span");
+    assert!(client.attr(attr::CONTAINER_ID).is_none(), "{client:?}");
+}
+
+/// A cgroup directory the test makes (and removes) in the unified hierarchy.
+struct Cgroup(std::path::PathBuf);
+
+impl Cgroup {
+    fn new(path: &str) -> Self {
+        let dir = Path::new("/sys/fs/cgroup/unified").join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        Self(dir)
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // Innermost first; a directory is removable once no process is in it.
+        let mut at = Some(self.0.as_path());
+        while let Some(d) = at.filter(|d| d.starts_with("/sys/fs/cgroup/unified/pipetrace-test")) {
+            let _ = std::fs::remove_dir(d);
+            at = d.parent();
+        }
+    }
+}
+
+#[test]
+fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containers() {
+    let id = "a".repeat(32) + &"0123456789abcdef".repeat(2);
+    let uid = "0c7a3f5e-8b1d-4c2e-9f00-1234567890ab";
+    let cases = [
+        (format!("docker/{id}"), Some("docker"), None),
+        (
+            format!("system.slice/docker-{id}.scope"),
+            Some("docker"),
+            None,
+        ),
+        (
+            format!("system.slice/cri-containerd-{id}.scope"),
+            Some("containerd"),
+            None,
+        ),
+        (format!("system.slice/crio-{id}.scope"), Some("cri-o"), None),
+        (
+            format!(
+                "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{id}.scope",
+                uid.replace('-', "_")
+            ),
+            Some("containerd"),
+            Some(uid),
+        ),
+        (
+            format!("kubepods/besteffort/pod{uid}/{id}"),
+            None,
+            Some(uid),
+        ),
+    ];
+    for (layout, runtime, pod) in cases {
+        let cg = Cgroup::new(&format!("pipetrace-test/{layout}"));
+        let dir = tempfile::tempdir().unwrap();
+        // The shell moves itself into the cgroup, then runs the tool there.
+        let script = format!(
+            "echo $$ > {}/cgroup.procs && /bin/sleep 0.2; true",
+            cg.0.display()
+        );
+        let (spans, o) = run_script(dir.path(), &script);
+        assert!(o.status.success(), "{layout}: {}", stderr(&o));
+        let sleep = tools(&spans, "sleep");
+        assert_eq!(sleep.len(), 1, "{layout}: {spans:?}");
+        let s = sleep[0];
+        assert_eq!(s.str(attr::CONTAINER_ID), id, "{layout}: {s:?}");
+        assert_eq!(
+            s.attr(attr::CONTAINER_RUNTIME).map(|v| v.str().to_string()),
+            runtime.map(str::to_string),
+            "{layout}"
+        );
+        assert_eq!(
+            s.attr(attr::K8S_POD_UID).map(|v| v.str().to_string()),
+            pod.map(str::to_string),
+            "{layout}"
+        );
+        drop(cg);
+    }
+}
