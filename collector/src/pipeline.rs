@@ -187,8 +187,12 @@ impl Pipeline {
                     || (e.cgroup_id <= 1 && self.parent_is_runtime(&e));
                 self.tree.exec(&e, cwd);
                 if moved {
-                    let c = self.containers.of_pid(e.key.pid);
-                    self.tree.set_container(&e.key, c);
+                    match self.containers.of_pid(e.key.pid) {
+                        Ok(c) => self.tree.set_container(&e.key, c),
+                        // Ended before its cgroup was read (a runtime's short-lived helper):
+                        // its children read theirs when they exec.
+                        Err(_) => self.tree.forget_cgroup(&e.key),
+                    }
                 }
                 self.attr.on_exec(&self.tree, e.key);
                 self.take_from_attribution();

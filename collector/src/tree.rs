@@ -270,6 +270,14 @@ impl Tree {
             .is_none_or(|p| p.cgroup_id == 0 || p.cgroup_id != cgroup_id)
     }
 
+    /// Its cgroup is not known: the next exec of it or of a child reads it.
+    pub fn forget_cgroup(&mut self, key: &ProcKey) {
+        if let Some(p) = self.procs.get_mut(key) {
+            p.cgroup_id = 0;
+            p.container = None;
+        }
+    }
+
     pub fn set_container(
         &mut self,
         key: &ProcKey,

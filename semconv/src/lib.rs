@@ -39,6 +39,9 @@ pub mod attr {
     /// A template: `container.label.<key>`.
     pub const CONTAINER_LABEL: &str = "container.label";
     pub const K8S_POD_UID: &str = "k8s.pod.uid";
+    pub const K8S_NAMESPACE_NAME: &str = "k8s.namespace.name";
+    pub const K8S_POD_NAME: &str = "k8s.pod.name";
+    pub const K8S_CONTAINER_NAME: &str = "k8s.container.name";
     pub const CPU_USER_TIME: &str = "pipetrace.cpu.user_time";
     pub const CPU_SYSTEM_TIME: &str = "pipetrace.cpu.system_time";
     pub const CPU_RUN_QUEUE_DELAY: &str = "pipetrace.cpu.run_queue_delay";
@@ -127,6 +130,9 @@ pub mod attr {
         CONTAINER_IMAGE_NAME,
         CONTAINER_LABEL,
         K8S_POD_UID,
+        K8S_NAMESPACE_NAME,
+        K8S_POD_NAME,
+        K8S_CONTAINER_NAME,
         CPU_USER_TIME,
         CPU_SYSTEM_TIME,
         CPU_RUN_QUEUE_DELAY,

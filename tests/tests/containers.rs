@@ -103,7 +103,7 @@ impl Drop for Cgroup {
 }
 
 #[test]
-fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containers() {
+fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containers_and_pods() {
     let id = "a".repeat(32) + &"0123456789abcdef".repeat(2);
     let uid = "0c7a3f5e-8b1d-4c2e-9f00-1234567890ab";
     let cases = [
@@ -133,6 +133,10 @@ fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containe
             Some(uid),
         ),
     ];
+    // What the kubelet leaves on a node: a link to each container's log, named after it.
+    std::fs::create_dir_all("/var/log/containers").unwrap();
+    let link = Path::new("/var/log/containers").join(format!("align-7f9c_rnaseq_bwa-mem-{id}.log"));
+    std::fs::write(&link, "").unwrap();
     for (layout, runtime, pod) in cases {
         let cg = Cgroup::new(&format!("pipetrace-test/{layout}"));
         let dir = tempfile::tempdir().unwrap();
@@ -157,6 +161,17 @@ fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containe
             pod.map(str::to_string),
             "{layout}"
         );
+        if pod.is_some() {
+            assert_eq!(s.str(attr::K8S_NAMESPACE_NAME), "rnaseq", "{layout}");
+            assert_eq!(s.str(attr::K8S_POD_NAME), "align-7f9c", "{layout}");
+            assert_eq!(s.str(attr::K8S_CONTAINER_NAME), "bwa-mem", "{layout}");
+        } else {
+            assert!(
+                s.attr(attr::K8S_POD_NAME).is_none(),
+                "{layout}: not a pod's"
+            );
+        }
         drop(cg);
     }
+    let _ = std::fs::remove_file(&link);
 }

@@ -7,7 +7,7 @@ mod records;
 use std::{collections::HashMap, sync::Arc};
 
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
-pub use records::Details;
+pub use records::{Details, K8s};
 
 /// A container a process runs in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,10 +37,15 @@ pub struct Containers {
 const MAX_KNOWN: usize = 4096;
 
 impl Containers {
-    /// The container process `pid` runs in now, if any.
-    pub fn of_pid(&mut self, pid: u32) -> Option<Arc<Container>> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-        let p = from_proc_cgroup(&text)?;
+    /// The container process `pid` runs in now: `Err` when its cgroup could not be read (it
+    /// ended first), `Ok(None)` on the host.
+    pub fn of_pid(&mut self, pid: u32) -> Result<Option<Arc<Container>>, std::io::Error> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+        Ok(self.of_cgroup(&text))
+    }
+
+    fn of_cgroup(&mut self, text: &str) -> Option<Arc<Container>> {
+        let p = from_proc_cgroup(text)?;
         if let Some(c) = self.known.get(&p.id) {
             // A record written after the container's first process: read it once more.
             if c.details.name.is_some() {
@@ -51,7 +56,7 @@ impl Containers {
             self.known.clear();
         }
         let c = Arc::new(Container {
-            details: records::read(p.runtime, &p.id),
+            details: records::read(p.runtime, &p.id, p.pod_uid.is_some()),
             id: p.id.clone(),
             runtime: p.runtime,
             pod_uid: p.pod_uid,

@@ -9,6 +9,16 @@ pub struct Details {
     pub image: Option<String>,
     /// Labels, sorted, at most [`MAX_LABELS`].
     pub labels: Vec<(String, String)>,
+    /// For a pod's container: what the kubelet's log links on the node say.
+    pub k8s: Option<K8s>,
+}
+
+/// A Kubernetes container's place, from `/var/log/containers/<pod>_<namespace>_<container>-<id>.log`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct K8s {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
 }
 
 pub const MAX_LABELS: usize = 16;
@@ -16,6 +26,8 @@ pub const MAX_LABELS: usize = 16;
 const EVENT_LOG_TAIL: u64 = 4 << 20;
 
 const DOCKER_ROOT: &str = "/var/lib/docker/containers";
+/// The kubelet's links to every container's log, named after the pod, namespace and container.
+const KUBELET_LOG_LINKS: &str = "/var/log/containers";
 const PODMAN_EVENT_LOGS: [&str; 2] = [
     "/run/libpod/events/events.log",
     "/var/run/libpod/events/events.log",
@@ -50,6 +62,7 @@ pub fn docker(root: &Path, id: &str) -> Option<Details> {
         name: text(v.get("Name")),
         image: text(config.and_then(|c| c.get("Image"))),
         labels: labels(config.and_then(|c| c.get("Labels"))),
+        k8s: None,
     })
 }
 
@@ -68,11 +81,31 @@ pub fn podman_events(log: &Path, id: &str) -> Option<Details> {
         name: text(v.get("Name")),
         image: text(v.get("Image")),
         labels: labels(v.get("Attributes")),
+        k8s: None,
     })
 }
 
-/// What the container's runtime records of it, if anything.
-pub fn read(runtime: Option<&str>, id: &str) -> Details {
+/// The kubelet's log link for container `id`: `<pod>_<namespace>_<container>-<id>.log`
+/// (pod and namespace names have no `_`; the container's name ends at the id).
+pub fn kubelet(dir: &Path, id: &str) -> Option<K8s> {
+    let suffix = format!("-{id}.log");
+    let name = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(&suffix))?;
+    let stem = name.strip_suffix(&suffix)?;
+    let mut parts = stem.splitn(3, '_');
+    let (pod, namespace, container) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(K8s {
+        namespace: namespace.to_string(),
+        pod: pod.to_string(),
+        container: container.to_string(),
+    })
+}
+
+/// What the container's runtime (and, for a pod's container, the kubelet) records of it.
+pub fn read(runtime: Option<&str>, id: &str, in_pod: bool) -> Details {
     let found = match runtime {
         Some("docker") => docker(Path::new(DOCKER_ROOT), id),
         Some("podman") => PODMAN_EVENT_LOGS
@@ -80,7 +113,14 @@ pub fn read(runtime: Option<&str>, id: &str) -> Details {
             .find_map(|l| podman_events(Path::new(l), id)),
         _ => None,
     };
-    found.unwrap_or_default()
+    let mut d = found.unwrap_or_default();
+    if in_pod {
+        d.k8s = kubelet(Path::new(KUBELET_LOG_LINKS), id);
+        if d.name.is_none() {
+            d.name = d.k8s.as_ref().map(|k| k.container.clone());
+        }
+    }
+    d
 }
 
 #[cfg(test)]
@@ -106,6 +146,27 @@ mod tests {
             [("a".into(), "1".into()), ("b".into(), "2".into())]
         );
         assert_eq!(docker(d.path(), "0".repeat(64).as_str()), None);
+    }
+
+    #[test]
+    fn the_kubelets_log_links_name_a_pods_container() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join(format!("align-7f9c_rnaseq_bwa-mem-{ID}.log")),
+            "",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join(format!("other_ns_c-{}.log", "1".repeat(64))),
+            "",
+        )
+        .unwrap();
+        let k = kubelet(d.path(), ID).unwrap();
+        assert_eq!(
+            (k.pod.as_str(), k.namespace.as_str(), k.container.as_str()),
+            ("align-7f9c", "rnaseq", "bwa-mem")
+        );
+        assert_eq!(kubelet(d.path(), &"2".repeat(64)), None);
     }
 
     #[test]

@@ -40,6 +40,11 @@ pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>
             v.clone(),
         ));
     }
+    if let Some(k) = &d.k8s {
+        out.push(KeyValue::new(attr::K8S_NAMESPACE_NAME, k.namespace.clone()));
+        out.push(KeyValue::new(attr::K8S_POD_NAME, k.pod.clone()));
+        out.push(KeyValue::new(attr::K8S_CONTAINER_NAME, k.container.clone()));
+    }
 }
 
 /// Where a tool's figures came from: taken at exit, and which impossible waits were dropped
