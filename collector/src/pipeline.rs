@@ -110,13 +110,16 @@ impl Pipeline {
         self
     }
 
-    /// Without a unified cgroup hierarchy (cgroup v1 only) every process shows the root's
-    /// id: then a container's processes are found below its runtime's process instead.
+    /// Runtimes that move what they start in cgroup v1 hierarchies only (Slurm's cgroup/v1
+    /// plugin, runtimes on a v1-only host) leave the unified cgroup id unchanged: a process
+    /// a runtime started reads its cgroup too.
     fn parent_is_runtime(&self, e: &crate::event::Exec) -> bool {
         let parent = self.tree.get(&e.key).and_then(|p| p.parent);
         let parent = parent.and_then(|k| self.tree.get(&k));
-        parent.is_some_and(|p| {
-            crate::containers::is_runtime(&crate::attribution::naming::proc_tool_name(p))
+        parent.and_then(|p| p.image.as_ref()).is_some_and(|i| {
+            crate::containers::is_runtime(crate::attribution::naming::program_name(
+                &i.path, &i.argv,
+            ))
         })
     }
 
@@ -183,8 +186,8 @@ impl Pipeline {
                     .then(|| host::cwd(e.key.pid))
                     .flatten();
                 // Only a process that moved to another cgroup can have entered a container.
-                let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id)
-                    || (e.cgroup_id <= 1 && self.parent_is_runtime(&e));
+                let moved =
+                    self.tree.cgroup_changed(&e.key, e.cgroup_id) || self.parent_is_runtime(&e);
                 self.tree.exec(&e, cwd);
                 if moved {
                     match self.containers.of_pid(e.key.pid) {

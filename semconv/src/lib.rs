@@ -42,6 +42,10 @@ pub mod attr {
     pub const K8S_NAMESPACE_NAME: &str = "k8s.namespace.name";
     pub const K8S_POD_NAME: &str = "k8s.pod.name";
     pub const K8S_CONTAINER_NAME: &str = "k8s.container.name";
+    pub const SLURM_JOB_ID: &str = "pipetrace.slurm.job.id";
+    pub const SLURM_STEP_ID: &str = "pipetrace.slurm.step.id";
+    pub const SLURM_TASK_ID: &str = "pipetrace.slurm.task.id";
+    pub const SLURM_USER_ID: &str = "pipetrace.slurm.user.id";
     pub const CPU_USER_TIME: &str = "pipetrace.cpu.user_time";
     pub const CPU_SYSTEM_TIME: &str = "pipetrace.cpu.system_time";
     pub const CPU_RUN_QUEUE_DELAY: &str = "pipetrace.cpu.run_queue_delay";
@@ -133,6 +137,10 @@ pub mod attr {
         K8S_NAMESPACE_NAME,
         K8S_POD_NAME,
         K8S_CONTAINER_NAME,
+        SLURM_JOB_ID,
+        SLURM_STEP_ID,
+        SLURM_TASK_ID,
+        SLURM_USER_ID,
         CPU_USER_TIME,
         CPU_SYSTEM_TIME,
         CPU_RUN_QUEUE_DELAY,

@@ -175,3 +175,25 @@ fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containe
     }
     let _ = std::fs::remove_file(&link);
 }
+
+/// Slurm's cgroup v2 layout (slurmstepd.scope/job_<j>/step_<s>/user/task_<t>), made by the
+/// test: the step's tools carry the job, step and task, and no container.
+#[test]
+fn a_slurm_steps_cgroup_names_the_job_step_and_task() {
+    let cg =
+        Cgroup::new("pipetrace-test/system.slice/slurmstepd.scope/job_4242/step_0/user/task_3");
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && /bin/sleep 0.2; true",
+        cg.0.display()
+    );
+    let (spans, o) = run_script(dir.path(), &script);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sleep = tools(&spans, "sleep");
+    assert_eq!(sleep.len(), 1, "{spans:?}");
+    let s = sleep[0];
+    assert_eq!(s.str(attr::SLURM_JOB_ID), "4242", "{s:?}");
+    assert_eq!(s.str(attr::SLURM_STEP_ID), "0");
+    assert_eq!(s.int(attr::SLURM_TASK_ID), Some(3));
+    assert!(s.attr(attr::CONTAINER_ID).is_none(), "{s:?}");
+}

@@ -3,26 +3,30 @@
 //! parent's; the core sees only [`Container`].
 mod cgroup_path;
 mod records;
+mod slurm;
 
 use std::{collections::HashMap, sync::Arc};
 
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
 pub use records::{Details, K8s};
+pub use slurm::SlurmStep;
 
-/// A container a process runs in.
+/// A container a process runs in; or, for a Slurm job step's processes, the step (`id`
+/// empty when the step is not also in a container).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Container {
     pub id: String,
+    pub slurm: Option<SlurmStep>,
     pub runtime: Option<&'static str>,
     pub pod_uid: Option<String>,
     pub details: Details,
 }
 
-/// Processes of container runtimes that start a container's first process.
+/// Programs that start a container's (or a Slurm step's) first process.
 pub fn is_runtime(tool: &str) -> bool {
     matches!(
         tool,
-        "runc" | "crun" | "runsc" | "youki" | "conmon" | "docker-init" | "tini"
+        "runc" | "crun" | "runsc" | "youki" | "conmon" | "docker-init" | "tini" | "slurmstepd"
     ) || tool.starts_with("containerd-shim")
         || tool.starts_with("runc:")
 }
@@ -45,7 +49,18 @@ impl Containers {
     }
 
     fn of_cgroup(&mut self, text: &str) -> Option<Arc<Container>> {
-        let p = from_proc_cgroup(text)?;
+        let slurm = slurm::from_proc_cgroup(text);
+        let Some(p) = from_proc_cgroup(text) else {
+            return slurm.map(|s| {
+                Arc::new(Container {
+                    id: String::new(),
+                    slurm: Some(s),
+                    runtime: None,
+                    pod_uid: None,
+                    details: Details::default(),
+                })
+            });
+        };
         if let Some(c) = self.known.get(&p.id) {
             // A record written after the container's first process: read it once more.
             if c.details.name.is_some() {
@@ -57,6 +72,7 @@ impl Containers {
         }
         let c = Arc::new(Container {
             details: records::read(p.runtime, &p.id, p.pod_uid.is_some()),
+            slurm,
             id: p.id.clone(),
             runtime: p.runtime,
             pod_uid: p.pod_uid,

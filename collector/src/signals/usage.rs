@@ -20,6 +20,19 @@ fn int(v: u64) -> i64 {
 
 /// The container a process ran in, and what its runtime records of it.
 pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>) {
+    if let Some(s) = &c.slurm {
+        out.push(KeyValue::new(attr::SLURM_JOB_ID, s.job.to_string()));
+        out.push(KeyValue::new(attr::SLURM_STEP_ID, s.step.clone()));
+        if let Some(t) = s.task {
+            out.push(KeyValue::new(attr::SLURM_TASK_ID, i64::from(t)));
+        }
+        if let Some(u) = s.uid {
+            out.push(KeyValue::new(attr::SLURM_USER_ID, i64::from(u)));
+        }
+    }
+    if c.id.is_empty() {
+        return;
+    }
     out.push(KeyValue::new(attr::CONTAINER_ID, c.id.clone()));
     if let Some(r) = c.runtime {
         out.push(KeyValue::new(attr::CONTAINER_RUNTIME, r));
