@@ -417,7 +417,8 @@ impl Pipeline {
                         wall_s: wall,
                         cpu_s: r.totals.cpu_ns() as f64 / 1e9,
                         peak_bytes: r.peak_memory(),
-                        succeeded: proc.exit.as_ref().is_some_and(|e| e.status == 0),
+                        // An unknown status (polling /proc) counts as success, as elsewhere.
+                        succeeded: proc.exit.as_ref().is_some_and(|e| e.code() == 0),
                     });
                 }
                 Finished::Run { .. } => self.history.save(),

@@ -447,11 +447,18 @@ fn a_thousand_runs_in_a_long_lived_agent_keep_the_metric_export_small() {
         .expect("a metrics file");
     let sizes = export_sizes(&metrics);
     assert!(sizes.len() >= 10, "{} exports", sizes.len());
-    let runs_seen = pipetrace_e2e::read_jsonl(&out)
+    let spans = pipetrace_e2e::read_jsonl(&out);
+    let runs: BTreeSet<String> = spans
         .iter()
         .filter(|s| s.is_run())
-        .count();
-    assert_eq!(runs_seen, 1000);
+        .map(|s| s.str(attr::CICD_PIPELINE_NAME).to_string())
+        .filter(|n| n.starts_with("bounded-run-"))
+        .collect();
+    assert_eq!(runs.len(), 1000, "every run seen");
+    // Each ended series said so: staleness markers went out.
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    let markers = text.matches("\"flags\":1").count();
+    assert!(markers >= 1000, "{markers} staleness markers");
     // The idle export (after every run ended) against the smallest export that carried a
     // run: within 2x, however many runs came before.
     let idle = sizes.last().unwrap().0;

@@ -18,7 +18,16 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     // One agent per state directory (per node with the default): refused before anything
     // is loaded or exported.
     let lock_dir = (cfg.diagnosis.state_dir.clone()).unwrap_or_else(|| PathBuf::from(RUNTIME_DIR));
-    let _lock = AgentLock::take(&lock_dir)?;
+    let _lock = match AgentLock::take(&lock_dir) {
+        Ok(lock) => Some(lock),
+        Err(e @ crate::status::LockError::Held { .. }) => return Err(e.into()),
+        // A read-only or unwritable state directory (the /proc fallback without privileges):
+        // it runs, unguarded, as before.
+        Err(e) => {
+            log::warn!("{e}; running without the one-agent guard");
+            None
+        }
+    };
     let Prepared {
         host,
         mut events,

@@ -44,11 +44,18 @@ impl Forwarder {
                     match p.load(Ordering::SeqCst) {
                         _ if from_tty => {}
                         0 => e.store(info.signal, Ordering::SeqCst),
+                        u32::MAX => {}
                         pid => send(pid, info.signal),
                     }
                 }
             })?;
         Ok(Self { pid, early, stop })
+    }
+
+    /// The command was reaped: its pid may go to another process, so nothing more is sent
+    /// to it (a later signal still marks the stop).
+    pub fn reaped(&self) {
+        self.pid.store(u32::MAX, Ordering::SeqCst);
     }
 
     /// Whether pipetrace was told to stop (SIGINT, SIGTERM, SIGHUP or SIGQUIT came).

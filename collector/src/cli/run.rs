@@ -201,6 +201,7 @@ pub async fn run(
             }
             st = child.wait() => {
                 let st = st.context("waiting for the command")?;
+                forwarder.reaped();
                 pipe.known_exit(root_pid, st.into_raw() as u32);
                 break st;
             }

@@ -56,10 +56,9 @@ impl Outcome {
         }
         (self.terminated + self.killed > 0).then(|| {
             format!(
-                "pipetrace: stopped; the run's {} remaining processes were stopped with it \
-                 ({} by SIGTERM, {} more by SIGKILL after {} s) and exported",
+                "pipetrace: stopped; the run's remaining processes were stopped with it and \
+                 exported ({} sent SIGTERM; {} still running {} s later sent SIGKILL)",
                 self.terminated,
-                self.terminated - self.killed.min(self.terminated),
                 self.killed,
                 TERM_GRACE.as_secs()
             )

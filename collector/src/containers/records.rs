@@ -72,8 +72,10 @@ pub fn podman_events(log: &Path, id: &str) -> Option<Details> {
     let len = f.metadata().ok()?.len();
     f.seek(std::io::SeekFrom::Start(len.saturating_sub(EVENT_LOG_TAIL)))
         .ok()?;
-    let mut tail = String::new();
-    f.take(EVENT_LOG_TAIL).read_to_string(&mut tail).ok()?;
+    let mut bytes = Vec::new();
+    f.take(EVENT_LOG_TAIL).read_to_end(&mut bytes).ok()?;
+    // The tail may start inside a character: bytes, not a strict string.
+    let tail = String::from_utf8_lossy(&bytes);
     let needle = format!("\"ID\":\"{id}\"");
     let line = tail.lines().rev().find(|l| l.contains(&needle))?;
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
