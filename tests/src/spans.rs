@@ -248,3 +248,24 @@ impl<'a> Trace<'a> {
         }
     }
 }
+
+/// A clean run of workflows whose jobs do little I/O raises no flag: no stall, OOM,
+/// slower-than-usual or signal event on any span, and no io- or memory-bound verdict (what a
+/// wait the kernel counted from boot once caused).
+pub fn assert_no_false_flags(what: &str, spans: &[RecvSpan]) {
+    for s in spans {
+        assert!(
+            s.events.is_empty(),
+            "{what}: {} has events {:?}",
+            s.name,
+            s.events
+        );
+        let b = s.str("pipetrace.bottleneck");
+        assert!(
+            b != "io-bound" && b != "memory-bound",
+            "{what}: {} judged {b}: {}",
+            s.name,
+            s.str("pipetrace.bottleneck.reason")
+        );
+    }
+}

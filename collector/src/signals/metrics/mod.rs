@@ -431,23 +431,23 @@ mod tests {
             .collect()
     }
 
+    fn metrics(temporality: pipetrace_config::Temporality) -> Metrics {
+        let cfg = pipetrace_config::Metrics {
+            temporality,
+            ..Default::default()
+        };
+        let resource = opentelemetry_sdk::Resource::builder_empty().build();
+        let stall_after = std::time::Duration::from_secs(300);
+        Metrics::new(&cfg, Measured::default(), &resource, stall_after)
+    }
+
     #[test]
     fn an_ended_series_sends_its_final_point_then_a_stale_marker_then_nothing() {
         for temporality in [
             pipetrace_config::Temporality::Cumulative,
             pipetrace_config::Temporality::Delta,
         ] {
-            let cfg = pipetrace_config::Metrics {
-                temporality,
-                ..Default::default()
-            };
-            let resource = opentelemetry_sdk::Resource::builder_empty().build();
-            let mut m = Metrics::new(
-                &cfg,
-                Measured::default(),
-                &resource,
-                std::time::Duration::from_secs(300),
-            );
+            let mut m = metrics(temporality);
             let f = AgentFigures::default();
             // A job of 1,000 runs ended: its exact figures, and nothing of it runs.
             for run in 0..1000 {
@@ -473,14 +473,7 @@ mod tests {
 
     #[test]
     fn a_series_that_gets_more_after_its_final_point_stays() {
-        let resource = opentelemetry_sdk::Resource::builder_empty().build();
-        let cfg = pipetrace_config::Metrics::default();
-        let mut m = Metrics::new(
-            &cfg,
-            Measured::default(),
-            &resource,
-            std::time::Duration::from_secs(300),
-        );
+        let mut m = metrics(pipetrace_config::Temporality::Cumulative);
         let f = AgentFigures::default();
         m.table.get("p", "t", "x").finished.cpu_user_ns += 1;
         m.collect(&f);
