@@ -160,24 +160,33 @@ pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
     out
 }
 
-/// A second CPU load on the machine (one core kept busy), until dropped: verdicts must not
-/// change because someone else uses the machine.
-pub struct CpuLoad(std::process::Child);
+/// A shell loop running in the background until dropped: another user's load beside a test.
+pub struct Background(std::process::Child);
 
-impl CpuLoad {
-    pub fn start() -> Self {
+impl Background {
+    pub fn shell(script: &str) -> Self {
         let child = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
+            .args(["-c", script])
             .spawn()
-            .expect("start the CPU load");
+            .unwrap_or_else(|e| panic!("start `{script}`: {e}"));
         Self(child)
     }
 }
 
-impl Drop for CpuLoad {
+impl Drop for Background {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// A second CPU load on the machine (one core kept busy), until dropped: verdicts must not
+/// change because someone else uses the machine.
+pub struct CpuLoad;
+
+impl CpuLoad {
+    pub fn start() -> Background {
+        Background::shell("while :; do :; done")
     }
 }
 

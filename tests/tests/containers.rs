@@ -102,6 +102,20 @@ impl Drop for Cgroup {
     }
 }
 
+/// A traced shell moves itself into `cg`, then runs `sleep` there: the sleep's span.
+fn sleep_in(cg: &Cgroup) -> RecvSpan {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && /bin/sleep 0.2; true",
+        cg.0.display()
+    );
+    let (spans, o) = run_script(dir.path(), &script);
+    assert!(o.status.success(), "{}: {}", cg.0.display(), stderr(&o));
+    let sleep = tools(&spans, "sleep");
+    assert_eq!(sleep.len(), 1, "{}: {spans:?}", cg.0.display());
+    sleep[0].clone()
+}
+
 #[test]
 fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containers_and_pods() {
     let id = "a".repeat(32) + &"0123456789abcdef".repeat(2);
@@ -139,17 +153,7 @@ fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containe
     std::fs::write(&link, "").unwrap();
     for (layout, runtime, pod) in cases {
         let cg = Cgroup::new(&format!("pipetrace-test/{layout}"));
-        let dir = tempfile::tempdir().unwrap();
-        // The shell moves itself into the cgroup, then runs the tool there.
-        let script = format!(
-            "echo $$ > {}/cgroup.procs && /bin/sleep 0.2; true",
-            cg.0.display()
-        );
-        let (spans, o) = run_script(dir.path(), &script);
-        assert!(o.status.success(), "{layout}: {}", stderr(&o));
-        let sleep = tools(&spans, "sleep");
-        assert_eq!(sleep.len(), 1, "{layout}: {spans:?}");
-        let s = sleep[0];
+        let s = sleep_in(&cg);
         assert_eq!(s.str(attr::CONTAINER_ID), id, "{layout}: {s:?}");
         assert_eq!(
             s.attr(attr::CONTAINER_RUNTIME).map(|v| v.str().to_string()),
@@ -182,16 +186,7 @@ fn cgroup_layouts_of_docker_containerd_crio_and_kubernetes_map_to_their_containe
 fn a_slurm_steps_cgroup_names_the_job_step_and_task() {
     let cg =
         Cgroup::new("pipetrace-test/system.slice/slurmstepd.scope/job_4242/step_0/user/task_3");
-    let dir = tempfile::tempdir().unwrap();
-    let script = format!(
-        "echo $$ > {}/cgroup.procs && /bin/sleep 0.2; true",
-        cg.0.display()
-    );
-    let (spans, o) = run_script(dir.path(), &script);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let sleep = tools(&spans, "sleep");
-    assert_eq!(sleep.len(), 1, "{spans:?}");
-    let s = sleep[0];
+    let s = sleep_in(&cg);
     assert_eq!(s.str(attr::SLURM_JOB_ID), "4242", "{s:?}");
     assert_eq!(s.str(attr::SLURM_STEP_ID), "0");
     assert_eq!(s.int(attr::SLURM_TASK_ID), Some(3));

@@ -1,13 +1,9 @@
 //! Usage for every process: a storm of 100,000 processes, beside a second storm that loads
 //! both CPUs and the probes, traced by `pipetrace run` and by `pipetrace agent`. Every
 //! process has its kernel figures, and each one's CPU and memory equal what wait4 said.
-use std::{
-    collections::HashMap,
-    path::Path,
-    process::{Child, Command},
-};
+use std::{collections::HashMap, path::Path, process::Command};
 
-use pipetrace_e2e::{Agent, each_jsonl_span, pipetrace, stderr};
+use pipetrace_e2e::{Agent, Background, each_jsonl_span, pipetrace, stderr};
 use pipetrace_semconv::attr;
 use serde_json::Value;
 
@@ -15,23 +11,8 @@ const STORM_OF: &str = env!("CARGO_BIN_EXE_storm-of");
 const PROCESSES: usize = 100_000;
 
 /// An untraced storm of its own on the same machine, until dropped.
-struct SecondStorm(Child);
-
-impl SecondStorm {
-    fn start() -> Self {
-        let child = Command::new("bash")
-            .args(["-c", "while :; do /bin/true; done"])
-            .spawn()
-            .expect("start the second storm");
-        Self(child)
-    }
-}
-
-impl Drop for SecondStorm {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+fn second_storm() -> Background {
+    Background::shell("while :; do /bin/true; done")
 }
 
 /// One storm process as wait4 saw it and as its span says.
@@ -136,7 +117,7 @@ fn a_storm_under_pipetrace_run_has_every_processes_figures() {
         dir.path().join("truth.jsonl"),
         dir.path().join("t.otlp.jsonl"),
     );
-    let _load = SecondStorm::start();
+    let _load = second_storm();
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--no-summary", "--"])
         .args([
@@ -166,7 +147,7 @@ fn a_storm_under_the_agent_has_every_processes_figures() {
     )
     .unwrap();
     let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
-    let load = SecondStorm::start();
+    let load = second_storm();
     let st = Command::new(STORM_OF)
         .arg(PROCESSES.to_string())
         .arg(&truth)
