@@ -123,6 +123,19 @@ impl Pipeline {
         })
     }
 
+    /// The pid of `pid`'s nearest ancestor still running (the tree's view).
+    fn running_ancestor(&self, pid: u32) -> Option<u32> {
+        let mut at = self.tree.by_pid(pid)?.parent;
+        for _ in 0..64 {
+            let p = self.tree.get(&at?)?;
+            if p.exit.is_none() {
+                return Some(p.key.pid);
+            }
+            at = p.parent;
+        }
+        None
+    }
+
     /// Seeds the tree with what runs now, and lets the attribution find runs among it.
     pub fn seed(&mut self) {
         let mut snap = host::scan();
@@ -226,8 +239,14 @@ impl Pipeline {
                 shmem_rss_bytes,
             } => {
                 // The victim is dying: read its cgroup now. If it is already gone (the kernel
-                // then shows the root), its task's limit read at the task's start stands in.
+                // then shows the root), the cgroup it was forked in (its nearest running
+                // ancestor's), else its task's limit read at the task's start stands in.
                 let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(pid);
+                if limit_bytes.is_none()
+                    && let Some(a) = self.running_ancestor(pid)
+                {
+                    (cgroup, limit_bytes) = crate::cgroup::memory_cgroup(a);
+                }
                 if limit_bytes.is_none()
                     && let Some(p) = self.tree.by_pid(pid)
                     && let Some(m) = self.attr.membership(&p.key)

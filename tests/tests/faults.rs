@@ -98,7 +98,7 @@ fn planted_faults_are_found_on_the_right_task_and_tool() {
     let dir = tempfile::tempdir().unwrap();
     let snakefile = format!(
         r#"rule all:
-    input: "io.done", "cpu.done", "ask.done", "oom.done", "stuck.done", "half.done", "nap.done"
+    input: "io.done", "cpu.done", "ask.done", "pulse.done", "oom.done", "stuck.done", "half.done", "nap.done"
 
 # One after another (each needs the one before), so that no fault blurs another.
 
@@ -127,9 +127,15 @@ rule ask:
     threads: 2
     shell: "{w} sleep 1500 && touch {{output}}"
 
+# Half busy, in tools younger than a second one after another: never idle.
+rule pulse:
+    input: "ask.done"
+    output: "pulse.done"
+    shell: "for i in 1 2 3; do {w} pulse 800; done; touch {{output}}"
+
 # Sleeps: no CPU, no I/O, nothing starts or ends.
 rule stuck:
-    input: "ask.done"
+    input: "pulse.done"
     output: "stuck.done"
     shell: "{w} sleep 3000 && touch {{output}}"
 
@@ -155,8 +161,20 @@ rule oom:
     assert_eq!(
         io.str(attr::BOTTLENECK),
         "io-bound",
-        "{} {err}",
-        io.str(attr::BOTTLENECK_REASON)
+        "{}; user CPU {:?} s, I/O wait {:?} s, CPU wait {:?} s, impossible {:?} {err}",
+        io.str(attr::BOTTLENECK_REASON),
+        io.num(attr::CPU_USER_TIME),
+        io.num(attr::DISK_WAIT_TIME),
+        io.num(attr::CPU_RUN_QUEUE_DELAY),
+        io.str(attr::USAGE_IMPOSSIBLE),
+    );
+    // Sub-second tools' work is progress though none is old enough for a series of its own.
+    let pulse = task(&spans, "pulse");
+    assert_ne!(
+        pulse.str(attr::BOTTLENECK),
+        "idle",
+        "{}",
+        pulse.str(attr::BOTTLENECK_REASON)
     );
     let writers: Vec<_> = tools_of(&spans, io)
         .into_iter()

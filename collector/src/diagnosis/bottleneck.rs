@@ -55,17 +55,35 @@ pub fn judge(
     let net = (u.net_tx_bytes + u.net_rx_bytes) as f64;
     let waits = measured.delay_accounting;
     let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
-    let (kind, reason) = if waits && mem_wait / wall >= t.memory_bound {
+    // Waits are weighed against the time it was not kept from a CPU by others' load (at
+    // least half its life): a writer slowed by a busy machine still waits mostly on storage.
+    let unstarved = (wall - queue).max(wall / 2.0);
+    let besides = |x: f64| {
+        if queue / wall >= 0.1 {
+            format!(
+                " ({:.0}% of the {unstarved:.1} s it was not waiting for a CPU)",
+                100.0 * x / unstarved
+            )
+        } else {
+            String::new()
+        }
+    };
+    let (kind, reason) = if waits && mem_wait / unstarved >= t.memory_bound {
         (
             Kind::MemoryBound,
-            format!("waited for memory (reclaim, swap) {}", of(mem_wait)),
+            format!(
+                "waited for memory (reclaim, swap) {}{}",
+                of(mem_wait),
+                besides(mem_wait)
+            ),
         )
-    } else if waits && io_wait / wall >= t.io_bound {
+    } else if waits && io_wait / unstarved >= t.io_bound {
         (
             Kind::IoBound,
             format!(
-                "waited for block I/O {}; {busy:.1} CPUs busy on average",
-                of(io_wait)
+                "waited for block I/O {}{}; {busy:.1} CPUs busy on average",
+                of(io_wait),
+                besides(io_wait)
             ),
         )
     } else if (cpu + queue) / wall / cpus >= t.cpu_bound {
@@ -194,6 +212,22 @@ mod tests {
         assert_eq!(kind(usage(0.1, 0.0, 0.0, 0), 10.0, 1.0), Some(Kind::Idle));
         // Too short to judge.
         assert_eq!(kind(usage(0.1, 0.0, 0.0, 0), 0.5, 1.0), None);
+    }
+
+    #[test]
+    fn waits_are_weighed_against_the_time_not_spent_waiting_for_a_cpu() {
+        // A writer on a busy machine: 0.3 s on a CPU, 0.8 s waiting for one, 0.6 s for
+        // storage over 2.1 s. Against its 1.3 s unstarved, storage is 46%.
+        let mut u = usage(0.3, 0.6, 0.0, 0);
+        u.run_delay_ns = 800_000_000;
+        let b = judge(&u, 2_100_000_000, 1.0, ALL, &Diagnosis::default()).unwrap();
+        assert_eq!(b.kind, Kind::IoBound, "{}", b.reason);
+        assert!(b.reason.contains("46% of the 1.3 s"), "{}", b.reason);
+        // Never weighed against less than half its life.
+        // (0.25 s of 0.1 s would be io-bound; of 1.0 s it is not.)
+        let mut u = usage(0.1, 0.25, 0.0, 0);
+        u.run_delay_ns = 1_900_000_000;
+        assert_eq!(kind(u, 2.0, 1.0), Some(Kind::CpuBound));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //!   short              use 2 ms of CPU and end
 //!   send ADDR BYTES    send BYTES over TCP to ADDR, wait for the peer to close
 //!   sleep MS           sleep MS milliseconds
+//!   pulse MS           for MS ms, 100 ms of CPU then 100 ms of sleep, again and again
 //!   segv               write through a null pointer
 //!   direct FILE MS     write a 32 MiB FILE, then overwrite 4 KiB blocks of it with
 //!                      O_DIRECT for MS ms
@@ -106,6 +107,13 @@ fn main() {
             s.read_exact(&mut ack).expect("ack");
         }
         Some("sleep") => std::thread::sleep(Duration::from_millis(arg(&args, 1))),
+        Some("pulse") => {
+            let end = std::time::Instant::now() + Duration::from_millis(arg(&args, 1));
+            while std::time::Instant::now() < end {
+                std::hint::black_box(spin(Duration::from_millis(100)));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         Some("direct") => {
             // An O_DIRECT writer: overwrites 4 KiB blocks of a 32 MiB file already on disk
             // (no allocation, no journal), each write waiting for the device.

@@ -26,7 +26,7 @@ pub use series::{Counters, SeriesKey};
 
 use crate::{
     accounting::{Measured, live},
-    attribution::{Attributor, Finished, Role},
+    attribution::{Attributor, Finished, Membership, Role},
     diagnosis::Stalls,
     event::ProcKey,
     tree::Tree,
@@ -42,6 +42,14 @@ const FORGET_NS: u64 = 600_000_000_000;
 
 /// Ancestors walked from a process to the tools above it, against a malformed tree.
 const MAX_DEPTH: usize = 64;
+
+/// A process's part of a progress signature: its CPU, bytes and characters moved, and its
+/// finished waits for storage (a wait for the disk is not idleness).
+fn progress_of(c: &Counters, io_chars: u64) -> u64 {
+    let work = c.cpu_user_ns + c.cpu_system_ns + c.disk_read_bytes + c.disk_write_bytes;
+    let work = work + c.net_tx_bytes + c.net_rx_bytes + c.disk_wait_ns;
+    work.wrapping_add(io_chars)
+}
 
 /// An ended process's figures, waiting for its task's name.
 struct Held {
@@ -206,22 +214,23 @@ impl Metrics {
                 let presence = u64::from(key.pid).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 own.insert(key, (t, presence));
             }
-            if p.settled || now_ns.saturating_sub(p.start_ns) < MIN_AGE_NS {
+            if p.settled {
+                continue;
+            }
+            if now_ns.saturating_sub(p.start_ns) < MIN_AGE_NS {
+                // Too young for a series of its own, but its work is its task's progress: a
+                // task of sub-second tools one after another is not quiet.
+                if let (Some((_, part)), None) = (own.get_mut(&key), &p.exit)
+                    && let Some(l) = live::read(key.pid)
+                {
+                    let c = Counters::from_live(&l, 0, 0);
+                    *part = part.wrapping_add(progress_of(&c, l.io_chars));
+                }
                 continue;
             }
             let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
-            let task = match m.task {
-                None => String::new(),
-                Some(t) => match self.labels.get(&t) {
-                    Some((_, l)) => l.clone(),
-                    None => match attr.provisional_task_name(tree, t) {
-                        Some(l) => {
-                            self.labels.insert(t, (m.run, l.clone()));
-                            l
-                        }
-                        None => continue,
-                    },
-                },
+            let Some(task) = self.task_label(attr, tree, &m) else {
+                continue;
             };
             // A process that ended (its exit event may still be on its way) keeps its last
             // sample until its exact figures replace it: counters never step back.
@@ -249,10 +258,7 @@ impl Metrics {
                 None => self.table.get(&key_of.pipeline, &key_of.task, &key_of.tool),
             };
             if let Some((_, part)) = own.get_mut(&key) {
-                let c = &counters;
-                let work = c.cpu_user_ns + c.cpu_system_ns + c.disk_read_bytes;
-                let work = work + c.disk_write_bytes + c.net_tx_bytes + c.net_rx_bytes;
-                *part = part.wrapping_add(work.wrapping_add(chars));
+                *part = part.wrapping_add(progress_of(&counters, chars));
             }
             s.live.add(&counters);
             s.rss_now += rss;
@@ -265,7 +271,32 @@ impl Metrics {
                 self.limits.insert((pipeline, task), limit);
             }
         }
-        self.observe_tools(attr, tree, &own, now_ns);
+        self.observe_progress(attr, tree, &own, now_ns);
+    }
+
+    /// A member's task label ("" outside any task); `None` while its task has no name yet.
+    fn task_label(&mut self, attr: &mut Attributor, tree: &Tree, m: &Membership) -> Option<String> {
+        let Some(t) = m.task else {
+            return Some(String::new());
+        };
+        if let Some((_, l)) = self.labels.get(&t) {
+            return Some(l.clone());
+        }
+        let l = attr.provisional_task_name(tree, t)?;
+        self.labels.insert(t, (m.run, l.clone()));
+        Some(l)
+    }
+
+    /// Each running task's and tool's progress signature at `now_ns`, from each process's
+    /// own part (`own`): stalls open and close.
+    fn observe_progress(
+        &mut self,
+        attr: &Attributor,
+        tree: &Tree,
+        own: &HashMap<ProcKey, (ProcKey, u64)>,
+        now_ns: u64,
+    ) {
+        self.observe_tools(attr, tree, own, now_ns);
         let mut progress: HashMap<ProcKey, u64> = HashMap::new();
         for (t, part) in own.values() {
             let sig = progress.entry(*t).or_insert_with(|| attr.ended_in(t));
