@@ -14,6 +14,7 @@ pub mod poller;
 pub mod probes;
 pub mod redact;
 pub mod report;
+pub mod scope;
 pub mod signals;
 pub mod source;
 pub mod status;

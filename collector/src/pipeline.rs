@@ -51,6 +51,8 @@ pub struct Pipeline {
     limits: crate::cgroup::Limits,
     /// Containers seen, with what their runtimes record.
     containers: crate::containers::Containers,
+    /// The processes watched: the node's, or one cgroup's.
+    scope: crate::scope::Scope,
 }
 
 impl Pipeline {
@@ -82,7 +84,19 @@ impl Pipeline {
             history: History::new(&pipetrace_config::Diagnosis::default()),
             limits: crate::cgroup::Limits::default(),
             containers: Default::default(),
+            scope: crate::scope::Scope::new(None),
         }
+    }
+
+    /// Watches only the processes in `cgroup` and below it (`probes.scope_cgroup`).
+    pub fn with_scope(mut self, cgroup: Option<String>) -> Self {
+        self.scope = crate::scope::Scope::new(cgroup);
+        self
+    }
+
+    /// Events of processes outside the scope passed over.
+    pub fn out_of_scope(&self) -> u64 {
+        self.scope.passed_over
     }
 
     /// Where task history lives and how it is judged.
@@ -139,6 +153,17 @@ impl Pipeline {
     /// Seeds the tree with what runs now, and lets the attribution find runs among it.
     pub fn seed(&mut self) {
         let mut snap = host::scan();
+        if !self.scope.whole_node() {
+            let (inside, outside): (Vec<_>, Vec<_>) =
+                snap.into_iter().partition(|s| self.scope.holds_pid(s.pid));
+            for s in outside {
+                self.scope.leave_out(crate::event::ProcKey {
+                    pid: s.pid,
+                    start_ticks: s.start_ticks,
+                });
+            }
+            snap = inside;
+        }
         snap.sort_by_key(|s| s.start_ticks);
         let keys: Vec<_> = snap
             .iter()
@@ -176,6 +201,15 @@ impl Pipeline {
 
     pub fn handle(&mut self, ev: Event) {
         self.events += 1;
+        let runtime = |e: &crate::event::Exec| {
+            crate::containers::is_runtime(crate::attribution::naming::program_name(
+                &e.filename,
+                &e.argv,
+            ))
+        };
+        if !self.scope.admit(&ev, &self.tree, runtime) {
+            return;
+        }
         match ev {
             Event::Fork {
                 key,

@@ -150,6 +150,17 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
             format!("{rb} is not a power of two of at least 4096 (try 33554432)"),
         ));
     }
+    if let Some(scope) = &cfg.probes.scope_cgroup
+        && !(scope.starts_with('/') && scope.len() > 1)
+    {
+        return Err(bad(
+            "probes.scope_cgroup",
+            format!(
+                "`{scope}` is not a cgroup path below the root; give it as /proc/PID/cgroup \
+                 shows it (e.g. /libpod_parent/libpod-<id>), or leave it unset for the whole node"
+            ),
+        ));
+    }
     // The live sampler runs at this interval whether metrics are exported or not (stalls).
     if cfg.metrics.interval < std::time::Duration::from_millis(100) {
         return Err(bad(
@@ -168,7 +179,11 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
             "prices must be numbers of at least 0".to_string(),
         ));
     }
-    if !cfg.cost.prices.is_empty() && cfg.cost.price().is_none() {
+    // Left unnamed, the host's detected instance type chooses the row at run time.
+    if !cfg.cost.prices.is_empty()
+        && cfg.cost.host_type != crate::model::Cost::DEFAULT_HOST_TYPE
+        && cfg.cost.price().is_none()
+    {
         return Err(bad(
             "cost.host_type",
             format!(
@@ -330,6 +345,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.otlp.protocol"), "{err}");
+        let f = file("probes:\n  scope_cgroup: libpod-abc\n");
+        let err = load(Some(f.path()), env(&[]), &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("probes.scope_cgroup"), "{err}");
+        assert!(err.contains("/proc/PID/cgroup"), "{err}");
         let f = file("probes:\n  ring_buffer_bytes: 1000\n");
         let err = load(Some(f.path()), env(&[]), &Flags::default())
             .unwrap_err()

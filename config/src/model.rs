@@ -47,7 +47,9 @@ impl Default for Report {
 #[serde(deny_unknown_fields, default)]
 pub struct Cost {
     pub currency: String,
-    /// Which row of `prices` applies on this host.
+    /// Which row of `prices` applies on this host. Left at `default`, the row of the host's
+    /// detected instance type (OTel `host.type`, e.g. `m5.large`) when there is one, else
+    /// the `default` row.
     pub host_type: String,
     pub prices: BTreeMap<String, Price>,
 }
@@ -56,7 +58,7 @@ impl Default for Cost {
     fn default() -> Self {
         Self {
             currency: "USD".into(),
-            host_type: "default".into(),
+            host_type: Self::DEFAULT_HOST_TYPE.into(),
             prices: BTreeMap::new(),
         }
     }
@@ -72,9 +74,55 @@ pub struct Price {
 }
 
 impl Cost {
+    /// `host_type` when the config does not name one.
+    pub const DEFAULT_HOST_TYPE: &str = "default";
+
     /// The price row for this host, if any is configured.
     pub fn price(&self) -> Option<Price> {
         self.prices.get(&self.host_type).copied()
+    }
+
+    /// These prices on a host of the `detected` instance type: a `host_type` left at its
+    /// default takes the detected type's row when `prices` has one; a configured one stands.
+    pub fn on_host(mut self, detected: Option<&str>) -> Self {
+        if self.host_type == Self::DEFAULT_HOST_TYPE
+            && let Some(t) = detected.filter(|t| self.prices.contains_key(*t))
+        {
+            self.host_type = t.to_string();
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+
+    #[test]
+    fn the_detected_host_type_chooses_the_row_unless_one_is_configured() {
+        let row = |p: f64| Price {
+            cpu_hour: p,
+            gib_hour: 0.0,
+        };
+        let cost = Cost {
+            prices: [("default".into(), row(1.0)), ("m5.large".into(), row(2.0))].into(),
+            ..Default::default()
+        };
+        let on = |c: &Cost, t| c.clone().on_host(t).price().map(|p| p.cpu_hour);
+        assert_eq!(on(&cost, Some("m5.large")), Some(2.0));
+        assert_eq!(on(&cost, Some("c5.xlarge")), Some(1.0), "no row: the default");
+        assert_eq!(on(&cost, None), Some(1.0));
+        let named = Cost {
+            host_type: "default".into(),
+            ..cost.clone()
+        };
+        assert_eq!(on(&named, Some("m5.large")), Some(2.0));
+        let small = Cost {
+            host_type: "small".into(),
+            prices: [("small".into(), row(3.0)), ("m5.large".into(), row(2.0))].into(),
+            ..Default::default()
+        };
+        assert_eq!(on(&small, Some("m5.large")), Some(3.0), "configured wins");
     }
 }
 
@@ -147,6 +195,10 @@ pub struct Probes {
     /// How often /proc is read when falling back (shorter processes may be missed).
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
+    /// Watch only the processes in this cgroup and below it (a path as `/proc/PID/cgroup`
+    /// shows it, in any hierarchy): an agent beside one container, pod or Slurm step. Unset:
+    /// the whole node.
+    pub scope_cgroup: Option<String>,
 }
 
 impl Default for Probes {
@@ -156,6 +208,7 @@ impl Default for Probes {
             usage_wait: Duration::from_secs(2),
             strict: false,
             poll_interval: Duration::from_millis(200),
+            scope_cgroup: None,
         }
     }
 }

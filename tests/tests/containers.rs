@@ -192,3 +192,111 @@ fn a_slurm_steps_cgroup_names_the_job_step_and_task() {
     assert_eq!(s.int(attr::SLURM_TASK_ID), Some(3));
     assert!(s.attr(attr::CONTAINER_ID).is_none(), "{s:?}");
 }
+
+/// Removes the cgroup a test named as podman's `--cgroup-parent`, in every hierarchy, once
+/// its containers are gone.
+struct CgroupParent(String);
+
+impl Drop for CgroupParent {
+    fn drop(&mut self) {
+        let Ok(dirs) = std::fs::read_dir("/sys/fs/cgroup") else {
+            return;
+        };
+        for h in dirs.flatten() {
+            let parent = h.path().join(&self.0);
+            if let Ok(children) = std::fs::read_dir(&parent) {
+                for c in children.flatten().filter(|c| c.path().is_dir()) {
+                    let _ = std::fs::remove_dir(c.path());
+                }
+            }
+            let _ = std::fs::remove_dir(&parent);
+        }
+    }
+}
+
+/// Runs a BusyBox container under `parent` (a cgroup of the test's naming, as a pod's):
+/// a marked shell that sleeps and reads; its id.
+fn podman_in(rootfs: &Path, parent: &str, cidfile: &Path) -> String {
+    let o = std::process::Command::new("podman")
+        .args([
+            "--cgroup-manager=cgroupfs",
+            "--runtime",
+            "runc",
+            "run",
+            "--rm",
+        ])
+        .args(["--network=none", "--ulimit", "nofile=20000:20000"])
+        .args(["--ulimit", "nproc=32768:32768"])
+        .arg(format!("--cgroup-parent=/{parent}"))
+        .arg("--cidfile")
+        .arg(cidfile)
+        .arg("--rootfs")
+        .arg(rootfs)
+        .args([
+            "/bin/sh",
+            "-c",
+            "sleep 0.5; cat /proc/self/cgroup >/dev/null; true",
+        ])
+        .arg("pipetrace-sidecar-test")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "podman: {}", stderr(&o));
+    std::fs::read_to_string(cidfile).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_sidecar_scoped_to_one_pods_cgroup_exports_nothing_of_a_container_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = dir.path().join("rootfs");
+    busybox_rootfs(&rootfs);
+    let pid = std::process::id();
+    let (mine, other) = (
+        CgroupParent(format!("pipetrace-scope-mine-{pid}")),
+        CgroupParent(format!("pipetrace-scope-other-{pid}")),
+    );
+    let cfg = dir.path().join("sidecar.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "probes:\n  scope_cgroup: /{}\nattribution:\n  run_rules:\n    \
+             - match: {{ argv: 'pipetrace-sidecar-test' }}\n      name: sidecar\n",
+            mine.0
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("sidecar.otlp.jsonl");
+    let agent =
+        pipetrace_e2e::Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    // Side by side: the other container runs while the watched one does.
+    let other_cid = dir.path().join("other.cid");
+    let (root, other_root) = (rootfs.clone(), rootfs.clone());
+    let name = other.0.clone();
+    let beside = std::thread::spawn(move || podman_in(&other_root, &name, &other_cid));
+    let mine_id = podman_in(&root, &mine.0, &dir.path().join("mine.cid"));
+    let other_id = beside.join().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let report = agent.stop();
+    let spans = pipetrace_e2e::read_jsonl(&out);
+    for tool in ["sleep", "cat"] {
+        let found = tools(&spans, tool);
+        assert_eq!(
+            found.len(),
+            1,
+            "{tool} of the watched container only: {spans:?}"
+        );
+        assert_eq!(found[0].str(attr::CONTAINER_ID), mine_id, "{:?}", found[0]);
+    }
+    let run = spans
+        .iter()
+        .find(|s| s.is_run())
+        .expect("the watched container's run");
+    assert_eq!(run.str(attr::CONTAINER_ID), mine_id, "{run:?}");
+    // Nothing of the other container, nor of the host's podman client or runtime.
+    for s in &spans {
+        assert_ne!(s.str(attr::CONTAINER_ID), other_id, "{s:?}");
+        assert!(
+            s.attr(attr::CONTAINER_ID).is_some(),
+            "a host process: {s:?} ({report})"
+        );
+    }
+}

@@ -44,8 +44,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     // Before saying it watches: a stop that comes right after must find the handlers.
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
+    let scope = match &cfg.probes.scope_cgroup {
+        Some(cg) => format!(" in cgroup {cg}"),
+        None => String::new(),
+    };
     log::warn!(
-        "pipetrace agent watching {} processes ({} in runs); exporting to {}",
+        "pipetrace agent watching {} processes{scope} ({} in runs); exporting to {}",
         pipe.tree.len(),
         pipe.attr.tracked(),
         dest.otlp
