@@ -187,6 +187,9 @@ impl Pipeline {
         for (run, traceparent) in self.attr.take_joins() {
             self.builder.join(run, &traceparent);
         }
+        for (run, shared) in self.attr.take_shares() {
+            self.builder.share(run, shared);
+        }
     }
 
     /// Takes a batch from the ring buffer (`bad`: records that did not decode), then

@@ -134,7 +134,13 @@ impl Proc {
         self.exit.as_ref().map_or(self.start_ns, |e| e.time_ns)
     }
 
-    fn new(key: ProcKey, parent: Option<ProcKey>, ppid: u32, start_ns: u64, comm: String) -> Self {
+    pub(crate) fn new(
+        key: ProcKey,
+        parent: Option<ProcKey>,
+        ppid: u32,
+        start_ns: u64,
+        comm: String,
+    ) -> Self {
         Self {
             key,
             parent,

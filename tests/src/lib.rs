@@ -216,9 +216,16 @@ pub struct Agent {
 impl Agent {
     /// Starts `pipetrace ARGS agent` and returns once it watches the host.
     pub fn start(args: &[&str]) -> Self {
+        Self::start_with(args, &[])
+    }
+
+    /// As [`Agent::start`], with environment variables of its own (a second agent's state
+    /// directory).
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Self {
         use std::io::BufRead;
         let mut child = pipetrace()
             .env("PIPETRACE_LOG", "info")
+            .envs(env.iter().copied())
             .args(args)
             .arg("agent")
             .stderr(std::process::Stdio::piped())

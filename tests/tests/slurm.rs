@@ -54,3 +54,126 @@ fn a_slurm_steps_tools_carry_its_job_step_and_user() {
     let run = spans.iter().find(|s| s.is_run()).expect("the step's run");
     assert_eq!(run.str(attr::SLURM_JOB_ID), job, "{run:?}");
 }
+
+fn host_id(s: &RecvSpan) -> &str {
+    match s.resource.get(attr::HOST_ID) {
+        Some(pipetrace_e2e::spans::Val::Str(id)) => id,
+        other => panic!("host.id {other:?}"),
+    }
+}
+
+/// A node's agent watching only one step of job `job` (as if the step ran on its node),
+/// under a host id of its own.
+fn node_agent(
+    dir: &std::path::Path,
+    node: &str,
+    job: &str,
+    step: &str,
+) -> (Agent, std::path::PathBuf) {
+    let host = std::process::Command::new("hostname")
+        .arg("-s")
+        .output()
+        .unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    let cfg = dir.join(format!("{node}.yaml"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "resource_attributes:\n  host.id: {node}\n\
+             probes:\n  scope_cgroup: /slurm_{host}/uid_0/job_{job}/step_{step}\n"
+        ),
+    )
+    .unwrap();
+    let state = dir.join(format!("{node}-state"));
+    std::fs::create_dir_all(&state).unwrap();
+    let out = dir.join(format!("{node}.otlp.jsonl"));
+    let agent = Agent::start_with(
+        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
+    );
+    (agent, out)
+}
+
+#[test]
+fn a_batch_job_served_by_two_node_agents_is_one_trace_with_one_root() {
+    slurm_up();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("job.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ngzip -c /etc/services > /dev/null\n\
+         srun -n1 sh -c 'sleep 0.3; cat /etc/services > /dev/null; true'\n",
+    )
+    .unwrap();
+    // Held: both nodes' agents watch before it starts.
+    let o = std::process::Command::new("sbatch")
+        .args(["--parsable", "--hold", "-o", "/dev/null"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let (batch_node, batch_out) = node_agent(dir.path(), "node-a", &job, "batch");
+    let (step_node, step_out) = node_agent(dir.path(), "node-b", &job, "0");
+    let st = std::process::Command::new("scontrol")
+        .args(["release", &job])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let q = std::process::Command::new("squeue")
+            .args(["-h", "-j", &job])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    batch_node.stop();
+    step_node.stop();
+    let (a, b) = (read_jsonl(&batch_out), read_jsonl(&step_out));
+
+    // One trace, one root: the job's run, from the node that ran its batch script.
+    let all: Vec<&RecvSpan> = a.iter().chain(&b).collect();
+    let trace = &all.first().expect("spans").trace_id;
+    assert!(all.iter().all(|s| &s.trace_id == trace), "{all:?}");
+    let roots: Vec<_> = all.iter().filter(|s| s.parent.is_none()).collect();
+    assert_eq!(roots.len(), 1, "{roots:?}");
+    let run = roots[0];
+    assert!(
+        run.is_run() && a.iter().any(|s| s.span_id == run.span_id),
+        "{run:?}"
+    );
+    assert_eq!(run.str(attr::RUN_ENGINE), "slurm");
+    assert_eq!(run.str(attr::SLURM_JOB_ID), job);
+    assert_eq!(host_id(run), "node-a");
+    // The batch script's own command is a task; srun is the job's engine work.
+    let tasks_a: Vec<_> = a.iter().filter(|s| s.is_task()).collect();
+    assert_eq!(tasks_a.len(), 1, "{tasks_a:?}");
+    assert_eq!(tasks_a[0].str(attr::CICD_PIPELINE_TASK_NAME), "gzip");
+    // The step is a task of that run, from the node that ran it, with its tools under it.
+    assert!(b.iter().all(|s| !s.is_run()), "{b:?}");
+    let step = b.iter().find(|s| s.is_task()).expect("the step's task");
+    assert_eq!(step.parent.as_deref(), Some(run.span_id.as_str()));
+    assert_eq!(step.str(attr::CICD_PIPELINE_TASK_NAME), "step 0: sh");
+    assert_eq!(step.str(attr::SLURM_STEP_ID), "0");
+    assert_eq!(host_id(step), "node-b");
+    for tool in ["sleep", "cat"] {
+        let t = b
+            .iter()
+            .find(|s| s.is_tool() && s.str(attr::TOOL_NAME) == tool);
+        let t = t.unwrap_or_else(|| panic!("{tool} on the step's node: {b:?}"));
+        assert_eq!(t.parent.as_deref(), Some(step.span_id.as_str()));
+        assert!(
+            !a.iter().any(|s| s.str(attr::TOOL_NAME) == tool),
+            "only the step's node"
+        );
+    }
+}

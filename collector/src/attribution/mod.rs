@@ -18,6 +18,7 @@ mod runs;
 
 use std::collections::HashMap;
 
+pub use engines::Shared;
 use engines::{Class, EngineRun, Place};
 use pending::Pending;
 use rules::CompiledRule;
@@ -205,6 +206,8 @@ pub struct Attributor {
     started: Vec<ProcKey>,
     /// Runs whose engine traces itself, with its span of the run, since the caller asked.
     joins: Vec<(ProcKey, String)>,
+    /// Runs named alike on every node, started since the caller last asked.
+    shares: Vec<(ProcKey, engines::Shared)>,
 }
 
 impl Attributor {
@@ -225,6 +228,7 @@ impl Attributor {
             allocations: HashMap::new(),
             started: Vec::new(),
             joins: Vec::new(),
+            shares: Vec::new(),
         })
     }
 
@@ -262,6 +266,10 @@ impl Attributor {
     /// the last call: their spans go into the engine's trace.
     pub fn take_joins(&mut self) -> Vec<(ProcKey, String)> {
         std::mem::take(&mut self.joins)
+    }
+
+    pub fn take_shares(&mut self) -> Vec<(ProcKey, engines::Shared)> {
+        std::mem::take(&mut self.shares)
     }
 
     pub fn set_allocation(&mut self, key: ProcKey, a: Allocation) {
@@ -375,7 +383,8 @@ impl Attributor {
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
-                self.maybe_start_agent_run(key, &image, started);
+                let step = first_of_step(tree, p);
+                self.maybe_start_agent_run(key, &image, started, step);
             }
             return;
         };
@@ -575,3 +584,15 @@ impl Attributor {
 
 #[cfg(test)]
 mod tests;
+
+/// The Slurm step `p` runs in, if its parent runs in no such step or another (`p` is the
+/// first of the step's processes this node's agent sees).
+fn first_of_step<'a>(
+    tree: &Tree,
+    p: &'a crate::tree::Proc,
+) -> Option<&'a crate::containers::SlurmStep> {
+    let step = p.container.as_ref()?.slurm.as_ref()?;
+    let parent = p.parent.and_then(|k| tree.get(&k));
+    let parents = parent.and_then(|q| q.container.as_ref()?.slurm.as_ref());
+    (parents != Some(step)).then_some(step)
+}

@@ -27,6 +27,9 @@ impl Attributor {
     }
 
     pub(super) fn start_run(&mut self, key: ProcKey, adapter: Box<dyn EngineRun>) {
+        if let Some(shared) = adapter.shared() {
+            self.shares.push((key, shared));
+        }
         let info = RunInfo {
             name: adapter.pipeline_name(),
             engine: adapter.engine().to_string(),
@@ -60,16 +63,22 @@ impl Attributor {
         );
     }
 
+    /// In agent mode, a process in no run starts one if it runs an engine, a run rule
+    /// matches it, or it is the first of a Slurm job's step (`slurm`: the step it is in,
+    /// when its parent is not).
     pub(super) fn maybe_start_agent_run(
         &mut self,
         key: ProcKey,
         image: &Image,
         started: SystemTime,
+        slurm: Option<&crate::containers::SlurmStep>,
     ) {
         let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
             (e.start)(image, started)
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
             Box::new(Generic::rule(rule.name(image), image))
+        } else if let Some(job) = slurm.and_then(|s| engines::slurm::SlurmJob::start(s, image)) {
+            Box::new(job)
         } else {
             return;
         };

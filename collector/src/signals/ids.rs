@@ -37,6 +37,26 @@ pub fn span_id(boot_id: &str, what: &str, key: ProcKey) -> [u8; 8] {
     id
 }
 
+/// The trace, and the run span, of a run every node names alike (`identity`, e.g. a Slurm
+/// job): each node's agent derives the same ids, so their spans form one trace.
+pub fn of_identity(identity: &str) -> ([u8; 16], [u8; 8]) {
+    let d: [u8; 32] = Sha256::new()
+        .chain_update(b"pipetrace-run\0")
+        .chain_update(identity.as_bytes())
+        .finalize()
+        .into();
+    let (mut trace, mut span) = ([0; 16], [0; 8]);
+    trace.copy_from_slice(&d[..16]);
+    span.copy_from_slice(&d[16..24]);
+    if trace == [0; 16] {
+        trace[15] = 1;
+    }
+    if span == [0; 8] {
+        span[7] = 1;
+    }
+    (trace, span)
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -52,6 +72,8 @@ mod tests {
             start_ticks: 7,
         };
         assert_eq!(trace_id("b", k), trace_id("b", k));
+        assert_eq!(of_identity("slurm/0/7"), of_identity("slurm/0/7"));
+        assert_ne!(of_identity("slurm/0/7").0, of_identity("slurm/0/8").0);
         assert_ne!(trace_id("b", k), trace_id("other-boot", k));
         assert_ne!(span_id("b", "task", k), span_id("b", "tool", k));
         let reused = ProcKey {

@@ -15,7 +15,7 @@ use pipetrace_semconv::attr;
 
 use crate::{
     accounting::Measured,
-    attribution::{EngineInfo, EntityRef, Finished, Totals, naming},
+    attribution::{EngineInfo, EntityRef, Finished, Shared, Totals, naming},
     event::ProcKey,
     host::HostInfo,
     redact::Redactor,
@@ -69,6 +69,8 @@ pub struct SpanBuilder {
     cost: pipetrace_config::Cost,
     /// Runs joined to the engine's own trace: its trace, and the engine's span of the run.
     joined: std::collections::HashMap<ProcKey, (TraceId, SpanId)>,
+    /// Runs every node names alike (a Slurm job): ids derived from that identity.
+    shared: std::collections::HashMap<ProcKey, Shared>,
 }
 
 const SIGNALS: [&str; 32] = [
@@ -190,14 +192,30 @@ impl SpanBuilder {
             EntityRef::Tool(k) => ("tool", k),
             EntityRef::Engine(k) => ("engine", k),
         };
+        // The run span of a run named alike everywhere is the same on every node; a part of
+        // one (a step on this node) has a span of its own under it.
+        if let EntityRef::Run(k) = r
+            && let Some(s) = self.shared.get(&k).filter(|s| s.part.is_none())
+        {
+            return SpanId::from_bytes(ids::of_identity(&s.identity).1);
+        }
         SpanId::from_bytes(ids::span_id(&self.host.boot_id, what, key))
     }
 
     pub fn trace_id(&self, run: ProcKey) -> TraceId {
+        if let Some(s) = self.shared.get(&run) {
+            return TraceId::from_bytes(ids::of_identity(&s.identity).0);
+        }
         match self.joined.get(&run) {
             Some((trace, _)) => *trace,
             None => TraceId::from_bytes(ids::trace_id(&self.host.boot_id, run)),
         }
+    }
+
+    /// The run is named alike on every node (`shared.identity`): its trace and run span ids
+    /// derive from it. Call before any of its spans is built.
+    pub fn share(&mut self, run: ProcKey, shared: Shared) {
+        self.shared.insert(run, shared);
     }
 
     /// The run's spans go into the engine's own trace (`traceparent` of the engine's span of
@@ -211,9 +229,13 @@ impl SpanBuilder {
     /// The run's spans are all built: forget its join.
     pub fn forget(&mut self, run: ProcKey) {
         self.joined.remove(&run);
+        self.shared.remove(&run);
     }
 
     pub fn run_id(&self, run: ProcKey) -> String {
+        if let Some(s) = self.shared.get(&run) {
+            return ids::hex(&ids::of_identity(&s.identity).0);
+        }
         ids::hex(&ids::trace_id(&self.host.boot_id, run))
     }
 
@@ -446,8 +468,14 @@ impl SpanBuilder {
                 info,
                 usage: totals,
             } => {
+                // A part of a run rooted on another node (a Slurm step here) is a task of it.
+                let part = self.shared.get(&p.key).and_then(|s| s.part.clone());
+                let named = match &part {
+                    Some(task) => KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, task.clone()),
+                    None => KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone()),
+                };
                 let mut a = vec![
-                    KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone()),
+                    named,
                     KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(p.key)),
                     KeyValue::new(attr::RUN_ENGINE, info.engine.clone()),
                     KeyValue::new(attr::RUN_TASKS, info.tasks as i64),
@@ -476,25 +504,28 @@ impl SpanBuilder {
                     }
                     None => status_of(p.exit.as_ref(), "run"),
                 };
-                let span = self.span(
-                    Ids {
-                        trace: self.trace_id(p.key),
-                        span: self.span_id(EntityRef::Run(p.key)),
-                        parent: self.joined.get(&p.key).map_or(SpanId::INVALID, |j| j.1),
-                        remote: self.joined.contains_key(&p.key),
+                let (parent, remote) = match (&part, self.shared.get(&p.key)) {
+                    (Some(_), Some(s)) => {
+                        (SpanId::from_bytes(ids::of_identity(&s.identity).1), true)
+                    }
+                    _ => match self.joined.get(&p.key) {
+                        Some(j) => (j.1, true),
+                        None => (SpanId::INVALID, false),
                     },
-                    match &info.label {
-                        Some(label) => format!("run {} ({label})", info.name),
-                        None => format!("run {}", info.name),
-                    },
-                    p,
-                    a,
-                    status,
-                );
-                Signal {
-                    kind: Kind::Run,
-                    span,
-                }
+                };
+                let ids = Ids {
+                    trace: self.trace_id(p.key),
+                    span: self.span_id(EntityRef::Run(p.key)),
+                    parent,
+                    remote,
+                };
+                let (name, kind) = match (&part, &info.label) {
+                    (Some(task), _) => (task.clone(), Kind::Task),
+                    (None, Some(label)) => (format!("run {} ({label})", info.name), Kind::Run),
+                    (None, None) => (format!("run {}", info.name), Kind::Run),
+                };
+                let span = self.span(ids, name, p, a, status);
+                Signal { kind, span }
             }
         }
     }

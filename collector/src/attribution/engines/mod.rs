@@ -9,6 +9,7 @@ pub mod cwltool;
 pub mod generic;
 pub mod nextflow;
 pub mod prefect;
+pub mod slurm;
 pub mod snakemake;
 
 use std::time::SystemTime;
@@ -47,6 +48,16 @@ pub struct Ended<'a> {
     pub end: SystemTime,
 }
 
+/// A run every node names alike, whichever of its parts it sees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared {
+    /// What identifies the run on every node (a Slurm job: `slurm/<uid>/<job>`).
+    pub identity: String,
+    /// This node's part holds not the run's root but one of its tasks (a Slurm step): the
+    /// task's name. `None`: this is the run's root.
+    pub part: Option<String>,
+}
+
 /// One run of one engine.
 pub trait EngineRun: Send {
     /// The engine's name (`pipetrace.run.engine`).
@@ -71,6 +82,10 @@ pub trait EngineRun: Send {
     /// The engine's own span of this run where it traces itself (W3C traceparent): asked as
     /// tasks start, so that the run's spans join that trace before any is built.
     fn trace_parent(&mut self) -> Option<String> {
+        None
+    }
+    /// Whether every node names this run alike (its spans from several nodes form one trace).
+    fn shared(&self) -> Option<Shared> {
         None
     }
     /// Whether processes of the run outside any task are the engine's helpers (engines) or

@@ -1,0 +1,145 @@
+//! Slurm jobs that no engine runs: a batch script is a pipeline too. The job is the run,
+//! named alike on every node by its user and job id; on the node that runs the batch script
+//! the run's root is that script, and each step elsewhere (`srun`) is a task of it from the
+//! node that ran it. Slurm's own clients (`srun`, `scontrol`, ...) are the run's engine work.
+use super::{Class, EngineRun, Place, Shared};
+use crate::{
+    attribution::naming,
+    containers::SlurmStep,
+    tree::{Image, Proc},
+};
+
+pub struct SlurmJob {
+    job: u64,
+    uid: Option<u32>,
+    /// `None`: the batch step, the run's root; else the step's task name.
+    part: Option<String>,
+}
+
+/// Slurm's clients, run by a batch script to start steps or ask about the job.
+const CLIENTS: &[&str] = &[
+    "srun", "sbatch", "salloc", "scontrol", "squeue", "sacct", "sbcast", "sattach", "sstat",
+    "scancel",
+];
+
+impl SlurmJob {
+    /// The first process of a job's step: the run (batch step) or a task of it (another
+    /// step). The extern step holds no work of the job.
+    pub fn start(step: &SlurmStep, image: &Image) -> Option<Self> {
+        let part = match step.step.as_str() {
+            "extern" => return None,
+            "batch" => None,
+            s => {
+                let tool = naming::tool_name_of(
+                    naming::program_name(&image.path, &image.argv),
+                    &image.argv,
+                );
+                Some(format!("step {s}: {tool}"))
+            }
+        };
+        Some(Self {
+            job: step.job,
+            uid: step.uid,
+            part,
+        })
+    }
+}
+
+impl EngineRun for SlurmJob {
+    fn engine(&self) -> &str {
+        "slurm"
+    }
+
+    fn pipeline_name(&self) -> String {
+        format!("slurm job {}", self.job)
+    }
+
+    /// Each job is its own pipeline: its script is known only by a spool path.
+    fn pipeline_key(&self) -> String {
+        format!("slurm-{}", self.job)
+    }
+
+    fn run_label(&self) -> Option<String> {
+        Some(self.job.to_string())
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        let uid = self.uid.map_or_else(String::new, |u| u.to_string());
+        Some(Shared {
+            identity: format!("slurm/{uid}/{}", self.job),
+            part: self.part.clone(),
+        })
+    }
+
+    /// In a step, what runs is the step's own work (tools of its task).
+    fn folds_helpers(&self) -> bool {
+        self.part.is_none()
+    }
+
+    fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+        let program = naming::executable_name(&image.path);
+        match (self.part.is_some(), place.under_run) {
+            (true, _) => Class::Undecided,
+            (false, _) if CLIENTS.contains(&program) => Class::Helper,
+            (false, true) => Class::Task,
+            (false, false) => Class::Undecided,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(path: &str) -> Image {
+        Image {
+            path: path.into(),
+            argv: vec![path.into()],
+            ..Default::default()
+        }
+    }
+
+    fn step(s: &str) -> SlurmStep {
+        SlurmStep {
+            job: 42,
+            step: s.into(),
+            task: Some(0),
+            uid: Some(1000),
+        }
+    }
+
+    #[test]
+    fn a_jobs_batch_step_is_its_run_and_other_steps_are_tasks_of_it_on_every_node() {
+        let batch = SlurmJob::start(&step("batch"), &image("/var/spool/slurm_script")).unwrap();
+        let step0 = SlurmJob::start(&step("0"), &image("/usr/bin/hostname")).unwrap();
+        let (run, part) = (batch.shared().unwrap(), step0.shared().unwrap());
+        assert_eq!(run.identity, part.identity, "one run, whichever node");
+        assert_eq!(run.part, None);
+        assert_eq!(part.part.as_deref(), Some("step 0: hostname"));
+        assert!(SlurmJob::start(&step("extern"), &image("/bin/sleep")).is_none());
+    }
+
+    #[test]
+    fn slurms_clients_are_the_jobs_engine_work() {
+        let mut batch = SlurmJob::start(&step("batch"), &image("/x/slurm_script")).unwrap();
+        let p = Proc::new(
+            crate::event::ProcKey {
+                pid: 2,
+                start_ticks: 1,
+            },
+            None,
+            1,
+            0,
+            "srun".into(),
+        );
+        let place = Place {
+            parent_is_root: true,
+            under_run: true,
+        };
+        assert_eq!(
+            batch.classify(&p, &image("/usr/bin/srun"), place),
+            Class::Helper
+        );
+        assert_eq!(batch.classify(&p, &image("/bin/gzip"), place), Class::Task);
+    }
+}
