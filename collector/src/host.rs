@@ -1,10 +1,18 @@
-//! Facts about this host and its processes read from /proc: identity, clocks, the seed scan.
-//! Never reads any process's environment.
+//! Facts about this host and its processes read from /proc: identity, clocks, the seed scan;
+//! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
+//! process's environment, never asks the network.
+mod cloud;
+
 use std::{
     fs,
-    path::PathBuf,
+    path::{Path, PathBuf},
     time::{Duration, SystemTime},
 };
+
+pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
+
+/// OTel `os.type`: the only one pipetrace runs on.
+pub const OS_TYPE: &str = "linux";
 
 /// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
 /// ticks so that a process seen first by the /proc scan and later by the probes is one process.
@@ -31,6 +39,12 @@ pub struct HostInfo {
     pub boot_id: String,
     pub host_id: String,
     pub host_name: String,
+    /// OTel `host.arch`: the kernel's machine (`uname -m`) in OTel's words.
+    pub arch: Option<String>,
+    /// OTel `os.version`: the kernel release (`uname -r`).
+    pub os_version: Option<String>,
+    /// The cloud, instance type and region, where the machine tells them offline.
+    pub cloud: Cloud,
     /// Add to a CLOCK_BOOTTIME timestamp to get Unix time, nanoseconds.
     pub boot_to_unix_ns: i128,
 }
@@ -43,10 +57,14 @@ impl HostInfo {
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| boot_id.clone());
         let host_name = read("/proc/sys/kernel/hostname")?.trim().to_string();
+        let (machine, release) = uname().unwrap_or_default();
         Ok(Self {
             boot_id,
             host_id,
             host_name,
+            arch: otel_arch(&machine),
+            os_version: Some(release).filter(|r| !r.is_empty()),
+            cloud: Cloud::detect(&Cloud::dmi_dir(), Path::new(CLOUD_INIT_DATA)),
             boot_to_unix_ns: boot_to_unix_ns(),
         })
     }
@@ -54,6 +72,44 @@ impl HostInfo {
     pub fn system_time(&self, boot_ns: u64) -> SystemTime {
         system_time(boot_ns, self.boot_to_unix_ns)
     }
+}
+
+/// The kernel's machine and release (`uname -m`, `uname -r`).
+fn uname() -> Option<(String, String)> {
+    // SAFETY: utsname is plain C arrays; all zeroes is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a utsname, which uname fills with NUL-terminated strings.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let text = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    };
+    Some((text(&u.machine), text(&u.release)))
+}
+
+/// OTel's `host.arch` for the kernel's machine name: its well-known values where one
+/// applies; another architecture (riscv64, loongarch64 ...) as the kernel names it.
+pub fn otel_arch(machine: &str) -> Option<String> {
+    let arch = match machine {
+        "" => return None,
+        "x86_64" | "amd64" => "amd64",
+        "aarch64" | "aarch64_be" | "arm64" => "arm64",
+        "i386" | "i486" | "i586" | "i686" | "x86" => "x86",
+        "ia64" => "ia64",
+        "ppc" | "ppcle" => "ppc32",
+        "ppc64" | "ppc64le" => "ppc64",
+        "s390x" => "s390x",
+        // armv6l, armv7l, and armv8l (a 32-bit system on a 64-bit CPU).
+        m if m == "arm" || m.starts_with("armv") => "arm32",
+        other => other,
+    };
+    Some(arch.to_string())
 }
 
 /// Wall-clock time of a CLOCK_BOOTTIME timestamp, given the offset between the clocks.
@@ -179,6 +235,31 @@ mod tests {
     fn stat_with_spaces_and_parens_in_comm() {
         let s = "42 (a b) c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2";
         assert_eq!(parse_stat(s), Some(("a b) c)".into(), 7, 12345)));
+    }
+
+    #[test]
+    fn machines_map_to_otel_architectures() {
+        for (machine, arch) in [
+            ("x86_64", "amd64"),
+            ("aarch64", "arm64"),
+            ("armv7l", "arm32"),
+            ("armv8l", "arm32"),
+            ("i686", "x86"),
+            ("ppc64le", "ppc64"),
+            ("s390x", "s390x"),
+            ("riscv64", "riscv64"),
+        ] {
+            assert_eq!(otel_arch(machine).as_deref(), Some(arch), "{machine}");
+        }
+        assert_eq!(otel_arch(""), None);
+    }
+
+    #[test]
+    fn this_kernel_says_what_it_is() {
+        let (machine, release) = uname().expect("uname");
+        assert!(!machine.is_empty() && !release.is_empty());
+        let want = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert_eq!(release, want.trim());
     }
 
     #[test]

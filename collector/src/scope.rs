@@ -37,8 +37,31 @@ pub fn contains(scope: &str, proc_cgroup: &str) -> bool {
         })
 }
 
+/// The cgroup that holds the agent's own: of the unified hierarchy where it is placed there,
+/// else of the first v1 hierarchy that places it below the root.
+fn own_parent(proc_cgroup: &str) -> Option<String> {
+    let paths: Vec<&str> = proc_cgroup
+        .lines()
+        .filter_map(|l| l.splitn(3, ':').nth(2))
+        .filter(|p| p.len() > 1)
+        .collect();
+    let own = proc_cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").filter(|p| p.len() > 1))
+        .or(paths.first().copied())?;
+    let (parent, _) = own.trim_end_matches('/').rsplit_once('/')?;
+    (!parent.is_empty()).then(|| parent.to_string())
+}
+
 impl Scope {
+    /// `..`: the cgroup around the agent's own (its pod's, as a sidecar in it).
     pub fn new(cgroup: Option<String>) -> Self {
+        let cgroup = match cgroup.as_deref() {
+            Some("..") => {
+                own_parent(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
+            }
+            _ => cgroup,
+        };
         Self {
             cgroup,
             outside: HashMap::new(),
@@ -127,6 +150,22 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_dot_is_the_cgroup_around_the_agents_own() {
+        let pod = "0::/kubepods/burstable/pod1234/abcd\n";
+        assert_eq!(
+            own_parent(pod).as_deref(),
+            Some("/kubepods/burstable/pod1234")
+        );
+        let v1 = "4:memory:/kubepods/pod9/ef01\n0::/\n";
+        assert_eq!(own_parent(v1).as_deref(), Some("/kubepods/pod9"));
+        assert_eq!(
+            own_parent("0::/lonely\n"),
+            None,
+            "the root holds everything"
+        );
+    }
 
     #[test]
     fn a_scope_holds_its_cgroup_and_those_below_in_any_hierarchy() {

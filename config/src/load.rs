@@ -151,13 +151,15 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
         ));
     }
     if let Some(scope) = &cfg.probes.scope_cgroup
+        && scope != ".."
         && !(scope.starts_with('/') && scope.len() > 1)
     {
         return Err(bad(
             "probes.scope_cgroup",
             format!(
                 "`{scope}` is not a cgroup path below the root; give it as /proc/PID/cgroup \
-                 shows it (e.g. /libpod_parent/libpod-<id>), or leave it unset for the whole node"
+                 shows it (e.g. /libpod_parent/libpod-<id>), `..` for the cgroup around the \
+                 agent's own (its pod), or leave it unset for the whole node"
             ),
         ));
     }

@@ -110,7 +110,8 @@ mod cost_tests {
         };
         let on = |c: &Cost, t| c.clone().on_host(t).price().map(|p| p.cpu_hour);
         assert_eq!(on(&cost, Some("m5.large")), Some(2.0));
-        assert_eq!(on(&cost, Some("c5.xlarge")), Some(1.0), "no row: the default");
+        let other = on(&cost, Some("c5.xlarge"));
+        assert_eq!(other, Some(1.0), "no row: the default");
         assert_eq!(on(&cost, None), Some(1.0));
         let named = Cost {
             host_type: "default".into(),
@@ -196,8 +197,8 @@ pub struct Probes {
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
     /// Watch only the processes in this cgroup and below it (a path as `/proc/PID/cgroup`
-    /// shows it, in any hierarchy): an agent beside one container, pod or Slurm step. Unset:
-    /// the whole node.
+    /// shows it, in any hierarchy): an agent beside one container, pod or Slurm step. `..`:
+    /// the cgroup around the agent's own (a sidecar's pod). Unset: the whole node.
     pub scope_cgroup: Option<String>,
 }
 

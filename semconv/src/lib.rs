@@ -32,6 +32,12 @@ pub mod attr {
     pub const SERVICE_NAME: &str = "service.name";
     pub const HOST_NAME: &str = "host.name";
     pub const HOST_ID: &str = "host.id";
+    pub const HOST_ARCH: &str = "host.arch";
+    pub const HOST_TYPE: &str = "host.type";
+    pub const OS_TYPE: &str = "os.type";
+    pub const OS_VERSION: &str = "os.version";
+    pub const CLOUD_PROVIDER: &str = "cloud.provider";
+    pub const CLOUD_REGION: &str = "cloud.region";
     pub const CONTAINER_ID: &str = "container.id";
     pub const CONTAINER_RUNTIME: &str = "container.runtime";
     pub const CONTAINER_NAME: &str = "container.name";
@@ -128,6 +134,12 @@ pub mod attr {
         SERVICE_NAME,
         HOST_NAME,
         HOST_ID,
+        HOST_ARCH,
+        HOST_TYPE,
+        OS_TYPE,
+        OS_VERSION,
+        CLOUD_PROVIDER,
+        CLOUD_REGION,
         CONTAINER_ID,
         CONTAINER_RUNTIME,
         CONTAINER_NAME,

@@ -78,7 +78,21 @@ pub fn resource(cfg: &pipetrace_config::Config, host: &HostInfo) -> Resource {
         KeyValue::new(attr::SERVICE_NAME, service),
         KeyValue::new(attr::HOST_NAME, host.host_name.clone()),
         KeyValue::new(attr::HOST_ID, host.host_id.clone()),
+        KeyValue::new(attr::OS_TYPE, crate::host::OS_TYPE),
     ];
+    // What the machine says of itself; left out where it says nothing.
+    let c = &host.cloud;
+    attrs.extend(
+        [
+            (attr::HOST_ARCH, host.arch.clone()),
+            (attr::OS_VERSION, host.os_version.clone()),
+            (attr::CLOUD_PROVIDER, c.provider.map(str::to_string)),
+            (attr::HOST_TYPE, c.host_type.clone()),
+            (attr::CLOUD_REGION, c.region.clone()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some(KeyValue::new(k, v?))),
+    );
     attrs.extend(
         cfg.resource_attributes
             .iter()

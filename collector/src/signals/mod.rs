@@ -156,12 +156,23 @@ impl SpanBuilder {
             diagnosis: Default::default(),
             cost: Default::default(),
             joined: Default::default(),
+            shared: Default::default(),
         }
     }
 
-    /// Prices for the cost attributes (none configured: no cost).
+    /// Prices for the cost attributes (none configured: no cost). Without a configured
+    /// `host_type`, the host's detected instance type chooses the row.
     pub fn with_cost(mut self, c: pipetrace_config::Cost) -> Self {
-        self.cost = c;
+        let detected = self.host.cloud.host_type.as_deref();
+        self.cost = c.on_host(detected);
+        if !self.cost.prices.is_empty() && self.cost.price().is_none() {
+            log::warn!(
+                "no cost: cost.prices has no row for this host (type {}) and no `{}` row; \
+                 set cost.host_type",
+                detected.unwrap_or("not detected"),
+                pipetrace_config::Cost::DEFAULT_HOST_TYPE
+            );
+        }
         self
     }
 
