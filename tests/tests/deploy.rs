@@ -222,3 +222,35 @@ fn alert_examples_parse_and_use_registered_metrics() {
         );
     }
 }
+
+#[test]
+fn sidecar_examples_carry_a_valid_scoped_config() {
+    let text = std::fs::read_to_string(deploy("sidecar/pod.yaml")).unwrap();
+    let docs: Vec<serde_yaml::Value> = text
+        .split("\n---\n")
+        .map(|d| serde_yaml::from_str(d).unwrap())
+        .collect();
+    let config = docs
+        .iter()
+        .find_map(|d| d["data"]["config.yaml"].as_str())
+        .expect("the sidecar's ConfigMap");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("config.yaml");
+    std::fs::write(&f, config).unwrap();
+    let o = pipetrace()
+        .args(["config", "validate", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "the sidecar's config: {}", stderr(&o));
+    assert!(config.contains("scope_cgroup"), "{config}");
+    let pod = docs.iter().find(|d| d["kind"] == "Pod").expect("the pod");
+    let containers = pod["spec"]["containers"].as_sequence().unwrap();
+    assert_eq!(containers.len(), 2, "the pipeline and the agent in one pod");
+    // The compose sidecar scopes to the cgroup its pipeline is put under.
+    let compose = yaml("sidecar/docker-compose.yml");
+    let parent = compose["services"]["pipeline"]["cgroup_parent"]
+        .as_str()
+        .unwrap();
+    let scope = &compose["services"]["pipetrace"]["environment"]["PIPETRACE_PROBES__SCOPE_CGROUP"];
+    assert_eq!(scope.as_str(), Some(format!("/{parent}").as_str()));
+}

@@ -27,9 +27,11 @@ pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
 pub enum ProbeError {
     #[error(transparent)]
     Offsets(#[from] OffsetError),
+    // Mounting needs CAP_SYS_ADMIN, which the agent needs for nothing else: mounting it
+    // beforehand (systemd does at boot) is the fix, not the capability.
     #[error(
-        "tracefs is not mounted at {TRACEFS} and mounting it failed ({0}); run as root, or \
-         mount it: mount -t tracefs nodev {TRACEFS}"
+        "tracefs is not mounted at {TRACEFS} and mounting it failed ({0}); mount it \
+         (mount -t tracefs nodev {TRACEFS}, as systemd does at boot) or grant CAP_SYS_ADMIN"
     )]
     Tracefs(std::io::Error),
     #[error(
@@ -222,7 +224,8 @@ const DELAYACCT: &str = "/proc/sys/kernel/task_delayacct";
 
 /// Block I/O and memory waits come from the kernel's delay accounting, off by default on
 /// most distributions. Turning it on costs a clock read per wait; it is left on afterwards
-/// because another agent or tool may rely on it by then.
+/// because another agent or tool may rely on it by then. Writing it needs CAP_SYS_ADMIN, so
+/// a least-privilege agent relies on the sysctl being set already.
 fn enable_delay_accounting() -> bool {
     match std::fs::read_to_string(DELAYACCT) {
         Ok(v) if v.trim() == "1" => true,
@@ -231,7 +234,9 @@ fn enable_delay_accounting() -> bool {
             Err(e) => {
                 log::warn!(
                     "cannot turn on delay accounting ({DELAYACCT}: {e}): I/O and memory \
-                     waits are not measured; run as root or set kernel.task_delayacct=1"
+                     waits are not measured; set kernel.task_delayacct = 1 in \
+                     /etc/sysctl.d (deploy/systemd/pipetrace-sysctl.conf), or grant \
+                     CAP_SYS_ADMIN"
                 );
                 false
             }
@@ -245,7 +250,9 @@ fn enable_delay_accounting() -> bool {
     }
 }
 
-/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; later ones ignore it.
+/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; later ones ignore it. Raising the
+/// hard limit needs CAP_SYS_RESOURCE, so deployments raise it instead (systemd's
+/// LimitMEMLOCK, compose's ulimits) and this call is then a no-op or harmlessly refused.
 fn raise_memlock() {
     let lim = libc::rlimit {
         rlim_cur: libc::RLIM_INFINITY,
