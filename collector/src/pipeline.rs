@@ -137,11 +137,16 @@ impl Pipeline {
         })
     }
 
-    /// The pid of `pid`'s nearest ancestor still running (the tree's view).
+    /// The pid of `pid`'s nearest ancestor still running in the same cgroup (by the
+    /// kernel's unified id; the tree's view).
     fn running_ancestor(&self, pid: u32) -> Option<u32> {
-        let mut at = self.tree.by_pid(pid)?.parent;
+        let victim = self.tree.by_pid(pid)?;
+        let mut at = victim.parent;
         for _ in 0..64 {
             let p = self.tree.get(&at?)?;
+            if p.cgroup_id != victim.cgroup_id || victim.cgroup_id == 0 {
+                return None;
+            }
             if p.exit.is_none() {
                 return Some(p.key.pid);
             }
@@ -173,6 +178,12 @@ impl Pipeline {
             })
             .collect();
         self.tree.seed(snap);
+        // Their containers (and Slurm steps) too, as if each had just exec'd.
+        for k in &keys {
+            if let Ok(c) = self.containers.of_pid(k.pid) {
+                self.tree.set_container(k, c);
+            }
+        }
         self.attr.on_seed(&self.tree, &keys);
         self.take_from_attribution();
     }
@@ -279,9 +290,8 @@ impl Pipeline {
                 // then shows the root), the cgroup it was forked in (its nearest running
                 // ancestor's), else its task's limit read at the task's start stands in.
                 let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(pid);
-                if limit_bytes.is_none()
-                    && let Some(a) = self.running_ancestor(pid)
-                {
+                let gone = cgroup.as_deref().is_none_or(|c| c == "/");
+                if gone && let Some(a) = self.running_ancestor(pid) {
                     (cgroup, limit_bytes) = crate::cgroup::memory_cgroup(a);
                 }
                 if limit_bytes.is_none()
@@ -466,7 +476,7 @@ impl Pipeline {
                         &usage.rollup,
                     );
                     let run_id = self.builder.trace_id(*run).to_string();
-                    usage.slower = self.history.record(&crate::diagnosis::Job {
+                    let job = crate::diagnosis::Job {
                         pipeline: &pipeline,
                         task: &info.name,
                         run: &run_id,
@@ -475,7 +485,11 @@ impl Pipeline {
                         peak_bytes: r.peak_memory(),
                         // An unknown status (polling /proc) counts as success, as elsewhere.
                         succeeded: proc.exit.as_ref().is_some_and(|e| e.code() == 0),
-                    });
+                    };
+                    // A pipeline with no key of its own (a Slurm job) has no history.
+                    if !pipeline.is_empty() {
+                        usage.slower = self.history.record(&job);
+                    }
                 }
                 Finished::Run { .. } => self.history.save(),
                 Finished::Engine { .. } => {}

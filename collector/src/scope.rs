@@ -37,6 +37,45 @@ pub fn contains(scope: &str, proc_cgroup: &str) -> bool {
         })
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeError {
+    #[error(
+        "probes.scope_cgroup `..`: the agent's cgroup has no parent to watch ({0}); run it in \
+         the host's cgroup namespace (a pod with hostPID and the node's /sys/fs/cgroup), or give \
+         the cgroup's path as /proc/PID/cgroup shows it on the host"
+    )]
+    NoParent(String),
+    #[error(
+        "probes.scope_cgroup: the agent runs in a cgroup namespace of its own, so other \
+         processes' cgroup paths read relative to it and none would match; run it in the \
+         host's cgroup namespace (docker/podman --cgroupns=host; Kubernetes: hostPID with the \
+         node's cgroups)"
+    )]
+    PrivateNamespace,
+}
+
+/// The cgroup path `probes.scope_cgroup` names: `..` is the cgroup around the agent's own
+/// (its pod's, as a sidecar in it). A scope in a private cgroup namespace is refused: paths
+/// read there would be relative to it.
+pub fn resolve(cgroup: Option<&str>) -> Result<Option<String>, ScopeError> {
+    let Some(cg) = cgroup else { return Ok(None) };
+    let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/cgroup")).ok();
+    // Where PID 1's namespace cannot be read, nothing tells: the paths are trusted.
+    if let (Some(own), Some(init)) = (ns("self"), ns("1"))
+        && own != init
+    {
+        return Err(ScopeError::PrivateNamespace);
+    }
+    if cg != ".." {
+        return Ok(Some(cg.to_string()));
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    match own_parent(&own) {
+        Some(p) => Ok(Some(p)),
+        None => Err(ScopeError::NoParent(own.trim().replace('\n', ", "))),
+    }
+}
+
 /// The cgroup that holds the agent's own: of the unified hierarchy where it is placed there,
 /// else of the first v1 hierarchy that places it below the root.
 fn own_parent(proc_cgroup: &str) -> Option<String> {
@@ -54,14 +93,8 @@ fn own_parent(proc_cgroup: &str) -> Option<String> {
 }
 
 impl Scope {
-    /// `..`: the cgroup around the agent's own (its pod's, as a sidecar in it).
+    /// `cgroup`: as [`resolve`] gives it.
     pub fn new(cgroup: Option<String>) -> Self {
-        let cgroup = match cgroup.as_deref() {
-            Some("..") => {
-                own_parent(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
-            }
-            _ => cgroup,
-        };
         Self {
             cgroup,
             outside: HashMap::new(),
@@ -75,11 +108,16 @@ impl Scope {
 
     /// Whether process `pid` is in scope now (false once it has ended).
     pub fn holds_pid(&self, pid: u32) -> bool {
+        self.holds(pid).unwrap_or(false)
+    }
+
+    /// Whether process `pid` is in scope now; `None` when its cgroup cannot be read (ended).
+    fn holds(&self, pid: u32) -> Option<bool> {
         let Some(scope) = &self.cgroup else {
-            return true;
+            return Some(true);
         };
-        std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-            .is_ok_and(|text| contains(scope, &text))
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        Some(contains(scope, &text))
     }
 
     /// Marks a process seen at the start (the /proc scan) as outside.
@@ -103,6 +141,8 @@ impl Scope {
             return true;
         }
         let admitted = match ev {
+            // Seeded already (it forked between the probes opening and the /proc scan).
+            Event::Fork { key, .. } if tree.get(key).is_some() => true,
             Event::Fork { key, parent, .. } => match self.outside.get(parent).copied() {
                 // A child starts in its parent's cgroup; a runtime's child is looked at
                 // again when it execs.
@@ -117,24 +157,31 @@ impl Scope {
                 }
                 None => true,
             },
-            Event::Exec(e) => match self.outside.get(&e.key).copied() {
-                None => true,
-                Some(o) => {
-                    let moved = o.cgroup_id == 0 || o.cgroup_id != e.cgroup_id || o.runtime;
-                    if moved && self.holds_pid(e.key.pid) {
-                        self.outside.remove(&e.key);
-                        true
-                    } else {
-                        let runtime = is_runtime(e);
-                        let o = Outside {
-                            cgroup_id: e.cgroup_id,
-                            runtime,
-                        };
-                        self.outside.insert(e.key, o);
-                        false
-                    }
+            Event::Exec(e) => {
+                let moved = match self.outside.get(&e.key) {
+                    None if tree.get(&e.key).is_some() => return true,
+                    // Never seen (its fork was lost): where it is now.
+                    None => true,
+                    Some(o) => o.cgroup_id == 0 || o.cgroup_id != e.cgroup_id || o.runtime,
+                };
+                let held = if moved {
+                    self.holds(e.key.pid)
+                } else {
+                    Some(false)
+                };
+                if held == Some(true) {
+                    self.outside.remove(&e.key);
+                    true
+                } else {
+                    // Unreadable (it ended): its children look again when they exec.
+                    let o = Outside {
+                        cgroup_id: if held.is_none() { 0 } else { e.cgroup_id },
+                        runtime: is_runtime(e),
+                    };
+                    self.outside.insert(e.key, o);
+                    false
                 }
-            },
+            }
             Event::Exit { key, .. } => self.outside.remove(key).is_none(),
             Event::Usage { key, .. } => !self.outside.contains_key(key),
             // By pid: the pipeline ignores pids it does not know.
@@ -150,6 +197,50 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn exec(pid: u32) -> Event {
+        Event::Exec(crate::event::Exec {
+            key: ProcKey {
+                pid,
+                start_ticks: 1,
+            },
+            start_ns: 0,
+            time_ns: 0,
+            ppid: 1,
+            uid: 0,
+            cgroup_id: 7,
+            filename: "/bin/true".into(),
+            argv: vec!["true".into()],
+            argv_truncated: false,
+        })
+    }
+
+    #[test]
+    fn a_process_never_seen_is_let_in_only_if_it_is_in_scope_now() {
+        let tree = Tree::default();
+        let me = std::process::id();
+        let mut elsewhere = Scope::new(Some("/pipetrace-no-such-cgroup".into()));
+        assert!(
+            !elsewhere.admit(&exec(me), &tree, |_| false),
+            "its fork was lost"
+        );
+        // Gone before it was read: left out, looked at again at its next exec.
+        assert!(!elsewhere.admit(&exec(u32::MAX - 1), &tree, |_| false));
+        let k = ProcKey {
+            pid: u32::MAX - 1,
+            start_ticks: 1,
+        };
+        assert_eq!(elsewhere.outside[&k].cgroup_id, 0);
+        assert_eq!(elsewhere.passed_over, 2);
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        let path = own
+            .lines()
+            .filter_map(|l| l.splitn(3, ':').nth(2))
+            .next()
+            .unwrap();
+        let mut here = Scope::new(Some(path.to_string()));
+        assert!(here.admit(&exec(me), &tree, |_| false));
+    }
 
     #[test]
     fn dot_dot_is_the_cgroup_around_the_agents_own() {

@@ -383,7 +383,7 @@ impl Attributor {
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
-                let step = first_of_step(tree, p);
+                let step = runs::first_of_step(tree, p);
                 self.maybe_start_agent_run(key, &image, started, step);
             }
             return;
@@ -392,6 +392,18 @@ impl Attributor {
             Role::RunRoot => {
                 let started = self.unix_time(p.start_ns);
                 self.root_exec(key, &image, started);
+            }
+            // An engine a batch script runs (`snakemake` under sbatch) is a run of its own,
+            // named by the engine's records rather than a task of the Slurm job.
+            Role::Member if m.task.is_none() && self.under_slurm(m.run) => {
+                match engines::detect(&self.engines, &image) {
+                    Some(e) => {
+                        self.members.remove(&key);
+                        let started = self.unix_time(p.start_ns);
+                        self.start_run(key, (e.start)(&image, started));
+                    }
+                    None => self.maybe_start_task(tree, key, m.run, &image),
+                }
             }
             Role::Member if m.task.is_none() => self.maybe_start_task(tree, key, m.run, &image),
             Role::Member => self.maybe_helper_in_task(tree, key, m.run, &image),
@@ -584,15 +596,3 @@ impl Attributor {
 
 #[cfg(test)]
 mod tests;
-
-/// The Slurm step `p` runs in, if its parent runs in no such step or another (`p` is the
-/// first of the step's processes this node's agent sees).
-fn first_of_step<'a>(
-    tree: &Tree,
-    p: &'a crate::tree::Proc,
-) -> Option<&'a crate::containers::SlurmStep> {
-    let step = p.container.as_ref()?.slurm.as_ref()?;
-    let parent = p.parent.and_then(|k| tree.get(&k));
-    let parents = parent.and_then(|q| q.container.as_ref()?.slurm.as_ref());
-    (parents != Some(step)).then_some(step)
-}

@@ -150,3 +150,32 @@ impl Attributor {
         host::system_time(boot_ns, self.boot_to_unix_ns)
     }
 }
+
+impl Attributor {
+    pub(super) fn under_slurm(&self, run: ProcKey) -> bool {
+        self.runs
+            .get(&run)
+            .is_some_and(|r| r.info.engine == "slurm")
+    }
+}
+
+/// The Slurm step `p` runs in, if `p` is the step's first process: slurmstepd started it
+/// (or, for an agent scoped to the step, its parent is outside).
+pub(super) fn first_of_step<'a>(
+    tree: &crate::tree::Tree,
+    p: &'a crate::tree::Proc,
+) -> Option<&'a crate::containers::SlurmStep> {
+    let step = p.container.as_ref()?.slurm.as_ref()?;
+    let by_stepd = match p.parent.and_then(|k| tree.get(&k)) {
+        None => true,
+        Some(q) => match q.image.as_ref() {
+            Some(i) => {
+                super::naming::program_name(&i.path, &i.argv) == "slurmstepd"
+                    || i.argv.first().is_some_and(|a| a.starts_with("slurmstepd:"))
+            }
+            // A forked slurmstepd that has not exec'd: the step's task starter.
+            None => q.comm.starts_with("slurmstepd"),
+        },
+    };
+    by_stepd.then_some(step)
+}

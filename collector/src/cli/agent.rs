@@ -44,7 +44,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     // Before saying it watches: a stop that comes right after must find the handlers.
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
-    let scope = match &cfg.probes.scope_cgroup {
+    let scope = match crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())? {
         Some(cg) => format!(" in cgroup {cg}"),
         None => String::new(),
     };

@@ -82,7 +82,7 @@ pub(super) fn pipeline(
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_history(History::new(&cfg.diagnosis))
-        .with_scope(cfg.probes.scope_cgroup.clone());
+        .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
     Ok(pipe)
 }
 

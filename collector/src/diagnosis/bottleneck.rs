@@ -57,7 +57,9 @@ pub fn judge(
     let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
     // Waits are weighed against the time it was not kept from a CPU by others' load (at
     // least half its life): a writer slowed by a busy machine still waits mostly on storage.
-    let unstarved = (wall - queue).max(wall / 2.0);
+    // Run delay is summed over threads: spread over the work's parallelism first.
+    let par = ((cpu + queue + io_wait + mem_wait) / wall).max(1.0);
+    let unstarved = (wall - queue / par).max(wall / 2.0);
     let besides = |x: f64| {
         if queue / wall >= 0.1 {
             format!(
@@ -228,6 +230,14 @@ mod tests {
         let mut u = usage(0.1, 0.25, 0.0, 0);
         u.run_delay_ns = 1_900_000_000;
         assert_eq!(kind(u, 2.0, 1.0), Some(Kind::CpuBound));
+    }
+
+    #[test]
+    fn a_parallel_tools_summed_cpu_wait_does_not_inflate_its_io_share() {
+        // 16 threads on a busy node: 12x wall of CPU, 4x of run delay, 0.2x of I/O wait.
+        let mut u = usage(120.0, 2.0, 0.0, 0);
+        u.run_delay_ns = 40_000_000_000;
+        assert_eq!(kind(u, 10.0, 16.0), Some(Kind::CpuBound));
     }
 
     #[test]

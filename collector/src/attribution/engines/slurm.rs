@@ -11,7 +11,6 @@ use crate::{
 
 pub struct SlurmJob {
     job: u64,
-    uid: Option<u32>,
     /// `None`: the batch step, the run's root; else the step's task name.
     part: Option<String>,
 }
@@ -39,7 +38,6 @@ impl SlurmJob {
         };
         Some(Self {
             job: step.job,
-            uid: step.uid,
             part,
         })
     }
@@ -54,19 +52,21 @@ impl EngineRun for SlurmJob {
         format!("slurm job {}", self.job)
     }
 
-    /// Each job is its own pipeline: its script is known only by a spool path.
+    /// Each job is its own pipeline (its script is known only by a spool path): no key, so
+    /// no history to compare it with.
     fn pipeline_key(&self) -> String {
-        format!("slurm-{}", self.job)
+        String::new()
     }
 
     fn run_label(&self) -> Option<String> {
         Some(self.job.to_string())
     }
 
+    /// The job id alone: cgroup v2 nodes do not show the user, and v1 and v2 nodes of one
+    /// cluster must agree.
     fn shared(&self) -> Option<Shared> {
-        let uid = self.uid.map_or_else(String::new, |u| u.to_string());
         Some(Shared {
-            identity: format!("slurm/{uid}/{}", self.job),
+            identity: format!("slurm/{}", self.job),
             part: self.part.clone(),
         })
     }
