@@ -19,6 +19,22 @@ fn busybox_rootfs(dir: &Path) {
     }
 }
 
+/// `podman ...` as it runs here: runc and the cgroupfs manager (crun fails on this host's
+/// hybrid cgroups), no network, limits of its own.
+const PODMAN_RUN: [&str; 11] = [
+    "--cgroup-manager=cgroupfs",
+    "--runtime",
+    "runc",
+    "run",
+    "--rm",
+    "--network=none",
+    "--ulimit",
+    "nofile=20000:20000",
+    "--ulimit",
+    "nproc=32768:32768",
+    "--pull=never",
+];
+
 fn tools<'a>(spans: &'a [RecvSpan], name: &str) -> Vec<&'a RecvSpan> {
     spans
         .iter()
@@ -36,16 +52,9 @@ async fn a_podman_containers_tools_carry_its_id_runtime_name_and_labels() {
     let name = format!("pipetrace-test-{}", std::process::id());
     let o = pipetrace()
         .args(["--endpoint", &rx.grpc_url(), "run", "--no-summary", "--"])
-        .args([
-            "podman",
-            "--cgroup-manager=cgroupfs",
-            "--runtime",
-            "runc",
-            "run",
-            "--rm",
-        ])
-        .args(["--network=none", "--ulimit", "nofile=20000:20000"])
-        .args(["--ulimit", "nproc=32768:32768", "--label", "pipeline=align"])
+        .arg("podman")
+        .args(PODMAN_RUN)
+        .args(["--label", "pipeline=align"])
         .arg("--name")
         .arg(&name)
         .arg("--cidfile")
@@ -218,15 +227,7 @@ impl Drop for CgroupParent {
 /// a marked shell that sleeps and reads; its id.
 fn podman_in(rootfs: &Path, parent: &str, cidfile: &Path) -> String {
     let o = std::process::Command::new("podman")
-        .args([
-            "--cgroup-manager=cgroupfs",
-            "--runtime",
-            "runc",
-            "run",
-            "--rm",
-        ])
-        .args(["--network=none", "--ulimit", "nofile=20000:20000"])
-        .args(["--ulimit", "nproc=32768:32768"])
+        .args(PODMAN_RUN)
         .arg(format!("--cgroup-parent=/{parent}"))
         .arg("--cidfile")
         .arg(cidfile)
