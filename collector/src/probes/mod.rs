@@ -31,7 +31,8 @@ pub enum ProbeError {
     // beforehand (systemd does at boot) is the fix, not the capability.
     #[error(
         "tracefs is not mounted at {TRACEFS} and mounting it failed ({0}); mount it \
-         (mount -t tracefs nodev {TRACEFS}, as systemd does at boot) or grant CAP_SYS_ADMIN"
+         (mount -t tracefs nodev {TRACEFS}, as systemd does at boot), or run as root (with \
+         CAP_SYS_ADMIN pipetrace mounts it)"
     )]
     Tracefs(std::io::Error),
     #[error(
