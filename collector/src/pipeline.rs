@@ -94,11 +94,6 @@ impl Pipeline {
         self
     }
 
-    /// Events of processes outside the scope passed over.
-    pub fn out_of_scope(&self) -> u64 {
-        self.scope.passed_over
-    }
-
     /// Where task history lives and how it is judged.
     pub fn with_history(mut self, history: History) -> Self {
         self.history = history;
@@ -130,11 +125,9 @@ impl Pipeline {
     fn parent_is_runtime(&self, e: &crate::event::Exec) -> bool {
         let parent = self.tree.get(&e.key).and_then(|p| p.parent);
         let parent = parent.and_then(|k| self.tree.get(&k));
-        parent.and_then(|p| p.image.as_ref()).is_some_and(|i| {
-            crate::containers::is_runtime(crate::attribution::naming::program_name(
-                &i.path, &i.argv,
-            ))
-        })
+        parent
+            .and_then(|p| p.image.as_ref())
+            .is_some_and(|i| crate::containers::runs_runtime(&i.path, &i.argv))
     }
 
     /// The pid of `pid`'s nearest ancestor still running in the same cgroup (by the
@@ -215,13 +208,7 @@ impl Pipeline {
 
     pub fn handle(&mut self, ev: Event) {
         self.events += 1;
-        let runtime = |e: &crate::event::Exec| {
-            crate::containers::is_runtime(crate::attribution::naming::program_name(
-                &e.filename,
-                &e.argv,
-            ))
-        };
-        if !self.scope.admit(&ev, &self.tree, runtime) {
+        if !self.scope.admit(&ev, &self.tree) {
             return;
         }
         match ev {

@@ -15,8 +15,6 @@ pub struct Scope {
     /// Running processes outside: the unified cgroup id each was last seen in, and whether
     /// its program starts containers or steps (its children re-read their cgroup).
     outside: HashMap<ProcKey, Outside>,
-    /// Events of processes outside passed over.
-    pub passed_over: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -98,7 +96,6 @@ impl Scope {
         Self {
             cgroup,
             outside: HashMap::new(),
-            passed_over: 0,
         }
     }
 
@@ -129,18 +126,12 @@ impl Scope {
         self.outside.insert(key, o);
     }
 
-    /// Whether the pipeline handles `ev`. `tree`: the processes it watches; `is_runtime`:
-    /// whether an exec's program starts containers or steps.
-    pub fn admit(
-        &mut self,
-        ev: &Event,
-        tree: &Tree,
-        is_runtime: impl Fn(&crate::event::Exec) -> bool,
-    ) -> bool {
+    /// Whether the pipeline handles `ev`. `tree`: the processes it watches.
+    pub fn admit(&mut self, ev: &Event, tree: &Tree) -> bool {
         if self.whole_node() {
             return true;
         }
-        let admitted = match ev {
+        match ev {
             // Seeded already (it forked between the probes opening and the /proc scan).
             Event::Fork { key, .. } if tree.get(key).is_some() => true,
             Event::Fork { key, parent, .. } => match self.outside.get(parent).copied() {
@@ -176,7 +167,7 @@ impl Scope {
                     // Unreadable (it ended): its children look again when they exec.
                     let o = Outside {
                         cgroup_id: if held.is_none() { 0 } else { e.cgroup_id },
-                        runtime: is_runtime(e),
+                        runtime: crate::containers::runs_runtime(&e.filename, &e.argv),
                     };
                     self.outside.insert(e.key, o);
                     false
@@ -186,11 +177,7 @@ impl Scope {
             Event::Usage { key, .. } => !self.outside.contains_key(key),
             // By pid: the pipeline ignores pids it does not know.
             Event::Oom { .. } | Event::Signal { .. } => true,
-        };
-        if !admitted {
-            self.passed_over += 1;
         }
-        admitted
     }
 }
 
@@ -220,18 +207,14 @@ mod tests {
         let tree = Tree::default();
         let me = std::process::id();
         let mut elsewhere = Scope::new(Some("/pipetrace-no-such-cgroup".into()));
-        assert!(
-            !elsewhere.admit(&exec(me), &tree, |_| false),
-            "its fork was lost"
-        );
+        assert!(!elsewhere.admit(&exec(me), &tree), "its fork was lost");
         // Gone before it was read: left out, looked at again at its next exec.
-        assert!(!elsewhere.admit(&exec(u32::MAX - 1), &tree, |_| false));
+        assert!(!elsewhere.admit(&exec(u32::MAX - 1), &tree));
         let k = ProcKey {
             pid: u32::MAX - 1,
             start_ticks: 1,
         };
         assert_eq!(elsewhere.outside[&k].cgroup_id, 0);
-        assert_eq!(elsewhere.passed_over, 2);
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
         let path = own
             .lines()
@@ -239,7 +222,7 @@ mod tests {
             .next()
             .unwrap();
         let mut here = Scope::new(Some(path.to_string()));
-        assert!(here.admit(&exec(me), &tree, |_| false));
+        assert!(here.admit(&exec(me), &tree));
     }
 
     #[test]

@@ -89,13 +89,23 @@ pub fn run_script_with(
     script: &str,
     env: &[(&str, &str)],
 ) -> (Vec<spans::RecvSpan>, Output) {
+    run_shell(dir, "sh", script, env)
+}
+
+/// [`run_script_with`] in another shell (`bash`, whose job control and builtins a test needs).
+pub fn run_shell(
+    dir: &Path,
+    shell: &str,
+    script: &str,
+    env: &[(&str, &str)],
+) -> (Vec<spans::RecvSpan>, Output) {
     let out = dir.join("t.otlp.jsonl");
     let o = pipetrace()
         .envs(env.iter().copied())
         .arg("run")
         .arg("--output")
         .arg(&out)
-        .args(["--", "sh", "-c", script])
+        .args(["--", shell, "-c", script])
         .output()
         .expect("run pipetrace");
     (read_jsonl(&out), o)

@@ -10,20 +10,8 @@ use std::{
 use pipetrace_e2e::{pipetrace, read_jsonl, spans::RecvSpan, stderr};
 
 fn traced(dir: &Path, script: &str) -> (std::process::Output, Vec<RecvSpan>) {
-    let out = dir.join("t.otlp.jsonl");
-    let o = pipetrace()
-        .args([
-            "-o",
-            out.to_str().unwrap(),
-            "run",
-            "--",
-            "bash",
-            "-c",
-            script,
-        ])
-        .output()
-        .expect("run pipetrace");
-    (o, read_jsonl(&out))
+    let (spans, o) = pipetrace_e2e::run_shell(dir, "bash", script, &[]);
+    (o, spans)
 }
 
 #[test]

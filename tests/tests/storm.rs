@@ -1,27 +1,14 @@
 //! Every process, however short: a shell loop of 5,000 `/bin/true` yields exactly 5,000 tools.
-use pipetrace_e2e::{pipetrace, read_jsonl, stderr};
+use pipetrace_e2e::{run_shell, stderr};
 
 #[test]
 fn five_thousand_short_processes_five_thousand_tool_spans() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("storm.otlp.jsonl");
     let script = "i=0; while [ $i -lt 5000 ]; do /bin/true; i=$((i+1)); done";
-    let run = pipetrace()
-        .args([
-            "-o",
-            out.to_str().unwrap(),
-            "run",
-            "--",
-            "bash",
-            "-c",
-            script,
-        ])
-        .output()
-        .expect("run pipetrace");
+    let (spans, run) = run_shell(dir.path(), "bash", script, &[]);
     assert!(run.status.success(), "{}", stderr(&run));
     let text = stderr(&run);
     assert!(!text.contains("WARNING"), "no loss may be reported: {text}");
-    let spans = read_jsonl(&out);
     let tools: Vec<_> = spans.iter().filter(|s| s.is_tool()).collect();
     assert_eq!(tools.len(), 5000, "tool spans");
     for t in &tools {

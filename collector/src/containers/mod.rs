@@ -31,6 +31,11 @@ pub fn is_runtime(tool: &str) -> bool {
         || tool.starts_with("runc:")
 }
 
+/// Whether a program (its path and argv, as exec'd) starts containers or steps.
+pub fn runs_runtime(path: &str, argv: &[String]) -> bool {
+    is_runtime(crate::attribution::naming::program_name(path, argv))
+}
+
 /// Containers seen so far, by id: each runtime record is read once.
 #[derive(Default)]
 pub struct Containers {
