@@ -31,3 +31,39 @@ impl Drop for MemoryCgroup {
         let _ = std::fs::remove_dir(&self.0);
     }
 }
+
+/// A block-I/O cgroup that lets its processes write to one device only `iops` times a
+/// second: storage that is slow for them alone, and the same on every machine.
+pub struct ThrottledIo(pub PathBuf);
+
+impl ThrottledIo {
+    /// In the v1 blkio hierarchy where there is one, else in cgroup v2's io controller.
+    pub fn new(device: &Path, iops: u32) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let rdev = std::fs::metadata(device).unwrap().rdev();
+        let dev = format!("{}:{}", libc::major(rdev), libc::minor(rdev));
+        let v1 = Path::new("/sys/fs/cgroup/blkio");
+        let name = format!("pipetrace-test-io-{}", std::process::id());
+        let dir = if v1.join("cgroup.procs").exists() {
+            let d = v1.join(&name);
+            let _ = std::fs::create_dir(&d);
+            let limit = format!("{dev} {iops}");
+            std::fs::write(d.join("blkio.throttle.write_iops_device"), limit).unwrap();
+            d
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            std::fs::write(root.join("cgroup.subtree_control"), "+io").unwrap();
+            let d = root.join(&name);
+            let _ = std::fs::create_dir(&d);
+            std::fs::write(d.join("io.max"), format!("{dev} wiops={iops}")).unwrap();
+            d
+        };
+        Self(dir)
+    }
+}
+
+impl Drop for ThrottledIo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}

@@ -2,7 +2,7 @@
 //! memory waits, run-queue delay and network bytes. Thresholds: `diagnosis.*` in the config.
 use pipetrace_config::Diagnosis;
 
-use crate::accounting::{Measured, Usage};
+use crate::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, Measured, Usage};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -53,6 +53,9 @@ pub fn judge(
     let mem_wait = u.memory_delay_ns as f64 / 1e9;
     let queue = u.run_delay_ns as f64 / 1e9;
     let net = (u.net_tx_bytes + u.net_rx_bytes) as f64;
+    // Where the kernel reported a wait impossibly (see `Usage::drop_impossible_delays`) the
+    // sum of the rest is a lower bound: enough to call a wait, never to rule one out.
+    let dropped = u.impossible & (IMPOSSIBLE_BLKIO | IMPOSSIBLE_MEMORY) != 0;
     let waits = measured.delay_accounting;
     let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
     // Waits are weighed against the time it was not kept from a CPU by others' load (at
@@ -113,7 +116,7 @@ pub fn judge(
                 net / wall / 1048576.0
             ),
         )
-    } else if util < t.idle_below {
+    } else if util < t.idle_below && !dropped {
         (
             Kind::Idle,
             format!(
@@ -122,12 +125,19 @@ pub fn judge(
             ),
         )
     } else {
+        let io = if dropped {
+            format!(
+                "at least {} (some processes' figures were impossible)",
+                of(io_wait)
+            )
+        } else {
+            of(io_wait)
+        };
         (
             Kind::Mixed,
             format!(
-                "{busy:.1} of {cpus} CPUs busy ({:.0}%), I/O wait {}, no single limit",
-                100.0 * util,
-                of(io_wait)
+                "{busy:.1} of {cpus} CPUs busy ({:.0}%), I/O wait {io}, no single limit",
+                100.0 * util
             ),
         )
     };
@@ -238,6 +248,21 @@ mod tests {
         let mut u = usage(120.0, 2.0, 0.0, 0);
         u.run_delay_ns = 40_000_000_000;
         assert_eq!(kind(u, 10.0, 16.0), Some(Kind::CpuBound));
+    }
+
+    #[test]
+    fn a_sum_short_of_impossible_waits_can_prove_a_wait_but_never_idleness() {
+        // Three writers, two of whose block-I/O waits the kernel counted from boot: the
+        // third's 0.7 s of 2.1 s is still io-bound.
+        let mut u = usage(0.03, 0.7, 0.0, 0);
+        u.impossible = IMPOSSIBLE_BLKIO;
+        assert_eq!(kind(u, 2.1, 1.0), Some(Kind::IoBound));
+        // All dropped: little CPU is no proof of idleness, and the reason says what is known.
+        let mut u = usage(0.03, 0.0, 0.0, 0);
+        u.impossible = IMPOSSIBLE_BLKIO;
+        let b = judge(&u, 2_100_000_000, 1.0, ALL, &Diagnosis::default()).unwrap();
+        assert_eq!(b.kind, Kind::Mixed);
+        assert!(b.reason.contains("I/O wait at least 0.0 s"), "{}", b.reason);
     }
 
     #[test]

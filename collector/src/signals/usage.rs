@@ -5,7 +5,7 @@ use pipetrace_semconv::attr;
 use pipetrace_config::Diagnosis;
 
 use crate::{
-    accounting::{Measured, Usage},
+    accounting::{self, Measured, Usage},
     attribution::Totals,
     diagnosis,
 };
@@ -63,10 +63,17 @@ pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>
 /// Where a tool's figures came from: taken at exit, and which impossible waits were dropped
 /// (left out of the span rather than shown as 0).
 pub fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {
-    use crate::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE};
     if u.at_exit {
         out.push(KeyValue::new(attr::USAGE_AT_EXIT, 1i64));
     }
+    impossible_attrs(u, true, out);
+}
+
+/// Names the waits the kernel reported impossibly in `u` or in a process summed into it. A
+/// process's own (`own`) is left out of its span rather than shown as 0; a task's or run's
+/// sum of the rest stays, a lower bound that the name marks as such.
+fn impossible_attrs(u: &Usage, own: bool, out: &mut Vec<KeyValue>) {
+    use crate::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE};
     let dropped: Vec<&'static str> = [
         (IMPOSSIBLE_BLKIO, attr::DISK_WAIT_TIME),
         (IMPOSSIBLE_MEMORY, attr::MEMORY_WAIT_TIME),
@@ -79,7 +86,9 @@ pub fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {
     if dropped.is_empty() {
         return;
     }
-    out.retain(|kv| !dropped.contains(&kv.key.as_str()));
+    if own {
+        out.retain(|kv| !dropped.contains(&kv.key.as_str()));
+    }
     let names: Vec<opentelemetry::StringValue> = dropped.iter().map(|n| (*n).into()).collect();
     out.push(KeyValue::new(
         attr::USAGE_IMPOSSIBLE,
@@ -182,6 +191,7 @@ pub fn totals_attrs(
 ) {
     let r = &t.rollup;
     usage_attrs(&r.totals, r.peak_memory(), m, out);
+    impossible_attrs(&r.totals, false, out);
     if let (Some(name), Some(a)) = (task, &t.allocation) {
         // Without a request of its own a task is judged per CPU, like a tool: one core
         // kept busy is CPU-bound whatever the size of the host.
@@ -189,9 +199,13 @@ pub fn totals_attrs(
         // Quiet stretches spent waiting for storage or memory are such waits, not idleness.
         let waits = r.totals.blkio_delay_ns + r.totals.memory_delay_ns;
         let quiet = t.quiet_ns.saturating_sub(waits);
+        let waits_known = r.totals.impossible
+            & (accounting::IMPOSSIBLE_BLKIO | accounting::IMPOSSIBLE_MEMORY)
+            == 0;
         let verdict = match diagnosis::bottleneck(&r.totals, wall_ns, cpus, m, d) {
-            // Neither busy nor waiting on one resource: idle if it did nothing most of the time.
-            Some(b) if b.kind == diagnosis::BottleneckKind::Mixed => {
+            // Neither busy nor waiting on one resource: idle if it did nothing most of the
+            // time, unless its quiet stretches may be waits the kernel miscounted.
+            Some(b) if b.kind == diagnosis::BottleneckKind::Mixed && waits_known => {
                 diagnosis::mostly_quiet(quiet, wall_ns, d).or(Some(b))
             }
             v => v,
@@ -240,5 +254,55 @@ pub fn totals_attrs(
         if let Some(limit) = a.memory_limit {
             out.push(KeyValue::new(attr::MEMORY_LIMIT, int(limit)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounting::{Allocation, IMPOSSIBLE_BLKIO};
+
+    /// A task of three sub-second writers, all of whose block-I/O waits the kernel counted
+    /// from boot: quiet to the sampler, yet no proof of idleness.
+    #[test]
+    fn a_task_short_of_impossible_waits_is_marked_and_never_called_idle() {
+        let s = 1_000_000_000u64;
+        let mut t = Totals {
+            allocation: Some(Allocation {
+                cpus: 2.0,
+                source: "host",
+                memory_limit: None,
+            }),
+            quiet_ns: 2 * s,
+            ..Default::default()
+        };
+        let writer = Usage {
+            cpu_system_ns: s / 100,
+            impossible: IMPOSSIBLE_BLKIO,
+            ..Default::default()
+        };
+        for i in 0..3 {
+            t.rollup
+                .add_process(i * s, i * s + s, "workload", Some(&writer));
+        }
+        let m = Measured {
+            network: true,
+            delay_accounting: true,
+        };
+        let mut out = Vec::new();
+        totals_attrs(&t, 3 * s, Some("io"), m, &Diagnosis::default(), &mut out);
+        let get = |k: &str| {
+            out.iter()
+                .find(|kv| kv.key.as_str() == k)
+                .map(|kv| kv.value.to_string())
+        };
+        assert_eq!(get(attr::BOTTLENECK).as_deref(), Some("mixed"));
+        assert!(
+            get(attr::USAGE_IMPOSSIBLE)
+                .unwrap()
+                .contains(attr::DISK_WAIT_TIME)
+        );
+        // The sum of the rest stays, a lower bound.
+        assert_eq!(get(attr::DISK_WAIT_TIME).as_deref(), Some("0"));
     }
 }
