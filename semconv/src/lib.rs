@@ -52,6 +52,11 @@ pub mod attr {
     pub const SLURM_STEP_ID: &str = "pipetrace.slurm.step.id";
     pub const SLURM_TASK_ID: &str = "pipetrace.slurm.task.id";
     pub const SLURM_USER_ID: &str = "pipetrace.slurm.user.id";
+    pub const SLURM_USER_NAME: &str = "pipetrace.slurm.user.name";
+    pub const SLURM_ARRAY_JOB_ID: &str = "pipetrace.slurm.array.job.id";
+    pub const SLURM_ARRAY_TASK_ID: &str = "pipetrace.slurm.array.task.id";
+    pub const ARGO_WORKFLOW_NAME: &str = "pipetrace.argo.workflow.name";
+    pub const ARGO_NODE_NAME: &str = "pipetrace.argo.node.name";
     pub const CPU_USER_TIME: &str = "pipetrace.cpu.user_time";
     pub const CPU_SYSTEM_TIME: &str = "pipetrace.cpu.system_time";
     pub const CPU_RUN_QUEUE_DELAY: &str = "pipetrace.cpu.run_queue_delay";
@@ -153,6 +158,11 @@ pub mod attr {
         SLURM_STEP_ID,
         SLURM_TASK_ID,
         SLURM_USER_ID,
+        SLURM_USER_NAME,
+        SLURM_ARRAY_JOB_ID,
+        SLURM_ARRAY_TASK_ID,
+        ARGO_WORKFLOW_NAME,
+        ARGO_NODE_NAME,
         CPU_USER_TIME,
         CPU_SYSTEM_TIME,
         CPU_RUN_QUEUE_DELAY,
@@ -218,6 +228,7 @@ pub mod metric {
     pub const TASK_MEMORY_LIMIT: &str = "pipetrace.task.memory.limit";
     pub const OOM_KILLS: &str = "pipetrace.process.oom_kills";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
+    pub const HOST_IDLE: &str = "pipetrace.host.idle";
     pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
     pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
     pub const AGENT_SPANS_DROPPED: &str = "pipetrace.agent.spans.dropped";
@@ -246,6 +257,7 @@ pub mod metric {
         TASK_MEMORY_LIMIT,
         OOM_KILLS,
         TASKS_STALLED,
+        HOST_IDLE,
         AGENT_EVENTS_LOST,
         AGENT_RECORDS_UNDECODABLE,
         AGENT_SPANS_DROPPED,
@@ -272,7 +284,16 @@ pub mod event {
     pub const SIGNAL: &str = "pipetrace.signal";
     pub const STALL: &str = "pipetrace.stall";
     pub const SLOWER_THAN_USUAL: &str = "pipetrace.slower_than_usual";
-    pub const ALL: &[&str] = &[OOM_KILL, SIGNAL, STALL, SLOWER_THAN_USUAL];
+    pub const CONTAINER_START: &str = "pipetrace.container.start";
+    pub const CONTAINER_END: &str = "pipetrace.container.end";
+    pub const ALL: &[&str] = &[
+        OOM_KILL,
+        SIGNAL,
+        STALL,
+        SLOWER_THAN_USUAL,
+        CONTAINER_START,
+        CONTAINER_END,
+    ];
 }
 
 /// Span kinds pipetrace emits: the registry's `span.pipetrace.*` groups.
