@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod cgroup;
 pub mod metrics;
+pub mod podman;
 pub mod receiver;
 pub mod snakemake;
 pub mod spans;

@@ -3,37 +3,15 @@
 //! runtime and cgroup manager names them. Every tool span says which container it ran in.
 use std::{path::Path, time::Duration};
 
-use pipetrace_e2e::{pipetrace, receiver::Receiver, run_script, spans::RecvSpan, stderr};
+use pipetrace_e2e::{
+    pipetrace,
+    podman::{PODMAN_RUN, busybox_rootfs},
+    receiver::Receiver,
+    run_script,
+    spans::RecvSpan,
+    stderr,
+};
 use pipetrace_semconv::attr;
-
-/// A root filesystem of the static BusyBox: `/bin/<applet>` for what the tests run.
-fn busybox_rootfs(dir: &Path) {
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy("/bin/busybox", bin.join("busybox")).expect("busybox-static is installed");
-    for applet in ["sh", "sleep", "cat", "true"] {
-        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
-    }
-    for d in ["proc", "sys", "dev", "etc", "tmp"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
-}
-
-/// `podman ...` as it runs here: runc and the cgroupfs manager (crun fails on this host's
-/// hybrid cgroups), no network, limits of its own.
-const PODMAN_RUN: [&str; 11] = [
-    "--cgroup-manager=cgroupfs",
-    "--runtime",
-    "runc",
-    "run",
-    "--rm",
-    "--network=none",
-    "--ulimit",
-    "nofile=20000:20000",
-    "--ulimit",
-    "nproc=32768:32768",
-    "--pull=never",
-];
 
 fn tools<'a>(spans: &'a [RecvSpan], name: &str) -> Vec<&'a RecvSpan> {
     spans

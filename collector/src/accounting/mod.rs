@@ -1,8 +1,10 @@
 //! Resource accounting: per-process kernel usage, and its roll-up into tasks and runs.
+mod by_container;
 pub mod live;
 mod rollup;
 mod usage;
 
+pub use by_container::{ByContainer, ContainerPart};
 pub use rollup::{Allocation, Rollup};
 pub use usage::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage, split_cpu};
 

@@ -27,6 +27,8 @@ pub struct Rollup {
     pub by_tool: BTreeMap<String, Usage>,
     /// (start, end, peak bytes) of each process or sub-rollup.
     intervals: Vec<(u64, u64, u64)>,
+    /// Its own processes (not those of sub-rollups) by the container they ran in.
+    pub containers: Box<super::ByContainer>,
 }
 
 /// The CPUs a task could use, and where that figure came from.

@@ -118,14 +118,12 @@ impl Attributor {
             .filter(|t| self.rollups.contains_key(t))
             .unwrap_or(m.run);
         if let Some(r) = self.rollups.get_mut(&target) {
-            let end = p.end_ns();
-            r.add_process(
-                p.start_ns,
-                end,
-                &naming::proc_tool_name(p),
-                p.usage.as_ref(),
-            );
+            let (end, tool) = (p.end_ns(), naming::proc_tool_name(p));
+            r.add_process(p.start_ns, end, &tool, p.usage.as_ref());
             r.oom_kills += u64::from(p.oom.is_some());
+            if let Some(c) = &p.container {
+                (r.containers).add(c, p.start_ns, end, &tool, p.usage.as_ref());
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 //! Signals: finished runs, tasks and tools as OpenTelemetry spans, with the kernel's times.
+mod containers;
 mod diagnosis;
 pub mod ids;
 pub mod metrics;
@@ -462,6 +463,8 @@ impl SpanBuilder {
                 span.events
                     .events
                     .extend(diagnosis::stall_events(&totals.stalls, &self.host));
+                let by_container = &totals.rollup.containers;
+                (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
                 if let Some(slow) = &totals.slower {
                     let at = p.end_ns();
                     span.events
@@ -535,7 +538,9 @@ impl SpanBuilder {
                     (None, Some(label)) => (format!("run {} ({label})", info.name), Kind::Run),
                     (None, None) => (format!("run {}", info.name), Kind::Run),
                 };
-                let span = self.span(ids, name, p, a, status);
+                let mut span = self.span(ids, name, p, a, status);
+                let by_container = &totals.rollup.containers;
+                (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
                 Signal { kind, span }
             }
         }
