@@ -130,6 +130,14 @@ impl Pipeline {
             .is_some_and(|i| crate::containers::runs_runtime(&i.path, &i.argv))
     }
 
+    /// The pid of `key`'s parent if it is a slurmstepd (whose title names the step).
+    fn parent_stepd(&self, key: &crate::event::ProcKey) -> Option<u32> {
+        let parent = self.tree.get(&self.tree.get(key)?.parent?)?;
+        let i = parent.image.as_ref()?;
+        (crate::attribution::naming::program_name(&i.path, &i.argv) == "slurmstepd")
+            .then_some(parent.key.pid)
+    }
+
     /// The pid of `pid`'s nearest ancestor still running in the same cgroup (by the
     /// kernel's unified id; the tree's view).
     fn running_ancestor(&self, pid: u32) -> Option<u32> {
@@ -238,7 +246,8 @@ impl Pipeline {
                     self.tree.cgroup_changed(&e.key, e.cgroup_id) || self.parent_is_runtime(&e);
                 self.tree.exec(&e, cwd);
                 if moved {
-                    match self.containers.of_pid(e.key.pid) {
+                    let stepd = self.parent_stepd(&e.key);
+                    match self.containers.of_pid_under(e.key.pid, stepd) {
                         Ok(c) => self.tree.set_container(&e.key, c),
                         // Ended before its cgroup was read (a runtime's short-lived helper):
                         // its children read theirs when they exec.

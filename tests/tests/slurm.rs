@@ -177,3 +177,95 @@ fn a_batch_job_served_by_two_node_agents_is_one_trace_with_one_root() {
         );
     }
 }
+
+/// Each job of a job array names the array and its index, as Slurm itself tells the job
+/// (`SLURM_ARRAY_JOB_ID`, `SLURM_ARRAY_TASK_ID`), and the user the job runs as.
+#[test]
+fn a_job_arrays_jobs_carry_the_array_and_their_index() {
+    slurm_up();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a.otlp.jsonl");
+    let agent = Agent::start(&["-o", out.to_str().unwrap()]);
+    let record = format!(
+        "echo $SLURM_JOB_ID $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $(id -un) > {}/$SLURM_ARRAY_TASK_ID.txt; sleep 0.5; true",
+        dir.path().display()
+    );
+    let o = std::process::Command::new("sbatch")
+        .args([
+            "--parsable",
+            "--wait",
+            "--array=0-1",
+            "--output=/dev/null",
+            "--wrap",
+        ])
+        .arg(&record)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    agent.stop();
+    let spans = read_jsonl(&out);
+    for index in ["0", "1"] {
+        let text = std::fs::read_to_string(dir.path().join(format!("{index}.txt"))).unwrap();
+        let f: Vec<&str> = text.split_whitespace().collect();
+        let (job, array, user) = (f[0], f[1], f[3]);
+        assert_eq!(f[2], index);
+        let tools: Vec<&RecvSpan> = spans
+            .iter()
+            .filter(|s| s.is_tool() && s.str(attr::SLURM_JOB_ID) == job)
+            .collect();
+        assert!(
+            tools.iter().any(|s| s.str(attr::TOOL_NAME) == "sleep"),
+            "{spans:#?}"
+        );
+        for s in &tools {
+            assert_eq!(s.str(attr::SLURM_ARRAY_JOB_ID), array, "{s:?}");
+            assert_eq!(s.int(attr::SLURM_ARRAY_TASK_ID), index.parse().ok());
+            assert_eq!(s.str(attr::SLURM_USER_NAME), user);
+        }
+        let shown = format!("{array}_{index}");
+        let run = spans
+            .iter()
+            .find(|s| s.is_run() && s.str(attr::SLURM_JOB_ID) == job)
+            .expect("each job of the array is a run");
+        assert_eq!(
+            run.str(attr::CICD_PIPELINE_NAME),
+            format!("slurm job {shown}")
+        );
+        assert_eq!(run.str(attr::RUN_LABEL), shown);
+    }
+}
+
+/// Where Slurm keeps a step's processes in no cgroup of its own (proctrack/linuxproc), the
+/// step is read from the title slurmstepd gives itself, `slurmstepd: [<job>.<step>]`.
+#[test]
+fn without_a_step_cgroup_the_slurmstepd_title_names_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // A slurmstepd stand-in: a shell under that name, titled as slurmstepd titles itself.
+    let stepd = dir.path().join("slurmstepd");
+    std::fs::copy("/bin/bash", &stepd).unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let script = format!(
+        "exec -a 'slurmstepd: [77.0]' {} -c 'sleep 0.3; true'",
+        stepd.display()
+    );
+    let o = pipetrace_e2e::pipetrace()
+        .args(["run", "--no-summary", "--output"])
+        .arg(&out)
+        .args(["--", "bash", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", pipetrace_e2e::stderr(&o));
+    let spans = read_jsonl(&out);
+    let sleep = spans
+        .iter()
+        .find(|s| s.is_tool() && s.str(attr::TOOL_NAME) == "sleep")
+        .unwrap_or_else(|| panic!("{spans:#?}"));
+    assert_eq!(sleep.str(attr::SLURM_JOB_ID), "77", "{sleep:?}");
+    assert_eq!(sleep.str(attr::SLURM_STEP_ID), "0");
+    // The stand-in itself is no step's process: nothing titled it before it ran.
+    let stand_in = spans
+        .iter()
+        .find(|s| s.str(attr::TOOL_NAME) == "slurmstepd");
+    assert!(stand_in.is_none_or(|s| s.attr(attr::SLURM_JOB_ID).is_none()));
+}

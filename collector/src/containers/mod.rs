@@ -9,7 +9,7 @@ use std::{collections::HashMap, sync::Arc};
 
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
 pub use records::{Details, K8s};
-pub use slurm::SlurmStep;
+pub use slurm::{JobRecord, SlurmStep};
 
 /// A container a process runs in; or, for a Slurm job step's processes, the step (`id`
 /// empty when the step is not also in a container).
@@ -40,6 +40,8 @@ pub fn runs_runtime(path: &str, argv: &[String]) -> bool {
 #[derive(Default)]
 pub struct Containers {
     known: HashMap<String, Arc<Container>>,
+    /// What Slurm said of each job (None: it did not say), asked once per job.
+    jobs: HashMap<u64, Option<Arc<JobRecord>>>,
 }
 
 /// Containers remembered at most; past it the memory starts afresh (records are re-read).
@@ -49,12 +51,40 @@ impl Containers {
     /// The container process `pid` runs in now: `Err` when its cgroup could not be read (it
     /// ended first), `Ok(None)` on the host.
     pub fn of_pid(&mut self, pid: u32) -> Result<Option<Arc<Container>>, std::io::Error> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
-        Ok(self.of_cgroup(&text))
+        self.of_pid_under(pid, None)
     }
 
-    fn of_cgroup(&mut self, text: &str) -> Option<Arc<Container>> {
-        let slurm = slurm::from_proc_cgroup(text);
+    /// As [`Self::of_pid`], for a process `slurmstepd` (pid `stepd`) started: where no cgroup
+    /// names its step, the slurmstepd's process title does.
+    pub fn of_pid_under(
+        &mut self,
+        pid: u32,
+        stepd: Option<u32>,
+    ) -> Result<Option<Arc<Container>>, std::io::Error> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+        let titled = || {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", stepd?)).ok()?;
+            slurm::from_title(&cmdline)
+        };
+        let step = slurm::from_proc_cgroup(&text).or_else(titled);
+        let step = step.map(|s| self.with_record(s));
+        Ok(self.of_cgroup(&text, step))
+    }
+
+    /// `step` with what Slurm says of its job.
+    fn with_record(&mut self, mut step: SlurmStep) -> SlurmStep {
+        if self.jobs.len() >= MAX_KNOWN {
+            self.jobs.clear();
+        }
+        let record = self
+            .jobs
+            .entry(step.job)
+            .or_insert_with(|| slurm::job_record(step.job).map(Arc::new));
+        step.record = record.clone();
+        step
+    }
+
+    fn of_cgroup(&mut self, text: &str, slurm: Option<SlurmStep>) -> Option<Arc<Container>> {
         let Some(p) = from_proc_cgroup(text) else {
             return slurm.map(|s| {
                 Arc::new(Container {

@@ -29,6 +29,14 @@ pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>
         if let Some(u) = s.uid {
             out.push(KeyValue::new(attr::SLURM_USER_ID, i64::from(u)));
         }
+        let record = s.record.as_deref();
+        if let Some(user) = record.and_then(|r| r.user.clone()) {
+            out.push(KeyValue::new(attr::SLURM_USER_NAME, user));
+        }
+        if let Some((job, index)) = record.and_then(|r| r.array) {
+            out.push(KeyValue::new(attr::SLURM_ARRAY_JOB_ID, job.to_string()));
+            out.push(KeyValue::new(attr::SLURM_ARRAY_TASK_ID, i64::from(index)));
+        }
     }
     if c.id.is_empty() {
         return;

@@ -11,6 +11,8 @@ use crate::{
 
 pub struct SlurmJob {
     job: u64,
+    /// How Slurm shows the job: `<array job>_<index>` for a job of an array, else its id.
+    shown: String,
     /// `None`: the batch step, the run's root; else the step's task name.
     part: Option<String>,
 }
@@ -36,8 +38,10 @@ impl SlurmJob {
                 Some(format!("step {s}: {tool}"))
             }
         };
+        let array = step.record.as_ref().and_then(|r| r.array);
         Some(Self {
             job: step.job,
+            shown: array.map_or_else(|| step.job.to_string(), |(j, i)| format!("{j}_{i}")),
             part,
         })
     }
@@ -49,7 +53,7 @@ impl EngineRun for SlurmJob {
     }
 
     fn pipeline_name(&self) -> String {
-        format!("slurm job {}", self.job)
+        format!("slurm job {}", self.shown)
     }
 
     /// Each job is its own pipeline (its script is known only by a spool path): no key, so
@@ -59,7 +63,7 @@ impl EngineRun for SlurmJob {
     }
 
     fn run_label(&self) -> Option<String> {
-        Some(self.job.to_string())
+        Some(self.shown.clone())
     }
 
     /// The job id alone: cgroup v2 nodes do not show the user, and v1 and v2 nodes of one
@@ -105,6 +109,7 @@ mod tests {
             step: s.into(),
             task: Some(0),
             uid: Some(1000),
+            record: None,
         }
     }
 
@@ -117,6 +122,19 @@ mod tests {
         assert_eq!(run.part, None);
         assert_eq!(part.part.as_deref(), Some("step 0: hostname"));
         assert!(SlurmJob::start(&step("extern"), &image("/bin/sleep")).is_none());
+    }
+
+    #[test]
+    fn a_job_of_an_array_is_named_as_slurm_shows_it_and_shares_by_its_own_id() {
+        let mut s = step("batch");
+        s.record = Some(std::sync::Arc::new(crate::containers::JobRecord {
+            array: Some((40, 2)),
+            user: Some("alice".into()),
+        }));
+        let job = SlurmJob::start(&s, &image("/x/slurm_script")).unwrap();
+        assert_eq!(job.pipeline_name(), "slurm job 40_2");
+        assert_eq!(job.run_label().as_deref(), Some("40_2"));
+        assert_eq!(job.shared().unwrap().identity, "slurm/42");
     }
 
     #[test]
