@@ -73,6 +73,8 @@ fn helm_values_carry_a_valid_agent_config() {
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "/sys/kernel/btf",
         "agent",
+        "mountPath: /var/log/pods, readOnly: true",
+        "mountPath: /var/lib/kubelet/pods, readOnly: true",
     ] {
         assert!(ds.contains(needle), "daemonset lacks {needle}");
     }

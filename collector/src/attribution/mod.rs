@@ -384,7 +384,8 @@ impl Attributor {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
                 let step = runs::first_of_step(tree, p);
-                self.maybe_start_agent_run(key, &image, started, step);
+                let argo = runs::first_in_argo_pod(tree, p);
+                self.maybe_start_agent_run(key, &image, started, step, argo);
             }
             return;
         };
@@ -393,9 +394,9 @@ impl Attributor {
                 let started = self.unix_time(p.start_ns);
                 self.root_exec(key, &image, started);
             }
-            // An engine a batch script runs (`snakemake` under sbatch) is a run of its own,
-            // named by the engine's records rather than a task of the Slurm job.
-            Role::Member if m.task.is_none() && self.under_slurm(m.run) => {
+            // An engine a batch script or a step pod runs (`snakemake` under sbatch) is a run
+            // of its own, named by the engine's records rather than a task of the job.
+            Role::Member if m.task.is_none() && self.under_scheduler(m.run) => {
                 match engines::detect(&self.engines, &image) {
                     Some(e) => {
                         self.members.remove(&key);

@@ -65,13 +65,14 @@ impl Attributor {
 
     /// In agent mode, a process in no run starts one if it runs an engine, a run rule
     /// matches it, or it is the first of a Slurm job's step (`slurm`: the step it is in,
-    /// when its parent is not).
+    /// when its parent is not) or of an Argo pod's container (`argo`, likewise).
     pub(super) fn maybe_start_agent_run(
         &mut self,
         key: ProcKey,
         image: &Image,
         started: SystemTime,
         slurm: Option<&crate::containers::SlurmStep>,
+        argo: Option<&crate::containers::Container>,
     ) {
         let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
             (e.start)(image, started)
@@ -79,6 +80,8 @@ impl Attributor {
             Box::new(Generic::rule(rule.name(image), image))
         } else if let Some(job) = slurm.and_then(|s| engines::slurm::SlurmJob::start(s, image)) {
             Box::new(job)
+        } else if let Some(step) = argo.and_then(|c| engines::argo::ArgoStep::start(c, image)) {
+            Box::new(step)
         } else {
             return;
         };
@@ -152,11 +155,28 @@ impl Attributor {
 }
 
 impl Attributor {
-    pub(super) fn under_slurm(&self, run: ProcKey) -> bool {
+    /// Whether the run is a scheduler's (a Slurm job, an Argo workflow), whose processes
+    /// may run an engine of their own.
+    pub(super) fn under_scheduler(&self, run: ProcKey) -> bool {
         self.runs
             .get(&run)
-            .is_some_and(|r| r.info.engine == "slurm")
+            .is_some_and(|r| matches!(r.info.engine.as_str(), "slurm" | "argo"))
     }
+}
+
+/// The container of an Argo pod `p` runs in, if `p` is the container's first process: its
+/// parent is outside the container (the runtime's shim, or not seen).
+pub(super) fn first_in_argo_pod<'a>(
+    tree: &crate::tree::Tree,
+    p: &'a crate::tree::Proc,
+) -> Option<&'a crate::containers::Container> {
+    let c = p.container.as_deref()?;
+    c.details.argo.as_ref()?;
+    let parents = p
+        .parent
+        .and_then(|k| tree.get(&k))
+        .and_then(|q| q.container.as_deref());
+    parents.is_none_or(|q| q.id != c.id).then_some(c)
 }
 
 /// The Slurm step `p` runs in, if `p` is the step's first process: slurmstepd started it

@@ -1,14 +1,18 @@
 //! Containers: which one a process runs in (its cgroup path) and what its runtime records of
 //! it (name, image, labels). Read at the edge, when a process's cgroup differs from its
 //! parent's; the core sees only [`Container`].
+mod argo;
 mod cgroup_path;
+mod kubelet;
 mod records;
 mod slurm;
 
 use std::{collections::HashMap, sync::Arc};
 
+pub use argo::ArgoPod;
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
-pub use records::{Details, K8s};
+pub use kubelet::K8s;
+pub use records::Details;
 pub use slurm::{JobRecord, SlurmStep};
 
 /// A container a process runs in; or, for a Slurm job step's processes, the step (`id`
@@ -42,6 +46,7 @@ pub struct Containers {
     known: HashMap<String, Arc<Container>>,
     /// What Slurm said of each job (None: it did not say), asked once per job.
     jobs: HashMap<u64, Option<Arc<JobRecord>>>,
+    kubelet: kubelet::Paths,
 }
 
 /// Containers remembered at most; past it the memory starts afresh (records are re-read).
@@ -106,7 +111,7 @@ impl Containers {
             self.known.clear();
         }
         let c = Arc::new(Container {
-            details: records::read(p.runtime, &p.id, p.pod_uid.is_some()),
+            details: records::read(p.runtime, &p.id, p.pod_uid.as_deref(), &self.kubelet),
             slurm,
             id: p.id.clone(),
             runtime: p.runtime,

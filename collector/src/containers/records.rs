@@ -1,6 +1,9 @@
 //! What the runtimes record on the node about a container: its name, image and labels.
-//! Only those records are read: Docker's `config.v2.json`, Podman's event log.
+//! Only those records are read: Docker's `config.v2.json`, Podman's event log; for a pod's
+//! container, the kubelet's (see [`super::kubelet`] and [`super::argo`]).
 use std::{io::Read, io::Seek, path::Path};
+
+use super::{argo::ArgoPod, kubelet, kubelet::K8s};
 
 /// A container's name, image and labels, as far as its runtime's records say.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -9,16 +12,10 @@ pub struct Details {
     pub image: Option<String>,
     /// Labels, sorted, at most [`MAX_LABELS`].
     pub labels: Vec<(String, String)>,
-    /// For a pod's container: what the kubelet's log links on the node say.
+    /// For a pod's container: what the kubelet's directories on the node say.
     pub k8s: Option<K8s>,
-}
-
-/// A Kubernetes container's place, from `/var/log/containers/<pod>_<namespace>_<container>-<id>.log`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct K8s {
-    pub namespace: String,
-    pub pod: String,
-    pub container: String,
+    /// For a container of an Argo workflow's step pod: the workflow and step.
+    pub argo: Option<ArgoPod>,
 }
 
 pub const MAX_LABELS: usize = 16;
@@ -26,8 +23,6 @@ pub const MAX_LABELS: usize = 16;
 const EVENT_LOG_TAIL: u64 = 4 << 20;
 
 const DOCKER_ROOT: &str = "/var/lib/docker/containers";
-/// The kubelet's links to every container's log, named after the pod, namespace and container.
-const KUBELET_LOG_LINKS: &str = "/var/log/containers";
 const PODMAN_EVENT_LOGS: [&str; 2] = [
     "/run/libpod/events/events.log",
     "/var/run/libpod/events/events.log",
@@ -62,7 +57,7 @@ pub fn docker(root: &Path, id: &str) -> Option<Details> {
         name: text(v.get("Name")),
         image: text(config.and_then(|c| c.get("Image"))),
         labels: labels(config.and_then(|c| c.get("Labels"))),
-        k8s: None,
+        ..Default::default()
     })
 }
 
@@ -83,31 +78,17 @@ pub fn podman_events(log: &Path, id: &str) -> Option<Details> {
         name: text(v.get("Name")),
         image: text(v.get("Image")),
         labels: labels(v.get("Attributes")),
-        k8s: None,
-    })
-}
-
-/// The kubelet's log link for container `id`: `<pod>_<namespace>_<container>-<id>.log`
-/// (pod and namespace names have no `_`; the container's name ends at the id).
-pub fn kubelet(dir: &Path, id: &str) -> Option<K8s> {
-    let suffix = format!("-{id}.log");
-    let name = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| n.ends_with(&suffix))?;
-    let stem = name.strip_suffix(&suffix)?;
-    let mut parts = stem.splitn(3, '_');
-    let (pod, namespace, container) = (parts.next()?, parts.next()?, parts.next()?);
-    Some(K8s {
-        namespace: namespace.to_string(),
-        pod: pod.to_string(),
-        container: container.to_string(),
+        ..Default::default()
     })
 }
 
 /// What the container's runtime (and, for a pod's container, the kubelet) records of it.
-pub fn read(runtime: Option<&str>, id: &str, in_pod: bool) -> Details {
+pub fn read(
+    runtime: Option<&str>,
+    id: &str,
+    pod_uid: Option<&str>,
+    paths: &kubelet::Paths,
+) -> Details {
     let found = match runtime {
         Some("docker") => docker(Path::new(DOCKER_ROOT), id),
         Some("podman") => PODMAN_EVENT_LOGS
@@ -116,11 +97,13 @@ pub fn read(runtime: Option<&str>, id: &str, in_pod: bool) -> Details {
         _ => None,
     };
     let mut d = found.unwrap_or_default();
-    if in_pod {
-        d.k8s = kubelet(Path::new(KUBELET_LOG_LINKS), id);
+    if let Some(uid) = pod_uid {
+        d.k8s = kubelet::names(paths, uid, id);
         if d.name.is_none() {
-            d.name = d.k8s.as_ref().map(|k| k.container.clone());
+            d.name = d.k8s.as_ref().and_then(|k| k.container.clone());
         }
+        let pod = d.k8s.as_ref().map(|k| k.pod.as_str());
+        d.argo = super::argo::read(&paths.pod(uid), pod);
     }
     d
 }
@@ -148,27 +131,6 @@ mod tests {
             [("a".into(), "1".into()), ("b".into(), "2".into())]
         );
         assert_eq!(docker(d.path(), "0".repeat(64).as_str()), None);
-    }
-
-    #[test]
-    fn the_kubelets_log_links_name_a_pods_container() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(
-            d.path().join(format!("align-7f9c_rnaseq_bwa-mem-{ID}.log")),
-            "",
-        )
-        .unwrap();
-        std::fs::write(
-            d.path().join(format!("other_ns_c-{}.log", "1".repeat(64))),
-            "",
-        )
-        .unwrap();
-        let k = kubelet(d.path(), ID).unwrap();
-        assert_eq!(
-            (k.pod.as_str(), k.namespace.as_str(), k.container.as_str()),
-            ("align-7f9c", "rnaseq", "bwa-mem")
-        );
-        assert_eq!(kubelet(d.path(), &"2".repeat(64)), None);
     }
 
     #[test]

@@ -64,7 +64,13 @@ pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>
     if let Some(k) = &d.k8s {
         out.push(KeyValue::new(attr::K8S_NAMESPACE_NAME, k.namespace.clone()));
         out.push(KeyValue::new(attr::K8S_POD_NAME, k.pod.clone()));
-        out.push(KeyValue::new(attr::K8S_CONTAINER_NAME, k.container.clone()));
+        if let Some(name) = &k.container {
+            out.push(KeyValue::new(attr::K8S_CONTAINER_NAME, name.clone()));
+        }
+    }
+    if let Some(a) = &d.argo {
+        out.push(KeyValue::new(attr::ARGO_WORKFLOW_NAME, a.workflow.clone()));
+        out.push(KeyValue::new(attr::ARGO_NODE_NAME, a.node.clone()));
     }
 }
 

@@ -5,6 +5,7 @@
 //! workflow file it was given) and answers the core's questions: what is the pipeline called,
 //! is a new process a task or one of the engine's helpers, and what is an ended task's name.
 //! Adding an engine is one module here plus a line in [`ENGINES`].
+pub mod argo;
 pub mod cwltool;
 pub mod generic;
 pub mod nextflow;
