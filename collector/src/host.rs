@@ -2,6 +2,7 @@
 //! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
 //! process's environment, never asks the network.
 mod cloud;
+mod idle;
 
 use std::{
     fs,
@@ -10,6 +11,7 @@ use std::{
 };
 
 pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
+pub use idle::IdleClock;
 
 /// OTel `os.type`: the only one pipetrace runs on.
 pub const OS_TYPE: &str = "linux";
@@ -25,6 +27,8 @@ pub enum HostError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{path} has no line of CPU totals")]
+    NoCpuTotals { path: String },
 }
 
 fn read(path: &str) -> Result<String, HostError> {
@@ -126,6 +130,19 @@ fn clock_ns(clock: libc::clockid_t) -> i128 {
     // SAFETY: valid pointer to a timespec; both clocks exist on every Linux we support.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+/// The whole host's busy CPU time since boot, in clock ticks ([`clock_ticks_per_s`]).
+pub fn cpu_busy_ticks() -> Result<u64, HostError> {
+    const PATH: &str = "/proc/stat";
+    idle::busy_ticks(&read(PATH)?).ok_or_else(|| HostError::NoCpuTotals { path: PATH.into() })
+}
+
+/// The unit of /proc/stat's CPU times (USER_HZ).
+pub fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf only reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
 }
 
 pub fn boottime_ns() -> u64 {

@@ -53,6 +53,12 @@ pub struct Pipeline {
     containers: crate::containers::Containers,
     /// The processes watched: the node's, or one cgroup's.
     scope: crate::scope::Scope,
+    /// A node agent's judge of the host's idleness, and what it last said.
+    idle: Option<host::IdleClock>,
+    host_idle: Option<Duration>,
+    /// Runs finished at the last idleness check: a run that came and went between two
+    /// checks was work too.
+    runs_finished_seen: u64,
 }
 
 impl Pipeline {
@@ -85,7 +91,38 @@ impl Pipeline {
             limits: crate::cgroup::Limits::default(),
             containers: Default::default(),
             scope: crate::scope::Scope::new(None),
+            idle: None,
+            host_idle: None,
+            runs_finished_seen: 0,
         }
+    }
+
+    /// Judges whether the node is idle at every metrics tick (`pipetrace.host.idle`): node
+    /// agents only.
+    pub fn with_host_idle(mut self, cfg: &pipetrace_config::Host) -> Self {
+        self.idle = Some(host::IdleClock::new(cfg, host::clock_ticks_per_s()));
+        self
+    }
+
+    /// The node's idleness now, from the whole host's CPU time and the runs seen.
+    fn observe_idle(&mut self) {
+        let Some(clock) = self.idle.as_mut() else {
+            return;
+        };
+        let worked = self.attr.runs() > 0 || self.runs_finished != self.runs_finished_seen;
+        self.runs_finished_seen = self.runs_finished;
+        self.host_idle = match host::cpu_busy_ticks() {
+            Ok(busy) => {
+                let at = Duration::from_nanos(host::boottime_ns());
+                Some(clock.observe(at, busy, worked))
+            }
+            Err(e) => {
+                // Unknown is not idle: say nothing rather than 0 or a guess.
+                log::debug!("host idleness unknown: {e}");
+                clock.forget();
+                None
+            }
+        };
     }
 
     /// Watches only the processes in `cgroup` and below it (`probes.scope_cgroup`).
@@ -390,6 +427,7 @@ impl Pipeline {
     {
         self.metrics
             .sample(&mut self.attr, &self.tree, host::boottime_ns(), net);
+        self.observe_idle();
         let figures = self.agent_figures(lost_events, metric_export);
         self.metrics.collect(&figures)
     }
@@ -422,6 +460,7 @@ impl Pipeline {
             processes_known: self.tree.len() as u64,
             processes_tracked: self.attr.tracked() as u64,
             rss_bytes: host::rss_kib().unwrap_or(0) * 1024,
+            host_idle_s: self.host_idle.map(|d| d.as_secs()),
         }
     }
 

@@ -206,6 +206,7 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
             "must be above 1 (try 2)".to_string(),
         ));
     }
+    validate_host(&cfg.host).map_err(|(key, message)| bad(key, message))?;
     if cfg.metrics.max_series == 0 {
         return Err(bad(
             "metrics.max_series",
@@ -257,6 +258,26 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Host idle detection: a zero wait or a threshold no host can go below would make every
+/// node idle at once or never.
+fn validate_host(h: &crate::model::Host) -> Result<(), (&'static str, String)> {
+    if h.idle_after < std::time::Duration::from_secs(1) {
+        return Err((
+            "host.idle_after",
+            "must be at least 1s (try 1h: how long a node may sit unused before it is called idle)"
+                .into(),
+        ));
+    }
+    let below = h.idle_cpu_below;
+    if !(below.is_finite() && below > 0.0) {
+        return Err((
+            "host.idle_cpu_below",
+            format!("{below} is not a number of CPUs above 0 (try 0.1)"),
+        ));
     }
     Ok(())
 }
@@ -363,6 +384,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.batch_timeout"), "{err}");
+    }
+
+    #[test]
+    fn host_idle_keys_layer_and_are_checked() {
+        let d = load(None, env(&[]), &Flags::default()).unwrap();
+        assert_eq!(d.host.idle_after, std::time::Duration::from_secs(3600));
+        assert_eq!(d.host.idle_cpu_below, 0.1);
+        let f = file("host:\n  idle_after: 30m\n  idle_cpu_below: 0.5\n");
+        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        assert_eq!(c.host.idle_after, std::time::Duration::from_secs(1800));
+        assert_eq!(c.host.idle_cpu_below, 0.5);
+        let e = env(&[("PIPETRACE_HOST__IDLE_AFTER", "2h")]);
+        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        assert_eq!(c.host.idle_after, std::time::Duration::from_secs(7200));
+        assert_eq!(c.host.idle_cpu_below, 0.5, "the file's other key stays");
+        for (yaml, key) in [
+            ("host:\n  idle_after: 0s\n", "host.idle_after"),
+            ("host:\n  idle_after: soon\n", "host.idle_after"),
+            ("host:\n  idle_cpu_below: 0\n", "host.idle_cpu_below"),
+            ("host:\n  idle_cpu_below: -1\n", "host.idle_cpu_below"),
+            ("host:\n  idle_cpu_below: .nan\n", "host.idle_cpu_below"),
+        ] {
+            let f = file(yaml);
+            let err = load(Some(f.path()), env(&[]), &Flags::default());
+            let err = err.unwrap_err().to_string();
+            assert!(err.contains(key), "{yaml}: {err}");
+        }
     }
 
     #[test]

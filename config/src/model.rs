@@ -21,6 +21,29 @@ pub struct Config {
     pub diagnosis: Diagnosis,
     pub cost: Cost,
     pub report: Report,
+    pub host: Host,
+}
+
+/// The node itself, as a node agent judges it: idle (`pipetrace.host.idle`) once it has run
+/// no pipeline work and used almost no CPU for a while (an instance forgotten over a weekend).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Host {
+    /// Idle for this long before `pipetrace.host.idle` leaves 0.
+    #[serde(with = "humantime_serde")]
+    pub idle_after: Duration,
+    /// The whole host's busy CPUs (CPU-seconds per second, averaged over each
+    /// `metrics.interval`) below which it counts as idle.
+    pub idle_cpu_below: f64,
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Self {
+            idle_after: Duration::from_secs(3600),
+            idle_cpu_below: 0.1,
+        }
+    }
 }
 
 /// The self-contained HTML report `pipetrace run` writes at the end.

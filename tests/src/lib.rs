@@ -288,6 +288,14 @@ impl Agent {
     }
 }
 
+/// A test that fails before [`Agent::stop`] leaves no agent running behind it.
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The independent rotel collector (PyPI), from $ROTEL_AGENT or where pip put it.
 pub fn rotel_agent() -> std::path::PathBuf {
     if let Some(p) = std::env::var_os("ROTEL_AGENT") {

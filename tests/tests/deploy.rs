@@ -190,12 +190,16 @@ fn alert_examples_group_by_labels_the_metrics_carry() {
             checked += 1;
         }
     }
+    // Datadog's OTLP intake makes the resource's host.name its own `host` tag.
+    let registry = pipetrace_semconv::registry::Registry::embedded();
+    assert!(registry.attribute_ids().any(|a| a == "host.name"));
     let text = std::fs::read_to_string(deploy("alerts/datadog-monitors.json")).unwrap();
     let monitors: serde_json::Value = serde_json::from_str(&text).unwrap();
     for m in monitors.as_array().expect("monitors") {
         let q = m["query"].as_str().expect("query");
         for l in grouped_by(q, '{', '}') {
-            assert!(labels.contains(&l), "tag {l} in `{q}` is on no metric");
+            let known = labels.contains(&l) || l == "host";
+            assert!(known, "tag {l} in `{q}` is on no metric");
             checked += 1;
         }
     }
@@ -255,4 +259,117 @@ fn sidecar_examples_carry_a_valid_scoped_config() {
         .unwrap();
     let scope = &compose["services"]["pipetrace"]["environment"]["PIPETRACE_PROBES__SCOPE_CGROUP"];
     assert_eq!(scope.as_str(), Some(format!("/{parent}").as_str()));
+}
+
+fn dashboard() -> serde_json::Value {
+    let text = std::fs::read_to_string(deploy("dashboards/pipetrace-runs.json")).unwrap();
+    serde_json::from_str(&text).expect("the dashboard is JSON")
+}
+
+/// Every (panel, target) of a dashboard.
+fn targets(d: &serde_json::Value) -> Vec<(&serde_json::Value, &serde_json::Value)> {
+    let panels = d["panels"].as_array().expect("panels");
+    let each = panels.iter().flat_map(|p| {
+        let ts = p["targets"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        ts.iter().map(move |t| (p, t))
+    });
+    each.collect()
+}
+
+/// The names after each `$` (or inside `${...}`) of a query.
+fn variables_in(query: &str) -> Vec<String> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    query
+        .split('$')
+        .skip(1)
+        .map(|rest| {
+            rest.trim_start_matches('{')
+                .chars()
+                .take_while(|c| word(*c))
+                .collect()
+        })
+        .collect()
+}
+
+/// The dashboard narrows spans to a container, a pod or a Slurm job: each filter is a
+/// template variable applied, in some TraceQL span selector, to the span attribute the agent
+/// sets; and no query uses a variable the dashboard does not define.
+#[test]
+fn dashboard_filters_by_container_pod_and_slurm_job() {
+    use pipetrace_semconv::attr;
+    let d = dashboard();
+    let vars: Vec<&str> = (d["templating"]["list"]
+        .as_array()
+        .expect("variables")
+        .iter())
+    .filter_map(|v| v["name"].as_str())
+    .collect();
+    let queries: Vec<&str> = (targets(&d).into_iter())
+        .filter_map(|(_, t)| t["query"].as_str().or(t["expr"].as_str()))
+        .collect();
+    let registry = pipetrace_semconv::registry::Registry::embedded();
+    for (var, a) in [
+        ("container", attr::CONTAINER_NAME),
+        ("pod", attr::K8S_POD_NAME),
+        ("slurm_job", attr::SLURM_JOB_ID),
+    ] {
+        assert!(vars.contains(&var), "no `{var}` variable among {vars:?}");
+        assert!(registry.attribute_ids().any(|id| id == a), "{a}");
+        let filtered = queries
+            .iter()
+            .flat_map(|q| q.split('{').skip(1))
+            .any(|sel| {
+                let sel = sel.split('}').next().unwrap_or_default();
+                let on_attr =
+                    sel.contains(&format!("span.\"{a}\"")) || sel.contains(&format!("span.{a} "));
+                on_attr && sel.contains(&format!("\"${var}\""))
+            });
+        assert!(
+            filtered,
+            "no span selector filters {a} by ${var}: {queries:?}"
+        );
+    }
+    for q in &queries {
+        for v in variables_in(q) {
+            assert!(
+                vars.contains(&v.as_str()),
+                "`${v}` in `{q}` is not a variable of {vars:?}"
+            );
+        }
+    }
+}
+
+/// A panel shows how long nodes have been idle, from a Prometheus data source the user
+/// chooses, under the name Prometheus stores the registered metric by.
+#[test]
+fn dashboard_shows_host_idle_time() {
+    let d = dashboard();
+    let registry = pipetrace_semconv::registry::Registry::embedded();
+    let idle = (registry.groups.iter())
+        .find(|g| g.metric_name.as_deref() == Some(pipetrace_semconv::metric::HOST_IDLE))
+        .expect("host idle is registered");
+    let name = prometheus_name(idle);
+    let (panel, _) = (targets(&d).into_iter())
+        .find(|(_, t)| t["expr"].as_str().is_some_and(|e| e.contains(&name)))
+        .unwrap_or_else(|| panic!("no panel queries {name}"));
+    assert_eq!(panel["datasource"]["type"], "prometheus");
+    assert_eq!(
+        panel["fieldConfig"]["defaults"]["unit"].as_str(),
+        idle.unit.as_deref()
+    );
+    let uid = panel["datasource"]["uid"]
+        .as_str()
+        .expect("a data source uid");
+    let var = variables_in(uid)
+        .pop()
+        .expect("the data source is a variable");
+    let list = d["templating"]["list"].as_array().unwrap();
+    let ds = list
+        .iter()
+        .find(|v| v["name"] == var.as_str())
+        .expect("its variable");
+    assert_eq!(
+        (ds["type"].as_str(), ds["query"].as_str()),
+        (Some("datasource"), Some("prometheus"))
+    );
 }

@@ -237,6 +237,11 @@ impl Attributor {
         self.members.len()
     }
 
+    /// Runs not over yet (a run whose root ended stays while its tasks wait for names).
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
     pub fn membership(&self, key: &ProcKey) -> Option<Membership> {
         self.members.get(key).copied()
     }

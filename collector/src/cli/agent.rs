@@ -40,6 +40,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns)?;
     let mut pipe =
         pipeline(cfg, &host, attr, builder, exporter, false)?.with_procfs(events.is_polling());
+    // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a
+    // sidecar) sees neither the node's runs nor only its own CPU.
+    if cfg.probes.scope_cgroup.is_none() {
+        pipe = pipe.with_host_idle(&cfg.host);
+    }
     pipe.seed();
     // Before saying it watches: a stop that comes right after must find the handlers.
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;

@@ -44,6 +44,9 @@ pub struct AgentFigures {
     pub spans_spooled: u64,
     /// Encoded telemetry waiting in memory.
     pub export_queue_bytes: u64,
+    /// How long the node has been idle, seconds (0 before `host.idle_after`); none outside
+    /// a node agent, or when the host's CPU figures could not be read.
+    pub host_idle_s: Option<u64>,
 }
 
 fn nanos(t: SystemTime) -> u64 {
@@ -81,7 +84,7 @@ pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metr
         })),
         ..Default::default()
     };
-    vec![
+    let mut out = vec![
         counter(
             metric::AGENT_EVENTS_LOST,
             "{event}",
@@ -184,5 +187,44 @@ pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metr
             "The agent's resident memory",
             f.rss_bytes,
         ),
-    ]
+    ];
+    if let Some(idle) = f.host_idle_s {
+        out.push(gauge(
+            metric::HOST_IDLE,
+            "s",
+            "How long this node has run no pipeline work and used almost no CPU, once that \
+             lasted host.idle_after (0 otherwise)",
+            idle,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idle_points(f: &AgentFigures) -> Vec<(String, Option<Value>)> {
+        let now = SystemTime::now();
+        let ms = metrics(f, now, now);
+        let idle = ms.iter().filter(|m| m.name == metric::HOST_IDLE);
+        idle.map(|m| match &m.data {
+            Some(Data::Gauge(g)) => (m.unit.clone(), g.data_points[0].value),
+            other => panic!("a gauge: {other:?}"),
+        })
+        .collect()
+    }
+
+    #[test]
+    fn host_idle_is_a_gauge_in_seconds_only_where_it_is_judged() {
+        assert!(idle_points(&AgentFigures::default()).is_empty());
+        for v in [0, 7200] {
+            let f = AgentFigures {
+                host_idle_s: Some(v),
+                ..Default::default()
+            };
+            let want = vec![("s".to_string(), Some(Value::AsInt(v as i64)))];
+            assert_eq!(idle_points(&f), want);
+        }
+    }
 }
