@@ -30,3 +30,9 @@ pub const PODMAN_RUN: [&str; 11] = [
     "nproc=32768:32768",
     "--pull=never",
 ];
+
+/// The id podman wrote to its `--cidfile`.
+pub fn container_id(cidfile: &Path) -> String {
+    let id = std::fs::read_to_string(cidfile).expect("podman wrote its --cidfile");
+    id.trim().to_string()
+}

@@ -3,7 +3,7 @@
 //! up exactly the container's processes that the task's tool spans show.
 use pipetrace_e2e::{
     pipetrace,
-    podman::{PODMAN_RUN, busybox_rootfs},
+    podman::{PODMAN_RUN, busybox_rootfs, container_id},
     read_jsonl,
     spans::{RecvEvent, RecvSpan, Trace, Val},
     stderr,
@@ -56,10 +56,7 @@ fn a_tasks_container_starts_and_ends_as_events_with_its_processes_rolled_up() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let id = std::fs::read_to_string(&cidfile)
-        .unwrap()
-        .trim()
-        .to_string();
+    let id = container_id(&cidfile);
     let spans = read_jsonl(&out);
     let trace = Trace::new(&spans);
     let task = |n: &str| {

@@ -5,7 +5,7 @@ use std::{path::Path, time::Duration};
 
 use pipetrace_e2e::{
     pipetrace,
-    podman::{PODMAN_RUN, busybox_rootfs},
+    podman::{PODMAN_RUN, busybox_rootfs, container_id},
     receiver::Receiver,
     run_script,
     spans::RecvSpan,
@@ -47,10 +47,7 @@ async fn a_podman_containers_tools_carry_its_id_runtime_name_and_labels() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let id = std::fs::read_to_string(&cidfile)
-        .unwrap()
-        .trim()
-        .to_string();
+    let id = container_id(&cidfile);
     assert_eq!(id.len(), 64, "{id}");
     let spans = rx.run_trace("podman", Duration::from_secs(30)).await;
     for tool in ["sleep", "cat"] {
@@ -220,7 +217,7 @@ fn podman_in(rootfs: &Path, parent: &str, cidfile: &Path) -> String {
         .output()
         .unwrap();
     assert!(o.status.success(), "podman: {}", stderr(&o));
-    std::fs::read_to_string(cidfile).unwrap().trim().to_string()
+    container_id(cidfile)
 }
 
 #[test]

@@ -210,19 +210,15 @@ fn a_job_arrays_jobs_carry_the_array_and_their_index() {
         let f: Vec<&str> = text.split_whitespace().collect();
         let (job, array, user) = (f[0], f[1], f[3]);
         assert_eq!(f[2], index);
-        let tools: Vec<&RecvSpan> = spans
+        // Slurm is asked once the job's first process starts; the record is on every span
+        // built after it answers: the half-second sleep's, the run's.
+        let sleep = spans
             .iter()
-            .filter(|s| s.is_tool() && s.str(attr::SLURM_JOB_ID) == job)
-            .collect();
-        assert!(
-            tools.iter().any(|s| s.str(attr::TOOL_NAME) == "sleep"),
-            "{spans:#?}"
-        );
-        for s in &tools {
-            assert_eq!(s.str(attr::SLURM_ARRAY_JOB_ID), array, "{s:?}");
-            assert_eq!(s.int(attr::SLURM_ARRAY_TASK_ID), index.parse().ok());
-            assert_eq!(s.str(attr::SLURM_USER_NAME), user);
-        }
+            .find(|s| s.is_tool() && s.str(attr::SLURM_JOB_ID) == job && s.name == "sleep")
+            .unwrap_or_else(|| panic!("{spans:#?}"));
+        assert_eq!(sleep.str(attr::SLURM_ARRAY_JOB_ID), array, "{sleep:?}");
+        assert_eq!(sleep.int(attr::SLURM_ARRAY_TASK_ID), index.parse().ok());
+        assert_eq!(sleep.str(attr::SLURM_USER_NAME), user);
         let shown = format!("{array}_{index}");
         let run = spans
             .iter()
@@ -233,39 +229,52 @@ fn a_job_arrays_jobs_carry_the_array_and_their_index() {
             format!("slurm job {shown}")
         );
         assert_eq!(run.str(attr::RUN_LABEL), shown);
+        assert_eq!(run.str(attr::SLURM_ARRAY_JOB_ID), array);
     }
 }
 
 /// Where Slurm keeps a step's processes in no cgroup of its own (proctrack/linuxproc), the
-/// step is read from the title slurmstepd gives itself, `slurmstepd: [<job>.<step>]`.
+/// step is read from the title slurmstepd gives itself, `slurmstepd: [<job>.<step>]`; but
+/// only root's: anyone can title a program so.
 #[test]
-fn without_a_step_cgroup_the_slurmstepd_title_names_the_step() {
+fn without_a_step_cgroup_the_title_of_roots_slurmstepd_names_the_step() {
     let dir = tempfile::tempdir().unwrap();
-    // A slurmstepd stand-in: a shell under that name, titled as slurmstepd titles itself.
+    // A slurmstepd stand-in: a shell under that name, titled as slurmstepd titles itself,
+    // for a job id no Slurm here has given (its squeue answers nothing).
     let stepd = dir.path().join("slurmstepd");
     std::fs::copy("/bin/bash", &stepd).unwrap();
-    let out = dir.path().join("t.otlp.jsonl");
-    let script = format!(
-        "exec -a 'slurmstepd: [77.0]' {} -c 'sleep 0.3; true'",
-        stepd.display()
-    );
-    let o = pipetrace_e2e::pipetrace()
-        .args(["run", "--no-summary", "--output"])
-        .arg(&out)
-        .args(["--", "bash", "-c", &script])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", pipetrace_e2e::stderr(&o));
-    let spans = read_jsonl(&out);
-    let sleep = spans
-        .iter()
-        .find(|s| s.is_tool() && s.str(attr::TOOL_NAME) == "sleep")
-        .unwrap_or_else(|| panic!("{spans:#?}"));
-    assert_eq!(sleep.str(attr::SLURM_JOB_ID), "77", "{sleep:?}");
-    assert_eq!(sleep.str(attr::SLURM_STEP_ID), "0");
-    // The stand-in itself is no step's process: nothing titled it before it ran.
-    let stand_in = spans
-        .iter()
-        .find(|s| s.str(attr::TOOL_NAME) == "slurmstepd");
-    assert!(stand_in.is_none_or(|s| s.attr(attr::SLURM_JOB_ID).is_none()));
+    let stand_in = |user: &str| {
+        format!(
+            "exec setpriv --reuid={user} --regid={user} --clear-groups -- \
+             bash -c \"exec -a 'slurmstepd: [67000077.0]' {} -c 'sleep 0.3; true'\"",
+            stepd.display()
+        )
+    };
+    for (user, believed) in [("0", true), ("65534", false)] {
+        let out = dir.path().join(format!("{user}.otlp.jsonl"));
+        let o = pipetrace_e2e::pipetrace()
+            .args(["run", "--no-summary", "--output"])
+            .arg(&out)
+            .args(["--", "bash", "-c", &stand_in(user)])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", pipetrace_e2e::stderr(&o));
+        let spans = read_jsonl(&out);
+        let tool = |name: &str| {
+            spans
+                .iter()
+                .find(|s| s.is_tool() && s.str(attr::TOOL_NAME) == name)
+                .unwrap_or_else(|| panic!("{name}: {spans:#?}"))
+        };
+        let sleep = tool("sleep");
+        let job = if believed { "67000077" } else { "" };
+        assert_eq!(sleep.str(attr::SLURM_JOB_ID), job, "uid {user}: {sleep:?}");
+        if believed {
+            assert_eq!(sleep.str(attr::SLURM_STEP_ID), "0");
+        }
+        // The stand-in itself (the run's root here) is no step's process: nothing titled it
+        // before it ran.
+        let run = spans.iter().find(|s| s.is_run()).expect("the run");
+        assert!(run.attr(attr::SLURM_JOB_ID).is_none(), "{run:?}");
+    }
 }

@@ -8,6 +8,8 @@ const WORKFLOW_LABEL: &str = "workflows.argoproj.io/workflow";
 const NODE_NAME: &str = "workflows.argoproj.io/node-name";
 /// Older Argo versions put the step's template (JSON) in this annotation.
 const TEMPLATE: &str = "workflows.argoproj.io/template";
+/// The pod's main container, as Argo names it for `kubectl`.
+const DEFAULT_CONTAINER: &str = "kubectl.kubernetes.io/default-container";
 /// The files are small; a bigger one is not the kubelet's.
 const MAX_FILE: u64 = 256 << 10;
 /// Argo shortens the workflow's part of longer pod names (Kubernetes allows 253).
@@ -20,6 +22,8 @@ pub struct ArgoPod {
     /// The workflow node the pod runs (`wf-abc.align(0)`, `wf-abc[0].align`).
     pub node: String,
     pub template: Option<String>,
+    /// The container that runs the step (Argo's `main`), where the annotations say.
+    pub main_container: Option<String>,
 }
 
 impl ArgoPod {
@@ -135,6 +139,7 @@ pub fn from_metadata(
     Some(ArgoPod {
         node: node.to_string(),
         template: get(annotations, TEMPLATE).and_then(template_name),
+        main_container: get(annotations, DEFAULT_CONTAINER).map(str::to_string),
         workflow,
     })
 }
@@ -240,7 +245,8 @@ mod tests {
             Some(ArgoPod {
                 workflow: "a".into(),
                 node: "a.b".into(),
-                template: None
+                template: None,
+                main_container: None,
             })
         );
         // A truncated or unrelated pod name: none.

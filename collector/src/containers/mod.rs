@@ -6,6 +6,7 @@ mod cgroup_path;
 mod kubelet;
 mod records;
 mod slurm;
+mod slurm_jobs;
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -13,7 +14,8 @@ pub use argo::ArgoPod;
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
 pub use kubelet::K8s;
 pub use records::Details;
-pub use slurm::{JobRecord, SlurmStep};
+pub use slurm::SlurmStep;
+pub use slurm_jobs::{JobRecord, RecordCell};
 
 /// A container a process runs in; or, for a Slurm job step's processes, the step (`id`
 /// empty when the step is not also in a container).
@@ -44,8 +46,8 @@ pub fn runs_runtime(path: &str, argv: &[String]) -> bool {
 #[derive(Default)]
 pub struct Containers {
     known: HashMap<String, Arc<Container>>,
-    /// What Slurm said of each job (None: it did not say), asked once per job.
-    jobs: HashMap<u64, Option<Arc<JobRecord>>>,
+    /// What Slurm says of each job, asked once per job.
+    jobs: slurm_jobs::JobRecords,
     kubelet: kubelet::Paths,
 }
 
@@ -68,24 +70,22 @@ impl Containers {
     ) -> Result<Option<Arc<Container>>, std::io::Error> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
         let titled = || {
-            let cmdline = std::fs::read(format!("/proc/{}/cmdline", stepd?)).ok()?;
-            slurm::from_title(&cmdline)
+            // Anyone can title a program so: only root's slurmstepd (slurmd's) is believed.
+            let stepd = stepd?;
+            let owner = std::fs::metadata(format!("/proc/{stepd}")).ok()?;
+            if std::os::unix::fs::MetadataExt::uid(&owner) != 0 {
+                return None;
+            }
+            slurm::from_title(&std::fs::read(format!("/proc/{stepd}/cmdline")).ok()?)
         };
         let step = slurm::from_proc_cgroup(&text).or_else(titled);
         let step = step.map(|s| self.with_record(s));
         Ok(self.of_cgroup(&text, step))
     }
 
-    /// `step` with what Slurm says of its job.
+    /// `step` with what Slurm says (or will say) of its job.
     fn with_record(&mut self, mut step: SlurmStep) -> SlurmStep {
-        if self.jobs.len() >= MAX_KNOWN {
-            self.jobs.clear();
-        }
-        let record = self
-            .jobs
-            .entry(step.job)
-            .or_insert_with(|| slurm::job_record(step.job).map(Arc::new));
-        step.record = record.clone();
+        step.record = Some(self.jobs.cell(step.job));
         step
     }
 

@@ -8,62 +8,14 @@ pub struct SlurmStep {
     pub step: String,
     pub task: Option<u32>,
     pub uid: Option<u32>,
-    /// What Slurm says of the job beyond its cgroup (see [`JobRecord`]).
-    pub record: Option<std::sync::Arc<JobRecord>>,
+    /// What Slurm says of the job beyond its cgroup, once it has answered.
+    pub record: Option<super::slurm_jobs::RecordCell>,
 }
 
-/// What Slurm says of a job that its cgroup path cannot: its place in a job array and its
-/// user's name, from `squeue` on the node, asked once per job when its first step starts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct JobRecord {
-    /// (the array's job id, this job's index in it), for a job of a job array.
-    pub array: Option<(u64, u32)>,
-    pub user: Option<String>,
-}
-
-/// How long `squeue` may take before the step is attributed without its record.
-const SQUEUE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// One line of `squeue --format '%F %K %u'`: the array's job id (the job's own id for a job
-/// of no array), the index (`N/A` for none) and the user name.
-fn parse_squeue(line: &str) -> Option<JobRecord> {
-    let mut f = line.split_whitespace();
-    let (array_job, index, user) = (f.next()?, f.next()?, f.next()?);
-    let array = match (array_job.parse().ok(), index.parse().ok()) {
-        (Some(j), Some(i)) => Some((j, i)),
-        _ => None,
-    };
-    Some(JobRecord {
-        array,
-        user: Some(user.to_string()),
-    })
-}
-
-/// Asks the node's `squeue` about `job`; None where there is no Slurm client, the job is
-/// gone or the controller does not answer in time.
-pub fn job_record(job: u64) -> Option<JobRecord> {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("squeue")
-        .args(["--noheader", "--format", "%F %K %u", "--jobs"])
-        .arg(job.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = std::time::Instant::now() + SQUEUE_TIMEOUT;
-    while child.try_wait().ok()?.is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            log::warn!("squeue did not answer about job {job} within 2 s: no array ids");
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+impl SlurmStep {
+    pub fn record(&self) -> Option<&super::JobRecord> {
+        self.record.as_ref()?.get()
     }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut text).ok()?;
-    text.lines().find_map(parse_squeue)
 }
 
 /// A `slurmstepd: [<job>.<step>]` process title (its `/proc/<pid>/cmdline`): the step of a
@@ -144,15 +96,6 @@ mod tests {
             (v2.job, v2.step.as_str(), v2.task, v2.uid),
             (9, "extern", Some(0), None)
         );
-    }
-
-    #[test]
-    fn squeue_names_an_array_jobs_place_and_the_user() {
-        let r = parse_squeue("20 0 alice").unwrap();
-        assert_eq!((r.array, r.user.as_deref()), (Some((20, 0)), Some("alice")));
-        let plain = parse_squeue("4242 N/A root").unwrap();
-        assert_eq!((plain.array, plain.user.as_deref()), (None, Some("root")));
-        assert_eq!(parse_squeue("20"), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! memory waits, run-queue delay and network bytes. Thresholds: `diagnosis.*` in the config.
 use pipetrace_config::Diagnosis;
 
-use crate::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, Measured, Usage};
+use crate::accounting::{IMPOSSIBLE_BLKIO, Measured, Usage};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -54,8 +54,9 @@ pub fn judge(
     let queue = u.run_delay_ns as f64 / 1e9;
     let net = (u.net_tx_bytes + u.net_rx_bytes) as f64;
     // Where the kernel reported a wait impossibly (see `Usage::drop_impossible_delays`) the
-    // sum of the rest is a lower bound: enough to call a wait, never to rule one out.
-    let dropped = u.impossible & (IMPOSSIBLE_BLKIO | IMPOSSIBLE_MEMORY) != 0;
+    // sum of the rest is a lower bound: enough to call a wait, never to rule one out (a
+    // CPU wait left out may hide a starved task: no idleness then either).
+    let dropped = u.impossible != 0;
     let waits = measured.delay_accounting;
     let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
     // Waits are weighed against the time it was not kept from a CPU by others' load (at
@@ -125,7 +126,7 @@ pub fn judge(
             ),
         )
     } else {
-        let io = if dropped {
+        let io = if u.impossible & IMPOSSIBLE_BLKIO != 0 {
             format!(
                 "at least {} (some processes' figures were impossible)",
                 of(io_wait)

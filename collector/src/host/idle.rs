@@ -31,7 +31,14 @@ pub struct IdleClock {
     last: Option<(Duration, u64)>,
     /// When the current quiet stretch began.
     since: Option<Duration>,
+    /// Whether pipeline work ran since the previous judged observation.
+    worked: bool,
 }
+
+/// Shorter intervals are not judged (their work carries over to the next): after the agent
+/// was held up, missed ticks come back to back, and one clock tick of CPU in microseconds
+/// would read as a busy host.
+const MIN_INTERVAL: Duration = Duration::from_millis(500);
 
 impl IdleClock {
     /// `ticks_per_s`: the kernel's USER_HZ, the unit of /proc/stat.
@@ -42,6 +49,7 @@ impl IdleClock {
             ticks_per_s: ticks_per_s.max(1) as f64,
             last: None,
             since: None,
+            worked: false,
         }
     }
 
@@ -49,6 +57,12 @@ impl IdleClock {
     /// whether any pipeline work ran since the previous observation. Gives how long it has
     /// been idle once that reached `idle_after`, zero before.
     pub fn observe(&mut self, at: Duration, busy: u64, worked: bool) -> Duration {
+        self.worked |= worked;
+        let short = |(t0, _): (Duration, u64)| at.checked_sub(t0).is_some_and(|d| d < MIN_INTERVAL);
+        if self.last.is_some_and(short) && at > self.last.map_or(at, |l| l.0) {
+            return self.idle(at);
+        }
+        let worked = std::mem::take(&mut self.worked);
         let prev = self.last.replace((at, busy));
         // The first observation has no interval to judge: idleness starts after it.
         let quiet_since = prev.and_then(|(t0, b0)| {
@@ -130,6 +144,21 @@ mod tests {
         // 60 s quiet: idle for those 60 s, counted from the first quiet interval's start.
         assert_eq!(feed(&mut c, 155, 5, 1, 0.05, false, &mut ticks), 60);
         assert_eq!(feed(&mut c, 160, 5, 8, 0.05, false, &mut ticks), 100);
+    }
+
+    #[test]
+    fn ticks_back_to_back_after_a_hold_up_neither_reset_it_nor_hide_work() {
+        let mut c = clock(10, 0.1);
+        let mut ticks = 0;
+        c.observe(Duration::ZERO, ticks, false);
+        assert!(feed(&mut c, 0, 5, 4, 0.0, false, &mut ticks) >= 10);
+        // Missed ticks fire microseconds apart; one clock tick of CPU lands in between.
+        ticks += 1;
+        let at = Duration::from_secs(20) + Duration::from_micros(50);
+        assert!(c.observe(at, ticks, false) >= Duration::from_secs(10));
+        // Work seen in so short an interval still counts at the next judged one.
+        c.observe(at + Duration::from_micros(50), ticks, true);
+        assert_eq!(feed(&mut c, 20, 5, 1, 0.0, false, &mut ticks), 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use pipetrace_semconv::attr;
 use pipetrace_config::Diagnosis;
 
 use crate::{
-    accounting::{self, Measured, Usage},
+    accounting::{Measured, Usage},
     attribution::Totals,
     diagnosis,
 };
@@ -29,7 +29,7 @@ pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>
         if let Some(u) = s.uid {
             out.push(KeyValue::new(attr::SLURM_USER_ID, i64::from(u)));
         }
-        let record = s.record.as_deref();
+        let record = s.record();
         if let Some(user) = record.and_then(|r| r.user.clone()) {
             out.push(KeyValue::new(attr::SLURM_USER_NAME, user));
         }
@@ -213,9 +213,7 @@ pub fn totals_attrs(
         // Quiet stretches spent waiting for storage or memory are such waits, not idleness.
         let waits = r.totals.blkio_delay_ns + r.totals.memory_delay_ns;
         let quiet = t.quiet_ns.saturating_sub(waits);
-        let waits_known = r.totals.impossible
-            & (accounting::IMPOSSIBLE_BLKIO | accounting::IMPOSSIBLE_MEMORY)
-            == 0;
+        let waits_known = r.totals.impossible == 0;
         let verdict = match diagnosis::bottleneck(&r.totals, wall_ns, cpus, m, d) {
             // Neither busy nor waiting on one resource: idle if it did nothing most of the
             // time, unless its quiet stretches may be waits the kernel miscounted.

@@ -43,11 +43,15 @@ impl ArgoStep {
     pub fn start(c: &Container, image: &Image) -> Option<Self> {
         let argo = c.details.argo.as_ref()?;
         let k8s = c.details.k8s.as_ref()?;
-        let container = k8s.container.as_deref();
-        if container.is_some_and(|n| HELPER_CONTAINERS.contains(&n))
-            || executor_helper(image)
-            || program(image) == "pause"
-        {
+        // Only the step's own container: not Argo's, nor a sidecar (a service mesh's proxy,
+        // a template's `sidecars:`). Where the node does not name the container yet, only
+        // Argo's starter of the step's command is believed.
+        let main = match (k8s.container.as_deref(), argo.main_container.as_deref()) {
+            (Some(name), Some(main)) => name == main,
+            (Some(name), None) => !HELPER_CONTAINERS.contains(&name),
+            (None, _) => program(image) == EXECUTOR && !executor_helper(image),
+        };
+        if !main || executor_helper(image) || program(image) == "pause" {
             return None;
         }
         Some(Self {
@@ -124,6 +128,7 @@ mod tests {
                     workflow: "wf-x".into(),
                     node: node.into(),
                     template: None,
+                    main_container: Some("main".into()),
                 }),
                 ..Default::default()
             },
@@ -166,7 +171,12 @@ mod tests {
         let c = unnamed(container("main", "wf-x.a"));
         assert!(ArgoStep::start(&c, &image(&["argoexec", "wait"])).is_none());
         assert!(ArgoStep::start(&c, &image(&["pause"])).is_none());
-        assert!(ArgoStep::start(&c, &sh).is_some());
+        // Unnamed, only Argo's starter of the step's command is believed.
+        assert!(ArgoStep::start(&c, &sh).is_none());
+        let emissary = image(&["argoexec", "emissary", "--", "sh"]);
+        assert!(ArgoStep::start(&c, &emissary).is_some());
+        // A sidecar (a service mesh's proxy) is no step.
+        assert!(ArgoStep::start(&container("istio-proxy", "wf-x.a"), &sh).is_none());
         let mut no_ns = container("main", "wf-x.a");
         no_ns.details.k8s = None;
         assert!(ArgoStep::start(&no_ns, &sh).is_none());

@@ -11,8 +11,8 @@ use crate::{
 
 pub struct SlurmJob {
     job: u64,
-    /// How Slurm shows the job: `<array job>_<index>` for a job of an array, else its id.
-    shown: String,
+    /// What Slurm says of the job, once it has answered.
+    record: Option<crate::containers::RecordCell>,
     /// `None`: the batch step, the run's root; else the step's task name.
     part: Option<String>,
 }
@@ -38,12 +38,26 @@ impl SlurmJob {
                 Some(format!("step {s}: {tool}"))
             }
         };
-        let array = step.record.as_ref().and_then(|r| r.array);
         Some(Self {
             job: step.job,
-            shown: array.map_or_else(|| step.job.to_string(), |(j, i)| format!("{j}_{i}")),
+            record: step.record.clone(),
             part,
         })
+    }
+}
+
+impl SlurmJob {
+    /// As Slurm shows the job: `<array job>_<index>` for a job of an array, else its id.
+    fn shown(&self) -> String {
+        match self
+            .record
+            .as_ref()
+            .and_then(|c| c.get())
+            .and_then(|r| r.array)
+        {
+            Some((j, i)) => format!("{j}_{i}"),
+            None => self.job.to_string(),
+        }
     }
 }
 
@@ -53,7 +67,7 @@ impl EngineRun for SlurmJob {
     }
 
     fn pipeline_name(&self) -> String {
-        format!("slurm job {}", self.shown)
+        format!("slurm job {}", self.shown())
     }
 
     /// Each job is its own pipeline (its script is known only by a spool path): no key, so
@@ -63,7 +77,7 @@ impl EngineRun for SlurmJob {
     }
 
     fn run_label(&self) -> Option<String> {
-        Some(self.shown.clone())
+        Some(self.shown())
     }
 
     /// The job id alone: cgroup v2 nodes do not show the user, and v1 and v2 nodes of one
@@ -127,10 +141,12 @@ mod tests {
     #[test]
     fn a_job_of_an_array_is_named_as_slurm_shows_it_and_shares_by_its_own_id() {
         let mut s = step("batch");
-        s.record = Some(std::sync::Arc::new(crate::containers::JobRecord {
+        let cell = crate::containers::RecordCell::default();
+        let _ = cell.set(crate::containers::JobRecord {
             array: Some((40, 2)),
             user: Some("alice".into()),
-        }));
+        });
+        s.record = Some(cell);
         let job = SlurmJob::start(&s, &image("/x/slurm_script")).unwrap();
         assert_eq!(job.pipeline_name(), "slurm job 40_2");
         assert_eq!(job.run_label().as_deref(), Some("40_2"));
