@@ -156,23 +156,12 @@ impl Pipeline {
         self
     }
 
-    /// Runtimes that move what they start in cgroup v1 hierarchies only (Slurm's cgroup/v1
-    /// plugin, runtimes on a v1-only host) leave the unified cgroup id unchanged: a process
-    /// a runtime started reads its cgroup too.
-    fn parent_is_runtime(&self, e: &crate::event::Exec) -> bool {
-        let parent = self.tree.get(&e.key).and_then(|p| p.parent);
-        let parent = parent.and_then(|k| self.tree.get(&k));
-        parent
-            .and_then(|p| p.image.as_ref())
-            .is_some_and(|i| crate::containers::runs_runtime(&i.path, &i.argv))
-    }
-
-    /// The pid of `key`'s parent if it is a slurmstepd (whose title names the step).
-    fn parent_stepd(&self, key: &crate::event::ProcKey) -> Option<u32> {
+    /// The pid and program of `key`'s parent, if it has exec'd.
+    fn parent_program(&self, key: &crate::event::ProcKey) -> Option<(u32, &str)> {
         let parent = self.tree.get(&self.tree.get(key)?.parent?)?;
         let i = parent.image.as_ref()?;
-        (crate::attribution::naming::program_name(&i.path, &i.argv) == "slurmstepd")
-            .then_some(parent.key.pid)
+        let program = crate::attribution::naming::program_name(&i.path, &i.argv);
+        Some((parent.key.pid, program))
     }
 
     /// The pid of `pid`'s nearest ancestor still running in the same cgroup (by the
@@ -279,11 +268,18 @@ impl Pipeline {
                     .then(|| host::cwd(e.key.pid))
                     .flatten();
                 // Only a process that moved to another cgroup can have entered a container.
-                let moved =
-                    self.tree.cgroup_changed(&e.key, e.cgroup_id) || self.parent_is_runtime(&e);
+                // Runtimes that move what they start in cgroup v1 hierarchies only (Slurm's
+                // cgroup/v1 plugin, runtimes on a v1-only host) leave the unified cgroup id
+                // unchanged: a process a runtime started reads its cgroup too, and one that
+                // slurmstepd started may find its step in slurmstepd's title.
+                let parent = self.parent_program(&e.key);
+                let by_runtime = parent.is_some_and(|(_, p)| crate::containers::is_runtime(p));
+                let stepd = parent
+                    .filter(|(_, p)| *p == "slurmstepd")
+                    .map(|(pid, _)| pid);
+                let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id) || by_runtime;
                 self.tree.exec(&e, cwd);
                 if moved {
-                    let stepd = self.parent_stepd(&e.key);
                     match self.containers.of_pid_under(e.key.pid, stepd) {
                         Ok(c) => self.tree.set_container(&e.key, c),
                         // Ended before its cgroup was read (a runtime's short-lived helper):

@@ -42,17 +42,22 @@ fn a_slurm_steps_tools_carry_its_job_step_and_user() {
     let job = std::fs::read_to_string(&jobid).unwrap().trim().to_string();
     assert!(!job.is_empty());
     let spans = read_jsonl(&out);
+    // The node agent sees every job on the node: other tests' jobs run beside this one.
     let sleep: Vec<&RecvSpan> = spans
         .iter()
         .filter(|s| s.is_tool() && s.str(attr::TOOL_NAME) == "sleep")
+        .filter(|s| s.str(attr::SLURM_JOB_ID) == job)
         .collect();
     assert_eq!(sleep.len(), 1, "{spans:?}");
     let s = sleep[0];
-    assert_eq!(s.str(attr::SLURM_JOB_ID), job, "{s:?}");
     assert_eq!(s.str(attr::SLURM_STEP_ID), "0");
     assert_eq!(s.int(attr::SLURM_USER_ID), Some(0));
-    let run = spans.iter().find(|s| s.is_run()).expect("the step's run");
-    assert_eq!(run.str(attr::SLURM_JOB_ID), job, "{run:?}");
+    let run = spans
+        .iter()
+        .find(|s| s.is_run() && s.str(attr::SLURM_JOB_ID) == job)
+        .expect("the step's run");
+    // The run rule names it: a rule the user wrote wins over the job's own run.
+    assert_eq!(run.str(attr::CICD_PIPELINE_NAME), "step", "{run:?}");
 }
 
 fn host_id(s: &RecvSpan) -> &str {
