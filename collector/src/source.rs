@@ -106,6 +106,7 @@ impl Taps {
             Taps::Poll => Measured {
                 network: false,
                 delay_accounting: false,
+                io_wait: false,
             },
         }
     }

@@ -16,7 +16,6 @@ pub struct Live {
     /// Bytes through read and write calls (pipes and sockets too): progress a tool makes
     /// without touching storage.
     pub io_chars: u64,
-    pub blkio_delay_ns: u64,
     pub run_delay_ns: u64,
 }
 
@@ -63,7 +62,8 @@ pub fn read(pid: u32) -> Option<Live> {
     Some(live)
 }
 
-/// utime, stime and delayacct_blkio_ticks from /proc/PID/stat (fields 14, 15 and 42).
+/// utime and stime from /proc/PID/stat (fields 14 and 15). Block-I/O waits come from the
+/// probes, not from its delayacct_blkio_ticks (see probes/ebpf/src/iowait.rs).
 fn parse_stat(stat: &str) -> Option<Live> {
     // The command name may hold spaces and parentheses: fields start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -72,7 +72,6 @@ fn parse_stat(stat: &str) -> Option<Live> {
     Some(Live {
         cpu_user_ns: ticks(11) * NS_PER_TICK,
         cpu_system_ns: ticks(12) * NS_PER_TICK,
-        blkio_delay_ns: ticks(39) * NS_PER_TICK,
         ..Default::default()
     })
 }
@@ -86,12 +85,10 @@ mod tests {
         let mut fields = vec!["S"; 50];
         fields[11] = "250";
         fields[12] = "10";
-        fields[39] = "7";
         let line = format!("42 (a (b) c) {}", fields.join(" "));
         let l = parse_stat(&line).unwrap();
         assert_eq!(l.cpu_user_ns, 250 * NS_PER_TICK);
         assert_eq!(l.cpu_system_ns, 10 * NS_PER_TICK);
-        assert_eq!(l.blkio_delay_ns, 7 * NS_PER_TICK);
     }
 
     #[test]

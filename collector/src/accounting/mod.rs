@@ -13,6 +13,8 @@ pub use usage::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage
 pub struct Measured {
     /// sock tracepoints attached.
     pub network: bool,
-    /// Delay accounting on: block I/O and memory waits.
+    /// Delay accounting on: memory waits.
     pub delay_accounting: bool,
+    /// sched_switch and sched_wakeup attached: block-I/O waits.
+    pub io_wait: bool,
 }

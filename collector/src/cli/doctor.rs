@@ -210,7 +210,13 @@ pub fn run(state_dir: &Path) -> i32 {
                 "this kernel has no sock length tracepoints (Linux 6.3+): network bytes are not measured",
             );
             r.note(
-                "I/O and memory waits",
+                "block-I/O waits",
+                m.io_wait,
+                "tp_btf/sched_switch and sched_wakeup attached",
+                "sched_switch/sched_wakeup could not be attached: block-I/O waits are not measured",
+            );
+            r.note(
+                "memory waits",
                 m.delay_accounting,
                 "delay accounting on (kernel.task_delayacct = 1)",
                 "delay accounting is off and could not be turned on: sysctl -w kernel.task_delayacct=1",

@@ -57,7 +57,6 @@ pub fn judge(
     // sum of the rest is a lower bound: enough to call a wait, never to rule one out (a
     // CPU wait left out may hide a starved task: no idleness then either).
     let dropped = u.impossible != 0;
-    let waits = measured.delay_accounting;
     let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
     // Waits are weighed against the time it was not kept from a CPU by others' load (at
     // least half its life): a writer slowed by a busy machine still waits mostly on storage.
@@ -74,7 +73,7 @@ pub fn judge(
             String::new()
         }
     };
-    let (kind, reason) = if waits && mem_wait / unstarved >= t.memory_bound {
+    let (kind, reason) = if measured.delay_accounting && mem_wait / unstarved >= t.memory_bound {
         (
             Kind::MemoryBound,
             format!(
@@ -83,7 +82,7 @@ pub fn judge(
                 besides(mem_wait)
             ),
         )
-    } else if waits && io_wait / unstarved >= t.io_bound {
+    } else if measured.io_wait && io_wait / unstarved >= t.io_bound {
         (
             Kind::IoBound,
             format!(
@@ -187,6 +186,7 @@ mod tests {
     const ALL: Measured = Measured {
         network: true,
         delay_accounting: true,
+        io_wait: true,
     };
 
     fn usage(cpu_s: f64, io_s: f64, mem_s: f64, net: u64) -> Usage {
@@ -267,7 +267,7 @@ mod tests {
     }
 
     #[test]
-    fn without_delay_accounting_waits_do_not_decide() {
+    fn unmeasured_waits_do_not_decide() {
         let none = Measured::default();
         let u = usage(1.0, 6.0, 0.0, 0);
         let b = judge(&u, 10_000_000_000, 1.0, none, &Diagnosis::default()).unwrap();

@@ -71,8 +71,10 @@ pub fn ensure_tracefs() -> Result<PathBuf, ProbeError> {
 pub struct Capabilities {
     /// sock tracepoints attached: network bytes are measured.
     pub network: bool,
-    /// Delay accounting on: block I/O and memory waits are measured.
+    /// Delay accounting on: memory waits are measured.
     pub delay_accounting: bool,
+    /// sched_switch and sched_wakeup attached: block-I/O waits are measured.
+    pub io_wait: bool,
 }
 
 /// Loaded, attached probes. Dropping this detaches them.
@@ -121,6 +123,7 @@ impl Probes {
             );
         }
         let delay_accounting = enable_delay_accounting();
+        let io_wait = offsets.task_in_iowait != ABSENT && attach_io_wait(&mut ebpf, &btf);
         // Diagnosis hooks; a kernel without them loses OOM or signal events, nothing else.
         for (category, name) in [("oom", "mark_victim"), ("signal", "signal_generate")] {
             let attached = prog::<TracePoint>(&mut ebpf, name)
@@ -151,6 +154,7 @@ impl Probes {
             capabilities: Capabilities {
                 network,
                 delay_accounting,
+                io_wait,
             },
         })
     }
@@ -169,6 +173,7 @@ impl Probes {
         crate::accounting::Measured {
             network: self.capabilities.network,
             delay_accounting: self.capabilities.delay_accounting,
+            io_wait: self.capabilities.io_wait,
         }
     }
 
@@ -221,9 +226,27 @@ fn attach_sock(ebpf: &mut Ebpf) -> bool {
     })
 }
 
+/// Block-I/O waits from the scheduler's own hooks (see probes/ebpf/src/iowait.rs for why
+/// not from delay accounting); a kernel without them loses that figure, nothing else.
+fn attach_io_wait(ebpf: &mut Ebpf, btf: &Btf) -> bool {
+    let attached = ["sched_switch", "sched_wakeup"]
+        .iter()
+        .try_for_each(|&name| {
+            let tp: &mut BtfTracePoint = prog(ebpf, name).map_err(|e| e.to_string())?;
+            tp.load(name, btf).map_err(|e| e.to_string())?;
+            tp.attach().map(drop).map_err(|e| e.to_string())
+        });
+    if let Err(e) = &attached {
+        log::warn!(
+            "tp_btf/sched_switch or sched_wakeup not attached ({e}): block-I/O waits are not measured"
+        );
+    }
+    attached.is_ok()
+}
+
 const DELAYACCT: &str = "/proc/sys/kernel/task_delayacct";
 
-/// Block I/O and memory waits come from the kernel's delay accounting, off by default on
+/// Memory waits come from the kernel's delay accounting, off by default on
 /// most distributions. Turning it on costs a clock read per wait; it is left on afterwards
 /// because another agent or tool may rely on it by then. Writing it needs CAP_SYS_ADMIN, so
 /// a least-privilege agent relies on the sysctl being set already.
@@ -234,7 +257,7 @@ fn enable_delay_accounting() -> bool {
             Ok(()) => true,
             Err(e) => {
                 log::warn!(
-                    "cannot turn on delay accounting ({DELAYACCT}: {e}): I/O and memory \
+                    "cannot turn on delay accounting ({DELAYACCT}: {e}): memory \
                      waits are not measured; set kernel.task_delayacct = 1 in \
                      /etc/sysctl.d (deploy/systemd/pipetrace-sysctl.conf), or grant \
                      CAP_SYS_ADMIN"
@@ -243,9 +266,7 @@ fn enable_delay_accounting() -> bool {
             }
         },
         Err(_) => {
-            log::warn!(
-                "this kernel has no delay accounting: I/O and memory waits are not measured"
-            );
+            log::warn!("this kernel has no delay accounting: memory waits are not measured");
             false
         }
     }

@@ -31,26 +31,27 @@ fn peel(btf: &Btf, mut t: Type) -> Option<Type> {
     None
 }
 
-/// Byte offset of `field` in `members`, descending into anonymous structs and unions.
-fn find(btf: &Btf, members: &[btf_rs::Member], field: &str) -> Option<u32> {
+/// Bit offset of `field` in `members` and its width in bits where it is a bitfield,
+/// descending into anonymous structs and unions.
+fn find(btf: &Btf, members: &[btf_rs::Member], field: &str) -> Option<(u32, Option<u32>)> {
     for m in members {
         let name = btf.resolve_name(m).unwrap_or_default();
         if name == field {
-            return Some(m.bit_offset() / 8);
+            return Some((m.bit_offset(), m.bitfield_size().filter(|&b| b != 0)));
         }
         if name.is_empty() {
             let inner = peel(btf, btf.resolve_chained_type(m).ok()?)?;
             if let Type::Struct(s) | Type::Union(s) = inner
-                && let Some(off) = find(btf, &s.members, field)
+                && let Some((off, bits)) = find(btf, &s.members, field)
             {
-                return Some(m.bit_offset() / 8 + off);
+                return Some((m.bit_offset() + off, bits));
             }
         }
     }
     None
 }
 
-pub fn field_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, OffsetError> {
+fn member(btf: &Btf, strukt: &str, field: &str) -> Result<(u32, Option<u32>), OffsetError> {
     let types = btf
         .resolve_types_by_name(strukt)
         .map_err(|_| OffsetError::NoStruct(strukt.into()))?;
@@ -62,6 +63,19 @@ pub fn field_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, OffsetE
         })
         .ok_or_else(|| OffsetError::NoStruct(strukt.into()))?;
     find(btf, &s.members, field).ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))
+}
+
+pub fn field_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, OffsetError> {
+    member(btf, strukt, field).map(|(bit, _)| bit / 8)
+}
+
+/// A one-bit field: the byte that holds it and its bit there (little-endian bit order, as
+/// on every architecture pipetrace loads on); `None` for anything wider.
+pub fn flag_bit(btf: &Btf, strukt: &str, field: &str) -> Option<(u32, u32)> {
+    match member(btf, strukt, field).ok()? {
+        (bit, Some(1)) => Some((bit / 8, bit % 8)),
+        _ => None,
+    }
 }
 
 /// Byte size of a struct.
@@ -126,6 +140,8 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         format("events/oom/mark_victim/format"),
         format("events/signal/signal_generate/format"),
     );
+    let (in_iowait, in_iowait_bit) =
+        flag_bit(&btf, "task_struct", "in_iowait").unwrap_or((ABSENT, 0));
     let oom = |f| tracepoint_field(&oom_format, f).unwrap_or(ABSENT);
     let signal = |f| tracepoint_field(&signal_format, f).unwrap_or(ABSENT);
     Ok(KernelOffsets {
@@ -165,7 +181,8 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         task_nvcsw: opt("task_struct", "nvcsw"),
         task_nivcsw: opt("task_struct", "nivcsw"),
         task_io: pipetrace_io::FIELDS.map(io),
-        delay_blkio: delay("blkio_delay"),
+        task_in_iowait: in_iowait,
+        task_in_iowait_bit: in_iowait_bit,
         delay_swapin: delay("swapin_delay"),
         delay_freepages: delay("freepages_delay"),
         delay_thrashing: delay("thrashing_delay"),
@@ -225,5 +242,13 @@ mod tests {
             o.task_signal != ABSENT && o.task_run_delay != ABSENT,
             "{o:?}"
         );
+        // in_iowait is one bit among task_struct's flag bits, past the scheduling fields.
+        assert!(
+            o.task_in_iowait != ABSENT && o.task_in_iowait > o.task_pid / 2,
+            "{o:?}"
+        );
+        assert!(o.task_in_iowait_bit < 8, "{o:?}");
+        let btf = Btf::from_file(path).expect("btf");
+        assert_eq!(flag_bit(&btf, "task_struct", "pid"), None, "pid is no flag");
     }
 }

@@ -135,8 +135,10 @@ pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
             int(u.disk_cancelled_write_bytes),
         ),
     ]);
-    if m.delay_accounting {
+    if m.io_wait {
         out.push(KeyValue::new(attr::DISK_WAIT_TIME, secs(u.blkio_delay_ns)));
+    }
+    if m.delay_accounting {
         out.push(KeyValue::new(
             attr::MEMORY_WAIT_TIME,
             secs(u.memory_delay_ns),
@@ -300,6 +302,7 @@ mod tests {
         let m = Measured {
             network: true,
             delay_accounting: true,
+            io_wait: true,
         };
         let mut out = Vec::new();
         totals_attrs(&t, 3 * s, Some("io"), m, &Diagnosis::default(), &mut out);

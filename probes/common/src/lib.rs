@@ -21,6 +21,8 @@ pub const KIND_SIGNAL: u32 = 6;
 pub const KIND_SLOTS: u32 = 7;
 /// Loss slot for per-process accumulator updates dropped because the map was full.
 pub const LOST_ACCUMULATOR: u32 = 0;
+/// Name of the map of threads' block-I/O wait starts, by thread id.
+pub const IO_WAIT_MAP: &str = "IO_WAIT";
 
 /// Bytes of the executed file name kept (what was passed to execve).
 pub const PATH_LEN: usize = 512;
@@ -117,8 +119,10 @@ pub struct Accumulator {
     pub net_rx_bytes: u64,
     /// Exited non-leader threads' run-queue delay (`sched_info.run_delay`).
     pub run_delay_ns: u64,
-    /// Exited non-leader threads' delay-accounting waits.
+    /// Every thread's block-I/O waits, from going to sleep in I/O wait to being woken, as
+    /// the sched_switch and sched_wakeup probes measure them (added as each wait ends).
     pub blkio_delay_ns: u64,
+    /// Exited non-leader threads' delay-accounting memory waits.
     pub mem_delay_ns: u64,
     /// Exited non-leader threads' own I/O counters (`task_struct.ioac`), in
     /// [`pipetrace_io`] order.
@@ -284,8 +288,10 @@ pub struct KernelOffsets {
     pub task_nivcsw: u32,
     /// `task_struct.ioac.<field>`, each one offset from the task, in [`pipetrace_io`] order.
     pub task_io: [u32; IO_COUNTERS],
+    /// `task_struct.in_iowait`, a one-bit field: the byte that holds it and its bit there.
+    pub task_in_iowait: u32,
+    pub task_in_iowait_bit: u32,
     /// `task_delay_info` fields (delay accounting).
-    pub delay_blkio: u32,
     pub delay_swapin: u32,
     pub delay_freepages: u32,
     pub delay_thrashing: u32,

@@ -8,7 +8,7 @@ use aya_ebpf::{
 use pipetrace_probes_common::{EventHeader, ExitEvent, KIND_EXIT};
 
 use crate::{
-    emit,
+    emit, iowait,
     task::{self, field},
     usage,
 };
@@ -48,14 +48,14 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         tid == tgid
     };
     let me = task::current();
+    iowait::forget(tid);
     if tid != tgid {
         // Per-thread counters die with the thread: keep them for the leader's free.
-        let (run, blkio, mem) = task::thread_delays(me, &o);
+        let (run, mem) = task::thread_delays(me, &o);
         let io = task::io(me, &o);
         if let Some(acc) = emit::accumulator(tgid) {
             unsafe {
                 emit::add(core::ptr::addr_of_mut!((*acc).run_delay_ns), run);
-                emit::add(core::ptr::addr_of_mut!((*acc).blkio_delay_ns), blkio);
                 emit::add(core::ptr::addr_of_mut!((*acc).mem_delay_ns), mem);
                 emit::add(core::ptr::addr_of_mut!((*acc).threads_exited), 1);
                 for (i, v) in io.iter().enumerate() {

@@ -14,6 +14,7 @@ mod exec;
 mod exit;
 mod fork;
 mod free;
+mod iowait;
 mod oom;
 mod signal;
 mod sock;

@@ -43,18 +43,18 @@ pub fn io(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> [u64; IO_CO
     out
 }
 
-/// This thread's own delay counters: run-queue delay, block I/O wait, memory waits
-/// (swap-in, reclaim, thrashing, compaction).
+/// This thread's own delay counters: run-queue delay and memory waits (swap-in, reclaim,
+/// thrashing, compaction). Block-I/O waits are measured by the `iowait` probes instead.
 #[inline(always)]
-pub fn thread_delays(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> (u64, u64, u64) {
+pub fn thread_delays(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> (u64, u64) {
     let run = field(task, o.task_run_delay);
     if o.task_delays == pipetrace_probes_common::ABSENT {
-        return (run, 0, 0);
+        return (run, 0);
     }
     let d: *const u8 = read(task, o.task_delays).unwrap_or(core::ptr::null());
     let mem = field(d, o.delay_swapin)
         + field(d, o.delay_freepages)
         + field(d, o.delay_thrashing)
         + field(d, o.delay_compact);
-    (run, field(d, o.delay_blkio), mem)
+    (run, mem)
 }

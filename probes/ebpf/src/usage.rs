@@ -16,7 +16,7 @@ use crate::{
 #[inline(always)]
 pub unsafe fn fill(f: *mut Figures, tgid: u32, leader: Task, o: &KernelOffsets, own: [Task; 2]) {
     let sig: *const u8 = task::read(leader, o.task_signal).unwrap_or(core::ptr::null());
-    let (run, blkio, mem) = task::thread_delays(leader, o);
+    let (run, mem) = task::thread_delays(leader, o);
     let (mut ut, mut st, mut rt) = (
         field(sig, o.sig_utime),
         field(sig, o.sig_stime),
@@ -60,7 +60,6 @@ pub unsafe fn fill(f: *mut Figures, tgid: u32, leader: Task, o: &KernelOffsets, 
             None => core::ptr::write_bytes(core::ptr::addr_of_mut!((*f).acc), 0, 1),
         }
         (*f).acc.run_delay_ns += run;
-        (*f).acc.blkio_delay_ns += blkio;
         (*f).acc.mem_delay_ns += mem;
     }
 }

@@ -223,7 +223,7 @@ impl Metrics {
                 if let (Some((_, part)), None) = (own.get_mut(&key), &p.exit)
                     && let Some(l) = live::read(key.pid)
                 {
-                    let c = Counters::from_live(&l, 0, 0);
+                    let c = Counters::from_live(&l, &Accumulator::default());
                     *part = part.wrapping_add(progress_of(&c, l.io_chars));
                 }
                 continue;
@@ -243,7 +243,7 @@ impl Metrics {
             let (key_of, counters, rss, hwm) = match (reading, prev) {
                 (Some(l), prev) => {
                     let acc = net(key.pid);
-                    let c = Counters::from_live(&l, acc.net_tx_bytes, acc.net_rx_bytes);
+                    let c = Counters::from_live(&l, &acc);
                     let k = match prev {
                         Some((k, _)) => k.clone(),
                         None => self.table.key_of(&pipeline, &task, &Attributor::tool_of(p)),

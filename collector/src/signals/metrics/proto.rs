@@ -240,7 +240,7 @@ pub fn request(
             false,
         ));
     }
-    if measured.delay_accounting {
+    if measured.io_wait {
         metrics.push(b.counter(
             metric::DISK_WAIT_TIME,
             "s",

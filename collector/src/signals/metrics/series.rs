@@ -1,6 +1,8 @@
 //! Metric series: one per (pipeline, task, tool), bounded in number.
 use std::{collections::HashMap, time::SystemTime};
 
+use pipetrace_probes_common::Accumulator;
+
 use crate::accounting::{Usage, live::Live};
 
 /// A series' attribute set. The overflow series has empty names and `overflow` set.
@@ -41,15 +43,16 @@ impl Counters {
         }
     }
 
-    pub fn from_live(l: &Live, net_tx: u64, net_rx: u64) -> Self {
+    /// `acc`: what the probes summed so far for the process (network bytes, block-I/O waits).
+    pub fn from_live(l: &Live, acc: &Accumulator) -> Self {
         Self {
             cpu_user_ns: l.cpu_user_ns,
             cpu_system_ns: l.cpu_system_ns,
             disk_read_bytes: l.disk_read_bytes,
             disk_write_bytes: l.disk_write_bytes,
-            net_tx_bytes: net_tx,
-            net_rx_bytes: net_rx,
-            disk_wait_ns: l.blkio_delay_ns,
+            net_tx_bytes: acc.net_tx_bytes,
+            net_rx_bytes: acc.net_rx_bytes,
+            disk_wait_ns: acc.blkio_delay_ns,
             run_delay_ns: l.run_delay_ns,
             oom_kills: 0,
         }
