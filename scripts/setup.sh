@@ -66,6 +66,11 @@ if ! "$snakemake9/bin/snakemake" --version 2>/dev/null | grep -q '^9\.'; then
   python3 -m venv "$snakemake9"
   "$snakemake9/bin/pip" install --quiet --disable-pip-version-check 'snakemake>=9,<10'
 fi
+# Its generic cluster executor, to submit jobs to the tests' Slurm as a cluster run does.
+if ! "$snakemake9/bin/python" -c 'import snakemake_executor_plugin_cluster_generic' 2>/dev/null; then
+  say "installing Snakemake 9's cluster-generic executor plugin"
+  "$snakemake9/bin/pip" install --quiet --disable-pip-version-check snakemake-executor-plugin-cluster-generic
+fi
 
 # Prefect 3 (PyPI) in its own venv, with its OpenTelemetry extra: the tests run flows with
 # its temporary local server, and one with Prefect's own tracing on.

@@ -315,3 +315,14 @@ pub fn rotel_agent() -> std::path::PathBuf {
     );
     path.into()
 }
+
+/// A single-node Slurm on this machine (scripts/slurm-up.sh; idempotent).
+pub fn slurm_up() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/slurm-up.sh");
+    let o = Command::new("bash").arg(script).output().unwrap();
+    assert!(
+        o.status.success(),
+        "a single-node Slurm: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

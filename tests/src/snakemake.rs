@@ -68,6 +68,9 @@ pub struct Records {
     pub started: Vec<(String, String)>,
     /// The log's `Error in rule X:` blocks: rules.
     pub failed: Vec<String>,
+    /// Rules whose jobs the log says ran in Snakemake's own process tree (`localrule X:`),
+    /// not submitted elsewhere.
+    pub local_rules: std::collections::BTreeSet<String>,
 }
 
 impl Records {
@@ -112,11 +115,14 @@ impl Records {
             let depth = line.len() - line.trim_start().len();
             let rule = ["localrule ", "rule ", "localcheckpoint ", "checkpoint "]
                 .iter()
-                .find_map(|p| line.trim_start().strip_prefix(p))
-                .and_then(|r| r.strip_suffix(':'))
+                .find_map(|p| Some((*p, line.trim_start().strip_prefix(p)?)))
+                .and_then(|(p, r)| Some((p, r.strip_suffix(':')?)))
                 .filter(|_| depth <= 4);
-            if let Some(rule) = rule {
+            if let Some((kind, rule)) = rule {
                 self.started.extend(open.take());
+                if kind.starts_with("local") {
+                    self.local_rules.insert(rule.to_string());
+                }
                 open = Some((rule.to_string(), String::new()));
                 indent = depth;
                 continue;

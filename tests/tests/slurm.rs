@@ -1,21 +1,8 @@
 //! A real single-node Slurm (Debian's slurm-wlm with munge, proctrack/cgroup and task/cgroup
 //! on cgroup v1; scripts/slurm-up.sh starts it): the tools of a job step carry the job, step
 //! and user the step's cgroup names, under the agent.
-use pipetrace_e2e::{Agent, read_jsonl, spans::RecvSpan};
+use pipetrace_e2e::{Agent, read_jsonl, slurm_up, spans::RecvSpan};
 use pipetrace_semconv::attr;
-
-fn slurm_up() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/slurm-up.sh");
-    let o = std::process::Command::new("bash")
-        .arg(script)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "a single-node Slurm: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 #[test]
 fn a_slurm_steps_tools_carry_its_job_step_and_user() {

@@ -9,12 +9,14 @@
 //! their children hang under the wrapper's parent.
 pub mod engines;
 mod groups;
+mod held;
 pub mod naming;
 mod pending;
 mod placement;
 mod rollups;
 pub mod rules;
 mod runs;
+mod starts;
 
 use std::collections::HashMap;
 
@@ -74,6 +76,14 @@ pub struct TaskInfo {
 }
 
 impl TaskInfo {
+    /// A task known by its name alone.
+    pub fn named(name: String) -> Self {
+        Self {
+            name,
+            ..Default::default()
+        }
+    }
+
     /// A task named `name`, its run id made from its process.
     pub fn fallback(p: &Proc, name: String) -> Self {
         Self {
@@ -186,6 +196,8 @@ struct Run {
     helpers: Helpers,
     /// Its spans were joined to the engine's own trace.
     joined: bool,
+    /// It is named alike on every node (its shared identity was handed on).
+    shared: bool,
     /// Engine tasks of several processes, by the engine's id, until they end.
     groups: HashMap<String, groups::Group>,
 }
@@ -208,6 +220,8 @@ pub struct Attributor {
     joins: Vec<(ProcKey, String)>,
     /// Runs named alike on every node, started since the caller last asked.
     shares: Vec<(ProcKey, engines::Shared)>,
+    /// Spans of runs waiting for their identity.
+    held: held::Held,
 }
 
 impl Attributor {
@@ -229,6 +243,7 @@ impl Attributor {
             started: Vec::new(),
             joins: Vec::new(),
             shares: Vec::new(),
+            held: held::Held::default(),
         })
     }
 
@@ -399,15 +414,9 @@ impl Attributor {
                 let started = self.unix_time(p.start_ns);
                 self.root_exec(key, &image, started);
             }
-            // An engine a batch script or a step pod runs (`snakemake` under sbatch) is a run
-            // of its own, named by the engine's records rather than a task of the job.
             Role::Member if m.task.is_none() && self.under_scheduler(m.run) => {
                 match engines::detect(&self.engines, &image) {
-                    Some(e) => {
-                        self.members.remove(&key);
-                        let started = self.unix_time(p.start_ns);
-                        self.start_run(key, (e.start)(&image, started));
-                    }
+                    Some(e) => self.engine_under_scheduler(p, m.run, e),
                     None => self.maybe_start_task(tree, key, m.run, &image),
                 }
             }
@@ -417,79 +426,13 @@ impl Attributor {
         }
     }
 
-    fn maybe_start_task(&mut self, tree: &Tree, key: ProcKey, run_key: ProcKey, image: &Image) {
-        let rule_name = self
-            .task_rules
-            .iter()
-            .find(|r| r.matches(image))
-            .map(|r| naming::clean_name(&r.name(image)));
-        let place = Place {
-            parent_is_root: tree.get(&key).and_then(|p| p.parent) == Some(run_key),
-            under_run: self.placement(tree, &key, run_key, None) == EntityRef::Run(run_key),
-        };
-        let (Some(p), Some(run)) = (tree.get(&key), self.runs.get_mut(&run_key)) else {
-            return;
-        };
-        let class = match rule_name {
-            Some(name) => {
-                run.rule_names.insert(key, name);
-                Class::Task
-            }
-            None => run.adapter.classify(p, image, place),
-        };
-        let role = match class {
-            Class::Task => Role::TaskRoot,
-            Class::Helper => Role::Helper,
-            Class::Undecided => return,
-        };
-        if !run.joined
-            && let Some(tp) = run.adapter.trace_parent()
-        {
-            run.joined = true;
-            self.joins.push((run_key, tp));
-        }
-        let task = (role == Role::TaskRoot).then_some(key);
-        self.members.insert(
-            key,
-            Membership {
-                run: run_key,
-                task,
-                role,
-            },
-        );
-        if role == Role::TaskRoot {
-            self.rollups.insert(key, Rollup::default());
-            self.started.push(key);
-        }
-    }
-
-    /// A task's process the engine started for its own work (a job run by an engine
-    /// subprocess starts the scheduler too): a helper, not a tool of the task.
-    fn maybe_helper_in_task(&mut self, tree: &Tree, key: ProcKey, run: ProcKey, image: &Image) {
-        // Judged by what the process was started as: a job's shell later exec'ing its
-        // command stays the job's.
-        let Some(p) = tree.get(&key).filter(|p| p.earlier.is_empty()) else {
-            return;
-        };
-        let parent = p.parent.and_then(|k| tree.get(&k));
-        let Some(parent_image) = parent.and_then(|p| p.image.as_ref()) else {
-            return;
-        };
-        let helper = self.runs.get(&run).is_some_and(|r| {
-            r.adapter.folds_helpers() && r.adapter.helper_in_task(image, parent_image)
-        });
-        if helper {
-            let m = Membership {
-                run,
-                task: None,
-                role: Role::Helper,
-            };
-            self.members.insert(key, m);
-        }
-    }
-
     /// A process ended: what can now be exported.
     pub fn on_exit(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {
+        let out = self.ended(tree, key);
+        self.unheld(out)
+    }
+
+    fn ended(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {
         let Some(m) = self.members.get(&key).copied() else {
             return Vec::new();
         };

@@ -22,6 +22,11 @@ impl Attributor {
     /// but whose end is not final yet: their pending tasks wait, as one of those processes
     /// may be a better match for a record.
     pub fn poll(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {
+        let out = self.resolved(force, settling);
+        self.unheld(out)
+    }
+
+    fn resolved(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {
         let mut out = Vec::new();
         let keys: Vec<ProcKey> = self.runs.keys().copied().collect();
         for key in keys {

@@ -27,7 +27,9 @@ impl Attributor {
     }
 
     pub(super) fn start_run(&mut self, key: ProcKey, adapter: Box<dyn EngineRun>) {
-        if let Some(shared) = adapter.shared() {
+        let shared = adapter.shared();
+        let is_shared = shared.is_some();
+        if let Some(shared) = shared {
             self.shares.push((key, shared));
         }
         let info = RunInfo {
@@ -48,6 +50,7 @@ impl Attributor {
             groups_look: None,
             helpers: Helpers::default(),
             joined: false,
+            shared: is_shared,
             groups: HashMap::new(),
         };
         self.runs.insert(key, run);
@@ -155,6 +158,32 @@ impl Attributor {
 }
 
 impl Attributor {
+    /// An engine a batch script or a step pod runs (`snakemake` under sbatch) is a run of its
+    /// own, named by the engine's records rather than a task of the job; but an engine's
+    /// job that is part of a run rooted elsewhere (a Snakemake cluster job) is the job
+    /// itself: the job's run becomes that part, its batch script the task's first process.
+    pub(super) fn engine_under_scheduler(&mut self, p: &Proc, job: ProcKey, e: &engines::Engine) {
+        let Some(image) = p.image.as_ref() else {
+            return;
+        };
+        let adapter = (e.start)(image, self.unix_time(p.start_ns));
+        let shared = adapter.shared().filter(|s| s.part.is_some());
+        match (shared, self.runs.get_mut(&job)) {
+            (Some(shared), Some(run)) if run.info.tasks == 0 => {
+                run.info.name = adapter.pipeline_name();
+                run.info.engine = adapter.engine().to_string();
+                run.info.key = adapter.pipeline_key();
+                run.adapter = adapter;
+                run.shared = true;
+                self.shares.push((job, shared));
+            }
+            _ => {
+                self.members.remove(&p.key);
+                self.start_run(p.key, adapter);
+            }
+        }
+    }
+
     /// Whether the run is a scheduler's (a Slurm job, an Argo workflow), whose processes
     /// may run an engine of their own.
     pub(super) fn under_scheduler(&self, run: ProcKey) -> bool {

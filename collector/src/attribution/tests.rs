@@ -420,3 +420,114 @@ fn different_commands_keep_different_histories() {
         "the same command, the same key"
     );
 }
+
+/// A Snakemake cluster head is named alike on every node by the run directory its first
+/// submission makes: what ended before (a local rule's tool) waits for it, and goes in the
+/// shared trace once it is known; the submission is the head's own work.
+#[test]
+fn a_cluster_heads_spans_wait_for_its_first_submission() {
+    let mut s = Sim::new(Mode::Agent, Default::default());
+    s.fork(30, 1);
+    let head = [
+        "/usr/bin/python3",
+        "/usr/bin/snakemake",
+        "--cluster",
+        "sbatch",
+        "-j2",
+    ];
+    s.exec(30, "/usr/bin/snakemake", &head);
+    assert!(
+        s.attr.take_shares().is_empty(),
+        "no identity before a submission"
+    );
+    // A local rule's job and its tool.
+    s.fork(31, 30);
+    s.exec(
+        31,
+        "/usr/bin/bash",
+        &["bash", "-c", "set -euo pipefail;  seq 3 | sort"],
+    );
+    s.fork(32, 31);
+    s.exec(32, "/usr/bin/seq", &["seq", "3"]);
+    s.exit(32, 0);
+    assert!(
+        s.tools().is_empty(),
+        "held until the run knows its identity"
+    );
+    // The first submission names the run's directory.
+    s.fork(33, 30);
+    let submit = "sbatch /work/proj/.snakemake/tmp.4s7uhwm5/snakejob.count.2.sh";
+    s.exec(33, "/bin/sh", &["/bin/sh", "-c", submit]);
+    let shares = s.attr.take_shares();
+    assert_eq!(shares.len(), 1, "{shares:?}");
+    assert_eq!(shares[0].0, key(30));
+    assert_eq!(
+        shares[0].1.identity,
+        "snakemake//work/proj/.snakemake/tmp.4s7uhwm5"
+    );
+    assert_eq!(shares[0].1.part, None, "the head roots the run");
+    let role = s.attr.membership(&key(33)).map(|m| m.role);
+    assert_eq!(role, Some(Role::Helper), "the head's own work");
+    s.exit(33, 0);
+    assert_eq!(s.tools(), [("seq".to_string(), EntityRef::Task(key(31)))]);
+    assert!(
+        s.tasks().iter().all(|(pid, _)| *pid != 33),
+        "a submission is no task"
+    );
+}
+
+/// A cluster job's `snakemake --target-jobs` is a part of the head's run: a task of it,
+/// named by its rule and wildcards, whose processes are its tools.
+#[test]
+fn a_cluster_job_is_a_task_of_the_heads_run() {
+    let mut s = Sim::new(Mode::Agent, Default::default());
+    s.fork(40, 1);
+    let job = [
+        "/usr/bin/python3",
+        "-m",
+        "snakemake",
+        "--snakefile",
+        "/work/proj/Snakefile",
+        "--target-jobs",
+        "count:s=A",
+        "--wait-for-files",
+        "/work/proj/.snakemake/tmp.4s7uhwm5",
+        "out/ref.txt",
+        "--mode",
+        "2",
+    ];
+    s.exec(40, "/usr/bin/python3", &job);
+    let shares = s.attr.take_shares();
+    assert_eq!(shares.len(), 1, "{shares:?}");
+    let part = shares[0].1.part.clone().expect("a part");
+    assert_eq!(
+        shares[0].1.identity,
+        "snakemake//work/proj/.snakemake/tmp.4s7uhwm5"
+    );
+    assert_eq!(
+        (part.name.as_str(), part.wildcards.as_deref()),
+        ("count", Some("s=A"))
+    );
+    s.fork(41, 40);
+    s.exec(
+        41,
+        "/usr/bin/bash",
+        &["bash", "-c", "set -euo pipefail;  wc -l out/ref.txt"],
+    );
+    s.fork(42, 41);
+    s.exec(42, "/usr/bin/wc", &["wc", "-l", "out/ref.txt"]);
+    for pid in [42, 41, 40] {
+        s.exit(pid, 0);
+    }
+    assert!(
+        s.tasks().is_empty(),
+        "the part is the task: {:?}",
+        s.tasks()
+    );
+    let tools = s.tools();
+    assert!(tools.iter().any(|(t, _)| t == "wc"), "{tools:?}");
+    let Finished::Run { info, .. } = s.out.last().unwrap() else {
+        panic!("run last")
+    };
+    assert_eq!(info.name, "proj", "named by the head's working directory");
+}

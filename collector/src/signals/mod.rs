@@ -3,6 +3,7 @@ mod containers;
 mod diagnosis;
 pub mod ids;
 pub mod metrics;
+mod task;
 mod usage;
 
 use std::borrow::Cow;
@@ -13,6 +14,8 @@ use opentelemetry::{
 };
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pipetrace_semconv::attr;
+
+use task::{task_attrs, task_span_name};
 
 use crate::{
     accounting::Measured,
@@ -417,28 +420,14 @@ impl SpanBuilder {
                     KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, info.run_id.clone()),
                     KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(*run)),
                 ];
-                if let Some(w) = &info.wildcards {
-                    a.push(KeyValue::new(attr::TASK_WILDCARDS, w.clone()));
-                }
-                if let Some(t) = info.threads {
-                    a.push(KeyValue::new(attr::TASK_THREADS, t as i64));
-                }
-                if info.in_engine {
-                    a.push(KeyValue::new(attr::TASK_IN_ENGINE, true));
-                }
-                if let Some(tag) = &info.tag {
-                    a.push(KeyValue::new(attr::TASK_TAG, tag.clone()));
-                }
+                task_attrs(info, &mut a);
                 self.process_attrs(p, true, &mut a);
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
                 let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
                 let alloc = totals.allocation.as_ref();
                 usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
-                let name = match info.wildcards.as_ref().or(info.tag.as_ref()) {
-                    Some(w) => format!("{} ({w})", info.name),
-                    None => info.name.clone(),
-                };
+                let name = task_span_name(info);
                 let what = format!("task {}", info.name);
                 let status = match totals.rollup.oom_kills {
                     0 => end_status(p, &what),
@@ -482,19 +471,26 @@ impl SpanBuilder {
                 info,
                 usage: totals,
             } => {
-                // A part of a run rooted on another node (a Slurm step here) is a task of it.
+                // A part of a run rooted on another node (a Slurm step, a Snakemake cluster
+                // job here) is a task of it.
                 let part = self.shared.get(&p.key).and_then(|s| s.part.clone());
-                let named = match &part {
-                    Some(task) => KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, task.clone()),
-                    None => KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone()),
+                let mut a = match &part {
+                    Some(task) => {
+                        let mut a = vec![KeyValue::new(
+                            attr::CICD_PIPELINE_TASK_NAME,
+                            task.name.clone(),
+                        )];
+                        task_attrs(task, &mut a);
+                        a
+                    }
+                    None => vec![KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone())],
                 };
-                let mut a = vec![
-                    named,
+                a.extend([
                     KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(p.key)),
                     KeyValue::new(attr::RUN_ENGINE, info.engine.clone()),
                     KeyValue::new(attr::RUN_TASKS, info.tasks as i64),
                     KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
-                ];
+                ]);
                 if let Some(label) = &info.label {
                     a.push(KeyValue::new(attr::RUN_LABEL, label.clone()));
                 }
@@ -534,7 +530,7 @@ impl SpanBuilder {
                     remote,
                 };
                 let (name, kind) = match (&part, &info.label) {
-                    (Some(task), _) => (task.clone(), Kind::Task),
+                    (Some(task), _) => (task_span_name(task), Kind::Task),
                     (None, Some(label)) => (format!("run {} ({label})", info.name), Kind::Run),
                     (None, None) => (format!("run {}", info.name), Kind::Run),
                 };

@@ -9,6 +9,7 @@
 //! run. In the main container Argo's `argoexec emissary -- <command>` starts the step's
 //! command; `argoexec` elsewhere in a step is Argo's work, a helper.
 use super::{Class, EngineRun, Place, Shared};
+use crate::attribution::TaskInfo;
 use crate::{
     attribution::naming,
     containers::Container,
@@ -79,7 +80,7 @@ impl EngineRun for ArgoStep {
     fn shared(&self) -> Option<Shared> {
         Some(Shared {
             identity: format!("argo/{}/{}", self.namespace, self.workflow),
-            part: self.step.clone(),
+            part: self.step.clone().map(TaskInfo::named),
         })
     }
 
@@ -145,8 +146,8 @@ mod tests {
         assert_eq!(a.identity, "argo/argo/wf-x");
         assert_eq!(a.identity, b.identity, "one run, whichever node");
         assert_eq!(
-            (a.part.as_deref(), b.part.as_deref()),
-            (Some("align(0)"), Some("sort"))
+            (a.part.map(|p| p.name), b.part.map(|p| p.name)),
+            (Some("align(0)".into()), Some("sort".into()))
         );
         assert_eq!(step.pipeline_name(), "wf-x");
         let root = ArgoStep::start(&container("main", "wf-x"), &image(&["sh"])).unwrap();

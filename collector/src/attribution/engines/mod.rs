@@ -54,9 +54,9 @@ pub struct Ended<'a> {
 pub struct Shared {
     /// What identifies the run on every node (a Slurm job: `slurm/<uid>/<job>`).
     pub identity: String,
-    /// This node's part holds not the run's root but one of its tasks (a Slurm step): the
-    /// task's name. `None`: this is the run's root.
-    pub part: Option<String>,
+    /// This node's part holds not the run's root but one of its tasks (a Slurm step, a
+    /// Snakemake cluster job): the task. `None`: this is the run's root.
+    pub part: Option<TaskInfo>,
 }
 
 /// One run of one engine.
@@ -86,8 +86,14 @@ pub trait EngineRun: Send {
         None
     }
     /// Whether every node names this run alike (its spans from several nodes form one trace).
+    /// Asked at its start, and as its processes start until it answers.
     fn shared(&self) -> Option<Shared> {
         None
+    }
+    /// Whether the run will be named alike on every node but does not know by what yet (a
+    /// Snakemake cluster head before its first submission): its spans wait until it does.
+    fn awaits_identity(&self) -> bool {
+        false
     }
     /// Whether processes of the run outside any task are the engine's helpers (engines) or
     /// the run's own tools (a plain command).

@@ -3,6 +3,7 @@
 //! the run's root is that script, and each step elsewhere (`srun`) is a task of it from the
 //! node that ran it. Slurm's own clients (`srun`, `scontrol`, ...) are the run's engine work.
 use super::{Class, EngineRun, Place, Shared};
+use crate::attribution::TaskInfo;
 use crate::{
     attribution::naming,
     containers::SlurmStep,
@@ -85,7 +86,7 @@ impl EngineRun for SlurmJob {
     fn shared(&self) -> Option<Shared> {
         Some(Shared {
             identity: format!("slurm/{}", self.job),
-            part: self.part.clone(),
+            part: self.part.clone().map(TaskInfo::named),
         })
     }
 
@@ -134,7 +135,7 @@ mod tests {
         let (run, part) = (batch.shared().unwrap(), step0.shared().unwrap());
         assert_eq!(run.identity, part.identity, "one run, whichever node");
         assert_eq!(run.part, None);
-        assert_eq!(part.part.as_deref(), Some("step 0: hostname"));
+        assert_eq!(part.part.unwrap().name, "step 0: hostname");
         assert!(SlurmJob::start(&step("extern"), &image("/bin/sleep")).is_none());
     }
 

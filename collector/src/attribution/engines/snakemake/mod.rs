@@ -8,6 +8,11 @@
 //! from the metadata record of its output (rule and exact `shellcmd`), the log's failure
 //! block (exact command), or, for `script:` jobs, the record of the script it ran; the log's
 //! job block for that record adds jobid, wildcards, threads and memory.
+//!
+//! In cluster mode the head submits jobs instead (its submissions are its own work), and
+//! each job's `snakemake --target-jobs`, on whichever node, is a part of the head's run: a
+//! task of it (see [`cluster`]).
+mod cluster;
 mod log;
 mod metadata;
 mod records;
@@ -16,7 +21,7 @@ use std::time::SystemTime;
 
 use records::{Ran, Records};
 
-use super::{Class, Ended, Engine, EngineRun, Place, digest, is_container_query};
+use super::{Class, Ended, Engine, EngineRun, Place, Shared, digest, is_container_query};
 use crate::{
     attribution::{
         TaskInfo,
@@ -36,6 +41,10 @@ struct Snakemake {
     key: String,
     /// The job a `--target-jobs` run was started for (a `run:` job, or a cluster job).
     target: Option<Target>,
+    /// A cluster job's run directory: it is a part of the head's run.
+    remote: Option<String>,
+    /// As a head, what it runs to submit jobs, and its run's directory once known.
+    head: cluster::Head,
     records: Records,
 }
 
@@ -94,12 +103,19 @@ fn option_value<'a>(args: &'a [String], short: &str, long: &str) -> Option<&'a s
 }
 
 fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
+    let target = Target::of(&image.argv);
+    let remote = target.as_ref().and(cluster::remote_dir(&image.argv));
     let cwd = image.cwd.clone().unwrap_or_default();
-    let workdir = match option_value(&image.argv, "-d", "--directory") {
-        Some(d) => cwd.join(d),
-        None => cwd,
+    let workdir = match (option_value(&image.argv, "-d", "--directory"), &remote) {
+        // A cluster job's working directory is the head's, whichever node it runs on.
+        (_, Some(dir)) => std::path::PathBuf::from(cluster::workdir(dir)),
+        (Some(d), None) => cwd.join(d),
+        (None, None) => cwd,
     };
     let snakefile = option_value(&image.argv, "-s", "--snakefile").unwrap_or("Snakefile");
+    // A cluster job is given the head's Snakefile by its absolute path.
+    let within = format!("{}/", workdir.to_string_lossy());
+    let snakefile = snakefile.strip_prefix(within.as_str()).unwrap_or(snakefile);
     let name = workdir
         .file_name()
         .map(|n| naming::clean_name(&n.to_string_lossy()))
@@ -108,7 +124,12 @@ fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
     Box::new(Snakemake {
         key: format!("{name}-{key}"),
         name,
-        target: Target::of(&image.argv),
+        head: match target {
+            None => cluster::Head::of(&image.argv),
+            Some(_) => cluster::Head::default(),
+        },
+        target,
+        remote,
         records: Records::new(&workdir, started),
     })
 }
@@ -188,7 +209,39 @@ impl EngineRun for Snakemake {
         self.key.clone()
     }
 
+    /// A cluster job is a task of the head's run; the head's run is named by its directory
+    /// once its first submission made it.
+    fn shared(&self) -> Option<Shared> {
+        let (dir, part) = match (&self.remote, &self.target) {
+            (Some(dir), Some(t)) => (
+                dir,
+                Some(TaskInfo {
+                    in_engine: false,
+                    ..t.info()
+                }),
+            ),
+            _ => (self.head.dir.as_ref()?, None),
+        };
+        let identity = cluster::identity(dir);
+        Some(Shared { identity, part })
+    }
+
+    fn awaits_identity(&self) -> bool {
+        self.head.submits && self.head.dir.is_none()
+    }
+
+    /// In a cluster job, what runs is the job's own work (tools of its task).
+    fn folds_helpers(&self) -> bool {
+        self.remote.is_none()
+    }
+
     fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+        if self.remote.is_some() {
+            return Class::Undecided;
+        }
+        if place.parent_is_root && self.head.is_submission(image) {
+            return Class::Helper;
+        }
         match place.parent_is_root && shell_command(&image.argv).is_some() {
             true => Class::Task,
             false => Class::Helper,
