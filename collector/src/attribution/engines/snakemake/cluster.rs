@@ -94,12 +94,18 @@ fn command_words(image: &Image) -> Vec<String> {
     }
 }
 
-/// The run directory a path lies in: `/abs/.snakemake/tmp.XXXXXXXX`.
-fn run_dir(path: &str) -> Option<&str> {
-    let at = path.find("/.snakemake/tmp.")?;
+/// The run directory a word names, `/abs/.snakemake/tmp.XXXXXXXX`: a path in it, or an
+/// option or command holding one (`--wrap="... --wait-for-files '/abs/.snakemake/tmp.X'"`).
+fn run_dir(word: &str) -> Option<&str> {
+    let at = word.find("/.snakemake/tmp.")?;
+    let delimiter = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=');
+    let start = word[..at].rfind(delimiter).map_or(0, |i| i + 1);
     let from = at + "/.snakemake/".len();
-    let end = path[from..].find('/').map_or(path.len(), |i| from + i);
-    (path.starts_with('/') && end > from + "tmp.".len()).then(|| &path[..end])
+    let end = word[from..]
+        .find(|c: char| c == '/' || delimiter(c))
+        .map_or(word.len(), |i| from + i);
+    let dir = &word[start..end];
+    (dir.starts_with('/') && end > from + "tmp.".len()).then_some(dir)
 }
 
 /// The run directory a remote job (`snakemake --target-jobs`) names among the files it
@@ -180,6 +186,14 @@ mod tests {
         let quoted = sh("./sub.sh \"/w/x/.snakemake/tmp.2qjc9_ug/snakejob.sum.1.sh\"");
         assert!(nine.is_submission(&quoted));
         assert_eq!(nine.dir.as_deref(), Some("/w/x/.snakemake/tmp.2qjc9_ug"));
+        // The Slurm plugin wraps the job's command in sbatch's own option.
+        let mut slurm = Head::of(&words("snakemake --executor slurm"));
+        let wrap = sh(
+            "sbatch --job-name 5d1 --wrap=\"srun -n1 python -m snakemake \
+                       --target-jobs 'a:i=1' --wait-for-files '/w/x/.snakemake/tmp.z9' 'in'\"",
+        );
+        assert!(slurm.is_submission(&wrap));
+        assert_eq!(slurm.dir.as_deref(), Some("/w/x/.snakemake/tmp.z9"));
     }
 
     #[test]
