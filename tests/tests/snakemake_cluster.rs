@@ -232,6 +232,9 @@ fn judge(v: Version) {
         all.iter().all(|s| s.str(attr::TOOL_NAME) != "sbatch"),
         "{v:?}"
     );
+    // Nor is a job's marking of its end for the head (`touch DIR/N.jobfinished`).
+    let marks = |s: &RecvSpan| s.str("process.command_line").contains(".jobfinished");
+    assert!(!all.iter().any(|s| s.is_tool() && marks(s)), "{v:?}");
     let engine = a
         .iter()
         .find(|s| s.int(attr::ENGINE_HELPERS).is_some())

@@ -86,6 +86,11 @@ impl Head {
     }
 }
 
+/// Whether a command names a file in a cluster run's directory (a job marking its end).
+pub fn names_run_dir(image: &Image) -> bool {
+    command_words(image).iter().any(|w| run_dir(w).is_some())
+}
+
 /// A command line's words, the `-c` script's for a shell.
 fn command_words(image: &Image) -> Vec<String> {
     match naming::shell_command(&image.argv) {

@@ -236,8 +236,12 @@ impl EngineRun for Snakemake {
     }
 
     fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+        // A cluster job's marking of its end (`touch DIR/N.jobfinished`) is the engine's.
         if self.remote.is_some() {
-            return Class::Undecided;
+            return match cluster::names_run_dir(image) {
+                true => Class::Helper,
+                false => Class::Undecided,
+            };
         }
         if place.parent_is_root && self.head.is_submission(image) {
             return Class::Helper;
