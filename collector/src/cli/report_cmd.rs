@@ -1,5 +1,5 @@
 //! `pipetrace report FILE`: the end-of-run table and HTML report from a trace file.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::report::{self, Kind, table::Table};
 
@@ -18,11 +18,9 @@ pub fn run(file: &Path, html: Option<&Path>) -> i32 {
     let mut out = String::new();
     table.render(&mut out);
     print!("{out}");
-    let path = html.map(Path::to_path_buf).unwrap_or_else(|| {
-        let f = file.display().to_string();
-        let stem = f.strip_suffix(".otlp.jsonl").unwrap_or(&f);
-        PathBuf::from(format!("{stem}.report.html"))
-    });
+    let path = html
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| crate::export::paths::report_beside(file));
     match super::run::write_report(&path, &spans) {
         Ok(()) => {
             eprintln!("pipetrace: report written to {}", path.display());

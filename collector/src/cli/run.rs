@@ -56,11 +56,7 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
 
 /// Where metrics go in a file: beside the trace file (`X.otlp.jsonl` -> `X.metrics.otlp.jsonl`).
 pub(super) fn metrics_file(traces: Option<&Path>) -> Option<PathBuf> {
-    let t = traces?.to_string_lossy().into_owned();
-    Some(PathBuf::from(match t.strip_suffix(".otlp.jsonl") {
-        Some(stem) => format!("{stem}.metrics.otlp.jsonl"),
-        None => format!("{t}.metrics"),
-    }))
+    traces.map(crate::export::paths::metrics_beside)
 }
 
 /// The pipeline with its metrics, and the metrics sink.
@@ -262,19 +258,22 @@ pub async fn run(
         }
         _ => None,
     };
+    let delivery = Delivery {
+        spans_to: &dest,
+        spans: &stats,
+        metrics_to,
+        metrics: &metric_stats,
+        lost,
+    };
+    if !print_summary {
+        // Without the tree and table, still where the data went (and what was lost).
+        let mut text = String::new();
+        delivery.render(&mut text);
+        eprint!("{text}");
+    }
     if let Some(s) = summary.filter(|_| print_summary) {
-        let text = s.render(
-            cfg.summary.max_tasks,
-            cfg.summary.max_tools_per_task,
-            wall,
-            &Delivery {
-                spans_to: &dest,
-                spans: &stats,
-                metrics_to,
-                metrics: &metric_stats,
-                lost,
-            },
-        );
+        let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
+        let text = s.render(tasks, tools, wall, &delivery);
         eprint!("\n{text}");
         if usage_missing > 0 {
             eprintln!(
@@ -292,9 +291,7 @@ pub async fn run(
         }
     }
     match report {
-        Some(Ok(path)) if print_summary => {
-            eprintln!("pipetrace: report written to {}", path.display())
-        }
+        Some(Ok(path)) => eprintln!("pipetrace: report written to {}", path.display()),
         Some(Err(e)) => eprintln!("pipetrace: {e}"),
         _ => {}
     }
@@ -307,9 +304,7 @@ fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathB
     if let Some(p) = &cfg.report.path {
         return p.clone();
     }
-    let beside = traces.unwrap_or(&default_file(cwd)).display().to_string();
-    let stem = beside.strip_suffix(".otlp.jsonl").unwrap_or(&beside);
-    PathBuf::from(format!("{stem}.report.html"))
+    crate::export::paths::report_beside(traces.unwrap_or(&default_file(cwd)))
 }
 
 pub(super) fn write_report(path: &Path, spans: &[crate::report::ReportSpan]) -> anyhow::Result<()> {

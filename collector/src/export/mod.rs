@@ -2,6 +2,7 @@
 mod jsonl;
 pub mod metrics;
 pub mod otlp;
+pub mod paths;
 pub mod summary;
 
 use std::{

@@ -258,26 +258,34 @@ impl Summary {
         if let Some(t) = &self.trace_id {
             let _ = writeln!(out, "pipetrace: trace id {t}");
         }
-        let (spans, metrics) = (d.spans, d.metrics);
+        d.render(&mut out);
+        out
+    }
+}
+
+impl Delivery<'_> {
+    /// Where the spans and metric exports went, and what was lost on the way.
+    pub fn render(&self, out: &mut String) {
+        let (spans, metrics) = (self.spans, self.metrics);
         went(
-            &mut out,
+            out,
             "spans",
-            d.spans_to,
+            self.spans_to,
             &spans.otlp,
             &spans.written_file,
             &spans.failed_file,
         );
         went(
-            &mut out,
+            out,
             "metric exports",
-            &d.metrics_to,
+            &self.metrics_to,
             &metrics.otlp,
             &metrics.written_file,
             &metrics.failed_file,
         );
         let dropped = spans.dropped_queue_full.load(Relaxed) + spans.otlp.dropped.load(Relaxed);
         let metrics_dropped = metrics.dropped();
-        let lost = d.lost;
+        let lost = self.lost;
         if dropped > 0 || metrics_dropped > 0 || lost.kernel > 0 || lost.undecodable > 0 {
             let _ = writeln!(
                 out,
@@ -288,6 +296,5 @@ impl Summary {
                 lost.kernel, lost.undecodable
             );
         }
-        out
     }
 }
