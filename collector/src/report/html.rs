@@ -238,13 +238,21 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
     }
 }
 
+/// The report page: one section per run in the spans (an agent's file holds many).
 pub fn render(spans: &[ReportSpan]) -> String {
-    let mut table = Table::default();
-    for s in spans.iter().filter(|s| s.kind == Kind::Task) {
-        table.record_task(s);
-    }
-    let run = spans.iter().find(|s| s.kind == Kind::Run);
-    let title = run.map_or("pipetrace report".to_string(), |r| r.name.clone());
+    // One run (as `pipetrace run` writes) is drawn from the spans as they are.
+    let one = spans
+        .iter()
+        .all(|s| Some(&s.trace) == spans.first().map(|f| &f.trace));
+    let runs = match one {
+        true => Vec::new(),
+        false => super::by_run(spans),
+    };
+    let title = match runs.len() {
+        0 => (spans.iter().find(|s| s.kind == Kind::Run))
+            .map_or("pipetrace report".to_string(), |r| r.name.clone()),
+        n => format!("pipetrace report: {n} runs"),
+    };
     let mut out = String::new();
     let _ = write!(
         out,
@@ -256,6 +264,27 @@ pub fn render(spans: &[ReportSpan]) -> String {
         esc(&title),
         esc(&title)
     );
+    if one {
+        section(spans, &mut out);
+    }
+    for run in &runs {
+        let name = (run.iter().find(|s| s.kind == Kind::Run))
+            .map_or("run (no run span)", |r| r.name.as_str());
+        let _ = write!(out, "<section><h1>{}</h1>", esc(name));
+        section(run, &mut out);
+        out.push_str("</section>");
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// One run's part of the report: its summary, tasks, timeline, resources and events.
+fn section(spans: &[ReportSpan], out: &mut String) {
+    let mut table = Table::default();
+    for s in spans.iter().filter(|s| s.kind == Kind::Task) {
+        table.record_task(s);
+    }
+    let run = spans.iter().find(|s| s.kind == Kind::Run);
     if let Some(r) = run {
         let state = match &r.error {
             Some(e) => format!("<span class=\"err\">{}</span>", esc(e)),
@@ -294,30 +323,24 @@ pub fn render(spans: &[ReportSpan]) -> String {
         );
     }
     out.push_str("</table><h2>Timeline</h2>");
-    timeline(spans, &mut out);
+    timeline(spans, out);
     out.push_str("<h2>Resources</h2>");
     let cpu: Vec<_> = rows
         .iter()
         .map(|r| (r.name.to_string(), r.cpu, format!("{:.2} s", r.cpu)))
         .collect();
-    bars("CPU time per task (all jobs)", &cpu, &mut out);
+    bars("CPU time per task (all jobs)", &cpu, out);
     let mem: Vec<_> = rows
         .iter()
         .map(|r| (r.name.to_string(), r.peak as f64, gib(r.peak)))
         .collect();
-    bars("Peak memory per task (largest job)", &mem, &mut out);
+    bars("Peak memory per task (largest job)", &mem, out);
     let disk: Vec<_> = rows
         .iter()
         .map(|r| (r.name.to_string(), r.disk as f64, gib(r.disk)))
         .collect();
-    bars(
-        "Disk I/O per task (read + written, all jobs)",
-        &disk,
-        &mut out,
-    );
-    happenings(spans, &mut out);
-    out.push_str("</body></html>\n");
-    out
+    bars("Disk I/O per task (read + written, all jobs)", &disk, out);
+    happenings(spans, out);
 }
 
 #[cfg(test)]
@@ -335,6 +358,7 @@ mod tests {
             texts.insert(attr::CICD_PIPELINE_TASK_NAME.to_string(), name.to_string());
         }
         ReportSpan {
+            trace: "t".into(),
             id: id.into(),
             parent: parent.map(Into::into),
             kind,
@@ -374,6 +398,33 @@ mod tests {
             "the engine's own are not listed"
         );
         assert!(html.contains("1 process(es) outside any task"));
+    }
+
+    #[test]
+    fn a_file_of_many_runs_has_one_section_per_run_with_its_own_tasks() {
+        let mut spans = Vec::new();
+        for (trace, name, task, start) in [("b", "run two", "sort", 5), ("a", "run one", "bwa", 1)]
+        {
+            let mut run = span(&format!("{trace}r"), None, Kind::Run, name);
+            let mut t = span(&format!("{trace}t"), Some(&run.id), Kind::Task, task);
+            (run.trace, t.trace) = (trace.into(), trace.into());
+            (run.start, t.start) = (start * 1_000_000_000, start * 1_000_000_000);
+            spans.extend([run, t]);
+        }
+        let html = render(&spans);
+        assert!(
+            html.contains("<title>pipetrace report: 2 runs</title>"),
+            "{html}"
+        );
+        let (one, two) = (html.find("<h1>run one</h1>"), html.find("<h1>run two</h1>"));
+        let (one, two) = (one.expect("run one"), two.expect("run two"));
+        assert!(one < two, "in the order they started");
+        let bwa = html.find("<td>bwa</td>").unwrap();
+        let sort = html.find("<td>sort</td>").unwrap();
+        assert!(
+            one < bwa && bwa < two && two < sort,
+            "each run's tasks in its section"
+        );
     }
 
     #[test]

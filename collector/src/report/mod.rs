@@ -11,3 +11,19 @@ pub mod table;
 pub use html::render as html;
 pub use model::{Kind, ReportEvent, ReportSpan};
 pub use read::{ReadError, read_file};
+
+/// The spans of each run (its trace), runs in the order they started.
+pub fn by_run(spans: &[ReportSpan]) -> Vec<Vec<ReportSpan>> {
+    let mut runs: Vec<Vec<ReportSpan>> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for s in spans {
+        let i = *at.entry(s.trace.as_str()).or_insert_with(|| {
+            runs.push(Vec::new());
+            runs.len() - 1
+        });
+        runs[i].push(s.clone());
+    }
+    let start = |run: &Vec<ReportSpan>| run.iter().map(|s| s.start).min().unwrap_or(0);
+    runs.sort_by_key(start);
+    runs
+}

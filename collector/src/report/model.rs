@@ -13,6 +13,8 @@ pub use crate::signals::Kind;
 
 #[derive(Clone, Debug)]
 pub struct ReportSpan {
+    /// The trace, one per run.
+    pub trace: String,
     pub id: String,
     pub parent: Option<String>,
     pub kind: Kind,
@@ -143,6 +145,7 @@ impl ReportSpan {
         let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
             .then(|| s.parent_span_id.to_string());
         Self {
+            trace: s.span_context.trace_id().to_string(),
             id: s.span_context.span_id().to_string(),
             parent,
             kind: kind_of(&texts),
@@ -164,6 +167,7 @@ impl ReportSpan {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let status = s.status.clone().unwrap_or_default();
         Self {
+            trace: hex(&s.trace_id),
             id: hex(&s.span_id),
             parent: (!s.parent_span_id.is_empty()).then(|| hex(&s.parent_span_id)),
             kind: kind_of(&texts),

@@ -1,0 +1,57 @@
+//! `pipetrace report` on an agent's file: one section per run, each with its own tasks,
+//! in the table and in the HTML page.
+use pipetrace_e2e::{Agent, pipetrace, stderr};
+
+#[test]
+fn a_report_of_an_agents_file_has_one_section_per_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("agent.yaml");
+    std::fs::write(
+        &cfg,
+        "attribution:\n  run_rules:\n\
+         \x20   - match: { argv: 'pipetrace-report-first' }\n      name: first\n\
+         \x20   - match: { argv: 'pipetrace-report-second' }\n      name: second\n",
+    )
+    .unwrap();
+    let out = dir.path().join("agent.otlp.jsonl");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let agent = Agent::start_with(
+        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
+    );
+    for (marker, tool) in [
+        ("first", "gzip -c /etc/services"),
+        ("second", "sort /etc/services"),
+    ] {
+        let script = format!("{tool} > /dev/null; : pipetrace-report-{marker}");
+        let st = std::process::Command::new("bash")
+            .args(["-c", &script, &format!("pipetrace-report-{marker}")])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    agent.stop();
+    let html = dir.path().join("r.html");
+    let o = pipetrace()
+        .arg("report")
+        .arg(&out)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    let (first, second) = (table.find("run first"), table.find("run second"));
+    let (first, second) = (first.expect(&table), second.expect(&table));
+    assert!(first < second, "in the order they ran: {table}");
+    let (gzip, sort) = (
+        table.find("gzip").expect(&table),
+        table.find("sort").expect(&table),
+    );
+    assert!(first < gzip && gzip < second && second < sort, "{table}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("pipetrace report: 2 runs"), "{page}");
+    assert_eq!(page.matches("<section>").count(), 2);
+}
