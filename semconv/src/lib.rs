@@ -227,6 +227,7 @@ pub mod metric {
     pub const RUN_QUEUE_DELAY: &str = "pipetrace.process.cpu.run_queue_delay";
     pub const TASK_MEMORY_LIMIT: &str = "pipetrace.task.memory.limit";
     pub const OOM_KILLS: &str = "pipetrace.process.oom_kills";
+    pub const TASKS_RUNNING: &str = "pipetrace.tasks.running";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
     pub const HOST_IDLE: &str = "pipetrace.host.idle";
     pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
@@ -256,6 +257,7 @@ pub mod metric {
         RUN_QUEUE_DELAY,
         TASK_MEMORY_LIMIT,
         OOM_KILLS,
+        TASKS_RUNNING,
         TASKS_STALLED,
         HOST_IDLE,
         AGENT_EVENTS_LOST,

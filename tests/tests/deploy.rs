@@ -339,24 +339,36 @@ fn dashboard_filters_by_container_pod_and_slurm_job() {
     }
 }
 
-/// A panel shows how long nodes have been idle, from a Prometheus data source the user
-/// chooses, under the name Prometheus stores the registered metric by.
+/// A panel shows how long nodes have been idle, and one what runs now, each from a
+/// Prometheus data source the user chooses, under the name Prometheus stores the registered
+/// metric by.
 #[test]
-fn dashboard_shows_host_idle_time() {
+fn dashboard_shows_host_idle_time_and_tasks_running_now() {
     let d = dashboard();
+    for metric in [
+        pipetrace_semconv::metric::HOST_IDLE,
+        pipetrace_semconv::metric::TASKS_RUNNING,
+    ] {
+        panel_from_prometheus(&d, metric);
+    }
+}
+
+fn panel_from_prometheus(d: &serde_json::Value, metric: &str) {
     let registry = pipetrace_semconv::registry::Registry::embedded();
-    let idle = (registry.groups.iter())
-        .find(|g| g.metric_name.as_deref() == Some(pipetrace_semconv::metric::HOST_IDLE))
-        .expect("host idle is registered");
-    let name = prometheus_name(idle);
-    let (panel, _) = (targets(&d).into_iter())
+    let g = (registry.groups.iter())
+        .find(|g| g.metric_name.as_deref() == Some(metric))
+        .expect("the metric is registered");
+    let name = prometheus_name(g);
+    let (panel, _) = (targets(d).into_iter())
         .find(|(_, t)| t["expr"].as_str().is_some_and(|e| e.contains(&name)))
         .unwrap_or_else(|| panic!("no panel queries {name}"));
     assert_eq!(panel["datasource"]["type"], "prometheus");
-    assert_eq!(
-        panel["fieldConfig"]["defaults"]["unit"].as_str(),
-        idle.unit.as_deref()
-    );
+    // A count (`{task}`) is a plain number to Grafana.
+    let unit = match g.unit.as_deref() {
+        Some(u) if u.starts_with('{') => Some("none"),
+        u => u,
+    };
+    assert_eq!(panel["fieldConfig"]["defaults"]["unit"].as_str(), unit);
     let uid = panel["datasource"]["uid"]
         .as_str()
         .expect("a data source uid");

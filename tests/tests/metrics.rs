@@ -144,6 +144,21 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
         .filter(|p| p.time < burn.end && p.value > 0.0)
         .count();
     assert!(live >= 2, "live samples of the running task: {live}");
+    // What runs now is named before it ends: one `burn` running, none once it ended.
+    let running: Vec<&RecvPoint> = (points.iter())
+        .filter(|p| {
+            p.name == metric::TASKS_RUNNING && p.str(attr::CICD_PIPELINE_TASK_NAME) == "burn"
+        })
+        .collect();
+    let before = running
+        .iter()
+        .filter(|p| p.time < burn.end && p.value == 1.0);
+    assert!(
+        before.count() >= 2,
+        "burn running while it ran: {running:?}"
+    );
+    let after = running.iter().filter(|p| p.time > burn.end + 1_000_000_000);
+    assert!(after.clone().all(|p| p.value == 0.0), "{running:?}");
     // Cumulative series never go down.
     let mut by_series: BTreeMap<_, Vec<&RecvPoint>> = BTreeMap::new();
     for p in points.iter().filter(|p| p.monotonic) {

@@ -74,7 +74,9 @@ pub struct Metrics {
     limits: HashMap<(String, String), u64>,
     stalls: Stalls,
     tool_stalls: Stalls,
-    /// Running tasks at the last sample, by (pipeline, task name): how many are stalled.
+    /// Running tasks at the last sample, by (pipeline, task name): how many run, how many
+    /// of them are stalled.
+    running: BTreeMap<(String, String), u64>,
     stalled: BTreeMap<(String, String), u64>,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     /// When the agent's own counters started.
@@ -98,6 +100,7 @@ impl Metrics {
             limits: HashMap::new(),
             stalls: Stalls::new(stall_after),
             tool_stalls: Stalls::new(stall_after),
+            running: BTreeMap::new(),
             stalled: BTreeMap::new(),
             resource: proto::resource(resource),
             started: SystemTime::now(),
@@ -303,11 +306,14 @@ impl Metrics {
             *sig = sig.wrapping_add(*part);
         }
         self.stalled.clear();
+        self.running.clear();
         for (t, sig) in progress {
             self.stalls.observe(t, sig, now_ns);
             if let (Some((_, label)), Some(m)) = (self.labels.get(&t), attr.membership(&t)) {
                 let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
-                self.stalled.entry((pipeline, label.clone())).or_default();
+                let named = (pipeline, label.clone());
+                *self.running.entry(named.clone()).or_default() += 1;
+                self.stalled.entry(named).or_default();
             }
         }
         for t in self.stalls.stalled() {
@@ -377,7 +383,10 @@ impl Metrics {
         let mut req = proto::request(
             &self.table,
             &self.limits,
-            &self.stalled,
+            proto::TaskCounts {
+                running: &self.running,
+                stalled: &self.stalled,
+            },
             &self.resource,
             self.cfg.temporality,
             self.measured,

@@ -159,10 +159,16 @@ impl Builder {
     }
 }
 
+/// Running tasks by (pipeline, task name): how many run, how many of those are stalled.
+pub struct TaskCounts<'a> {
+    pub running: &'a BTreeMap<(String, String), u64>,
+    pub stalled: &'a BTreeMap<(String, String), u64>,
+}
+
 pub fn request(
     table: &Table,
     limits: &HashMap<(String, String), u64>,
-    stalled: &BTreeMap<(String, String), u64>,
+    tasks: TaskCounts,
     resource: &Resource,
     temporality: Temporality,
     measured: Measured,
@@ -294,8 +300,16 @@ pub fn request(
             points,
         ));
     }
-    if !stalled.is_empty() {
-        let points = stalled
+    let counts = [
+        (metric::TASKS_RUNNING, "Tasks running now", tasks.running),
+        (
+            metric::TASKS_STALLED,
+            "Running tasks with no progress for diagnosis.stall_after",
+            tasks.stalled,
+        ),
+    ];
+    for (name, description, by_task) in counts.into_iter().filter(|c| !c.2.is_empty()) {
+        let points = by_task
             .iter()
             .map(|((pipeline, task), n)| {
                 let a = vec![
@@ -305,11 +319,7 @@ pub fn request(
                 b.point(a, now, *n)
             })
             .collect();
-        let mut g = gauge(
-            metric::TASKS_STALLED,
-            "Running tasks with no progress for diagnosis.stall_after",
-            points,
-        );
+        let mut g = gauge(name, description, points);
         g.unit = "{task}".into();
         metrics.push(g);
     }
@@ -354,7 +364,10 @@ mod tests {
         let req = request(
             t,
             &HashMap::new(),
-            &BTreeMap::new(),
+            TaskCounts {
+                running: &BTreeMap::new(),
+                stalled: &BTreeMap::new(),
+            },
             &Resource::default(),
             Temporality::Cumulative,
             Measured::default(),
