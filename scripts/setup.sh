@@ -7,8 +7,9 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # Debian packages: the demo's and tests' workflow engines and tools, setpriv and losetup
 # for the privilege and fault tests, strace to prove what the agent never opens; podman with
 # runc, and a static BusyBox for a rootfs (no image can be pulled here), for the container
-# tests; Slurm and munge for the batch-scheduler tests (scripts/slurm-up.sh starts them).
-declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge)
+# tests; Slurm and munge for the batch-scheduler tests (scripts/slurm-up.sh starts them); tmux
+# for the live view's test in a real terminal.
+declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux)
 missing=()
 for bin in "${!pkg_for[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")

@@ -9,6 +9,7 @@ pub mod diagnosis;
 pub mod event;
 pub mod export;
 pub mod host;
+pub mod live;
 pub mod pipeline;
 pub mod poller;
 pub mod probes;

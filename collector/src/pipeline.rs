@@ -428,6 +428,23 @@ impl Pipeline {
         self.metrics.collect(&figures)
     }
 
+    /// What runs now, for the live view: each running task read from /proc.
+    pub fn live_now(&mut self, watcher: &mut crate::live::Watcher) -> crate::live::Now {
+        let run = self.attr.members().next().map(|(_, m)| m.run);
+        let key = run.and_then(|r| self.attr.run_key(r)).unwrap_or_default();
+        let key = key.to_string();
+        let (metrics, history) = (&self.metrics, &mut self.history);
+        let mut judge = |task, name: &str| {
+            let usual = (!key.is_empty())
+                .then(|| history.usual(&key, name))
+                .flatten();
+            (metrics.task_stalled(task), usual)
+        };
+        let read = |pid| crate::accounting::live::read(pid);
+        let now = host::boottime_ns();
+        watcher.look(&mut self.attr, &self.tree, now, &read, &mut judge)
+    }
+
     /// What the agent lost, dropped, retried and holds now.
     pub fn agent_figures(
         &self,

@@ -348,6 +348,11 @@ pub struct Summary {
     pub max_tasks: usize,
     /// Tools listed under each task.
     pub max_tools_per_task: usize,
+    /// While `pipetrace run` runs on a terminal, the running tasks in the terminal's last
+    /// lines, updated every second (the command's output scrolls above them).
+    pub live: bool,
+    /// Running tasks the live view lists before it says "and N more".
+    pub live_tasks: usize,
 }
 
 impl Default for Summary {
@@ -355,6 +360,8 @@ impl Default for Summary {
         Self {
             max_tasks: 30,
             max_tools_per_task: 8,
+            live: true,
+            live_tasks: 6,
         }
     }
 }

@@ -270,6 +270,12 @@ impl Attributor {
         self.runs.get(&run).map(|r| r.info.name.as_str())
     }
 
+    /// The run's name and its tasks ended so far, and failed.
+    pub fn run_now(&self, run: ProcKey) -> Option<(String, u32, u32)> {
+        let r = self.runs.get(&run)?;
+        Some((r.info.name.clone(), r.info.tasks, r.info.failed))
+    }
+
     /// What makes the run's pipeline itself (its history key).
     pub fn run_key(&self, run: ProcKey) -> Option<&str> {
         self.runs.get(&run).map(|r| r.info.key.as_str())

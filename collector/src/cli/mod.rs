@@ -7,6 +7,7 @@ mod forward;
 mod report_cmd;
 mod run;
 mod stop;
+mod view;
 
 use std::path::PathBuf;
 

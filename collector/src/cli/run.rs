@@ -12,7 +12,7 @@ use crate::{
     attribution::{Attributor, Mode},
     diagnosis::History,
     export::{
-        Exporter,
+        Destinations, Exporter,
         metrics::MetricsExporter,
         resource,
         summary::{Delivery, Loss},
@@ -93,6 +93,28 @@ pub(super) fn exporters(
     Ok((exporter, mexp))
 }
 
+/// The first line: what is traced and where its data will go.
+fn announce(argv: &[String], spans: &Destinations, metrics: &Destinations) {
+    let command = crate::attribution::naming::command_line(argv);
+    let to = |d: &Destinations| {
+        let places: Vec<String> = (d.otlp.iter().cloned())
+            .chain(d.file.iter().map(|f| f.display().to_string()))
+            .collect();
+        match places.is_empty() {
+            true => "nowhere".to_string(),
+            false => places.join(" and "),
+        }
+    };
+    let metrics = match metrics.otlp.is_none() && metrics.file.is_none() {
+        true => String::new(),
+        false => format!(", metrics to {}", to(metrics)),
+    };
+    eprintln!(
+        "pipetrace: tracing `{command}`: spans to {}{metrics}",
+        to(spans)
+    );
+}
+
 fn default_file(dir: Option<&Path>) -> PathBuf {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
@@ -134,7 +156,14 @@ pub async fn run(
     } = prepare(cfg)?;
     let (exporter, mexp) = exporters(cfg, &host, default_file(cwd))?;
 
+    announce(argv, &exporter.destinations, &mexp.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
+    let live_tasks = cfg.summary.live_tasks;
+    let view_height = u16::try_from(live_tasks + 2).unwrap_or(u16::MAX);
+    let mut view = (cfg.summary.live)
+        .then(|| super::view::StatusArea::open(view_height))
+        .flatten();
+    let mut watcher = crate::live::Watcher::default();
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
@@ -180,6 +209,7 @@ pub async fn run(
     let mut buf = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
+    let mut view_tick = tokio::time::interval(Duration::from_secs(1));
     let net = |pid| taps.accumulated(pid);
     let status = loop {
         tokio::select! {
@@ -196,6 +226,12 @@ pub async fn run(
                     mexp.send(req);
                 }
             }
+            _ = view_tick.tick(), if view.is_some() => {
+                let now = pipe.live_now(&mut watcher);
+                if let Some(v) = view.as_mut() {
+                    v.draw(&crate::live::lines(&now, usize::MAX, live_tasks));
+                }
+            }
             st = child.wait() => {
                 let st = st.context("waiting for the command")?;
                 forwarder.reaped();
@@ -204,6 +240,7 @@ pub async fn run(
             }
         }
     };
+    drop(view);
     let stopped = match forwarder.stop_requested() {
         true => stop_the_rest(&mut pipe, &mut events, &mut buf, how.keep_running).await,
         false => super::stop::Outcome::default(),

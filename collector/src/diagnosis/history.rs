@@ -84,6 +84,31 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// How many earlier runs (other than `this`) have records of a task.
+fn runs_of(records: &[Record], this: &str) -> usize {
+    let runs: std::collections::BTreeSet<&str> = (records.iter())
+        .filter(|r| !r.run.is_empty() && r.run != this)
+        .map(|r| r.run.as_str())
+        .collect();
+    runs.len()
+}
+
+/// The median over earlier runs (other than `this`) of each run's median wall time, once
+/// [`MIN_RUNS`] runs have it.
+fn usual_of(records: &[Record], this: &str) -> Option<f64> {
+    let mut per_run: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| !r.run.is_empty() && r.run != this)
+    {
+        per_run.entry(&r.run).or_default().push(r.wall_s);
+    }
+    (per_run.len() >= MIN_RUNS).then(|| {
+        let mut medians: Vec<f64> = per_run.values_mut().map(|v| median(v)).collect();
+        median(&mut medians)
+    })
+}
+
 impl History {
     pub fn new(cfg: &pipetrace_config::Diagnosis) -> Self {
         Self {
@@ -106,6 +131,14 @@ impl History {
         })
     }
 
+    /// What task `task` of `pipeline` usually takes: the median over its earlier runs of
+    /// each run's median, once [`MIN_RUNS`] runs have it.
+    pub fn usual(&mut self, pipeline: &str, task: &str) -> Option<f64> {
+        self.dir.as_ref()?;
+        let records = self.pipeline(pipeline).tasks.get(task)?;
+        usual_of(records, "")
+    }
+
     /// Judges a finished task against the earlier runs of its task, then adds it. Each
     /// earlier run counts once, with the median of its jobs; the task is judged once
     /// [`MIN_RUNS`] runs have it, against the median over runs.
@@ -117,18 +150,8 @@ impl History {
             return None;
         }
         let records = h.tasks.entry(job.task.to_string()).or_default();
-        let mut per_run: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for r in records
-            .iter()
-            .filter(|r| !r.run.is_empty() && r.run != job.run)
-        {
-            per_run.entry(&r.run).or_default().push(r.wall_s);
-        }
-        let n = per_run.len();
-        let usual = (n >= MIN_RUNS).then(|| {
-            let mut medians: Vec<f64> = per_run.values_mut().map(|v| median(v)).collect();
-            median(&mut medians)
-        });
+        let n = runs_of(records, job.run);
+        let usual = usual_of(records, job.run);
         if job.succeeded {
             let same_run = records.iter().filter(|r| r.run == job.run).count();
             if same_run < JOBS_PER_RUN {

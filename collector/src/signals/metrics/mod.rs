@@ -107,6 +107,11 @@ impl Metrics {
         }
     }
 
+    /// Whether running task `task` was stalled at the last sample.
+    pub fn task_stalled(&self, task: ProcKey) -> bool {
+        self.stalls.stalled().any(|t| t == task)
+    }
+
     /// Attribute sets placed in the overflow series so far.
     pub fn overflowed(&self) -> u64 {
         self.table.overflowed

@@ -1,0 +1,275 @@
+//! What runs now, for the live view of `pipetrace run`: each running task with its elapsed
+//! time, the CPUs it uses, its memory now and at its highest, its storage I/O rate and the
+//! tools running under it. Built from the attribution's members and a reading of each
+//! running process that the caller hands in (the /proc read stays at the edge).
+use std::collections::{BTreeSet, HashMap};
+
+use crate::{
+    accounting::live::Live,
+    attribution::{Attributor, Role},
+    event::ProcKey,
+    tree::Tree,
+};
+
+/// A running task as the view shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskNow {
+    pub name: String,
+    pub elapsed_s: f64,
+    /// CPU-seconds per second since the last look.
+    pub cpus: f64,
+    pub rss: u64,
+    /// The highest `rss` seen at a look.
+    pub peak: u64,
+    /// Storage bytes read and written per second since the last look.
+    pub io_rate: f64,
+    /// The programs running in it, by name.
+    pub tools: Vec<String>,
+    pub stalled: bool,
+    /// What the task's earlier runs took (its history's median), where known.
+    pub usual_s: Option<f64>,
+}
+
+/// The run now: its name, how long it has run, its tasks done and failed, those running.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Now {
+    pub run: String,
+    pub elapsed_s: f64,
+    pub done: u32,
+    pub failed: u32,
+    pub tasks: Vec<TaskNow>,
+}
+
+/// What a task held at the last look, to turn counters into rates.
+#[derive(Clone, Copy, Default)]
+struct Last {
+    at_ns: u64,
+    cpu_ns: u64,
+    io_bytes: u64,
+    peak: u64,
+}
+
+/// Of a running task (by its root and name): whether it is stalled, and what its earlier
+/// runs usually took.
+pub type Judge<'a> = dyn FnMut(ProcKey, &str) -> (bool, Option<f64>) + 'a;
+
+/// Looks at the running tasks again and again, remembering each one's last totals.
+#[derive(Default)]
+pub struct Watcher {
+    last: HashMap<ProcKey, Last>,
+}
+
+/// A task's processes read at one look.
+#[derive(Default)]
+struct Sum {
+    cpu_ns: u64,
+    io_bytes: u64,
+    rss: u64,
+    tools: BTreeSet<String>,
+}
+
+impl Watcher {
+    /// The run now. `read` gives a running process's figures (None once it is gone),
+    /// `stalled` whether a task is stalled now, `usual` its history's usual wall time.
+    pub fn look(
+        &mut self,
+        attr: &mut Attributor,
+        tree: &Tree,
+        now_ns: u64,
+        read: &dyn Fn(u32) -> Option<Live>,
+        judge: &mut Judge,
+    ) -> Now {
+        let mut sums: HashMap<ProcKey, Sum> = HashMap::new();
+        let mut run = None;
+        for (key, m) in attr.members().collect::<Vec<_>>() {
+            run.get_or_insert(m.run);
+            let Some(task) = m.task else { continue };
+            let (Some(p), Some(root)) = (tree.get(&key), tree.get(&task)) else {
+                continue;
+            };
+            if p.exit.is_some() || root.exit.is_some() || m.role == Role::Helper {
+                continue;
+            }
+            let Some(l) = read(key.pid) else { continue };
+            let s = sums.entry(task).or_default();
+            s.cpu_ns += l.cpu_user_ns + l.cpu_system_ns;
+            s.io_bytes += l.disk_read_bytes + l.disk_write_bytes;
+            s.rss += l.rss_bytes;
+            if key != task || s.tools.is_empty() {
+                s.tools.insert(Attributor::tool_of(p));
+            }
+        }
+        self.last.retain(|k, _| sums.contains_key(k));
+        let mut tasks: Vec<(u64, TaskNow)> = Vec::new();
+        for (task, s) in sums {
+            let Some(root) = tree.get(&task) else {
+                continue;
+            };
+            let name = (attr.provisional_task_name(tree, task))
+                .unwrap_or_else(|| Attributor::tool_of(root));
+            let last = self.last.get(&task).copied();
+            let secs = last.map_or(0.0, |l| now_ns.saturating_sub(l.at_ns) as f64 / 1e9);
+            let rate = |now: u64, then: u64| match secs > 0.0 {
+                true => now.saturating_sub(then) as f64 / secs,
+                false => 0.0,
+            };
+            let l = last.unwrap_or_default();
+            let peak = l.peak.max(s.rss);
+            let (stalled, usual_s) = judge(task, &name);
+            let mut tools: Vec<String> = s.tools.into_iter().collect();
+            if tools.len() > 1 {
+                let own = Attributor::tool_of(root);
+                tools.retain(|t| *t != own);
+            }
+            let now = TaskNow {
+                elapsed_s: now_ns.saturating_sub(root.start_ns) as f64 / 1e9,
+                cpus: rate(s.cpu_ns, l.cpu_ns) / 1e9,
+                io_rate: rate(s.io_bytes, l.io_bytes),
+                rss: s.rss,
+                peak,
+                tools,
+                stalled,
+                usual_s,
+                name,
+            };
+            let next = Last {
+                at_ns: now_ns,
+                cpu_ns: s.cpu_ns,
+                io_bytes: s.io_bytes,
+                peak,
+            };
+            self.last.insert(task, next);
+            tasks.push((root.start_ns, now));
+        }
+        tasks.sort_by_key(|(start, _)| *start);
+        let (name, started, done, failed) = match run.and_then(|r| attr.run_now(r)) {
+            Some((name, done, failed)) => {
+                let start = run
+                    .and_then(|r| tree.get(&r))
+                    .map_or(now_ns, |p| p.start_ns);
+                (name, start, done, failed)
+            }
+            None => (String::new(), now_ns, 0, 0),
+        };
+        Now {
+            run: name,
+            elapsed_s: now_ns.saturating_sub(started) as f64 / 1e9,
+            done,
+            failed,
+            tasks: tasks.into_iter().map(|(_, t)| t).collect(),
+        }
+    }
+}
+
+fn bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    match u {
+        0 => format!("{v:.0} {}", UNITS[u]),
+        _ => format!("{v:.1} {}", UNITS[u]),
+    }
+}
+
+fn duration(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// The view as text lines at most `width` characters wide: the run, then at most `max`
+/// running tasks (the rest counted).
+pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
+    let mut out = vec![format!(
+        "pipetrace ▸ {}  {}  {} running, {} done, {} failed",
+        now.run,
+        duration(now.elapsed_s),
+        now.tasks.len(),
+        now.done,
+        now.failed
+    )];
+    for t in now.tasks.iter().take(max) {
+        let mut line = format!(
+            "  {:<24} {:>7}  cpu {:.1}  mem {} (peak {})  io {}/s  {}",
+            t.name,
+            duration(t.elapsed_s),
+            t.cpus,
+            bytes(t.rss as f64),
+            bytes(t.peak as f64),
+            bytes(t.io_rate),
+            t.tools.join(", ")
+        );
+        if t.stalled {
+            line.push_str("  STALLED");
+        }
+        match t.usual_s {
+            Some(u) if u > t.elapsed_s => line += &format!("  ~{} left", duration(u - t.elapsed_s)),
+            Some(u) => line += &format!("  over its usual {}", duration(u)),
+            None => {}
+        }
+        out.push(line);
+    }
+    if now.tasks.len() > max {
+        out.push(format!("  … and {} more running", now.tasks.len() - max));
+    }
+    for l in &mut out {
+        if let Some((at, _)) = l.char_indices().nth(width) {
+            l.truncate(at);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(name: &str, elapsed_s: f64) -> TaskNow {
+        TaskNow {
+            name: name.into(),
+            elapsed_s,
+            cpus: 1.5,
+            rss: 3 * 1024 * 1024,
+            peak: 5 * 1024 * 1024,
+            io_rate: 2048.0,
+            tools: vec!["bwa".into(), "samtools".into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_view_names_the_run_its_counts_and_each_running_task() {
+        let mut slow = task("sort (sample=B)", 130.0);
+        slow.stalled = true;
+        slow.usual_s = Some(100.0);
+        let mut fresh = task("align (sample=A)", 4.0);
+        fresh.usual_s = Some(10.0);
+        let now = Now {
+            run: "demo".into(),
+            elapsed_s: 3725.0,
+            done: 5,
+            failed: 1,
+            tasks: vec![fresh, slow, task("x", 1.0)],
+        };
+        let l = lines(&now, 200, 2);
+        assert_eq!(l[0], "pipetrace ▸ demo  1h02m  3 running, 5 done, 1 failed");
+        assert!(l[1].starts_with("  align (sample=A)"), "{}", l[1]);
+        assert!(l[1].contains("cpu 1.5  mem 3.0 MiB (peak 5.0 MiB)  io 2.0 KiB/s  bwa, samtools"));
+        assert!(l[1].ends_with("~6s left"), "{}", l[1]);
+        assert!(
+            l[2].contains("2m10s") && l[2].contains("STALLED"),
+            "{}",
+            l[2]
+        );
+        assert!(l[2].ends_with("over its usual 1m40s"), "{}", l[2]);
+        assert_eq!(l[3], "  … and 1 more running");
+        assert!(lines(&now, 12, 2).iter().all(|x| x.chars().count() <= 12));
+    }
+}
