@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// A running task as the view shows it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TaskNow {
     pub name: String,
     pub elapsed_s: f64,
@@ -31,7 +31,7 @@ pub struct TaskNow {
 }
 
 /// The run now: its name, how long it has run, its tasks done and failed, those running.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Now {
     pub run: String,
     pub elapsed_s: f64,
@@ -51,7 +51,7 @@ struct Last {
 
 /// Of a running task (by its root and name): whether it is stalled, and what its earlier
 /// runs usually took.
-pub type Judge<'a> = dyn FnMut(ProcKey, &str) -> (bool, Option<f64>) + 'a;
+pub type Judge<'a> = dyn FnMut(ProcKey, ProcKey, &str) -> (bool, Option<f64>) + 'a;
 
 /// Looks at the running tasks again and again, remembering each one's last totals.
 #[derive(Default)]
@@ -69,8 +69,9 @@ struct Sum {
 }
 
 impl Watcher {
-    /// The run now. `read` gives a running process's figures (None once it is gone),
-    /// `stalled` whether a task is stalled now, `usual` its history's usual wall time.
+    /// Each run now, in the order they started. `read` gives a running process's figures
+    /// (None once it is gone); `judge`, of a run's task, whether it is stalled and what its
+    /// earlier runs usually took.
     pub fn look(
         &mut self,
         attr: &mut Attributor,
@@ -78,11 +79,13 @@ impl Watcher {
         now_ns: u64,
         read: &dyn Fn(u32) -> Option<Live>,
         judge: &mut Judge,
-    ) -> Now {
-        let mut sums: HashMap<ProcKey, Sum> = HashMap::new();
-        let mut run = None;
+    ) -> Vec<Now> {
+        let mut sums: HashMap<ProcKey, (ProcKey, Sum)> = HashMap::new();
+        let mut runs: Vec<ProcKey> = Vec::new();
         for (key, m) in attr.members().collect::<Vec<_>>() {
-            run.get_or_insert(m.run);
+            if !runs.contains(&m.run) {
+                runs.push(m.run);
+            }
             let Some(task) = m.task else { continue };
             let (Some(p), Some(root)) = (tree.get(&key), tree.get(&task)) else {
                 continue;
@@ -91,7 +94,7 @@ impl Watcher {
                 continue;
             }
             let Some(l) = read(key.pid) else { continue };
-            let s = sums.entry(task).or_default();
+            let (_, s) = sums.entry(task).or_insert_with(|| (m.run, Sum::default()));
             s.cpu_ns += l.cpu_user_ns + l.cpu_system_ns;
             s.io_bytes += l.disk_read_bytes + l.disk_write_bytes;
             s.rss += l.rss_bytes;
@@ -100,63 +103,82 @@ impl Watcher {
             }
         }
         self.last.retain(|k, _| sums.contains_key(k));
-        let mut tasks: Vec<(u64, TaskNow)> = Vec::new();
-        for (task, s) in sums {
+        let mut tasks: Vec<(ProcKey, u64, TaskNow)> = Vec::new();
+        for (task, (run, s)) in sums {
             let Some(root) = tree.get(&task) else {
                 continue;
             };
-            let name = (attr.provisional_task_name(tree, task))
-                .unwrap_or_else(|| Attributor::tool_of(root));
-            let last = self.last.get(&task).copied();
-            let secs = last.map_or(0.0, |l| now_ns.saturating_sub(l.at_ns) as f64 / 1e9);
-            let rate = |now: u64, then: u64| match secs > 0.0 {
-                true => now.saturating_sub(then) as f64 / secs,
-                false => 0.0,
-            };
-            let l = last.unwrap_or_default();
-            let peak = l.peak.max(s.rss);
-            let (stalled, usual_s) = judge(task, &name);
-            let mut tools: Vec<String> = s.tools.into_iter().collect();
-            if tools.len() > 1 {
-                let own = Attributor::tool_of(root);
-                tools.retain(|t| *t != own);
-            }
-            let now = TaskNow {
-                elapsed_s: now_ns.saturating_sub(root.start_ns) as f64 / 1e9,
-                cpus: rate(s.cpu_ns, l.cpu_ns) / 1e9,
-                io_rate: rate(s.io_bytes, l.io_bytes),
-                rss: s.rss,
-                peak,
-                tools,
-                stalled,
-                usual_s,
-                name,
-            };
-            let next = Last {
-                at_ns: now_ns,
-                cpu_ns: s.cpu_ns,
-                io_bytes: s.io_bytes,
-                peak,
-            };
-            self.last.insert(task, next);
-            tasks.push((root.start_ns, now));
+            let now = self.task_now(attr, tree, now_ns, (run, task), s, judge);
+            tasks.push((run, root.start_ns, now));
         }
-        tasks.sort_by_key(|(start, _)| *start);
-        let (name, started, done, failed) = match run.and_then(|r| attr.run_now(r)) {
-            Some((name, done, failed)) => {
-                let start = run
-                    .and_then(|r| tree.get(&r))
-                    .map_or(now_ns, |p| p.start_ns);
-                (name, start, done, failed)
-            }
-            None => (String::new(), now_ns, 0, 0),
+        tasks.sort_by_key(|(_, start, _)| *start);
+        let mut out: Vec<(u64, Now)> = Vec::new();
+        for run in runs {
+            let Some((name, done, failed)) = attr.run_now(run) else {
+                continue;
+            };
+            let started = tree.get(&run).map_or(now_ns, |p| p.start_ns);
+            let mine = tasks.iter().filter(|(r, _, _)| *r == run);
+            out.push((
+                started,
+                Now {
+                    run: name,
+                    elapsed_s: now_ns.saturating_sub(started) as f64 / 1e9,
+                    done,
+                    failed,
+                    tasks: mine.map(|(_, _, t)| t.clone()).collect(),
+                },
+            ));
+        }
+        out.sort_by_key(|(start, _)| *start);
+        out.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// One running task now, from its processes' sum and its last look.
+    fn task_now(
+        &mut self,
+        attr: &mut Attributor,
+        tree: &Tree,
+        now_ns: u64,
+        (run, task): (ProcKey, ProcKey),
+        s: Sum,
+        judge: &mut Judge,
+    ) -> TaskNow {
+        let root = tree.get(&task);
+        let own = root.map(Attributor::tool_of).unwrap_or_default();
+        let name = attr
+            .provisional_task_name(tree, task)
+            .unwrap_or(own.clone());
+        let l = self.last.get(&task).copied();
+        let secs = l.map_or(0.0, |l| now_ns.saturating_sub(l.at_ns) as f64 / 1e9);
+        let rate = |now: u64, then: u64| match secs > 0.0 {
+            true => now.saturating_sub(then) as f64 / secs,
+            false => 0.0,
         };
-        Now {
-            run: name,
-            elapsed_s: now_ns.saturating_sub(started) as f64 / 1e9,
-            done,
-            failed,
-            tasks: tasks.into_iter().map(|(_, t)| t).collect(),
+        let l = l.unwrap_or_default();
+        let peak = l.peak.max(s.rss);
+        let (stalled, usual_s) = judge(run, task, &name);
+        let mut tools: Vec<String> = s.tools.into_iter().collect();
+        if tools.len() > 1 {
+            tools.retain(|t| *t != own);
+        }
+        let next = Last {
+            at_ns: now_ns,
+            cpu_ns: s.cpu_ns,
+            io_bytes: s.io_bytes,
+            peak,
+        };
+        self.last.insert(task, next);
+        TaskNow {
+            elapsed_s: root.map_or(0.0, |r| now_ns.saturating_sub(r.start_ns) as f64 / 1e9),
+            cpus: rate(s.cpu_ns, l.cpu_ns) / 1e9,
+            io_rate: rate(s.io_bytes, l.io_bytes),
+            rss: s.rss,
+            peak,
+            tools,
+            stalled,
+            usual_s,
+            name,
         }
     }
 }

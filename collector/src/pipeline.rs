@@ -428,16 +428,18 @@ impl Pipeline {
         self.metrics.collect(&figures)
     }
 
-    /// What runs now, for the live view: each running task read from /proc.
-    pub fn live_now(&mut self, watcher: &mut crate::live::Watcher) -> crate::live::Now {
-        let run = self.attr.members().next().map(|(_, m)| m.run);
-        let key = run.and_then(|r| self.attr.run_key(r)).unwrap_or_default();
-        let key = key.to_string();
+    /// What runs now, for the live view: each run's running tasks read from /proc.
+    pub fn live_now(&mut self, watcher: &mut crate::live::Watcher) -> Vec<crate::live::Now> {
+        let mut keys: HashMap<ProcKey, String> = HashMap::new();
+        for (_, m) in self.attr.members() {
+            let attr = &self.attr;
+            keys.entry(m.run)
+                .or_insert_with(|| attr.run_key(m.run).unwrap_or_default().to_string());
+        }
         let (metrics, history) = (&self.metrics, &mut self.history);
-        let mut judge = |task, name: &str| {
-            let usual = (!key.is_empty())
-                .then(|| history.usual(&key, name))
-                .flatten();
+        let mut judge = |run, task, name: &str| {
+            let key = keys.get(&run).filter(|k| !k.is_empty());
+            let usual = key.and_then(|k| history.usual(k, name));
             (metrics.task_stalled(task), usual)
         };
         let read = |pid| crate::accounting::live::read(pid);

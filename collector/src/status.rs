@@ -148,6 +148,7 @@ impl AgentStatus {
     /// Leaves the registry (at a clean stop; a crashed agent's entry is skipped as not alive).
     pub fn unregister() {
         let _ = std::fs::remove_file(registry_file(std::process::id()));
+        let _ = std::fs::remove_file(runs_file(std::process::id()));
     }
 
     /// Every agent in the node's registry that still runs, oldest pid first, with its
@@ -197,6 +198,49 @@ struct Owned {
     state_dir: Option<String>,
     #[serde(flatten)]
     status: AgentStatus,
+}
+
+/// What an agent's runs are doing now, for `pipetrace status` and `top`: beside its entry in
+/// the registry, readable by the agent's user only (names of tasks and tools).
+fn runs_file(pid: u32) -> PathBuf {
+    Path::new(REGISTRY).join(format!("{pid}.runs"))
+}
+
+/// Writes this agent's runs now (replaced whole, never half-written).
+pub fn write_runs(runs: &[crate::live::Now]) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let pid = std::process::id();
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(REGISTRY)?;
+        let tmp = Path::new(REGISTRY).join(format!(".{pid}.runs.tmp"));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        std::io::Write::write_all(
+            &mut f,
+            &serde_json::to_vec(runs).map_err(std::io::Error::other)?,
+        )?;
+        std::fs::rename(tmp, runs_file(pid))
+    };
+    if let Err(e) = write() {
+        log::debug!("cannot write the agent's runs to {REGISTRY}: {e}");
+    }
+}
+
+/// What agent `pid` last wrote of its runs.
+pub fn read_runs(pid: u32) -> Result<Vec<crate::live::Now>, String> {
+    let path = runs_file(pid);
+    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
+            "cannot read {}: the agent's runs are readable by its own user only (run as root)",
+            path.display()
+        ),
+        _ => format!("the agent (pid {pid}) has not written its runs yet: {e}"),
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let state_dir = cfg.diagnosis.state_dir.clone();
     let net = |pid| taps.accumulated(pid);
     let mut buf = Vec::new();
+    let mut watcher = crate::live::Watcher::default();
     loop {
         tokio::select! {
             r = events.next_batch(&mut buf) => {
@@ -95,6 +96,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                 }
             }
             _ = status_tick.tick() => {
+                crate::status::write_runs(&pipe.live_now(&mut watcher));
                 let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
                 let status = AgentStatus::new(mode, target.clone(), f);
                 status.register(state_dir.as_deref());

@@ -7,6 +7,7 @@ mod forward;
 mod report_cmd;
 mod run;
 mod stop;
+mod top;
 mod view;
 
 use std::path::PathBuf;
@@ -87,6 +88,14 @@ enum Command {
         #[arg(long)]
         html: Option<PathBuf>,
     },
+    /// What the node's agent sees running now, once: every run with its running tasks.
+    Status {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What the node's agent sees running now, on a full screen updated every second.
+    Top,
     /// Trace the bundled demo pipeline (Snakemake with bwa, samtools and python).
     Demo {
         /// Where to write the demo pipeline and its results.
@@ -149,6 +158,8 @@ pub fn main() -> i32 {
             doctor::run(&state)
         }
         Command::Report { file, html } => report_cmd::run(file, html.as_deref()),
+        Command::Status { json } => top::status(*json),
+        Command::Top => top::top(),
         command => {
             let cfg = match cli.load(None) {
                 Ok(c) => c,

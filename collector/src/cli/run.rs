@@ -227,7 +227,7 @@ pub async fn run(
                 }
             }
             _ = view_tick.tick(), if view.is_some() => {
-                let now = pipe.live_now(&mut watcher);
+                let now = pipe.live_now(&mut watcher).into_iter().next().unwrap_or_default();
                 if let Some(v) = view.as_mut() {
                     v.draw(&crate::live::lines(&now, usize::MAX, live_tasks));
                 }
