@@ -205,7 +205,9 @@ impl EngineRun for Prefect {
                         traceparent: t.traceparent,
                         ..Default::default()
                     }),
-                    None if settled => Some(by_tool(e.proc)),
+                    // No row yet: under load the server writes it seconds late. Named by
+                    // its tool only once overdue (or at the end), never after ROW_DELAY.
+                    None if force || e.overdue => Some(by_tool(e.proc)),
                     _ => None,
                 }
             })
