@@ -284,7 +284,8 @@ fn validate_host(h: &crate::model::Host) -> Result<(), (&'static str, String)> {
 
 /// The defaults as YAML, for `pipetrace config print-default`.
 pub fn default_yaml() -> String {
-    serde_yaml::to_string(&Config::default()).expect("the default config serialises")
+    let value = serde_yaml::to_value(Config::default()).expect("the default config serialises");
+    crate::docs::commented(&value)
 }
 
 #[cfg(test)]

@@ -1,0 +1,454 @@
+//! What each key means, for `pipetrace config print-default`: the defaults as YAML with a
+//! comment above every key, as the OpenTelemetry Collector documents its configuration. A
+//! test holds this table and the model to each other: no key without its comment, no
+//! comment of a key that does not exist.
+use serde_yaml::Value;
+
+/// Every key of the configuration by its dotted path, with what it means.
+pub const KEYS: &[(&str, &str)] = &[
+    (
+        "service_name",
+        "OTel service.name of what is exported (OTEL_SERVICE_NAME); null: pipetrace.",
+    ),
+    (
+        "resource_attributes",
+        "Extra resource attributes on everything exported (OTEL_RESOURCE_ATTRIBUTES), e.g. host.id: node-7.",
+    ),
+    ("probes", "The kernel probes."),
+    (
+        "probes.ring_buffer_bytes",
+        "Kernel ring buffer size in bytes: a power of two, at least one page.",
+    ),
+    (
+        "probes.usage_wait",
+        "How long an exited process waits for the kernel's report of its usage (sent when its parent reaps it) before the figures taken at its exit stand in.",
+    ),
+    (
+        "probes.strict",
+        "Refuse to start without eBPF instead of falling back to polling /proc.",
+    ),
+    (
+        "probes.poll_interval",
+        "How often /proc is read when falling back to polling (shorter processes may be missed).",
+    ),
+    (
+        "probes.scope_cgroup",
+        "Watch only the processes in this cgroup and below (a path as /proc/PID/cgroup shows it; `..`: the cgroup around the agent's own), as a sidecar beside one container, pod or Slurm step; null: the whole node.",
+    ),
+    ("export", "Where and how spans and metrics leave."),
+    (
+        "export.otlp",
+        "The OTLP backend (OTEL_EXPORTER_OTLP_*); none set: the file below.",
+    ),
+    (
+        "export.otlp.endpoint",
+        "Base endpoint, e.g. http://localhost:4317 (gRPC) or :4318 (HTTP, /v1/traces and /v1/metrics appended) (OTEL_EXPORTER_OTLP_ENDPOINT).",
+    ),
+    (
+        "export.otlp.protocol",
+        "grpc or http/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL); null: grpc.",
+    ),
+    (
+        "export.otlp.headers",
+        "Headers sent with every export, e.g. an API key (OTEL_EXPORTER_OTLP_HEADERS).",
+    ),
+    (
+        "export.otlp.timeout",
+        "How long one export may take (OTEL_EXPORTER_OTLP_TIMEOUT); null: 10s.",
+    ),
+    (
+        "export.otlp.compression",
+        "gzip or none (OTEL_EXPORTER_OTLP_COMPRESSION).",
+    ),
+    (
+        "export.otlp.certificate",
+        "PEM file of the CA that signed the backend's certificate (OTEL_EXPORTER_OTLP_CERTIFICATE).",
+    ),
+    (
+        "export.otlp.client_key",
+        "PEM private key for mutual TLS (OTEL_EXPORTER_OTLP_CLIENT_KEY).",
+    ),
+    (
+        "export.otlp.client_certificate",
+        "PEM certificate chain for mutual TLS (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE).",
+    ),
+    (
+        "export.otlp.traces",
+        "Settings for traces only (OTEL_EXPORTER_OTLP_TRACES_*), over the ones above; its endpoint is used as is.",
+    ),
+    ("export.otlp.traces.endpoint", "Full URL traces go to."),
+    (
+        "export.otlp.traces.protocol",
+        "grpc or http/protobuf, for traces.",
+    ),
+    (
+        "export.otlp.traces.headers",
+        "Headers sent with trace exports.",
+    ),
+    (
+        "export.otlp.traces.timeout",
+        "How long one trace export may take.",
+    ),
+    (
+        "export.otlp.traces.compression",
+        "gzip or none, for traces.",
+    ),
+    (
+        "export.otlp.traces.certificate",
+        "CA of the traces backend, PEM.",
+    ),
+    (
+        "export.otlp.traces.client_key",
+        "Private key for mutual TLS with the traces backend, PEM.",
+    ),
+    (
+        "export.otlp.traces.client_certificate",
+        "Certificate chain for mutual TLS with the traces backend, PEM.",
+    ),
+    (
+        "export.otlp.metrics",
+        "Settings for metrics only (OTEL_EXPORTER_OTLP_METRICS_*), over the ones above; its endpoint is used as is.",
+    ),
+    ("export.otlp.metrics.endpoint", "Full URL metrics go to."),
+    (
+        "export.otlp.metrics.protocol",
+        "grpc or http/protobuf, for metrics.",
+    ),
+    (
+        "export.otlp.metrics.headers",
+        "Headers sent with metric exports.",
+    ),
+    (
+        "export.otlp.metrics.timeout",
+        "How long one metric export may take.",
+    ),
+    (
+        "export.otlp.metrics.compression",
+        "gzip or none, for metrics.",
+    ),
+    (
+        "export.otlp.metrics.certificate",
+        "CA of the metrics backend, PEM.",
+    ),
+    (
+        "export.otlp.metrics.client_key",
+        "Private key for mutual TLS with the metrics backend, PEM.",
+    ),
+    (
+        "export.otlp.metrics.client_certificate",
+        "Certificate chain for mutual TLS with the metrics backend, PEM.",
+    ),
+    (
+        "export.file",
+        "OTLP JSON lines file; metrics and the report go beside it. Written when set, and by default when no endpoint is set (pipetrace run: ./pipetrace-<time>.otlp.jsonl; the agent: /var/lib/pipetrace/traces.otlp.jsonl).",
+    ),
+    (
+        "export.queue_spans",
+        "Finished spans waiting to be batched, at most; past it, spans are dropped and counted.",
+    ),
+    (
+        "export.queue_bytes",
+        "Encoded batches waiting to be sent, at most, traces and metrics each; past it they go to the spool, or are dropped and counted.",
+    ),
+    ("export.batch_spans", "Spans per export request, at most."),
+    (
+        "export.batch_timeout",
+        "How long a span waits for its batch to fill.",
+    ),
+    (
+        "export.flush_timeout",
+        "How long pipetrace run (and a stopping agent) waits at the end for telemetry to leave.",
+    ),
+    (
+        "export.retry",
+        "Retries of exports the backend refused for a while (OTLP's retryable answers), with exponential backoff.",
+    ),
+    ("export.retry.enabled", "Retry at all."),
+    (
+        "export.retry.initial_interval",
+        "The first wait before a retry.",
+    ),
+    (
+        "export.retry.max_interval",
+        "The longest wait between retries.",
+    ),
+    (
+        "export.spool",
+        "Batches that could not be sent, kept on disk and sent later (also after a restart).",
+    ),
+    (
+        "export.spool.dir",
+        "Where; null: no spool (what cannot be sent is dropped and counted).",
+    ),
+    (
+        "export.spool.max_size",
+        "Past this, new batches are dropped and counted.",
+    ),
+    (
+        "export.memory_limit",
+        "Past this resident memory, telemetry waiting in memory goes to the spool, or is dropped and counted.",
+    ),
+    ("attribution", "What becomes a run, a task and a tool."),
+    (
+        "attribution.engines",
+        "Engines whose processes start runs in agent mode, each named from the engine's own records.",
+    ),
+    (
+        "attribution.run_rules",
+        "Processes that start a run in agent mode besides the engines: a match (executable, argv regex, cwd regex) and a name template ({tool}, {executable}, {argv0}..{argv9}, {cwd}, {cwd_name}).",
+    ),
+    (
+        "attribution.task_rules",
+        "Processes of a run that start a task, before the engine decides: a match and a name template, as run_rules.",
+    ),
+    (
+        "redaction",
+        "Secrets in command lines and paths, replaced before anything leaves.",
+    ),
+    (
+        "redaction.enabled",
+        "Redact at all (tokens, passwords, keys and URLs with credentials by default).",
+    ),
+    (
+        "redaction.patterns",
+        "Extra regexes; every match becomes [REDACTED].",
+    ),
+    ("summary", "What pipetrace run prints on the terminal."),
+    (
+        "summary.max_tasks",
+        "Tasks listed in the end-of-run tree before it says \"and N more\".",
+    ),
+    (
+        "summary.max_tools_per_task",
+        "Tools listed under each task in that tree.",
+    ),
+    (
+        "summary.live",
+        "On a terminal, the running tasks in the terminal's last lines while the command runs, updated every second (its output scrolls above them).",
+    ),
+    (
+        "summary.live_tasks",
+        "Running tasks the live view lists before it says \"and N more\".",
+    ),
+    (
+        "metrics",
+        "Live OTLP metrics of running tasks and tools, and the agent's own.",
+    ),
+    (
+        "metrics.enabled",
+        "Export metrics at all (stalls are judged either way).",
+    ),
+    (
+        "metrics.interval",
+        "How often running processes are sampled and metrics exported (OTEL_METRIC_EXPORT_INTERVAL, milliseconds there).",
+    ),
+    (
+        "metrics.temporality",
+        "cumulative or delta (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE).",
+    ),
+    (
+        "metrics.max_series",
+        "Attribute sets (pipeline, task, tool) kept at most; the rest share one overflow series, so no total is lost.",
+    ),
+    (
+        "diagnosis",
+        "Verdicts on tasks and tools: bottlenecks, rightsizing, stalls, slower than usual.",
+    ),
+    (
+        "diagnosis.min_wall",
+        "Tasks and tools that ran shorter than this get no verdict.",
+    ),
+    (
+        "diagnosis.cpu_bound",
+        "cpu-bound: runnable CPUs (on a CPU or waiting for one) per allocated CPU at least this.",
+    ),
+    (
+        "diagnosis.io_bound",
+        "io-bound: seconds waiting for block I/O per second at least this.",
+    ),
+    (
+        "diagnosis.memory_bound",
+        "memory-bound: seconds waiting for memory (reclaim, swap, thrashing) per second at least this.",
+    ),
+    (
+        "diagnosis.network_bound_bytes_per_s",
+        "network-bound: bytes sent and received per second at least this, with the CPU not busy.",
+    ),
+    (
+        "diagnosis.idle_below",
+        "idle: busy CPUs per allocated CPU below this, with no wait above its threshold.",
+    ),
+    (
+        "diagnosis.over_allocation",
+        "over-allocated: a task used at most this share of the CPUs or memory it asked for.",
+    ),
+    (
+        "diagnosis.headroom",
+        "Headroom added to observed peaks in recommendations.",
+    ),
+    (
+        "diagnosis.stall_after",
+        "stall: a running task or tool with no CPU, no I/O and no process starting or ending for this long.",
+    ),
+    (
+        "diagnosis.state_dir",
+        "Where task history is kept, per pipeline and task (and the agent's lock: one agent per state directory); null: no history.",
+    ),
+    (
+        "diagnosis.history_runs",
+        "Runs of each task the history keeps.",
+    ),
+    (
+        "diagnosis.slower_factor",
+        "slower than usual: at least this many times the median of the task's earlier runs (and min_wall longer), once 3 runs have it.",
+    ),
+    (
+        "cost",
+        "A price on runs, tasks and tools; off until prices has an entry.",
+    ),
+    ("cost.currency", "The currency the prices are in."),
+    (
+        "cost.host_type",
+        "Which row of prices applies on this host; default: the row of the detected instance type (host.type) when there is one, else the default row.",
+    ),
+    (
+        "cost.prices",
+        "Rows by host type: cpu_hour (per CPU-hour) and gib_hour (per GiB-hour of memory).",
+    ),
+    (
+        "report",
+        "The self-contained HTML report pipetrace run writes at the end.",
+    ),
+    ("report.html", "Write it at all."),
+    (
+        "report.path",
+        "Where; null: beside the trace file (X.report.html), or ./pipetrace-<time>.report.html when traces go only over OTLP.",
+    ),
+    ("host", "The node itself, as a node agent judges it."),
+    (
+        "host.idle_after",
+        "Idle (no run, almost no CPU) for this long before pipetrace.host.idle leaves 0.",
+    ),
+    (
+        "host.idle_cpu_below",
+        "The whole host's busy CPUs (averaged over each metrics.interval) below which it counts as idle.",
+    ),
+];
+
+fn comment(path: &str) -> Option<&'static str> {
+    KEYS.iter().find(|(k, _)| *k == path).map(|(_, c)| *c)
+}
+
+/// `value` (the defaults) as YAML, each key under its comment, nested sections indented.
+pub fn commented(value: &Value) -> String {
+    let mut out = String::new();
+    if let Value::Mapping(m) = value {
+        section(m, "", 0, &mut out);
+    }
+    out
+}
+
+fn section(m: &serde_yaml::Mapping, path: &str, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    for (k, v) in m {
+        let key = k.as_str().unwrap_or_default();
+        let full = match path {
+            "" => key.to_string(),
+            p => format!("{p}.{key}"),
+        };
+        if let Some(c) = comment(&full) {
+            for line in wrap(c, 92 - pad.len()) {
+                out.push_str(&format!("{pad}# {line}\n"));
+            }
+        }
+        match v {
+            Value::Mapping(inner) if !inner.is_empty() => {
+                out.push_str(&format!("{pad}{key}:\n"));
+                section(inner, &full, depth + 1, out);
+            }
+            other => {
+                let text = serde_yaml::to_string(other).unwrap_or_default();
+                let text = text.trim_end();
+                match text.contains('\n') {
+                    true => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        for l in text.lines() {
+                            out.push_str(&format!("{pad}{l}\n"));
+                        }
+                    }
+                    false => out.push_str(&format!("{pad}{key}: {text}\n")),
+                }
+            }
+        }
+        if depth == 0 {
+            out.push('\n');
+        }
+    }
+}
+
+/// Words of `text` in lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for w in text.split_whitespace() {
+        let last = lines.last_mut().expect("one line");
+        if !last.is_empty() && last.len() + 1 + w.len() > width {
+            lines.push(w.to_string());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(w);
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key path of the defaults (sections and leaves).
+    fn paths(v: &Value, path: &str, out: &mut Vec<String>) {
+        if let Value::Mapping(m) = v {
+            for (k, v) in m {
+                let full = match path {
+                    "" => k.as_str().unwrap().to_string(),
+                    p => format!("{p}.{}", k.as_str().unwrap()),
+                };
+                out.push(full.clone());
+                paths(v, &full, out);
+            }
+        }
+    }
+
+    #[test]
+    fn every_key_has_its_comment_and_every_comment_its_key() {
+        let v = serde_yaml::to_value(crate::Config::default()).unwrap();
+        let mut all = Vec::new();
+        paths(&v, "", &mut all);
+        for p in &all {
+            assert!(
+                comment(p).is_some(),
+                "`{p}` has no comment in config/src/docs.rs"
+            );
+        }
+        for (k, _) in KEYS {
+            assert!(
+                all.iter().any(|p| p == k),
+                "a comment for `{k}`, which is no key"
+            );
+        }
+    }
+
+    #[test]
+    fn the_commented_defaults_read_back_as_the_defaults() {
+        let v = serde_yaml::to_value(crate::Config::default()).unwrap();
+        let text = commented(&v);
+        assert!(
+            text.contains("# Kernel ring buffer size in bytes"),
+            "{text}"
+        );
+        let back: crate::Config = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(back, crate::Config::default());
+    }
+}
