@@ -6,7 +6,7 @@ use std::{
 
 use crate::{
     accounting::Usage,
-    attribution::{Attributor, Finished},
+    attribution::{Attributor, EntityRef, Finished},
     awaiting::Awaiting,
     diagnosis::History,
     event::{Event, ProcKey},
@@ -16,7 +16,7 @@ use crate::{
         SpanBuilder,
         metrics::{AgentFigures, Metrics},
     },
-    tree::Tree,
+    tree::{Proc, Tree},
 };
 
 pub struct Pipeline {
@@ -24,6 +24,8 @@ pub struct Pipeline {
     pub attr: Attributor,
     builder: SpanBuilder,
     exporter: Exporter,
+    /// Runs and tasks whose start was exported (`run started`, `task started`).
+    announced: HashSet<ProcKey>,
     /// Kept in `pipetrace run` for the terminal tree; the agent keeps none.
     pub summary: Option<Summary>,
     pub events: u64,
@@ -88,6 +90,7 @@ impl Pipeline {
             known_exits: HashMap::new(),
             metrics,
             history: History::new(&pipetrace_config::Diagnosis::default()),
+            announced: HashSet::new(),
             limits: crate::cgroup::Limits::default(),
             containers: Default::default(),
             scope: crate::scope::Scope::new(None),
@@ -423,9 +426,45 @@ impl Pipeline {
     {
         self.metrics
             .sample(&mut self.attr, &self.tree, host::boottime_ns(), net);
+        self.announce_started();
         self.observe_idle();
         let figures = self.agent_figures(lost_events, metric_export);
         self.metrics.collect(&figures)
+    }
+
+    /// Runs and tasks found running since the last sample, exported at once as `run
+    /// started` / `task started` spans (a task by the name the sample gave it).
+    fn announce_started(&mut self) {
+        let tree = &self.tree;
+        self.announced.retain(|k| tree.get(k).is_some());
+        let runs: Vec<(ProcKey, String)> = (self.attr.named_runs())
+            .filter(|(k, _)| !self.announced.contains(k))
+            .map(|(k, n)| (k, n.to_string()))
+            .collect();
+        let tasks: Vec<(ProcKey, ProcKey, String)> = (self.metrics.labelled())
+            .filter(|(t, run, _)| !self.announced.contains(t) && !self.announced_later(*run))
+            .map(|(t, r, n)| (t, r, n.to_string()))
+            .collect();
+        let running = |p: &&Proc| p.exit.is_none();
+        for (run, name) in runs {
+            if let Some(p) = self.tree.get(&run).filter(running) {
+                let s = self.builder.started(run, EntityRef::Run(run), p, &name);
+                self.exporter.send(s);
+                self.announced.insert(run);
+            }
+        }
+        for (task, run, name) in tasks {
+            if let Some(p) = self.tree.get(&task).filter(running) {
+                let s = self.builder.started(run, EntityRef::Task(task), p, &name);
+                self.exporter.send(s);
+                self.announced.insert(task);
+            }
+        }
+    }
+
+    /// Whether run `run` is not to be announced yet (its identity is still to come).
+    fn announced_later(&self, run: ProcKey) -> bool {
+        !self.attr.named_runs().any(|(k, _)| k == run)
     }
 
     /// What runs now, for the live view: each run's running tasks read from /proc.
@@ -547,6 +586,12 @@ impl Pipeline {
                     let end = proc.end_ns();
                     *stalls = self.metrics.take_tool_stalls(proc.key, end);
                 }
+            }
+            match &f {
+                Finished::Task { proc, .. } | Finished::Run { proc, .. } => {
+                    self.announced.remove(&proc.key);
+                }
+                _ => {}
             }
             let signal = self.builder.build(&f);
             if let Finished::Run { proc, .. } = &f {

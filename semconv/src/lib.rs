@@ -11,6 +11,7 @@ pub mod attr {
     pub const RUN_TASKS: &str = "pipetrace.run.tasks";
     pub const RUN_TASKS_FAILED: &str = "pipetrace.run.tasks_failed";
     pub const RUN_LABEL: &str = "pipetrace.run.label";
+    pub const STARTED_NAME: &str = "pipetrace.started.name";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
     pub const TASK_IN_ENGINE: &str = "pipetrace.task.in_engine";
@@ -118,6 +119,7 @@ pub mod attr {
         RUN_TASKS,
         RUN_TASKS_FAILED,
         RUN_LABEL,
+        STARTED_NAME,
         TASK_WILDCARDS,
         TASK_THREADS,
         TASK_IN_ENGINE,

@@ -144,6 +144,28 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
         .filter(|p| p.time < burn.end && p.value > 0.0)
         .count();
     assert!(live >= 2, "live samples of the running task: {live}");
+    // The backend is told the run and the task run before either ends: `run started` and
+    // `task started` under their own spans, received before them.
+    let at = |s: &RecvSpan| spans.iter().position(|x| x.span_id == s.span_id).unwrap();
+    let run = spans.iter().find(|s| s.is_run()).expect("the run span");
+    for (whole, what) in [(burn, "task started"), (run, "run started")] {
+        let started = (spans.iter())
+            .find(|s| s.name == what && s.parent.as_deref() == Some(whole.span_id.as_str()))
+            .unwrap_or_else(|| panic!("{what} under {}: {spans:?}", whole.name));
+        assert_eq!(started.trace_id, whole.trace_id);
+        assert_eq!(started.start, whole.start, "{what} at its start");
+        assert!(
+            at(started) < at(whole),
+            "{what} arrived before {} ended",
+            whole.name
+        );
+        let name = match what {
+            "run started" => whole.str(attr::CICD_PIPELINE_NAME),
+            _ => whole.str(attr::CICD_PIPELINE_TASK_NAME),
+        };
+        assert_eq!(started.str(attr::STARTED_NAME), name);
+        assert!(!started.is_task() && !started.is_run() && !started.is_tool());
+    }
     // What runs now is named before it ends: one `burn` running, none once it ended.
     let running: Vec<&RecvPoint> = (points.iter())
         .filter(|p| {

@@ -270,6 +270,14 @@ impl Attributor {
         self.runs.get(&run).map(|r| r.info.name.as_str())
     }
 
+    /// Runs not over yet, by root, with their names; a run still waiting for its identity
+    /// (a Snakemake cluster head before its first submission) is left out.
+    pub fn named_runs(&self) -> impl Iterator<Item = (ProcKey, &str)> + '_ {
+        (self.runs.iter())
+            .filter(|(_, r)| !r.adapter.awaits_identity())
+            .map(|(k, r)| (*k, r.info.name.as_str()))
+    }
+
     /// The run's name and its tasks ended so far, and failed.
     pub fn run_now(&self, run: ProcKey) -> Option<(String, u32, u32)> {
         let r = self.runs.get(&run)?;

@@ -115,6 +115,10 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
 
 impl Summary {
     pub fn record(&mut self, s: &Signal) {
+        // A started span only announces what its own span says in full at the end.
+        if s.kind == Kind::Started {
+            return;
+        }
         let span = &s.span;
         let error = match &span.status {
             Status::Error { description } => Some(description.to_string()),
@@ -136,7 +140,7 @@ impl Summary {
                 self.tools += 1;
                 self.failed_tools += u64::from(error.is_some());
             }
-            Kind::Engine => {}
+            Kind::Engine | Kind::Started => {}
         }
         if self.entries.len() >= MAX_ENTRIES {
             return;

@@ -98,7 +98,9 @@ fn unix_nanos(t: std::time::SystemTime) -> u64 {
 
 /// What a span is, from the attributes each kind carries.
 fn kind_of(texts: &BTreeMap<String, String>) -> Kind {
-    if texts.contains_key(attr::RUN_ENGINE) {
+    if texts.contains_key(attr::STARTED_NAME) {
+        Kind::Started
+    } else if texts.contains_key(attr::RUN_ENGINE) {
         Kind::Run
     } else if texts.contains_key(attr::CICD_PIPELINE_TASK_NAME) {
         Kind::Task

@@ -3,6 +3,7 @@ mod containers;
 mod diagnosis;
 pub mod ids;
 pub mod metrics;
+mod started;
 mod task;
 mod usage;
 
@@ -33,6 +34,8 @@ pub enum Kind {
     Tool,
     /// The engine's helpers of a run, folded into one span.
     Engine,
+    /// A run or task found running (`run started`, `task started`).
+    Started,
 }
 
 /// A span ready for export, with what the terminal summary needs to place it.

@@ -107,6 +107,11 @@ impl Metrics {
         }
     }
 
+    /// Tasks named at a sample so far (and not ended), with their run and name.
+    pub fn labelled(&self) -> impl Iterator<Item = (ProcKey, ProcKey, &str)> + '_ {
+        (self.labels.iter()).map(|(t, (run, name))| (*t, *run, name.as_str()))
+    }
+
     /// Whether running task `task` was stalled at the last sample.
     pub fn task_stalled(&self, task: ProcKey) -> bool {
         self.stalls.stalled().any(|t| t == task)

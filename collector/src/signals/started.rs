@@ -1,0 +1,51 @@
+//! `run started` and `task started`: zero-length spans exported as a run or task is found
+//! running, so a backend shows what runs before it ends. Each hangs under the run's or
+//! task's own span (its id is known from the start), which follows when that ends.
+use opentelemetry::{
+    KeyValue,
+    trace::{SpanId, Status},
+};
+use pipetrace_semconv::attr;
+
+use super::{Ids, Kind, Signal, SpanBuilder, ids};
+use crate::{attribution::EntityRef, tree::Proc};
+
+impl SpanBuilder {
+    /// The span saying that `entity` (a run or a task of run `run`, whose root is `p`),
+    /// known as `name`, runs.
+    pub fn started(
+        &self,
+        run: crate::event::ProcKey,
+        entity: EntityRef,
+        p: &Proc,
+        name: &str,
+    ) -> Signal {
+        let what = match entity {
+            EntityRef::Run(_) => "run started",
+            _ => "task started",
+        };
+        let mut a = vec![
+            KeyValue::new(attr::STARTED_NAME, name.to_string()),
+            KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(run)),
+            KeyValue::new(attr::PROCESS_PID, i64::from(p.key.pid)),
+        ];
+        if let Some(img) = p.image.as_ref() {
+            a.push(KeyValue::new(
+                attr::PROCESS_COMMAND_LINE,
+                self.command_line(&img.argv),
+            ));
+        }
+        let ids = Ids {
+            trace: self.trace_id(run),
+            span: SpanId::from_bytes(ids::span_id(&self.host.boot_id, what, p.key)),
+            parent: self.span_id(entity),
+            remote: false,
+        };
+        let times = (p.start_ns, p.start_ns);
+        let span = self.span_at(ids, what.into(), times, Vec::new(), a, Status::Unset);
+        Signal {
+            kind: Kind::Started,
+            span,
+        }
+    }
+}
