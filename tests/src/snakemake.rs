@@ -103,11 +103,23 @@ impl Records {
         }
         let logs = std::fs::read_dir(workdir.join(".snakemake/log")).expect("the run's log");
         let log = logs.flatten().map(|e| e.path()).max().expect("a log file");
-        r.read_log(&std::fs::read_to_string(log).unwrap());
+        let benchmarks = r.read_log(&std::fs::read_to_string(log).unwrap());
+        // A job benchmarked with `repeat(..., n)` runs its command n times in one attempt:
+        // its benchmark file has a row per run.
+        for (i, file) in benchmarks {
+            let text = std::fs::read_to_string(workdir.join(file)).unwrap_or_default();
+            let rows = text.lines().count().saturating_sub(1);
+            let job = r.started[i].clone();
+            r.started
+                .extend(std::iter::repeat_n(job, rows.saturating_sub(1)));
+        }
         r
     }
 
-    fn read_log(&mut self, text: &str) {
+    /// Reads the log's blocks; returns the benchmark file of each job that has one, by its
+    /// index in `started`.
+    fn read_log(&mut self, text: &str) -> Vec<(usize, String)> {
+        let mut benchmarks = Vec::new();
         // A group job's jobs are blocks indented once more.
         let mut open: Option<(String, String)> = None;
         let mut indent = 0;
@@ -133,6 +145,9 @@ impl Records {
                 {
                     o.1 = w.to_string();
                 }
+                if let Some(b) = line.trim_start().strip_prefix("benchmark: ") {
+                    benchmarks.push((self.started.len(), b.trim().to_string()));
+                }
                 continue;
             }
             self.started.extend(open.take());
@@ -144,6 +159,7 @@ impl Records {
             }
         }
         self.started.extend(open);
+        benchmarks
     }
 
     /// Rules that ran a job process: those with a record or a failure. (The target rule
