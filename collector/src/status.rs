@@ -147,8 +147,10 @@ impl AgentStatus {
 
     /// Leaves the registry (at a clean stop; a crashed agent's entry is skipped as not alive).
     pub fn unregister() {
-        let _ = std::fs::remove_file(registry_file(std::process::id()));
-        let _ = std::fs::remove_file(runs_file(std::process::id()));
+        let pid = std::process::id();
+        for f in [registry_file(pid), runs_file(pid), want_file(pid)] {
+            let _ = std::fs::remove_file(f);
+        }
     }
 
     /// Every agent in the node's registry that still runs, oldest pid first, with its
@@ -201,9 +203,28 @@ struct Owned {
 }
 
 /// What an agent's runs are doing now, for `pipetrace status` and `top`: beside its entry in
-/// the registry, readable by the agent's user only (names of tasks and tools).
+/// the registry, readable by the agent's user only (names of tasks and tools). Written only
+/// while someone asks (a reader touches `<pid>.want`), so an agent nobody watches reads no
+/// more of /proc than its metrics need.
 fn runs_file(pid: u32) -> PathBuf {
     Path::new(REGISTRY).join(format!("{pid}.runs"))
+}
+
+fn want_file(pid: u32) -> PathBuf {
+    Path::new(REGISTRY).join(format!("{pid}.want"))
+}
+
+/// How long after a reader asked the agent keeps writing its runs.
+const WANTED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Whether a reader asked for this agent's runs lately.
+pub fn runs_wanted() -> bool {
+    let asked = modified(&want_file(std::process::id()));
+    asked.is_some_and(|t| t.elapsed().is_ok_and(|e| e < WANTED_FOR))
 }
 
 /// Writes this agent's runs now (replaced whole, never half-written).
@@ -230,15 +251,28 @@ pub fn write_runs(runs: &[crate::live::Now]) {
     }
 }
 
-/// What agent `pid` last wrote of its runs.
-pub fn read_runs(pid: u32) -> Result<Vec<crate::live::Now>, String> {
-    let path = runs_file(pid);
+/// Asks agent `pid` for its runs and reads them, waiting up to `wait` for an answer newer
+/// than the question.
+pub fn read_runs(pid: u32, wait: std::time::Duration) -> Result<Vec<crate::live::Now>, String> {
+    let (want, path) = (want_file(pid), runs_file(pid));
+    let asked = SystemTime::now();
+    let denied = |p: &Path| {
+        format!(
+            "cannot use {}: the agent's runs are for its own user only (run as root)",
+            p.display()
+        )
+    };
+    std::fs::write(&want, b"").map_err(|_| denied(&want))?;
+    let deadline = std::time::Instant::now() + wait;
+    while modified(&path).is_none_or(|t| t < asked) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied => format!(
-            "cannot read {}: the agent's runs are readable by its own user only (run as root)",
-            path.display()
+        std::io::ErrorKind::PermissionDenied => denied(&path),
+        _ => format!(
+            "no answer from the agent (pid {pid}) yet: it writes what runs every 2 s while \
+             asked (a pipetrace older than `status` never does)"
         ),
-        _ => format!("the agent (pid {pid}) has not written its runs yet: {e}"),
     })?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -26,7 +26,7 @@ fn two_pipelines(dir: &std::path::Path) -> (Agent, Vec<std::process::Child>, std
         .iter()
         .map(|m| {
             Command::new("bash")
-                .args(["-c", "sleep 9; true", &format!("pipetrace-top-{m}")])
+                .args(["-c", "sleep 15; true", &format!("pipetrace-top-{m}")])
                 .spawn()
                 .unwrap()
         })
@@ -62,16 +62,29 @@ fn status_and_top_show_two_pipelines_running_under_one_agent() {
     let session = format!("pipetrace-top-{}", std::process::id());
     let st = Command::new("tmux")
         .args(["new-session", "-d", "-s", &session, "-x", "140", "-y", "30"])
-        .arg(format!("{} top", pipetrace_bin().display()))
+        .arg(format!(
+            "{} top 2> {}; echo rc=$? >> {}",
+            pipetrace_bin().display(),
+            dir.path().join("top.err").display(),
+            dir.path().join("top.err").display()
+        ))
         .status()
         .unwrap();
     assert!(st.success());
-    std::thread::sleep(Duration::from_secs(2));
-    let screen = Command::new("tmux")
-        .args(["capture-pane", "-p", "-t", &session])
-        .output()
-        .unwrap();
-    let screen = String::from_utf8_lossy(&screen.stdout).to_string();
+    // Until both runs show (the agent answers within 2 s of being asked).
+    let mut screen = String::new();
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(250));
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &session])
+            .output()
+            .unwrap();
+        screen = String::from_utf8_lossy(&o.stdout).to_string();
+        let shown = |r: &&str| screen.contains(&format!("pipetrace ▸ {r} "));
+        if ["first", "second"].iter().all(shown) {
+            break;
+        }
+    }
     let _ = Command::new("tmux")
         .args(["send-keys", "-t", &session, "q"])
         .status();
@@ -99,9 +112,9 @@ fn status_and_top_show_two_pipelines_running_under_one_agent() {
             named,
             "status names it as its span"
         );
-        let at = screen
-            .find(&format!("pipetrace ▸ {run} "))
-            .unwrap_or_else(|| panic!("{screen}"));
+        let err = std::fs::read_to_string(dir.path().join("top.err")).unwrap_or_default();
+        let at = (screen.find(&format!("pipetrace ▸ {run} ")))
+            .unwrap_or_else(|| panic!("{screen}\n(top said: {err})"));
         assert!(screen[at..].contains(&format!("  {named} ")), "{screen}");
     }
 }

@@ -96,7 +96,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                 }
             }
             _ = status_tick.tick() => {
-                crate::status::write_runs(&pipe.live_now(&mut watcher));
+                if crate::status::runs_wanted() {
+                    crate::status::write_runs(&pipe.live_now(&mut watcher));
+                }
                 let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
                 let status = AgentStatus::new(mode, target.clone(), f);
                 status.register(state_dir.as_deref());

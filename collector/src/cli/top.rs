@@ -14,6 +14,9 @@ use serde::Serialize;
 
 use crate::{live, status::AgentStatus};
 
+/// How long an agent may take to answer (it writes its runs every 2 s while asked).
+const ANSWER: Duration = Duration::from_secs(3);
+
 /// One running agent and its runs now.
 #[derive(Serialize)]
 struct AgentNow {
@@ -26,8 +29,9 @@ struct AgentNow {
     note: Option<String>,
 }
 
-/// Every running agent's runs; the error says why there are none to show.
-fn agents() -> Result<Vec<AgentNow>, String> {
+/// Every running agent's runs, each waited for up to `wait`; the error says why there are
+/// none to show.
+fn agents(wait: Duration) -> Result<Vec<AgentNow>, String> {
     let running = AgentStatus::running();
     if running.is_empty() {
         return Err(format!(
@@ -38,7 +42,7 @@ fn agents() -> Result<Vec<AgentNow>, String> {
     }
     let mut out = Vec::new();
     for (_, s) in running {
-        let (runs, note) = match crate::status::read_runs(s.pid) {
+        let (runs, note) = match crate::status::read_runs(s.pid, wait) {
             Ok(runs) => (runs, None),
             Err(e) => (Vec::new(), Some(e)),
         };
@@ -82,7 +86,7 @@ fn text(agents: &[AgentNow], selected: Option<usize>) -> Vec<String> {
 
 /// `pipetrace status [--json]`.
 pub fn status(json: bool) -> i32 {
-    match agents() {
+    match agents(ANSWER) {
         Ok(a) if json => match serde_json::to_string_pretty(&a) {
             Ok(s) => {
                 println!("{s}");
@@ -104,9 +108,10 @@ pub fn status(json: bool) -> i32 {
     }
 }
 
-/// `pipetrace top`: up and down choose a run, q (or Esc, Ctrl-C) quits.
+/// `pipetrace top`: up and down choose a run, q (or Ctrl-C) quits.
 pub fn top() -> i32 {
-    if let Err(e) = agents() {
+    if AgentStatus::running().is_empty() {
+        let e = agents(Duration::ZERO).err().unwrap_or_default();
         eprintln!("pipetrace: {e}");
         return 1;
     }
@@ -118,7 +123,7 @@ pub fn top() -> i32 {
     let _ = out.queue(EnterAlternateScreen).and_then(|o| o.queue(Hide));
     let mut selected = 0usize;
     let code = loop {
-        let agents = agents().unwrap_or_default();
+        let agents = agents(Duration::from_millis(300)).unwrap_or_default();
         let runs: usize = agents.iter().map(|a| a.runs.len()).sum();
         selected = selected.min(runs.saturating_sub(1));
         let (width, height) = terminal::size().unwrap_or((80, 24));
@@ -134,7 +139,7 @@ pub fn top() -> i32 {
         match key(Duration::from_secs(1)) {
             Some(KeyCode::Up) => selected = selected.saturating_sub(1),
             Some(KeyCode::Down) => selected += 1,
-            Some(KeyCode::Char('q') | KeyCode::Esc) => break 0,
+            Some(KeyCode::Char('q')) => break 0,
             Some(KeyCode::Null) => break 130,
             _ => {}
         }
