@@ -326,3 +326,40 @@ pub fn slurm_up() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// An agent of its own (as another node's, or beside another test's): config `yaml`, its own
+/// state directory and output file, all named `name` under `dir`. Returns it and its file.
+pub fn own_agent(dir: &Path, name: &str, yaml: &str) -> (Agent, PathBuf) {
+    let cfg = dir.join(format!("{name}.yaml"));
+    std::fs::write(&cfg, yaml).unwrap();
+    let state = dir.join(format!("{name}-state"));
+    std::fs::create_dir_all(&state).unwrap();
+    let out = dir.join(format!("{name}.otlp.jsonl"));
+    let agent = Agent::start_with(
+        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
+    );
+    (agent, out)
+}
+
+/// A node's agent under host id `node`, watching only cgroup `scope` (as if only what runs
+/// there ran on its node).
+pub fn node_agent(dir: &Path, node: &str, scope: &str) -> (Agent, PathBuf) {
+    let yaml =
+        format!("resource_attributes:\n  host.id: {node}\nprobes:\n  scope_cgroup: {scope}\n");
+    own_agent(dir, node, &yaml)
+}
+
+/// The host id a span's resource names.
+pub fn host_id(s: &spans::RecvSpan) -> &str {
+    match s.resource.get("host.id") {
+        Some(spans::Val::Str(id)) => id,
+        other => panic!("host.id {other:?}"),
+    }
+}
+
+/// This machine's short host name (Slurm's node name here).
+pub fn short_hostname() -> String {
+    let o = Command::new("hostname").arg("-s").output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}

@@ -1,24 +1,16 @@
 //! `pipetrace report` on an agent's file: one section per run, each with its own tasks,
 //! in the table and in the HTML page.
-use pipetrace_e2e::{Agent, pipetrace, stderr};
+use pipetrace_e2e::{own_agent, pipetrace, stderr};
 
 #[test]
 fn a_report_of_an_agents_file_has_one_section_per_run() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("agent.yaml");
-    std::fs::write(
-        &cfg,
+    let (agent, out) = own_agent(
+        dir.path(),
+        "agent",
         "attribution:\n  run_rules:\n\
          \x20   - match: { argv: 'pipetrace-report-first' }\n      name: first\n\
          \x20   - match: { argv: 'pipetrace-report-second' }\n      name: second\n",
-    )
-    .unwrap();
-    let out = dir.path().join("agent.otlp.jsonl");
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let agent = Agent::start_with(
-        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
-        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
     );
     for (marker, tool) in [
         ("first", "gzip -c /etc/services"),

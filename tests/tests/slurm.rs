@@ -1,7 +1,7 @@
 //! A real single-node Slurm (Debian's slurm-wlm with munge, proctrack/cgroup and task/cgroup
 //! on cgroup v1; scripts/slurm-up.sh starts it): the tools of a job step carry the job, step
 //! and user the step's cgroup names, under the agent.
-use pipetrace_e2e::{Agent, read_jsonl, slurm_up, spans::RecvSpan};
+use pipetrace_e2e::{Agent, host_id, read_jsonl, short_hostname, slurm_up, spans::RecvSpan};
 use pipetrace_semconv::attr;
 
 #[test]
@@ -47,13 +47,6 @@ fn a_slurm_steps_tools_carry_its_job_step_and_user() {
     assert_eq!(run.str(attr::CICD_PIPELINE_NAME), "step", "{run:?}");
 }
 
-fn host_id(s: &RecvSpan) -> &str {
-    match s.resource.get(attr::HOST_ID) {
-        Some(pipetrace_e2e::spans::Val::Str(id)) => id,
-        other => panic!("host.id {other:?}"),
-    }
-}
-
 /// A node's agent watching only one step of job `job` (as if the step ran on its node),
 /// under a host id of its own.
 fn node_agent(
@@ -62,28 +55,9 @@ fn node_agent(
     job: &str,
     step: &str,
 ) -> (Agent, std::path::PathBuf) {
-    let host = std::process::Command::new("hostname")
-        .arg("-s")
-        .output()
-        .unwrap();
-    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
-    let cfg = dir.join(format!("{node}.yaml"));
-    std::fs::write(
-        &cfg,
-        format!(
-            "resource_attributes:\n  host.id: {node}\n\
-             probes:\n  scope_cgroup: /slurm_{host}/uid_0/job_{job}/step_{step}\n"
-        ),
-    )
-    .unwrap();
-    let state = dir.join(format!("{node}-state"));
-    std::fs::create_dir_all(&state).unwrap();
-    let out = dir.join(format!("{node}.otlp.jsonl"));
-    let agent = Agent::start_with(
-        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
-        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
-    );
-    (agent, out)
+    let host = short_hostname();
+    let scope = format!("/slurm_{host}/uid_0/job_{job}/step_{step}");
+    pipetrace_e2e::node_agent(dir, node, &scope)
 }
 
 #[test]

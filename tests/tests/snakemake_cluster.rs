@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use pipetrace_e2e::{
-    Agent, read_jsonl, slurm_up,
+    host_id, node_agent, read_jsonl, short_hostname, slurm_up,
     snakemake::{Records, Version, counts, normalize},
-    spans::{RecvSpan, Trace, Val},
+    spans::{RecvSpan, Trace},
 };
 use pipetrace_semconv::attr;
 
@@ -67,37 +67,6 @@ impl Drop for HeadCgroup {
     }
 }
 
-/// A node's agent watching only `scope`, under host id `node`.
-fn node_agent(dir: &Path, node: &str, scope: &str) -> (Agent, PathBuf) {
-    let cfg = dir.join(format!("{node}.yaml"));
-    let yaml =
-        format!("resource_attributes:\n  host.id: {node}\nprobes:\n  scope_cgroup: {scope}\n");
-    std::fs::write(&cfg, yaml).unwrap();
-    let state = dir.join(format!("{node}-state"));
-    std::fs::create_dir_all(&state).unwrap();
-    let out = dir.join(format!("{node}.otlp.jsonl"));
-    let agent = Agent::start_with(
-        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
-        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
-    );
-    (agent, out)
-}
-
-fn host_id(s: &RecvSpan) -> &str {
-    match s.resource.get(attr::HOST_ID) {
-        Some(Val::Str(id)) => id,
-        other => panic!("host.id {other:?}"),
-    }
-}
-
-fn hostname() -> String {
-    let o = std::process::Command::new("hostname")
-        .arg("-s")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 /// Waits until Slurm has no job of ours left (a job script's last step ends a moment after
 /// the head saw the job finish).
 fn slurm_idle() {
@@ -124,7 +93,11 @@ fn cluster_run(v: Version) -> (Vec<RecvSpan>, Vec<RecvSpan>, tempfile::TempDir) 
     std::fs::write(work.join("Snakefile"), SNAKEFILE).unwrap();
     let head = HeadCgroup::new(&format!("{v:?}"));
     let (head_node, head_out) = node_agent(dir.path(), "node-a", &head.path);
-    let (jobs_node, jobs_out) = node_agent(dir.path(), "node-b", &format!("/slurm_{}", hostname()));
+    let (jobs_node, jobs_out) = node_agent(
+        dir.path(),
+        "node-b",
+        &format!("/slurm_{}", short_hostname()),
+    );
     let submit = "sbatch -o /dev/null -J pipetrace-cluster-test";
     let args = match v {
         Version::Seven => format!("--cluster '{submit}'"),

@@ -3,24 +3,16 @@
 //! name them when they end.
 use std::{process::Command, time::Duration};
 
-use pipetrace_e2e::{Agent, pipetrace, pipetrace_bin, read_jsonl, stderr};
+use pipetrace_e2e::{Agent, own_agent, pipetrace, pipetrace_bin, read_jsonl, stderr};
 
 /// Two runs (run rules `first` and `second`), each a task that runs for a while.
 fn two_pipelines(dir: &std::path::Path) -> (Agent, Vec<std::process::Child>, std::path::PathBuf) {
-    let cfg = dir.join("agent.yaml");
-    std::fs::write(
-        &cfg,
+    let (agent, out) = own_agent(
+        dir,
+        "agent",
         "attribution:\n  run_rules:\n\
          \x20   - match: { argv: 'pipetrace-top-first' }\n      name: first\n\
          \x20   - match: { argv: 'pipetrace-top-second' }\n      name: second\n",
-    )
-    .unwrap();
-    let out = dir.join("agent.otlp.jsonl");
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let agent = Agent::start_with(
-        &["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()],
-        &[("PIPETRACE_DIAGNOSIS__STATE_DIR", state.to_str().unwrap())],
     );
     let runs = ["first", "second"]
         .iter()
