@@ -57,6 +57,8 @@ pub type Judge<'a> = dyn FnMut(ProcKey, ProcKey, &str) -> (bool, Option<f64>) + 
 #[derive(Default)]
 pub struct Watcher {
     last: HashMap<ProcKey, Last>,
+    /// Each task's name once the engine's records gave one (asked once, not every look).
+    names: HashMap<ProcKey, String>,
 }
 
 /// A task's processes read at one look.
@@ -103,6 +105,7 @@ impl Watcher {
             }
         }
         self.last.retain(|k, _| sums.contains_key(k));
+        self.names.retain(|k, _| sums.contains_key(k));
         let mut tasks: Vec<(ProcKey, u64, TaskNow)> = Vec::new();
         for (task, (run, s)) in sums {
             let Some(root) = tree.get(&task) else {
@@ -146,9 +149,13 @@ impl Watcher {
     ) -> TaskNow {
         let root = tree.get(&task);
         let own = root.map(Attributor::tool_of).unwrap_or_default();
-        let name = attr
-            .provisional_task_name(tree, task)
-            .unwrap_or(own.clone());
+        let name = match self.names.get(&task) {
+            Some(n) => n.clone(),
+            None => match attr.provisional_task_name(tree, task) {
+                Some(n) => self.names.entry(task).or_insert(n).clone(),
+                None => own.clone(),
+            },
+        };
         let l = self.last.get(&task).copied();
         let secs = l.map_or(0.0, |l| now_ns.saturating_sub(l.at_ns) as f64 / 1e9);
         let rate = |now: u64, then: u64| match secs > 0.0 {
