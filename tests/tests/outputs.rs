@@ -2,10 +2,11 @@
 //! always says where the data went, even without its summary.
 use pipetrace_e2e::{pipetrace, stderr};
 
-/// The files the run's closing lines name, as `... to PATH (...)` or `... to PATH`.
+/// The files the run's closing lines name, as `... to PATH (...)` or `... to PATH` (the
+/// first line, which says where data will go, is not one of them).
 fn named_files(text: &str) -> Vec<String> {
     text.lines()
-        .filter(|l| l.starts_with("pipetrace: "))
+        .filter(|l| l.starts_with("pipetrace: ") && !l.starts_with("pipetrace: tracing"))
         .filter_map(|l| l.split(" to ").nth(1))
         .map(|rest| rest.split(" (").next().unwrap().trim().to_string())
         .collect()

@@ -27,14 +27,9 @@ impl SpanBuilder {
         let mut a = vec![
             KeyValue::new(attr::STARTED_NAME, name.to_string()),
             KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(run)),
-            KeyValue::new(attr::PROCESS_PID, i64::from(p.key.pid)),
         ];
-        if let Some(img) = p.image.as_ref() {
-            a.push(KeyValue::new(
-                attr::PROCESS_COMMAND_LINE,
-                self.command_line(&img.argv),
-            ));
-        }
+        // As the root's own span will say (it runs: no exit yet).
+        self.process_attrs(p, matches!(entity, EntityRef::Task(_)), &mut a);
         let ids = Ids {
             trace: self.trace_id(run),
             span: SpanId::from_bytes(ids::span_id(&self.host.boot_id, what, p.key)),
