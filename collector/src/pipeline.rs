@@ -437,13 +437,16 @@ impl Pipeline {
     fn announce_started(&mut self) {
         let tree = &self.tree;
         self.announced.retain(|k| tree.get(k).is_some());
-        let runs: Vec<(ProcKey, String)> = (self.attr.named_runs())
-            .filter(|(k, _)| !self.announced.contains(k))
-            .map(|(k, n)| (k, n.to_string()))
-            .collect();
         let tasks: Vec<(ProcKey, ProcKey, String)> = (self.metrics.labelled())
             .filter(|(t, run, _)| !self.announced.contains(t) && !self.announced_later(*run))
             .map(|(t, r, n)| (t, r, n.to_string()))
+            .collect();
+        // A run is announced with its first task: by then it is in the trace it keeps (an
+        // engine's own, which it joins as its first task starts).
+        let runs: Vec<(ProcKey, String)> = (self.attr.named_runs())
+            .filter(|(k, _)| !self.announced.contains(k))
+            .filter(|(k, _)| tasks.iter().any(|(_, r, _)| r == k))
+            .map(|(k, n)| (k, n.to_string()))
             .collect();
         let running = |p: &&Proc| p.exit.is_none();
         for (run, name) in runs {
