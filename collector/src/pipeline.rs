@@ -6,7 +6,7 @@ use std::{
 
 use crate::{
     accounting::Usage,
-    attribution::{Attributor, EntityRef, Finished},
+    attribution::{Attributor, Finished},
     awaiting::Awaiting,
     diagnosis::History,
     event::{Event, ProcKey},
@@ -16,8 +16,10 @@ use crate::{
         SpanBuilder,
         metrics::{AgentFigures, Metrics},
     },
-    tree::{Proc, Tree},
+    tree::Tree,
 };
+
+mod now;
 
 pub struct Pipeline {
     pub tree: Tree,
@@ -430,63 +432,6 @@ impl Pipeline {
         self.observe_idle();
         let figures = self.agent_figures(lost_events, metric_export);
         self.metrics.collect(&figures)
-    }
-
-    /// Runs and tasks found running since the last sample, exported at once as `run
-    /// started` / `task started` spans (a task by the name the sample gave it).
-    fn announce_started(&mut self) {
-        let tree = &self.tree;
-        self.announced.retain(|k| tree.get(k).is_some());
-        let tasks: Vec<(ProcKey, ProcKey, String)> = (self.metrics.labelled())
-            .filter(|(t, run, _)| !self.announced.contains(t) && !self.announced_later(*run))
-            .map(|(t, r, n)| (t, r, n.to_string()))
-            .collect();
-        // A run is announced with its first task: by then it is in the trace it keeps (an
-        // engine's own, which it joins as its first task starts).
-        let runs: Vec<(ProcKey, String)> = (self.attr.named_runs())
-            .filter(|(k, _)| !self.announced.contains(k))
-            .filter(|(k, _)| tasks.iter().any(|(_, r, _)| r == k))
-            .map(|(k, n)| (k, n.to_string()))
-            .collect();
-        let running = |p: &&Proc| p.exit.is_none();
-        for (run, name) in runs {
-            if let Some(p) = self.tree.get(&run).filter(running) {
-                let s = self.builder.started(run, EntityRef::Run(run), p, &name);
-                self.exporter.send(s);
-                self.announced.insert(run);
-            }
-        }
-        for (task, run, name) in tasks {
-            if let Some(p) = self.tree.get(&task).filter(running) {
-                let s = self.builder.started(run, EntityRef::Task(task), p, &name);
-                self.exporter.send(s);
-                self.announced.insert(task);
-            }
-        }
-    }
-
-    /// Whether run `run` is not to be announced yet (its identity is still to come).
-    fn announced_later(&self, run: ProcKey) -> bool {
-        !self.attr.named_runs().any(|(k, _)| k == run)
-    }
-
-    /// What runs now, for the live view: each run's running tasks read from /proc.
-    pub fn live_now(&mut self, watcher: &mut crate::live::Watcher) -> Vec<crate::live::Now> {
-        let mut keys: HashMap<ProcKey, String> = HashMap::new();
-        for (_, m) in self.attr.members() {
-            let attr = &self.attr;
-            keys.entry(m.run)
-                .or_insert_with(|| attr.run_key(m.run).unwrap_or_default().to_string());
-        }
-        let (metrics, history) = (&self.metrics, &mut self.history);
-        let mut judge = |run, task, name: &str| {
-            let key = keys.get(&run).filter(|k| !k.is_empty());
-            let usual = key.and_then(|k| history.usual(k, name));
-            (metrics.task_stalled(task), usual)
-        };
-        let read = |pid| crate::accounting::live::read(pid);
-        let now = host::boottime_ns();
-        watcher.look(&mut self.attr, &self.tree, now, &read, &mut judge)
     }
 
     /// What the agent lost, dropped, retried and holds now.

@@ -363,3 +363,21 @@ pub fn short_hostname() -> String {
     let o = Command::new("hostname").arg("-s").output().unwrap();
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
+
+/// Waits (up to a minute) until `squeue -h FILTER...` lists no job, then a second more: a
+/// job's last processes end a moment after Slurm lets it go.
+pub fn slurm_wait_gone(filter: &[&str]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let q = Command::new("squeue")
+            .arg("-h")
+            .args(filter)
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+}

@@ -1,7 +1,9 @@
 //! A real single-node Slurm (Debian's slurm-wlm with munge, proctrack/cgroup and task/cgroup
 //! on cgroup v1; scripts/slurm-up.sh starts it): the tools of a job step carry the job, step
 //! and user the step's cgroup names, under the agent.
-use pipetrace_e2e::{Agent, host_id, read_jsonl, short_hostname, slurm_up, spans::RecvSpan};
+use pipetrace_e2e::{
+    Agent, host_id, read_jsonl, short_hostname, slurm_up, slurm_wait_gone, spans::RecvSpan,
+};
 use pipetrace_semconv::attr;
 
 #[test]
@@ -90,18 +92,7 @@ fn a_batch_job_served_by_two_node_agents_is_one_trace_with_one_root() {
         .status()
         .unwrap();
     assert!(st.success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::time::Instant::now() < deadline {
-        let q = std::process::Command::new("squeue")
-            .args(["-h", "-j", &job])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    slurm_wait_gone(&["-j", &job]);
     batch_node.stop();
     step_node.stop();
     let (a, b) = (read_jsonl(&batch_out), read_jsonl(&step_out));

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use pipetrace_e2e::{
-    host_id, node_agent, read_jsonl, short_hostname, slurm_up,
+    host_id, node_agent, read_jsonl, short_hostname, slurm_up, slurm_wait_gone,
     snakemake::{Records, Version, counts, normalize},
     spans::{RecvSpan, Trace},
 };
@@ -67,23 +67,6 @@ impl Drop for HeadCgroup {
     }
 }
 
-/// Waits until Slurm has no job of ours left (a job script's last step ends a moment after
-/// the head saw the job finish).
-fn slurm_idle() {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::time::Instant::now() < deadline {
-        let q = std::process::Command::new("squeue")
-            .args(["-h", "-n", "pipetrace-cluster-test"])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    std::thread::sleep(std::time::Duration::from_secs(1));
-}
-
 /// Runs the workflow in cluster mode under two node agents; their spans and the workdir.
 fn cluster_run(v: Version) -> (Vec<RecvSpan>, Vec<RecvSpan>, tempfile::TempDir) {
     slurm_up();
@@ -121,7 +104,8 @@ fn cluster_run(v: Version) -> (Vec<RecvSpan>, Vec<RecvSpan>, tempfile::TempDir) 
         "snakemake {v:?} in cluster mode: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    slurm_idle();
+    // A job script's last step ends a moment after the head saw the job finish.
+    slurm_wait_gone(&["-n", "pipetrace-cluster-test"]);
     head_node.stop();
     jobs_node.stop();
     (read_jsonl(&head_out), read_jsonl(&jobs_out), dir)
