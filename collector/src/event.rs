@@ -1,7 +1,8 @@
 //! Decoding of the probes' ring-buffer records into owned events.
 use pipetrace_probes_common::{
     EXEC_ARGV_TRUNCATED, EventHeader, ExecEvent, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
-    KIND_FORK, KIND_OOM, KIND_SIGNAL, KIND_USAGE, OomEvent, SignalEvent, UsageEvent,
+    KIND_FORK, KIND_OOM, KIND_OPEN, KIND_SIGNAL, KIND_USAGE, OomEvent, OpenEvent, SignalEvent,
+    UsageEvent,
 };
 
 use crate::{accounting::Usage, host::NS_PER_TICK};
@@ -65,6 +66,15 @@ pub enum Event {
         anon_rss_bytes: u64,
         file_rss_bytes: u64,
         shmem_rss_bytes: u64,
+    },
+    /// The process opened a file (the open succeeded): the path as it named it.
+    Open {
+        key: ProcKey,
+        path: String,
+        /// `open(2)` flags.
+        flags: u32,
+        /// The directory a relative path is relative to (`AT_FDCWD`: the working directory).
+        dfd: i32,
     },
     /// A fatal signal was delivered to thread `target`.
     Signal {
@@ -192,6 +202,16 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 sender_comm: cstr(&e.sender_comm),
             })
         }
+        KIND_OPEN => {
+            let e: OpenEvent = read(bytes, h.kind)?;
+            let n = (e.path_len as usize).min(e.path.len());
+            Ok(Event::Open {
+                key,
+                path: String::from_utf8_lossy(&e.path[..n]).into_owned(),
+                flags: e.flags,
+                dfd: e.dfd,
+            })
+        }
         other => Err(DecodeError::Kind(other)),
     }
 }
@@ -240,6 +260,38 @@ mod tests {
         assert_eq!(x.filename, "/bin/ls");
         assert_eq!(x.argv, ["ls", "-l", "/tmp"]);
         assert!(x.argv_truncated);
+    }
+
+    #[test]
+    fn open_record_round_trips() {
+        let mut e = OpenEvent {
+            header: EventHeader {
+                kind: KIND_OPEN,
+                tgid: 9,
+                time_ns: 5,
+                start_ns: 40_000_000,
+            },
+            flags: 0o1101,
+            dfd: -100,
+            path_len: 0,
+            _pad: 0,
+            path: [0; pipetrace_probes_common::OPEN_PATH_LEN],
+        };
+        let p = b"results/A.bam";
+        e.path[..p.len()].copy_from_slice(p);
+        e.path_len = p.len() as u32;
+        let ev = decode(&bytes_of(&e)).unwrap();
+        let Event::Open {
+            key,
+            path,
+            flags,
+            dfd,
+        } = ev
+        else {
+            panic!("not open")
+        };
+        assert_eq!((key.pid, key.start_ticks), (9, 4));
+        assert_eq!((path.as_str(), flags, dfd), ("results/A.bam", 0o1101, -100));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod containers;
 pub mod diagnosis;
 pub mod event;
 pub mod export;
+pub mod files;
 pub mod host;
 pub mod live;
 pub mod pipeline;

@@ -63,6 +63,10 @@ pub struct Pipeline {
     /// Runs finished at the last idleness check: a run that came and went between two
     /// checks was work too.
     runs_finished_seen: u64,
+    /// Which opened files are kept (`files.*`).
+    files: crate::files::Filter,
+    /// Opens by processes the tree does not hold (started before the agent): not kept.
+    pub files_unknown: u64,
 }
 
 impl Pipeline {
@@ -99,6 +103,8 @@ impl Pipeline {
             idle: None,
             host_idle: None,
             runs_finished_seen: 0,
+            files: crate::files::Filter::default(),
+            files_unknown: 0,
         }
     }
 
@@ -136,6 +142,13 @@ impl Pipeline {
         self
     }
 
+    /// Which opened files are kept, and how many listed (`files.*`).
+    pub fn with_files(mut self, files: crate::files::Filter) -> Self {
+        self.attr.files_per_task = files.max_per_task;
+        self.files = files;
+        self
+    }
+
     /// Where task history lives and how it is judged.
     pub fn with_history(mut self, history: History) -> Self {
         self.history = history;
@@ -167,6 +180,21 @@ impl Pipeline {
         let i = parent.image.as_ref()?;
         let program = crate::attribution::naming::program_name(&i.path, &i.argv);
         Some((parent.key.pid, program))
+    }
+
+    /// A file the process opened, kept if the filter keeps it. A relative path is kept as
+    /// the process named it: the kernel's record names no directory.
+    fn opened(&mut self, key: ProcKey, path: &str, flags: u32) {
+        let Some(path) = self.files.keep(path) else {
+            return;
+        };
+        let access = crate::files::Access::of_flags(flags);
+        if !self
+            .tree
+            .opened(&key, &path, access, self.files.max_per_tool)
+        {
+            self.files_unknown += 1;
+        }
     }
 
     /// The pid of `pid`'s nearest ancestor still running in the same cgroup (by the
@@ -371,6 +399,9 @@ impl Pipeline {
                 };
                 self.tree.signal(target, s);
             }
+            Event::Open {
+                key, path, flags, ..
+            } => self.opened(key, &path, flags),
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.
                 if !self.awaiting.reported(key, usage) {

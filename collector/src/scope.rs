@@ -174,7 +174,7 @@ impl Scope {
                 }
             }
             Event::Exit { key, .. } => self.outside.remove(key).is_none(),
-            Event::Usage { key, .. } => !self.outside.contains_key(key),
+            Event::Usage { key, .. } | Event::Open { key, .. } => !self.outside.contains_key(key),
             // By pid: the pipeline ignores pids it does not know.
             Event::Oom { .. } | Event::Signal { .. } => true,
         }

@@ -36,9 +36,10 @@ pub enum Taps {
     Poll,
 }
 
-/// Loads the probes, or falls back to polling with a warning that says why.
-pub fn open(cfg: &pipetrace_config::Probes) -> Result<(Events, Taps), SourceError> {
-    match Probes::load(cfg.ring_buffer_bytes) {
+/// Loads the probes (with the open probes when `files`), or falls back to polling with a
+/// warning that says why.
+pub fn open(cfg: &pipetrace_config::Probes, files: bool) -> Result<(Events, Taps), SourceError> {
+    match Probes::load(cfg.ring_buffer_bytes, files) {
         Ok(mut probes) => {
             let reader = probes.take_reader()?;
             Ok((Events::Kernel(reader), Taps::Kernel(Box::new(probes))))

@@ -8,6 +8,7 @@ use std::{collections::HashMap, path::PathBuf};
 use crate::{
     accounting::Usage,
     event::{Exec, ProcKey},
+    files::Access,
     host::{NS_PER_TICK, ProcSnapshot},
 };
 
@@ -85,6 +86,8 @@ pub struct Proc {
     /// The container it runs in, read when its cgroup differed from its parent's; else its
     /// parent's.
     pub container: Option<std::sync::Arc<crate::containers::Container>>,
+    /// The files it opened (`files.enabled`), kept ones only; None until the first.
+    pub files: Option<Box<crate::files::Files>>,
 }
 
 /// The OOM killer's choice of a process.
@@ -160,6 +163,7 @@ impl Proc {
             forked_by: 0,
             cgroup_id: 0,
             container: None,
+            files: None,
         }
     }
 
@@ -345,6 +349,15 @@ impl Tree {
         };
         let p = self.procs.get_mut(&key).expect("by_pid points into procs");
         p.oom = Some(oom);
+        true
+    }
+
+    /// Records a file the process opened (a path already kept by the filter).
+    pub fn opened(&mut self, key: &ProcKey, path: &str, access: Access, limit: usize) -> bool {
+        let Some(p) = self.procs.get_mut(key) else {
+            return false;
+        };
+        p.files.get_or_insert_default().add(path, access, limit);
         true
     }
 

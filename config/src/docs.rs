@@ -213,6 +213,34 @@ pub const KEYS: &[(&str, &str)] = &[
         "redaction.patterns",
         "Extra regexes; every match becomes [REDACTED].",
     ),
+    (
+        "files",
+        "The files each tool opened for reading and for writing (paths only, never contents).",
+    ),
+    (
+        "files.enabled",
+        "Capture them at all (two syscall tracepoints on every openat of the node; see docs/performance.md for the cost).",
+    ),
+    (
+        "files.max_per_tool",
+        "Paths listed per tool for reading and for writing, each; the rest are counted.",
+    ),
+    (
+        "files.max_per_task",
+        "Inputs and outputs listed per task, each; the rest are counted.",
+    ),
+    (
+        "files.system",
+        "Keep system paths too (/proc, /sys, /dev, /usr, /etc, shared libraries, caches, engines' bookkeeping).",
+    ),
+    (
+        "files.include",
+        "Globs a path must match to be kept (empty: every path).",
+    ),
+    (
+        "files.exclude",
+        "Globs of paths left out, beside the system ones.",
+    ),
     ("summary", "What pipetrace run prints on the terminal."),
     (
         "summary.max_tasks",

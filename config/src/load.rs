@@ -207,6 +207,7 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
         ));
     }
     validate_host(&cfg.host).map_err(|(key, message)| bad(key, message))?;
+    validate_files(&cfg.files).map_err(|(key, message)| bad(&key, message))?;
     if cfg.metrics.max_series == 0 {
         return Err(bad(
             "metrics.max_series",
@@ -278,6 +279,28 @@ fn validate_host(h: &crate::model::Host) -> Result<(), (&'static str, String)> {
             "host.idle_cpu_below",
             format!("{below} is not a number of CPUs above 0 (try 0.1)"),
         ));
+    }
+    Ok(())
+}
+
+/// File capture: globs that compile, and room for at least one path.
+fn validate_files(f: &crate::model::Files) -> Result<(), (String, String)> {
+    for (list, globs) in [("include", &f.include), ("exclude", &f.exclude)] {
+        for (i, g) in globs.iter().enumerate() {
+            globset::Glob::new(g).map_err(|e| {
+                let fix = "write a glob such as '**/*.bam' or '/scratch/**'";
+                (format!("files.{list}.{i}"), format!("{e}; {fix}"))
+            })?;
+        }
+    }
+    for (key, n) in [
+        ("max_per_tool", f.max_per_tool),
+        ("max_per_task", f.max_per_task),
+    ] {
+        if n == 0 {
+            let why = "must be above 0 (files.enabled: false turns capture off)";
+            return Err((format!("files.{key}"), why.into()));
+        }
     }
     Ok(())
 }
@@ -385,6 +408,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.batch_timeout"), "{err}");
+    }
+
+    #[test]
+    fn file_capture_keys_layer_and_bad_globs_name_their_key() {
+        let d = load(None, env(&[]), &Flags::default()).unwrap();
+        assert!(!d.files.enabled);
+        let f = file("files:\n  enabled: true\n  exclude: ['**/*.tmp']\n");
+        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        assert!(c.files.enabled);
+        assert_eq!(c.files.exclude, ["**/*.tmp"]);
+        let e = env(&[("PIPETRACE_FILES__MAX_PER_TOOL", "4")]);
+        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        assert_eq!((c.files.max_per_tool, c.files.exclude.len()), (4, 1));
+        for (yaml, key) in [
+            ("files:\n  include: ['a/[b']\n", "files.include.0"),
+            ("files:\n  exclude: ['ok', '{x']\n", "files.exclude.1"),
+            ("files:\n  max_per_task: 0\n", "files.max_per_task"),
+        ] {
+            let f = file(yaml);
+            let err = load(Some(f.path()), env(&[]), &Flags::default()).unwrap_err();
+            assert!(err.to_string().contains(key), "{yaml}: {err}");
+        }
     }
 
     #[test]

@@ -22,6 +22,39 @@ pub struct Config {
     pub cost: Cost,
     pub report: Report,
     pub host: Host,
+    pub files: Files,
+}
+
+/// The files each tool opened (paths only, never contents), captured in the kernel at open.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Files {
+    /// Capture them at all: two syscall tracepoints on every openat of the node.
+    pub enabled: bool,
+    /// Paths listed per tool for reading and for writing, each; the rest are counted.
+    pub max_per_tool: usize,
+    /// Inputs and outputs listed per task, each; the rest are counted.
+    pub max_per_task: usize,
+    /// Keep system paths too (/proc, /sys, /dev, /usr, /etc, shared libraries, caches, the
+    /// engines' own bookkeeping), left out by default.
+    pub system: bool,
+    /// Globs a path must match to be kept (empty: every path).
+    pub include: Vec<String>,
+    /// Globs of paths left out, beside the system ones.
+    pub exclude: Vec<String>,
+}
+
+impl Default for Files {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_per_tool: 16,
+            max_per_task: 32,
+            system: false,
+            include: Vec::new(),
+            exclude: Vec::new(),
+        }
+    }
 }
 
 /// The node itself, as a node agent judges it: idle (`pipetrace.host.idle`) once it has run

@@ -108,6 +108,14 @@ pub mod attr {
     pub const RECOMMENDATION: &str = "pipetrace.recommendation";
     pub const RECOMMENDATION_CPUS: &str = "pipetrace.recommendation.cpus";
     pub const RECOMMENDATION_MEMORY: &str = "pipetrace.recommendation.memory";
+    pub const FILES_READ: &str = "pipetrace.files.read";
+    pub const FILES_READ_COUNT: &str = "pipetrace.files.read.count";
+    pub const FILES_WRITTEN: &str = "pipetrace.files.written";
+    pub const FILES_WRITTEN_COUNT: &str = "pipetrace.files.written.count";
+    pub const TASK_INPUTS: &str = "pipetrace.task.inputs";
+    pub const TASK_INPUTS_COUNT: &str = "pipetrace.task.inputs.count";
+    pub const TASK_OUTPUTS: &str = "pipetrace.task.outputs";
+    pub const TASK_OUTPUTS_COUNT: &str = "pipetrace.task.outputs.count";
 
     /// Every attribute above, for the registry checks.
     pub const ALL: &[&str] = &[
@@ -215,6 +223,14 @@ pub mod attr {
         RECOMMENDATION,
         RECOMMENDATION_CPUS,
         RECOMMENDATION_MEMORY,
+        FILES_READ,
+        FILES_READ_COUNT,
+        FILES_WRITTEN,
+        FILES_WRITTEN_COUNT,
+        TASK_INPUTS,
+        TASK_INPUTS_COUNT,
+        TASK_OUTPUTS,
+        TASK_OUTPUTS_COUNT,
     ];
 }
 

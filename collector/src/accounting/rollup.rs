@@ -29,6 +29,8 @@ pub struct Rollup {
     intervals: Vec<(u64, u64, u64)>,
     /// Its own processes (not those of sub-rollups) by the container they ran in.
     pub containers: Box<super::ByContainer>,
+    /// What its own processes (not those of sub-rollups) opened (`files.enabled`).
+    pub files: crate::files::Files,
 }
 
 /// The CPUs a task could use, and where that figure came from.

@@ -222,6 +222,8 @@ pub struct Attributor {
     shares: Vec<(ProcKey, engines::Shared)>,
     /// Spans of runs waiting for their identity.
     held: held::Held,
+    /// Inputs and outputs listed per task (`files.max_per_task`).
+    pub files_per_task: usize,
 }
 
 impl Attributor {
@@ -243,6 +245,7 @@ impl Attributor {
             started: Vec::new(),
             joins: Vec::new(),
             shares: Vec::new(),
+            files_per_task: pipetrace_config::Files::default().max_per_task,
             held: held::Held::default(),
         })
     }

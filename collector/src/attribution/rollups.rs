@@ -121,6 +121,9 @@ impl Attributor {
             let (end, tool) = (p.end_ns(), naming::proc_tool_name(p));
             r.add_process(p.start_ns, end, &tool, p.usage.as_ref());
             r.oom_kills += u64::from(p.oom.is_some());
+            if let Some(f) = &p.files {
+                r.files.merge(f, self.files_per_task);
+            }
             if let Some(c) = &p.container {
                 (r.containers).add(c, p.start_ns, end, &tool, p.usage.as_ref());
             }

@@ -195,7 +195,7 @@ pub fn run(state_dir: &Path) -> i32 {
         ),
     }
     // The definitive check: load and attach the real probes, then let them go.
-    match Probes::load(1 << 20) {
+    match Probes::load(1 << 20, true) {
         Ok(p) => {
             r.ok(
                 "probes",
@@ -214,6 +214,12 @@ pub fn run(state_dir: &Path) -> i32 {
                 m.io_wait,
                 "tp_btf/sched_switch and sched_wakeup attached",
                 "sched_switch/sched_wakeup could not be attached: block-I/O waits are not measured",
+            );
+            r.note(
+                "files",
+                p.capabilities.files,
+                "syscalls:sys_enter_openat/sys_exit_openat attached (files.enabled)",
+                "the openat syscall tracepoints could not be attached: files are not reported",
             );
             r.note(
                 "memory waits",

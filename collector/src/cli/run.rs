@@ -41,7 +41,7 @@ pub(super) struct Prepared {
 pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let host = HostInfo::detect().context("reading host identity")?;
     let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
-    let (events, taps) = crate::source::open(&cfg.probes)?;
+    let (events, taps) = crate::source::open(&cfg.probes, cfg.files.enabled)?;
     let measured = taps.measured();
     Ok(Prepared {
         builder: SpanBuilder::new(host.clone(), redactor)
@@ -78,6 +78,7 @@ pub(super) fn pipeline(
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_history(History::new(&cfg.diagnosis))
+        .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
     Ok(pipe)
 }

@@ -75,6 +75,8 @@ pub struct Capabilities {
     pub delay_accounting: bool,
     /// sched_switch and sched_wakeup attached: block-I/O waits are measured.
     pub io_wait: bool,
+    /// The openat tracepoints attached: the files each process opened are reported.
+    pub files: bool,
 }
 
 /// Loaded, attached probes. Dropping this detaches them.
@@ -87,7 +89,8 @@ pub struct Probes {
 }
 
 impl Probes {
-    pub fn load(ring_buffer_bytes: u32) -> Result<Self, ProbeError> {
+    /// Loads and attaches every probe; the open probes only when `files` is asked for.
+    pub fn load(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
         let tracefs = ensure_tracefs()?;
         let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
         raise_memlock();
@@ -136,6 +139,7 @@ impl Probes {
                 log::warn!("{category}:{name} not attached ({e}): those events are not reported");
             }
         }
+        let files = files && attach_open(&mut ebpf, &offsets);
         let ring = RingBuf::try_from(
             ebpf.take_map(EVENTS_MAP)
                 .ok_or(ProbeError::Missing("EVENTS"))?,
@@ -155,6 +159,7 @@ impl Probes {
                 network,
                 delay_accounting,
                 io_wait,
+                files,
             },
         })
     }
@@ -239,6 +244,32 @@ fn attach_io_wait(ebpf: &mut Ebpf, btf: &Btf) -> bool {
     if let Err(e) = &attached {
         log::warn!(
             "tp_btf/sched_switch or sched_wakeup not attached ({e}): block-I/O waits are not measured"
+        );
+    }
+    attached.is_ok()
+}
+
+/// The files processes open, from the openat syscall's entry and exit; a kernel without
+/// those tracepoints (no CONFIG_FTRACE_SYSCALLS) loses the files, nothing else.
+fn attach_open(ebpf: &mut Ebpf, offsets: &pipetrace_probes_common::KernelOffsets) -> bool {
+    if offsets.tp_openat_filename == ABSENT || offsets.tp_openat_ret == ABSENT {
+        log::warn!(
+            "this kernel has no syscalls:sys_enter_openat tracepoint: files are not reported"
+        );
+        return false;
+    }
+    let attached = ["sys_enter_openat", "sys_exit_openat"]
+        .iter()
+        .try_for_each(|&name| {
+            let tp: &mut TracePoint = prog(ebpf, name).map_err(|e| e.to_string())?;
+            tp.load().map_err(|e| e.to_string())?;
+            tp.attach("syscalls", name)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = &attached {
+        log::warn!(
+            "syscalls:sys_enter_openat / sys_exit_openat not attached ({e}): files are not reported"
         );
     }
     attached.is_ok()

@@ -144,6 +144,11 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         flag_bit(&btf, "task_struct", "in_iowait").unwrap_or((ABSENT, 0));
     let oom = |f| tracepoint_field(&oom_format, f).unwrap_or(ABSENT);
     let signal = |f| tracepoint_field(&signal_format, f).unwrap_or(ABSENT);
+    let (open_enter, open_exit) = (
+        format("events/syscalls/sys_enter_openat/format"),
+        format("events/syscalls/sys_exit_openat/format"),
+    );
+    let openat = |f| tracepoint_field(&open_enter, f).unwrap_or(ABSENT);
     Ok(KernelOffsets {
         ready: 1,
         task_pid: task("pid")?,
@@ -199,6 +204,10 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         tp_signal_code: signal("code"),
         tp_signal_pid: signal("pid"),
         tp_signal_result: signal("result"),
+        tp_openat_dfd: openat("dfd"),
+        tp_openat_filename: openat("filename"),
+        tp_openat_flags: openat("flags"),
+        tp_openat_ret: tracepoint_field(&open_exit, "ret").unwrap_or(ABSENT),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Signals: finished runs, tasks and tools as OpenTelemetry spans, with the kernel's times.
 mod containers;
 mod diagnosis;
+mod files;
 pub mod ids;
 pub mod metrics;
 mod started;
@@ -388,6 +389,7 @@ impl SpanBuilder {
                     }
                     None => a.push(KeyValue::new(attr::USAGE_MISSING, 1i64)),
                 }
+                files::tool_attrs(p.files.as_deref(), &self.redactor, &mut a);
                 let status = match diagnosis::end_reason(p, &tool) {
                     Some(why) => Status::error(why),
                     None => end_status(p, &tool),
@@ -430,6 +432,7 @@ impl SpanBuilder {
                 let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
                 let alloc = totals.allocation.as_ref();
                 usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
+                files::task_attrs(&totals.rollup.files, &self.redactor, &mut a);
                 let name = task_span_name(info);
                 let what = format!("task {}", info.name);
                 let status = match totals.rollup.oom_kills {

@@ -17,8 +17,10 @@ pub const KIND_USAGE: u32 = 4;
 pub const KIND_OOM: u32 = 5;
 /// `signal:signal_generate` of a fatal signal, delivered: who sent what to whom.
 pub const KIND_SIGNAL: u32 = 6;
+/// `syscalls:sys_exit_openat` of a successful open: a file a process opened, and how.
+pub const KIND_OPEN: u32 = 7;
 /// Size of the per-kind loss counter array (index = kind; slot 0 counts full accumulator maps).
-pub const KIND_SLOTS: u32 = 7;
+pub const KIND_SLOTS: u32 = 8;
 /// Loss slot for per-process accumulator updates dropped because the map was full.
 pub const LOST_ACCUMULATOR: u32 = 0;
 /// Name of the map of threads' block-I/O wait starts, by thread id.
@@ -26,6 +28,10 @@ pub const IO_WAIT_MAP: &str = "IO_WAIT";
 
 /// Bytes of the executed file name kept (what was passed to execve).
 pub const PATH_LEN: usize = 512;
+/// Bytes of an opened file's path kept (as the process named it). A power of two: the
+/// probe masks with `OPEN_PATH_LEN - 1`.
+pub const OPEN_PATH_LEN: usize = 256;
+
 /// Bytes of argv kept, NUL-separated. A power of two: the probe masks with `ARGV_LEN - 1`.
 pub const ARGV_LEN: usize = 4096;
 pub const COMM_LEN: usize = 16;
@@ -190,6 +196,31 @@ pub struct UsageEvent {
     pub figures: Figures,
 }
 
+/// A file a process opened (`openat` returned a descriptor).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OpenEvent {
+    pub header: EventHeader,
+    /// `open(2)` flags as passed (access mode in the low two bits).
+    pub flags: u32,
+    /// The directory descriptor it was relative to (`AT_FDCWD` = -100: the working directory).
+    pub dfd: i32,
+    /// Valid bytes in `path` before its NUL (the path was cut when it fills the buffer).
+    pub path_len: u32,
+    pub _pad: u32,
+    pub path: [u8; OPEN_PATH_LEN],
+}
+
+/// An `openat` in flight: what its entry said, for its exit to report.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opening {
+    /// The user-space address of the path.
+    pub path: u64,
+    pub flags: u32,
+    pub dfd: i32,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OomEvent {
@@ -311,6 +342,11 @@ pub struct KernelOffsets {
     pub tp_signal_code: u32,
     pub tp_signal_pid: u32,
     pub tp_signal_result: u32,
+    /// syscalls:sys_enter_openat / sys_exit_openat record fields (from tracefs).
+    pub tp_openat_dfd: u32,
+    pub tp_openat_filename: u32,
+    pub tp_openat_flags: u32,
+    pub tp_openat_ret: u32,
 }
 
 #[cfg(feature = "user")]

@@ -16,6 +16,7 @@ mod fork;
 mod free;
 mod iowait;
 mod oom;
+mod open;
 mod signal;
 mod sock;
 mod task;
