@@ -63,7 +63,8 @@ const SYSTEM_PREFIXES: &[&str] = &[
     "/opt/conda/pkgs/",
     "/nix/store/",
 ];
-/// Parts of a path that mark an interpreter's libraries or caches, or an engine's own
+/// Parts of a path that mark an interpreter's libraries, caches or version-manager shims
+/// (wherever installed: a venv, conda, a home directory), or an engine's own
 /// bookkeeping (Snakemake's `.snakemake/`, Nextflow's `.command.*` and `.exitcode`).
 const SYSTEM_PARTS: &[&str] = &[
     "/site-packages/",
@@ -73,6 +74,13 @@ const SYSTEM_PARTS: &[&str] = &[
     "/.nextflow/",
     "/.cache/",
     "/node_modules/",
+    "/lib/python",
+    "/lib/perl",
+    "/lib/R/",
+    "/.pyenv/",
+    "/.rbenv/",
+    "/.asdf/",
+    "/share/locale/",
 ];
 const SYSTEM_NAMES: &[&str] = &[
     ".command.sh",
@@ -331,6 +339,8 @@ mod tests {
             "/w/work/3f/9a1c/.command.sh",
             "/home/u/lib/libfoo.so.1.2",
             "/w/__pycache__/a.cpython-313.pyc",
+            "/opt/conda/envs/x/lib/python3.11/os.py",
+            "/root/.pyenv/libexec/pyenv-exec",
         ] {
             assert_eq!(f.keep(p), None, "{p}");
         }

@@ -7,7 +7,7 @@ use pipetrace_semconv::attr;
 use super::{Kind, ReportSpan, table::Table};
 use crate::diagnosis::gib;
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -166,9 +166,9 @@ fn place(s: &ReportSpan, by_id: &HashMap<&str, &ReportSpan>) -> String {
 }
 
 /// Rows listed at most per table of happenings; the rest are counted.
-const MAX_LISTED: usize = 500;
+pub(super) const MAX_LISTED: usize = 500;
 
-fn more(n: usize, out: &mut String) {
+pub(super) fn more(n: usize, out: &mut String) {
     if n > MAX_LISTED {
         let _ = write!(
             out,
@@ -322,7 +322,9 @@ fn section(spans: &[ReportSpan], out: &mut String) {
             esc(r.advice)
         );
     }
-    out.push_str("</table><h2>Timeline</h2>");
+    out.push_str("</table>");
+    super::files::render_html(spans, out);
+    out.push_str("<h2>Timeline</h2>");
     timeline(spans, out);
     out.push_str("<h2>Resources</h2>");
     let cpu: Vec<_> = rows
@@ -368,6 +370,7 @@ mod tests {
             error: None,
             numbers: BTreeMap::new(),
             texts,
+            lists: BTreeMap::new(),
             events: Vec::new(),
         }
     }
@@ -443,5 +446,22 @@ mod tests {
         assert!(html.contains("tasks by start are drawn; 5 more are in the"));
         let rows = html.matches("opacity=\"0.45\"").count();
         assert_eq!(rows, MAX_TIMELINE_ROWS);
+    }
+
+    #[test]
+    fn a_task_with_files_gets_a_files_table_and_a_run_without_none() {
+        use crate::report::files::tests::task;
+        let run = span("r", None, Kind::Run, "run x");
+        let plain = render(&[run.clone(), span("t", Some("r"), Kind::Task, "align")]);
+        assert!(!plain.contains("Files"), "{plain}");
+        let with = task("t", "align", (&["/d/a.fq"], Some(4)), (&["/o/a.bam"], None));
+        let html = render(&[run, with]);
+        let (tasks, files) = (html.find("<h2>Tasks</h2>"), html.find("<h2>Files</h2>"));
+        let timeline = html.find("<h2>Timeline</h2>").unwrap();
+        assert!(tasks.unwrap() < files.unwrap() && files.unwrap() < timeline);
+        assert!(
+            html.contains("<td class=\"l\">/d/a.fq (+3 more)</td><td class=\"l\">/o/a.bam</td>"),
+            "{html}"
+        );
     }
 }

@@ -3,11 +3,13 @@
 //! spans, whether just made by `pipetrace run` or read back from an OTLP JSON lines file
 //! (`pipetrace report FILE`).
 mod events;
+mod files;
 mod html;
 mod model;
 mod read;
 pub mod table;
 
+pub use files::TaskFiles;
 pub use html::render as html;
 pub use model::{Kind, ReportEvent, ReportSpan};
 pub use read::{ReadError, read_file};

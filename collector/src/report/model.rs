@@ -1,9 +1,9 @@
 //! The few span fields a report needs, from the SDK's spans or from OTLP protobuf spans.
 use std::collections::BTreeMap;
 
-use opentelemetry::{KeyValue, Value, trace::Status};
+use opentelemetry::{Array, KeyValue, Value, trace::Status};
 use opentelemetry_proto::tonic::{
-    common::v1::{KeyValue as ProtoKeyValue, any_value},
+    common::v1::{AnyValue, KeyValue as ProtoKeyValue, any_value},
     trace::v1::Span,
 };
 use opentelemetry_sdk::trace::SpanData;
@@ -25,6 +25,8 @@ pub struct ReportSpan {
     pub error: Option<String>,
     pub numbers: BTreeMap<String, f64>,
     pub texts: BTreeMap<String, String>,
+    /// String-array attributes (a task's inputs and outputs, bounded lists of paths).
+    pub lists: BTreeMap<String, Vec<String>>,
     pub events: Vec<ReportEvent>,
 }
 
@@ -40,7 +42,7 @@ pub struct ReportEvent {
 
 impl ReportEvent {
     pub fn from_sdk(e: &opentelemetry::trace::Event) -> Self {
-        let (numbers, texts) = sdk_attrs(&e.attributes);
+        let Attrs { numbers, texts, .. } = sdk_attrs(&e.attributes);
         Self {
             name: e.name.to_string(),
             time: unix_nanos(e.timestamp),
@@ -50,45 +52,62 @@ impl ReportEvent {
     }
 }
 
-type Attrs = (BTreeMap<String, f64>, BTreeMap<String, String>);
+/// A span's or event's attributes the report reads: numbers, texts and lists of texts.
+#[derive(Default)]
+struct Attrs {
+    numbers: BTreeMap<String, f64>,
+    texts: BTreeMap<String, String>,
+    lists: BTreeMap<String, Vec<String>>,
+}
 
 fn sdk_attrs(kvs: &[KeyValue]) -> Attrs {
-    let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
+    let mut a = Attrs::default();
     for kv in kvs {
         let k = kv.key.as_str().to_string();
         match &kv.value {
             Value::F64(v) => {
-                numbers.insert(k, *v);
+                a.numbers.insert(k, *v);
             }
             Value::I64(v) => {
-                numbers.insert(k, *v as f64);
+                a.numbers.insert(k, *v as f64);
             }
             Value::String(v) => {
-                texts.insert(k, v.to_string());
+                a.texts.insert(k, v.to_string());
+            }
+            Value::Array(Array::String(v)) => {
+                a.lists.insert(k, v.iter().map(|s| s.to_string()).collect());
             }
             _ => {}
         }
     }
-    (numbers, texts)
+    a
 }
 
 fn proto_attrs(kvs: &[ProtoKeyValue]) -> Attrs {
-    let (mut numbers, mut texts) = (BTreeMap::new(), BTreeMap::new());
+    let mut a = Attrs::default();
     for kv in kvs {
         match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
             Some(any_value::Value::DoubleValue(v)) => {
-                numbers.insert(kv.key.clone(), *v);
+                a.numbers.insert(kv.key.clone(), *v);
             }
             Some(any_value::Value::IntValue(v)) => {
-                numbers.insert(kv.key.clone(), *v as f64);
+                a.numbers.insert(kv.key.clone(), *v as f64);
             }
             Some(any_value::Value::StringValue(v)) => {
-                texts.insert(kv.key.clone(), v.clone());
+                a.texts.insert(kv.key.clone(), v.clone());
+            }
+            Some(any_value::Value::ArrayValue(v)) => {
+                let text = |x: &AnyValue| match &x.value {
+                    Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+                    _ => None,
+                };
+                a.lists
+                    .insert(kv.key.clone(), v.values.iter().filter_map(text).collect());
             }
             _ => {}
         }
     }
-    (numbers, texts)
+    a
 }
 
 fn unix_nanos(t: std::time::SystemTime) -> u64 {
@@ -123,6 +142,7 @@ impl ReportSpan {
         ];
         self.numbers.retain(|k, _| KEEP.contains(&k.as_str()));
         self.texts.retain(|k, _| KEEP.contains(&k.as_str()));
+        self.lists.clear();
         self
     }
 
@@ -143,7 +163,11 @@ impl ReportSpan {
     }
 
     pub fn from_sdk(s: &SpanData) -> Self {
-        let (numbers, texts) = sdk_attrs(&s.attributes);
+        let Attrs {
+            numbers,
+            texts,
+            lists,
+        } = sdk_attrs(&s.attributes);
         let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
             .then(|| s.parent_span_id.to_string());
         Self {
@@ -160,12 +184,17 @@ impl ReportSpan {
             },
             numbers,
             texts,
+            lists,
             events: s.events.iter().map(ReportEvent::from_sdk).collect(),
         }
     }
 
     pub fn from_proto(s: &Span) -> Self {
-        let (numbers, texts) = proto_attrs(&s.attributes);
+        let Attrs {
+            numbers,
+            texts,
+            lists,
+        } = proto_attrs(&s.attributes);
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let status = s.status.clone().unwrap_or_default();
         Self {
@@ -179,11 +208,12 @@ impl ReportSpan {
             error: (status.code == 2).then_some(status.message),
             numbers,
             texts,
+            lists,
             events: s
                 .events
                 .iter()
                 .map(|e| {
-                    let (numbers, texts) = proto_attrs(&e.attributes);
+                    let Attrs { numbers, texts, .. } = proto_attrs(&e.attributes);
                     ReportEvent {
                         name: e.name.clone(),
                         time: e.time_unix_nano,
@@ -193,5 +223,72 @@ impl ReportSpan {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::{
+        collector::trace::v1::ExportTraceServiceRequest,
+        common::v1::ArrayValue,
+        trace::v1::{ResourceSpans, ScopeSpans},
+    };
+
+    use super::*;
+
+    fn kv(key: &str, value: any_value::Value) -> ProtoKeyValue {
+        ProtoKeyValue {
+            key: key.into(),
+            value: Some(AnyValue { value: Some(value) }),
+        }
+    }
+
+    fn strings(paths: &[&str]) -> any_value::Value {
+        let values = paths
+            .iter()
+            .map(|p| AnyValue {
+                value: Some(any_value::Value::StringValue(p.to_string())),
+            })
+            .collect();
+        any_value::Value::ArrayValue(ArrayValue { values })
+    }
+
+    #[test]
+    fn a_task_read_back_from_otlp_json_has_its_inputs_and_outputs() {
+        let span = Span {
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            name: "align (s1)".into(),
+            attributes: vec![
+                kv(
+                    attr::CICD_PIPELINE_TASK_NAME,
+                    any_value::Value::StringValue("align".into()),
+                ),
+                kv(attr::TASK_INPUTS, strings(&["/d/a.fq", "/d/b.fq"])),
+                kv(attr::TASK_INPUTS_COUNT, any_value::Value::IntValue(7)),
+                kv(attr::TASK_OUTPUTS, strings(&["/o/a.bam"])),
+                kv(attr::TASK_OUTPUTS_COUNT, any_value::Value::IntValue(1)),
+            ],
+            ..Default::default()
+        };
+        let req = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans: vec![span],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        // As `pipetrace report` reads it: a line of OTLP JSON.
+        let line = serde_json::to_string(&req).unwrap();
+        let back: ExportTraceServiceRequest = serde_json::from_str(&line).unwrap();
+        let s = ReportSpan::from_proto(&back.resource_spans[0].scope_spans[0].spans[0]);
+        assert_eq!(s.kind, Kind::Task);
+        let f = s.files().expect("files");
+        assert_eq!(f.inputs, ["/d/a.fq", "/d/b.fq"]);
+        assert_eq!(f.outputs, ["/o/a.bam"]);
+        assert_eq!((f.inputs_count, f.outputs_count), (7, 1));
+        assert!(s.clone().slim().lists.is_empty(), "a tool keeps no lists");
     }
 }

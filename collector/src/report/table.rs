@@ -3,7 +3,10 @@ use std::{collections::BTreeMap, fmt::Write as _};
 
 use pipetrace_semconv::attr;
 
-use super::ReportSpan;
+use super::{
+    ReportSpan,
+    files::{self, MAX_TEXT_TASKS, TaskFiles},
+};
 use crate::diagnosis::gib;
 
 #[derive(Default)]
@@ -23,6 +26,10 @@ struct Row {
 #[derive(Default)]
 pub struct Table {
     rows: BTreeMap<String, Row>,
+    /// The tasks (jobs) with files, by span name, as many as the terminal lists.
+    files: Vec<(String, TaskFiles)>,
+    /// Tasks with files past those.
+    files_hidden: u64,
 }
 
 /// Rows kept at most (task names), against runaway naming.
@@ -30,6 +37,12 @@ const MAX_ROWS: usize = 1000;
 
 impl Table {
     pub fn record_task(&mut self, s: &ReportSpan) {
+        if let Some(f) = s.files() {
+            match self.files.len() < MAX_TEXT_TASKS {
+                true => self.files.push((s.name.clone(), f)),
+                false => self.files_hidden += 1,
+            }
+        }
         let name = s
             .text(attr::CICD_PIPELINE_TASK_NAME)
             .unwrap_or_default()
@@ -110,6 +123,7 @@ impl Table {
                 r.advice
             );
         }
+        files::render_text(&self.files, self.files_hidden, out);
     }
 }
 
@@ -133,5 +147,58 @@ fn truncate(s: &str, n: usize) -> String {
         let mut t: String = s.chars().take(n - 1).collect();
         t.push('…');
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::files::tests::task;
+
+    #[test]
+    fn the_table_lists_each_tasks_files_after_its_rows() {
+        let mut table = Table::default();
+        let inputs = ["/d/a.fq", "/d/b.fq", "/d/c.fq", "/d/d.fq"];
+        table.record_task(&task(
+            "a",
+            "align",
+            (&inputs, Some(9)),
+            (&["/o/a.bam"], Some(1)),
+        ));
+        table.record_task(&task("b", "plain", (&[], None), (&[], None)));
+        let mut out = String::new();
+        table.render(&mut out);
+        let files = out.find("\nfiles (").expect("files section");
+        assert!(out.find("plain").unwrap() < files, "after the table: {out}");
+        let section = &out[files..];
+        assert!(section.contains("\nalign\n  in:  /d/a.fq, /d/b.fq, /d/c.fq (+6 more)\n"));
+        assert!(section.contains("  out: /o/a.bam\n"), "{out}");
+        assert!(
+            !section.contains("plain"),
+            "a task without files is not listed"
+        );
+    }
+
+    #[test]
+    fn the_table_without_files_is_as_before_and_many_tasks_are_counted() {
+        let mut table = Table::default();
+        table.record_task(&task("a", "plain", (&[], None), (&[], None)));
+        let mut out = String::new();
+        table.render(&mut out);
+        assert_eq!(out.lines().count(), 2, "a header and a row: {out}");
+        assert!(!out.contains("files"), "{out}");
+        let mut table = Table::default();
+        for i in 0..MAX_TEXT_TASKS + 3 {
+            table.record_task(&task(
+                &i.to_string(),
+                "sort",
+                (&[], None),
+                (&["/o/x"], None),
+            ));
+        }
+        let mut out = String::new();
+        table.render(&mut out);
+        assert_eq!(out.matches("  out: /o/x\n").count(), MAX_TEXT_TASKS);
+        assert!(out.contains("… and 3 more tasks with files"), "{out}");
     }
 }
