@@ -65,8 +65,6 @@ pub struct Pipeline {
     runs_finished_seen: u64,
     /// Which opened files are kept (`files.*`).
     files: crate::files::Filter,
-    /// Opens by processes the tree does not hold (started before the agent): not kept.
-    pub files_unknown: u64,
 }
 
 impl Pipeline {
@@ -104,7 +102,6 @@ impl Pipeline {
             host_idle: None,
             runs_finished_seen: 0,
             files: crate::files::Filter::default(),
-            files_unknown: 0,
         }
     }
 
@@ -188,12 +185,29 @@ impl Pipeline {
         let Some(path) = self.files.keep(path) else {
             return;
         };
+        // A process the tree does not hold is traced by no span: its files have no place.
         let access = crate::files::Access::of_flags(flags);
-        if !self
-            .tree
-            .opened(&key, &path, access, self.files.max_per_tool)
-        {
-            self.files_unknown += 1;
+        self.tree
+            .opened(&key, &path, access, self.files.max_per_tool);
+    }
+
+    /// Whether `key` may be the first process of a Slurm step: slurmstepd (or its forked
+    /// task starter) started it, or it or its parent is outside what this agent sees (an
+    /// agent scoped to the step).
+    fn may_start_step(&self, key: &ProcKey) -> bool {
+        // Not seen before its exec: it entered what this agent watches (its scope) here.
+        let Some(p) = self.tree.get(key) else {
+            return true;
+        };
+        match p.parent.and_then(|k| self.tree.get(&k)) {
+            None => true,
+            Some(q) => match &q.image {
+                Some(i) => {
+                    crate::attribution::naming::program_name(&i.path, &i.argv) == "slurmstepd"
+                        || i.argv.first().is_some_and(|a| a.starts_with("slurmstepd:"))
+                }
+                None => q.comm.starts_with("slurmstepd"),
+            },
         }
     }
 
@@ -295,11 +309,6 @@ impl Pipeline {
                 self.take_from_attribution();
             }
             Event::Exec(e) => {
-                let cwd = self
-                    .attr
-                    .wants_cwd(&self.tree, &e)
-                    .then(|| host::cwd(e.key.pid))
-                    .flatten();
                 // Only a process that moved to another cgroup can have entered a container.
                 // Runtimes that move what they start in cgroup v1 hierarchies only (Slurm's
                 // cgroup/v1 plugin, runtimes on a v1-only host) leave the unified cgroup id
@@ -310,6 +319,10 @@ impl Pipeline {
                 let stepd = parent
                     .filter(|(_, p)| *p == "slurmstepd")
                     .map(|(pid, _)| pid);
+                // A step's first process: its directory may say what it is (a Nextflow task's).
+                let cwd = (self.may_start_step(&e.key) || self.attr.wants_cwd(&self.tree, &e))
+                    .then(|| host::cwd(e.key.pid))
+                    .flatten();
                 let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id) || by_runtime;
                 self.tree.exec(&e, cwd);
                 if moved {

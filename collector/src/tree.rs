@@ -353,12 +353,10 @@ impl Tree {
     }
 
     /// Records a file the process opened (a path already kept by the filter).
-    pub fn opened(&mut self, key: &ProcKey, path: &str, access: Access, limit: usize) -> bool {
-        let Some(p) = self.procs.get_mut(key) else {
-            return false;
-        };
-        p.files.get_or_insert_default().add(path, access, limit);
-        true
+    pub fn opened(&mut self, key: &ProcKey, path: &str, access: Access, limit: usize) {
+        if let Some(p) = self.procs.get_mut(key) {
+            p.files.get_or_insert_default().add(path, access, limit);
+        }
     }
 
     /// Records a fatal signal delivered to the process holding `pid`.

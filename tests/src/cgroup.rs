@@ -1,4 +1,5 @@
-//! A memory cgroup with a limit, for the tests' planted faults (removed when dropped).
+//! Cgroups the tests make: a memory limit and throttled I/O for the planted faults, a head's
+//! own for the cluster runs (each removed when dropped).
 use std::path::{Path, PathBuf};
 
 pub struct MemoryCgroup(pub PathBuf);
@@ -65,5 +66,36 @@ impl ThrottledIo {
 impl Drop for ThrottledIo {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A cgroup of its own for a cluster run's head, in the unified (v2) hierarchy where a move
+/// changes the id the probes report, removed when dropped.
+pub struct HeadCgroup {
+    pub dir: PathBuf,
+    /// Its path as /proc/PID/cgroup shows it, for the agent's scope.
+    pub path: String,
+}
+
+impl HeadCgroup {
+    pub fn new(tag: &str) -> Self {
+        let name = format!("pipetrace-head-{}-{tag}", std::process::id());
+        let hybrid = Path::new("/sys/fs/cgroup/unified");
+        let root = match hybrid.join("cgroup.procs").exists() {
+            true => hybrid,
+            false => Path::new("/sys/fs/cgroup"),
+        };
+        let dir = root.join(&name);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self {
+            dir,
+            path: format!("/{name}"),
+        }
+    }
+}
+
+impl Drop for HeadCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
     }
 }

@@ -5,9 +5,9 @@
 //! log records is one task named by its rule and wildcards, a local rule's from the head's
 //! node and a submitted job's from the jobs' node, each running its recorded command; the
 //! submissions are the head's engine work, never tasks or tools.
-use std::path::{Path, PathBuf};
 
 use pipetrace_e2e::{
+    cgroup::HeadCgroup,
     host_id, node_agent, read_jsonl, short_hostname, slurm_up, slurm_wait_gone,
     snakemake::{Records, Version, counts, normalize},
     spans::{RecvSpan, Trace},
@@ -35,37 +35,6 @@ rule digest:
     output: "out/{s}.sum"
     shell: "sort {input} | md5sum > {output}"
 "#;
-
-/// A cgroup of the head's own in the unified (v2) hierarchy, where a move changes the id
-/// the probes report, removed when dropped.
-struct HeadCgroup {
-    dir: PathBuf,
-    /// Its path as /proc/PID/cgroup shows it, for the agent's scope.
-    path: String,
-}
-
-impl HeadCgroup {
-    fn new(tag: &str) -> Self {
-        let name = format!("pipetrace-head-{}-{tag}", std::process::id());
-        let hybrid = Path::new("/sys/fs/cgroup/unified");
-        let root = match hybrid.join("cgroup.procs").exists() {
-            true => hybrid,
-            false => Path::new("/sys/fs/cgroup"),
-        };
-        let dir = root.join(&name);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self {
-            dir,
-            path: format!("/{name}"),
-        }
-    }
-}
-
-impl Drop for HeadCgroup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
 
 /// Runs the workflow in cluster mode under two node agents; their spans and the workdir.
 fn cluster_run(v: Version) -> (Vec<RecvSpan>, Vec<RecvSpan>, tempfile::TempDir) {

@@ -68,7 +68,8 @@ impl Attributor {
 
     /// In agent mode, a process in no run starts one if it runs an engine, a run rule
     /// matches it, or it is the first of a Slurm job's step (`slurm`: the step it is in,
-    /// when its parent is not) or of an Argo pod's container (`argo`, likewise).
+    /// when its parent is not; a batch script that is a Nextflow task's `.command.run` is
+    /// that task) or of an Argo pod's container (`argo`, likewise).
     pub(super) fn maybe_start_agent_run(
         &mut self,
         key: ProcKey,
@@ -81,6 +82,11 @@ impl Attributor {
             (e.start)(image, started)
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
             Box::new(Generic::rule(rule.name(image), image))
+        } else if let Some(task) = slurm
+            .filter(|s| s.step == "batch" && self.engines.iter().any(|e| e == "nextflow"))
+            .and_then(|_| engines::nextflow::under_batch(image))
+        {
+            task
         } else if let Some(job) = slurm.and_then(|s| engines::slurm::SlurmJob::start(s, image)) {
             Box::new(job)
         } else if let Some(step) = argo.and_then(|c| engines::argo::ArgoStep::start(c, image)) {

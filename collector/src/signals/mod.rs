@@ -486,6 +486,10 @@ impl SpanBuilder {
                             attr::CICD_PIPELINE_TASK_NAME,
                             task.name.clone(),
                         )];
+                        if !task.run_id.is_empty() {
+                            let id = task.run_id.clone();
+                            a.push(KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, id));
+                        }
                         task_attrs(task, &mut a);
                         a
                     }

@@ -1,7 +1,7 @@
 //! Fork/exec storm benchmark: prints figures, asserts nothing.
 //!
 //!     make bench        (or: cargo build --release -p pipetrace -p pipetrace-e2e &&
-//!                        ./target/release/bench-storm [PROCESSES] [REPEATS])
+//!                        ./target/release/bench-storm [PROCESSES] [REPEATS] [--files])
 //!
 //! A shell loop starts PROCESSES `/bin/true` processes. Each repeat times it three ways, back
 //! to back so that drift on a shared machine hits all three alike: alone; under a freshly
@@ -9,7 +9,8 @@
 //! `pipetrace run` (which includes loading the probes and flushing at the end). Ratios are
 //! per repeat; the median and the range are printed, with the agent's own report and how
 //! many processes had no usage (or figures taken at exit). Then a long-lived agent serves
-//! 1,000 short runs and the size of its metric export is printed over time.
+//! 1,000 short runs and the size of its metric export is printed over time. `--files` turns
+//! on file capture (`files.enabled`) in both modes, for its cost.
 use std::{path::Path, time::Duration};
 
 use pipetrace_e2e::{
@@ -64,17 +65,22 @@ fn main() {
         .collect();
     let n = args.first().copied().unwrap_or(20_000);
     let repeats = args.get(1).copied().unwrap_or(3).max(1);
+    let files = std::env::args().any(|a| a == "--files");
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("bench.yaml");
-    std::fs::write(
-        &cfg,
-        "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n",
-    )
-    .expect("write config");
+    let rule =
+        "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n";
+    let capture = if files {
+        "files:\n  enabled: true\n"
+    } else {
+        ""
+    };
+    std::fs::write(&cfg, format!("{rule}{capture}")).expect("write config");
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    println!("fork/exec storm: {n} processes x {repeats} repeats, {cpus} CPUs");
+    let what = if files { ", files captured" } else { "" };
+    println!("fork/exec storm: {n} processes x {repeats} repeats, {cpus} CPUs{what}");
     let (mut base, mut agent, mut run, mut reports, mut exported) =
         (vec![], vec![], vec![], vec![], 0);
     let (mut without_usage, mut from_exit) = (0, 0);
@@ -99,6 +105,8 @@ fn main() {
         let mut wrapped = pipetrace();
         let run_out = dir.path().join(format!("run-{r}.otlp.jsonl"));
         wrapped.args([
+            "-c",
+            cfg.to_str().unwrap(),
             "-o",
             run_out.to_str().unwrap(),
             "run",
@@ -147,5 +155,7 @@ fn main() {
     for (i, r) in reports.iter().enumerate() {
         println!("  agent report {}:            {r}", i + 1);
     }
-    export_over_runs(1000, dir.path());
+    if !files {
+        export_over_runs(1000, dir.path());
+    }
 }

@@ -4,10 +4,23 @@
 //! `.command.run` names the task in its header: `### name: 'PROC (tag)'` in a block opened by
 //! `### ---` (Nextflow 24.04 and later) or `# NEXTFLOW TASK: PROC (tag)` (earlier). Whatever
 //! else the engine starts is a helper. On a node where a batch scheduler runs the task, the
-//! `.command.run` process itself is recognised (agent mode) and named the same way.
-use std::{collections::HashMap, path::Path, time::SystemTime};
+//! `.command.run` process itself is recognised (agent mode) and named the same way; under
+//! Slurm, which runs a copy of `.command.run` as the job's batch script in the task's work
+//! directory, that script is.
+//!
+//! One run across nodes: the launcher records each run in its launch directory's
+//! `.nextflow/history` (a tab-separated line per run: time, duration, run name, status,
+//! revision, session id, command; status `-` while it runs) before any task starts. The head
+//! reads it in its working directory, a task's node beside the work directory
+//! (`<launch>/work/<2 hex>/<30 hex>`): the running run's session id and name name the run
+//! alike on both, and the task is a part of the head's run.
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
 
-use super::{Class, Ended, Engine, EngineRun, Place, digest};
+use super::{Class, Ended, Engine, EngineRun, Place, Shared, digest};
 use crate::{
     attribution::{TaskInfo, naming},
     event::ProcKey,
@@ -25,13 +38,38 @@ struct Nextflow {
     key: String,
     /// The run is one task's `.command.run`, started by a batch scheduler on this node.
     task_root: Option<TaskInfo>,
+    /// Where the run's `.nextflow/history` is: the head's working directory, or the
+    /// directory above a task's work directory.
+    launch: Option<PathBuf>,
+    /// What names the run on every node, once the history said (read at the start, and by
+    /// a head at each classification until then).
+    identity: Option<String>,
     /// Tasks named when they started, from their `.command.run`.
     named: HashMap<ProcKey, TaskInfo>,
 }
 
 fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
+    let script = command_run(image);
+    start_task(image, script.as_deref())
+}
+
+/// A Slurm batch script that is a task's `.command.run` (Nextflow submits it with
+/// `sbatch .command.run` and `-D` its work directory; Slurm runs a copy from its spool): the
+/// run of that task on this node.
+pub fn under_batch(image: &Image) -> Option<Box<dyn EngineRun>> {
+    let script = image.cwd.as_ref()?.join(".command.run");
+    read_task(&script)?;
+    Some(start_task(image, Some(&script)))
+}
+
+fn start_task(image: &Image, script: Option<&Path>) -> Box<dyn EngineRun> {
     let args = image.argv.get(1..).unwrap_or(&[]);
-    let task_root = command_run(image).and_then(|p| read_task(&p));
+    let task_root = script.and_then(read_task);
+    let launch = match (&task_root, script) {
+        // <launch>/<work>/<2 hex>/<30 hex>/.command.run
+        (Some(_), Some(s)) => s.ancestors().nth(4).map(Path::to_path_buf),
+        _ => image.cwd.clone(),
+    };
     let pipeline = match &task_root {
         Some(t) => format!("nextflow task {}", t.name),
         None => args
@@ -46,9 +84,26 @@ fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
     Box::new(Nextflow {
         key: format!("{}-{key}", pipeline.replace('/', "_")),
         pipeline,
+        identity: launch.as_deref().and_then(running_in),
         task_root,
+        launch,
         named: HashMap::new(),
     })
+}
+
+/// The run Nextflow runs now from `launch`: the last record of its `.nextflow/history`, if
+/// it has not ended (status `-`). What names the run on every node.
+fn running_in(launch: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(launch.join(".nextflow/history")).ok()?;
+    running_record(&text)
+}
+
+fn running_record(history: &str) -> Option<String> {
+    let last = history.lines().rev().find(|l| !l.trim().is_empty())?;
+    let cols: Vec<&str> = last.split('\t').collect();
+    let (name, status, session) = (cols.get(2)?, cols.get(3)?, cols.get(5)?);
+    let plausible = !name.is_empty() && *name != "-" && session.len() >= 32;
+    (cols.len() == 7 && *status == "-" && plausible).then(|| format!("nextflow/{session}/{name}"))
 }
 
 /// Whether a shell runs a task's `.command.run`.
@@ -133,7 +188,28 @@ impl EngineRun for Nextflow {
         argv.iter().any(|a| a == ".command.run")
     }
 
+    /// The head's run, or a task of it run by a batch scheduler on this node, named by the
+    /// run its launch directory's history says runs now.
+    fn shared(&self) -> Option<Shared> {
+        let identity = self.identity.clone()?;
+        let part = self.task_root.clone();
+        Some(Shared { identity, part })
+    }
+
+    /// A task of a run rooted on another node: what it runs is its own work.
+    fn folds_helpers(&self) -> bool {
+        self.task_root.is_none() || self.identity.is_none()
+    }
+
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
+        if self.identity.is_none() && self.task_root.is_none() {
+            self.identity = self.launch.as_deref().and_then(running_in);
+        }
+        // A task of a run rooted on another node is this run's span: its processes are its
+        // tools.
+        if self.task_root.is_some() && self.identity.is_some() {
+            return Class::Undecided;
+        }
         if let Some(t) = &self.task_root {
             // The task's own `.command.run` is the run: what it starts is the task.
             return match place.parent_is_root {
@@ -200,6 +276,73 @@ mod tests {
             parse_header("#!/bin/bash\n### name: 'X'\n".lines()).is_none(),
             "a name outside the header block is not the header"
         );
+    }
+
+    #[test]
+    fn the_running_run_of_a_history_names_it_and_an_ended_one_does_not() {
+        let uuid = "0b1d9c1e-6f7a-4c2b-9a55-3c0f1b2e4d6a";
+        let ended =
+            format!("2026-11-25 08:00:01\t1m 2s\tangry_curie\tOK\tabc123\t{uuid}\trun main.nf\n");
+        let running =
+            format!("2026-11-25 09:00:01\t-\tsad_turing\t-\tabc123\t{uuid}\trun main.nf -resume\n");
+        assert_eq!(running_record(&ended), None);
+        let both = format!("{ended}{running}\n");
+        let id = running_record(&both).unwrap();
+        assert_eq!(id, format!("nextflow/{uuid}/sad_turing"));
+        assert_eq!(
+            running_record(&format!("{running}{ended}")),
+            None,
+            "the last run ended"
+        );
+        assert_eq!(running_record("garbage\n"), None);
+    }
+
+    #[test]
+    fn a_batch_script_in_a_task_directory_is_a_part_of_the_heads_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work/ab/0123456789abcdef0123456789abcd");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(
+            work.join(".command.run"),
+            "#!/bin/bash\n# NEXTFLOW TASK: ALIGN (s1)\n",
+        )
+        .unwrap();
+        let uuid = "0b1d9c1e-6f7a-4c2b-9a55-3c0f1b2e4d6a";
+        std::fs::create_dir_all(dir.path().join(".nextflow")).unwrap();
+        let line = format!("2026-11-25 09:00:01\t-\tsad_turing\t-\tabc\t{uuid}\trun main.nf\n");
+        std::fs::write(dir.path().join(".nextflow/history"), line).unwrap();
+        let batch = Image {
+            path: "/bin/bash".into(),
+            argv: ["/bin/bash", "/var/spool/slurmd/job00042/slurm_script"]
+                .map(String::from)
+                .to_vec(),
+            cwd: Some(work.clone()),
+            ..Default::default()
+        };
+        let task = under_batch(&batch).expect("a Nextflow task");
+        let shared = task.shared().expect("named by the running run");
+        assert_eq!(shared.identity, format!("nextflow/{uuid}/sad_turing"));
+        assert_eq!(shared.part.unwrap().name, "ALIGN");
+        let head = start(
+            &Image {
+                path: "/usr/bin/nextflow".into(),
+                argv: ["nextflow", "run", "main.nf"].map(String::from).to_vec(),
+                cwd: Some(dir.path().to_path_buf()),
+                ..Default::default()
+            },
+            SystemTime::now(),
+        );
+        assert_eq!(
+            head.shared().unwrap().identity,
+            shared.identity,
+            "the head's too"
+        );
+        assert_eq!(head.shared().unwrap().part, None);
+        let elsewhere = Image {
+            cwd: Some(dir.path().to_path_buf()),
+            ..batch
+        };
+        assert!(under_batch(&elsewhere).is_none(), "no .command.run there");
     }
 
     #[test]
