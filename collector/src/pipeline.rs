@@ -333,6 +333,13 @@ impl Pipeline {
                         Err(_) => self.tree.forget_cgroup(&e.key),
                     }
                 }
+                if self.attr.creates_allocation(&self.tree, e.key) {
+                    let started = self.builder.host().system_time(e.start_ns);
+                    let unix = started.duration_since(std::time::UNIX_EPOCH);
+                    let secs = unix.map_or(0, |d| d.as_secs() as i64);
+                    let cell = crate::containers::slurm_alloc::lookup(e.key.pid, e.uid, secs);
+                    self.attr.set_client_allocation(e.key, cell);
+                }
                 self.attr.on_exec(&self.tree, e.key);
                 self.take_from_attribution();
             }
@@ -541,6 +548,8 @@ impl Pipeline {
     }
 
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
+        // Runs named alike on every node since the last look: before any span is built.
+        self.take_from_attribution();
         for mut f in finished {
             match &mut f {
                 Finished::Task {

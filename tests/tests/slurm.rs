@@ -235,3 +235,76 @@ fn without_a_step_cgroup_the_title_of_roots_slurmstepd_names_the_step() {
         assert!(run.attr(attr::SLURM_JOB_ID).is_none(), "{run:?}");
     }
 }
+
+/// A job started by `srun` alone (no batch script) is one trace with one root: the client,
+/// on the node it ran on, once Slurm has named its job; the step is a task of it from the
+/// node that ran it. Judged by Slurm's own record of the job (`squeue`).
+#[test]
+fn an_srun_alone_is_one_trace_rooted_at_its_client() {
+    slurm_up();
+    let dir = tempfile::tempdir().unwrap();
+    let head = pipetrace_e2e::cgroup::HeadCgroup::new("srun");
+    let (client_node, client_out) = pipetrace_e2e::node_agent(dir.path(), "node-a", &head.path);
+    let jobs = format!("/slurm_{}", short_hostname());
+    let (step_node, step_out) = pipetrace_e2e::node_agent(dir.path(), "node-b", &jobs);
+    let name = format!("pipetrace-srun-{}", std::process::id());
+    // In a session of its own, as from a login shell.
+    let script = format!(
+        "echo $$ > {} && exec setsid -w srun -J {name} -n1 sh -c 'sleep 1; cat /etc/services > /dev/null'",
+        head.dir.join("cgroup.procs").display()
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "srun: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let q = std::process::Command::new("squeue")
+        .args(["-h", "--states=all", "-n", &name, "-o", "%A"])
+        .output()
+        .unwrap();
+    let job = String::from_utf8_lossy(&q.stdout).trim().to_string();
+    assert!(
+        job.parse::<u64>().is_ok(),
+        "Slurm's record of the job: {job:?}"
+    );
+    slurm_wait_gone(&["-j", &job, "--states=running,completing"]);
+    client_node.stop();
+    step_node.stop();
+    let (a, b) = (read_jsonl(&client_out), read_jsonl(&step_out));
+    let b: Vec<RecvSpan> = b
+        .into_iter()
+        .filter(|s| s.str(attr::SLURM_JOB_ID) == job)
+        .collect();
+
+    let run = a.iter().find(|s| s.is_run()).expect("the client's run");
+    assert_eq!(run.str(attr::RUN_ENGINE), "slurm");
+    assert_eq!(
+        run.str(attr::CICD_PIPELINE_NAME),
+        format!("slurm job {job}")
+    );
+    assert_eq!(host_id(run), "node-a");
+    assert!(run.parent.is_none());
+    let step = b.iter().find(|s| s.is_task()).expect("the step's task");
+    assert_eq!(step.trace_id, run.trace_id, "one trace");
+    assert_eq!(
+        step.parent.as_deref(),
+        Some(run.span_id.as_str()),
+        "under the client's run"
+    );
+    assert_eq!(step.str(attr::CICD_PIPELINE_TASK_NAME), "step 0: sh");
+    assert_eq!(host_id(step), "node-b");
+    let all: Vec<&RecvSpan> = a.iter().chain(&b).collect();
+    let roots: Vec<_> = all.iter().filter(|s| s.parent.is_none()).collect();
+    assert_eq!(roots.len(), 1, "{roots:?}");
+    let cat = b
+        .iter()
+        .find(|s| s.is_tool() && s.str(attr::TOOL_NAME) == "cat");
+    assert_eq!(
+        cat.expect("the step's tool").parent.as_deref(),
+        Some(step.span_id.as_str())
+    );
+}

@@ -224,6 +224,8 @@ pub struct Attributor {
     held: held::Held,
     /// Inputs and outputs listed per task (`files.max_per_task`).
     pub files_per_task: usize,
+    /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
+    clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
 }
 
 impl Attributor {
@@ -246,6 +248,7 @@ impl Attributor {
             joins: Vec::new(),
             shares: Vec::new(),
             files_per_task: pipetrace_config::Files::default().max_per_task,
+            clients: HashMap::new(),
             held: held::Held::default(),
         })
     }
@@ -371,6 +374,31 @@ impl Attributor {
                 engines::detect(&self.engines, &image).is_some() || !self.run_rules.is_empty()
             }
         }
+    }
+
+    /// Whether `key` just exec'd a Slurm client that asks for an allocation of its own: an
+    /// `srun` or `salloc` in no run (so in no job) of a node agent. Its job is what the
+    /// caller then asks Slurm for ([`Self::set_client_allocation`]).
+    pub fn creates_allocation(&self, tree: &Tree, key: ProcKey) -> bool {
+        let Some(image) = tree.get(&key).and_then(|p| p.image.as_ref()) else {
+            return false;
+        };
+        let in_job = (tree.get(&key))
+            .and_then(|p| p.container.as_ref())
+            .is_some_and(|c| c.slurm.is_some());
+        matches!(self.mode, Mode::Agent)
+            && !self.members.contains_key(&key)
+            && !in_job
+            && engines::slurm::allocates(image)
+    }
+
+    /// The job allocation client `key` created, as Slurm will name it.
+    pub fn set_client_allocation(
+        &mut self,
+        key: ProcKey,
+        cell: crate::containers::slurm_alloc::AllocCell,
+    ) {
+        self.clients.insert(key, cell);
     }
 
     pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {

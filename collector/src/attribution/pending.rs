@@ -22,8 +22,26 @@ impl Attributor {
     /// but whose end is not final yet: their pending tasks wait, as one of those processes
     /// may be a better match for a record.
     pub fn poll(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {
+        self.newly_shared();
         let out = self.resolved(force, settling);
         self.unheld(out)
+    }
+
+    /// Runs that learnt since their identity on every node (an `srun` whose job Slurm has
+    /// named) without a process starting: named alike from here on, what they held released.
+    fn newly_shared(&mut self) {
+        let found: Vec<(ProcKey, super::engines::Shared)> = (self.runs.iter_mut())
+            .filter(|(_, r)| !r.shared)
+            .filter_map(|(k, r)| {
+                let s = r.adapter.shared()?;
+                r.shared = true;
+                Some((*k, s))
+            })
+            .collect();
+        for (run, shared) in found {
+            self.shares.push((run, shared));
+            self.release(run);
+        }
     }
 
     fn resolved(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {

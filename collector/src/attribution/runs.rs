@@ -69,7 +69,8 @@ impl Attributor {
     /// In agent mode, a process in no run starts one if it runs an engine, a run rule
     /// matches it, or it is the first of a Slurm job's step (`slurm`: the step it is in,
     /// when its parent is not; a batch script that is a Nextflow task's `.command.run` is
-    /// that task) or of an Argo pod's container (`argo`, likewise).
+    /// that task) or of an Argo pod's container (`argo`, likewise), or it asked Slurm for an
+    /// allocation of its own (`srun`, `salloc`: the job's run, rooted here).
     pub(super) fn maybe_start_agent_run(
         &mut self,
         key: ProcKey,
@@ -78,10 +79,13 @@ impl Attributor {
         slurm: Option<&crate::containers::SlurmStep>,
         argo: Option<&crate::containers::Container>,
     ) {
+        let client = self.clients.remove(&key);
         let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
             (e.start)(image, started)
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
             Box::new(Generic::rule(rule.name(image), image))
+        } else if let Some(alloc) = client {
+            Box::new(engines::slurm::SlurmClient::new(alloc))
         } else if let Some(task) = slurm
             .filter(|s| s.step == "batch" && self.engines.iter().any(|e| e == "nextflow"))
             .and_then(|_| engines::nextflow::under_batch(image))

@@ -6,6 +6,7 @@ mod cgroup_path;
 mod kubelet;
 mod records;
 mod slurm;
+pub mod slurm_alloc;
 mod slurm_jobs;
 
 use std::{collections::HashMap, sync::Arc};

@@ -6,7 +6,7 @@ use super::{Class, EngineRun, Place, Shared};
 use crate::attribution::TaskInfo;
 use crate::{
     attribution::naming,
-    containers::SlurmStep,
+    containers::{SlurmStep, slurm_alloc::AllocCell},
     tree::{Image, Proc},
 };
 
@@ -106,6 +106,71 @@ impl EngineRun for SlurmJob {
     }
 }
 
+/// Whether `image` asks Slurm for an allocation of its own when run outside a job.
+pub fn allocates(image: &Image) -> bool {
+    matches!(naming::executable_name(&image.path), "srun" | "salloc")
+}
+
+/// A job started by `srun` or `salloc` with no batch script: the client, on the node it was
+/// run on, is the job's run root, named alike on every node once Slurm has named the job;
+/// its steps run elsewhere as tasks of it. Like a batch script, what the client starts (an
+/// `salloc` shell's commands) are its tasks, and Slurm's clients its engine work.
+pub struct SlurmClient {
+    alloc: AllocCell,
+}
+
+impl SlurmClient {
+    pub fn new(alloc: AllocCell) -> Self {
+        Self { alloc }
+    }
+
+    fn job(&self) -> Option<u64> {
+        self.alloc.get().copied().flatten()
+    }
+}
+
+impl EngineRun for SlurmClient {
+    fn engine(&self) -> &str {
+        "slurm"
+    }
+
+    fn pipeline_name(&self) -> String {
+        match self.job() {
+            Some(j) => format!("slurm job {j}"),
+            None => "slurm allocation".into(),
+        }
+    }
+
+    fn pipeline_key(&self) -> String {
+        String::new()
+    }
+
+    fn run_label(&self) -> Option<String> {
+        self.job().map(|j| j.to_string())
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared {
+            identity: format!("slurm/{}", self.job()?),
+            part: None,
+        })
+    }
+
+    /// Until Slurm has answered which job it is (or that it cannot tell).
+    fn awaits_identity(&self) -> bool {
+        self.alloc.get().is_none()
+    }
+
+    fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+        let program = naming::executable_name(&image.path);
+        match place.under_run {
+            _ if CLIENTS.contains(&program) => Class::Helper,
+            true => Class::Task,
+            false => Class::Undecided,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +217,27 @@ mod tests {
         assert_eq!(job.pipeline_name(), "slurm job 40_2");
         assert_eq!(job.run_label().as_deref(), Some("40_2"));
         assert_eq!(job.shared().unwrap().identity, "slurm/42");
+    }
+
+    #[test]
+    fn an_allocation_clients_run_is_named_by_its_job_once_slurm_says() {
+        let cell = AllocCell::default();
+        let client = SlurmClient::new(cell.clone());
+        assert!(client.awaits_identity() && client.shared().is_none());
+        assert_eq!(client.pipeline_name(), "slurm allocation");
+        let _ = cell.set(Some(42));
+        let step0 = SlurmJob::start(&step("0"), &image("/usr/bin/hostname")).unwrap();
+        assert_eq!(
+            client.shared().unwrap().identity,
+            step0.shared().unwrap().identity
+        );
+        assert_eq!(client.shared().unwrap().part, None, "the run's root");
+        assert_eq!(client.pipeline_name(), "slurm job 42");
+        assert!(!client.awaits_identity());
+        let unknown = SlurmClient::new(AllocCell::new(std::sync::OnceLock::from(None)));
+        assert!(!unknown.awaits_identity() && unknown.shared().is_none());
+        assert!(allocates(&image("/usr/bin/srun")) && allocates(&image("salloc")));
+        assert!(!allocates(&image("/usr/bin/sbatch")));
     }
 
     #[test]
