@@ -208,6 +208,7 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         tp_openat_filename: openat("filename"),
         tp_openat_flags: openat("flags"),
         tp_openat_ret: tracepoint_field(&open_exit, "ret").unwrap_or(ABSENT),
+        open_not_data: (libc::O_DIRECTORY | libc::O_PATH) as u32,
     })
 }
 

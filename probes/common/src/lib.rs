@@ -347,6 +347,8 @@ pub struct KernelOffsets {
     pub tp_openat_filename: u32,
     pub tp_openat_flags: u32,
     pub tp_openat_ret: u32,
+    /// `O_DIRECTORY | O_PATH` as this architecture numbers them: opens of no file's data.
+    pub open_not_data: u32,
 }
 
 #[cfg(feature = "user")]

@@ -18,9 +18,6 @@ use crate::{emit, task};
 #[map(name = "OPENING")]
 static OPENING: LruHashMap<u64, Opening> = LruHashMap::with_max_entries(16384, 0);
 
-/// `O_DIRECTORY` and `O_PATH`: a directory listed or a path held, no file's data.
-const NOT_DATA: u32 = 0o200000 | 0o10000000;
-
 #[tracepoint(category = "syscalls", name = "sys_enter_openat")]
 pub fn sys_enter_openat(ctx: TracePointContext) -> u32 {
     let Some(o) = emit::offsets() else { return 0 };
@@ -28,7 +25,9 @@ pub fn sys_enter_openat(ctx: TracePointContext) -> u32 {
         return 0;
     }
     let flags: u64 = unsafe { ctx.read_at(o.tp_openat_flags as usize) }.unwrap_or(0);
-    if flags as u32 & NOT_DATA != 0 {
+    // A directory listed or a path held (O_DIRECTORY, O_PATH, numbered per architecture):
+    // no file's data.
+    if flags as u32 & o.open_not_data != 0 {
         return 0;
     }
     let path: u64 = unsafe { ctx.read_at(o.tp_openat_filename as usize) }.unwrap_or(0);
