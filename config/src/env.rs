@@ -96,6 +96,10 @@ pub fn from_vars<I: IntoIterator<Item = (String, String)>>(
 ) -> Result<Value, crate::ConfigError> {
     let mut root = Map::new();
     for (name, raw) in vars {
+        // The OTel specification: an empty variable is as if unset.
+        if name.starts_with("OTEL_") && raw.trim().is_empty() {
+            continue;
+        }
         if name == "OTEL_SERVICE_NAME" {
             insert(&mut root, &["service_name"], Value::String(raw));
         } else if name == "OTEL_RESOURCE_ATTRIBUTES" {
@@ -163,6 +167,20 @@ mod tests {
 
     fn vars(v: &[(&str, &str)]) -> Value {
         from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+    }
+
+    #[test]
+    fn an_empty_otel_variable_is_unset() {
+        let v = vars(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", " "),
+            ("OTEL_SERVICE_NAME", ""),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:4317"),
+        ]);
+        assert_eq!(v["export"]["otlp"].get("endpoint"), None);
+        assert_eq!(v["export"]["otlp"].get("protocol"), None);
+        assert_eq!(v.get("service_name"), None);
+        assert_eq!(v["export"]["otlp"]["traces"]["endpoint"], "http://t:4317");
     }
 
     #[test]
