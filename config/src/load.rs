@@ -79,11 +79,25 @@ fn from_figment(e: figment::Error, layers: &[(String, serde_json::Value)]) -> Co
         .find(|(_, v)| has_path(v, &path))
         .map(|(name, _)| name.clone())
         .unwrap_or_else(|| "config".into());
+    let mut message = e.kind.to_string();
+    if let figment::error::Kind::UnknownField(name, expected) = &e.kind
+        && let Some(near) = nearest(name, expected)
+    {
+        message = format!("{message}; did you mean `{near}`?");
+    }
     ConfigError::Invalid {
         source_name,
         key: path.join("."),
-        message: e.kind.to_string(),
+        message,
     }
+}
+
+/// The valid key closest to a mistyped one, if any is close (a typo, not another word).
+fn nearest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
+    let (best, distance) = (valid.iter())
+        .map(|v| (*v, strsim::damerau_levenshtein(typed, v)))
+        .min_by_key(|(_, d)| *d)?;
+    (distance <= 2.max(typed.len() / 4)).then_some(best)
 }
 
 /// Loads the layered configuration. `env` is the process environment (a parameter, so tests
@@ -383,6 +397,14 @@ mod tests {
             .to_string();
         assert!(err.contains(&f.path().display().to_string()), "{err}");
         assert!(err.contains("export.otlp.endpoit"), "{err}");
+        assert!(err.contains("did you mean `endpoint`?"), "{err}");
+        let far = file("export:\n  otlp:\n    colour: blue\n");
+        let err = load(Some(far.path()), env(&[]), &Flags::default()).unwrap_err();
+        assert!(!err.to_string().contains("did you mean"), "{err}");
+        let e = env(&[("PIPETRACE_METRICS__INTERVALL", "5s")]);
+        let err = load(None, e, &Flags::default()).unwrap_err().to_string();
+        assert!(err.starts_with("environment: key `metrics.intervall`"), "{err}");
+        assert!(err.contains("did you mean `interval`?"), "{err}");
     }
 
     #[test]
