@@ -403,7 +403,10 @@ mod tests {
         assert!(!err.to_string().contains("did you mean"), "{err}");
         let e = env(&[("PIPETRACE_METRICS__INTERVALL", "5s")]);
         let err = load(None, e, &Flags::default()).unwrap_err().to_string();
-        assert!(err.starts_with("environment: key `metrics.intervall`"), "{err}");
+        assert!(
+            err.starts_with("environment: key `metrics.intervall`"),
+            "{err}"
+        );
         assert!(err.contains("did you mean `interval`?"), "{err}");
     }
 

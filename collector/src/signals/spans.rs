@@ -1,0 +1,231 @@
+//! The span of each finished entity: a tool, a task, a run (or a part of a run rooted on
+//! another node, which is a task of it).
+use opentelemetry::{
+    KeyValue, Value,
+    trace::{SpanId, Status},
+};
+use pipetrace_semconv::attr;
+
+use super::{
+    Ids, Kind, Signal, SpanBuilder, containers, diagnosis, end_status, files, ids,
+    parse_traceparent, status_of,
+    task::{task_attrs, task_span_name},
+    usage, wall_ns,
+};
+use crate::{
+    attribution::{EntityRef, RunInfo, TaskInfo, Totals, naming},
+    diagnosis::Stall,
+    event::ProcKey,
+    tree::Proc,
+};
+
+impl SpanBuilder {
+    pub(super) fn tool_span(
+        &self,
+        p: &Proc,
+        run: ProcKey,
+        parent: EntityRef,
+        stalls: &[Stall],
+    ) -> Signal {
+        let img = p.image.as_ref();
+        let exe = img.map(|i| naming::executable_name(&i.path).to_string());
+        let tool = naming::proc_tool_name(p);
+        let mut a = Vec::with_capacity(12);
+        a.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
+        a.push(KeyValue::new(attr::PROCESS_PARENT_PID, p.ppid as i64));
+        if let (Some(img), Some(exe)) = (img, exe) {
+            a.push(KeyValue::new(attr::PROCESS_EXECUTABLE_NAME, exe));
+            a.push(KeyValue::new(
+                attr::PROCESS_EXECUTABLE_PATH,
+                img.path.clone(),
+            ));
+            if img.argv_truncated {
+                a.push(KeyValue::new(attr::PROCESS_ARGV_TRUNCATED, true));
+            }
+        } else {
+            a.push(KeyValue::new(attr::PROCESS_FORKED_ONLY, true));
+        }
+        if !p.earlier.is_empty() {
+            let names: Vec<opentelemetry::StringValue> = p
+                .earlier
+                .iter()
+                .map(|path| naming::executable_name(path).to_string().into())
+                .collect();
+            a.push(KeyValue::new(
+                attr::PROCESS_IMAGES,
+                Value::Array(names.into()),
+            ));
+        }
+        self.process_attrs(p, false, &mut a);
+        match &p.usage {
+            Some(u) => {
+                usage::usage_attrs(u, u.peak_bytes(), self.measured, &mut a);
+                let (m, d) = (self.measured, &self.diagnosis);
+                usage::bottleneck_attrs(u, wall_ns(p), 1.0, m, d, &mut a);
+                let (cpu, peak) = (u.cpu_ns(), u.peak_bytes());
+                usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), None, &mut a);
+                a.push(KeyValue::new(
+                    attr::MEMORY_MAXRSS,
+                    i64::try_from(u.maxrss_bytes).unwrap_or(i64::MAX),
+                ));
+                usage::provenance_attrs(u, &mut a);
+            }
+            None => a.push(KeyValue::new(attr::USAGE_MISSING, 1i64)),
+        }
+        files::tool_attrs(p.files.as_deref(), &self.redactor, &mut a);
+        let status = match diagnosis::end_reason(p, &tool) {
+            Some(why) => Status::error(why),
+            None => end_status(p, &tool),
+        };
+        let mut span = self.span(
+            Ids {
+                trace: self.trace_id(run),
+                span: self.span_id(EntityRef::Tool(p.key)),
+                parent: self.span_id(parent),
+                remote: false,
+            },
+            tool,
+            p,
+            a,
+            status,
+        );
+        span.events
+            .events
+            .extend(diagnosis::stall_events(stalls, &self.host));
+        Signal {
+            kind: Kind::Tool,
+            span,
+        }
+    }
+
+    pub(super) fn task_span(
+        &self,
+        p: &Proc,
+        run: ProcKey,
+        info: &TaskInfo,
+        totals: &Totals,
+    ) -> Signal {
+        let mut a = vec![
+            KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, info.name.clone()),
+            KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, info.run_id.clone()),
+            KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(run)),
+        ];
+        task_attrs(info, &mut a);
+        self.process_attrs(p, true, &mut a);
+        let (m, d) = (self.measured, &self.diagnosis);
+        usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
+        let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
+        let alloc = totals.allocation.as_ref();
+        usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
+        files::task_attrs(&totals.rollup.files, &self.redactor, &mut a);
+        let name = task_span_name(info);
+        let what = format!("task {}", info.name);
+        let status = match totals.rollup.oom_kills {
+            0 => end_status(p, &what),
+            n => Status::error(format!("{what}: {n} process(es) killed by the OOM killer")),
+        };
+        // Under the engine's own span of the task, where it is in this trace.
+        let engines = (info.traceparent.as_deref())
+            .and_then(parse_traceparent)
+            .filter(|(t, _)| *t == self.trace_id(run));
+        let mut span = self.span(
+            Ids {
+                trace: self.trace_id(run),
+                span: self.span_id(EntityRef::Task(p.key)),
+                parent: engines.map_or_else(|| self.span_id(EntityRef::Run(run)), |e| e.1),
+                remote: engines.is_some(),
+            },
+            name,
+            p,
+            a,
+            status,
+        );
+        span.events
+            .events
+            .extend(diagnosis::stall_events(&totals.stalls, &self.host));
+        let by_container = &totals.rollup.containers;
+        (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
+        if let Some(slow) = &totals.slower {
+            let at = p.end_ns();
+            span.events
+                .events
+                .push(diagnosis::slower_event(slow, self.host.system_time(at)));
+        }
+        Signal {
+            kind: Kind::Task,
+            span,
+        }
+    }
+
+    pub(super) fn run_span(&self, p: &Proc, info: &RunInfo, totals: &Totals) -> Signal {
+        // A part of a run rooted on another node (a Slurm step, a Snakemake cluster
+        // job here) is a task of it.
+        let part = self.shared.get(&p.key).and_then(|s| s.part.clone());
+        let mut a = match &part {
+            Some(task) => {
+                let mut a = vec![KeyValue::new(
+                    attr::CICD_PIPELINE_TASK_NAME,
+                    task.name.clone(),
+                )];
+                if !task.run_id.is_empty() {
+                    let id = task.run_id.clone();
+                    a.push(KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, id));
+                }
+                task_attrs(task, &mut a);
+                a
+            }
+            None => vec![KeyValue::new(attr::CICD_PIPELINE_NAME, info.name.clone())],
+        };
+        a.extend([
+            KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(p.key)),
+            KeyValue::new(attr::RUN_ENGINE, info.engine.clone()),
+            KeyValue::new(attr::RUN_TASKS, info.tasks as i64),
+            KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
+        ]);
+        if let Some(label) = &info.label {
+            a.push(KeyValue::new(attr::RUN_LABEL, label.clone()));
+        }
+        self.process_attrs(p, false, &mut a);
+        let (m, d) = (self.measured, &self.diagnosis);
+        usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
+        let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
+        usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), None, &mut a);
+        // The command's (the engine's) own exit code decides; only where it is not
+        // known do the tasks.
+        let status = match p.exit.as_ref().filter(|e| e.known()) {
+            Some(e) => match status_of(Some(e), "run") {
+                Status::Error { description } if info.failed > 0 => Status::error(format!(
+                    "{description}; {} of {} tasks failed",
+                    info.failed, info.tasks
+                )),
+                st => st,
+            },
+            None if info.failed > 0 => {
+                Status::error(format!("{} of {} tasks failed", info.failed, info.tasks))
+            }
+            None => status_of(p.exit.as_ref(), "run"),
+        };
+        let (parent, remote) = match (&part, self.shared.get(&p.key)) {
+            (Some(_), Some(s)) => (SpanId::from_bytes(ids::of_identity(&s.identity).1), true),
+            _ => match self.joined.get(&p.key) {
+                Some(j) => (j.1, true),
+                None => (SpanId::INVALID, false),
+            },
+        };
+        let ids = Ids {
+            trace: self.trace_id(p.key),
+            span: self.span_id(EntityRef::Run(p.key)),
+            parent,
+            remote,
+        };
+        let (name, kind) = match (&part, &info.label) {
+            (Some(task), _) => (task_span_name(task), Kind::Task),
+            (None, Some(label)) => (format!("run {} ({label})", info.name), Kind::Run),
+            (None, None) => (format!("run {}", info.name), Kind::Run),
+        };
+        let mut span = self.span(ids, name, p, a, status);
+        let by_container = &totals.rollup.containers;
+        (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
+        Signal { kind, span }
+    }
+}
