@@ -78,7 +78,7 @@ pub struct Proc {
     /// Set when the OOM killer chose it.
     pub oom: Option<Oom>,
     /// Fatal signals delivered to it, latest last (a few at most).
-    pub signals: Vec<Signal>,
+    pub signals: Vec<FatalSignal>,
     /// The parent's thread that forked it (tid; 0: unknown).
     pub forked_by: u32,
     /// Its cgroup (v2 id) at its last exec, or its parent's (0: unknown).
@@ -103,7 +103,7 @@ pub struct Oom {
 
 /// A fatal signal delivered to a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Signal {
+pub struct FatalSignal {
     pub time_ns: u64,
     pub sig: u32,
     /// Raised by the kernel (a fault, or the kernel on its own) rather than sent by a process.
@@ -360,7 +360,7 @@ impl Tree {
     }
 
     /// Records a fatal signal delivered to the process holding `pid`.
-    pub fn signal(&mut self, pid: u32, s: Signal) -> bool {
+    pub fn signal(&mut self, pid: u32, s: FatalSignal) -> bool {
         let Some(key) = self.by_pid.get(&pid).copied() else {
             return false;
         };

@@ -150,112 +150,122 @@ fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
 }
 
 fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
-    let bad = |key: &str, message: String| ConfigError::Invalid {
-        source_name: file
-            .map(|f| f.display().to_string())
-            .unwrap_or_else(|| "config".into()),
-        key: key.into(),
-        message,
-    };
+    let checks: [fn(&Config) -> Checked; 7] = [
+        validate_probes,
+        validate_metrics,
+        validate_cost,
+        |c| validate_host(&c.host).map_err(|(k, m)| (k.to_string(), m)),
+        |c| validate_files(&c.files),
+        validate_export,
+        validate_patterns,
+    ];
+    checks
+        .iter()
+        .try_for_each(|check| check(cfg))
+        .map_err(|(key, message)| ConfigError::Invalid {
+            source_name: (file.map(|f| f.display().to_string())).unwrap_or_else(|| "config".into()),
+            key,
+            message,
+        })
+}
+
+/// A check's verdict: the key at fault and what is wrong with it.
+type Checked = Result<(), (String, String)>;
+
+fn fail(key: &str, message: impl Into<String>) -> Checked {
+    Err((key.to_string(), message.into()))
+}
+
+fn validate_probes(cfg: &Config) -> Checked {
     let rb = cfg.probes.ring_buffer_bytes;
     if !rb.is_power_of_two() || rb < 4096 {
-        return Err(bad(
-            "probes.ring_buffer_bytes",
-            format!("{rb} is not a power of two of at least 4096 (try 33554432)"),
-        ));
+        let why = format!("{rb} is not a power of two of at least 4096 (try 33554432)");
+        return fail("probes.ring_buffer_bytes", why);
     }
     if let Some(scope) = &cfg.probes.scope_cgroup
         && scope != ".."
         && !(scope.starts_with('/') && scope.len() > 1)
     {
-        return Err(bad(
+        return fail(
             "probes.scope_cgroup",
             format!(
                 "`{scope}` is not a cgroup path below the root; give it as /proc/PID/cgroup \
                  shows it (e.g. /libpod_parent/libpod-<id>), `..` for the cgroup around the \
                  agent's own (its pod), or leave it unset for the whole node"
             ),
-        ));
+        );
     }
+    Ok(())
+}
+
+fn validate_metrics(cfg: &Config) -> Checked {
     // The live sampler runs at this interval whether metrics are exported or not (stalls).
     if cfg.metrics.interval < std::time::Duration::from_millis(100) {
-        return Err(bad(
-            "metrics.interval",
-            "must be at least 100ms (try 5s)".to_string(),
-        ));
+        return fail("metrics.interval", "must be at least 100ms (try 5s)");
     }
-    if let Some((host, _)) = cfg
-        .cost
-        .prices
-        .iter()
-        .find(|(_, p)| !(p.cpu_hour >= 0.0 && p.gib_hour >= 0.0))
+    if cfg.metrics.max_series == 0 {
+        return fail("metrics.max_series", "must be at least 1 (try 1000)");
+    }
+    if cfg.diagnosis.slower_factor <= 1.0 {
+        return fail("diagnosis.slower_factor", "must be above 1 (try 2)");
+    }
+    Ok(())
+}
+
+fn validate_cost(cfg: &Config) -> Checked {
+    let prices = &cfg.cost.prices;
+    if let Some((host, _)) =
+        (prices.iter()).find(|(_, p)| !(p.cpu_hour >= 0.0 && p.gib_hour >= 0.0))
     {
-        return Err(bad(
+        return fail(
             &format!("cost.prices.{host}"),
-            "prices must be numbers of at least 0".to_string(),
-        ));
+            "prices must be numbers of at least 0",
+        );
     }
     // Left unnamed, the host's detected instance type chooses the row at run time.
-    if !cfg.cost.prices.is_empty()
+    if !prices.is_empty()
         && cfg.cost.host_type != crate::model::Cost::DEFAULT_HOST_TYPE
         && cfg.cost.price().is_none()
     {
-        return Err(bad(
-            "cost.host_type",
-            format!(
-                "`{}` has no row in cost.prices (rows: {})",
-                cfg.cost.host_type,
-                cfg.cost
-                    .prices
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
+        let rows: Vec<&str> = prices.keys().map(String::as_str).collect();
+        let why = format!(
+            "`{}` has no row in cost.prices (rows: {})",
+            cfg.cost.host_type,
+            rows.join(", ")
+        );
+        return fail("cost.host_type", why);
     }
-    if cfg.diagnosis.slower_factor <= 1.0 {
-        return Err(bad(
-            "diagnosis.slower_factor",
-            "must be above 1 (try 2)".to_string(),
-        ));
-    }
-    validate_host(&cfg.host).map_err(|(key, message)| bad(key, message))?;
-    validate_files(&cfg.files).map_err(|(key, message)| bad(&key, message))?;
-    if cfg.metrics.max_series == 0 {
-        return Err(bad(
-            "metrics.max_series",
-            "must be at least 1 (try 1000)".to_string(),
-        ));
-    }
+    Ok(())
+}
+
+fn validate_export(cfg: &Config) -> Checked {
+    let otlp = &cfg.export.otlp;
     for (key, ep) in [
-        ("export.otlp.endpoint", &cfg.export.otlp.endpoint),
-        (
-            "export.otlp.traces.endpoint",
-            &cfg.export.otlp.traces.endpoint,
-        ),
-        (
-            "export.otlp.metrics.endpoint",
-            &cfg.export.otlp.metrics.endpoint,
-        ),
+        ("export.otlp.endpoint", &otlp.endpoint),
+        ("export.otlp.traces.endpoint", &otlp.traces.endpoint),
+        ("export.otlp.metrics.endpoint", &otlp.metrics.endpoint),
     ] {
         if let Some(ep) = ep
             && !(ep.starts_with("http://") || ep.starts_with("https://"))
         {
-            return Err(bad(
-                key,
-                format!("`{ep}` is not an http:// or https:// URL"),
-            ));
+            return fail(key, format!("`{ep}` is not an http:// or https:// URL"));
         }
     }
     if cfg.export.queue_spans == 0 || cfg.export.batch_spans == 0 {
-        return Err(bad(
+        return fail(
             "export.queue_spans",
-            "queue and batch sizes must be above 0".into(),
-        ));
+            "queue and batch sizes must be above 0",
+        );
     }
+    Ok(())
+}
+
+/// Every regex a user gave compiles.
+fn validate_patterns(cfg: &Config) -> Checked {
     for (i, p) in cfg.redaction.patterns.iter().enumerate() {
-        regex::Regex::new(p).map_err(|e| bad(&format!("redaction.patterns.{i}"), e.to_string()))?;
+        if let Err(e) = regex::Regex::new(p) {
+            return fail(&format!("redaction.patterns.{i}"), e.to_string());
+        }
     }
     for (list, rules) in [
         ("run_rules", &cfg.attribution.run_rules),
@@ -263,13 +273,11 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
     ] {
         for (i, r) in rules.iter().enumerate() {
             for (field, re) in [("argv", &r.matches.argv), ("cwd", &r.matches.cwd)] {
-                if let Some(re) = re {
-                    regex::Regex::new(re).map_err(|e| {
-                        bad(
-                            &format!("attribution.{list}.{i}.match.{field}"),
-                            e.to_string(),
-                        )
-                    })?;
+                if let Some(Err(e)) = re.as_deref().map(regex::Regex::new) {
+                    return fail(
+                        &format!("attribution.{list}.{i}.match.{field}"),
+                        e.to_string(),
+                    );
                 }
             }
         }

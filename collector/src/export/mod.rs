@@ -28,7 +28,7 @@ use pipetrace_semconv::attr;
 use prost::Message;
 use tokio::sync::mpsc;
 
-use crate::{host::HostInfo, signals::Signal};
+use crate::{host::HostInfo, signals::ReadySpan};
 pub use otlp::OutboxStats;
 
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +63,7 @@ pub struct Destinations {
 }
 
 pub struct Exporter {
-    tx: mpsc::Sender<Signal>,
+    tx: mpsc::Sender<ReadySpan>,
     stats: Arc<ExportStats>,
     task: tokio::task::JoinHandle<()>,
     sender: Option<otlp::Sender>,
@@ -132,7 +132,7 @@ impl Exporter {
         };
         let res = resource(cfg, host);
         let schema = ResourceAttributesWithSchema::from(&res);
-        let (tx, mut rx) = mpsc::channel::<Signal>(cfg.export.queue_spans);
+        let (tx, mut rx) = mpsc::channel::<ReadySpan>(cfg.export.queue_spans);
         let stats = Arc::new(ExportStats {
             otlp: outbox.as_ref().map(|o| o.stats.clone()).unwrap_or_default(),
             ..Default::default()
@@ -189,7 +189,7 @@ impl Exporter {
         })
     }
 
-    pub fn send(&self, s: Signal) {
+    pub fn send(&self, s: ReadySpan) {
         match self.tx.try_send(s) {
             Ok(()) => self.stats.queued.fetch_add(1, Ordering::Relaxed),
             Err(_) => self
@@ -219,7 +219,7 @@ impl Exporter {
 /// Waits for the first span, then gathers more until the batch is full or `wait` passed.
 /// Returns true when the queue is closed and empty.
 async fn fill(
-    rx: &mut mpsc::Receiver<Signal>,
+    rx: &mut mpsc::Receiver<ReadySpan>,
     batch: &mut Vec<SpanData>,
     max: usize,
     wait: Duration,

@@ -12,7 +12,7 @@ use pipetrace_semconv::attr;
 use super::{Destinations, ExportStats, metrics::MetricStats, otlp::OutboxStats};
 use crate::{
     report::{ReportEvent, ReportSpan, table::Table},
-    signals::{Kind, Signal},
+    signals::{Kind, ReadySpan},
 };
 
 /// Where spans and metrics went and what became of them, for the last lines.
@@ -114,7 +114,7 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
 }
 
 impl Summary {
-    pub fn record(&mut self, s: &Signal) {
+    pub fn record(&mut self, s: &ReadySpan) {
         // A started span only announces what its own span says in full at the end.
         if s.kind == Kind::Started {
             return;

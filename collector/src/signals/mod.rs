@@ -40,7 +40,7 @@ pub enum Kind {
 
 /// A span ready for export, with what the terminal summary needs to place it.
 #[derive(Clone, Debug)]
-pub struct Signal {
+pub struct ReadySpan {
     pub kind: Kind,
     pub span: SpanData,
 }
@@ -335,7 +335,7 @@ impl SpanBuilder {
         }
     }
 
-    pub fn build(&self, f: &Finished) -> Signal {
+    pub fn build(&self, f: &Finished) -> ReadySpan {
         match f {
             Finished::Tool {
                 proc,
@@ -355,7 +355,7 @@ impl SpanBuilder {
     }
 
     /// The run's engine span: its helpers' count, time and summed usage.
-    fn engine_span(&self, run: ProcKey, info: &EngineInfo, totals: &Totals) -> Signal {
+    fn engine_span(&self, run: ProcKey, info: &EngineInfo, totals: &Totals) -> ReadySpan {
         let mut a = vec![
             KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(run)),
             KeyValue::new(attr::ENGINE_HELPERS, i64::from(info.helpers)),
@@ -372,7 +372,7 @@ impl SpanBuilder {
         let name = format!("{} (engine)", info.engine);
         let times = (info.start_ns, info.end_ns);
         let span = self.span_at(ids, name, times, Vec::new(), a, Status::Ok);
-        Signal {
+        ReadySpan {
             kind: Kind::Engine,
             span,
         }

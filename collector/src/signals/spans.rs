@@ -7,7 +7,7 @@ use opentelemetry::{
 use pipetrace_semconv::attr;
 
 use super::{
-    Ids, Kind, Signal, SpanBuilder, containers, diagnosis, end_status, files, ids,
+    Ids, Kind, ReadySpan, SpanBuilder, containers, diagnosis, end_status, files, ids,
     parse_traceparent, status_of,
     task::{task_attrs, task_span_name},
     usage, wall_ns,
@@ -26,7 +26,7 @@ impl SpanBuilder {
         run: ProcKey,
         parent: EntityRef,
         stalls: &[Stall],
-    ) -> Signal {
+    ) -> ReadySpan {
         let img = p.image.as_ref();
         let exe = img.map(|i| naming::executable_name(&i.path).to_string());
         let tool = naming::proc_tool_name(p);
@@ -92,7 +92,7 @@ impl SpanBuilder {
         span.events
             .events
             .extend(diagnosis::stall_events(stalls, &self.host));
-        Signal {
+        ReadySpan {
             kind: Kind::Tool,
             span,
         }
@@ -104,7 +104,7 @@ impl SpanBuilder {
         run: ProcKey,
         info: &TaskInfo,
         totals: &Totals,
-    ) -> Signal {
+    ) -> ReadySpan {
         let mut a = vec![
             KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, info.name.clone()),
             KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, info.run_id.clone()),
@@ -151,13 +151,13 @@ impl SpanBuilder {
                 .events
                 .push(diagnosis::slower_event(slow, self.host.system_time(at)));
         }
-        Signal {
+        ReadySpan {
             kind: Kind::Task,
             span,
         }
     }
 
-    pub(super) fn run_span(&self, p: &Proc, info: &RunInfo, totals: &Totals) -> Signal {
+    pub(super) fn run_span(&self, p: &Proc, info: &RunInfo, totals: &Totals) -> ReadySpan {
         // A part of a run rooted on another node (a Slurm step, a Snakemake cluster
         // job here) is a task of it.
         let part = self.shared.get(&p.key).and_then(|s| s.part.clone());
@@ -226,6 +226,6 @@ impl SpanBuilder {
         let mut span = self.span(ids, name, p, a, status);
         let by_container = &totals.rollup.containers;
         (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
-        Signal { kind, span }
+        ReadySpan { kind, span }
     }
 }

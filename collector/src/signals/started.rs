@@ -7,7 +7,7 @@ use opentelemetry::{
 };
 use pipetrace_semconv::attr;
 
-use super::{Ids, Kind, Signal, SpanBuilder, ids};
+use super::{Ids, Kind, ReadySpan, SpanBuilder, ids};
 use crate::{attribution::EntityRef, tree::Proc};
 
 impl SpanBuilder {
@@ -19,7 +19,7 @@ impl SpanBuilder {
         entity: EntityRef,
         p: &Proc,
         name: &str,
-    ) -> Signal {
+    ) -> ReadySpan {
         let what = match entity {
             EntityRef::Run(_) => "run started",
             _ => "task started",
@@ -38,7 +38,7 @@ impl SpanBuilder {
         };
         let times = (p.start_ns, p.start_ns);
         let span = self.span_at(ids, what.into(), times, Vec::new(), a, Status::Unset);
-        Signal {
+        ReadySpan {
             kind: Kind::Started,
             span,
         }

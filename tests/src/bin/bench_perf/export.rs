@@ -14,7 +14,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pipetrace::{
     export::Exporter,
     host::HostInfo,
-    signals::{Kind, Signal},
+    signals::{Kind, ReadySpan},
 };
 
 fn span(i: u64, trace: TraceId) -> SpanData {
@@ -128,8 +128,8 @@ pub async fn throughput(n: u64) -> (f64, u64, Duration) {
     cfg.export.queue_bytes = bytesize::ByteSize::gib(4);
     let host = HostInfo::detect().expect("host");
     let trace = TraceId::from(0x5eed_u128);
-    let spans: Vec<Signal> = (0..n)
-        .map(|i| Signal {
+    let spans: Vec<ReadySpan> = (0..n)
+        .map(|i| ReadySpan {
             kind: Kind::Tool,
             span: span(i, trace),
         })

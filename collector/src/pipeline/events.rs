@@ -1,0 +1,122 @@
+//! Each kernel event into the tree, the attribution and what they read as it happens (a new
+//! process's directory and container, an OOM victim's cgroup, an allocation's job).
+use super::Pipeline;
+use crate::{
+    accounting::Usage,
+    event::{Exec, ProcKey},
+    host,
+};
+
+impl Pipeline {
+    pub(super) fn exec(&mut self, e: Exec) {
+        // Only a process that moved to another cgroup can have entered a container.
+        // Runtimes that move what they start in cgroup v1 hierarchies only (Slurm's
+        // cgroup/v1 plugin, runtimes on a v1-only host) leave the unified cgroup id
+        // unchanged: a process a runtime started reads its cgroup too, and one that
+        // slurmstepd started may find its step in slurmstepd's title.
+        let parent = self.parent_program(&e.key);
+        let by_runtime = parent.is_some_and(|(_, p)| crate::containers::is_runtime(p));
+        let stepd = parent
+            .filter(|(_, p)| *p == "slurmstepd")
+            .map(|(pid, _)| pid);
+        // A step's first process: its directory may say what it is (a Nextflow task's).
+        let cwd = (self.may_start_step(&e.key) || self.attr.wants_cwd(&self.tree, &e))
+            .then(|| host::cwd(e.key.pid))
+            .flatten();
+        let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id) || by_runtime;
+        self.tree.exec(&e, cwd);
+        if moved {
+            match self.containers.of_pid_under(e.key.pid, stepd) {
+                Ok(c) => self.tree.set_container(&e.key, c),
+                // Ended before its cgroup was read (a runtime's short-lived helper):
+                // its children read theirs when they exec.
+                Err(_) => self.tree.forget_cgroup(&e.key),
+            }
+        }
+        if self.attr.creates_allocation(&self.tree, e.key) {
+            let started = self.builder.host().system_time(e.start_ns);
+            let unix = started.duration_since(std::time::UNIX_EPOCH);
+            let secs = unix.map_or(0, |d| d.as_secs() as i64);
+            let cell = crate::containers::slurm_alloc::lookup(e.key.pid, e.uid, secs);
+            self.attr.set_client_allocation(e.key, cell);
+        }
+        self.attr.on_exec(&self.tree, e.key);
+        self.take_from_attribution();
+    }
+
+    pub(super) fn exited(
+        &mut self,
+        key: ProcKey,
+        time_ns: u64,
+        status: u32,
+        image_peak_bytes: u64,
+        at_exit: Option<Usage>,
+    ) {
+        let status = match self.known_exits.remove(&key.pid) {
+            Some(known) if status == crate::tree::Exit::UNKNOWN => known,
+            _ => status,
+        };
+        if !self.tree.exit(&key, time_ns, status) {
+            self.unknown_exits += 1;
+            return;
+        }
+        // The kernel reports usage once the process is reaped, a moment later.
+        self.awaiting.exited(key, image_peak_bytes, at_exit);
+    }
+
+    /// The OOM killer chose the process holding `pid`, then holding `rss_bytes`.
+    pub(super) fn oom(&mut self, pid: u32, time_ns: u64, rss_bytes: u64) {
+        // The victim is dying: read its cgroup now. If it is already gone (the kernel
+        // then shows the root), the cgroup it was forked in (its nearest running
+        // ancestor's), else its task's limit read at the task's start stands in.
+        let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(pid);
+        let gone = cgroup.as_deref().is_none_or(|c| c == "/");
+        if gone && let Some(a) = self.running_ancestor(pid) {
+            (cgroup, limit_bytes) = crate::cgroup::memory_cgroup(a);
+        }
+        if limit_bytes.is_none()
+            && let Some(p) = self.tree.by_pid(pid)
+            && let Some(m) = self.attr.membership(&p.key)
+            && let Some(a) = self.attr.allocation(&m.task.unwrap_or(m.run))
+        {
+            limit_bytes = a.memory_limit;
+            cgroup = None;
+        }
+        let oom = crate::tree::Oom {
+            time_ns,
+            rss_bytes,
+            cgroup,
+            limit_bytes,
+        };
+        self.tree.oom(pid, oom);
+    }
+
+    /// A fatal signal delivered to thread `target` by `(pid, comm)`.
+    pub(super) fn signalled(
+        &mut self,
+        target: u32,
+        time_ns: u64,
+        sig: u32,
+        code: i32,
+        (sender_pid, sender_comm): (u32, String),
+    ) {
+        let run_of = |pid: u32| {
+            let p = self.tree.by_pid(pid)?;
+            self.attr.membership(&p.key).map(|m| m.run)
+        };
+        // Not one it sent itself (abort(), `kill $$`): that is its own failure.
+        let from_own_run = sender_pid != target
+            && run_of(target).is_some()
+            && run_of(target) == run_of(sender_pid);
+        let s = crate::tree::FatalSignal {
+            time_ns,
+            sig,
+            // si_code > 0: a fault; SI_KERNEL (0x80): the kernel on its own.
+            by_kernel: code > 0,
+            sender_pid,
+            sender_comm,
+            from_own_run,
+        };
+        self.tree.signal(target, s);
+    }
+}
