@@ -81,7 +81,7 @@ impl Pipeline {
             attr,
             builder,
             exporter,
-            summary: summary.then(Summary::default),
+            summary: summary.then(|| Summary::new(30, 8)),
             events: 0,
             unknown_exits: 0,
             runs_finished: 0,
@@ -137,6 +137,15 @@ impl Pipeline {
     /// Watches only the processes in `cgroup` and below it (`probes.scope_cgroup`).
     pub fn with_scope(mut self, cgroup: Option<String>) -> Self {
         self.scope = crate::scope::Scope::new(cgroup);
+        self
+    }
+
+    /// How much of the trace the end-of-run tree shows (`summary.max_tasks`,
+    /// `summary.max_tools_per_task`): what the summary keeps of it.
+    pub fn with_summary_limits(mut self, max_tasks: usize, max_tools: usize) -> Self {
+        if self.summary.is_some() {
+            self.summary = Some(Summary::new(max_tasks, max_tools));
+        }
         self
     }
 

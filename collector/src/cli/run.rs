@@ -78,6 +78,7 @@ pub(super) fn pipeline(
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_history(History::new(&cfg.diagnosis))
+        .with_summary_limits(cfg.summary.max_tasks, cfg.summary.max_tools_per_task)
         .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
     Ok(pipe)
@@ -292,7 +293,10 @@ pub async fn run(
     let report = match (&summary, cfg.report.html) {
         (Some(s), true) => {
             let path = report_path(cfg, dest.file.as_deref(), cwd);
-            Some(write_report(&path, &s.report).map(|()| path))
+            let html = crate::report::html_of_run(&s.report, &s.table, s.report_omitted);
+            let written = std::fs::write(&path, html)
+                .with_context(|| format!("cannot write the report {}", path.display()));
+            Some(written.map(|()| path))
         }
         _ => None,
     };

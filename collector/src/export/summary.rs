@@ -66,10 +66,13 @@ pub struct Loss {
     pub undecodable: u64,
 }
 
-/// Entries kept for the tree at most; past it only counts grow.
-const MAX_ENTRIES: usize = 200_000;
+/// Entries kept for the tree at most, whatever its shape; past it only counts grow.
+const MAX_ENTRIES: usize = 20_000;
 /// Tools kept for the HTML report's timeline at most.
-const MAX_REPORT_TOOLS: u64 = 20_000;
+const MAX_REPORT_TOOLS: u64 = 5_000;
+/// Tasks kept in full for the HTML report at most (its table sums every task); past it
+/// they are counted.
+const MAX_REPORT_TASKS: u64 = 2_000;
 
 struct Entry {
     kind: Kind,
@@ -81,19 +84,62 @@ struct Entry {
     events: Vec<String>,
 }
 
+/// The tree's spans, bounded: per parent the `keep` earliest-starting children (the tree
+/// shows the first ones by start) and how many it had, so memory follows what is shown, not
+/// how many processes ran.
 #[derive(Default)]
-pub struct Summary {
+struct Kept {
     entries: HashMap<SpanId, Entry>,
     children: HashMap<SpanId, Vec<SpanId>>,
+    /// Children seen per parent, kept or not.
+    counts: HashMap<SpanId, u64>,
+    keep: usize,
+}
+
+impl Kept {
+    fn insert(&mut self, id: SpanId, parent: SpanId, entry: Entry) {
+        *self.counts.entry(parent).or_default() += 1;
+        self.entries.insert(id, entry);
+        let kids = self.children.entry(parent).or_default();
+        kids.push(id);
+        if kids.len() <= self.keep.max(1) {
+            return;
+        }
+        let entries = &self.entries;
+        let latest = (kids.iter().enumerate())
+            .max_by_key(|(_, k)| entries.get(k).map(|e| e.start))
+            .map(|(i, _)| i);
+        if let Some(i) = latest {
+            let gone = kids.swap_remove(i);
+            self.forget(gone);
+        }
+    }
+
+    /// Forgets a span and what is kept under it.
+    fn forget(&mut self, id: SpanId) {
+        self.entries.remove(&id);
+        self.counts.remove(&id);
+        for k in self.children.remove(&id).unwrap_or_default() {
+            self.forget(k);
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Summary {
+    tree: Kept,
     run: Option<SpanId>,
     trace_id: Option<String>,
     pub tasks: u64,
     pub tools: u64,
     pub failed_tasks: u64,
     pub failed_tools: u64,
-    table: Table,
-    /// Spans kept for the HTML report (tools past [`MAX_ENTRIES`] are left out).
+    pub table: Table,
+    /// Spans kept for the HTML report (tools past [`MAX_REPORT_TOOLS`] and tasks past
+    /// [`MAX_REPORT_TASKS`] are left out; [`Self::table`] sums them all).
     pub report: Vec<ReportSpan>,
+    /// Tasks left out of [`Self::report`].
+    pub report_omitted: u64,
 }
 
 /// `21 helpers (1 exited non-zero)`, from an engine span's attributes.
@@ -114,6 +160,17 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
 }
 
 impl Summary {
+    /// A summary whose tree shows `max_tasks` tasks and `max_tools` tools under each.
+    pub fn new(max_tasks: usize, max_tools: usize) -> Self {
+        Self {
+            tree: Kept {
+                keep: max_tasks.max(max_tools),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
     pub fn record(&mut self, s: &ReadySpan) {
         // A started span only announces what its own span says in full at the end.
         if s.kind == Kind::Started {
@@ -134,7 +191,10 @@ impl Summary {
                 self.failed_tasks += u64::from(error.is_some());
                 let r = ReportSpan::from_sdk(span);
                 self.table.record_task(&r);
-                self.report.push(r);
+                match self.tasks <= MAX_REPORT_TASKS {
+                    true => self.report.push(r),
+                    false => self.report_omitted += 1,
+                }
             }
             Kind::Tool => {
                 self.tools += 1;
@@ -142,7 +202,7 @@ impl Summary {
             }
             Kind::Engine | Kind::Started => {}
         }
-        if self.entries.len() >= MAX_ENTRIES {
+        if self.tree.entries.len() >= MAX_ENTRIES {
             return;
         }
         match s.kind {
@@ -174,11 +234,7 @@ impl Summary {
             error,
             events,
         };
-        self.entries.insert(id, entry);
-        self.children
-            .entry(span.parent_span_id)
-            .or_default()
-            .push(id);
+        self.tree.insert(id, span.parent_span_id, entry);
     }
 
     pub fn trace_id(&self) -> Option<&str> {
@@ -194,7 +250,7 @@ impl Summary {
         depth: usize,
         limits: (usize, usize),
     ) {
-        let Some(e) = self.entries.get(&id) else {
+        let Some(e) = self.tree.entries.get(&id) else {
             return;
         };
         let branch = if depth == 0 {
@@ -217,20 +273,21 @@ impl Summary {
             _ if last => format!("{prefix}   "),
             _ => format!("{prefix}│  "),
         };
-        let mut kids: Vec<SpanId> = self.children.get(&id).cloned().unwrap_or_default();
-        kids.sort_by_key(|k| self.entries.get(k).map(|e| e.start));
+        let mut kids: Vec<SpanId> = self.tree.children.get(&id).cloned().unwrap_or_default();
+        kids.sort_by_key(|k| self.tree.entries.get(k).map(|e| e.start));
         let cap = if e.kind == Kind::Run {
             limits.0
         } else {
             limits.1
         };
+        let total = self.tree.counts.get(&id).copied().unwrap_or(0) as usize;
         let shown = kids.len().min(cap);
         for (i, k) in kids.iter().take(shown).enumerate() {
-            let is_last = i + 1 == shown && shown == kids.len();
+            let is_last = i + 1 == shown && shown == total;
             self.line(out, &child_prefix, *k, is_last, depth + 1, limits);
         }
-        if kids.len() > shown {
-            let _ = writeln!(out, "{child_prefix}└─ … and {} more", kids.len() - shown);
+        if total > shown {
+            let _ = writeln!(out, "{child_prefix}└─ … and {} more", total - shown);
         }
     }
 
@@ -300,5 +357,56 @@ impl Delivery<'_> {
                 lost.kernel, lost.undecodable
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(start_s: u64) -> Entry {
+        Entry {
+            kind: Kind::Tool,
+            name: format!("t{start_s}"),
+            start: std::time::UNIX_EPOCH + Duration::from_secs(start_s),
+            secs: 0.0,
+            error: None,
+            events: Vec::new(),
+        }
+    }
+
+    fn id(n: u64) -> SpanId {
+        SpanId::from_bytes(n.to_be_bytes())
+    }
+
+    #[test]
+    fn the_tree_keeps_the_earliest_children_of_each_parent_and_counts_them_all() {
+        let mut kept = Kept {
+            keep: 3,
+            ..Default::default()
+        };
+        let root = id(1);
+        // Children end (arrive) in another order than they started; each has one child
+        // of its own, which arrives first.
+        for n in [50u64, 10, 40, 20, 30, 60] {
+            kept.insert(id(1000 + n), id(100 + n), entry(n));
+            kept.insert(id(100 + n), root, entry(n));
+        }
+        assert_eq!(kept.counts[&root], 6);
+        let mut kids: Vec<u64> = kept.children[&root]
+            .iter()
+            .map(|k| {
+                kept.entries[k]
+                    .start
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs()
+            })
+            .collect();
+        kids.sort();
+        assert_eq!(kids, [10, 20, 30], "the earliest by start");
+        // What was under a child left out is gone with it: 1 root's 3 + their 3.
+        assert_eq!(kept.entries.len(), 6);
+        assert!(!kept.children.contains_key(&id(150)));
     }
 }

@@ -238,6 +238,38 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
     }
 }
 
+/// The report page of one run whose per-task table was summed as its spans came
+/// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts.
+pub fn render_run(spans: &[ReportSpan], table: &Table, omitted: u64) -> String {
+    let title = (spans.iter().find(|s| s.kind == Kind::Run))
+        .map_or("pipetrace report".to_string(), |r| r.name.clone());
+    let mut out = head(&title);
+    section(spans, Some(table), &mut out);
+    if omitted > 0 {
+        let _ = write!(
+            out,
+            "<p>{omitted} more tasks are summed in the tables above but not listed one by one.</p>"
+        );
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+fn head(title: &str) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>\
+         body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
+         td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right}}\
+         td:first-child,th:first-child,td:last-child,th:last-child{{text-align:left}}\
+         td.l,th.l{{text-align:left}}.err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
+        esc(title),
+        esc(title)
+    );
+    out
+}
+
 /// The report page: one section per run in the spans (an agent's file holds many).
 pub fn render(spans: &[ReportSpan]) -> String {
     // One run (as `pipetrace run` writes) is drawn from the spans as they are.
@@ -253,25 +285,15 @@ pub fn render(spans: &[ReportSpan]) -> String {
             .map_or("pipetrace report".to_string(), |r| r.name.clone()),
         n => format!("pipetrace report: {n} runs"),
     };
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>\
-         body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
-         td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right}}\
-         td:first-child,th:first-child,td:last-child,th:last-child{{text-align:left}}\
-         td.l,th.l{{text-align:left}}.err{{color:#d9534f}}</style></head><body><h1>{}</h1>",
-        esc(&title),
-        esc(&title)
-    );
+    let mut out = head(&title);
     if one {
-        section(spans, &mut out);
+        section(spans, None, &mut out);
     }
     for run in &runs {
         let name = (run.iter().find(|s| s.kind == Kind::Run))
             .map_or("run (no run span)", |r| r.name.as_str());
         let _ = write!(out, "<section><h1>{}</h1>", esc(name));
-        section(run, &mut out);
+        section(run, None, &mut out);
         out.push_str("</section>");
     }
     out.push_str("</body></html>\n");
@@ -279,11 +301,16 @@ pub fn render(spans: &[ReportSpan]) -> String {
 }
 
 /// One run's part of the report: its summary, tasks, timeline, resources and events.
-fn section(spans: &[ReportSpan], out: &mut String) {
-    let mut table = Table::default();
-    for s in spans.iter().filter(|s| s.kind == Kind::Task) {
-        table.record_task(s);
+/// `summed`: the per-task table as summed while the run ran, where `spans` may not hold
+/// every task; else it is summed from `spans`.
+fn section(spans: &[ReportSpan], summed: Option<&Table>, out: &mut String) {
+    let mut own = Table::default();
+    if summed.is_none() {
+        for s in spans.iter().filter(|s| s.kind == Kind::Task) {
+            own.record_task(s);
+        }
     }
+    let table = summed.unwrap_or(&own);
     let run = spans.iter().find(|s| s.kind == Kind::Run);
     if let Some(r) = run {
         let state = match &r.error {

@@ -10,7 +10,7 @@ mod read;
 pub mod table;
 
 pub use files::TaskFiles;
-pub use html::render as html;
+pub use html::{render as html, render_run as html_of_run};
 pub use model::{Kind, ReportEvent, ReportSpan};
 pub use read::{ReadError, read_file};
 
