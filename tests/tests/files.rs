@@ -6,7 +6,8 @@ use std::{collections::BTreeSet, path::Path};
 
 use base64::Engine as _;
 use pipetrace_e2e::{
-    pipetrace, read_jsonl,
+    Agent, pipetrace, read_jsonl,
+    receiver::Receiver,
     snakemake::{Version, corpus},
     spans::{RecvSpan, Trace, Val},
     stderr,
@@ -157,7 +158,8 @@ fn judge(workdir: &Path, spans: &[RecvSpan]) {
     }
 }
 
-fn varcall_under_run(v: Version) {
+/// A fresh copy of the corpus's variant-calling workflow, and how it is run.
+fn varcall() -> (tempfile::TempDir, Vec<String>) {
     let case = (corpus().into_iter())
         .find(|c| c.name == "varcall")
         .expect("the corpus has the variant-calling workflow");
@@ -169,6 +171,11 @@ fn varcall_under_run(v: Version) {
         .status()
         .unwrap();
     assert!(cp.success());
+    (dir, case.args)
+}
+
+fn varcall_under_run(v: Version) {
+    let (dir, args) = varcall();
     let file = dir.path().join("trace.otlp.jsonl");
     let out = pipetrace()
         .env(ON.0, ON.1)
@@ -176,12 +183,39 @@ fn varcall_under_run(v: Version) {
         .arg(&file)
         .arg("--")
         .arg(v.program())
-        .args(&case.args)
+        .args(&args)
         .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     judge(dir.path(), &read_jsonl(&file));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_agent_names_each_tasks_files_alike() {
+    let rx = Receiver::start().await;
+    let agent = Agent::start_with(&["--endpoint", &rx.grpc_url()], &[ON]);
+    let (dir, args) = varcall();
+    let status = std::process::Command::new(Version::Nine.program())
+        .args(&args)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The run is named by its directory.
+    let name = dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let spans = rx
+        .run_trace(&name, std::time::Duration::from_secs(30))
+        .await;
+    agent.stop();
+    judge(dir.path(), &spans);
 }
 
 #[test]
