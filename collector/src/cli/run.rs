@@ -167,20 +167,7 @@ pub async fn run(
         .flatten();
     let mut watcher = crate::live::Watcher::default();
     let started = Instant::now();
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args);
-    // SAFETY: only signal(2), async-signal-safe, between fork and exec. An ignored SIGPIPE
-    // would be inherited: `yes | head` in the pipeline must end as it does without us.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    if let Some(dir) = cwd {
-        cmd.current_dir(dir);
-    }
-    let mut child = match cmd.spawn() {
+    let mut child = match spawn(program, args, cwd) {
         Ok(c) => c,
         Err(e) => {
             let _ = exporter.shutdown(Duration::from_secs(1)).await;
@@ -247,27 +234,7 @@ pub async fn run(
         true => stop_the_rest(&mut pipe, &mut events, &mut buf, how.keep_running).await,
         false => super::stop::Outcome::default(),
     };
-    // The root's exit event is queued before wait() returns, but a record another CPU is
-    // still committing can hold the queue for a moment: drain until the run span is out.
-    // Snakemake logs a job's end just after it: give the log that moment, then name
-    // whatever still waits as best it can.
-    // Counted in drains, not by the clock: a paused VM must not cut the wait short.
-    let drain_every = events.drain_every();
-    let grace = cfg.probes.usage_wait.max(Duration::from_secs(2));
-    let mut drains = 0u32;
-    loop {
-        let bad = events.drain_now(&mut buf);
-        pipe.ingest(&mut buf, bad);
-        drains += 1;
-        let late = drain_every * drains > grace;
-        if late {
-            pipe.poll(true);
-        }
-        if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
-            break;
-        }
-        tokio::time::sleep(drain_every).await;
-    }
+    drain_to_the_end(&mut pipe, &mut events, &mut buf, cfg.probes.usage_wait).await;
     // The run's final figures, exact for every process that ended.
     if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
         mexp.send(req);
@@ -307,31 +274,14 @@ pub async fn run(
         metrics: &metric_stats,
         lost,
     };
-    if !print_summary {
-        // Without the tree and table, still where the data went (and what was lost).
-        let mut text = String::new();
-        delivery.render(&mut text);
-        eprint!("{text}");
-    }
-    if let Some(s) = summary.filter(|_| print_summary) {
-        let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
-        let text = s.render(tasks, tools, wall, &delivery);
-        eprint!("\n{text}");
-        if usage_missing > 0 {
-            eprintln!(
-                "pipetrace: {usage_missing} processes have no resource figures: the kernel's \
-                 record of their exit was lost (see the lost-event count above)"
-            );
-        }
-        match stopped.describe() {
-            Some(line) => eprintln!("{line}"),
-            None if still_running > 0 => eprintln!(
-                "pipetrace: {still_running} processes of the run still run (started in the \
-                 background, they outlived the command); not exported"
-            ),
-            None => {}
-        }
-    }
+    let summary = summary.filter(|_| print_summary);
+    let ending = Ending {
+        usage_missing,
+        still_running,
+        stopped,
+        wall,
+    };
+    print_end(cfg, summary.as_ref(), &delivery, &ending);
     match report {
         Some(Ok(path)) => eprintln!("pipetrace: report written to {}", path.display()),
         Some(Err(e)) => eprintln!("pipetrace: {e}"),
@@ -342,6 +292,101 @@ pub async fn run(
 
 /// Where the HTML report goes: the configured path, else beside the trace file, else a
 /// time-stamped file in the working directory.
+/// Starts the command. An ignored SIGPIPE would be inherited: `yes | head` in the pipeline
+/// must end as it does without us.
+fn spawn(
+    program: &str,
+    args: &[String],
+    cwd: Option<&Path>,
+) -> std::io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args);
+    // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.spawn()
+}
+
+/// The root's exit event is queued before wait() returns, but a record another CPU is still
+/// committing can hold the queue for a moment: drains until the run span is out. Snakemake
+/// logs a job's end just after it: gives the log that moment, then names whatever still
+/// waits as best it can. Counted in drains, not by the clock: a paused VM must not cut the
+/// wait short.
+async fn drain_to_the_end(
+    pipe: &mut Pipeline,
+    events: &mut Events,
+    buf: &mut Vec<crate::event::Event>,
+    usage_wait: Duration,
+) {
+    let drain_every = events.drain_every();
+    let grace = usage_wait.max(Duration::from_secs(2));
+    let mut drains = 0u32;
+    loop {
+        let bad = events.drain_now(buf);
+        pipe.ingest(buf, bad);
+        drains += 1;
+        let late = drain_every * drains > grace;
+        if late {
+            pipe.poll(true);
+        }
+        if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
+            break;
+        }
+        tokio::time::sleep(drain_every).await;
+    }
+}
+
+/// What the last lines say beside the tree: processes without figures, what was stopped or
+/// still runs, and how long it took.
+struct Ending {
+    usage_missing: u64,
+    still_running: usize,
+    stopped: super::stop::Outcome,
+    wall: Duration,
+}
+
+/// The end of a run on the terminal: the tree, the table and where the data went; without
+/// the summary (`--no-summary`), still where the data went and what was lost.
+fn print_end(
+    cfg: &Config,
+    summary: Option<&crate::export::summary::Summary>,
+    delivery: &Delivery,
+    end: &Ending,
+) {
+    let Some(s) = summary else {
+        let mut text = String::new();
+        delivery.render(&mut text);
+        eprint!("{text}");
+        return;
+    };
+    let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
+    let text = s.render(tasks, tools, end.wall, delivery);
+    eprint!("\n{text}");
+    if end.usage_missing > 0 {
+        eprintln!(
+            "pipetrace: {} processes have no resource figures: the kernel's record of their \
+             exit was lost (see the lost-event count above)",
+            end.usage_missing
+        );
+    }
+    match end.stopped.describe() {
+        Some(line) => eprintln!("{line}"),
+        None if end.still_running > 0 => eprintln!(
+            "pipetrace: {} processes of the run still run (started in the background, they \
+             outlived the command); not exported",
+            end.still_running
+        ),
+        None => {}
+    }
+}
+
 fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathBuf {
     if let Some(p) = &cfg.report.path {
         return p.clone();
