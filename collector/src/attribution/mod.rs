@@ -105,7 +105,7 @@ impl TaskInfo {
 #[derive(Clone, Debug)]
 pub struct RunInfo {
     pub name: String,
-    pub engine: String,
+    pub engine: engines::EngineKind,
     pub tasks: u32,
     pub failed: u32,
     /// What makes runs the same pipeline (history is kept per key).
@@ -117,7 +117,7 @@ pub struct RunInfo {
 /// The engine's helpers of one run, summed.
 #[derive(Clone, Debug, Default)]
 pub struct EngineInfo {
-    pub engine: String,
+    pub engine: engines::EngineKind,
     pub helpers: u32,
     pub failed: u32,
     pub start_ns: u64,

@@ -50,7 +50,7 @@ impl Attributor {
         let mut out = Vec::new();
         // The engine may have learnt the run's names from its records since it started.
         if let Some(run) = self.runs.get(&root.key)
-            && run.info.engine != "rule"
+            && run.info.engine != super::engines::EngineKind::Rule
         {
             info.name = run.adapter.pipeline_name();
             info.label = run.adapter.run_label();
@@ -108,7 +108,7 @@ impl Attributor {
         h.info.end_ns = h.info.end_ns.max(end);
         h.info.helpers += 1;
         h.info.failed += u32::from(p.exit.as_ref().is_some_and(|e| e.code() != 0));
-        h.info.engine = run.info.engine.clone();
+        h.info.engine = run.info.engine;
     }
 
     /// Counts an ended process in its task's roll-up, or its run's once the task is done.

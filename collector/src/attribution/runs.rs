@@ -5,7 +5,7 @@ use std::{collections::HashMap, time::SystemTime};
 
 use super::{
     Attributor, EngineRun, Helpers, Membership, Mode, ProcKey, Role, Run, RunInfo, engines,
-    engines::generic::Generic,
+    engines::{EngineKind, generic::Generic},
 };
 use crate::{
     accounting::Rollup,
@@ -34,7 +34,7 @@ impl Attributor {
         }
         let info = RunInfo {
             name: adapter.pipeline_name(),
-            engine: adapter.engine().to_string(),
+            engine: adapter.engine(),
             tasks: 0,
             failed: 0,
             key: adapter.pipeline_key(),
@@ -119,11 +119,11 @@ impl Attributor {
                 let Some(run) = self.runs.get_mut(&parent.key) else {
                     return;
                 };
-                if run.info.engine != "command" || run.info.tasks > 0 {
+                if run.info.engine != EngineKind::Command || run.info.tasks > 0 {
                     return;
                 }
                 run.adapter = (engine.start)(image, started);
-                run.info.engine = run.adapter.engine().to_string();
+                run.info.engine = run.adapter.engine();
                 run.info.name = run.adapter.pipeline_name();
                 run.info.key = run.adapter.pipeline_key();
             }
@@ -148,16 +148,16 @@ impl Attributor {
         let Some(run) = self.runs.get_mut(&key) else {
             return;
         };
-        if run.info.tasks > 0 || run.info.engine == "rule" {
+        if run.info.tasks > 0 || run.info.engine == EngineKind::Rule {
             return;
         }
         let adapter: Box<dyn EngineRun> = match engine {
-            Some(e) if e.name != run.info.engine => (e.start)(image, started),
-            None if run.info.engine == "command" => Box::new(Generic::command(image)),
+            Some(e) if e.kind != run.info.engine => (e.start)(image, started),
+            None if run.info.engine == EngineKind::Command => Box::new(Generic::command(image)),
             _ => return,
         };
         run.info.name = adapter.pipeline_name();
-        run.info.engine = adapter.engine().to_string();
+        run.info.engine = adapter.engine();
         run.info.key = adapter.pipeline_key();
         run.adapter = adapter;
     }
@@ -181,7 +181,7 @@ impl Attributor {
         match (shared, self.runs.get_mut(&job)) {
             (Some(shared), Some(run)) if run.info.tasks == 0 => {
                 run.info.name = adapter.pipeline_name();
-                run.info.engine = adapter.engine().to_string();
+                run.info.engine = adapter.engine();
                 run.info.key = adapter.pipeline_key();
                 run.adapter = adapter;
                 run.shared = true;
@@ -199,7 +199,7 @@ impl Attributor {
     pub(super) fn under_scheduler(&self, run: ProcKey) -> bool {
         self.runs
             .get(&run)
-            .is_some_and(|r| matches!(r.info.engine.as_str(), "slurm" | "argo"))
+            .is_some_and(|r| r.info.engine.is_scheduler())
     }
 }
 

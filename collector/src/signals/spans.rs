@@ -178,7 +178,7 @@ impl SpanBuilder {
         };
         a.extend([
             KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(p.key)),
-            KeyValue::new(attr::RUN_ENGINE, info.engine.clone()),
+            KeyValue::new(attr::RUN_ENGINE, info.engine.as_str()),
             KeyValue::new(attr::RUN_TASKS, info.tasks as i64),
             KeyValue::new(attr::RUN_TASKS_FAILED, info.failed as i64),
         ]);

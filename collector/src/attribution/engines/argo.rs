@@ -64,8 +64,8 @@ impl ArgoStep {
 }
 
 impl EngineRun for ArgoStep {
-    fn engine(&self) -> &str {
-        "argo"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Argo
     }
 
     fn pipeline_name(&self) -> String {

@@ -8,7 +8,7 @@ use crate::{
 };
 
 pub struct Generic {
-    engine: &'static str,
+    engine: super::EngineKind,
     name: String,
     key: String,
     /// The program the run's root runs (an interpreter probing itself is no task).
@@ -21,18 +21,18 @@ impl Generic {
     pub fn command(image: &Image) -> Self {
         let name =
             naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
-        Self::new("command", name, image)
+        Self::new(super::EngineKind::Command, name, image)
     }
 
     /// A process a run rule matched, named by the rule's template.
     pub fn rule(name: String, image: &Image) -> Self {
-        Self::new("rule", name, image)
+        Self::new(super::EngineKind::Rule, name, image)
     }
 
-    fn new(engine: &'static str, name: String, image: &Image) -> Self {
+    fn new(engine: super::EngineKind, name: String, image: &Image) -> Self {
         let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
         let argv = image.argv.join("\u{1f}");
-        let key = digest(&[engine, &argv, cwd.as_deref().unwrap_or("")]);
+        let key = digest(&[engine.as_str(), &argv, cwd.as_deref().unwrap_or("")]);
         Self {
             engine,
             name: naming::clean_name(&name),
@@ -45,7 +45,7 @@ impl Generic {
 }
 
 impl EngineRun for Generic {
-    fn engine(&self) -> &str {
+    fn engine(&self) -> super::EngineKind {
         self.engine
     }
 

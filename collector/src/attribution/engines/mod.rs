@@ -18,6 +18,53 @@ use std::time::SystemTime;
 use super::TaskInfo;
 use crate::tree::{Image, Proc};
 
+/// What runs a run (`pipetrace.run.engine`): an engine pipetrace models, a scheduler whose
+/// job or workflow is the run, or no engine at all (a plain command, a run rule's match).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// The command given to `pipetrace run`, with no engine of its own.
+    #[default]
+    Command,
+    /// A process a `run_rules` entry matched.
+    Rule,
+    Snakemake,
+    Cwltool,
+    Nextflow,
+    Prefect,
+    /// A Slurm job no engine runs.
+    Slurm,
+    /// An Argo workflow.
+    Argo,
+}
+
+impl EngineKind {
+    /// As `pipetrace.run.engine` and `attribution.engines` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Command => "command",
+            Self::Rule => "rule",
+            Self::Snakemake => "snakemake",
+            Self::Cwltool => "cwltool",
+            Self::Nextflow => "nextflow",
+            Self::Prefect => "prefect",
+            Self::Slurm => "slurm",
+            Self::Argo => "argo",
+        }
+    }
+
+    /// A scheduler's run (a Slurm job, an Argo workflow), whose processes may run an
+    /// engine of their own.
+    pub fn is_scheduler(self) -> bool {
+        matches!(self, Self::Slurm | Self::Argo)
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a process that is in a run but in no task yet is, decided at its exec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
@@ -62,7 +109,7 @@ pub struct Shared {
 /// One run of one engine.
 pub trait EngineRun: Send {
     /// The engine's name (`pipetrace.run.engine`).
-    fn engine(&self) -> &str;
+    fn engine(&self) -> EngineKind;
     /// What users call the pipeline (`cicd.pipeline.name`).
     fn pipeline_name(&self) -> String;
     /// What makes two runs the same pipeline, for history: the same key, the same pipeline.
@@ -128,6 +175,7 @@ pub trait EngineRun: Send {
 /// An engine: how to recognise its process, and how to follow one of its runs.
 pub struct Engine {
     pub name: &'static str,
+    pub kind: EngineKind,
     /// Whether an exec (its program, or an interpreter's script) runs this engine.
     pub recognises: fn(tool: &str, image: &Image) -> bool,
     pub start: fn(image: &Image, started: SystemTime) -> Box<dyn EngineRun>,

@@ -29,6 +29,7 @@ use crate::{
 
 pub const ENGINE: Engine = Engine {
     name: "nextflow",
+    kind: super::EngineKind::Nextflow,
     recognises: |tool, _| tool == "nextflow" || tool == ".command.run",
     start,
 };
@@ -172,8 +173,8 @@ fn parse_header<'a>(lines: impl Iterator<Item = &'a str>) -> Option<TaskInfo> {
 }
 
 impl EngineRun for Nextflow {
-    fn engine(&self) -> &str {
-        "nextflow"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Nextflow
     }
 
     fn pipeline_name(&self) -> String {

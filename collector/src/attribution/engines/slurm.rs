@@ -63,8 +63,8 @@ impl SlurmJob {
 }
 
 impl EngineRun for SlurmJob {
-    fn engine(&self) -> &str {
-        "slurm"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Slurm
     }
 
     fn pipeline_name(&self) -> String {
@@ -130,8 +130,8 @@ impl SlurmClient {
 }
 
 impl EngineRun for SlurmClient {
-    fn engine(&self) -> &str {
-        "slurm"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Slurm
     }
 
     fn pipeline_name(&self) -> String {

@@ -21,6 +21,7 @@ use crate::{
 
 pub const ENGINE: Engine = Engine {
     name: "cwltool",
+    kind: super::EngineKind::Cwltool,
     // `cwl-runner` is the standard's generic name; Debian links it to cwltool.
     recognises: |tool, _| tool == "cwltool" || tool == "cwl-runner",
     start,
@@ -139,8 +140,8 @@ impl Cwltool {
 }
 
 impl EngineRun for Cwltool {
-    fn engine(&self) -> &str {
-        "cwltool"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Cwltool
     }
 
     fn pipeline_name(&self) -> String {

@@ -26,6 +26,7 @@ use crate::{
 
 pub const ENGINE: Engine = Engine {
     name: "prefect",
+    kind: super::EngineKind::Prefect,
     // Recognised by the server it starts (see `is_server`), not by its own command line.
     recognises: |_, _| false,
     start,
@@ -142,8 +143,8 @@ impl Prefect {
 }
 
 impl EngineRun for Prefect {
-    fn engine(&self) -> &str {
-        "prefect"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Prefect
     }
 
     fn pipeline_name(&self) -> String {

@@ -32,6 +32,7 @@ use crate::{
 
 pub const ENGINE: Engine = Engine {
     name: "snakemake",
+    kind: super::EngineKind::Snakemake,
     recognises: |tool, _| tool == "snakemake",
     start,
 };
@@ -197,8 +198,8 @@ fn unnamed(p: &Proc) -> TaskInfo {
 }
 
 impl EngineRun for Snakemake {
-    fn engine(&self) -> &str {
-        "snakemake"
+    fn engine(&self) -> super::EngineKind {
+        super::EngineKind::Snakemake
     }
 
     fn pipeline_name(&self) -> String {
