@@ -101,10 +101,11 @@ impl MetricsExporter {
                     };
                 }
                 if let Some(o) = outbox.as_ref() {
-                    o.push(Batch {
+                    let batch = Batch {
                         items: 1,
                         body: req.encode_to_vec().into(),
-                    });
+                    };
+                    o.push(batch).await;
                 }
             }
         });

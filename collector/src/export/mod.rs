@@ -165,10 +165,11 @@ impl Exporter {
                         let req = ExportTraceServiceRequest {
                             resource_spans: group_spans_by_resource_and_scope(spans, &schema),
                         };
-                        o.push(otlp::Batch {
+                        let batch = otlp::Batch {
                             items: n,
                             body: req.encode_to_vec().into(),
-                        });
+                        };
+                        o.push(batch).await;
                     }
                 }
                 if closed {

@@ -47,6 +47,9 @@ struct State {
 
 pub struct Outbox {
     state: Mutex<State>,
+    /// A spool is open: its file work runs on tokio's blocking threads, never on the async
+    /// workers that also read the kernel's events.
+    spooling: bool,
     wake: Notify,
     max_bytes: u64,
     pub stats: Arc<OutboxStats>,
@@ -73,6 +76,7 @@ impl Next {
 impl Outbox {
     pub fn new(max_bytes: u64, spool: Option<Spool>) -> Self {
         Self {
+            spooling: spool.is_some(),
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 bytes: 0,
@@ -89,18 +93,41 @@ impl Outbox {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn push(&self, batch: Batch) {
+    /// Queues a batch; past the bound it goes to the spool (written on a blocking thread)
+    /// or is dropped and counted.
+    pub async fn push(self: &Arc<Self>, batch: Batch) {
+        let Some(batch) = self.queue_or_return(batch) else {
+            return;
+        };
+        // No room in memory, and a spool: written there on a blocking thread.
+        let me = self.clone();
+        let spooled = tokio::task::spawn_blocking(move || {
+            let mut st = me.lock();
+            me.overflow(&mut st, &batch);
+        });
+        if spooled.await.is_err() {
+            log::error!("the spool's writer failed; that batch is lost");
+        }
+    }
+
+    /// Queues the batch if it fits, or counts it dropped when there is no spool; else hands
+    /// it back for the spool.
+    fn queue_or_return(&self, batch: Batch) -> Option<Batch> {
         let mut st = self.lock();
         let len = batch.body.len() as u64;
         if st.bytes + len > self.max_bytes && !st.queue.is_empty() {
+            if self.spooling {
+                return Some(batch);
+            }
             self.overflow(&mut st, &batch);
-            return;
+            return None;
         }
         st.bytes += len;
         self.stats.queued_bytes.store(st.bytes, Relaxed);
         st.queue.push_back(Arc::new(batch));
         drop(st);
         self.wake.notify_one();
+        None
     }
 
     /// A batch with no room in memory: to the spool, or dropped and counted.
@@ -175,13 +202,34 @@ impl Outbox {
         }
     }
 
+    /// What to send next, read from the spool on a blocking thread when there is one.
+    async fn next_batch(self: &Arc<Self>) -> Result<Option<Next>, ()> {
+        if !self.spooling {
+            return self.next();
+        }
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.next())
+            .await
+            .unwrap_or(Err(()))
+    }
+
+    /// A batch went (or failed for good): forgotten, its spool file removed on a blocking
+    /// thread.
+    async fn sent(self: &Arc<Self>, next: Next) {
+        if !self.spooling {
+            return self.done(&next);
+        }
+        let me = self.clone();
+        let _ = tokio::task::spawn_blocking(move || me.done(&next)).await;
+    }
+
     /// Sends until closed and empty. Retryable failures wait and try the same batch again.
     pub async fn run_sender(self: Arc<Self>, client: Client, retry: Retry) {
         let mut backoff = Backoff::new(&retry);
         let mut failing = false;
         loop {
             let woken = self.wake.notified();
-            let next = match self.next() {
+            let next = match self.next_batch().await {
                 Err(()) => return,
                 Ok(None) => {
                     woken.await;
@@ -197,7 +245,7 @@ impl Outbox {
                         log::warn!("OTLP export to {} works again", client.url());
                     }
                     backoff.reset();
-                    self.done(&next);
+                    self.sent(next).await;
                 }
                 Err(e) if e.retryable && retry.enabled => {
                     let wait = backoff.next(e.retry_after);
@@ -219,7 +267,7 @@ impl Outbox {
                         e.message
                     );
                     self.stats.failed.fetch_add(b.items, Relaxed);
-                    self.done(&next);
+                    self.sent(next).await;
                 }
             }
         }
