@@ -59,6 +59,31 @@ pub fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `.snakemake/metadata`: each record with the output it is of (its file name is the output
+/// path, URL-safe base64, long ones split into `@` folders; checked to decode).
+pub fn metadata(workdir: &Path) -> Vec<(String, serde_json::Value)> {
+    let meta = workdir.join(".snakemake/metadata");
+    let mut out = Vec::new();
+    let mut stack = vec![meta.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let rel = (p.strip_prefix(&meta).unwrap().to_string_lossy()).replace(['/', '@'], "");
+            let output = base64::engine::general_purpose::URL_SAFE
+                .decode(rel)
+                .expect("metadata file names are base64 of the output");
+            out.push((String::from_utf8(output).unwrap(), json));
+        }
+    }
+    out
+}
+
 /// What Snakemake recorded of a run in `workdir`.
 #[derive(Debug, Default)]
 pub struct Records {
@@ -76,30 +101,10 @@ pub struct Records {
 impl Records {
     pub fn read(workdir: &Path) -> Self {
         let mut r = Records::default();
-        let meta = workdir.join(".snakemake/metadata");
-        let mut stack = vec![meta.clone()];
-        while let Some(dir) = stack.pop() {
-            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                    continue;
-                }
-                let json: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-                let rule = json["rule"].as_str().unwrap().to_string();
-                let cmd = json["shellcmd"].as_str().map(normalize);
-                // The file name is the output path (URL-safe base64), checked to decode.
-                let rel: String = p
-                    .strip_prefix(&meta)
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace(['/', '@'], "");
-                base64::engine::general_purpose::URL_SAFE
-                    .decode(rel)
-                    .expect("metadata file names are base64 of the output");
-                r.metadata.push((rule, cmd));
-            }
+        for (_output, json) in metadata(workdir) {
+            let rule = json["rule"].as_str().unwrap().to_string();
+            let cmd = json["shellcmd"].as_str().map(normalize);
+            r.metadata.push((rule, cmd));
         }
         let logs = std::fs::read_dir(workdir.join(".snakemake/log")).expect("the run's log");
         let log = logs.flatten().map(|e| e.path()).max().expect("a log file");

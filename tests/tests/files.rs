@@ -4,11 +4,10 @@
 //! the default and the filters on commands of our own.
 use std::{collections::BTreeSet, path::Path};
 
-use base64::Engine as _;
 use pipetrace_e2e::{
     Agent, pipetrace, read_jsonl,
     receiver::Receiver,
-    snakemake::{Version, corpus},
+    snakemake::{self, Version, corpus},
     spans::{RecvSpan, Trace, Val},
     stderr,
 };
@@ -24,40 +23,17 @@ struct Job {
 }
 
 fn metadata(workdir: &Path) -> Vec<Job> {
-    let meta = workdir.join(".snakemake/metadata");
-    let mut out = Vec::new();
-    let mut stack = vec![meta.clone()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let json: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            // The file name is the output path, URL-safe base64 (long ones split by '@').
-            let rel = p
-                .strip_prefix(&meta)
-                .unwrap()
-                .to_string_lossy()
-                .replace(['/', '@'], "");
-            let output = base64::engine::general_purpose::URL_SAFE
-                .decode(rel)
-                .unwrap();
-            let inputs = json["input"].as_array().cloned().unwrap_or_default();
-            out.push(Job {
-                rule: json["rule"].as_str().unwrap().to_string(),
-                output: String::from_utf8(output).unwrap(),
-                inputs: inputs
-                    .iter()
-                    .filter_map(|i| i.as_str().map(String::from))
-                    .collect(),
-            });
-        }
-    }
-    assert!(!out.is_empty(), "Snakemake recorded its jobs");
-    out
+    let jobs: Vec<Job> = (snakemake::metadata(workdir).into_iter())
+        .map(|(output, json)| Job {
+            rule: json["rule"].as_str().unwrap().to_string(),
+            output,
+            inputs: (json["input"].as_array().into_iter().flatten())
+                .filter_map(|i| i.as_str().map(String::from))
+                .collect(),
+        })
+        .collect();
+    assert!(!jobs.is_empty(), "Snakemake recorded its jobs");
+    jobs
 }
 
 fn list(s: &RecvSpan, key: &str) -> Vec<String> {

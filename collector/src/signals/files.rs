@@ -14,22 +14,32 @@ fn count(key: &'static str, n: u64, out: &mut Vec<KeyValue>) {
     out.push(KeyValue::new(key, i64::try_from(n).unwrap_or(i64::MAX)));
 }
 
+/// Two lists of paths with their counts, each only when it holds any.
+fn pair(
+    keys: [(&'static str, &'static str); 2],
+    sets: [(Vec<String>, u64); 2],
+    r: &Redactor,
+    out: &mut Vec<KeyValue>,
+) {
+    for ((list_key, count_key), (paths, n)) in keys.into_iter().zip(sets) {
+        if n > 0 {
+            list(list_key, &paths, r, out);
+            count(count_key, n, out);
+        }
+    }
+}
+
 /// A tool's files: read (and never written by it) and written. Nothing when it opened none
 /// that are kept.
 pub fn tool_attrs(files: Option<&Files>, r: &Redactor, out: &mut Vec<KeyValue>) {
     let Some(f) = files.filter(|f| !f.is_empty()) else {
         return;
     };
-    let (read, n_read) = f.inputs();
-    let (written, n_written) = f.outputs();
-    if n_read > 0 {
-        list(attr::FILES_READ, &read, r, out);
-        count(attr::FILES_READ_COUNT, n_read, out);
-    }
-    if n_written > 0 {
-        list(attr::FILES_WRITTEN, &written, r, out);
-        count(attr::FILES_WRITTEN_COUNT, n_written, out);
-    }
+    let keys = [
+        (attr::FILES_READ, attr::FILES_READ_COUNT),
+        (attr::FILES_WRITTEN, attr::FILES_WRITTEN_COUNT),
+    ];
+    pair(keys, [f.inputs(), f.outputs()], r, out);
 }
 
 /// A task's inputs (read by its processes, written by none) and outputs (written).
@@ -37,14 +47,9 @@ pub fn task_attrs(files: &Files, r: &Redactor, out: &mut Vec<KeyValue>) {
     if files.is_empty() {
         return;
     }
-    let (inputs, n_in) = files.inputs();
-    let (outputs, n_out) = files.outputs();
-    if n_in > 0 {
-        list(attr::TASK_INPUTS, &inputs, r, out);
-        count(attr::TASK_INPUTS_COUNT, n_in, out);
-    }
-    if n_out > 0 {
-        list(attr::TASK_OUTPUTS, &outputs, r, out);
-        count(attr::TASK_OUTPUTS_COUNT, n_out, out);
-    }
+    let keys = [
+        (attr::TASK_INPUTS, attr::TASK_INPUTS_COUNT),
+        (attr::TASK_OUTPUTS, attr::TASK_OUTPUTS_COUNT),
+    ];
+    pair(keys, [files.inputs(), files.outputs()], r, out);
 }
