@@ -178,6 +178,36 @@ pub fn request(
         temporality,
         now: nanos(now),
     };
+    let points = points_of(table);
+    let mut metrics = counters(&b, &points, measured);
+    metrics.extend(memory(&b, &points, now));
+    metrics.extend(task_gauges(&b, limits, tasks, now));
+    // Before any series exists a metric would have no points; the OTel SDK leaves such out.
+    metrics.retain(|m| match &m.data {
+        Some(Data::Sum(x)) => !x.data_points.is_empty(),
+        Some(Data::Gauge(x)) => !x.data_points.is_empty(),
+        _ => true,
+    });
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource.clone()),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "pipetrace".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..Default::default()
+                }),
+                metrics,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+/// Every series, the live ones in key order, then those retired since the last export
+/// (their final point, flagged stale).
+fn points_of(table: &Table) -> Vec<Point<'_>> {
     let mut keys: Vec<&SeriesKey> = table.series.keys().collect();
     keys.sort();
     let mut points: Vec<Point> = keys
@@ -193,12 +223,18 @@ pub fn request(
         series,
         stale: true,
     }));
+    points
+}
+
+/// The counters: CPU, disk I/O, run-queue delay, OOM kills, and what this kernel measures
+/// (network bytes, block-I/O waits).
+fn counters(b: &Builder, points: &[Point], measured: Measured) -> Vec<Metric> {
     let mut metrics = vec![
         b.counter(
             metric::PROCESS_CPU_TIME,
             "s",
             "CPU seconds",
-            &points,
+            points,
             &[
                 (attr::CPU_MODE, "user", |c| c.cpu_user_ns),
                 (attr::CPU_MODE, "system", |c| c.cpu_system_ns),
@@ -209,7 +245,7 @@ pub fn request(
             metric::PROCESS_DISK_IO,
             "By",
             "Bytes read from and written to storage",
-            &points,
+            points,
             &[
                 (attr::DISK_IO_DIRECTION, "read", |c| c.disk_read_bytes),
                 (attr::DISK_IO_DIRECTION, "write", |c| c.disk_write_bytes),
@@ -220,7 +256,7 @@ pub fn request(
             metric::RUN_QUEUE_DELAY,
             "s",
             "Seconds runnable but waiting for a CPU",
-            &points,
+            points,
             &[("", "", |c| c.run_delay_ns)],
             true,
         ),
@@ -229,7 +265,7 @@ pub fn request(
         metric::OOM_KILLS,
         "{kill}",
         "Processes the OOM killer ended",
-        &points,
+        points,
         &[("", "", |c| c.oom_kills)],
         false,
     ));
@@ -238,7 +274,7 @@ pub fn request(
             metric::PROCESS_NETWORK_IO,
             "By",
             "Bytes sent and received on IPv4/IPv6 sockets",
-            &points,
+            points,
             &[
                 (attr::NETWORK_IO_DIRECTION, "transmit", |c| c.net_tx_bytes),
                 (attr::NETWORK_IO_DIRECTION, "receive", |c| c.net_rx_bytes),
@@ -251,11 +287,17 @@ pub fn request(
             metric::DISK_WAIT_TIME,
             "s",
             "Seconds waiting for block I/O",
-            &points,
+            points,
             &[("", "", |c| c.disk_wait_ns)],
             true,
         ));
     }
+    metrics
+}
+
+/// Resident memory now (an up-down counter) and the interval's peak.
+fn memory(b: &Builder, points: &[Point], now: SystemTime) -> Vec<Metric> {
+    let mut metrics = Vec::with_capacity(2);
     // Up-down counters stay cumulative under a delta preference (as the OTel SDK does).
     let usage: Vec<NumberDataPoint> = points
         .iter()
@@ -281,6 +323,17 @@ pub fn request(
         "Highest resident-memory high-water mark in the interval",
         peaks,
     ));
+    metrics
+}
+
+/// Per (pipeline, task): the cgroup's memory limit, and the tasks running and stalled now.
+fn task_gauges(
+    b: &Builder,
+    limits: &HashMap<(String, String), u64>,
+    tasks: TaskCounts,
+    now: SystemTime,
+) -> Vec<Metric> {
+    let mut metrics = Vec::new();
     if !limits.is_empty() {
         let mut limits: Vec<_> = limits.iter().collect();
         limits.sort();
@@ -323,27 +376,7 @@ pub fn request(
         g.unit = "{task}".into();
         metrics.push(g);
     }
-    // Before any series exists a metric would have no points; the OTel SDK leaves such out.
-    metrics.retain(|m| match &m.data {
-        Some(Data::Sum(x)) => !x.data_points.is_empty(),
-        Some(Data::Gauge(x)) => !x.data_points.is_empty(),
-        _ => true,
-    });
-    ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(resource.clone()),
-            scope_metrics: vec![ScopeMetrics {
-                scope: Some(InstrumentationScope {
-                    name: "pipetrace".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                    ..Default::default()
-                }),
-                metrics,
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }],
-    }
+    metrics
 }
 
 fn gauge(name: &str, description: &str, data_points: Vec<NumberDataPoint>) -> Metric {
