@@ -444,7 +444,7 @@ async fn agent_started_mid_run_picks_it_up_from_proc() {
     std::fs::write(
         dir.path().join("Snakefile"),
         "rule all:\n    input: \"done.txt\"\n\n\
-         rule slow:\n    output: \"slow.txt\"\n    shell: \"sleep 3 && echo slow > {output}\"\n\n\
+         rule slow:\n    output: \"slow.txt\"\n    shell: \"sleep 8 && echo slow > {output}\"\n\n\
          rule after:\n    input: \"slow.txt\"\n    output: \"done.txt\"\n    shell: \"sort {input} > {output}\"\n",
     )
     .unwrap();
@@ -455,7 +455,8 @@ async fn agent_started_mid_run_picks_it_up_from_proc() {
         .spawn()
         .expect("snakemake");
     // Wait until the slow job's sleep runs (in this pipeline's directory: other tests run
-    // their own sleeps), then start the agent.
+    // their own sleeps), then start the agent: the sleep outlasts an agent's start on a
+    // loaded machine (seconds, with a debug build beside two busy CPUs).
     pipetrace_e2e::wait_for_process(dir.path(), "sleep");
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
     assert!(snakemake.wait().unwrap().success());

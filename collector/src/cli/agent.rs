@@ -5,14 +5,40 @@ use anyhow::Context;
 use pipetrace_config::Config;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::run::{Prepared, pipeline, prepare};
+use super::{
+    run::{Prepared, pipeline, prepare},
+    serve::Core,
+};
 use crate::{
     attribution::{Attributor, Mode},
+    pipeline::Pipeline,
     status::{AgentLock, AgentStatus},
 };
 
 /// Where the one-agent lock lives when no state directory is configured.
 const RUNTIME_DIR: &str = "/run/pipetrace";
+
+/// The agent's figures in its log, every minute.
+fn log_figures(pipe: &Pipeline, lost: u64, mexp: &crate::export::metrics::MetricsExporter) {
+    let f = pipe.agent_figures(lost, &mexp.stats);
+    log::info!(
+        "{} events, {} processes known, {} in runs; lost {} kernel events, dropped {} spans, \
+         {} failed, {} spooled; metric exports {} dropped, {} failed, {} spooled; {} export \
+         retries, {} bytes queued",
+        pipe.events,
+        f.processes_known,
+        f.processes_tracked,
+        f.lost_events,
+        f.spans_dropped,
+        f.export_failures,
+        f.spans_spooled,
+        f.metric_exports_dropped,
+        f.metric_exports_failed,
+        f.metric_exports_spooled,
+        f.export_retries,
+        f.export_queue_bytes
+    );
+}
 
 pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     // One agent per state directory (per node with the default): refused before anything
@@ -30,7 +56,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     };
     let Prepared {
         host,
-        mut events,
+        events,
         taps,
         builder,
     } = prepare(cfg)?;
@@ -63,8 +89,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             .unwrap_or_default()
     );
     let mut tick = tokio::time::interval(Duration::from_secs(60));
-    let mut poll = tokio::time::interval(Duration::from_millis(250));
-    let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
     let mut status_tick = tokio::time::interval(Duration::from_secs(2));
     let mode = if events.is_polling() {
         "procfs"
@@ -77,30 +101,31 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         .or(dest.file.as_ref().map(|f| f.display().to_string()))
         .unwrap_or_default();
     let state_dir = cfg.diagnosis.state_dir.clone();
-    let net = |pid| taps.accumulated(pid);
-    let mut buf = Vec::new();
     let mut watcher = crate::live::Watcher::default();
+    let mut core = Core::new(
+        pipe,
+        events,
+        (&taps, &mexp),
+        cfg,
+        Duration::from_millis(250),
+    );
     loop {
-        tokio::select! {
-            r = events.next_batch(&mut buf) => {
-                pipe.ingest(&mut buf, r.context("reading kernel events")?);
+        let next = core.serve(async {
+            tokio::select! {
+                _ = status_tick.tick() => Some(true),
+                _ = tick.tick() => Some(false),
+                _ = term.recv() => None,
+                _ = int.recv() => None,
             }
-            _ = poll.tick() => {
-                pipe.poll(false);
-                pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
-            }
-            // Samples for stalls even when metrics are off; exports only when on.
-            _ = metrics_tick.tick() => {
-                if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
-                    mexp.send(req);
-                }
-            }
-            _ = status_tick.tick() => {
+        });
+        match next.await? {
+            Some(true) => {
+                let (pipe, lost) = (&mut core.pipe, taps.lost_events());
                 if crate::status::runs_wanted() {
                     crate::status::write_runs(&pipe.live_now(&mut watcher));
                 }
-                let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
-                let status = AgentStatus::new(mode, target.clone(), f);
+                let status =
+                    AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost, &mexp.stats));
                 status.register(state_dir.as_deref());
                 if let Some(dir) = state_dir.as_deref()
                     && let Err(e) = status.write(dir)
@@ -108,30 +133,16 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                     log::debug!("cannot write the agent status to {}: {e}", dir.display());
                 }
             }
-            _ = tick.tick() => {
-                let f = pipe.agent_figures(taps.lost_events(), &mexp.stats);
-                log::info!(
-                    "{} events, {} processes known, {} in runs; lost {} kernel events, dropped \
-                     {} spans, {} failed, {} spooled; metric exports {} dropped, {} failed, {} \
-                     spooled; {} export retries, {} bytes queued",
-                    pipe.events, f.processes_known, f.processes_tracked, f.lost_events,
-                    f.spans_dropped, f.export_failures, f.spans_spooled,
-                    f.metric_exports_dropped, f.metric_exports_failed, f.metric_exports_spooled,
-                    f.export_retries, f.export_queue_bytes
-                );
-            }
-            _ = term.recv() => break,
-            _ = int.recv() => break,
+            Some(false) => log_figures(&core.pipe, taps.lost_events(), &mexp),
+            None => break,
         }
     }
     AgentStatus::unregister();
     // Records may wait up to a tick without waking us: take them before stopping.
-    let bad = events.drain_now(&mut buf);
-    pipe.ingest(&mut buf, bad);
-    pipe.poll(true);
-    if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
-        mexp.send(req);
-    }
+    core.drain_now();
+    core.pipe.poll(true);
+    core.export_metrics();
+    let Core { pipe, .. } = core;
     let (events, lost, bad) = (pipe.events, taps.lost_events(), pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let at_exit = pipe.usage_at_exit;

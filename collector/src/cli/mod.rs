@@ -6,6 +6,7 @@ mod doctor;
 mod forward;
 mod report_cmd;
 mod run;
+mod serve;
 mod stop;
 mod top;
 mod view;

@@ -24,6 +24,8 @@ use crate::{
     source::{Events, Taps},
 };
 
+use super::serve::Core;
+
 /// Bad input from the user: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -152,7 +154,7 @@ pub async fn run(
     };
     let Prepared {
         host,
-        mut events,
+        events,
         taps,
         builder,
     } = prepare(cfg)?;
@@ -192,53 +194,51 @@ pub async fn run(
     )?;
     // The summary also feeds the HTML report: kept whenever either is wanted.
     let keep = print_summary || cfg.report.html;
-    let mut pipe =
+    let pipe =
         pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
-
-    let mut buf = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut metrics_tick = tokio::time::interval(cfg.metrics.interval);
+    let mut core = Core::new(
+        pipe,
+        events,
+        (&taps, &mexp),
+        cfg,
+        Duration::from_millis(200),
+    );
     let mut view_tick = tokio::time::interval(Duration::from_secs(1));
-    let net = |pid| taps.accumulated(pid);
     let status = loop {
-        tokio::select! {
-            r = events.next_batch(&mut buf) => {
-                pipe.ingest(&mut buf, r.context("reading kernel events")?);
+        let next = core.serve(async {
+            tokio::select! {
+                _ = view_tick.tick(), if view.is_some() => None,
+                st = child.wait() => Some(st),
             }
-            _ = tick.tick() => {
-                pipe.poll(false);
-                pipe.enforce_memory_limit(cfg.export.memory_limit.as_u64(), &mexp);
-            }
-            // Samples for stalls even when metrics are off; exports only when on.
-            _ = metrics_tick.tick() => {
-                if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
-                    mexp.send(req);
-                }
-            }
-            _ = view_tick.tick(), if view.is_some() => {
-                let now = pipe.live_now(&mut watcher).into_iter().next().unwrap_or_default();
+        });
+        match next.await? {
+            None => {
+                let now = core.pipe.live_now(&mut watcher).into_iter().next();
                 if let Some(v) = view.as_mut() {
-                    v.draw(&crate::live::lines(&now, usize::MAX, live_tasks));
+                    v.draw(&crate::live::lines(
+                        &now.unwrap_or_default(),
+                        usize::MAX,
+                        live_tasks,
+                    ));
                 }
             }
-            st = child.wait() => {
+            Some(st) => {
                 let st = st.context("waiting for the command")?;
                 forwarder.reaped();
-                pipe.known_exit(root_pid, st.into_raw() as u32);
+                core.pipe.known_exit(root_pid, st.into_raw() as u32);
                 break st;
             }
         }
     };
     drop(view);
     let stopped = match forwarder.stop_requested() {
-        true => stop_the_rest(&mut pipe, &mut events, &mut buf, how.keep_running).await,
+        true => stop_the_rest(&mut core, how.keep_running).await,
         false => super::stop::Outcome::default(),
     };
-    drain_to_the_end(&mut pipe, &mut events, &mut buf, cfg.probes.usage_wait).await;
+    drain_to_the_end(&mut core, cfg.probes.usage_wait).await;
     // The run's final figures, exact for every process that ended.
-    if let Some(req) = pipe.metrics_tick(&net, taps.lost_events(), &mexp.stats) {
-        mexp.send(req);
-    }
+    core.export_metrics();
+    let Core { pipe, .. } = core;
     let usage_missing = pipe.usage_missing;
     let wall = started.elapsed();
     let lost = Loss {
@@ -319,24 +319,18 @@ fn spawn(
 /// logs a job's end just after it: gives the log that moment, then names whatever still
 /// waits as best it can. Counted in drains, not by the clock: a paused VM must not cut the
 /// wait short.
-async fn drain_to_the_end(
-    pipe: &mut Pipeline,
-    events: &mut Events,
-    buf: &mut Vec<crate::event::Event>,
-    usage_wait: Duration,
-) {
-    let drain_every = events.drain_every();
+async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
+    let drain_every = core.events.drain_every();
     let grace = usage_wait.max(Duration::from_secs(2));
     let mut drains = 0u32;
     loop {
-        let bad = events.drain_now(buf);
-        pipe.ingest(buf, bad);
+        core.drain_now();
         drains += 1;
         let late = drain_every * drains > grace;
         if late {
-            pipe.poll(true);
+            core.pipe.poll(true);
         }
-        if (pipe.runs_finished > 0 && pipe.attr.pending() == 0) || late {
+        if (core.pipe.runs_finished > 0 && core.pipe.attr.pending() == 0) || late {
             break;
         }
         tokio::time::sleep(drain_every).await;
@@ -402,20 +396,11 @@ pub(super) fn write_report(path: &Path, spans: &[crate::report::ReportSpan]) -> 
 /// pipetrace was told to stop and the command's root has ended: stops what else of the run
 /// still runs (SIGTERM, then SIGKILL after [`super::stop::TERM_GRACE`]) while taking in
 /// their ends, or with `keep_running` leaves them and says so.
-async fn stop_the_rest(
-    pipe: &mut crate::pipeline::Pipeline,
-    events: &mut crate::source::Events,
-    buf: &mut Vec<crate::event::Event>,
-    keep_running: bool,
-) -> super::stop::Outcome {
+async fn stop_the_rest(core: &mut Core<'_>, keep_running: bool) -> super::stop::Outcome {
     use super::stop::{Outcome, TERM_GRACE, signal_all, still_running};
-    let every = events.drain_every();
-    let mut drain = |pipe: &mut crate::pipeline::Pipeline| {
-        let bad = events.drain_now(buf);
-        pipe.ingest(buf, bad);
-    };
-    drain(pipe);
-    let left = still_running(pipe);
+    let every = core.events.drain_every();
+    core.drain_now();
+    let left = still_running(&core.pipe);
     if keep_running {
         return Outcome {
             left_running: left.iter().map(|k| k.pid).collect(),
@@ -425,17 +410,17 @@ async fn stop_the_rest(
     let terminated = signal_all(&left, libc::SIGTERM);
     // Counted in drains, not by the clock: a paused VM must not cut the grace short.
     let mut waited = Duration::ZERO;
-    while waited < TERM_GRACE && !still_running(pipe).is_empty() {
+    while waited < TERM_GRACE && !still_running(&core.pipe).is_empty() {
         tokio::time::sleep(every).await;
         waited += every;
-        drain(pipe);
+        core.drain_now();
     }
-    let killed = signal_all(&still_running(pipe), libc::SIGKILL);
+    let killed = signal_all(&still_running(&core.pipe), libc::SIGKILL);
     let mut waited = Duration::ZERO;
-    while killed > 0 && waited < Duration::from_secs(2) && !still_running(pipe).is_empty() {
+    while killed > 0 && waited < Duration::from_secs(2) && !still_running(&core.pipe).is_empty() {
         tokio::time::sleep(every).await;
         waited += every;
-        drain(pipe);
+        core.drain_now();
     }
     Outcome {
         terminated,
