@@ -65,13 +65,19 @@ fn judge(workdir: &Path, spans: &[RecvSpan]) {
             .collect();
         assert_eq!(tasks.len(), 1, "one {} task wrote {}", job.rule, job.output);
         let task = tasks[0];
-        let writer = (trace.tools().into_iter())
+        let tools: Vec<&RecvSpan> = (trace.tools().into_iter())
             .filter(|t| trace.task_of(t).is_some_and(|k| k.span_id == task.span_id))
-            .find(|t| {
-                list(t, attr::FILES_WRITTEN)
-                    .iter()
-                    .any(|w| relative(w, workdir) == job.output)
-            });
+            .collect();
+        // Each input on the tool that read it (the FASTQ on bwa, the BAM on samtools).
+        for input in list(task, attr::TASK_INPUTS) {
+            let on_tool = (tools.iter()).any(|t| list(t, attr::FILES_READ).contains(&input));
+            assert!(on_tool, "{}: which tool read {input}?", task.name);
+        }
+        let writer = (tools.iter()).find(|t| {
+            list(t, attr::FILES_WRITTEN)
+                .iter()
+                .any(|w| relative(w, workdir) == job.output)
+        });
         // A shell builtin's redirection (`printf ... > out`) is the task's own process.
         let own = task.str(attr::PROCESS_COMMAND_LINE).contains(&job.output);
         assert!(
