@@ -171,15 +171,21 @@ pub struct ProcSnapshot {
     pub cwd: Option<PathBuf>,
 }
 
-/// Fields 4 (ppid) and 22 (starttime) of /proc/PID/stat; comm may hold spaces and ')'.
-pub fn parse_stat(stat: &str) -> Option<(String, u32, u64)> {
+/// A /proc/PID/stat line's comm and the fields after it, from field 3 (state) on; comm may
+/// hold spaces and ')'.
+pub fn stat_fields(stat: &str) -> Option<(&str, Vec<&str>)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?.to_string();
-    let rest: Vec<&str> = stat.get(close + 2..)?.split(' ').collect();
+    let comm = stat.get(open + 1..close)?;
+    Some((comm, stat.get(close + 2..)?.split(' ').collect()))
+}
+
+/// Fields 4 (ppid) and 22 (starttime) of /proc/PID/stat.
+pub fn parse_stat(stat: &str) -> Option<(String, u32, u64)> {
+    let (comm, rest) = stat_fields(stat)?;
     let ppid = rest.get(1)?.parse().ok()?;
     let start = rest.get(19)?.parse().ok()?;
-    Some((comm, ppid, start))
+    Some((comm.to_string(), ppid, start))
 }
 
 pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {

@@ -66,12 +66,12 @@ fn look(sid: u32, uid: u32, started: i64) -> Option<u64> {
     None
 }
 
-/// The session a process belongs to, from its stat line (after the command's `)`).
+/// The session a process belongs to (field 6 of its stat line).
 fn session_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
+    let (_, fields) = crate::host::stat_fields(&stat)?;
     // state, ppid, pgrp, session
-    rest.split_whitespace().nth(3)?.parse().ok()
+    fields.get(3)?.parse().ok()
 }
 
 /// `squeue` of the user's jobs, any state: id, session, batch flag, submit time.
