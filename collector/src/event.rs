@@ -73,8 +73,6 @@ pub enum Event {
         path: String,
         /// `open(2)` flags.
         flags: u32,
-        /// The directory a relative path is relative to (`AT_FDCWD`: the working directory).
-        dfd: i32,
     },
     /// A fatal signal was delivered to thread `target`.
     Signal {
@@ -209,7 +207,6 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 key,
                 path: String::from_utf8_lossy(&e.path[..n]).into_owned(),
                 flags: e.flags,
-                dfd: e.dfd,
             })
         }
         other => Err(DecodeError::Kind(other)),
@@ -272,26 +269,18 @@ mod tests {
                 start_ns: 40_000_000,
             },
             flags: 0o1101,
-            dfd: -100,
             path_len: 0,
-            _pad: 0,
             path: [0; pipetrace_probes_common::OPEN_PATH_LEN],
         };
         let p = b"results/A.bam";
         e.path[..p.len()].copy_from_slice(p);
         e.path_len = p.len() as u32;
         let ev = decode(&bytes_of(&e)).unwrap();
-        let Event::Open {
-            key,
-            path,
-            flags,
-            dfd,
-        } = ev
-        else {
+        let Event::Open { key, path, flags } = ev else {
             panic!("not open")
         };
         assert_eq!((key.pid, key.start_ticks), (9, 4));
-        assert_eq!((path.as_str(), flags, dfd), ("results/A.bam", 0o1101, -100));
+        assert_eq!((path.as_str(), flags), ("results/A.bam", 0o1101));
     }
 
     #[test]

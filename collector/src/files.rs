@@ -10,8 +10,6 @@ use std::{
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-/// `openat`'s directory argument meaning "the working directory".
-pub const AT_FDCWD: i32 = -100;
 const O_ACCMODE: u32 = 3;
 const O_WRONLY: u32 = 1;
 const O_RDWR: u32 = 2;

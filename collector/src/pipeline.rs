@@ -348,9 +348,7 @@ impl Pipeline {
                 let sender = (sender_pid, sender_comm);
                 self.signalled(target, time_ns, sig, code, sender);
             }
-            Event::Open {
-                key, path, flags, ..
-            } => self.opened(key, &path, flags),
+            Event::Open { key, path, flags } => self.opened(key, &path, flags),
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.
                 if !self.awaiting.reported(key, usage) {

@@ -204,7 +204,6 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         tp_signal_code: signal("code"),
         tp_signal_pid: signal("pid"),
         tp_signal_result: signal("result"),
-        tp_openat_dfd: openat("dfd"),
         tp_openat_filename: openat("filename"),
         tp_openat_flags: openat("flags"),
         tp_openat_ret: tracepoint_field(&open_exit, "ret").unwrap_or(ABSENT),

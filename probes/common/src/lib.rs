@@ -203,11 +203,8 @@ pub struct OpenEvent {
     pub header: EventHeader,
     /// `open(2)` flags as passed (access mode in the low two bits).
     pub flags: u32,
-    /// The directory descriptor it was relative to (`AT_FDCWD` = -100: the working directory).
-    pub dfd: i32,
     /// Valid bytes in `path` before its NUL (the path was cut when it fills the buffer).
     pub path_len: u32,
-    pub _pad: u32,
     pub path: [u8; OPEN_PATH_LEN],
 }
 
@@ -218,7 +215,7 @@ pub struct Opening {
     /// The user-space address of the path.
     pub path: u64,
     pub flags: u32,
-    pub dfd: i32,
+    pub _pad: u32,
 }
 
 #[repr(C)]
@@ -343,7 +340,6 @@ pub struct KernelOffsets {
     pub tp_signal_pid: u32,
     pub tp_signal_result: u32,
     /// syscalls:sys_enter_openat / sys_exit_openat record fields (from tracefs).
-    pub tp_openat_dfd: u32,
     pub tp_openat_filename: u32,
     pub tp_openat_flags: u32,
     pub tp_openat_ret: u32,

@@ -31,14 +31,10 @@ pub fn sys_enter_openat(ctx: TracePointContext) -> u32 {
         return 0;
     }
     let path: u64 = unsafe { ctx.read_at(o.tp_openat_filename as usize) }.unwrap_or(0);
-    let dfd: u64 = match o.tp_openat_dfd {
-        ABSENT => 0,
-        at => unsafe { ctx.read_at(at as usize) }.unwrap_or(0),
-    };
     let opening = Opening {
         path,
         flags: flags as u32,
-        dfd: dfd as i32,
+        _pad: 0,
     };
     let _ = OPENING.insert(&bpf_get_current_pid_tgid(), &opening, 0);
     0
@@ -69,8 +65,6 @@ pub fn sys_exit_openat(ctx: TracePointContext) -> u32 {
             start_ns: task::process_start(task::current(), o),
         };
         (*ev).flags = opening.flags;
-        (*ev).dfd = opening.dfd;
-        (*ev)._pad = 0;
         (*ev).path_len = 0;
         let src = opening.path as *const u8;
         if let Ok(s) = bpf_probe_read_user_str_bytes(src, &mut (*ev).path) {
