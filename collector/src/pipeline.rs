@@ -201,26 +201,6 @@ impl Pipeline {
             .opened(&key, &path, access, self.files.max_per_tool);
     }
 
-    /// Whether `key` may be the first process of a Slurm step: slurmstepd (or its forked
-    /// task starter) started it, or it or its parent is outside what this agent sees (an
-    /// agent scoped to the step).
-    fn may_start_step(&self, key: &ProcKey) -> bool {
-        // Not seen before its exec: it entered what this agent watches (its scope) here.
-        let Some(p) = self.tree.get(key) else {
-            return true;
-        };
-        match p.parent.and_then(|k| self.tree.get(&k)) {
-            None => true,
-            Some(q) => match &q.image {
-                Some(i) => {
-                    crate::attribution::naming::program_name(&i.path, &i.argv) == "slurmstepd"
-                        || i.argv.first().is_some_and(|a| a.starts_with("slurmstepd:"))
-                }
-                None => q.comm.starts_with("slurmstepd"),
-            },
-        }
-    }
-
     /// The pid of `pid`'s nearest ancestor still running in the same cgroup (by the
     /// kernel's unified id; the tree's view).
     fn running_ancestor(&self, pid: u32) -> Option<u32> {

@@ -371,7 +371,12 @@ impl Attributor {
                     argv: e.argv.clone(),
                     ..Default::default()
                 };
-                engines::detect(&self.engines, &image).is_some() || !self.run_rules.is_empty()
+                // A step's first process: its directory may say what it is (a Nextflow
+                // task's); one not seen before its exec entered an agent's scope here.
+                let step_start = (tree.get(&e.key)).is_none_or(|p| runs::started_by_stepd(tree, p));
+                engines::detect(&self.engines, &image).is_some()
+                    || !self.run_rules.is_empty()
+                    || step_start
             }
         }
     }
@@ -380,16 +385,14 @@ impl Attributor {
     /// `srun` or `salloc` in no run (so in no job) of a node agent. Its job is what the
     /// caller then asks Slurm for ([`Self::set_client_allocation`]).
     pub fn creates_allocation(&self, tree: &Tree, key: ProcKey) -> bool {
-        let Some(image) = tree.get(&key).and_then(|p| p.image.as_ref()) else {
+        let Some(p) = tree.get(&key) else {
             return false;
         };
-        let in_job = (tree.get(&key))
-            .and_then(|p| p.container.as_ref())
-            .is_some_and(|c| c.slurm.is_some());
+        let in_job = (p.container.as_ref()).is_some_and(|c| c.slurm.is_some());
         matches!(self.mode, Mode::Agent)
             && !self.members.contains_key(&key)
             && !in_job
-            && engines::slurm::allocates(image)
+            && p.image.as_ref().is_some_and(engines::slurm::allocates)
     }
 
     /// The job allocation client `key` created, as Slurm will name it.

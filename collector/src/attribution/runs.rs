@@ -225,7 +225,13 @@ pub(super) fn first_of_step<'a>(
     p: &'a crate::tree::Proc,
 ) -> Option<&'a crate::containers::SlurmStep> {
     let step = p.container.as_ref()?.slurm.as_ref()?;
-    let by_stepd = match p.parent.and_then(|k| tree.get(&k)) {
+    started_by_stepd(tree, p).then_some(step)
+}
+
+/// Whether slurmstepd started `p` (or, for an agent scoped to a step, its parent is
+/// outside what the agent sees): it may be the first process of a Slurm step.
+pub(super) fn started_by_stepd(tree: &crate::tree::Tree, p: &crate::tree::Proc) -> bool {
+    match p.parent.and_then(|k| tree.get(&k)) {
         None => true,
         Some(q) => match q.image.as_ref() {
             Some(i) => {
@@ -235,6 +241,5 @@ pub(super) fn first_of_step<'a>(
             // A forked slurmstepd that has not exec'd: the step's task starter.
             None => q.comm.starts_with("slurmstepd"),
         },
-    };
-    by_stepd.then_some(step)
+    }
 }

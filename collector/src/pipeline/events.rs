@@ -19,8 +19,7 @@ impl Pipeline {
         let stepd = parent
             .filter(|(_, p)| *p == "slurmstepd")
             .map(|(pid, _)| pid);
-        // A step's first process: its directory may say what it is (a Nextflow task's).
-        let cwd = (self.may_start_step(&e.key) || self.attr.wants_cwd(&self.tree, &e))
+        let cwd = (self.attr.wants_cwd(&self.tree, &e))
             .then(|| host::cwd(e.key.pid))
             .flatten();
         let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id) || by_runtime;
