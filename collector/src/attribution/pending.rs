@@ -30,15 +30,23 @@ impl Attributor {
     /// Runs that learnt since their identity on every node (an `srun` whose job Slurm has
     /// named) without a process starting: named alike from here on, what they held released.
     fn newly_shared(&mut self) {
-        let found: Vec<(ProcKey, super::engines::Shared)> = (self.runs.iter_mut())
+        let unshared: Vec<ProcKey> = (self.runs.iter())
             .filter(|(_, r)| !r.shared)
-            .filter_map(|(k, r)| {
-                let s = r.adapter.shared()?;
-                r.shared = true;
-                Some((*k, s))
-            })
+            .map(|(k, _)| *k)
             .collect();
-        for (run, shared) in found {
+        for run in unshared {
+            self.share_if_named(run);
+        }
+    }
+
+    /// Run `run` learnt what names it on every node: its spans are built in that trace
+    /// from here on, and what it held goes out.
+    pub(super) fn share_if_named(&mut self, run: ProcKey) {
+        let Some(r) = self.runs.get_mut(&run).filter(|r| !r.shared) else {
+            return;
+        };
+        if let Some(shared) = r.adapter.shared() {
+            r.shared = true;
             self.shares.push((run, shared));
             self.release(run);
         }

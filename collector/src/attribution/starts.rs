@@ -33,13 +33,7 @@ impl Attributor {
             }
             None => run.adapter.classify(p, image, place),
         };
-        if !run.shared
-            && let Some(shared) = run.adapter.shared()
-        {
-            run.shared = true;
-            self.shares.push((run_key, shared));
-            self.release(run_key);
-        }
+        self.share_if_named(run_key);
         let Some(run) = self.runs.get_mut(&run_key) else {
             return;
         };

@@ -51,7 +51,8 @@ struct Nextflow {
 
 fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
     let script = command_run(image);
-    start_task(image, script.as_deref())
+    let task = script.as_deref().and_then(read_task);
+    start_task(image, script.as_deref().zip(task))
 }
 
 /// A Slurm batch script that is a task's `.command.run` (Nextflow submits it with
@@ -59,18 +60,19 @@ fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
 /// run of that task on this node.
 pub fn under_batch(image: &Image) -> Option<Box<dyn EngineRun>> {
     let script = image.cwd.as_ref()?.join(".command.run");
-    read_task(&script)?;
-    Some(start_task(image, Some(&script)))
+    let task = read_task(&script)?;
+    Some(start_task(image, Some((&script, task))))
 }
 
-fn start_task(image: &Image, script: Option<&Path>) -> Box<dyn EngineRun> {
+/// A head (`task` None), or the run of one task whose `.command.run` is `script`.
+fn start_task(image: &Image, task: Option<(&Path, TaskInfo)>) -> Box<dyn EngineRun> {
     let args = image.argv.get(1..).unwrap_or(&[]);
-    let task_root = script.and_then(read_task);
-    let launch = match (&task_root, script) {
+    let launch = match &task {
         // <launch>/<work>/<2 hex>/<30 hex>/.command.run
-        (Some(_), Some(s)) => s.ancestors().nth(4).map(Path::to_path_buf),
-        _ => image.cwd.clone(),
+        Some((s, _)) => s.ancestors().nth(4).map(Path::to_path_buf),
+        None => image.cwd.clone(),
     };
+    let task_root = task.map(|(_, t)| t);
     let pipeline = match &task_root {
         Some(t) => format!("nextflow task {}", t.name),
         None => args
