@@ -74,14 +74,14 @@ impl Pipeline {
         builder: SpanBuilder,
         exporter: Exporter,
         metrics: Metrics,
-        summary: bool,
+        summary: Option<Summary>,
     ) -> Self {
         Self {
             tree: Tree::default(),
             attr,
             builder,
             exporter,
-            summary: summary.then(|| Summary::new(30, 8)),
+            summary,
             events: 0,
             unknown_exits: 0,
             runs_finished: 0,
@@ -137,15 +137,6 @@ impl Pipeline {
     /// Watches only the processes in `cgroup` and below it (`probes.scope_cgroup`).
     pub fn with_scope(mut self, cgroup: Option<String>) -> Self {
         self.scope = crate::scope::Scope::new(cgroup);
-        self
-    }
-
-    /// How much of the trace the end-of-run tree shows (`summary.max_tasks`,
-    /// `summary.max_tools_per_task`): what the summary keeps of it.
-    pub fn with_summary_limits(mut self, max_tasks: usize, max_tools: usize) -> Self {
-        if self.summary.is_some() {
-            self.summary = Some(Summary::new(max_tasks, max_tools));
-        }
         self
     }
 

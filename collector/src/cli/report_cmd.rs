@@ -27,7 +27,7 @@ pub fn run(file: &Path, html: Option<&Path>) -> i32 {
     let path = html
         .map(Path::to_path_buf)
         .unwrap_or_else(|| crate::export::paths::report_beside(file));
-    match super::run::write_report(&path, &spans) {
+    match super::run::write_report(&path, &crate::report::html(&spans)) {
         Ok(()) => {
             eprintln!("pipetrace: report written to {}", path.display());
             0

@@ -77,10 +77,12 @@ pub(super) fn pipeline(
         &resource(cfg, host),
         cfg.diagnosis.stall_after,
     );
+    let summary = summary.then(|| {
+        crate::export::summary::Summary::new(cfg.summary.max_tasks, cfg.summary.max_tools_per_task)
+    });
     let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_history(History::new(&cfg.diagnosis))
-        .with_summary_limits(cfg.summary.max_tasks, cfg.summary.max_tools_per_task)
         .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
     Ok(pipe)
@@ -261,9 +263,7 @@ pub async fn run(
         (Some(s), true) => {
             let path = report_path(cfg, dest.file.as_deref(), cwd);
             let html = crate::report::html_of_run(&s.report, &s.table, s.report_omitted);
-            let written = std::fs::write(&path, html)
-                .with_context(|| format!("cannot write the report {}", path.display()));
-            Some(written.map(|()| path))
+            Some(write_report(&path, &html).map(|()| path))
         }
         _ => None,
     };
@@ -388,8 +388,8 @@ fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathB
     crate::export::paths::report_beside(traces.unwrap_or(&default_file(cwd)))
 }
 
-pub(super) fn write_report(path: &Path, spans: &[crate::report::ReportSpan]) -> anyhow::Result<()> {
-    std::fs::write(path, crate::report::html(spans))
+pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {
+    std::fs::write(path, html)
         .with_context(|| format!("cannot write the report {}", path.display()))
 }
 

@@ -241,10 +241,15 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
 /// The report page of one run whose per-task table was summed as its spans came
 /// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts.
 pub fn render_run(spans: &[ReportSpan], table: &Table, omitted: u64) -> String {
+    one_run(spans, Some(table), omitted)
+}
+
+/// The page of one run, named by it; `summed` and `omitted` as for [`section`].
+fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64) -> String {
     let title = (spans.iter().find(|s| s.kind == Kind::Run))
         .map_or("pipetrace report".to_string(), |r| r.name.clone());
     let mut out = head(&title);
-    section(spans, Some(table), &mut out);
+    section(spans, summed, &mut out);
     if omitted > 0 {
         let _ = write!(
             out,
@@ -276,19 +281,11 @@ pub fn render(spans: &[ReportSpan]) -> String {
     let one = spans
         .iter()
         .all(|s| Some(&s.trace) == spans.first().map(|f| &f.trace));
-    let runs = match one {
-        true => Vec::new(),
-        false => super::by_run(spans),
-    };
-    let title = match runs.len() {
-        0 => (spans.iter().find(|s| s.kind == Kind::Run))
-            .map_or("pipetrace report".to_string(), |r| r.name.clone()),
-        n => format!("pipetrace report: {n} runs"),
-    };
-    let mut out = head(&title);
     if one {
-        section(spans, None, &mut out);
+        return one_run(spans, None, 0);
     }
+    let runs = super::by_run(spans);
+    let mut out = head(&format!("pipetrace report: {} runs", runs.len()));
     for run in &runs {
         let name = (run.iter().find(|s| s.kind == Kind::Run))
             .map_or("run (no run span)", |r| r.name.as_str());
