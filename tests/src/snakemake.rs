@@ -31,6 +31,24 @@ pub struct Case {
     pub exit: i32,
 }
 
+impl Case {
+    /// A fresh copy of the case's folder, in a directory named after it.
+    pub fn copy(&self) -> tempfile::TempDir {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", self.name))
+            .tempdir()
+            .unwrap();
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(format!("{}/.", self.dir.display()))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        dir
+    }
+}
+
 /// Every workflow of the corpus.
 pub fn corpus() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/snakemake");

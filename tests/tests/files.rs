@@ -145,15 +145,7 @@ fn varcall() -> (tempfile::TempDir, Vec<String>) {
     let case = (corpus().into_iter())
         .find(|c| c.name == "varcall")
         .expect("the corpus has the variant-calling workflow");
-    let dir = tempfile::tempdir().unwrap();
-    let cp = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(format!("{}/.", case.dir.display()))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(cp.success());
-    (dir, case.args)
+    (case.copy(), case.args)
 }
 
 fn varcall_under_run(v: Version) {

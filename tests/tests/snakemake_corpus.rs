@@ -146,26 +146,10 @@ fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
     }
 }
 
-/// A fresh copy of the case's folder.
-fn copy_of(case: &Case) -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{}-", case.name))
-        .tempdir()
-        .unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(format!("{}/.", case.dir.display()))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    dir
-}
-
 fn under_run(v: Version) {
     let _load = pipetrace_e2e::CpuLoad::start();
     for case in corpus() {
-        let dir = copy_of(&case);
+        let dir = case.copy();
         let file = dir.path().join("trace.otlp.jsonl");
         let out = pipetrace()
             .args(["run", "--output"])
@@ -191,7 +175,7 @@ async fn under_agent(v: Version) {
     let rx = Receiver::start().await;
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
     for case in corpus() {
-        let dir = copy_of(&case);
+        let dir = case.copy();
         let status = std::process::Command::new(v.program())
             .args(&case.args)
             .current_dir(dir.path())
