@@ -18,7 +18,7 @@ test: setup lint fuzz-smoke
 	$(CARGO) build -p pipetrace
 	$(CARGO) nextest run
 
-# cargo-fuzz targets (tests/fuzz): config parsing, argv and /proc decoding, kernel event
+# cargo-fuzz targets (tests/fuzz): config parsing, argv splitting and redaction, kernel event
 # decoding. `make test` runs each for FUZZ_SECONDS; run longer with e.g. FUZZ_SECONDS=3600.
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS = config argv events

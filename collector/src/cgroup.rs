@@ -3,10 +3,10 @@
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
-use crate::accounting::Allocation;
+use crate::{accounting::Allocation, host::Host};
 
 /// v1 memory "limits" at or above this mean no limit.
 const V1_UNLIMITED: u64 = 1 << 60;
@@ -19,17 +19,17 @@ const CACHE_FOR: Duration = Duration::from_secs(10);
 /// [`CACHE_FOR`].
 #[derive(Default)]
 pub struct Limits {
-    mounts: Option<(Instant, String)>,
-    by_membership: HashMap<String, (Instant, Option<f64>, Option<u64>)>,
+    /// Read at (the host's uptime).
+    mounts: Option<(Duration, String)>,
+    by_membership: HashMap<String, (Duration, Option<f64>, Option<u64>)>,
 }
 
 impl Limits {
     /// The allocation of process `pid` now. A process already gone gets the host's CPUs.
-    pub fn allocation(&mut self, pid: u32) -> Allocation {
-        let online = online_cpus();
-        let affinity = affinity(pid).unwrap_or(online);
-        let membership = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-        let (quota, memory_limit) = self.limits(membership);
+    pub fn allocation(&mut self, host: &dyn Host, pid: u32) -> Allocation {
+        let online = host.online_cpus();
+        let affinity = host.affinity(pid).unwrap_or(online);
+        let (quota, memory_limit) = self.limits(host, membership(host, pid));
         let (cpus, source) = match quota {
             Some(q) if q < f64::from(affinity) => (q, "cgroup.cpu.max"),
             _ if affinity < online => (f64::from(affinity), "cpuset"),
@@ -39,45 +39,44 @@ impl Limits {
             cpus,
             source,
             memory_limit,
+            host_cpus: online,
         }
     }
 
-    fn limits(&mut self, membership: String) -> (Option<f64>, Option<u64>) {
+    fn limits(&mut self, host: &dyn Host, membership: String) -> (Option<f64>, Option<u64>) {
+        let now = host.uptime();
+        let young = |at: &Duration| now.saturating_sub(*at) < CACHE_FOR;
         if let Some((at, q, m)) = self.by_membership.get(&membership)
-            && at.elapsed() < CACHE_FOR
+            && young(at)
         {
             return (*q, *m);
         }
-        let fresh = self
-            .mounts
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < CACHE_FOR);
-        if !fresh {
-            let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-            self.mounts = Some((Instant::now(), text));
+        if !self.mounts.as_ref().is_some_and(|(at, _)| young(at)) {
+            self.mounts = Some((now, mountinfo(host)));
         }
         let mounts = self.mounts.as_ref().map(|(_, m)| m.as_str()).unwrap_or("");
-        let dirs = |controller: &str| cgroup_dirs(&membership, mounts, controller);
+        let dirs = |controller: &str| cgroup_dirs(host, &membership, mounts, controller);
         let quota = dirs("cpu")
             .iter()
-            .filter_map(|d| cpu_quota(d))
+            .filter_map(|d| cpu_quota(host, d))
             .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.min(q))));
-        let memory = dirs("memory").iter().filter_map(|d| memory_limit(d)).min();
+        let memory = (dirs("memory").iter())
+            .filter_map(|d| memory_limit(host, d))
+            .min();
         if self.by_membership.len() > 4096 {
             self.by_membership.clear();
         }
-        self.by_membership
-            .insert(membership, (Instant::now(), quota, memory));
+        self.by_membership.insert(membership, (now, quota, memory));
         (quota, memory)
     }
 }
 
 /// The memory cgroup of `pid` (path within its hierarchy) and its limit, if any.
-pub fn memory_cgroup(pid: u32) -> (Option<String>, Option<u64>) {
-    let membership = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let dirs = cgroup_dirs(&membership, &mounts, "memory");
-    let limit = dirs.iter().filter_map(|d| memory_limit(d)).min();
+pub fn memory_cgroup(host: &dyn Host, pid: u32) -> (Option<String>, Option<u64>) {
+    let membership = membership(host, pid);
+    let mounts = mountinfo(host);
+    let dirs = cgroup_dirs(host, &membership, &mounts, "memory");
+    let limit = dirs.iter().filter_map(|d| memory_limit(host, d)).min();
     let path = membership.lines().find_map(|l| {
         let mut f = l.splitn(3, ':');
         let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
@@ -93,7 +92,7 @@ pub fn online_cpus() -> u32 {
     n.max(1) as u32
 }
 
-fn affinity(pid: u32) -> Option<u32> {
+pub fn affinity(pid: u32) -> Option<u32> {
     // SAFETY: a zeroed cpu_set_t is valid; the kernel fills at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::sched_getaffinity(pid as i32, size_of::<libc::cpu_set_t>(), &mut set) };
@@ -103,7 +102,12 @@ fn affinity(pid: u32) -> Option<u32> {
 
 /// The process's cgroup directory for `controller` and every ancestor up to the mount,
 /// innermost first: a limit anywhere above applies too.
-pub fn cgroup_dirs(membership: &str, mountinfo: &str, controller: &str) -> Vec<PathBuf> {
+pub fn cgroup_dirs(
+    host: &dyn Host,
+    membership: &str,
+    mountinfo: &str,
+    controller: &str,
+) -> Vec<PathBuf> {
     for line in membership.lines() {
         let mut f = line.splitn(3, ':');
         let (Some(_), Some(ctrls), Some(path)) = (f.next(), f.next(), f.next()) else {
@@ -130,15 +134,25 @@ pub fn cgroup_dirs(membership: &str, mountinfo: &str, controller: &str) -> Vec<P
             }
         }
         // A v2 line exists on hybrid hosts too; prefer a v1 controller when one is mounted.
-        if !v2 || out.iter().any(|d| has_v2_file(d, controller)) {
+        if !v2 || out.iter().any(|d| has_v2_file(host, d, controller)) {
             return out;
         }
     }
     Vec::new()
 }
 
-fn has_v2_file(dir: &Path, controller: &str) -> bool {
-    dir.join(format!("{controller}.max")).exists()
+fn has_v2_file(host: &dyn Host, dir: &Path, controller: &str) -> bool {
+    host.facts(&dir.join(format!("{controller}.max"))).is_ok()
+}
+
+/// The text of /proc/PID/cgroup ("" for a process gone).
+fn membership(host: &dyn Host, pid: u32) -> String {
+    let path = format!("/proc/{pid}/cgroup");
+    host.read_to_string(Path::new(&path)).unwrap_or_default()
+}
+
+fn mountinfo(host: &dyn Host) -> String {
+    (host.read_to_string(Path::new("/proc/self/mountinfo"))).unwrap_or_default()
 }
 
 /// (mount point, mount root) of the v2 hierarchy or of the v1 one holding `controller`.
@@ -162,8 +176,8 @@ fn mount_of(mountinfo: &str, v2: bool, controller: &str) -> Option<(PathBuf, Str
 }
 
 /// CPUs the quota allows in `dir` (v2 `cpu.max`, v1 `cpu.cfs_quota_us`/`cfs_period_us`).
-pub fn cpu_quota(dir: &Path) -> Option<f64> {
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+pub fn cpu_quota(host: &dyn Host, dir: &Path) -> Option<f64> {
+    let read = |f: &str| host.read_to_string(&dir.join(f)).ok();
     let (quota, period) = match read("cpu.max") {
         Some(v) => {
             let mut w = v.split_whitespace();
@@ -181,9 +195,10 @@ pub fn cpu_quota(dir: &Path) -> Option<f64> {
 }
 
 /// The memory limit in `dir` (v2 `memory.max`, v1 `memory.limit_in_bytes`).
-pub fn memory_limit(dir: &Path) -> Option<u64> {
-    let v = std::fs::read_to_string(dir.join("memory.max"))
-        .or_else(|_| std::fs::read_to_string(dir.join("memory.limit_in_bytes")))
+pub fn memory_limit(host: &dyn Host, dir: &Path) -> Option<u64> {
+    let read = |f: &str| host.read_to_string(&dir.join(f));
+    let v = read("memory.max")
+        .or_else(|_| read("memory.limit_in_bytes"))
         .ok()?;
     v.trim().parse::<u64>().ok().filter(|&b| b < V1_UNLIMITED)
 }
@@ -191,6 +206,7 @@ pub fn memory_limit(dir: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::LiveHost;
 
     const MOUNTS: &str = "\
 35 25 0:30 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
@@ -200,7 +216,7 @@ mod tests {
     #[test]
     fn v1_controller_directories_walk_up_to_the_mount() {
         let membership = "4:memory:/jobs/a\n2:cpu,cpuacct:/\n0::/\n";
-        let dirs = cgroup_dirs(membership, MOUNTS, "memory");
+        let dirs = cgroup_dirs(&LiveHost, membership, MOUNTS, "memory");
         assert_eq!(
             dirs,
             [
@@ -210,7 +226,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            cgroup_dirs(membership, MOUNTS, "cpu"),
+            cgroup_dirs(&LiveHost, membership, MOUNTS, "cpu"),
             [PathBuf::from("/sys/fs/cgroup/cpu,cpuacct")]
         );
     }
@@ -220,11 +236,17 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("cpu.max"), "150000 100000\n").unwrap();
         std::fs::write(d.path().join("memory.max"), "1073741824\n").unwrap();
-        assert_eq!(cpu_quota(d.path()), Some(1.5));
-        assert_eq!(memory_limit(d.path()), Some(1 << 30));
+        assert_eq!(cpu_quota(&LiveHost, d.path()), Some(1.5));
+        assert_eq!(memory_limit(&LiveHost, d.path()), Some(1 << 30));
         std::fs::write(d.path().join("cpu.max"), "max 100000\n").unwrap();
         std::fs::write(d.path().join("memory.max"), "max\n").unwrap();
-        assert_eq!((cpu_quota(d.path()), memory_limit(d.path())), (None, None));
+        assert_eq!(
+            (
+                cpu_quota(&LiveHost, d.path()),
+                memory_limit(&LiveHost, d.path())
+            ),
+            (None, None)
+        );
         let v1 = tempfile::tempdir().unwrap();
         std::fs::write(v1.path().join("cpu.cfs_quota_us"), "-1\n").unwrap();
         std::fs::write(v1.path().join("cpu.cfs_period_us"), "100000\n").unwrap();
@@ -234,14 +256,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (cpu_quota(v1.path()), memory_limit(v1.path())),
+            (
+                cpu_quota(&LiveHost, v1.path()),
+                memory_limit(&LiveHost, v1.path())
+            ),
             (None, None)
         );
     }
 
     #[test]
     fn this_process_has_at_least_one_cpu() {
-        let a = Limits::default().allocation(std::process::id());
+        let a = Limits::default().allocation(&LiveHost, std::process::id());
         assert!(a.cpus >= 0.01, "{a:?}");
     }
 }

@@ -5,7 +5,7 @@ use pipetrace_probes_common::{
     UsageEvent,
 };
 
-use crate::{accounting::Usage, host::NS_PER_TICK};
+use crate::{accounting::Usage, host::ns_per_tick};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
@@ -28,7 +28,7 @@ impl ProcKey {
     pub fn from_ns(pid: u32, start_ns: u64) -> Self {
         Self {
             pid,
-            start_ticks: start_ns / NS_PER_TICK,
+            start_ticks: start_ns / ns_per_tick(),
         }
     }
 }

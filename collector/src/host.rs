@@ -2,7 +2,11 @@
 //! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
 //! process's environment, never asks the network.
 mod cloud;
+#[cfg(test)]
+pub mod fake;
 mod idle;
+mod live;
+pub mod port;
 
 use std::{
     fs,
@@ -12,13 +16,18 @@ use std::{
 
 pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
 pub use idle::IdleClock;
+pub use live::LiveHost;
+pub use port::{FileFacts, Host, SharedHost};
 
 /// OTel `os.type`: the only one pipetrace runs on.
 pub const OS_TYPE: &str = "linux";
 
 /// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
 /// ticks so that a process seen first by the /proc scan and later by the probes is one process.
-pub const NS_PER_TICK: u64 = 1_000_000_000 / 100;
+pub fn ns_per_tick() -> u64 {
+    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NS.get_or_init(|| 1_000_000_000 / procfs::ticks_per_second().max(1))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -132,17 +141,9 @@ fn clock_ns(clock: libc::clockid_t) -> i128 {
     ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
 }
 
-/// The whole host's busy CPU time since boot, in clock ticks ([`clock_ticks_per_s`]).
+/// The whole host's busy CPU time since boot, in clock ticks (USER_HZ).
 pub fn cpu_busy_ticks() -> Result<u64, HostError> {
-    const PATH: &str = "/proc/stat";
-    idle::busy_ticks(&read(PATH)?).ok_or_else(|| HostError::NoCpuTotals { path: PATH.into() })
-}
-
-/// The unit of /proc/stat's CPU times (USER_HZ).
-pub fn clock_ticks_per_s() -> u64 {
-    // SAFETY: sysconf only reads a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
+    live::busy_ticks()
 }
 
 pub fn boottime_ns() -> u64 {
@@ -171,69 +172,59 @@ pub struct ProcSnapshot {
     pub cwd: Option<PathBuf>,
 }
 
-/// A /proc/PID/stat line's comm and the fields after it, from field 3 (state) on; comm may
-/// hold spaces and ')'.
-pub fn stat_fields(stat: &str) -> Option<(&str, Vec<&str>)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?;
-    Some((comm, stat.get(close + 2..)?.split(' ').collect()))
-}
-
-/// Fields 4 (ppid) and 22 (starttime) of /proc/PID/stat.
-pub fn parse_stat(stat: &str) -> Option<(String, u32, u64)> {
-    let (comm, rest) = stat_fields(stat)?;
-    let ppid = rest.get(1)?.parse().ok()?;
-    let start = rest.get(19)?.parse().ok()?;
-    Some((comm.to_string(), ppid, start))
-}
-
 pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (comm, ppid, start_ticks) = parse_stat(&stat)?;
+    let p = procfs::process::Process::new(pid as i32).ok()?;
+    let stat = p.stat().ok()?;
     let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     Some(ProcSnapshot {
         pid,
-        ppid,
-        start_ticks,
-        comm,
-        exe: fs::read_link(format!("/proc/{pid}/exe")).ok(),
+        ppid: u32::try_from(stat.ppid).unwrap_or(0),
+        start_ticks: stat.starttime,
+        comm: stat.comm,
+        exe: p.exe().ok(),
         argv: crate::event::split_argv(&cmdline),
-        cwd: cwd(pid),
+        cwd: p.cwd().ok(),
     })
 }
 
 /// Every process running now (kernel threads have no cmdline and are left out).
 pub fn scan() -> Vec<ProcSnapshot> {
-    let Ok(dir) = fs::read_dir("/proc") else {
+    let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(snapshot)
+    all.filter_map(|p| snapshot(u32::try_from(p.ok()?.pid).ok()?))
         .filter(|p| !p.argv.is_empty())
         .collect()
 }
 
-fn self_status_kib(field: &str) -> Option<u64> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+/// This process's memory now, from its status (KiB).
+fn own_status() -> Option<procfs::process::Status> {
+    procfs::process::Process::myself().ok()?.status().ok()
 }
 
 /// This process's peak resident set (VmHWM), KiB. It counts the kernel ring buffer, which
 /// the kernel maps into the agent.
 pub fn peak_rss_kib() -> Option<u64> {
-    self_status_kib("VmHWM:")
+    own_status()?.vmhwm
 }
 
 /// This process's resident memory now, KiB.
 pub fn rss_kib() -> Option<u64> {
-    self_status_kib("VmRSS:")
+    own_status()?.vmrss
 }
 
 /// This process's private memory now (RssAnon), KiB: its own heap, without the ring buffer.
 pub fn private_rss_kib() -> Option<u64> {
-    self_status_kib("RssAnon:")
+    own_status()?.rssanon
+}
+
+/// The session a running process belongs to.
+pub fn session(pid: u32) -> Option<u32> {
+    let stat = procfs::process::Process::new(pid as i32)
+        .ok()?
+        .stat()
+        .ok()?;
+    u32::try_from(stat.session).ok()
 }
 
 pub fn cwd(pid: u32) -> Option<PathBuf> {
@@ -242,23 +233,12 @@ pub fn cwd(pid: u32) -> Option<PathBuf> {
 
 /// The kernel's page size (memory counters come in pages).
 pub fn page_size() -> u64 {
-    static SIZE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *SIZE.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if n > 0 { n as u64 } else { 4096 }
-    })
+    procfs::page_size()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_with_spaces_and_parens_in_comm() {
-        let s = "42 (a b) c)) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2";
-        assert_eq!(parse_stat(s), Some(("a b) c)".into(), 7, 12345)));
-    }
 
     #[test]
     fn machines_map_to_otel_architectures() {

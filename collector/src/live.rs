@@ -76,7 +76,7 @@ impl Watcher {
     /// earlier runs usually took.
     pub fn look(
         &mut self,
-        attr: &mut Attributor,
+        attr: &Attributor,
         tree: &Tree,
         now_ns: u64,
         read: &dyn Fn(u32) -> Option<Live>,
@@ -140,7 +140,7 @@ impl Watcher {
     /// One running task now, from its processes' sum and its last look.
     fn task_now(
         &mut self,
-        attr: &mut Attributor,
+        attr: &Attributor,
         tree: &Tree,
         now_ns: u64,
         (run, task): (ProcKey, ProcKey),
@@ -151,8 +151,8 @@ impl Watcher {
         let own = root.map(Attributor::tool_of).unwrap_or_default();
         let name = match self.names.get(&task) {
             Some(n) => n.clone(),
-            None => match attr.provisional_task_name(tree, task) {
-                Some(n) => self.names.entry(task).or_insert(n).clone(),
+            None => match attr.running_name(&task) {
+                Some(n) => self.names.entry(task).or_insert(n.to_string()).clone(),
                 None => own.clone(),
             },
         };

@@ -21,8 +21,12 @@ use crate::{
 
 mod events;
 mod now;
+#[cfg(test)]
+mod tests;
 
 pub struct Pipeline {
+    /// Every read of /proc, cgroups, records and clocks: the machine, or a test's fake.
+    host: host::SharedHost,
     pub tree: Tree,
     pub attr: Attributor,
     builder: SpanBuilder,
@@ -51,6 +55,8 @@ pub struct Pipeline {
     /// Exit statuses learnt by waiting for a child (the run's root): polling cannot see them.
     known_exits: HashMap<u32, u32>,
     pub metrics: Metrics,
+    /// Running tasks and tools that stopped making progress.
+    stalls: crate::diagnosis::watch::StallWatch,
     history: History,
     /// Reads what tasks and runs are allowed (cgroups) as they start.
     limits: crate::cgroup::Limits,
@@ -70,6 +76,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn new(
+        host: host::SharedHost,
         attr: Attributor,
         builder: SpanBuilder,
         exporter: Exporter,
@@ -77,6 +84,7 @@ impl Pipeline {
         summary: Option<Summary>,
     ) -> Self {
         Self {
+            host,
             tree: Tree::default(),
             attr,
             builder,
@@ -94,7 +102,14 @@ impl Pipeline {
             procfs: false,
             known_exits: HashMap::new(),
             metrics,
-            history: History::new(&pipetrace_config::Diagnosis::default()),
+            stalls: crate::diagnosis::watch::StallWatch::new(
+                pipetrace_config::Diagnosis::default().stall_after,
+            ),
+            // No history kept until the caller says where (`with_history`).
+            history: History::new(&pipetrace_config::Diagnosis {
+                state_dir: None,
+                ..Default::default()
+            }),
             announced: HashSet::new(),
             limits: crate::cgroup::Limits::default(),
             containers: Default::default(),
@@ -109,7 +124,7 @@ impl Pipeline {
     /// Judges whether the node is idle at every metrics tick (`pipetrace.host.idle`): node
     /// agents only.
     pub fn with_host_idle(mut self, cfg: &pipetrace_config::Host) -> Self {
-        self.idle = Some(host::IdleClock::new(cfg, host::clock_ticks_per_s()));
+        self.idle = Some(host::IdleClock::new(cfg, self.host.ticks_per_s()));
         self
     }
 
@@ -120,9 +135,9 @@ impl Pipeline {
         };
         let worked = self.attr.runs() > 0 || self.runs_finished != self.runs_finished_seen;
         self.runs_finished_seen = self.runs_finished;
-        self.host_idle = match host::cpu_busy_ticks() {
+        self.host_idle = match self.host.cpu_busy_ticks() {
             Ok(busy) => {
-                let at = Duration::from_nanos(host::boottime_ns());
+                let at = Duration::from_nanos(self.host.boottime_ns());
                 Some(clock.observe(at, busy, worked))
             }
             Err(e) => {
@@ -147,9 +162,10 @@ impl Pipeline {
         self
     }
 
-    /// Where task history lives and how it is judged.
-    pub fn with_history(mut self, history: History) -> Self {
-        self.history = history;
+    /// Where task history lives, how it is judged, and when a task is stalled.
+    pub fn with_diagnosis(mut self, cfg: &pipetrace_config::Diagnosis) -> Self {
+        self.history = History::new(cfg);
+        self.stalls = crate::diagnosis::watch::StallWatch::new(cfg.stall_after);
         self
     }
 
@@ -212,10 +228,11 @@ impl Pipeline {
 
     /// Seeds the tree with what runs now, and lets the attribution find runs among it.
     pub fn seed(&mut self) {
-        let mut snap = host::scan();
+        let mut snap = self.host.processes();
         if !self.scope.whole_node() {
-            let (inside, outside): (Vec<_>, Vec<_>) =
-                snap.into_iter().partition(|s| self.scope.holds_pid(s.pid));
+            let (inside, outside): (Vec<_>, Vec<_>) = snap
+                .into_iter()
+                .partition(|s| self.scope.holds_pid(&*self.host, s.pid));
             for s in outside {
                 self.scope.leave_out(crate::event::ProcKey {
                     pid: s.pid,
@@ -235,7 +252,7 @@ impl Pipeline {
         self.tree.seed(snap);
         // Their containers (and Slurm steps) too, as if each had just exec'd.
         for k in &keys {
-            if let Ok(c) = self.containers.of_pid(k.pid) {
+            if let Ok(c) = self.containers.of_pid(&*self.host, k.pid) {
                 self.tree.set_container(k, c);
             }
         }
@@ -247,7 +264,7 @@ impl Pipeline {
     /// runs whose engine traces itself, joined to its trace before any of their spans is built.
     fn take_from_attribution(&mut self) {
         for key in self.attr.take_started() {
-            let a = self.limits.allocation(key.pid);
+            let a = self.limits.allocation(&*self.host, key.pid);
             self.attr.set_allocation(key, a);
         }
         for (run, traceparent) in self.attr.take_joins() {
@@ -270,7 +287,7 @@ impl Pipeline {
 
     pub fn handle(&mut self, ev: Event) {
         self.events += 1;
-        if !self.scope.admit(&ev, &self.tree) {
+        if !self.scope.admit(&*self.host, &ev, &self.tree) {
             return;
         }
         match ev {
@@ -338,7 +355,7 @@ impl Pipeline {
         }
         if let (Some(u), Some(p)) = (usage.as_mut(), self.tree.get(&key)) {
             let end = p.end_ns();
-            let since_boot = p.start_ns.saturating_sub(host::suspended_ns());
+            let since_boot = p.start_ns.saturating_sub(self.host.suspended_ns());
             let dropped = u.drop_impossible_delays(end.saturating_sub(p.start_ns), since_boot);
             self.figures_dropped += u64::from(dropped);
         }
@@ -375,12 +392,14 @@ impl Pipeline {
         metric_export: &crate::export::metrics::MetricStats,
     ) -> Option<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>
     {
-        self.metrics
-            .sample(&mut self.attr, &self.tree, host::boottime_ns(), net);
+        let now = self.host.boottime_ns();
+        self.attr.name_running(&self.tree, now);
+        let parts = (self.metrics).sample(&*self.host, &self.attr, &self.tree, now, net);
+        self.stalls.observe(&self.attr, &self.tree, &parts, now);
         self.announce_started();
         self.observe_idle();
         let figures = self.agent_figures(lost_events, metric_export);
-        self.metrics.collect(&figures)
+        self.metrics.collect(&figures, self.stalls.counts())
     }
 
     /// What the agent lost, dropped, retried and holds now.
@@ -410,7 +429,7 @@ impl Pipeline {
             series_overflowed: self.metrics.overflowed(),
             processes_known: self.tree.len() as u64,
             processes_tracked: self.attr.tracked() as u64,
-            rss_bytes: host::rss_kib().unwrap_or(0) * 1024,
+            rss_bytes: self.host.own_rss_bytes().unwrap_or(0),
             host_idle_s: self.host_idle.map(|d| d.as_secs()),
         }
     }
@@ -422,7 +441,7 @@ impl Pipeline {
         limit_bytes: u64,
         mexp: &crate::export::metrics::MetricsExporter,
     ) {
-        let Some(rss) = host::rss_kib().map(|k| k * 1024) else {
+        let Some(rss) = self.host.own_rss_bytes() else {
             return;
         };
         if rss <= limit_bytes {
@@ -457,7 +476,7 @@ impl Pipeline {
                     run,
                 } => {
                     let end = proc.end_ns();
-                    (usage.stalls, usage.quiet_ns) = self.metrics.take_stalls(proc.key, end);
+                    (usage.stalls, usage.quiet_ns) = self.stalls.take_task(proc.key, end);
                     let pipeline = self.attr.run_key(*run).unwrap_or_default().to_string();
                     let (wall, r) = (
                         end.saturating_sub(proc.start_ns) as f64 / 1e9,
@@ -483,7 +502,7 @@ impl Pipeline {
                 Finished::Engine { .. } => {}
                 Finished::Tool { proc, stalls, .. } => {
                     let end = proc.end_ns();
-                    *stalls = self.metrics.take_tool_stalls(proc.key, end);
+                    *stalls = self.stalls.take_tool(proc.key, end);
                 }
             }
             match &f {

@@ -4,10 +4,12 @@
 //! `pipetrace.collection.mode = procfs`.
 use std::{collections::HashMap, fs, time::Duration};
 
+use procfs::process::Process;
+
 use crate::{
     accounting::Usage,
     event::{Event, Exec, ProcKey},
-    host::{self, NS_PER_TICK},
+    host,
     tree::Exit,
 };
 
@@ -40,66 +42,46 @@ struct Stat {
 }
 
 /// include/linux/sched.h: kernel threads have no command line to wait for.
-const PF_KTHREAD: u64 = 0x0020_0000;
+const PF_KTHREAD: u32 = 0x0020_0000;
 
-fn parse_stat(stat: &str) -> Option<Stat> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?.to_string();
-    let rest: Vec<&str> = stat.get(close + 2..)?.split(' ').collect();
-    // Field N of proc(5) is rest[N - 3].
-    let f = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok());
+fn read_stat(p: &Process) -> Option<Stat> {
+    let st = p.stat().ok()?;
     Some(Stat {
-        comm,
-        ppid: f(4)? as u32,
-        kernel_thread: f(9)? & PF_KTHREAD != 0,
-        minflt: f(10)?,
-        majflt: f(12)?,
-        utime_ticks: f(14)?,
-        stime_ticks: f(15)?,
-        start_ticks: f(22)?,
+        ppid: u32::try_from(st.ppid).ok()?,
+        kernel_thread: st.flags & PF_KTHREAD != 0,
+        minflt: st.minflt,
+        majflt: st.majflt,
+        utime_ticks: st.utime,
+        stime_ticks: st.stime,
+        start_ticks: st.starttime,
+        comm: st.comm,
     })
 }
 
-fn status_kib(status: &str, field: &str) -> u64 {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn io_field(io: &str, field: &str) -> u64 {
-    io.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn sample(pid: u32, stat: &Stat) -> Sample {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+fn sample(p: &Process, stat: &Stat) -> Sample {
+    let status = p.status().ok();
+    let kib =
+        |f: fn(&procfs::process::Status) -> Option<u64>| status.as_ref().and_then(f).unwrap_or(0);
     // Reading another user's io needs ptrace rights; without them those stay 0.
-    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
-    let run_delay_ns = fs::read_to_string(format!("/proc/{pid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0);
+    let io = p.io().ok();
+    let io_field = |f: fn(&procfs::process::Io) -> u64| io.as_ref().map_or(0, f);
+    let ns = host::ns_per_tick();
     let usage = Usage {
-        cpu_user_ns: stat.utime_ticks * NS_PER_TICK,
-        cpu_system_ns: stat.stime_ticks * NS_PER_TICK,
-        maxrss_bytes: status_kib(&status, "VmHWM:") * 1024,
+        cpu_user_ns: stat.utime_ticks * ns,
+        cpu_system_ns: stat.stime_ticks * ns,
+        maxrss_bytes: kib(|s| s.vmhwm) * 1024,
         minor_faults: stat.minflt,
         major_faults: stat.majflt,
-        voluntary_switches: status_kib(&status, "voluntary_ctxt_switches:"),
-        involuntary_switches: status_kib(&status, "nonvoluntary_ctxt_switches:"),
-        read_chars: io_field(&io, "rchar:"),
-        write_chars: io_field(&io, "wchar:"),
-        read_calls: io_field(&io, "syscr:"),
-        write_calls: io_field(&io, "syscw:"),
-        disk_read_bytes: io_field(&io, "read_bytes:"),
-        disk_write_bytes: io_field(&io, "write_bytes:"),
-        disk_cancelled_write_bytes: io_field(&io, "cancelled_write_bytes:"),
-        run_delay_ns,
+        voluntary_switches: kib(|s| s.voluntary_ctxt_switches),
+        involuntary_switches: kib(|s| s.nonvoluntary_ctxt_switches),
+        read_chars: io_field(|i| i.rchar),
+        write_chars: io_field(|i| i.wchar),
+        read_calls: io_field(|i| i.syscr),
+        write_calls: io_field(|i| i.syscw),
+        disk_read_bytes: io_field(|i| i.read_bytes),
+        disk_write_bytes: io_field(|i| i.write_bytes),
+        disk_cancelled_write_bytes: io_field(|i| i.cancelled_write_bytes),
+        run_delay_ns: p.schedstat().map_or(0, |s| s.run_delay),
         ..Default::default()
     };
     Sample {
@@ -147,27 +129,28 @@ impl Poller {
     /// Compares /proc with the last scan: new processes, new programs, ends.
     pub fn scan(&mut self, out: &mut Vec<Event>, report: bool) {
         let now = host::boottime_ns();
-        let Ok(dir) = fs::read_dir("/proc") else {
+        let Ok(all) = procfs::process::all_processes() else {
             return;
         };
-        let mut seen: Vec<(u32, Stat)> = dir
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|pid| {
-                let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-                Some((pid, parse_stat(&s)?))
+        let mut seen: Vec<(Process, Stat)> = all
+            .filter_map(|p| {
+                let p = p.ok()?;
+                let st = read_stat(&p)?;
+                Some((p, st))
             })
             .collect();
         // Parents before children, so each new process finds its parent.
         seen.sort_by_key(|(_, s)| s.start_ticks);
         let mut alive: HashMap<u32, ProcKey> = HashMap::with_capacity(seen.len());
-        for (pid, st) in &seen {
+        for (proc_, st) in &seen {
+            let pid = &(proc_.pid as u32);
             let key = ProcKey {
                 pid: *pid,
                 start_ticks: st.start_ticks,
             };
             alive.insert(*pid, key);
-            let start_ns = st.start_ticks * NS_PER_TICK;
-            let mut fresh = sample(*pid, st);
+            let start_ns = st.start_ticks * host::ns_per_tick();
+            let mut fresh = sample(proc_, st);
             match self.known.get_mut(pid) {
                 Some((k, last)) if *k == key => {
                     fresh.named = last.named;

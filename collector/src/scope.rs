@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::{
     event::{Event, ProcKey},
+    host::Host,
     tree::Tree,
 };
 
@@ -104,16 +105,17 @@ impl Scope {
     }
 
     /// Whether process `pid` is in scope now (false once it has ended).
-    pub fn holds_pid(&self, pid: u32) -> bool {
-        self.holds(pid).unwrap_or(false)
+    pub fn holds_pid(&self, host: &dyn Host, pid: u32) -> bool {
+        self.holds(host, pid).unwrap_or(false)
     }
 
     /// Whether process `pid` is in scope now; `None` when its cgroup cannot be read (ended).
-    fn holds(&self, pid: u32) -> Option<bool> {
+    fn holds(&self, host: &dyn Host, pid: u32) -> Option<bool> {
         let Some(scope) = &self.cgroup else {
             return Some(true);
         };
-        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let path = format!("/proc/{pid}/cgroup");
+        let text = host.read_to_string(std::path::Path::new(&path)).ok()?;
         Some(contains(scope, &text))
     }
 
@@ -127,7 +129,7 @@ impl Scope {
     }
 
     /// Whether the pipeline handles `ev`. `tree`: the processes it watches.
-    pub fn admit(&mut self, ev: &Event, tree: &Tree) -> bool {
+    pub fn admit(&mut self, host: &dyn Host, ev: &Event, tree: &Tree) -> bool {
         if self.whole_node() {
             return true;
         }
@@ -142,7 +144,7 @@ impl Scope {
                     false
                 }
                 // Of a parent never seen (a kernel thread's): where it is now.
-                None if tree.get(parent).is_none() && !self.holds_pid(key.pid) => {
+                None if tree.get(parent).is_none() && !self.holds_pid(host, key.pid) => {
                     self.leave_out(*key);
                     false
                 }
@@ -156,7 +158,7 @@ impl Scope {
                     Some(o) => o.cgroup_id == 0 || o.cgroup_id != e.cgroup_id || o.runtime,
                 };
                 let held = if moved {
-                    self.holds(e.key.pid)
+                    self.holds(host, e.key.pid)
                 } else {
                     Some(false)
                 };
@@ -184,6 +186,7 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::LiveHost;
 
     fn exec(pid: u32) -> Event {
         Event::Exec(crate::event::Exec {
@@ -207,9 +210,12 @@ mod tests {
         let tree = Tree::default();
         let me = std::process::id();
         let mut elsewhere = Scope::new(Some("/pipetrace-no-such-cgroup".into()));
-        assert!(!elsewhere.admit(&exec(me), &tree), "its fork was lost");
+        assert!(
+            !elsewhere.admit(&LiveHost, &exec(me), &tree),
+            "its fork was lost"
+        );
         // Gone before it was read: left out, looked at again at its next exec.
-        assert!(!elsewhere.admit(&exec(u32::MAX - 1), &tree));
+        assert!(!elsewhere.admit(&LiveHost, &exec(u32::MAX - 1), &tree));
         let k = ProcKey {
             pid: u32::MAX - 1,
             start_ticks: 1,
@@ -222,7 +228,7 @@ mod tests {
             .next()
             .unwrap();
         let mut here = Scope::new(Some(path.to_string()));
-        assert!(here.admit(&exec(me), &tree));
+        assert!(here.admit(&LiveHost, &exec(me), &tree));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::{
     accounting::Usage,
     event::{Exec, ProcKey},
     files::Access,
-    host::{NS_PER_TICK, ProcSnapshot},
+    host::{ProcSnapshot, ns_per_tick},
 };
 
 /// A program image a process executed.
@@ -229,7 +229,7 @@ impl Tree {
                 start_ticks: s.start_ticks,
             };
             let parent = self.by_pid.get(&s.ppid).copied();
-            let mut p = Proc::new(key, parent, s.ppid, s.start_ticks * NS_PER_TICK, s.comm);
+            let mut p = Proc::new(key, parent, s.ppid, s.start_ticks * ns_per_tick(), s.comm);
             let path = s.exe.map(|e| e.display().to_string()).unwrap_or_default();
             let image = Image {
                 path,

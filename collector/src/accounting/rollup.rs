@@ -41,6 +41,8 @@ pub struct Allocation {
     pub source: &'static str,
     /// The memory limit of its cgroup, if any.
     pub memory_limit: Option<u64>,
+    /// CPUs online on the host then: more CPU time than these allow is a broken figure.
+    pub host_cpus: u32,
 }
 
 impl Rollup {
@@ -107,7 +109,8 @@ impl Rollup {
     /// (above 1 only where the allocation is a request nothing enforces, `engine.threads`).
     /// None when the CPU time does not fit in the wall time times the host's CPUs
     /// (`host_cpus`): no task can use more, so such a figure is not shown.
-    pub fn cpu_utilization(&self, wall_ns: u64, alloc: &Allocation, host_cpus: u32) -> Option<f64> {
+    pub fn cpu_utilization(&self, wall_ns: u64, alloc: &Allocation) -> Option<f64> {
+        let host_cpus = alloc.host_cpus;
         let cpu = self.totals.cpu_ns() as f64;
         // A millisecond of slack: a process's CPU time includes its last moments after exit.
         let possible = cpu <= (wall_ns as f64 + 1e6) * f64::from(host_cpus.max(1));
@@ -166,9 +169,10 @@ mod tests {
             cpus: 4.0,
             source: "host",
             memory_limit: None,
+            host_cpus: 4,
         };
-        assert_eq!(r.cpu_utilization(1_000, &a, 4), Some(1.0));
-        assert_eq!(r.cpu_utilization(0, &a, 4), None);
+        assert_eq!(r.cpu_utilization(1_000, &a), Some(1.0));
+        assert_eq!(r.cpu_utilization(0, &a), None);
         // 10 s of CPU in 1 s on a 2-CPU host: impossible, not shown.
         let mut r = Rollup::default();
         let u = Usage {
@@ -176,7 +180,8 @@ mod tests {
             ..Default::default()
         };
         r.add_process(0, 1_000_000_000, "x", Some(&u));
-        assert_eq!(r.cpu_utilization(1_000_000_000, &a, 2), None);
-        assert!(r.cpu_utilization(1_000_000_000, &a, 16).is_some());
+        let on = |host_cpus| Allocation { host_cpus, ..a };
+        assert_eq!(r.cpu_utilization(1_000_000_000, &on(2)), None);
+        assert!(r.cpu_utilization(1_000_000_000, &on(16)).is_some());
     }
 }

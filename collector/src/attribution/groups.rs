@@ -63,6 +63,7 @@ impl Attributor {
 
     /// The engine tasks of run `run_key` that ended (all, with `force`): their spans.
     pub(super) fn finish_groups(&mut self, run_key: ProcKey, force: bool) -> Vec<Finished> {
+        let now = self.host.uptime();
         let Some(run) = self.runs.get_mut(&run_key) else {
             return Vec::new();
         };
@@ -70,11 +71,11 @@ impl Attributor {
         // LOOK_EVERY.
         let recent = run
             .groups_look
-            .is_some_and(|t| t.elapsed() < super::pending::LOOK_EVERY);
+            .is_some_and(|t| now.saturating_sub(t) < super::pending::LOOK_EVERY);
         if run.groups.is_empty() || (recent && !force) {
             return Vec::new();
         }
-        run.groups_look = Some(std::time::Instant::now());
+        run.groups_look = Some(now);
         let ids: Vec<String> = run.groups.keys().cloned().collect();
         let done: Vec<String> = ids
             .into_iter()

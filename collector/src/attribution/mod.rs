@@ -15,6 +15,7 @@ mod pending;
 mod placement;
 mod rollups;
 pub mod rules;
+mod running;
 mod runs;
 mod starts;
 
@@ -190,9 +191,9 @@ struct Run {
     /// The root ended while tasks were pending: its span waits for them.
     ended_root: Option<Proc>,
     /// When the engine's records were last read for pending tasks.
-    last_look: Option<std::time::Instant>,
+    last_look: Option<std::time::Duration>,
     /// When the engine's records were last read for the end of engine tasks.
-    groups_look: Option<std::time::Instant>,
+    groups_look: Option<std::time::Duration>,
     helpers: Helpers,
     /// Its spans were joined to the engine's own trace.
     joined: bool,
@@ -203,6 +204,8 @@ struct Run {
 }
 
 pub struct Attributor {
+    /// Where engines read their records, and the clocks their waits run on.
+    host: crate::host::SharedHost,
     mode: Mode,
     members: HashMap<ProcKey, Membership>,
     runs: HashMap<ProcKey, Run>,
@@ -226,6 +229,8 @@ pub struct Attributor {
     pub files_per_task: usize,
     /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
     clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
+    /// Running tasks' likely names, found by `name_running`.
+    running_names: HashMap<ProcKey, String>,
 }
 
 impl Attributor {
@@ -233,8 +238,10 @@ impl Attributor {
         mode: Mode,
         cfg: &pipetrace_config::Attribution,
         boot_to_unix_ns: i128,
+        host: crate::host::SharedHost,
     ) -> Result<Self, regex::Error> {
         Ok(Self {
+            host,
             mode,
             members: HashMap::new(),
             runs: HashMap::new(),
@@ -250,7 +257,13 @@ impl Attributor {
             files_per_task: pipetrace_config::Files::default().max_per_task,
             clients: HashMap::new(),
             held: held::Held::default(),
+            running_names: HashMap::new(),
         })
+    }
+
+    /// The host the attribution reads through (the pipeline reads through the same).
+    pub fn host(&self) -> crate::host::SharedHost {
+        self.host.clone()
     }
 
     /// Processes in runs now, for the agent's own figures.
@@ -321,18 +334,6 @@ impl Attributor {
     /// What a task or run was allowed when it started.
     pub fn allocation(&self, key: &ProcKey) -> Option<&Allocation> {
         self.allocations.get(key)
-    }
-
-    /// The name a running task will most likely end with: a task rule's, or what the
-    /// engine's records say so far. None while they cannot tell.
-    pub fn provisional_task_name(&mut self, tree: &Tree, task: ProcKey) -> Option<String> {
-        let m = self.members.get(&task).copied()?;
-        let p = tree.get(&task)?;
-        let run = self.runs.get_mut(&m.run)?;
-        if let Some(name) = run.rule_names.get(&task) {
-            return Some(name.clone());
-        }
-        run.adapter.provisional(p).map(|n| naming::clean_name(&n))
     }
 
     /// Processes of a running task counted so far (those that ended).
@@ -564,7 +565,7 @@ impl Attributor {
         }
         run.pending.push(Pending {
             proc: p.clone(),
-            since: std::time::Instant::now(),
+            since: self.host.uptime(),
         });
         None
     }
@@ -573,6 +574,7 @@ impl Attributor {
     pub fn forget(&mut self, dropped: &[Proc]) {
         for p in dropped {
             self.members.remove(&p.key);
+            self.running_names.remove(&p.key);
         }
         // A run whose root is gone stays only while its task spans wait for names.
         self.runs.retain(|k, r| {

@@ -7,7 +7,8 @@ use crate::tree::Proc;
 
 pub(super) struct Pending {
     pub(super) proc: Proc,
-    pub(super) since: std::time::Instant,
+    /// When it ended, on the host's uptime clock.
+    pub(super) since: std::time::Duration,
 }
 
 /// How often pending tasks look at the engine's records again.
@@ -85,16 +86,19 @@ impl Attributor {
     /// The pending tasks of run `key` that can be named now, with their names.
     fn resolve(&mut self, key: ProcKey, force: bool) -> Vec<(Proc, super::TaskInfo)> {
         let boot = self.boot_to_unix_ns;
+        let now = self.host.uptime();
         let Some(run) = self.runs.get_mut(&key) else {
             return Vec::new();
         };
         // Polls come with every batch of events: read the engine's records at most every
         // LOOK_EVERY.
-        let recent = run.last_look.is_some_and(|t| t.elapsed() < LOOK_EVERY);
+        let recent = run
+            .last_look
+            .is_some_and(|t| now.saturating_sub(t) < LOOK_EVERY);
         if run.pending.is_empty() || (recent && !force) {
             return Vec::new();
         }
-        run.last_look = Some(std::time::Instant::now());
+        run.last_look = Some(now);
         // Equal matches go to the task that started first: ended tasks reach this list in
         // the order their usage reports arrive, which is not always the order they ran in.
         run.pending
@@ -105,7 +109,7 @@ impl Attributor {
             .iter()
             .map(|p| Ended {
                 proc: &p.proc,
-                overdue: force || p.since.elapsed() > RECORD_WAIT,
+                overdue: force || now.saturating_sub(p.since) > RECORD_WAIT,
                 start: wall(p.proc.start_ns),
                 end: wall(p.proc.end_ns()),
             })

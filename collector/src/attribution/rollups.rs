@@ -27,6 +27,7 @@ impl Attributor {
                     cpus: f64::from(t),
                     source: "engine.threads",
                     memory_limit,
+                    ..a
                 },
                 _ => Allocation { memory_limit, ..a },
             }

@@ -19,7 +19,7 @@ impl Attributor {
     pub(super) fn claim_run_root(&mut self, key: ProcKey) -> bool {
         let is_root = matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid);
         if is_root && self.runs.is_empty() {
-            let adapter = Box::new(Generic::command(&Image::default()));
+            let adapter = Box::new(Generic::command(&*self.host, &Image::default()));
             self.start_run(key, adapter);
             return true;
         }
@@ -81,14 +81,14 @@ impl Attributor {
     ) {
         let client = self.clients.remove(&key);
         let adapter: Box<dyn EngineRun> = if let Some(e) = engines::detect(&self.engines, image) {
-            (e.start)(image, started)
+            (e.start)(image, started, self.host.clone())
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
-            Box::new(Generic::rule(rule.name(image), image))
+            Box::new(Generic::rule(&*self.host, rule.name(image), image))
         } else if let Some(alloc) = client {
             Box::new(engines::slurm::SlurmClient::new(alloc))
         } else if let Some(task) = slurm
             .filter(|s| s.step == "batch" && self.engines.iter().any(|e| e == "nextflow"))
-            .and_then(|_| engines::nextflow::under_batch(image))
+            .and_then(|_| engines::nextflow::under_batch(self.host.clone(), image))
         {
             task
         } else if let Some(job) = slurm.and_then(|s| engines::slurm::SlurmJob::start(s, image)) {
@@ -122,13 +122,16 @@ impl Attributor {
                 if run.info.engine != EngineKind::Command || run.info.tasks > 0 {
                     return;
                 }
-                run.adapter = (engine.start)(image, started);
+                run.adapter = (engine.start)(image, started, self.host.clone());
                 run.info.engine = run.adapter.engine();
                 run.info.name = run.adapter.pipeline_name();
                 run.info.key = run.adapter.pipeline_key();
             }
             None if matches!(self.mode, Mode::Agent) => {
-                self.start_run(parent.key, (engine.start)(image, started));
+                self.start_run(
+                    parent.key,
+                    (engine.start)(image, started, self.host.clone()),
+                );
                 let m = Membership {
                     run: parent.key,
                     task: None,
@@ -152,8 +155,10 @@ impl Attributor {
             return;
         }
         let adapter: Box<dyn EngineRun> = match engine {
-            Some(e) if e.kind != run.info.engine => (e.start)(image, started),
-            None if run.info.engine == EngineKind::Command => Box::new(Generic::command(image)),
+            Some(e) if e.kind != run.info.engine => (e.start)(image, started, self.host.clone()),
+            None if run.info.engine == EngineKind::Command => {
+                Box::new(Generic::command(&*self.host, image))
+            }
             _ => return,
         };
         run.info.name = adapter.pipeline_name();
@@ -176,7 +181,7 @@ impl Attributor {
         let Some(image) = p.image.as_ref() else {
             return;
         };
-        let adapter = (e.start)(image, self.unix_time(p.start_ns));
+        let adapter = (e.start)(image, self.unix_time(p.start_ns), self.host.clone());
         let shared = adapter.shared().filter(|s| s.part.is_some());
         match (shared, self.runs.get_mut(&job)) {
             (Some(shared), Some(run)) if run.info.tasks == 0 => {

@@ -20,7 +20,9 @@ fn key(pid: u32) -> ProcKey {
 
 impl Sim {
     fn new(mode: Mode, cfg: pipetrace_config::Attribution) -> Self {
-        let attr = Attributor::new(mode, &cfg, 0).unwrap();
+        // A machine of memory: no /proc, no records but what a test writes.
+        let host = crate::host::fake::FakeHost::new(0, 1_000_000_000).shared();
+        let attr = Attributor::new(mode, &cfg, 0, host).unwrap();
         Self {
             tree: Tree::default(),
             attr,

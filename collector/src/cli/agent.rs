@@ -63,7 +63,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let default_file = PathBuf::from("/var/lib/pipetrace/traces.otlp.jsonl");
     let (exporter, mexp) = super::run::exporters(cfg, &host, default_file)?;
     let dest = exporter.destinations.clone();
-    let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns)?;
+    let machine = crate::host::port::live();
+    let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
     let mut pipe =
         pipeline(cfg, &host, attr, builder, exporter, false)?.with_procfs(events.is_polling());
     // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a

@@ -10,7 +10,6 @@ use pipetrace_config::Config;
 
 use crate::{
     attribution::{Attributor, Mode},
-    diagnosis::History,
     export::{
         Destinations, Exporter,
         metrics::MetricsExporter,
@@ -71,18 +70,14 @@ pub(super) fn pipeline(
     summary: bool,
 ) -> anyhow::Result<Pipeline> {
     let measured = builder.measured();
-    let metrics = Metrics::new(
-        &cfg.metrics,
-        measured,
-        &resource(cfg, host),
-        cfg.diagnosis.stall_after,
-    );
+    let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host), attr.host());
     let summary = summary.then(|| {
         crate::export::summary::Summary::new(cfg.summary.max_tasks, cfg.summary.max_tools_per_task)
     });
-    let pipe = Pipeline::new(attr, builder, exporter, metrics, summary)
+    // The attribution and the rest of the core read through one host.
+    let pipe = Pipeline::new(attr.host(), attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
-        .with_history(History::new(&cfg.diagnosis))
+        .with_diagnosis(&cfg.diagnosis)
         .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
     Ok(pipe)
@@ -193,6 +188,7 @@ pub async fn run(
         Mode::Run { root_pid },
         &cfg.attribution,
         host.boot_to_unix_ns,
+        crate::host::port::live(),
     )?;
     // The summary also feeds the HTML report: kept whenever either is wanted.
     let keep = print_summary || cfg.report.html;

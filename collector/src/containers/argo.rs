@@ -4,6 +4,8 @@
 //! (one `key="value"` a line, the value quoted as Go's `%q`). Only those two files are read.
 use std::path::Path;
 
+use crate::host::Host;
+
 const WORKFLOW_LABEL: &str = "workflows.argoproj.io/workflow";
 const NODE_NAME: &str = "workflows.argoproj.io/node-name";
 /// Older Argo versions put the step's template (JSON) in this annotation.
@@ -144,26 +146,21 @@ pub fn from_metadata(
     })
 }
 
-fn read_small(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > MAX_FILE {
+fn read_small(host: &dyn Host, path: &Path) -> Option<String> {
+    if host.facts(path).ok()?.len > MAX_FILE {
         return None;
     }
-    std::fs::read_to_string(path).ok()
+    host.read_to_string(path).ok()
 }
 
 /// The Argo step pod `pod_dir` (the kubelet's directory of the pod) runs, if it is one.
-pub fn read(pod_dir: &Path, pod: Option<&str>) -> Option<ArgoPod> {
+pub fn read(host: &dyn Host, pod_dir: &Path, pod: Option<&str>) -> Option<ArgoPod> {
     let volumes = pod_dir.join("volumes/kubernetes.io~downward-api");
-    let mut dirs: Vec<_> = std::fs::read_dir(volumes)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
+    let mut dirs = host.list(&volumes).ok()?;
     dirs.sort();
     dirs.iter().find_map(|d| {
-        let annotations = parse(&read_small(&d.join("annotations"))?);
-        let labels = read_small(&d.join("labels")).map_or_else(Vec::new, |t| parse(&t));
+        let annotations = parse(&read_small(host, &d.join("annotations"))?);
+        let labels = read_small(host, &d.join("labels")).map_or_else(Vec::new, |t| parse(&t));
         from_metadata(&labels, &annotations, pod)
     })
 }
@@ -171,6 +168,7 @@ pub fn read(pod_dir: &Path, pod: Option<&str>) -> Option<ArgoPod> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::LiveHost;
 
     fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
@@ -264,7 +262,7 @@ mod tests {
             .path()
             .join("volumes/kubernetes.io~downward-api/podmetadata");
         std::fs::create_dir_all(&vol).unwrap();
-        assert_eq!(read(d.path(), Some("wf-x-1")), None);
+        assert_eq!(read(&LiveHost, d.path(), Some("wf-x-1")), None);
         std::fs::write(
             vol.join("annotations"),
             "workflows.argoproj.io/node-name=\"wf.align(0)\"\n",
@@ -275,11 +273,11 @@ mod tests {
             "workflows.argoproj.io/workflow=\"wf\"\n",
         )
         .unwrap();
-        let a = read(d.path(), None).unwrap();
+        let a = read(&LiveHost, d.path(), None).unwrap();
         assert_eq!(
             (a.workflow.as_str(), a.node.as_str()),
             ("wf", "wf.align(0)")
         );
-        assert_eq!(read(Path::new("/nonexistent"), None), None);
+        assert_eq!(read(&LiveHost, Path::new("/nonexistent"), None), None);
     }
 }

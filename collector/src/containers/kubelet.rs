@@ -6,6 +6,8 @@
 //!   environment and are not read) that ties a container's id to its name.
 use std::path::{Path, PathBuf};
 
+use crate::host::Host;
+
 /// A Kubernetes container's place: its pod, namespace and (where the node tells) its name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct K8s {
@@ -50,30 +52,29 @@ impl Paths {
     }
 }
 
-/// Names of the directory entries of `dir` (none when it cannot be read).
-fn entries(dir: &Path) -> impl Iterator<Item = (String, std::fs::DirEntry)> {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e))
+/// Names of the directory entries of `dir` (none when it cannot be read), with their paths.
+fn entries(host: &dyn Host, dir: &Path) -> impl Iterator<Item = (String, PathBuf)> {
+    (host.list(dir).into_iter().flatten()).filter_map(|p| {
+        let name = p.file_name()?.to_string_lossy().into_owned();
+        Some((name, p))
+    })
 }
 
 /// The pod directory of pod `uid` under `/var/log/pods`: its namespace, name and path.
 /// Namespace and pod names are DNS labels / subdomains: they hold no `_`.
-pub fn pod_dir(pod_logs: &Path, uid: &str) -> Option<(String, String, PathBuf)> {
+pub fn pod_dir(host: &dyn Host, pod_logs: &Path, uid: &str) -> Option<(String, String, PathBuf)> {
     let suffix = format!("_{uid}");
-    entries(pod_logs).find_map(|(name, e)| {
+    entries(host, pod_logs).find_map(|(name, path)| {
         let (namespace, pod) = name.strip_suffix(&suffix)?.split_once('_')?;
         let ok = !namespace.is_empty() && !pod.is_empty() && !pod.contains('_');
-        ok.then(|| (namespace.to_string(), pod.to_string(), e.path()))
+        ok.then(|| (namespace.to_string(), pod.to_string(), path))
     })
 }
 
 /// The containers' directories of a pod's log directory: their names, sorted.
-pub fn container_dirs(dir: &Path) -> Vec<String> {
-    let mut out: Vec<String> = entries(dir)
-        .filter(|(_, e)| e.file_type().is_ok_and(|t| t.is_dir()))
+pub fn container_dirs(host: &dyn Host, dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = entries(host, dir)
+        .filter(|(_, p)| host.facts(p).is_ok_and(|f| f.is_dir))
         .map(|(name, _)| name)
         .collect();
     out.sort();
@@ -82,9 +83,9 @@ pub fn container_dirs(dir: &Path) -> Vec<String> {
 
 /// The kubelet's log link of container `id`: `<pod>_<namespace>_<container>-<id>.log`
 /// (the container's name ends at the id).
-pub fn log_link(dir: &Path, id: &str) -> Option<K8s> {
+pub fn log_link(host: &dyn Host, dir: &Path, id: &str) -> Option<K8s> {
     let suffix = format!("-{id}.log");
-    let name = entries(dir)
+    let name = entries(host, dir)
         .map(|(name, _)| name)
         .find(|n| n.ends_with(&suffix))?;
     let mut parts = name.strip_suffix(&suffix)?.splitn(3, '_');
@@ -99,12 +100,12 @@ pub fn log_link(dir: &Path, id: &str) -> Option<K8s> {
 /// Container `id` of pod `uid`: namespace and pod from the pod's log directory; the
 /// container's name from its log link, else the pod's only container directory. Without
 /// the pod's directory, the link alone (older kubelets, or a pod directory not mounted).
-pub fn names(paths: &Paths, uid: &str, id: &str) -> Option<K8s> {
-    let link = log_link(&paths.log_links(), id);
-    let Some((namespace, pod, dir)) = pod_dir(&paths.pod_logs(), uid) else {
+pub fn names(host: &dyn Host, paths: &Paths, uid: &str, id: &str) -> Option<K8s> {
+    let link = log_link(host, &paths.log_links(), id);
+    let Some((namespace, pod, dir)) = pod_dir(host, &paths.pod_logs(), uid) else {
         return link;
     };
-    let dirs = container_dirs(&dir);
+    let dirs = container_dirs(host, &dir);
     let container = match link {
         // The link names this pod's container: one of its directories.
         Some(l) if l.pod == pod && l.namespace == namespace => l.container,
@@ -121,6 +122,7 @@ pub fn names(paths: &Paths, uid: &str, id: &str) -> Option<K8s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::LiveHost;
 
     const ID: &str = "d58300be3bbcea62824d701e8e65a6ef855797f83a73764be8331015bb2148a6";
     const UID: &str = "0c7a3f5e-8b1d-4c2e-9f00-1234567890ab";
@@ -142,12 +144,13 @@ mod tests {
             "rnaseq_other_11111111-2222-3333-4444-555555555555",
             &["x"],
         );
-        let k = names(&Paths::under(d.path()), UID, ID).unwrap();
+        let k = names(&LiveHost, &Paths::under(d.path()), UID, ID).unwrap();
         assert_eq!(
             (k.namespace.as_str(), k.pod.as_str(), k.container.as_deref()),
             ("rnaseq", "align-7f9c", Some("main"))
         );
         let none = names(
+            &LiveHost,
             &Paths::under(d.path()),
             "99999999-2222-3333-4444-555555555555",
             ID,
@@ -161,7 +164,7 @@ mod tests {
         let dir = format!("argo_wf-abc-align-123_{UID}");
         pod(d.path(), &dir, &["init", "wait", "main"]);
         let paths = Paths::under(d.path());
-        let k = names(&paths, UID, ID).unwrap();
+        let k = names(&LiveHost, &paths, UID, ID).unwrap();
         assert_eq!((k.pod.as_str(), k.container), ("wf-abc-align-123", None));
         let links = paths.log_links();
         std::fs::create_dir_all(&links).unwrap();
@@ -170,7 +173,7 @@ mod tests {
             links.join(format!("wf-abc-align-123_argo_wait-{ID}.log")),
         )
         .unwrap();
-        let k = names(&paths, UID, ID).unwrap();
+        let k = names(&LiveHost, &paths, UID, ID).unwrap();
         assert_eq!(k.container.as_deref(), Some("wait"));
         assert_eq!(k.namespace, "argo");
     }
@@ -188,13 +191,13 @@ mod tests {
             "",
         )
         .unwrap();
-        let k = log_link(d.path(), ID).unwrap();
+        let k = log_link(&LiveHost, d.path(), ID).unwrap();
         assert_eq!(
             (k.pod.as_str(), k.namespace.as_str(), k.container.as_deref()),
             ("align-7f9c", "rnaseq", Some("bwa-mem"))
         );
-        assert_eq!(log_link(d.path(), &"2".repeat(64)), None);
+        assert_eq!(log_link(&LiveHost, d.path(), &"2".repeat(64)), None);
         let paths = Paths::under(Path::new("/nonexistent"));
-        assert_eq!(names(&paths, UID, ID), None);
+        assert_eq!(names(&LiveHost, &paths, UID, ID), None);
     }
 }

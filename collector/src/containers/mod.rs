@@ -7,9 +7,11 @@ mod kubelet;
 mod records;
 mod slurm;
 pub mod slurm_alloc;
-mod slurm_jobs;
+pub mod slurm_jobs;
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, path::Path, sync::Arc};
+
+use crate::host::Host;
 
 pub use argo::ArgoPod;
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
@@ -47,8 +49,6 @@ pub fn runs_runtime(path: &str, argv: &[String]) -> bool {
 #[derive(Default)]
 pub struct Containers {
     known: HashMap<String, Arc<Container>>,
-    /// What Slurm says of each job, asked once per job.
-    jobs: slurm_jobs::JobRecords,
     kubelet: kubelet::Paths,
 }
 
@@ -58,39 +58,42 @@ const MAX_KNOWN: usize = 4096;
 impl Containers {
     /// The container process `pid` runs in now: `Err` when its cgroup could not be read (it
     /// ended first), `Ok(None)` on the host.
-    pub fn of_pid(&mut self, pid: u32) -> Result<Option<Arc<Container>>, std::io::Error> {
-        self.of_pid_under(pid, None)
+    pub fn of_pid(
+        &mut self,
+        host: &dyn Host,
+        pid: u32,
+    ) -> Result<Option<Arc<Container>>, std::io::Error> {
+        self.of_pid_under(host, pid, None)
     }
 
     /// As [`Self::of_pid`], for a process `slurmstepd` (pid `stepd`) started: where no cgroup
     /// names its step, the slurmstepd's process title does.
     pub fn of_pid_under(
         &mut self,
+        host: &dyn Host,
         pid: u32,
         stepd: Option<u32>,
     ) -> Result<Option<Arc<Container>>, std::io::Error> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+        let text = host.read_to_string(Path::new(&format!("/proc/{pid}/cgroup")))?;
         let titled = || {
             // Anyone can title a program so: only root's slurmstepd (slurmd's) is believed.
-            let stepd = stepd?;
-            let owner = std::fs::metadata(format!("/proc/{stepd}")).ok()?;
-            if std::os::unix::fs::MetadataExt::uid(&owner) != 0 {
+            let stepd = Path::new("/proc").join(stepd?.to_string());
+            if host.facts(&stepd).ok()?.uid != 0 {
                 return None;
             }
-            slurm::from_title(&std::fs::read(format!("/proc/{stepd}/cmdline")).ok()?)
+            slurm::from_title(&host.read(&stepd.join("cmdline")).ok()?)
         };
         let step = slurm::from_proc_cgroup(&text).or_else(titled);
-        let step = step.map(|s| self.with_record(s));
-        Ok(self.of_cgroup(&text, step))
+        let step = step.map(|s| with_record(host, s));
+        Ok(self.of_cgroup(host, &text, step))
     }
 
-    /// `step` with what Slurm says (or will say) of its job.
-    fn with_record(&mut self, mut step: SlurmStep) -> SlurmStep {
-        step.record = Some(self.jobs.cell(step.job));
-        step
-    }
-
-    fn of_cgroup(&mut self, text: &str, slurm: Option<SlurmStep>) -> Option<Arc<Container>> {
+    fn of_cgroup(
+        &mut self,
+        host: &dyn Host,
+        text: &str,
+        slurm: Option<SlurmStep>,
+    ) -> Option<Arc<Container>> {
         let Some(p) = from_proc_cgroup(text) else {
             return slurm.map(|s| {
                 Arc::new(Container {
@@ -112,7 +115,7 @@ impl Containers {
             self.known.clear();
         }
         let c = Arc::new(Container {
-            details: records::read(p.runtime, &p.id, p.pod_uid.as_deref(), &self.kubelet),
+            details: records::read(host, p.runtime, &p.id, p.pod_uid.as_deref(), &self.kubelet),
             slurm,
             id: p.id.clone(),
             runtime: p.runtime,
@@ -121,4 +124,10 @@ impl Containers {
         self.known.insert(p.id, c.clone());
         Some(c)
     }
+}
+
+/// `step` with what Slurm says (or will say) of its job.
+fn with_record(host: &dyn Host, mut step: SlurmStep) -> SlurmStep {
+    step.record = Some(host.slurm_job(step.job));
+    step
 }

@@ -1,9 +1,10 @@
 //! What the runtimes record on the node about a container: its name, image and labels.
 //! Only those records are read: Docker's `config.v2.json`, Podman's event log; for a pod's
 //! container, the kubelet's (see [`super::kubelet`] and [`super::argo`]).
-use std::{io::Read, io::Seek, path::Path};
+use std::path::Path;
 
 use super::{argo::ArgoPod, kubelet, kubelet::K8s};
+use crate::host::Host;
 
 /// A container's name, image and labels, as far as its runtime's records say.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,8 +50,8 @@ fn text(v: Option<&serde_json::Value>) -> Option<String> {
 }
 
 /// Docker's record of a container (`config.v2.json`).
-pub fn docker(root: &Path, id: &str) -> Option<Details> {
-    let raw = std::fs::read(root.join(id).join("config.v2.json")).ok()?;
+pub fn docker(host: &dyn Host, root: &Path, id: &str) -> Option<Details> {
+    let raw = host.read(&root.join(id).join("config.v2.json")).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&raw).ok()?;
     let config = v.get("Config");
     Some(Details {
@@ -62,13 +63,10 @@ pub fn docker(root: &Path, id: &str) -> Option<Details> {
 }
 
 /// Podman's event log: the last event of the container that names it.
-pub fn podman_events(log: &Path, id: &str) -> Option<Details> {
-    let mut f = std::fs::File::open(log).ok()?;
-    let len = f.metadata().ok()?.len();
-    f.seek(std::io::SeekFrom::Start(len.saturating_sub(EVENT_LOG_TAIL)))
-        .ok()?;
-    let mut bytes = Vec::new();
-    f.take(EVENT_LOG_TAIL).read_to_end(&mut bytes).ok()?;
+pub fn podman_events(host: &dyn Host, log: &Path, id: &str) -> Option<Details> {
+    let len = host.facts(log).ok()?.len;
+    let from = len.saturating_sub(EVENT_LOG_TAIL);
+    let bytes = host.read_from(log, from, EVENT_LOG_TAIL as usize).ok()?;
     // The tail may start inside a character: bytes, not a strict string.
     let tail = String::from_utf8_lossy(&bytes);
     let needle = format!("\"ID\":\"{id}\"");
@@ -84,26 +82,27 @@ pub fn podman_events(log: &Path, id: &str) -> Option<Details> {
 
 /// What the container's runtime (and, for a pod's container, the kubelet) records of it.
 pub fn read(
+    host: &dyn Host,
     runtime: Option<&str>,
     id: &str,
     pod_uid: Option<&str>,
     paths: &kubelet::Paths,
 ) -> Details {
     let found = match runtime {
-        Some("docker") => docker(Path::new(DOCKER_ROOT), id),
+        Some("docker") => docker(host, Path::new(DOCKER_ROOT), id),
         Some("podman") => PODMAN_EVENT_LOGS
             .iter()
-            .find_map(|l| podman_events(Path::new(l), id)),
+            .find_map(|l| podman_events(host, Path::new(l), id)),
         _ => None,
     };
     let mut d = found.unwrap_or_default();
     if let Some(uid) = pod_uid {
-        d.k8s = kubelet::names(paths, uid, id);
+        d.k8s = kubelet::names(host, paths, uid, id);
         if d.name.is_none() {
             d.name = d.k8s.as_ref().and_then(|k| k.container.clone());
         }
         let pod = d.k8s.as_ref().map(|k| k.pod.as_str());
-        d.argo = super::argo::read(&paths.pod(uid), pod);
+        d.argo = super::argo::read(host, &paths.pod(uid), pod);
     }
     d
 }
@@ -111,6 +110,7 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::LiveHost;
 
     const ID: &str = "d58300be3bbcea62824d701e8e65a6ef855797f83a73764be8331015bb2148a6";
 
@@ -123,14 +123,14 @@ mod tests {
             r#"{"Name":"/align_1","Config":{"Image":"biocontainers/bwa:0.7.17","Labels":{"b":"2","a":"1"}}}"#,
         )
         .unwrap();
-        let got = docker(d.path(), ID).unwrap();
+        let got = docker(&LiveHost, d.path(), ID).unwrap();
         assert_eq!(got.name.as_deref(), Some("align_1"));
         assert_eq!(got.image.as_deref(), Some("biocontainers/bwa:0.7.17"));
         assert_eq!(
             got.labels,
             [("a".into(), "1".into()), ("b".into(), "2".into())]
         );
-        assert_eq!(docker(d.path(), "0".repeat(64).as_str()), None);
+        assert_eq!(docker(&LiveHost, d.path(), "0".repeat(64).as_str()), None);
     }
 
     #[test]
@@ -146,7 +146,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let got = podman_events(&log, ID).unwrap();
+        let got = podman_events(&LiveHost, &log, ID).unwrap();
         assert_eq!(got.name.as_deref(), Some("ptest2"));
         assert_eq!(
             got.image.as_deref(),

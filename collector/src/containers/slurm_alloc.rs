@@ -66,12 +66,9 @@ fn look(sid: u32, uid: u32, started: i64) -> Option<u64> {
     None
 }
 
-/// The session a process belongs to (field 6 of its stat line).
+/// The session a process belongs to.
 fn session_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, fields) = crate::host::stat_fields(&stat)?;
-    // state, ppid, pgrp, session
-    fields.get(3)?.parse().ok()
+    crate::host::session(pid)
 }
 
 /// `squeue` of the user's jobs, any state: id, session, batch flag, submit time.

@@ -21,8 +21,15 @@ const QUEUE: usize = 256;
 /// Jobs remembered at most; past it the memory starts afresh.
 const MAX_JOBS: usize = 4096;
 
+/// The node's jobs asked about: one per machine, whoever asks.
+pub fn cell(job: u64) -> RecordCell {
+    static RECORDS: std::sync::Mutex<Option<JobRecords>> = std::sync::Mutex::new(None);
+    let mut records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+    records.get_or_insert_with(JobRecords::default).cell(job)
+}
+
 #[derive(Default)]
-pub struct JobRecords {
+struct JobRecords {
     cells: HashMap<u64, RecordCell>,
     asker: Option<mpsc::SyncSender<(u64, RecordCell)>>,
 }

@@ -5,6 +5,7 @@ mod bottleneck;
 mod history;
 mod rightsizing;
 mod stalls;
+pub mod watch;
 
 pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
 pub use history::{History, Job, MIN_RUNS, Slower};

@@ -94,6 +94,7 @@ mod tests {
             cpus,
             source,
             memory_limit: mem,
+            host_cpus: 64,
         }
     }
 

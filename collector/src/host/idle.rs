@@ -1,24 +1,9 @@
 //! Host-level idle detection: a node that ran no pipeline work and used almost no CPU for
 //! `host.idle_after` is idle, the instance forgotten over a weekend (`pipetrace.host.idle`).
 //!
-//! Pure: the caller reads /proc/stat and knows its runs, and hands both in with the time.
+//! Pure: the caller reads the host's busy CPU time and knows its runs, and hands both in with
+//! the time.
 use std::time::Duration;
-
-/// The whole host's busy CPU time so far, in clock ticks, from /proc/stat's first line
-/// (`cpu  user nice system idle iowait irq softirq steal guest guest_nice`). Idle and I/O wait
-/// are not work; guest time is already inside user and nice.
-pub fn busy_ticks(proc_stat: &str) -> Option<u64> {
-    let line = proc_stat.lines().find(|l| l.starts_with("cpu "))?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(str::parse)
-        .collect::<Result<_, _>>()
-        .ok()?;
-    // user, nice, system, (idle, iowait), irq, softirq, steal: kernels since 2.6.11 have all.
-    let busy = [0, 1, 2, 5, 6, 7].iter().map(|&i| fields.get(i).copied());
-    busy.sum()
-}
 
 /// How long the host has been idle, judged at each observation over the interval since the
 /// previous one.
@@ -201,14 +186,5 @@ mod tests {
         assert_eq!(feed(&mut c, 15, 5, 1, 0.0, false, &mut ticks), 5);
         let back = c.observe(Duration::from_secs(1), ticks, false);
         assert_eq!(back, Duration::ZERO);
-    }
-
-    #[test]
-    fn busy_ticks_sum_the_work_of_proc_stat() {
-        let stat = "cpu  10 2 30 9000 500 4 5 6 7 8\ncpu0 1 1 1 1 1 1 1 1 1 1\nintr 1 2\n";
-        assert_eq!(busy_ticks(stat), Some(10 + 2 + 30 + 4 + 5 + 6));
-        assert_eq!(busy_ticks("cpu  1 2 3\n"), None, "too few fields");
-        assert_eq!(busy_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None, "no total line");
-        assert_eq!(busy_ticks("cpu  a b c d e f g h\n"), None);
     }
 }

@@ -4,7 +4,6 @@ use super::Pipeline;
 use crate::{
     accounting::Usage,
     event::{Exec, ProcKey},
-    host,
 };
 
 impl Pipeline {
@@ -20,12 +19,12 @@ impl Pipeline {
             .filter(|(_, p)| *p == "slurmstepd")
             .map(|(pid, _)| pid);
         let cwd = (self.attr.wants_cwd(&self.tree, &e))
-            .then(|| host::cwd(e.key.pid))
+            .then(|| self.host.cwd(e.key.pid))
             .flatten();
         let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id) || by_runtime;
         self.tree.exec(&e, cwd);
         if moved {
-            match self.containers.of_pid_under(e.key.pid, stepd) {
+            match self.containers.of_pid_under(&*self.host, e.key.pid, stepd) {
                 Ok(c) => self.tree.set_container(&e.key, c),
                 // Ended before its cgroup was read (a runtime's short-lived helper):
                 // its children read theirs when they exec.
@@ -36,7 +35,7 @@ impl Pipeline {
             let started = self.builder.host().system_time(e.start_ns);
             let unix = started.duration_since(std::time::UNIX_EPOCH);
             let secs = unix.map_or(0, |d| d.as_secs() as i64);
-            let cell = crate::containers::slurm_alloc::lookup(e.key.pid, e.uid, secs);
+            let cell = self.host.slurm_allocation(e.key.pid, e.uid, secs);
             self.attr.set_client_allocation(e.key, cell);
         }
         self.attr.on_exec(&self.tree, e.key);
@@ -68,10 +67,10 @@ impl Pipeline {
         // The victim is dying: read its cgroup now. If it is already gone (the kernel
         // then shows the root), the cgroup it was forked in (its nearest running
         // ancestor's), else its task's limit read at the task's start stands in.
-        let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(pid);
+        let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(&*self.host, pid);
         let gone = cgroup.as_deref().is_none_or(|c| c == "/");
         if gone && let Some(a) = self.running_ancestor(pid) {
-            (cgroup, limit_bytes) = crate::cgroup::memory_cgroup(a);
+            (cgroup, limit_bytes) = crate::cgroup::memory_cgroup(&*self.host, a);
         }
         if limit_bytes.is_none()
             && let Some(p) = self.tree.by_pid(pid)

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::Pipeline;
-use crate::{attribution::EntityRef, event::ProcKey, host, tree::Proc};
+use crate::{attribution::EntityRef, event::ProcKey, tree::Proc};
 
 impl Pipeline {
     /// Runs and tasks found running since the last sample, exported at once as `run
@@ -52,14 +52,16 @@ impl Pipeline {
             keys.entry(m.run)
                 .or_insert_with(|| attr.run_key(m.run).unwrap_or_default().to_string());
         }
-        let (metrics, history) = (&self.metrics, &mut self.history);
+        let (stalls, history) = (&self.stalls, &mut self.history);
         let mut judge = |run, task, name: &str| {
             let key = keys.get(&run).filter(|k| !k.is_empty());
             let usual = key.and_then(|k| history.usual(k, name));
-            (metrics.task_stalled(task), usual)
+            (stalls.task_stalled(task), usual)
         };
-        let read = |pid| crate::accounting::live::read(pid);
-        let now = host::boottime_ns();
-        watcher.look(&mut self.attr, &self.tree, now, &read, &mut judge)
+        let now = self.host.boottime_ns();
+        self.attr.name_running(&self.tree, now);
+        let host = &*self.host;
+        let read = |pid| host.live(pid);
+        watcher.look(&self.attr, &self.tree, now, &read, &mut judge)
     }
 }

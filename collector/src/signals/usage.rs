@@ -262,7 +262,7 @@ pub fn totals_attrs(
     if let Some(a) = &t.allocation {
         out.push(KeyValue::new(attr::CPU_ALLOCATED, a.cpus));
         out.push(KeyValue::new(attr::CPU_ALLOCATION_SOURCE, a.source));
-        if let Some(u) = r.cpu_utilization(wall_ns, a, crate::cgroup::online_cpus()) {
+        if let Some(u) = r.cpu_utilization(wall_ns, a) {
             out.push(KeyValue::new(attr::CPU_UTILIZATION, u));
         }
         if let Some(limit) = a.memory_limit {
@@ -286,6 +286,7 @@ mod tests {
                 cpus: 2.0,
                 source: "host",
                 memory_limit: None,
+                host_cpus: 2,
             }),
             quiet_ns: 2 * s,
             ..Default::default()

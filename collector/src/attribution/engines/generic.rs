@@ -4,6 +4,7 @@
 use super::{Class, EngineRun, Place, digest};
 use crate::{
     attribution::naming,
+    host::Host,
     tree::{Image, Proc},
 };
 
@@ -18,18 +19,18 @@ pub struct Generic {
 impl Generic {
     /// The wrapped command: named by its program (or script), keyed by its whole command
     /// line and directory, so different commands never share a history.
-    pub fn command(image: &Image) -> Self {
+    pub fn command(host: &dyn Host, image: &Image) -> Self {
         let name =
             naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
-        Self::new(super::EngineKind::Command, name, image)
+        Self::new(host, super::EngineKind::Command, name, image)
     }
 
     /// A process a run rule matched, named by the rule's template.
-    pub fn rule(name: String, image: &Image) -> Self {
-        Self::new(super::EngineKind::Rule, name, image)
+    pub fn rule(host: &dyn Host, name: String, image: &Image) -> Self {
+        Self::new(host, super::EngineKind::Rule, name, image)
     }
 
-    fn new(engine: super::EngineKind, name: String, image: &Image) -> Self {
+    fn new(host: &dyn Host, engine: super::EngineKind, name: String, image: &Image) -> Self {
         let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
         let argv = image.argv.join("\u{1f}");
         let key = digest(&[engine.as_str(), &argv, cwd.as_deref().unwrap_or("")]);
@@ -38,7 +39,7 @@ impl Generic {
             name: naming::clean_name(&name),
             key: format!("{}-{key}", naming::clean_name(&name)),
             // What it resolves to: a venv's `python` is a link to the interpreter.
-            program: std::fs::canonicalize(&image.path)
+            program: (host.canonicalize(std::path::Path::new(&image.path)))
                 .map_or_else(|_| image.path.clone(), |p| p.display().to_string()),
         }
     }

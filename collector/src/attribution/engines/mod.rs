@@ -16,6 +16,7 @@ pub mod snakemake;
 use std::time::SystemTime;
 
 use super::TaskInfo;
+use crate::host::SharedHost;
 use crate::tree::{Image, Proc};
 
 /// What runs a run (`pipetrace.run.engine`): an engine pipetrace models, a scheduler whose
@@ -178,7 +179,7 @@ pub struct Engine {
     pub kind: EngineKind,
     /// Whether an exec (its program, or an interpreter's script) runs this engine.
     pub recognises: fn(tool: &str, image: &Image) -> bool,
-    pub start: fn(image: &Image, started: SystemTime) -> Box<dyn EngineRun>,
+    pub start: fn(image: &Image, started: SystemTime, host: SharedHost) -> Box<dyn EngineRun>,
 }
 
 /// Every engine pipetrace models. `attribution.engines` says which of them start runs.

@@ -24,6 +24,7 @@ use super::{Class, Ended, Engine, EngineRun, Place, Shared, digest};
 use crate::{
     attribution::{TaskInfo, naming},
     event::ProcKey,
+    host::{Host, SharedHost},
     tree::{Image, Proc},
 };
 
@@ -35,6 +36,7 @@ pub const ENGINE: Engine = Engine {
 };
 
 struct Nextflow {
+    host: SharedHost,
     pipeline: String,
     key: String,
     /// The run is one task's `.command.run`, started by a batch scheduler on this node.
@@ -49,23 +51,27 @@ struct Nextflow {
     named: HashMap<ProcKey, TaskInfo>,
 }
 
-fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
+fn start(image: &Image, _started: SystemTime, host: SharedHost) -> Box<dyn EngineRun> {
     let script = command_run(image);
-    let task = script.as_deref().and_then(read_task);
-    start_task(image, script.as_deref().zip(task))
+    let task = script.as_deref().and_then(|s| read_task(&*host, s));
+    start_task(host, image, script.as_deref().zip(task))
 }
 
 /// A Slurm batch script that is a task's `.command.run` (Nextflow submits it with
 /// `sbatch .command.run` and `-D` its work directory; Slurm runs a copy from its spool): the
 /// run of that task on this node.
-pub fn under_batch(image: &Image) -> Option<Box<dyn EngineRun>> {
+pub fn under_batch(host: SharedHost, image: &Image) -> Option<Box<dyn EngineRun>> {
     let script = image.cwd.as_ref()?.join(".command.run");
-    let task = read_task(&script)?;
-    Some(start_task(image, Some((&script, task))))
+    let task = read_task(&*host, &script)?;
+    Some(start_task(host, image, Some((&script, task))))
 }
 
 /// A head (`task` None), or the run of one task whose `.command.run` is `script`.
-fn start_task(image: &Image, task: Option<(&Path, TaskInfo)>) -> Box<dyn EngineRun> {
+fn start_task(
+    host: SharedHost,
+    image: &Image,
+    task: Option<(&Path, TaskInfo)>,
+) -> Box<dyn EngineRun> {
     let args = image.argv.get(1..).unwrap_or(&[]);
     let launch = match &task {
         // <launch>/<work>/<2 hex>/<30 hex>/.command.run
@@ -87,7 +93,8 @@ fn start_task(image: &Image, task: Option<(&Path, TaskInfo)>) -> Box<dyn EngineR
     Box::new(Nextflow {
         key: format!("{}-{key}", pipeline.replace('/', "_")),
         pipeline,
-        identity: launch.as_deref().and_then(running_in),
+        identity: launch.as_deref().and_then(|l| running_in(&*host, l)),
+        host,
         task_root,
         launch,
         named: HashMap::new(),
@@ -96,8 +103,10 @@ fn start_task(image: &Image, task: Option<(&Path, TaskInfo)>) -> Box<dyn EngineR
 
 /// The run Nextflow runs now from `launch`: the last record of its `.nextflow/history`, if
 /// it has not ended (status `-`). What names the run on every node.
-fn running_in(launch: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(launch.join(".nextflow/history")).ok()?;
+fn running_in(host: &dyn Host, launch: &Path) -> Option<String> {
+    let text = host
+        .read_to_string(&launch.join(".nextflow/history"))
+        .ok()?;
     running_record(&text)
 }
 
@@ -133,9 +142,9 @@ fn command_run(image: &Image) -> Option<std::path::PathBuf> {
 }
 
 /// A task as its `.command.run` names it.
-fn read_task(path: &Path) -> Option<TaskInfo> {
+fn read_task(host: &dyn Host, path: &Path) -> Option<TaskInfo> {
     // The header is at the top; the rest of the file is the engine's wrapper script.
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = host.read_to_string(path).ok()?;
     let mut info = parse_header(text.lines().take(40))?;
     let dir = path.parent()?;
     let hash = dir.file_name()?.to_str()?;
@@ -206,7 +215,7 @@ impl EngineRun for Nextflow {
 
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
         if self.identity.is_none() && self.task_root.is_none() {
-            self.identity = self.launch.as_deref().and_then(running_in);
+            self.identity = (self.launch.as_deref()).and_then(|l| running_in(&*self.host, l));
         }
         // A task of a run rooted on another node is this run's span: its processes are its
         // tools.
@@ -225,7 +234,7 @@ impl EngineRun for Nextflow {
         }
         // A task whose header cannot be read (it ended before its directory was) is still a
         // task, named by its tool.
-        match command_run(image).and_then(|path| read_task(&path)) {
+        match command_run(image).and_then(|path| read_task(&*self.host, &path)) {
             Some(info) => {
                 self.named.insert(p.key, info);
                 Class::Task
@@ -257,6 +266,7 @@ impl EngineRun for Nextflow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::{LiveHost, port::live};
 
     #[test]
     fn both_header_formats_name_the_task() {
@@ -322,7 +332,7 @@ mod tests {
             cwd: Some(work.clone()),
             ..Default::default()
         };
-        let task = under_batch(&batch).expect("a Nextflow task");
+        let task = under_batch(live(), &batch).expect("a Nextflow task");
         let shared = task.shared().expect("named by the running run");
         assert_eq!(shared.identity, format!("nextflow/{uuid}/sad_turing"));
         assert_eq!(shared.part.unwrap().name, "ALIGN");
@@ -334,6 +344,7 @@ mod tests {
                 ..Default::default()
             },
             SystemTime::now(),
+            live(),
         );
         assert_eq!(
             head.shared().unwrap().identity,
@@ -345,7 +356,10 @@ mod tests {
             cwd: Some(dir.path().to_path_buf()),
             ..batch
         };
-        assert!(under_batch(&elsewhere).is_none(), "no .command.run there");
+        assert!(
+            under_batch(live(), &elsewhere).is_none(),
+            "no .command.run there"
+        );
     }
 
     #[test]
@@ -366,7 +380,7 @@ mod tests {
             cwd: Some(work.clone()),
             ..Default::default()
         };
-        let t = read_task(&command_run(&image).unwrap()).unwrap();
+        let t = read_task(&LiveHost, &command_run(&image).unwrap()).unwrap();
         assert_eq!(
             (t.name.as_str(), t.tag.as_deref(), t.run_id.as_str()),
             ("SORT", Some("b"), "3f/9a1c0e5d2b7f84c6a0e1d9b2c4f6a8e0")

@@ -12,10 +12,7 @@ mod agent;
 mod proto;
 mod series;
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    time::SystemTime,
-};
+use std::{collections::HashMap, time::SystemTime};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use pipetrace_probes_common::Accumulator;
@@ -25,9 +22,9 @@ use series::Table;
 pub use series::{Counters, SeriesKey};
 
 use crate::{
-    accounting::{Measured, live},
+    accounting::Measured,
     attribution::{Attributor, Finished, Membership, Role},
-    diagnosis::Stalls,
+    diagnosis::watch::{Parts, TaskCounts},
     event::ProcKey,
     tree::Tree,
 };
@@ -35,13 +32,6 @@ use crate::{
 /// Processes younger than this are not sampled: most are about to exec (their tool name
 /// would change) or end (their exact figures follow at once).
 const MIN_AGE_NS: u64 = 1_000_000_000;
-
-/// A tool's stall record unseen this long belongs to a process that gets no span (a wrapper
-/// that adds no level): forgotten. Ended tools are taken within `probes.usage_wait`.
-const FORGET_NS: u64 = 600_000_000_000;
-
-/// Ancestors walked from a process to the tools above it, against a malformed tree.
-const MAX_DEPTH: usize = 64;
 
 /// A process's part of a progress signature: its CPU, bytes and characters moved, and its
 /// finished waits for storage (a wait for the disk is not idleness).
@@ -72,15 +62,11 @@ pub struct Metrics {
     last: HashMap<ProcKey, (SeriesKey, Counters)>,
     /// Memory limits of running tasks, by (pipeline, task).
     limits: HashMap<(String, String), u64>,
-    stalls: Stalls,
-    tool_stalls: Stalls,
-    /// Running tasks at the last sample, by (pipeline, task name): how many run, how many
-    /// of them are stalled.
-    running: BTreeMap<(String, String), u64>,
-    stalled: BTreeMap<(String, String), u64>,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     /// When the agent's own counters started.
     started: SystemTime,
+    /// The clock series and exports are stamped with.
+    host: crate::host::SharedHost,
 }
 
 impl Metrics {
@@ -88,9 +74,11 @@ impl Metrics {
         cfg: &pipetrace_config::Metrics,
         measured: Measured,
         resource: &opentelemetry_sdk::Resource,
-        stall_after: std::time::Duration,
+        host: crate::host::SharedHost,
     ) -> Self {
         Self {
+            started: host.now(),
+            host,
             cfg: cfg.clone(),
             measured,
             table: Table::new(cfg.max_series),
@@ -98,23 +86,13 @@ impl Metrics {
             held: HashMap::new(),
             last: HashMap::new(),
             limits: HashMap::new(),
-            stalls: Stalls::new(stall_after),
-            tool_stalls: Stalls::new(stall_after),
-            running: BTreeMap::new(),
-            stalled: BTreeMap::new(),
             resource: proto::resource(resource),
-            started: SystemTime::now(),
         }
     }
 
     /// Tasks named at a sample so far (and not ended), with their run and name.
     pub fn labelled(&self) -> impl Iterator<Item = (ProcKey, ProcKey, &str)> + '_ {
         (self.labels.iter()).map(|(t, (run, name))| (*t, *run, name.as_str()))
-    }
-
-    /// Whether running task `task` was stalled at the last sample.
-    pub fn task_stalled(&self, task: ProcKey) -> bool {
-        self.stalls.stalled().any(|t| t == task)
     }
 
     /// Attribute sets placed in the overflow series so far.
@@ -162,7 +140,7 @@ impl Metrics {
         };
         let s = match s {
             Some(s) => s,
-            None => self.table.get(&pipeline, &task, &tool),
+            None => self.table.get(&pipeline, &task, &tool, self.host.now()),
         };
         if let Some((_, sampled)) = &last {
             s.live = s.live.minus(sampled);
@@ -186,7 +164,9 @@ impl Metrics {
                     .clone();
                 let held = self.held.remove(&proc.key).unwrap_or_default();
                 for h in held {
-                    let s = self.table.get(&h.pipeline, &label, &h.tool);
+                    let s = self
+                        .table
+                        .get(&h.pipeline, &label, &h.tool, self.host.now());
                     s.finished.add(&h.counters);
                     s.peak = s.peak.max(h.peak);
                 }
@@ -204,11 +184,12 @@ impl Metrics {
     /// for a live process so far (network bytes).
     pub fn sample(
         &mut self,
-        attr: &mut Attributor,
+        host: &dyn crate::host::Host,
+        attr: &Attributor,
         tree: &Tree,
         now_ns: u64,
         net: &dyn Fn(u32) -> Accumulator,
-    ) {
+    ) -> Parts {
         for s in self.table.series.values_mut() {
             s.live = Counters::default();
             s.rss_now = 0;
@@ -217,7 +198,7 @@ impl Metrics {
         // Each process of a running task: its task, and its own part of the progress
         // signatures of that task and of the tools above it (its presence, however young, and
         // its figures): a process starting or ending, CPU or I/O all change them.
-        let mut own: HashMap<ProcKey, (ProcKey, u64)> = HashMap::new();
+        let mut own = Parts::new();
         let members: Vec<_> = attr.members().collect();
         for (key, m) in members {
             let Some(p) = tree.get(&key) else { continue };
@@ -234,7 +215,7 @@ impl Metrics {
                 // Too young for a series of its own, but its work is its task's progress: a
                 // task of sub-second tools one after another is not quiet.
                 if let (Some((_, part)), None) = (own.get_mut(&key), &p.exit)
-                    && let Some(l) = live::read(key.pid)
+                    && let Some(l) = host.live(key.pid)
                 {
                     let c = Counters::from_live(&l, &Accumulator::default());
                     *part = part.wrapping_add(progress_of(&c, l.io_chars));
@@ -242,13 +223,13 @@ impl Metrics {
                 continue;
             }
             let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
-            let Some(task) = self.task_label(attr, tree, &m) else {
+            let Some(task) = self.task_label(attr, &m) else {
                 continue;
             };
             // A process that ended (its exit event may still be on its way) keeps its last
             // sample until its exact figures replace it: counters never step back.
             let reading = match p.exit {
-                None => live::read(key.pid),
+                None => host.live(key.pid),
                 Some(_) => None,
             };
             let chars = reading.as_ref().map_or(0, |l| l.io_chars);
@@ -268,7 +249,7 @@ impl Metrics {
             };
             let s = match self.table.series.get_mut(&key_of) {
                 Some(s) => s,
-                None => self.table.get(&key_of.pipeline, &key_of.task, &key_of.tool),
+                None => (self.table).get(&key_of.pipeline, &key_of.task, &key_of.tool, host.now()),
             };
             if let Some((_, part)) = own.get_mut(&key) {
                 *part = part.wrapping_add(progress_of(&counters, chars));
@@ -284,119 +265,38 @@ impl Metrics {
                 self.limits.insert((pipeline, task), limit);
             }
         }
-        self.observe_progress(attr, tree, &own, now_ns);
+        own
     }
 
     /// A member's task label ("" outside any task); `None` while its task has no name yet.
-    fn task_label(&mut self, attr: &mut Attributor, tree: &Tree, m: &Membership) -> Option<String> {
+    fn task_label(&mut self, attr: &Attributor, m: &Membership) -> Option<String> {
         let Some(t) = m.task else {
             return Some(String::new());
         };
         if let Some((_, l)) = self.labels.get(&t) {
             return Some(l.clone());
         }
-        let l = attr.provisional_task_name(tree, t)?;
+        let l = attr.running_name(&t)?.to_string();
         self.labels.insert(t, (m.run, l.clone()));
         Some(l)
     }
 
-    /// Each running task's and tool's progress signature at `now_ns`, from each process's
-    /// own part (`own`): stalls open and close.
-    fn observe_progress(
-        &mut self,
-        attr: &Attributor,
-        tree: &Tree,
-        own: &HashMap<ProcKey, (ProcKey, u64)>,
-        now_ns: u64,
-    ) {
-        self.observe_tools(attr, tree, own, now_ns);
-        let mut progress: HashMap<ProcKey, u64> = HashMap::new();
-        for (t, part) in own.values() {
-            let sig = progress.entry(*t).or_insert_with(|| attr.ended_in(t));
-            *sig = sig.wrapping_add(*part);
-        }
-        self.stalled.clear();
-        self.running.clear();
-        for (t, sig) in progress {
-            self.stalls.observe(t, sig, now_ns);
-            if let (Some((_, label)), Some(m)) = (self.labels.get(&t), attr.membership(&t)) {
-                let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
-                let named = (pipeline, label.clone());
-                *self.running.entry(named.clone()).or_default() += 1;
-                self.stalled.entry(named).or_default();
-            }
-        }
-        for t in self.stalls.stalled() {
-            if let (Some((_, label)), Some(m)) = (self.labels.get(&t), attr.membership(&t)) {
-                let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
-                *self.stalled.entry((pipeline, label.clone())).or_default() += 1;
-            }
-        }
-    }
-
-    /// A running tool's signature is its own work and its descendants' (and their coming and
-    /// going): a wrapper waiting on a busy child is not stalled.
-    fn observe_tools(
-        &mut self,
-        attr: &Attributor,
-        tree: &Tree,
-        own: &HashMap<ProcKey, (ProcKey, u64)>,
-        now_ns: u64,
-    ) {
-        let mut tools: HashMap<ProcKey, u64> = HashMap::new();
-        for (key, (_, part)) in own {
-            let mut at = Some(*key);
-            for _ in 0..MAX_DEPTH {
-                let Some(k) = at else { break };
-                // Up to the task's root: the task's own stall covers it.
-                if attr.membership(&k).is_none_or(|m| m.role != Role::Member) {
-                    break;
-                }
-                let Some(p) = tree.get(&k) else { break };
-                if p.exit.is_none() {
-                    let sig = tools.entry(k).or_default();
-                    *sig = sig.wrapping_add(*part);
-                }
-                at = p.parent;
-            }
-        }
-        for (k, sig) in tools {
-            self.tool_stalls.observe(k, sig, now_ns);
-        }
-        self.tool_stalls
-            .forget_unseen_since(now_ns.saturating_sub(FORGET_NS));
-    }
-
-    /// The stall periods of a task that ended at `end_ns`, and how long it made no
-    /// progress in all (ns).
-    pub fn take_stalls(
-        &mut self,
-        task: ProcKey,
-        end_ns: u64,
-    ) -> (Vec<crate::diagnosis::Stall>, u64) {
-        self.stalls.take(task, end_ns)
-    }
-
-    /// The stall periods of a tool that ended at `end_ns`.
-    pub fn take_tool_stalls(&mut self, tool: ProcKey, end_ns: u64) -> Vec<crate::diagnosis::Stall> {
-        self.tool_stalls.take(tool, end_ns).0
-    }
-
     /// The OTLP request for now, with the agent's own figures; None when metrics are off.
-    pub fn collect(&mut self, figures: &AgentFigures) -> Option<ExportMetricsServiceRequest> {
+    pub fn collect(
+        &mut self,
+        figures: &AgentFigures,
+        (running, stalled): (&TaskCounts, &TaskCounts),
+    ) -> Option<ExportMetricsServiceRequest> {
         if !self.cfg.enabled {
             return None;
         }
         // One time stamp for every point of the request.
-        let now = SystemTime::now();
+        let now = self.host.now();
         self.retire_ended();
         let mut req = proto::request(
             &self.table,
             &self.limits,
-            proto::TaskCounts {
-                running: &self.running,
-                stalled: &self.stalled,
-            },
+            proto::TaskCounts { running, stalled },
             &self.resource,
             self.cfg.temporality,
             self.measured,
@@ -449,6 +349,8 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    const NONE: (&TaskCounts, &TaskCounts) = (&TaskCounts::new(), &TaskCounts::new());
+
     /// (tool, value present, stale flag) of the CPU points in a request.
     fn cpu_points(req: &ExportMetricsServiceRequest) -> Vec<(String, bool, u32)> {
         use opentelemetry_proto::tonic::metrics::v1::metric::Data;
@@ -487,8 +389,12 @@ mod tests {
             ..Default::default()
         };
         let resource = opentelemetry_sdk::Resource::builder_empty().build();
-        let stall_after = std::time::Duration::from_secs(300);
-        Metrics::new(&cfg, Measured::default(), &resource, stall_after)
+        Metrics::new(
+            &cfg,
+            Measured::default(),
+            &resource,
+            crate::host::port::live(),
+        )
     }
 
     #[test]
@@ -502,10 +408,10 @@ mod tests {
             // A job of 1,000 runs ended: its exact figures, and nothing of it runs.
             for run in 0..1000 {
                 m.table
-                    .get(&format!("p{run}"), "align", "bwa")
+                    .get(&format!("p{run}"), "align", "bwa", SystemTime::now())
                     .finished
                     .cpu_user_ns += 7;
-                let req = m.collect(&f).unwrap();
+                let req = m.collect(&f, NONE).unwrap();
                 let points = cpu_points(&req);
                 // This run's final point, the previous run's stale marker, nothing older.
                 assert!(points.len() <= 2, "run {run}: {points:?}");
@@ -514,9 +420,9 @@ mod tests {
                     assert!(points.iter().any(|p| !p.1 && p.2 == 1), "{points:?}");
                 }
             }
-            let last = cpu_points(&m.collect(&f).unwrap());
+            let last = cpu_points(&m.collect(&f, NONE).unwrap());
             assert_eq!(last.len(), 1, "the last one's marker: {last:?}");
-            assert!(cpu_points(&m.collect(&f).unwrap()).is_empty());
+            assert!(cpu_points(&m.collect(&f, NONE).unwrap()).is_empty());
             assert_eq!(m.series_count(), 0, "nothing kept");
         }
     }
@@ -525,11 +431,17 @@ mod tests {
     fn a_series_that_gets_more_after_its_final_point_stays() {
         let mut m = metrics(pipetrace_config::Temporality::Cumulative);
         let f = AgentFigures::default();
-        m.table.get("p", "t", "x").finished.cpu_user_ns += 1;
-        m.collect(&f);
+        m.table
+            .get("p", "t", "x", SystemTime::now())
+            .finished
+            .cpu_user_ns += 1;
+        m.collect(&f, NONE);
         // Another job of the same task ended before the next export: not retired.
-        m.table.get("p", "t", "x").finished.cpu_user_ns += 1;
-        let points = cpu_points(&m.collect(&f).unwrap());
+        m.table
+            .get("p", "t", "x", SystemTime::now())
+            .finished
+            .cpu_user_ns += 1;
+        let points = cpu_points(&m.collect(&f, NONE).unwrap());
         assert_eq!(points.len(), 1);
         assert!(points[0].1, "a value, not a marker: {points:?}");
     }

@@ -414,7 +414,7 @@ mod tests {
     fn metrics_without_points_are_left_out() {
         let mut t = Table::new(10);
         assert!(names(&t).is_empty(), "{:?}", names(&t));
-        t.get("p", "align", "bwa");
+        t.get("p", "align", "bwa", SystemTime::now());
         let n = names(&t);
         for want in [
             metric::PROCESS_CPU_TIME,

@@ -160,7 +160,8 @@ impl Table {
         }
     }
 
-    pub fn get(&mut self, pipeline: &str, task: &str, tool: &str) -> &mut Series {
+    /// The series of (pipeline, task, tool), begun at `now` if it is new.
+    pub fn get(&mut self, pipeline: &str, task: &str, tool: &str, now: SystemTime) -> &mut Series {
         let key = SeriesKey {
             pipeline: pipeline.into(),
             task: task.into(),
@@ -178,7 +179,6 @@ impl Table {
                 overflow: true,
             }
         };
-        let now = SystemTime::now();
         self.series.entry(key).or_insert_with(|| Series::new(now))
     }
 
@@ -209,11 +209,11 @@ mod tests {
     #[test]
     fn series_past_the_bound_share_the_overflow_series() {
         let mut t = Table::new(2);
-        t.get("p", "a", "x").finished.cpu_user_ns += 1;
-        t.get("p", "b", "x").finished.cpu_user_ns += 1;
-        t.get("p", "c", "x").finished.cpu_user_ns += 1;
-        t.get("p", "d", "x").finished.cpu_user_ns += 1;
-        t.get("p", "a", "x").finished.cpu_user_ns += 1;
+        t.get("p", "a", "x", SystemTime::now()).finished.cpu_user_ns += 1;
+        t.get("p", "b", "x", SystemTime::now()).finished.cpu_user_ns += 1;
+        t.get("p", "c", "x", SystemTime::now()).finished.cpu_user_ns += 1;
+        t.get("p", "d", "x", SystemTime::now()).finished.cpu_user_ns += 1;
+        t.get("p", "a", "x", SystemTime::now()).finished.cpu_user_ns += 1;
         assert_eq!(t.series.len(), 3);
         assert_eq!(t.overflowed, 2);
         let overflow = t.series.iter().find(|(k, _)| k.overflow).unwrap().1;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
+use crate::host::Host;
+
 /// One step that runs a command: its id as cwltool reports it and what its command holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
@@ -29,13 +31,13 @@ pub struct Document {
 const MAX_DEPTH: usize = 8;
 
 /// Reads `target` (`wf.cwl` or `wf.cwl#main`, relative to `cwd`).
-pub fn load(target: &str, cwd: &Path) -> Option<Document> {
+pub fn load(host: &dyn Host, target: &str, cwd: &Path) -> Option<Document> {
     let (file, fragment) = match target.split_once('#') {
         Some((f, frag)) => (f, Some(frag)),
         None => (target, None),
     };
     let path = cwd.join(file.strip_prefix("file://").unwrap_or(file));
-    let root = read(&path)?;
+    let root = read(host, &path)?;
     let graph = root.get("$graph").and_then(Value::as_sequence).cloned();
     let top = match &graph {
         Some(g) => by_id(g, fragment.unwrap_or("main"))
@@ -45,6 +47,7 @@ pub fn load(target: &str, cwd: &Path) -> Option<Document> {
     };
     let mut doc = Document::default();
     let ctx = Ctx {
+        host,
         dir: path.parent()?.to_path_buf(),
         graph,
     };
@@ -63,8 +66,8 @@ pub fn load(target: &str, cwd: &Path) -> Option<Document> {
     Some(doc)
 }
 
-fn read(path: &Path) -> Option<Value> {
-    serde_yaml::from_str(&std::fs::read_to_string(path).ok()?).ok()
+fn read(host: &dyn Host, path: &Path) -> Option<Value> {
+    serde_yaml::from_str(&host.read_to_string(path).ok()?).ok()
 }
 
 fn class(v: &Value) -> &str {
@@ -81,12 +84,13 @@ fn by_id<'a>(graph: &'a [Value], id: &str) -> Option<&'a Value> {
     })
 }
 
-struct Ctx {
+struct Ctx<'h> {
+    host: &'h dyn Host,
     dir: PathBuf,
     graph: Option<Vec<Value>>,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn steps(&self, wf: &Value, prefix: &str, depth: usize, out: &mut Vec<Step>) {
         if depth > MAX_DEPTH {
             return;
@@ -99,6 +103,7 @@ impl Ctx {
             match class(&process) {
                 "Workflow" => {
                     let sub = Ctx {
+                        host: self.host,
                         dir,
                         graph: self.graph.clone(),
                     };
@@ -123,7 +128,7 @@ impl Ctx {
             }
             Value::String(s) => {
                 let path = self.dir.join(s.strip_prefix("file://").unwrap_or(s));
-                Some((read(&path)?, path.parent()?.to_path_buf()))
+                Some((read(self.host, &path)?, path.parent()?.to_path_buf()))
             }
             inline => Some((inline.clone(), self.dir.clone())),
         }

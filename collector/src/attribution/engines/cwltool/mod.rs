@@ -68,13 +68,13 @@ fn document_arg(argv: &[String]) -> Option<&str> {
     None
 }
 
-fn start(image: &Image, _started: SystemTime) -> Box<dyn EngineRun> {
+fn start(image: &Image, _started: SystemTime, host: crate::host::SharedHost) -> Box<dyn EngineRun> {
     let cwl = document_arg(&image.argv);
     let workflow = cwl
         .map(|a| naming::executable_name(a.split('#').next().unwrap_or(a)).to_string())
         .unwrap_or_else(|| "cwltool".into());
     let cwd = image.cwd.clone().unwrap_or_default();
-    let document = cwl.and_then(|c| document::load(c, &cwd));
+    let document = cwl.and_then(|c| document::load(&*host, c, &cwd));
     let key = digest(&["cwltool", cwl.unwrap_or(""), &cwd.to_string_lossy()]);
     Box::new(Cwltool {
         key: format!("{}-{key}", naming::clean_name(&workflow)),

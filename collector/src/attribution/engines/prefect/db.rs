@@ -29,11 +29,10 @@ pub struct TaskRun {
     pub subflow: bool,
 }
 
-/// The database a Prefect API server process has open (`/proc/<pid>/fd`).
-pub fn open_by(server_pid: u32) -> Option<PathBuf> {
-    let fds = std::fs::read_dir(format!("/proc/{server_pid}/fd")).ok()?;
-    let paths = fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok());
-    let mut dbs: Vec<PathBuf> = paths
+/// The database a Prefect API server process has open. SQLite reads it itself: the host
+/// says which file it is.
+pub fn open_by(host: &dyn crate::host::Host, server_pid: u32) -> Option<PathBuf> {
+    let mut dbs: Vec<PathBuf> = (host.open_files(server_pid).into_iter())
         .filter(|p| p.extension().is_some_and(|e| e == "db"))
         .collect();
     dbs.sort_by_key(|p| p.file_name().is_none_or(|n| n != "prefect.db"));

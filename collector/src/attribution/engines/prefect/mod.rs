@@ -47,6 +47,8 @@ const SLACK: Duration = Duration::from_millis(100);
 const ROW_DELAY: Duration = Duration::from_secs(1);
 
 struct Prefect {
+    /// Finds the API server's database, and the clock rows are judged by.
+    host: crate::host::SharedHost,
     script: String,
     key: String,
     started: SystemTime,
@@ -59,7 +61,7 @@ struct Prefect {
     by_thread: HashMap<u32, TaskRun>,
 }
 
-fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
+fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> Box<dyn EngineRun> {
     let script = naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
     let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
     let key = digest(&[
@@ -68,6 +70,7 @@ fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
         cwd.as_deref().unwrap_or(""),
     ]);
     Box::new(Prefect {
+        host,
         key: format!("{}-{key}", naming::clean_name(&script)),
         script,
         started,
@@ -83,7 +86,7 @@ impl Prefect {
     /// Prefect's database, once the server has it open.
     fn db(&mut self) -> Option<&Db> {
         if self.db.is_none() {
-            let path = self.db_path.clone().or_else(|| db::open_by(self.server?))?;
+            let path = (self.db_path.clone()).or_else(|| db::open_by(&*self.host, self.server?))?;
             self.db = Db::open(&path);
             self.db_path = Some(path);
         }
@@ -167,7 +170,7 @@ impl EngineRun for Prefect {
     fn group_ended(&mut self, id: &str) -> bool {
         // Its processes' rows may land up to ROW_DELAY after they end, and they end first.
         let end = self.db().and_then(|db| db.task_run_end(id));
-        end.is_some_and(|e| e + 2 * ROW_DELAY < SystemTime::now())
+        end.is_some_and(|e| e + 2 * ROW_DELAY < self.host.now())
     }
 
     fn trace_parent(&mut self) -> Option<String> {
@@ -194,7 +197,7 @@ impl EngineRun for Prefect {
     }
 
     fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>> {
-        let now = SystemTime::now();
+        let now = self.host.now();
         ended
             .iter()
             .map(|e| {

@@ -6,13 +6,12 @@
 //! command exactly (`Command '...' returned non-zero exit status N.`) and, with `-p`,
 //! `Shell command: ...` after a job's block.
 use std::{
-    fs,
-    io::{Read, Seek, SeekFrom},
     path::PathBuf,
     time::{Duration, SystemTime},
 };
 
 use super::metadata::normalize;
+use crate::host::SharedHost;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Job {
@@ -241,6 +240,7 @@ fn ended(l: &str) -> Option<&str> {
 
 /// Follows one Snakemake run's log file.
 pub struct LogFile {
+    host: SharedHost,
     workdir: PathBuf,
     not_before: SystemTime,
     file: Option<PathBuf>,
@@ -249,8 +249,9 @@ pub struct LogFile {
 }
 
 impl LogFile {
-    pub fn new(workdir: PathBuf, run_started: SystemTime) -> Self {
+    pub fn new(workdir: PathBuf, run_started: SystemTime, host: SharedHost) -> Self {
         Self {
+            host,
             workdir,
             // mtimes and our clock may differ by a little; a run's log is never older.
             not_before: run_started - Duration::from_secs(2),
@@ -262,16 +263,12 @@ impl LogFile {
 
     fn find_file(&self) -> Option<PathBuf> {
         let dir = self.workdir.join(".snakemake/log");
-        let newest = fs::read_dir(dir)
-            .ok()?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let p = e.path();
-                let modified = e.metadata().ok()?.modified().ok()?;
-                let name = p.file_name()?.to_str()?;
-                (name.ends_with(".snakemake.log") && modified >= self.not_before)
-                    .then_some((modified, p))
-            });
+        let newest = self.host.list(&dir).ok()?.into_iter().filter_map(|p| {
+            let modified = self.host.facts(&p).ok()?.modified;
+            let name = p.file_name()?.to_str()?;
+            (name.ends_with(".snakemake.log") && modified >= self.not_before)
+                .then_some((modified, p))
+        });
         newest.max_by_key(|(m, _)| *m).map(|(_, p)| p)
     }
 
@@ -283,15 +280,9 @@ impl LogFile {
         let Some(path) = &self.file else {
             return Vec::new();
         };
-        let Ok(mut f) = fs::File::open(path) else {
-            return Vec::new();
-        };
-        if f.seek(SeekFrom::Start(self.offset)).is_err() {
-            return Vec::new();
-        }
-        let mut buf = Vec::new();
-        if let Ok(n) = f.read_to_end(&mut buf) {
-            self.offset += n as u64;
+        // A log grows by lines: a read takes what is new, up to a bound per look.
+        if let Ok(buf) = self.host.read_from(path, self.offset, 64 << 20) {
+            self.offset += buf.len() as u64;
             self.pending.push_str(&String::from_utf8_lossy(&buf));
         }
         let (entries, consumed) = parse_blocks(&self.pending);

@@ -4,12 +4,13 @@
 //! (Unix seconds). A job with several outputs writes the same record for each.
 use std::{
     collections::HashMap,
-    fs,
     path::{Path, PathBuf},
     time::{Duration, SystemTime},
 };
 
 use base64::Engine as _;
+
+use crate::host::SharedHost;
 
 /// One finished job as its metadata tells it.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,12 +26,11 @@ pub struct Record {
     pub code: Option<Code>,
     /// Taken by the process (or the in-engine task) it names.
     pub claimed: bool,
-    /// When pipetrace first read it.
-    pub seen: std::time::Instant,
 }
 
 /// The records of one run's working directory written since the run started.
 pub struct Metadata {
+    host: SharedHost,
     dir: PathBuf,
     not_before: SystemTime,
     /// Files read, with their modification time then.
@@ -107,8 +107,9 @@ pub fn normalize(command: &str) -> String {
 }
 
 impl Metadata {
-    pub fn new(workdir: &Path, not_before: SystemTime) -> Self {
+    pub fn new(workdir: &Path, not_before: SystemTime, host: SharedHost) -> Self {
         Self {
+            host,
             dir: workdir.join(".snakemake/metadata"),
             not_before,
             read: HashMap::new(),
@@ -120,13 +121,13 @@ impl Metadata {
 
     /// Reads the records written or rewritten since the last call.
     pub fn refresh(&mut self) {
-        let now = SystemTime::now();
+        let now = self.host.now();
         let mut stack = vec![self.dir.clone()];
         while let Some(dir) = stack.pop() {
             // A folder unchanged since well before its last listing holds no new record
             // (a new file changes its folder's time; timestamps are coarse, so a recent
             // one is listed again). This keeps a run of many outputs cheap to follow.
-            let Ok(modified) = fs::metadata(&dir).and_then(|m| m.modified()) else {
+            let Ok(modified) = self.host.facts(&dir).map(|f| f.modified) else {
                 continue;
             };
             let settled = modified + Duration::from_secs(1);
@@ -138,13 +139,14 @@ impl Metadata {
                 continue;
             }
             self.dirs.insert(dir.clone(), (modified, now));
-            let Ok(entries) = fs::read_dir(&dir) else {
+            let Ok(entries) = self.host.list(&dir) else {
                 continue;
             };
-            for e in entries.filter_map(Result::ok) {
-                let Ok(meta) = e.metadata() else { continue };
-                let path = e.path();
-                if meta.is_dir() {
+            for path in entries {
+                let Ok(meta) = self.host.facts(&path) else {
+                    continue;
+                };
+                if meta.is_dir {
                     let subs = self.subdirs.entry(dir.clone()).or_default();
                     if !subs.contains(&path) {
                         subs.push(path.clone());
@@ -152,9 +154,7 @@ impl Metadata {
                     stack.push(path);
                     continue;
                 }
-                let Ok(modified) = meta.modified() else {
-                    continue;
-                };
+                let modified = meta.modified;
                 if modified < self.not_before || self.read.get(&path) == Some(&modified) {
                     continue;
                 }
@@ -168,7 +168,7 @@ impl Metadata {
         let Some(output) = path.strip_prefix(&self.dir).ok().and_then(output_of) else {
             return;
         };
-        let Ok(text) = fs::read_to_string(path) else {
+        let Ok(text) = self.host.read_to_string(path) else {
             return;
         };
         let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -204,7 +204,6 @@ impl Metadata {
             code,
             outputs: vec![output],
             claimed: false,
-            seen: std::time::Instant::now(),
         });
     }
 }
@@ -212,6 +211,7 @@ impl Metadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn write(dir: &Path, output: &str, json: &str) {
         let name = base64::engine::general_purpose::URL_SAFE.encode(output);
@@ -228,7 +228,11 @@ mod tests {
         write(&dir, "ref.fa.amb", rec);
         let script = r#"{"rule": "plot", "shellcmd": null, "code": "        \"scripts/plot.py\"\n", "starttime": 1700000002.0, "endtime": 1700000003.0}"#;
         write(&dir, "plots/a.png", script);
-        let mut m = Metadata::new(tmp.path(), SystemTime::UNIX_EPOCH);
+        let mut m = Metadata::new(
+            tmp.path(),
+            SystemTime::UNIX_EPOCH,
+            crate::host::port::live(),
+        );
         m.refresh();
         m.refresh();
         assert_eq!(m.records.len(), 2, "{:?}", m.records);
@@ -277,7 +281,11 @@ mod tests {
             "old.txt",
             r#"{"rule": "x", "shellcmd": "true", "starttime": 1.0, "endtime": 2.0}"#,
         );
-        let mut m = Metadata::new(tmp.path(), SystemTime::now() + Duration::from_secs(60));
+        let mut m = Metadata::new(
+            tmp.path(),
+            SystemTime::now() + Duration::from_secs(60),
+            crate::host::port::live(),
+        );
         m.refresh();
         assert!(m.records.is_empty());
     }

@@ -103,7 +103,7 @@ fn option_value<'a>(args: &'a [String], short: &str, long: &str) -> Option<&'a s
     None
 }
 
-fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
+fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> Box<dyn EngineRun> {
     let target = Target::of(&image.argv);
     let remote = target.as_ref().and(cluster::remote_dir(&image.argv));
     let cwd = image.cwd.clone().unwrap_or_default();
@@ -122,6 +122,9 @@ fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
         .map(|n| naming::clean_name(&n.to_string_lossy()))
         .unwrap_or_else(|| "snakemake".into());
     let key = digest(&["snakemake", &workdir.to_string_lossy(), snakefile]);
+    let mut records = Records::new(&workdir, started, host);
+    // `--quiet` (7) or `--quiet rules|all` (8, 9) leave job blocks out of the log.
+    records.blocks_expected = !image.argv.iter().any(|a| a == "--quiet" || a == "-q");
     Box::new(Snakemake {
         key: format!("{name}-{key}"),
         name,
@@ -131,7 +134,7 @@ fn start(image: &Image, started: SystemTime) -> Box<dyn EngineRun> {
         },
         target,
         remote,
-        records: Records::new(&workdir, started),
+        records,
     })
 }
 
@@ -171,6 +174,7 @@ impl Snakemake {
             end: e.end,
             failed: e.proc.exit.as_ref().is_some_and(|x| x.code() != 0),
             script: script_name(&command),
+            last_look: e.overdue || force,
         };
         if let Some(t) = Target::of(&shell_words(&command)) {
             self.records.claim_target(&t.rule, &ran);

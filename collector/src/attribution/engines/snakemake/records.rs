@@ -19,6 +19,8 @@ pub struct Records {
     jobs: Vec<(Job, bool)>,
     failures: Vec<(Failure, bool)>,
     ended: HashSet<String>,
+    /// The log shows each job's block (not `--quiet`): a record waits for its block.
+    pub blocks_expected: bool,
 }
 
 /// What a job process ran, as the records spell it.
@@ -32,6 +34,8 @@ pub struct Ran<'a> {
     pub script: Option<&'a str>,
     /// The kernel kept only the start of its command line (a very long command).
     pub truncated: bool,
+    /// This is the last look: name it with what the records hold now.
+    pub last_look: bool,
 }
 
 impl Ran<'_> {
@@ -57,13 +61,14 @@ impl Ran<'_> {
 }
 
 impl Records {
-    pub fn new(workdir: &Path, started: SystemTime) -> Self {
+    pub fn new(workdir: &Path, started: SystemTime, host: crate::host::SharedHost) -> Self {
         Self {
-            log: LogFile::new(workdir.to_path_buf(), started),
-            metadata: Metadata::new(workdir, started - SLACK),
+            log: LogFile::new(workdir.to_path_buf(), started, host.clone()),
+            metadata: Metadata::new(workdir, started - SLACK, host),
             jobs: Vec::new(),
             failures: Vec::new(),
             ended: HashSet::new(),
+            blocks_expected: true,
         }
     }
 
@@ -89,6 +94,11 @@ impl Records {
             .filter_map(|r| Some((ran.fit(r.shellcmd.as_deref())?, r)))
             .min_by_key(|(fit, r)| (std::cmp::Reverse(*fit), abs_diff(r.start, ran.start)));
         if let Some((_, r)) = record {
+            // The log's job block gives the wildcards and job id: a record read before its
+            // block (the log is written as it goes, a busy machine reads it late) waits.
+            if !ran.last_look && self.blocks_expected && block_of(&self.jobs, r).is_none() {
+                return None;
+            }
             r.claimed = true;
             let r = r.clone();
             return Some(self.info_from_record(&r));
@@ -124,6 +134,9 @@ impl Records {
         let r = (self.metadata.records.iter_mut())
             .filter(|r| fits(r))
             .min_by_key(|r| abs_diff(r.start, ran.start))?;
+        if !ran.last_look && self.blocks_expected && block_of(&self.jobs, r).is_none() {
+            return None;
+        }
         r.claimed = true;
         let r = r.clone();
         Some(self.info_from_record(&r))
@@ -186,10 +199,7 @@ impl Records {
 
     /// The block of the job a metadata record is about: same rule, one of its outputs.
     fn info_from_record(&self, r: &Record) -> TaskInfo {
-        let block = (self.jobs.iter().rev())
-            .map(|(j, _)| j)
-            .find(|j| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)));
-        match block {
+        match block_of(&self.jobs, r) {
             Some(j) => info_from_job(j),
             None => TaskInfo {
                 name: r.rule.clone(),
@@ -211,6 +221,13 @@ impl Records {
             },
         }
     }
+}
+
+/// The log's block of the job that wrote record `r`: the same rule and an output in common.
+fn block_of<'a>(jobs: &'a [(Job, bool)], r: &Record) -> Option<&'a Job> {
+    (jobs.iter().rev())
+        .map(|(j, _)| j)
+        .find(|j| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)))
 }
 
 fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {

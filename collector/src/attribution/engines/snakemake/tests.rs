@@ -66,7 +66,7 @@ fn adapter(dir: &Path, argv: &[&str]) -> Box<dyn EngineRun> {
         cwd: Some(dir.to_path_buf()),
         ..Default::default()
     };
-    start(&image, at(1000.0))
+    start(&image, at(1000.0), crate::host::port::live())
 }
 
 fn resolve(a: &mut dyn EngineRun, procs: &[(Proc, f64)], overdue: bool) -> Vec<Option<TaskInfo>> {
@@ -163,7 +163,10 @@ fn identical_commands_go_to_the_record_that_started_nearest() {
 #[test]
 fn script_jobs_take_the_record_of_their_script() {
     let dir = tempfile::tempdir().unwrap();
-    write_log(dir.path(), "");
+    write_log(
+        dir.path(),
+        &(block("plot", "plot.png", 1) + &block("summarize", "sum.txt", 2)),
+    );
     write_record(
         dir.path(),
         "plot.png",
@@ -246,7 +249,7 @@ fn an_overdue_job_no_record_names_is_named_by_its_paths_or_its_program() {
 fn the_workdir_follows_directory_options() {
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("proj");
-    write_log(&sub, "");
+    write_log(&sub, &block("r", "o", 1));
     write_record(&sub, "o", "r", Some("true"), "", 1001.0);
     let mut a = adapter(dir.path(), &["snakemake", "-c1", "--directory", "proj"]);
     assert_eq!(a.pipeline_name(), "proj");
@@ -257,7 +260,7 @@ fn the_workdir_follows_directory_options() {
 #[test]
 fn a_command_line_the_kernel_cut_matches_the_record_it_starts() {
     let dir = tempfile::tempdir().unwrap();
-    write_log(dir.path(), "");
+    write_log(dir.path(), &block("rewrite", "out.txt", 1));
     let long = format!("sed -e '{}' in.txt > out.txt", "s/a/b/;".repeat(2000));
     write_record(dir.path(), "out.txt", "rewrite", Some(&long), "", 1001.0);
     write_record(
@@ -282,7 +285,10 @@ fn a_command_line_the_kernel_cut_matches_the_record_it_starts() {
 #[test]
 fn a_shell_prefix_of_the_users_wraps_the_recorded_command() {
     let dir = tempfile::tempdir().unwrap();
-    write_log(dir.path(), "");
+    write_log(
+        dir.path(),
+        &(block("short", "a", 1) + &block("long", "b", 2)),
+    );
     write_record(dir.path(), "a", "short", Some("touch a"), "", 1001.0);
     write_record(
         dir.path(),
@@ -304,4 +310,48 @@ fn a_shell_prefix_of_the_users_wraps_the_recorded_command() {
         Some("long"),
         "the longest fit"
     );
+}
+
+/// A job's block as Snakemake logs it when the job starts.
+fn block(rule: &str, output: &str, jobid: u32) -> String {
+    format!(
+        "[Mon Nov 23 01:54:07 2026]\nrule {rule}:\n    output: {output}\n    jobid: {jobid}\n    wildcards: s={jobid}\n\n"
+    )
+}
+
+#[test]
+fn a_record_read_before_its_jobs_log_block_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "");
+    write_record(
+        dir.path(),
+        "x/1.txt",
+        "gen",
+        Some("touch x/1.txt"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c1"]);
+    let p = job_proc(91, "set -euo pipefail; touch x/1.txt", 0);
+    // Without its block the wildcards are unknown: asked again, not named half.
+    let got = resolve(a.as_mut(), &[(p.clone(), 1001.0)], false);
+    assert_eq!(got[0], None);
+    write_log(dir.path(), &block("gen", "x/1.txt", 1));
+    let got = resolve(a.as_mut(), &[(p, 1001.0)], false);
+    let info = got[0].clone().expect("named once the block is read");
+    assert_eq!(
+        (info.name.as_str(), info.wildcards.as_deref()),
+        ("gen", Some("s=1"))
+    );
+}
+
+#[test]
+fn an_overdue_record_without_its_block_is_named_by_its_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "");
+    write_record(dir.path(), "y.txt", "solo", Some("touch y.txt"), "", 1001.0);
+    let mut a = adapter(dir.path(), &["snakemake", "-c1"]);
+    let p = job_proc(92, "set -euo pipefail; touch y.txt", 0);
+    let got = resolve(a.as_mut(), &[(p, 1001.0)], true);
+    assert_eq!(got[0].as_ref().map(|i| i.name.as_str()), Some("solo"));
 }

@@ -1,6 +1,7 @@
 //! Documents in the forms cwltool accepts: steps as a map or a list, `run` as a file, inline
 //! or a `#id` of a packed `$graph`, sub-workflows, a lone tool.
 use super::*;
+use crate::host::LiveHost;
 
 fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
@@ -22,7 +23,7 @@ fn steps_files_inline_tools_and_sub_workflows() {
         "wf.cwl",
         "class: Workflow\nsteps:\n  - id: scat\n    run: echo-tool.cwl\n  - id: sub\n    run: sub.cwl\n",
     );
-    let doc = load("wf.cwl", dir.path()).unwrap();
+    let doc = load(&LiveHost, "wf.cwl", dir.path()).unwrap();
     let ids: Vec<_> = doc.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -49,22 +50,25 @@ fn packed_graphs_and_lone_tools() {
           {"id": "#main", "class": "Workflow", "steps": [
             {"id": "#main/count", "run": "#wc.cwl"}]}]}"##,
     );
-    let doc = load("packed.cwl#main", dir.path()).unwrap();
+    let doc = load(&LiveHost, "packed.cwl#main", dir.path()).unwrap();
     assert_eq!(doc.steps.len(), 1);
     assert_eq!(
         (doc.steps[0].id.as_str(), doc.steps[0].base.as_slice()),
         ("count", &["wc".to_string(), "-l".to_string()][..])
     );
     assert_eq!(
-        load("packed.cwl", dir.path()).unwrap().steps.len(),
+        load(&LiveHost, "packed.cwl", dir.path())
+            .unwrap()
+            .steps
+            .len(),
         1,
         "#main by default"
     );
     write(dir.path(), "echo-tool.cwl", ECHO);
-    let tool = load("echo-tool.cwl", dir.path()).unwrap();
+    let tool = load(&LiveHost, "echo-tool.cwl", dir.path()).unwrap();
     assert_eq!(
         (tool.tool.as_deref(), tool.steps.len()),
         (Some("echo-tool"), 0)
     );
-    assert!(load("missing.cwl", dir.path()).is_none());
+    assert!(load(&LiveHost, "missing.cwl", dir.path()).is_none());
 }

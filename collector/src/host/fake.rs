@@ -1,0 +1,233 @@
+//! A host made of memory, for the core's unit tests: processes, files and clocks that a test
+//! sets, with no root, no kernel and no /proc.
+use std::{
+    collections::BTreeMap,
+    io,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime},
+};
+
+use super::{
+    HostError, ProcSnapshot,
+    port::{FileFacts, Host, SharedHost},
+};
+use crate::{
+    accounting::live::Live,
+    containers::{RecordCell, slurm_alloc::AllocCell},
+};
+
+#[derive(Default)]
+struct State {
+    boottime_ns: u64,
+    /// Unix time at boot, ns.
+    boot_unix_ns: u64,
+    processes: BTreeMap<u32, ProcSnapshot>,
+    live: BTreeMap<u32, Live>,
+    files: BTreeMap<PathBuf, (Vec<u8>, SystemTime)>,
+    busy_ticks: u64,
+}
+
+/// A fake machine; clones share it (the test keeps one, the core another).
+#[derive(Clone, Default)]
+pub struct FakeHost(Arc<Mutex<State>>);
+
+fn missing(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, path.display().to_string())
+}
+
+impl FakeHost {
+    /// Booted at `boot_unix_ns` (Unix time, ns), `boottime_ns` ago.
+    pub fn new(boot_unix_ns: u64, boottime_ns: u64) -> Self {
+        let h = Self::default();
+        {
+            let mut s = h.0.lock().unwrap();
+            s.boot_unix_ns = boot_unix_ns;
+            s.boottime_ns = boottime_ns;
+        }
+        h
+    }
+
+    pub fn shared(&self) -> SharedHost {
+        Arc::new(self.clone())
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap()
+    }
+
+    /// Moves the clocks on.
+    pub fn advance(&self, by: Duration) {
+        self.state().boottime_ns += by.as_nanos() as u64;
+    }
+
+    /// Sets the clock to `boottime_ns` (never backwards).
+    pub fn set_boottime(&self, boottime_ns: u64) {
+        let mut s = self.state();
+        s.boottime_ns = s.boottime_ns.max(boottime_ns);
+    }
+
+    /// The Unix time a boot-clock time stands for.
+    pub fn wall(&self, boottime_ns: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(self.state().boot_unix_ns + boottime_ns)
+    }
+
+    pub fn add_process(&self, p: ProcSnapshot) {
+        self.state().processes.insert(p.pid, p);
+    }
+
+    pub fn remove_process(&self, pid: u32) {
+        let mut s = self.state();
+        s.processes.remove(&pid);
+        s.live.remove(&pid);
+    }
+
+    pub fn set_live(&self, pid: u32, live: Live) {
+        self.state().live.insert(pid, live);
+    }
+
+    pub fn set_busy_ticks(&self, ticks: u64) {
+        self.state().busy_ticks = ticks;
+    }
+
+    /// Writes a file, changed now.
+    pub fn write(&self, path: impl AsRef<Path>, bytes: impl Into<Vec<u8>>) {
+        let now = self.now();
+        (self.state().files).insert(path.as_ref().to_path_buf(), (bytes.into(), now));
+    }
+
+    /// Appends to a file, changed now.
+    pub fn append(&self, path: impl AsRef<Path>, bytes: &[u8]) {
+        let now = self.now();
+        let mut s = self.state();
+        let f = (s.files.entry(path.as_ref().to_path_buf())).or_insert((Vec::new(), now));
+        f.0.extend_from_slice(bytes);
+        f.1 = now;
+    }
+}
+
+impl Host for FakeHost {
+    fn boottime_ns(&self) -> u64 {
+        self.state().boottime_ns
+    }
+
+    fn suspended_ns(&self) -> u64 {
+        0
+    }
+
+    fn now(&self) -> SystemTime {
+        let s = self.state();
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(s.boot_unix_ns + s.boottime_ns)
+    }
+
+    fn processes(&self) -> Vec<ProcSnapshot> {
+        self.state().processes.values().cloned().collect()
+    }
+
+    fn cwd(&self, pid: u32) -> Option<PathBuf> {
+        self.state().processes.get(&pid)?.cwd.clone()
+    }
+
+    fn live(&self, pid: u32) -> Option<Live> {
+        let s = self.state();
+        s.processes.get(&pid)?;
+        Some(s.live.get(&pid).copied().unwrap_or_default())
+    }
+
+    fn open_files(&self, _pid: u32) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    fn affinity(&self, pid: u32) -> Option<u32> {
+        self.state().processes.get(&pid).map(|_| 2)
+    }
+
+    fn online_cpus(&self) -> u32 {
+        2
+    }
+
+    fn cpu_busy_ticks(&self) -> Result<u64, HostError> {
+        Ok(self.state().busy_ticks)
+    }
+
+    fn ticks_per_s(&self) -> u64 {
+        100
+    }
+
+    fn own_rss_bytes(&self) -> Option<u64> {
+        Some(32 << 20)
+    }
+
+    /// No Slurm here: no client's job is ever known.
+    fn slurm_allocation(&self, _pid: u32, _uid: u32, _started: i64) -> AllocCell {
+        let cell = AllocCell::default();
+        let _ = cell.set(None);
+        cell
+    }
+
+    /// No Slurm here: a job's record never comes.
+    fn slurm_job(&self, _job: u64) -> RecordCell {
+        RecordCell::default()
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let s = self.state();
+        s.files
+            .get(path)
+            .map(|f| f.0.clone())
+            .ok_or_else(|| missing(path))
+    }
+
+    fn read_from(&self, path: &Path, offset: u64, max: usize) -> io::Result<Vec<u8>> {
+        let bytes = self.read(path)?;
+        let from = (offset as usize).min(bytes.len());
+        Ok(bytes[from..bytes.len().min(from.saturating_add(max))].to_vec())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let s = self.state();
+        let mut out: Vec<PathBuf> = (s.files.keys())
+            .filter_map(|p| {
+                let rest = p.strip_prefix(dir).ok()?;
+                Some(dir.join(rest.components().next()?))
+            })
+            .collect();
+        out.dedup();
+        if out.is_empty() {
+            return Err(missing(dir));
+        }
+        Ok(out)
+    }
+
+    fn facts(&self, path: &Path) -> io::Result<FileFacts> {
+        let s = self.state();
+        if let Some((bytes, modified)) = s.files.get(path) {
+            return Ok(FileFacts {
+                modified: *modified,
+                uid: 0,
+                is_dir: false,
+                len: bytes.len() as u64,
+            });
+        }
+        // A directory changed when its newest file did.
+        let newest = (s.files.iter())
+            .filter(|(p, _)| p.starts_with(path))
+            .map(|(_, (_, m))| *m)
+            .max()
+            .ok_or_else(|| missing(path))?;
+        Ok(FileFacts {
+            modified: newest,
+            uid: 0,
+            is_dir: true,
+            len: 0,
+        })
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        Err(missing(path))
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_path_buf())
+    }
+}

@@ -1,0 +1,169 @@
+//! The machine this runs on, read with the procfs crate and the C library's clocks.
+use std::{
+    fs,
+    io::{Read, Seek, SeekFrom},
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
+
+use procfs::{
+    CurrentSI, KernelStats,
+    process::{FDTarget, Process},
+};
+
+use super::{
+    HostError, ProcSnapshot,
+    port::{FileFacts, Host},
+};
+use crate::{
+    accounting::live::Live,
+    containers::{RecordCell, slurm_alloc::AllocCell},
+};
+
+/// This machine: /proc, its files, its clocks.
+pub struct LiveHost;
+
+impl Host for LiveHost {
+    fn boottime_ns(&self) -> u64 {
+        super::boottime_ns()
+    }
+
+    fn suspended_ns(&self) -> u64 {
+        super::suspended_ns()
+    }
+
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    fn processes(&self) -> Vec<ProcSnapshot> {
+        super::scan()
+    }
+
+    fn cwd(&self, pid: u32) -> Option<PathBuf> {
+        super::cwd(pid)
+    }
+
+    fn live(&self, pid: u32) -> Option<Live> {
+        live(pid)
+    }
+
+    fn open_files(&self, pid: u32) -> Vec<PathBuf> {
+        let Ok(fds) = Process::new(pid as i32).and_then(|p| p.fd()) else {
+            return Vec::new();
+        };
+        (fds.filter_map(Result::ok))
+            .filter_map(|fd| match fd.target {
+                FDTarget::Path(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn affinity(&self, pid: u32) -> Option<u32> {
+        crate::cgroup::affinity(pid)
+    }
+
+    fn online_cpus(&self) -> u32 {
+        crate::cgroup::online_cpus()
+    }
+
+    fn cpu_busy_ticks(&self) -> Result<u64, HostError> {
+        super::cpu_busy_ticks()
+    }
+
+    fn ticks_per_s(&self) -> u64 {
+        procfs::ticks_per_second()
+    }
+
+    fn own_rss_bytes(&self) -> Option<u64> {
+        super::rss_kib().map(|k| k * 1024)
+    }
+
+    fn slurm_allocation(&self, pid: u32, uid: u32, started: i64) -> AllocCell {
+        crate::containers::slurm_alloc::lookup(pid, uid, started)
+    }
+
+    fn slurm_job(&self, job: u64) -> RecordCell {
+        crate::containers::slurm_jobs::cell(job)
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        fs::read(path)
+    }
+
+    fn read_from(&self, path: &Path, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
+        let mut f = fs::File::open(path)?;
+        f.seek(SeekFrom::Start(offset))?;
+        let mut out = Vec::new();
+        f.take(max as u64).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect()
+    }
+
+    fn facts(&self, path: &Path) -> std::io::Result<FileFacts> {
+        let m = fs::metadata(path)?;
+        Ok(FileFacts {
+            modified: m.modified()?,
+            uid: m.uid(),
+            is_dir: m.is_dir(),
+            len: m.len(),
+        })
+    }
+
+    fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
+        fs::read_link(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        fs::canonicalize(path)
+    }
+}
+
+/// A running process's usage so far from /proc: never `environ`, never contents.
+fn live(pid: u32) -> Option<Live> {
+    let p = Process::new(pid as i32).ok()?;
+    let stat = p.stat().ok()?;
+    let ns = super::ns_per_tick();
+    let mut live = Live {
+        cpu_user_ns: stat.utime * ns,
+        cpu_system_ns: stat.stime * ns,
+        ..Default::default()
+    };
+    if let Ok(status) = p.status() {
+        live.rss_bytes = status.vmrss.unwrap_or(0) * 1024;
+        live.hwm_bytes = status.vmhwm.unwrap_or(0) * 1024;
+    }
+    // Per thread: /proc/PID/io also counts every child the process has reaped, whose own
+    // figures are counted where they belong.
+    if let Ok(tasks) = p.tasks() {
+        for io in tasks.filter_map(|t| t.ok()?.io().ok()) {
+            live.disk_read_bytes += io.read_bytes;
+            live.disk_write_bytes += io.write_bytes;
+            live.io_chars += io.rchar + io.wchar;
+        }
+    }
+    if let Ok(s) = p.schedstat() {
+        live.run_delay_ns = s.run_delay;
+    }
+    Some(live)
+}
+
+/// The whole machine's busy CPU ticks: idle and I/O wait are not work; guest time is
+/// already inside user and nice.
+pub(super) fn busy_ticks() -> Result<u64, HostError> {
+    let t = KernelStats::current()
+        .map_err(|e| HostError::NoCpuTotals {
+            path: format!("/proc/stat ({e})"),
+        })?
+        .total;
+    let extra: u64 = [t.irq, t.softirq, t.steal]
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .sum();
+    Ok(t.user + t.nice + t.system + extra)
+}

@@ -1,0 +1,88 @@
+//! The one interface between the core (tree, attribution, span building, diagnosis) and the
+//! machine: every read of /proc, of cgroups, of an engine's or a runtime's records, and of the
+//! clocks goes through a [`Host`] the core is handed. The agent hands it [`super::LiveHost`];
+//! unit tests hand it a fake one and drive the core with synthetic events, without root.
+use std::{
+    io,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use super::{HostError, ProcSnapshot};
+use crate::{
+    accounting::live::Live,
+    containers::{RecordCell, slurm_alloc::AllocCell},
+};
+
+/// A file's facts the core looks at: when it changed, who owns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileFacts {
+    pub modified: SystemTime,
+    pub uid: u32,
+    pub is_dir: bool,
+    pub len: u64,
+}
+
+/// The machine, as the core may see it.
+pub trait Host: Send + Sync {
+    /// CLOCK_BOOTTIME now, ns: the kernel's event clock.
+    fn boottime_ns(&self) -> u64;
+    /// Time the machine spent suspended since boot, ns.
+    fn suspended_ns(&self) -> u64;
+    /// The wall clock, to compare with engines' records.
+    fn now(&self) -> SystemTime;
+
+    /// Every process running now (kernel threads left out).
+    fn processes(&self) -> Vec<ProcSnapshot>;
+    /// A process's working directory now.
+    fn cwd(&self, pid: u32) -> Option<PathBuf>;
+    /// A running process's usage so far: None when it is gone.
+    fn live(&self, pid: u32) -> Option<Live>;
+    /// The files a process has open (its descriptors' targets).
+    fn open_files(&self, pid: u32) -> Vec<PathBuf>;
+    /// How many CPUs `pid` may run on (its affinity), None when it is gone.
+    fn affinity(&self, pid: u32) -> Option<u32>;
+    /// CPUs online on the machine.
+    fn online_cpus(&self) -> u32;
+    /// The whole machine's busy CPU time since boot, in clock ticks.
+    fn cpu_busy_ticks(&self) -> Result<u64, HostError>;
+    /// The unit of /proc's CPU times (USER_HZ).
+    fn ticks_per_s(&self) -> u64;
+    /// This process's own resident memory now, bytes.
+    fn own_rss_bytes(&self) -> Option<u64>;
+
+    /// Asks Slurm which job allocation client `pid` (user `uid`, started at `started` Unix
+    /// seconds) created; the answer fills the cell when it comes.
+    fn slurm_allocation(&self, pid: u32, uid: u32, started: i64) -> AllocCell;
+    /// Asks Slurm about `job` (its array ids, its user); the answer fills the cell.
+    fn slurm_job(&self, job: u64) -> RecordCell;
+
+    /// A file's bytes: /proc/PID/cgroup, cgroup controls, engines' and runtimes' records.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// At most `max` bytes of a file from `offset` on (a log read as it grows).
+    fn read_from(&self, path: &Path, offset: u64, max: usize) -> io::Result<Vec<u8>>;
+    /// The entries of a directory, as paths.
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    fn facts(&self, path: &Path) -> io::Result<FileFacts>;
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        let bytes = self.read(path)?;
+        String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// The monotonic clock (boot time) as a duration, for waits and caches.
+    fn uptime(&self) -> Duration {
+        Duration::from_nanos(self.boottime_ns())
+    }
+}
+
+/// The host handed around the core: one, shared.
+pub type SharedHost = Arc<dyn Host>;
+
+/// The machine this runs on.
+pub fn live() -> SharedHost {
+    Arc::new(super::LiveHost)
+}

@@ -1,0 +1,239 @@
+//! The whole core (tree, attribution, span building, diagnosis, export to a file) driven by
+//! synthetic kernel events on a fake host: no root, no kernel, no /proc. What the core reads
+//! (a process's directory, Snakemake's records, a cgroup's limit) the fake host holds.
+use std::time::Duration;
+
+use base64::Engine as _;
+use pipetrace_semconv::attr;
+
+use super::Pipeline;
+use crate::{
+    accounting::Usage,
+    attribution::{Attributor, Mode},
+    event::{Event, Exec, ProcKey},
+    host::{HostInfo, ProcSnapshot, fake::FakeHost},
+    redact::Redactor,
+    report::ReportSpan,
+    signals::{Kind, SpanBuilder, metrics::Metrics},
+};
+
+const S: u64 = 1_000_000_000;
+/// Unix time at boot.
+const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
+const WORKDIR: &str = "/data/variants";
+
+fn host_info() -> HostInfo {
+    HostInfo {
+        boot_id: "b".into(),
+        host_id: "h".into(),
+        host_name: "node1".into(),
+        arch: None,
+        os_version: None,
+        cloud: Default::default(),
+        boot_to_unix_ns: BOOT_UNIX_NS as i128,
+    }
+}
+
+/// A core of `pipetrace run` for root `root_pid`, writing its spans to `file`.
+fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
+    let mut cfg = pipetrace_config::Config::default();
+    cfg.export.file = Some(file.to_path_buf());
+    let info = host_info();
+    let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).unwrap());
+    let exporter = crate::export::Exporter::start(&cfg, &info, file.to_path_buf()).unwrap();
+    let resource = crate::export::resource(&cfg, &info);
+    let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
+    let mode = Mode::Run { root_pid };
+    let attr = Attributor::new(mode, &cfg.attribution, BOOT_UNIX_NS as i128, fake.shared());
+    Pipeline::new(
+        fake.shared(),
+        attr.unwrap(),
+        builder,
+        exporter,
+        metrics,
+        None,
+    )
+}
+
+fn key(pid: u32, start_ns: u64) -> ProcKey {
+    ProcKey::from_ns(pid, start_ns)
+}
+
+/// A process forked by `parent` at `at` that execs `argv` at once.
+fn start(pid: u32, parent: ProcKey, at: u64, argv: &[&str]) -> (ProcKey, [Event; 2]) {
+    let k = key(pid, at);
+    let fork = Event::Fork {
+        key: k,
+        start_ns: at,
+        parent,
+        parent_tid: parent.pid,
+        comm: "x".into(),
+    };
+    let exec = Event::Exec(Exec {
+        key: k,
+        start_ns: at,
+        time_ns: at + 1000,
+        ppid: parent.pid,
+        uid: 1000,
+        cgroup_id: 7,
+        filename: argv[0].into(),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        argv_truncated: false,
+    });
+    (k, [fork, exec])
+}
+
+/// Its end at `at`, then the kernel's usage report as its parent reaps it.
+fn end(k: ProcKey, at: u64, code: u32) -> [Event; 2] {
+    let usage = Usage {
+        cpu_user_ns: 300_000_000,
+        maxrss_bytes: 50 << 20,
+        ..Default::default()
+    };
+    let exit = Event::Exit {
+        key: k,
+        time_ns: at,
+        status: code << 8,
+        image_peak_bytes: 0,
+        at_exit: None,
+    };
+    [exit, Event::Usage { key: k, usage }]
+}
+
+/// Snakemake's record of a finished job, as it writes one per output.
+fn record(fake: &FakeHost, output: &str, rule: &str, shellcmd: &str, from: u64, to: u64) {
+    let unix = |ns: u64| (BOOT_UNIX_NS + ns) as f64 / 1e9;
+    let json = serde_json::json!({
+        "rule": rule, "shellcmd": shellcmd, "code": "",
+        "starttime": unix(from), "endtime": unix(to), "incomplete": false,
+    });
+    let name = base64::engine::general_purpose::URL_SAFE.encode(output);
+    let path = format!("{WORKDIR}/.snakemake/metadata/{name}");
+    fake.write(path, json.to_string());
+}
+
+async fn finish(mut pipe: Pipeline, file: &std::path::Path) -> Vec<ReportSpan> {
+    pipe.poll(true);
+    let (exporter, _) = pipe.into_parts();
+    assert!(exporter.shutdown(Duration::from_secs(5)).await);
+    crate::report::read_file(file).unwrap()
+}
+
+fn named(spans: &[ReportSpan], kind: Kind) -> Vec<&ReportSpan> {
+    spans.iter().filter(|s| s.kind == kind).collect()
+}
+
+#[tokio::test]
+async fn a_snakemake_run_is_named_from_its_records_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.jsonl");
+    let fake = FakeHost::new(BOOT_UNIX_NS, 100 * S);
+    fake.add_process(ProcSnapshot {
+        pid: 100,
+        ppid: 1,
+        start_ticks: key(100, 100 * S).start_ticks,
+        comm: "snakemake".into(),
+        exe: None,
+        argv: vec!["python3".into()],
+        cwd: Some(WORKDIR.into()),
+    });
+    let mut pipe = core(&fake, 100, &file);
+    let shell = "sort -k2 calls/A.vcf > sorted/A.vcf";
+    let engine = ["/usr/bin/python3", "/usr/bin/snakemake", "--cores", "1"];
+    let (root, evs) = start(100, key(1, 0), 100 * S, &engine);
+    evs.into_iter().for_each(|e| pipe.handle(e));
+    let job = format!("set -euo pipefail;  {shell}");
+    let (bash, evs) = start(101, root, 101 * S, &["/usr/bin/bash", "-c", &job]);
+    evs.into_iter().for_each(|e| pipe.handle(e));
+    // Snakemake logs the job's block as it starts it.
+    fake.set_boottime(101 * S);
+    let block = "rule sort_calls:\n    input: calls/A.vcf\n    output: sorted/A.vcf\n    \
+                 jobid: 4\n    wildcards: sample=A\n\n";
+    fake.write(format!("{WORKDIR}/.snakemake/log/x.snakemake.log"), block);
+    let (sort, evs) = start(102, bash, 101 * S + 5_000_000, &["/usr/bin/sort", "-k2"]);
+    evs.into_iter().for_each(|e| pipe.handle(e));
+    fake.set_boottime(102 * S);
+    end(sort, 102 * S - 1_000_000, 0)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    end(bash, 102 * S, 0)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    // The engine writes its record as the job ends; the core reads it through the host.
+    record(&fake, "sorted/A.vcf", "sort_calls", shell, 101 * S, 102 * S);
+    fake.set_boottime(103 * S);
+    end(root, 103 * S, 0)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    fake.advance(Duration::from_secs(10));
+    let spans = finish(pipe, &file).await;
+
+    let tasks = named(&spans, Kind::Task);
+    assert_eq!(tasks.len(), 1, "{spans:#?}");
+    assert_eq!(
+        tasks[0].name, "sort_calls (sample=A)",
+        "named by the engine's records"
+    );
+    let run = named(&spans, Kind::Run);
+    assert_eq!(run.len(), 1);
+    let pipeline = run[0].text(attr::CICD_PIPELINE_NAME);
+    assert_eq!(pipeline, Some("variants"), "named by its working directory");
+    assert_eq!(tasks[0].parent.as_ref(), Some(&run[0].id));
+    let tools = named(&spans, Kind::Tool);
+    let sorter = tools
+        .iter()
+        .find(|t| t.name == "sort")
+        .expect("sort is a tool");
+    assert_eq!(sorter.parent.as_ref(), Some(&tasks[0].id));
+    // Wall-clock times come from the boot clock and the host's boot time.
+    assert_eq!(tasks[0].start, BOOT_UNIX_NS + 101 * S);
+}
+
+#[tokio::test]
+async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.jsonl");
+    let fake = FakeHost::new(BOOT_UNIX_NS, 50 * S);
+    fake.write(
+        "/proc/self/mountinfo",
+        "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+    );
+    fake.write("/proc/201/cgroup", "0::/jobs/j1\n");
+    fake.write("/sys/fs/cgroup/jobs/j1/memory.max", "1073741824\n");
+    fake.write("/sys/fs/cgroup/jobs/memory.max", "max\n");
+    let mut pipe = core(&fake, 200, &file);
+    let (root, evs) = start(200, key(1, 0), 50 * S, &["/bin/sh", "job.sh"]);
+    evs.into_iter().for_each(|e| pipe.handle(e));
+    let (tool, evs) = start(201, root, 51 * S, &["/usr/bin/python3", "big.py"]);
+    evs.into_iter().for_each(|e| pipe.handle(e));
+    pipe.handle(Event::Oom {
+        pid: 201,
+        time_ns: 52 * S,
+        anon_rss_bytes: 1 << 30,
+        file_rss_bytes: 0,
+        shmem_rss_bytes: 0,
+    });
+    end(tool, 52 * S + 1000, 128 + 9)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    end(root, 53 * S, 1)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    fake.set_boottime(60 * S);
+    let spans = finish(pipe, &file).await;
+
+    let killed = (spans.iter())
+        .find(|s| s.name == "python3" || s.name == "big.py")
+        .expect("the killed tool's span");
+    let oom = (killed.events.iter())
+        .find(|e| e.name == pipetrace_semconv::event::OOM_KILL)
+        .expect("an OOM event");
+    assert_eq!(
+        oom.texts.get(attr::OOM_CGROUP).map(String::as_str),
+        Some("/jobs/j1")
+    );
+    assert_eq!(
+        oom.numbers.get(attr::MEMORY_LIMIT),
+        Some(&((1u64 << 30) as f64))
+    );
+}
