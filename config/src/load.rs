@@ -251,11 +251,13 @@ fn validate_export(cfg: &Config) -> Checked {
             return fail(key, format!("`{ep}` is not an http:// or https:// URL"));
         }
     }
-    if cfg.export.queue_spans == 0 || cfg.export.batch_spans == 0 {
-        return fail(
-            "export.queue_spans",
-            "queue and batch sizes must be above 0",
-        );
+    for (key, n) in [
+        ("export.queue_spans", cfg.export.queue_spans),
+        ("export.batch_spans", cfg.export.batch_spans),
+    ] {
+        if n == 0 {
+            return fail(key, "must be above 0 (try the default, 200000 and 2048)");
+        }
     }
     Ok(())
 }
@@ -436,6 +438,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.ring_buffer_bytes"), "{err}");
+        let f = file("export:\n  batch_spans: 0\n");
+        let err = load(Some(f.path()), env(&[]), &Flags::default()).unwrap_err();
+        assert!(err.to_string().contains("`export.batch_spans`"), "{err}");
         let f = file("export:\n  batch_timeout: soon\n");
         let err = load(Some(f.path()), env(&[]), &Flags::default())
             .unwrap_err()
