@@ -1,8 +1,10 @@
-//! Environment variables as a partial config: the OpenTelemetry SDK's OTEL_* variables and
-//! PIPETRACE_* (nesting with `__`: PIPETRACE_EXPORT__BATCH_SPANS=1024).
+//! Environment variables as config layers: the OpenTelemetry SDK's OTEL_* variables and
+//! PIPETRACE_* (any key, nesting with `__`: PIPETRACE_EXPORT__BATCH_SPANS=1024).
 use serde_json::{Map, Value};
 
-/// OTEL_EXPORTER_OTLP_{X} and OTEL_EXPORTER_OTLP_TRACES_{X} -> export.otlp[.traces].{x}.
+use crate::{ConfigError, layer::Layer};
+
+/// The {X} of OTEL_EXPORTER_OTLP_{X} (and its _TRACES_ and _METRICS_ forms) pipetrace reads.
 const OTLP_KEYS: [&str; 8] = [
     "ENDPOINT",
     "PROTOCOL",
@@ -13,29 +15,6 @@ const OTLP_KEYS: [&str; 8] = [
     "CLIENT_KEY",
     "CLIENT_CERTIFICATE",
 ];
-
-/// Sets `path` to `value`. False, and nothing set, when the path runs through a value or
-/// would replace a section: a setting is a value or a section, not both.
-pub(crate) fn insert(root: &mut Map<String, Value>, path: &[&str], value: Value) -> bool {
-    let Some((last, parents)) = path.split_last() else {
-        return false;
-    };
-    let mut node = root;
-    for p in parents {
-        let next = node
-            .entry(p.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Some(section) = next.as_object_mut() else {
-            return false;
-        };
-        node = section;
-    }
-    if node.get(*last).is_some_and(Value::is_object) && !value.is_object() {
-        return false;
-    }
-    node.insert(last.to_string(), value);
-    true
-}
 
 /// `k1=v1,k2=v2` with percent-encoded values, as the OTLP exporter spec defines it.
 fn headers(raw: &str) -> Value {
@@ -90,83 +69,157 @@ fn scalar(raw: &str) -> Value {
     }
 }
 
-/// Builds the partial config the given environment variables describe.
-pub fn from_vars<I: IntoIterator<Item = (String, String)>>(
-    vars: I,
-) -> Result<Value, crate::ConfigError> {
-    let mut root = Map::new();
-    for (name, raw) in vars {
-        // The OTel specification: an empty variable is as if unset.
-        if name.starts_with("OTEL_") && raw.trim().is_empty() {
-            continue;
-        }
-        if name == "OTEL_SERVICE_NAME" {
-            insert(&mut root, &["service_name"], Value::String(raw));
-        } else if name == "OTEL_RESOURCE_ATTRIBUTES" {
-            insert(&mut root, &["resource_attributes"], headers(&raw));
-        } else if name == "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE" {
+fn variable(name: &str) -> String {
+    format!("environment variable {name}")
+}
+
+fn path(keys: &[&str]) -> Vec<String> {
+    keys.iter().map(|k| k.to_string()).collect()
+}
+
+/// The config key an OTEL_* variable sets, and its value in config terms.
+fn otel_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
+    Some(match name {
+        "OTEL_SERVICE_NAME" => (path(&["service_name"]), raw.into()),
+        "OTEL_RESOURCE_ATTRIBUTES" => (path(&["resource_attributes"]), headers(raw)),
+        "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE" => {
             // The spec's `lowmemory` is delta for counters, as is ours.
             let t = match raw.trim().to_ascii_lowercase().as_str() {
                 "lowmemory" => "delta".to_string(),
                 other => other.to_string(),
             };
-            insert(&mut root, &["metrics", "temporality"], Value::String(t));
-        } else if name == "OTEL_METRIC_EXPORT_INTERVAL" {
-            insert(
-                &mut root,
-                &["metrics", "interval"],
-                otlp_value("TIMEOUT", &raw),
-            );
-        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_METRICS_") {
-            if OTLP_KEYS.contains(&key) {
-                let k = key.to_ascii_lowercase();
-                insert(
-                    &mut root,
-                    &["export", "otlp", "metrics", &k],
-                    otlp_value(key, &raw),
-                );
-            }
-        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_TRACES_") {
-            if OTLP_KEYS.contains(&key) {
-                let k = key.to_ascii_lowercase();
-                insert(
-                    &mut root,
-                    &["export", "otlp", "traces", &k],
-                    otlp_value(key, &raw),
-                );
-            }
-        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_") {
-            if OTLP_KEYS.contains(&key) {
-                let k = key.to_ascii_lowercase();
-                insert(&mut root, &["export", "otlp", &k], otlp_value(key, &raw));
-            }
-        } else if let Some(rest) = name.strip_prefix("PIPETRACE_") {
-            // PIPETRACE_LOG and PIPETRACE_BIN are for the process, not the config.
-            if !rest.contains("__") && !matches!(rest, "SERVICE_NAME") {
-                continue;
-            }
-            let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+            (path(&["metrics", "temporality"]), t.into())
+        }
+        "OTEL_METRIC_EXPORT_INTERVAL" => {
+            (path(&["metrics", "interval"]), otlp_value("TIMEOUT", raw))
+        }
+        _ => return otlp_setting(name, raw),
+    })
+}
+
+/// OTEL_EXPORTER_OTLP_{X}, _TRACES_{X} and _METRICS_{X}: export.otlp[.traces|.metrics].{x}.
+fn otlp_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
+    // A signal's own variable; one it does not define is ignored, not taken as general.
+    let (signal, key) = if let Some(k) = name.strip_prefix("OTEL_EXPORTER_OTLP_METRICS_") {
+        (Some("metrics"), k)
+    } else if let Some(k) = name.strip_prefix("OTEL_EXPORTER_OTLP_TRACES_") {
+        (Some("traces"), k)
+    } else {
+        (None, name.strip_prefix("OTEL_EXPORTER_OTLP_")?)
+    };
+    if !OTLP_KEYS.contains(&key) {
+        return None;
+    }
+    let mut p = path(&["export", "otlp"]);
+    p.extend(signal.map(String::from));
+    p.push(key.to_ascii_lowercase());
+    Some((p, otlp_value(key, raw)))
+}
+
+/// The OTel SDK's OTEL_* variables as config keys. The mapping is written out by hand:
+/// headers are percent-decoded and timeouts are milliseconds, which no key mapping says.
+pub fn otel(vars: &[(String, String)]) -> Layer {
+    let mut layer = Layer::new("environment");
+    for (name, raw) in vars {
+        // The OTel specification: an empty variable is as if unset.
+        if !name.starts_with("OTEL_") || raw.trim().is_empty() {
+            continue;
+        }
+        if let Some((path, value)) = otel_setting(name, raw) {
             let path: Vec<&str> = path.iter().map(String::as_str).collect();
-            if !insert(&mut root, &path, scalar(&raw)) {
-                return Err(crate::ConfigError::Invalid {
-                    source_name: "environment".into(),
-                    key: name,
-                    message: "another PIPETRACE_ variable sets a value above or a section below \
-                              it; a setting is a value or a section, not both: unset one"
-                        .into(),
-                });
-            }
+            // No OTEL_ key lies inside another: setting cannot fail.
+            layer.set(&path, value, variable(name));
         }
     }
-    Ok(Value::Object(root))
+    layer
+}
+
+/// PIPETRACE_ variables that are config keys: any with a `__` (a nested key) and
+/// PIPETRACE_SERVICE_NAME. The rest (PIPETRACE_LOG, PIPETRACE_BIN, PIPETRACE_CONFIG, ...)
+/// are the process's own settings.
+pub fn is_config(rest: &str) -> bool {
+    rest.contains("__") || rest == "SERVICE_NAME"
+}
+
+/// One PIPETRACE_ variable: its key path, name and raw value.
+type Setting<'a> = (Vec<String>, &'a str, &'a str);
+
+/// The PIPETRACE_* variables as config keys, keyed as figment's own
+/// `Env::prefixed("PIPETRACE_").filter(is_config).split("__")` keys them (lowercased; the
+/// prefix in capitals, as pipetrace always read it, where Env would take any case; a `.`
+/// stays inside its key name, where Env would nest at it).
+/// figment's Env reads only the process environment, and `load` takes the environment as
+/// a parameter so that tests and the fuzzer pass theirs: hence this provider over the
+/// given pairs, held to Env's keys by the `figment_env` test. Unlike Env, a variable that
+/// sets a value where another makes a section is an error naming both, not whichever
+/// comes last in the environment.
+pub fn pipetrace(vars: &[(String, String)]) -> Result<Layer, ConfigError> {
+    // A name given twice (possible in a list, not in an environment): the last counts.
+    let mut by_name = std::collections::BTreeMap::new();
+    for (name, raw) in vars {
+        if let Some(rest) = name.strip_prefix("PIPETRACE_").filter(|r| is_config(r)) {
+            by_name.insert(name.as_str(), (rest, raw.as_str()));
+        }
+    }
+    let mut settings: Vec<Setting> = Vec::with_capacity(by_name.len());
+    for (name, (rest, raw)) in by_name {
+        let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+        if path.iter().any(String::is_empty) {
+            return Err(ConfigError::Invalid {
+                source_name: variable(name),
+                key: path.join("."),
+                message: "`__` goes between two key names and this name has an empty one; \
+                          write e.g. PIPETRACE_EXPORT__BATCH_SPANS"
+                    .into(),
+            });
+        }
+        settings.push((path, name, raw));
+    }
+    // Sorted, a key sits right before the keys below it.
+    settings.sort();
+    if let Some(pair) = settings.windows(2).find(|w| w[1].0.starts_with(&w[0].0)) {
+        return Err(collision(&pair[0], &pair[1]));
+    }
+    let mut layer = Layer::new("environment");
+    for (path, name, raw) in &settings {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        layer.set(&path, scalar(raw), variable(name));
+    }
+    Ok(layer)
+}
+
+/// Two variables for one key, or a value and a key below it.
+fn collision(above: &Setting, below: &Setting) -> ConfigError {
+    let ((key, a, _), (sub, b, _)) = (above, below);
+    let what = if key == sub {
+        format!("{a} and {b} both set it")
+    } else {
+        format!(
+            "{a} sets it to a value and {b} sets `{}` inside it",
+            sub.join(".")
+        )
+    };
+    ConfigError::Invalid {
+        source_name: format!("environment variables {a} and {b}"),
+        key: key.join("."),
+        message: format!(
+            "{what}; a key holds a value or a section of keys, not both: unset one of them"
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     fn vars(v: &[(&str, &str)]) -> Value {
-        from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+        otel(&pairs(v)).value()
     }
 
     #[test]
@@ -231,31 +284,97 @@ mod tests {
 
     #[test]
     fn pipetrace_variables_nest_and_type() {
-        let v = vars(&[
+        let v = pipetrace(&pairs(&[
             ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
+            ("PIPETRACE_METRICS__ENABLED", "true"),
+            ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "5s"),
+            ("PIPETRACE_SERVICE_NAME", "lab"),
+            ("PIPETRACE_COST__PRICES__M5.LARGE__CPU_HOUR", "0.2"),
             ("PIPETRACE_LOG", "debug"),
-        ]);
+            ("PIPETRACE_BIN", "/usr/bin/pipetrace"),
+            ("PIPETRACE_CONFIG", "/etc/pipetrace.yaml"),
+            ("OTEL_SERVICE_NAME", "otel"),
+        ]))
+        .unwrap()
+        .value();
         assert_eq!(v["export"]["batch_spans"], 64);
-        assert!(v.get("log").is_none());
+        assert_eq!(v["metrics"]["enabled"], true);
+        assert_eq!(v["export"]["batch_timeout"], "5s");
+        assert_eq!(v["service_name"], "lab");
+        assert_eq!(v["cost"]["prices"]["m5.large"]["cpu_hour"], 0.2);
+        for process_only in ["log", "bin", "config"] {
+            assert!(v.get(process_only).is_none(), "{process_only}");
+        }
+    }
+
+    #[test]
+    fn an_empty_key_name_between_separators_names_the_variable() {
+        for name in ["PIPETRACE_EXPORT____BATCH_SPANS", "PIPETRACE_EXPORT__"] {
+            let err = pipetrace(&pairs(&[(name, "1")])).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("environment variable {name}:")),
+                "{err}"
+            );
+            assert!(err.contains("PIPETRACE_EXPORT__BATCH_SPANS"), "{err}");
+        }
+    }
+
+    #[test]
+    fn otel_errors_name_the_variable() {
+        let l = otel(&pairs(&[("OTEL_EXPORTER_OTLP_HEADERS", "a=b")]));
+        let md = figment::Provider::metadata(&l);
+        let at = ["export", "otlp", "headers", "a"];
+        assert_eq!(
+            md.interpolate(&figment::Profile::Global, &at),
+            "environment variable OTEL_EXPORTER_OTLP_HEADERS"
+        );
     }
 }
 
 #[cfg(test)]
 mod conflicts {
-    use super::from_vars;
+    use super::pipetrace;
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
 
     #[test]
     fn a_value_and_a_section_at_one_path_is_an_error_not_a_panic() {
-        for vars in [
-            [("PIPETRACE_A__B", "x"), ("PIPETRACE_A__B__C", "y")],
-            [("PIPETRACE_A__B__C", "y"), ("PIPETRACE_A__B", "x")],
+        for (vars, below) in [
+            ([("PIPETRACE_A__B", "x"), ("PIPETRACE_A__B__C", "y")], "C"),
+            ([("PIPETRACE_A__B__C", "y"), ("PIPETRACE_A__B", "x")], "C"),
+            (
+                [("PIPETRACE_A__B__C__D", "y"), ("PIPETRACE_A__B", "x")],
+                "C__D",
+            ),
         ] {
-            let got = from_vars(vars.map(|(k, v)| (k.to_string(), v.to_string())));
-            let err = got.expect_err("a conflict").to_string();
+            let err = pipetrace(&pairs(&vars)).expect_err("a conflict");
+            let head = format!(
+                "environment variables PIPETRACE_A__B and PIPETRACE_A__B__{below}: key `a.b`: "
+            );
+            assert!(err.to_string().starts_with(&head), "{err}");
             assert!(
-                err.contains("environment") && err.contains("not both"),
+                err.to_string().contains("not both: unset one of them"),
                 "{err}"
             );
         }
+        // Names that share a start but not a section are no conflict.
+        let ok = [("PIPETRACE_A__B", "x"), ("PIPETRACE_A__BB__C", "y")];
+        assert!(pipetrace(&pairs(&ok)).is_ok());
+    }
+
+    #[test]
+    fn two_spellings_of_one_key_are_an_error() {
+        let vars = [
+            ("PIPETRACE_EXPORT__BATCH_SPANS", "1"),
+            ("PIPETRACE_export__batch_spans", "2"),
+        ];
+        let err = pipetrace(&pairs(&vars)).unwrap_err().to_string();
+        assert!(err.contains("both set it"), "{err}");
+        assert!(err.contains("PIPETRACE_EXPORT__BATCH_SPANS"), "{err}");
+        assert!(err.contains("PIPETRACE_export__batch_spans"), "{err}");
     }
 }

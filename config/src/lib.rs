@@ -2,6 +2,7 @@
 mod docs;
 pub mod env;
 pub mod export;
+pub mod layer;
 pub mod load;
 pub mod model;
 

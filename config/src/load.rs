@@ -1,4 +1,6 @@
-//! Layering: defaults < YAML file < environment < command-line flags, then validation.
+//! Layering: defaults < YAML file < environment (OTEL_* < PIPETRACE_*) < command-line
+//! flags, then validation. An error names what set the key at fault: the file, the
+//! environment variable or the flag.
 use std::path::{Path, PathBuf};
 
 use figment::{
@@ -7,7 +9,11 @@ use figment::{
 };
 use serde::Serialize;
 
-use crate::{env::insert, export::Protocol, model::Config};
+use crate::{
+    export::Protocol,
+    layer::{Layer, from_figment, source_of},
+    model::Config,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -36,68 +42,29 @@ pub struct Flags {
 }
 
 impl Flags {
-    /// Only the flags given, so that an absent flag hides nothing below it.
-    fn layer(&self) -> serde_json::Value {
-        let mut root = serde_json::Map::new();
+    /// Only the flags given, so that an absent flag hides nothing below it. Each is named
+    /// as the command line spells it, for errors.
+    fn layer(&self) -> Layer {
+        let mut layer = Layer::new("command-line flags");
+        let flag = |name: &str| format!("flag {name}");
+        // The keys never nest one inside another: setting cannot fail.
         if let Some(s) = &self.service_name {
-            insert(&mut root, &["service_name"], s.clone().into());
+            layer.set(&["service_name"], s.clone().into(), flag("--service-name"));
         }
         if let Some(e) = &self.endpoint {
-            insert(&mut root, &["export", "otlp", "endpoint"], e.clone().into());
+            let key = ["export", "otlp", "endpoint"];
+            layer.set(&key, e.clone().into(), flag("--endpoint"));
         }
         if let Some(p) = self.protocol {
             let v = serde_json::to_value(p).expect("enum serialises");
-            insert(&mut root, &["export", "otlp", "protocol"], v);
+            layer.set(&["export", "otlp", "protocol"], v, flag("--protocol"));
         }
         if let Some(o) = &self.output {
-            insert(
-                &mut root,
-                &["export", "file"],
-                o.display().to_string().into(),
-            );
+            let v = o.display().to_string().into();
+            layer.set(&["export", "file"], v, flag("--output"));
         }
-        serde_json::Value::Object(root)
+        layer
     }
-}
-
-fn has_path(v: &serde_json::Value, path: &[String]) -> bool {
-    path.iter().try_fold(v, |node, p| node.get(p)).is_some()
-}
-
-/// The top layer that sets `key` is the one to blame: figment tags a merged table with the
-/// last layer that touched it, which is not always the one holding the bad key.
-fn from_figment(e: figment::Error, layers: &[(String, serde_json::Value)]) -> ConfigError {
-    let mut path = e.path.clone();
-    if let figment::error::Kind::UnknownField(name, _) = &e.kind
-        && path.last() != Some(name)
-    {
-        path.push(name.clone());
-    }
-    let source_name = layers
-        .iter()
-        .rev()
-        .find(|(_, v)| has_path(v, &path))
-        .map(|(name, _)| name.clone())
-        .unwrap_or_else(|| "config".into());
-    let mut message = e.kind.to_string();
-    if let figment::error::Kind::UnknownField(name, expected) = &e.kind
-        && let Some(near) = nearest(name, expected)
-    {
-        message = format!("{message}; did you mean `{near}`?");
-    }
-    ConfigError::Invalid {
-        source_name,
-        key: path.join("."),
-        message,
-    }
-}
-
-/// The valid key closest to a mistyped one, if any is close (a typo, not another word).
-fn nearest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
-    let (best, distance) = (valid.iter())
-        .map(|v| (*v, strsim::damerau_levenshtein(typed, v)))
-        .min_by_key(|(_, d)| *d)?;
-    (distance <= 2.max(typed.len() / 4)).then_some(best)
 }
 
 /// Loads the layered configuration. `env` is the process environment (a parameter, so tests
@@ -107,24 +74,22 @@ where
     I: IntoIterator<Item = (String, String)>,
 {
     let mut fig = Figment::from(Serialized::defaults(Config::default()));
-    let mut layers = Vec::new();
     if let Some(path) = file {
         refuse_writable_by_others(path)?;
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+        // Read here first, so that a file that cannot be read says which flag gave it.
+        std::fs::read_to_string(path).map_err(|e| ConfigError::File {
             path: path.display().to_string(),
             message: format!("{e}; check the path given to --config"),
         })?;
-        let parsed = serde_yaml::from_str(&text).unwrap_or(serde_json::Value::Null);
-        layers.push((path.display().to_string(), parsed));
         fig = fig.merge(Yaml::file_exact(path));
     }
-    layers.push(("environment".into(), crate::env::from_vars(env)?));
-    layers.push(("command-line flags".into(), flags.layer()));
-    for (_, layer) in &layers[usize::from(file.is_some())..] {
-        fig = fig.merge(Serialized::globals(layer));
-    }
-    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &layers))?;
-    validate(&cfg, file)?;
+    let env: Vec<(String, String)> = env.into_iter().collect();
+    // PIPETRACE_ over OTEL_: pipetrace's own name for a key is the more specific one.
+    fig = (fig.merge(crate::env::otel(&env)))
+        .merge(crate::env::pipetrace(&env)?)
+        .merge(flags.layer());
+    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &fig))?;
+    validate(&cfg, &fig)?;
     Ok(cfg)
 }
 
@@ -149,7 +114,8 @@ fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
+/// Checks what types cannot say; an error names what set the key at fault.
+fn validate(cfg: &Config, fig: &Figment) -> Result<(), ConfigError> {
     let checks: [fn(&Config) -> Checked; 7] = [
         validate_probes,
         validate_metrics,
@@ -162,10 +128,13 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
     checks
         .iter()
         .try_for_each(|check| check(cfg))
-        .map_err(|(key, message)| ConfigError::Invalid {
-            source_name: (file.map(|f| f.display().to_string())).unwrap_or_else(|| "config".into()),
-            key,
-            message,
+        .map_err(|(key, message)| {
+            let path: Vec<String> = key.split('.').map(String::from).collect();
+            ConfigError::Invalid {
+                source_name: source_of(fig, &path).unwrap_or_else(|| "config".into()),
+                key,
+                message,
+            }
         })
 }
 
@@ -413,11 +382,47 @@ mod tests {
         assert!(!err.to_string().contains("did you mean"), "{err}");
         let e = env(&[("PIPETRACE_METRICS__INTERVALL", "5s")]);
         let err = load(None, e, &Flags::default()).unwrap_err().to_string();
-        assert!(
-            err.starts_with("environment: key `metrics.intervall`"),
-            "{err}"
-        );
+        let head = "environment variable PIPETRACE_METRICS__INTERVALL: key `metrics.intervall`";
+        assert!(err.starts_with(head), "{err}");
         assert!(err.contains("did you mean `interval`?"), "{err}");
+    }
+
+    #[test]
+    fn a_value_and_a_section_in_the_environment_is_an_error_in_either_order() {
+        let (a, b) = (
+            ("PIPETRACE_EXPORT__OTLP", "x"),
+            ("PIPETRACE_EXPORT__OTLP__ENDPOINT", "y"),
+        );
+        for vars in [[a, b], [b, a]] {
+            let err = load(None, env(&vars), &Flags::default())
+                .unwrap_err()
+                .to_string();
+            let head = "environment variables PIPETRACE_EXPORT__OTLP and \
+                        PIPETRACE_EXPORT__OTLP__ENDPOINT: key `export.otlp`";
+            assert!(err.starts_with(head), "{err}");
+            assert!(err.ends_with("unset one of them"), "{err}");
+        }
+    }
+
+    #[test]
+    fn pipetrace_variables_override_otel_ones_and_empty_otel_ones_are_unset() {
+        let (o, p) = (
+            ("OTEL_SERVICE_NAME", "otel"),
+            ("PIPETRACE_SERVICE_NAME", "own"),
+        );
+        for vars in [[o, p], [p, o]] {
+            let c = load(None, env(&vars), &Flags::default()).unwrap();
+            assert_eq!(c.service_name.as_deref(), Some("own"));
+        }
+        // The OTel specification: an empty variable is as if unset, so the file's stays.
+        let f = file("service_name: file\nexport:\n  otlp:\n    endpoint: http://file:4317\n");
+        let e = env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+            ("OTEL_SERVICE_NAME", " "),
+        ]);
+        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        assert_eq!(c.export.otlp.endpoint.as_deref(), Some("http://file:4317"));
+        assert_eq!(c.service_name.as_deref(), Some("file"));
     }
 
     #[test]
