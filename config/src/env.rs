@@ -1,8 +1,14 @@
 //! Environment variables as config layers: the OpenTelemetry SDK's OTEL_* variables and
 //! PIPETRACE_* (any key, nesting with `__`: PIPETRACE_EXPORT__BATCH_SPANS=1024).
+use std::sync::Arc;
+
+use figment::{Metadata, Profile, Provider, Source, providers::Env};
 use serde_json::{Map, Value};
 
-use crate::{ConfigError, layer::Layer};
+use crate::{
+    ConfigError,
+    layer::{Layer, Origin, origin_of},
+};
 
 /// The {X} of OTEL_EXPORTER_OTLP_{X} (and its _TRACES_ and _METRICS_ forms) pipetrace reads.
 const OTLP_KEYS: [&str; 8] = [
@@ -58,14 +64,6 @@ fn otlp_value(key: &str, raw: &str) -> Value {
             Err(_) => Value::String(raw.into()),
         },
         _ => Value::String(raw.trim().into()),
-    }
-}
-
-/// A scalar from the environment: numbers and booleans typed, the rest strings.
-fn scalar(raw: &str) -> Value {
-    match serde_yaml::from_str::<Value>(raw) {
-        Ok(v @ (Value::Bool(_) | Value::Number(_))) => v,
-        _ => Value::String(raw.into()),
     }
 }
 
@@ -134,63 +132,100 @@ pub fn otel(vars: &[(String, String)]) -> Layer {
     layer
 }
 
+/// The prefix of pipetrace's own variables.
+const PREFIX: &str = "PIPETRACE_";
+
 /// PIPETRACE_ variables that are config keys: any with a `__` (a nested key) and
 /// PIPETRACE_SERVICE_NAME. The rest (PIPETRACE_LOG, PIPETRACE_BIN, PIPETRACE_CONFIG, ...)
 /// are the process's own settings.
-pub fn is_config(rest: &str) -> bool {
-    rest.contains("__") || rest == "SERVICE_NAME"
+fn is_config(rest: &str) -> bool {
+    rest.contains("__") || rest.eq_ignore_ascii_case("SERVICE_NAME")
 }
 
-/// One PIPETRACE_ variable: its key path, name and raw value.
-type Setting<'a> = (Vec<String>, &'a str, &'a str);
+/// figment's own provider for PIPETRACE_*: PIPETRACE_EXPORT__BATCH_SPANS=64 is
+/// `export.batch_spans: 64` (keys lowercased, values typed by figment). Global, as the
+/// other layers above the file are, so that the order of merging alone decides.
+fn figments_env() -> Env {
+    Env::prefixed(PREFIX)
+        .filter(|rest| is_config(rest.as_str()))
+        .split("__")
+        .global()
+}
 
-/// The PIPETRACE_* variables as config keys, keyed as figment's own
-/// `Env::prefixed("PIPETRACE_").filter(is_config).split("__")` keys them (lowercased; the
-/// prefix in capitals, as pipetrace always read it, where Env would take any case; a `.`
-/// stays inside its key name, where Env would nest at it).
-/// figment's Env reads only the process environment, and `load` takes the environment as
-/// a parameter so that tests and the fuzzer pass theirs: hence this provider over the
-/// given pairs, held to Env's keys by the `figment_env` test. Unlike Env, a variable that
-/// sets a value where another makes a section is an error naming both, not whichever
-/// comes last in the environment.
-pub fn pipetrace(vars: &[(String, String)]) -> Result<Layer, ConfigError> {
-    // A name given twice (possible in a list, not in an environment): the last counts.
-    let mut by_name = std::collections::BTreeMap::new();
-    for (name, raw) in vars {
-        if let Some(rest) = name.strip_prefix("PIPETRACE_").filter(|r| is_config(r)) {
-            by_name.insert(name.as_str(), (rest, raw.as_str()));
-        }
+/// The key path figment's Env makes of a variable's name, None for a name it leaves out.
+/// Env does not say which variable made a key; this is what names them in errors and
+/// finds collisions, and a test holds it to Env's keys. As in Env, the prefix may be in
+/// any case and a `.` in a name nests too.
+fn key_of(name: &str) -> Option<Vec<String>> {
+    let name = name.trim();
+    let rest = name.get(PREFIX.len()..)?;
+    if !name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX) || !is_config(rest) {
+        return None;
     }
-    let mut settings: Vec<Setting> = Vec::with_capacity(by_name.len());
-    for (name, (rest, raw)) in by_name {
-        let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
-        if path.iter().any(String::is_empty) {
-            return Err(ConfigError::Invalid {
-                source_name: variable(name),
-                key: path.join("."),
-                message: "`__` goes between two key names and this name has an empty one; \
-                          write e.g. PIPETRACE_EXPORT__BATCH_SPANS"
-                    .into(),
-            });
-        }
-        settings.push((path, name, raw));
+    let key = rest.replace("__", ".").trim().to_ascii_lowercase();
+    Some(key.split('.').map(String::from).collect())
+}
+
+/// A config variable's key path and its name.
+type Named = (Vec<String>, String);
+
+/// PIPETRACE_* as figment's Env reads them from the process environment, each key named
+/// in errors by the variable that set it (Env's own metadata says `EXPORT.BATCH_SPANS`).
+pub struct PipetraceEnv {
+    env: Env,
+    origins: Arc<Vec<Origin>>,
+}
+
+impl Provider for PipetraceEnv {
+    fn metadata(&self) -> Metadata {
+        let origins = Arc::clone(&self.origins);
+        (self.env.metadata())
+            .source(Source::Custom("environment".into()))
+            .interpolater(move |_: &Profile, keys: &[&str]| {
+                origin_of(&origins, keys).unwrap_or_else(|| "environment".into())
+            })
+    }
+
+    fn data(&self) -> Result<figment::value::Map<Profile, figment::value::Dict>, figment::Error> {
+        self.env.data()
+    }
+}
+
+/// PIPETRACE_* from the process environment, for figment's Env to read. Refused first, by
+/// the variables' names: one that sets a value where another makes a section
+/// (PIPETRACE_A__B=x beside PIPETRACE_A__B__C=y), two spellings of one key, and an empty
+/// key name; Env would silently keep whichever comes last, or skip the variable.
+pub fn pipetrace() -> Result<PipetraceEnv, ConfigError> {
+    let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
+    let mut settings: Vec<Named> = names.filter_map(|n| Some((key_of(&n)?, n))).collect();
+    if let Some((key, name)) = settings
+        .iter()
+        .find(|(k, _)| k.iter().any(String::is_empty))
+    {
+        return Err(ConfigError::Invalid {
+            source_name: variable(name),
+            key: key.join("."),
+            message: "a key name in it is empty: `__` goes between two names, as in \
+                      PIPETRACE_EXPORT__BATCH_SPANS"
+                .into(),
+        });
     }
     // Sorted, a key sits right before the keys below it.
     settings.sort();
     if let Some(pair) = settings.windows(2).find(|w| w[1].0.starts_with(&w[0].0)) {
         return Err(collision(&pair[0], &pair[1]));
     }
-    let mut layer = Layer::new("environment");
-    for (path, name, raw) in &settings {
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        layer.set(&path, scalar(raw), variable(name));
-    }
-    Ok(layer)
+    let origins = (settings.into_iter())
+        .map(|(key, name)| (key, variable(&name)))
+        .collect();
+    Ok(PipetraceEnv {
+        env: figments_env(),
+        origins: Arc::new(origins),
+    })
 }
 
 /// Two variables for one key, or a value and a key below it.
-fn collision(above: &Setting, below: &Setting) -> ConfigError {
-    let ((key, a, _), (sub, b, _)) = (above, below);
+fn collision((key, a): &Named, (sub, b): &Named) -> ConfigError {
     let what = if key == sub {
         format!("{a} and {b} both set it")
     } else {
@@ -283,43 +318,6 @@ mod tests {
     }
 
     #[test]
-    fn pipetrace_variables_nest_and_type() {
-        let v = pipetrace(&pairs(&[
-            ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
-            ("PIPETRACE_METRICS__ENABLED", "true"),
-            ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "5s"),
-            ("PIPETRACE_SERVICE_NAME", "lab"),
-            ("PIPETRACE_COST__PRICES__M5.LARGE__CPU_HOUR", "0.2"),
-            ("PIPETRACE_LOG", "debug"),
-            ("PIPETRACE_BIN", "/usr/bin/pipetrace"),
-            ("PIPETRACE_CONFIG", "/etc/pipetrace.yaml"),
-            ("OTEL_SERVICE_NAME", "otel"),
-        ]))
-        .unwrap()
-        .value();
-        assert_eq!(v["export"]["batch_spans"], 64);
-        assert_eq!(v["metrics"]["enabled"], true);
-        assert_eq!(v["export"]["batch_timeout"], "5s");
-        assert_eq!(v["service_name"], "lab");
-        assert_eq!(v["cost"]["prices"]["m5.large"]["cpu_hour"], 0.2);
-        for process_only in ["log", "bin", "config"] {
-            assert!(v.get(process_only).is_none(), "{process_only}");
-        }
-    }
-
-    #[test]
-    fn an_empty_key_name_between_separators_names_the_variable() {
-        for name in ["PIPETRACE_EXPORT____BATCH_SPANS", "PIPETRACE_EXPORT__"] {
-            let err = pipetrace(&pairs(&[(name, "1")])).unwrap_err().to_string();
-            assert!(
-                err.starts_with(&format!("environment variable {name}:")),
-                "{err}"
-            );
-            assert!(err.contains("PIPETRACE_EXPORT__BATCH_SPANS"), "{err}");
-        }
-    }
-
-    #[test]
     fn otel_errors_name_the_variable() {
         let l = otel(&pairs(&[("OTEL_EXPORTER_OTLP_HEADERS", "a=b")]));
         let md = figment::Provider::metadata(&l);
@@ -331,14 +329,96 @@ mod tests {
     }
 }
 
+/// PIPETRACE_* set in figment's test jail and read by figment's Env.
 #[cfg(test)]
-mod conflicts {
-    use super::pipetrace;
+mod pipetrace_vars {
+    use figment::Figment;
 
-    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    use super::*;
+    use crate::testing::with_env;
+
+    /// What figment makes of PIPETRACE_* in an environment of exactly `vars`.
+    fn read(vars: &[(&str, &str)]) -> Result<Value, ConfigError> {
+        with_env(vars, || {
+            let fig = Figment::from(pipetrace()?);
+            Ok(fig.extract().expect("figment's Env reads the environment"))
+        })
+    }
+
+    #[test]
+    fn pipetrace_variables_nest_and_type() {
+        let v = read(&[
+            ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
+            ("PIPETRACE_METRICS__ENABLED", "true"),
+            ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "5s"),
+            ("PIPETRACE_HOST__IDLE_CPU_BELOW", "0.5"),
+            ("PIPETRACE_EXPORT__OTLP__HEADERS__X-SCOPE-ORGID", "Lab"),
+            ("PIPETRACE_SERVICE_NAME", "lab"),
+            ("PIPETRACE_LOG", "debug"),
+            ("PIPETRACE_BIN", "/usr/bin/pipetrace"),
+            ("PIPETRACE_CONFIG", "/etc/pipetrace.yaml"),
+            ("OTEL_SERVICE_NAME", "otel"),
+        ])
+        .unwrap();
+        assert_eq!(v["export"]["batch_spans"], 64);
+        assert_eq!(v["metrics"]["enabled"], true);
+        assert_eq!(v["export"]["batch_timeout"], "5s");
+        assert_eq!(v["host"]["idle_cpu_below"], 0.5);
+        assert_eq!(v["export"]["otlp"]["headers"]["x-scope-orgid"], "Lab");
+        assert_eq!(v["service_name"], "lab");
+        for process_only in ["log", "bin", "config"] {
+            assert!(v.get(process_only).is_none(), "{process_only}");
+        }
+    }
+
+    fn sorted(keys: impl Iterator<Item = String>) -> Vec<String> {
+        let mut keys: Vec<String> = keys.collect();
+        keys.sort();
+        keys
+    }
+
+    /// Env says no variable's name; the check's names must be of the keys Env makes.
+    #[test]
+    fn variables_are_named_by_the_keys_figments_env_makes() {
+        let vars = [
+            ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
+            ("pipetrace_metrics__enabled", "true"),
+            ("Pipetrace_Service_Name", "lab"),
+            ("PIPETRACE_COST__PRICES__M5.LARGE__CPU_HOUR", "0.2"),
+            ("PIPETRACE_LOG", "debug"),
+            ("PIPETRACE_", "x"),
+            ("OTEL_SERVICE_NAME", "otel"),
+        ];
+        let (ours, figments) = with_env(&vars, || {
+            let ours = (std::env::vars_os())
+                .filter_map(|(name, _)| key_of(&name.to_string_lossy()))
+                .map(|key| key.join("."));
+            let env = figments_env();
+            let figments = env.iter().map(|(key, _)| key.to_string());
+            (sorted(ours), sorted(figments))
+        });
+        assert_eq!(ours, figments);
+        assert_eq!(ours.len(), 4, "{ours:?}");
+    }
+
+    #[test]
+    fn a_key_is_named_by_the_variable_that_set_it_as_it_is_spelt() {
+        let name = "pipetrace_export__batch_spans";
+        let md = with_env(&[(name, "64")], || pipetrace().unwrap().metadata());
+        for key in [&["export", "batch_spans"][..], &["export"]] {
+            let named = md.interpolate(&Profile::Global, key);
+            assert_eq!(named, format!("environment variable {name}"));
+        }
+    }
+
+    #[test]
+    fn an_empty_key_name_between_separators_names_the_variable() {
+        for name in ["PIPETRACE_EXPORT____BATCH_SPANS", "PIPETRACE_EXPORT__"] {
+            let err = read(&[(name, "1")]).unwrap_err().to_string();
+            let head = format!("environment variable {name}:");
+            assert!(err.starts_with(&head), "{err}");
+            assert!(err.contains("PIPETRACE_EXPORT__BATCH_SPANS"), "{err}");
+        }
     }
 
     #[test]
@@ -351,30 +431,35 @@ mod conflicts {
                 "C__D",
             ),
         ] {
-            let err = pipetrace(&pairs(&vars)).expect_err("a conflict");
+            let err = read(&vars).expect_err("a conflict").to_string();
             let head = format!(
                 "environment variables PIPETRACE_A__B and PIPETRACE_A__B__{below}: key `a.b`: "
             );
-            assert!(err.to_string().starts_with(&head), "{err}");
-            assert!(
-                err.to_string().contains("not both: unset one of them"),
-                "{err}"
-            );
+            assert!(err.starts_with(&head), "{err}");
+            assert!(err.contains("not both: unset one of them"), "{err}");
+            // Why the check: figment's Env alone keeps one of the two, silently.
+            let alone = with_env(&vars, || {
+                Figment::from(figments_env()).extract::<Value>().is_ok()
+            });
+            assert!(alone);
         }
         // Names that share a start but not a section are no conflict.
         let ok = [("PIPETRACE_A__B", "x"), ("PIPETRACE_A__BB__C", "y")];
-        assert!(pipetrace(&pairs(&ok)).is_ok());
+        assert!(read(&ok).is_ok());
     }
 
     #[test]
     fn two_spellings_of_one_key_are_an_error() {
-        let vars = [
-            ("PIPETRACE_EXPORT__BATCH_SPANS", "1"),
-            ("PIPETRACE_export__batch_spans", "2"),
-        ];
-        let err = pipetrace(&pairs(&vars)).unwrap_err().to_string();
-        assert!(err.contains("both set it"), "{err}");
-        assert!(err.contains("PIPETRACE_EXPORT__BATCH_SPANS"), "{err}");
-        assert!(err.contains("PIPETRACE_export__batch_spans"), "{err}");
+        let name = "PIPETRACE_EXPORT__OTLP__ENDPOINT";
+        // Env takes the prefix in any case and nests at a `.` as at a `__`.
+        for other in [
+            "PIPETRACE_export__otlp__endpoint",
+            "PIPETRACE_EXPORT__OTLP.ENDPOINT",
+        ] {
+            let vars = [(name, "http://a:4317"), (other, "http://b:4317")];
+            let err = read(&vars).unwrap_err().to_string();
+            assert!(err.contains("both set it"), "{err}");
+            assert!(err.contains(name) && err.contains(other), "{err}");
+        }
     }
 }

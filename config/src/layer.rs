@@ -12,7 +12,7 @@ use serde_json::Map as Json;
 use crate::ConfigError;
 
 /// A setting's key path and what set it, e.g. `environment variable PIPETRACE_X__Y`.
-type Origin = (Vec<String>, String);
+pub(crate) type Origin = (Vec<String>, String);
 
 /// Settings from one kind of source, each with its origin, as a figment provider.
 #[derive(Clone, Debug)]
@@ -95,7 +95,7 @@ fn insert(
 
 /// What set `keys`: the setting holding it (a header inside OTEL_EXPORTER_OTLP_HEADERS), or
 /// else every setting below it (a mistyped section names the variables under it).
-fn origin_of(origins: &[Origin], keys: &[&str]) -> Option<String> {
+pub(crate) fn origin_of(origins: &[Origin], keys: &[&str]) -> Option<String> {
     let along = |p: &[String]| p.iter().zip(keys).all(|(a, b)| a == b);
     if let Some((_, o)) = (origins.iter())
         .filter(|(p, _)| p.len() <= keys.len() && along(p))
@@ -238,21 +238,10 @@ mod tests {
 /// What set a key, named in the errors of a whole load.
 #[cfg(test)]
 mod named {
-    use std::io::Write;
-
-    use crate::{Flags, Protocol, load};
-
-    fn file(yaml: &str) -> tempfile::NamedTempFile {
-        let mut f = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
-        f.write_all(yaml.as_bytes()).unwrap();
-        f
-    }
-
-    fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::{
+        Flags, Protocol,
+        testing::{file, load_with},
+    };
 
     /// Variables set, flags given, and how the error begins.
     type Case<'a> = (&'a [(&'a str, &'a str)], Flags, &'a str);
@@ -291,14 +280,18 @@ mod named {
             ),
         ];
         for (vars, flags, head) in cases {
-            let err = load(Some(f.path()), env(vars), &flags).unwrap_err();
+            let err = load_with(Some(f.path()), vars, &flags).unwrap_err();
             assert!(err.to_string().starts_with(head), "{err}");
         }
-        let e = env(&[("PIPETRACE_METRIX__INTERVAL", "5s")]);
-        let err = load(None, e, &Flags::default()).unwrap_err().to_string();
+        let e = [("PIPETRACE_METRIX__INTERVAL", "5s")];
+        let err = load_with(None, &e, &Flags::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("did you mean `metrics`?"), "{err}");
-        let e = env(&[("PIPETRACE_EXPORT__BATCH_SPANS", "0")]);
-        let err = load(None, e, &Flags::default()).unwrap_err().to_string();
+        let e = [("PIPETRACE_EXPORT__BATCH_SPANS", "0")];
+        let err = load_with(None, &e, &Flags::default())
+            .unwrap_err()
+            .to_string();
         let head = "environment variable PIPETRACE_EXPORT__BATCH_SPANS: key `export.batch_spans`";
         assert!(err.starts_with(head), "{err}");
     }
@@ -308,20 +301,22 @@ mod named {
     #[test]
     fn a_typo_in_the_file_is_the_files_beside_an_environment_in_the_same_section() {
         let f = file("export:\n  otlp:\n    endpoit: http://x:4317\n");
-        let e = env(&[
+        let e = [
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317"),
             ("PIPETRACE_EXPORT__OTLP__COMPRESSION", "gzip"),
-        ]);
+        ];
         let flags = Flags {
             protocol: Some(Protocol::Grpc),
             ..Default::default()
         };
-        let err = load(Some(f.path()), e, &flags).unwrap_err().to_string();
+        let err = load_with(Some(f.path()), &e, &flags)
+            .unwrap_err()
+            .to_string();
         let head = format!("{}: key `export.otlp.endpoit`", f.path().display());
         assert!(err.starts_with(&head), "{err}");
         assert!(err.contains("did you mean `endpoint`?"), "{err}");
         let f = file("cost:\n  prices:\n    m5.large: { cpu_hour: -1, gib_hour: 1 }\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default()).unwrap_err();
+        let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
         let head = format!("{}: key `cost.prices.m5.large`", f.path().display());
         assert!(err.to_string().starts_with(&head), "{err}");
     }

@@ -5,6 +5,8 @@ pub mod export;
 pub mod layer;
 pub mod load;
 pub mod model;
+#[cfg(test)]
+mod testing;
 
 pub use export::*;
 pub use load::{ConfigError, Flags, load};

@@ -67,12 +67,9 @@ impl Flags {
     }
 }
 
-/// Loads the layered configuration. `env` is the process environment (a parameter, so tests
-/// can pass their own).
-pub fn load<I>(file: Option<&Path>, env: I, flags: &Flags) -> Result<Config, ConfigError>
-where
-    I: IntoIterator<Item = (String, String)>,
-{
+/// Loads the layered configuration: the file, then the process environment (OTEL_*, then
+/// PIPETRACE_* read by figment's Env), then the flags.
+pub fn load(file: Option<&Path>, flags: &Flags) -> Result<Config, ConfigError> {
     let mut fig = Figment::from(Serialized::defaults(Config::default()));
     if let Some(path) = file {
         refuse_writable_by_others(path)?;
@@ -83,10 +80,13 @@ where
         })?;
         fig = fig.merge(Yaml::file_exact(path));
     }
-    let env: Vec<(String, String)> = env.into_iter().collect();
+    // Read lossily, as figment's Env reads: std::env::vars panics on a name not in UTF-8.
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+        .collect();
     // PIPETRACE_ over OTEL_: pipetrace's own name for a key is the more specific one.
-    fig = (fig.merge(crate::env::otel(&env)))
-        .merge(crate::env::pipetrace(&env)?)
+    fig = (fig.merge(crate::env::otel(&vars)))
+        .merge(crate::env::pipetrace()?)
         .merge(flags.layer());
     let cfg: Config = fig.extract().map_err(|e| from_figment(e, &fig))?;
     validate(&cfg, &fig)?;
@@ -307,27 +307,17 @@ pub fn default_yaml() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::Compression;
-    use std::io::Write;
-
-    fn file(yaml: &str) -> tempfile::NamedTempFile {
-        let mut f = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
-        f.write_all(yaml.as_bytes()).unwrap();
-        f
-    }
-
-    fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::{
+        export::Compression,
+        testing::{file, load_with},
+    };
 
     #[test]
     fn a_config_others_can_write_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let f = file("export:\n  batch_spans: 10\n");
         std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -335,21 +325,21 @@ mod tests {
             "{err}"
         );
         std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o640)).unwrap();
-        assert!(load(Some(f.path()), env(&[]), &Flags::default()).is_ok());
+        assert!(load_with(Some(f.path()), &[], &Flags::default()).is_ok());
     }
 
     #[test]
     fn layers_apply_in_order() {
         let f = file("export:\n  otlp:\n    endpoint: http://file:4317\n    compression: gzip\n");
-        let only_file = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let only_file = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert_eq!(
             only_file.export.otlp.endpoint.as_deref(),
             Some("http://file:4317")
         );
         assert_eq!(only_file.export.otlp.compression(), Compression::Gzip);
 
-        let e = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317")]);
-        let with_env = load(Some(f.path()), e.clone(), &Flags::default()).unwrap();
+        let e = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317")];
+        let with_env = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!(
             with_env.export.otlp.endpoint.as_deref(),
             Some("http://env:4317")
@@ -361,7 +351,7 @@ mod tests {
             endpoint: Some("http://flag:4317".into()),
             ..Default::default()
         };
-        let with_flags = load(Some(f.path()), e, &flags).unwrap();
+        let with_flags = load_with(Some(f.path()), &e, &flags).unwrap();
         assert_eq!(
             with_flags.export.otlp.endpoint.as_deref(),
             Some("http://flag:4317")
@@ -371,17 +361,19 @@ mod tests {
     #[test]
     fn unknown_key_names_file_and_path() {
         let f = file("export:\n  otlp:\n    endpoit: http://x:4317\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains(&f.path().display().to_string()), "{err}");
         assert!(err.contains("export.otlp.endpoit"), "{err}");
         assert!(err.contains("did you mean `endpoint`?"), "{err}");
         let far = file("export:\n  otlp:\n    colour: blue\n");
-        let err = load(Some(far.path()), env(&[]), &Flags::default()).unwrap_err();
+        let err = load_with(Some(far.path()), &[], &Flags::default()).unwrap_err();
         assert!(!err.to_string().contains("did you mean"), "{err}");
-        let e = env(&[("PIPETRACE_METRICS__INTERVALL", "5s")]);
-        let err = load(None, e, &Flags::default()).unwrap_err().to_string();
+        let e = [("PIPETRACE_METRICS__INTERVALL", "5s")];
+        let err = load_with(None, &e, &Flags::default())
+            .unwrap_err()
+            .to_string();
         let head = "environment variable PIPETRACE_METRICS__INTERVALL: key `metrics.intervall`";
         assert!(err.starts_with(head), "{err}");
         assert!(err.contains("did you mean `interval`?"), "{err}");
@@ -394,7 +386,7 @@ mod tests {
             ("PIPETRACE_EXPORT__OTLP__ENDPOINT", "y"),
         );
         for vars in [[a, b], [b, a]] {
-            let err = load(None, env(&vars), &Flags::default())
+            let err = load_with(None, &vars, &Flags::default())
                 .unwrap_err()
                 .to_string();
             let head = "environment variables PIPETRACE_EXPORT__OTLP and \
@@ -411,16 +403,16 @@ mod tests {
             ("PIPETRACE_SERVICE_NAME", "own"),
         );
         for vars in [[o, p], [p, o]] {
-            let c = load(None, env(&vars), &Flags::default()).unwrap();
+            let c = load_with(None, &vars, &Flags::default()).unwrap();
             assert_eq!(c.service_name.as_deref(), Some("own"));
         }
         // The OTel specification: an empty variable is as if unset, so the file's stays.
         let f = file("service_name: file\nexport:\n  otlp:\n    endpoint: http://file:4317\n");
-        let e = env(&[
+        let e = [
             ("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
             ("OTEL_SERVICE_NAME", " "),
-        ]);
-        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        ];
+        let c = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!(c.export.otlp.endpoint.as_deref(), Some("http://file:4317"));
         assert_eq!(c.service_name.as_deref(), Some("file"));
     }
@@ -428,26 +420,26 @@ mod tests {
     #[test]
     fn bad_values_are_errors_with_the_key() {
         let f = file("export:\n  otlp:\n    protocol: carrier-pigeon\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.otlp.protocol"), "{err}");
         let f = file("probes:\n  scope_cgroup: libpod-abc\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.scope_cgroup"), "{err}");
         assert!(err.contains("/proc/PID/cgroup"), "{err}");
         let f = file("probes:\n  ring_buffer_bytes: 1000\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.ring_buffer_bytes"), "{err}");
         let f = file("export:\n  batch_spans: 0\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default()).unwrap_err();
+        let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
         assert!(err.to_string().contains("`export.batch_spans`"), "{err}");
         let f = file("export:\n  batch_timeout: soon\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.batch_timeout"), "{err}");
@@ -455,14 +447,14 @@ mod tests {
 
     #[test]
     fn file_capture_keys_layer_and_bad_globs_name_their_key() {
-        let d = load(None, env(&[]), &Flags::default()).unwrap();
+        let d = load_with(None, &[], &Flags::default()).unwrap();
         assert!(!d.files.enabled);
         let f = file("files:\n  enabled: true\n  exclude: ['**/*.tmp']\n");
-        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert!(c.files.enabled);
         assert_eq!(c.files.exclude, ["**/*.tmp"]);
-        let e = env(&[("PIPETRACE_FILES__MAX_PER_TOOL", "4")]);
-        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        let e = [("PIPETRACE_FILES__MAX_PER_TOOL", "4")];
+        let c = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!((c.files.max_per_tool, c.files.exclude.len()), (4, 1));
         for (yaml, key) in [
             ("files:\n  include: ['a/[b']\n", "files.include.0"),
@@ -470,22 +462,22 @@ mod tests {
             ("files:\n  max_per_task: 0\n", "files.max_per_task"),
         ] {
             let f = file(yaml);
-            let err = load(Some(f.path()), env(&[]), &Flags::default()).unwrap_err();
+            let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
             assert!(err.to_string().contains(key), "{yaml}: {err}");
         }
     }
 
     #[test]
     fn host_idle_keys_layer_and_are_checked() {
-        let d = load(None, env(&[]), &Flags::default()).unwrap();
+        let d = load_with(None, &[], &Flags::default()).unwrap();
         assert_eq!(d.host.idle_after, std::time::Duration::from_secs(3600));
         assert_eq!(d.host.idle_cpu_below, 0.1);
         let f = file("host:\n  idle_after: 30m\n  idle_cpu_below: 0.5\n");
-        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert_eq!(c.host.idle_after, std::time::Duration::from_secs(1800));
         assert_eq!(c.host.idle_cpu_below, 0.5);
-        let e = env(&[("PIPETRACE_HOST__IDLE_AFTER", "2h")]);
-        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        let e = [("PIPETRACE_HOST__IDLE_AFTER", "2h")];
+        let c = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!(c.host.idle_after, std::time::Duration::from_secs(7200));
         assert_eq!(c.host.idle_cpu_below, 0.5, "the file's other key stays");
         for (yaml, key) in [
@@ -496,7 +488,7 @@ mod tests {
             ("host:\n  idle_cpu_below: .nan\n", "host.idle_cpu_below"),
         ] {
             let f = file(yaml);
-            let err = load(Some(f.path()), env(&[]), &Flags::default());
+            let err = load_with(Some(f.path()), &[], &Flags::default());
             let err = err.unwrap_err().to_string();
             assert!(err.contains(key), "{yaml}: {err}");
         }
@@ -504,9 +496,9 @@ mod tests {
 
     #[test]
     fn missing_file_is_an_error() {
-        let err = load(
+        let err = load_with(
             Some(Path::new("/nonexistent/p.yaml")),
-            env(&[]),
+            &[],
             &Flags::default(),
         );
         assert!(err.unwrap_err().to_string().contains("/nonexistent/p.yaml"));
@@ -514,17 +506,17 @@ mod tests {
 
     #[test]
     fn http_endpoint_gets_the_signal_path() {
-        let e = env(&[
+        let e = [
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
-        ]);
-        let c = load(None, e, &Flags::default()).unwrap();
+        ];
+        let c = load_with(None, &e, &Flags::default()).unwrap();
         assert_eq!(
             c.export.otlp.traces_endpoint().as_deref(),
             Some("http://c:4318/v1/traces")
         );
-        let e = env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom")]);
-        let c = load(None, e, &Flags::default()).unwrap();
+        let e = [("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom")];
+        let c = load_with(None, &e, &Flags::default()).unwrap();
         assert_eq!(
             c.export.otlp.traces_endpoint().as_deref(),
             Some("http://t:1/custom")
@@ -534,7 +526,7 @@ mod tests {
     #[test]
     fn default_yaml_round_trips() {
         let f = file(&default_yaml());
-        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert_eq!(c, Config::default());
     }
 }
