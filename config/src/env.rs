@@ -1,8 +1,16 @@
-//! Environment variables as a partial config: the OpenTelemetry SDK's OTEL_* variables and
-//! PIPETRACE_* (nesting with `__`: PIPETRACE_EXPORT__BATCH_SPANS=1024).
+//! Environment variables as config layers: the OpenTelemetry SDK's OTEL_* variables and
+//! PIPETRACE_* (any key, nesting with `__`: PIPETRACE_EXPORT__BATCH_SPANS=1024).
+use std::sync::Arc;
+
+use figment::{Metadata, Profile, Provider, Source, providers::Env};
 use serde_json::{Map, Value};
 
-/// OTEL_EXPORTER_OTLP_{X} and OTEL_EXPORTER_OTLP_TRACES_{X} -> export.otlp[.traces].{x}.
+use crate::{
+    ConfigError,
+    layer::{Layer, Origin, origin_of},
+};
+
+/// The {X} of OTEL_EXPORTER_OTLP_{X} (and its _TRACES_ and _METRICS_ forms) pipetrace reads.
 const OTLP_KEYS: [&str; 8] = [
     "ENDPOINT",
     "PROTOCOL",
@@ -13,29 +21,6 @@ const OTLP_KEYS: [&str; 8] = [
     "CLIENT_KEY",
     "CLIENT_CERTIFICATE",
 ];
-
-/// Sets `path` to `value`. False, and nothing set, when the path runs through a value or
-/// would replace a section: a setting is a value or a section, not both.
-pub(crate) fn insert(root: &mut Map<String, Value>, path: &[&str], value: Value) -> bool {
-    let Some((last, parents)) = path.split_last() else {
-        return false;
-    };
-    let mut node = root;
-    for p in parents {
-        let next = node
-            .entry(p.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Some(section) = next.as_object_mut() else {
-            return false;
-        };
-        node = section;
-    }
-    if node.get(*last).is_some_and(Value::is_object) && !value.is_object() {
-        return false;
-    }
-    node.insert(last.to_string(), value);
-    true
-}
 
 /// `k1=v1,k2=v2` with percent-encoded values, as the OTLP exporter spec defines it.
 fn headers(raw: &str) -> Value {
@@ -82,91 +67,194 @@ fn otlp_value(key: &str, raw: &str) -> Value {
     }
 }
 
-/// A scalar from the environment: numbers and booleans typed, the rest strings.
-fn scalar(raw: &str) -> Value {
-    match serde_yaml::from_str::<Value>(raw) {
-        Ok(v @ (Value::Bool(_) | Value::Number(_))) => v,
-        _ => Value::String(raw.into()),
-    }
+fn variable(name: &str) -> String {
+    format!("environment variable {name}")
 }
 
-/// Builds the partial config the given environment variables describe.
-pub fn from_vars<I: IntoIterator<Item = (String, String)>>(
-    vars: I,
-) -> Result<Value, crate::ConfigError> {
-    let mut root = Map::new();
-    for (name, raw) in vars {
-        // The OTel specification: an empty variable is as if unset.
-        if name.starts_with("OTEL_") && raw.trim().is_empty() {
-            continue;
-        }
-        if name == "OTEL_SERVICE_NAME" {
-            insert(&mut root, &["service_name"], Value::String(raw));
-        } else if name == "OTEL_RESOURCE_ATTRIBUTES" {
-            insert(&mut root, &["resource_attributes"], headers(&raw));
-        } else if name == "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE" {
+fn path(keys: &[&str]) -> Vec<String> {
+    keys.iter().map(|k| k.to_string()).collect()
+}
+
+/// The config key an OTEL_* variable sets, and its value in config terms.
+fn otel_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
+    Some(match name {
+        "OTEL_SERVICE_NAME" => (path(&["service_name"]), raw.into()),
+        "OTEL_RESOURCE_ATTRIBUTES" => (path(&["resource_attributes"]), headers(raw)),
+        "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE" => {
             // The spec's `lowmemory` is delta for counters, as is ours.
             let t = match raw.trim().to_ascii_lowercase().as_str() {
                 "lowmemory" => "delta".to_string(),
                 other => other.to_string(),
             };
-            insert(&mut root, &["metrics", "temporality"], Value::String(t));
-        } else if name == "OTEL_METRIC_EXPORT_INTERVAL" {
-            insert(
-                &mut root,
-                &["metrics", "interval"],
-                otlp_value("TIMEOUT", &raw),
-            );
-        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_METRICS_") {
-            if OTLP_KEYS.contains(&key) {
-                let k = key.to_ascii_lowercase();
-                insert(
-                    &mut root,
-                    &["export", "otlp", "metrics", &k],
-                    otlp_value(key, &raw),
-                );
-            }
-        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_TRACES_") {
-            if OTLP_KEYS.contains(&key) {
-                let k = key.to_ascii_lowercase();
-                insert(
-                    &mut root,
-                    &["export", "otlp", "traces", &k],
-                    otlp_value(key, &raw),
-                );
-            }
-        } else if let Some(key) = name.strip_prefix("OTEL_EXPORTER_OTLP_") {
-            if OTLP_KEYS.contains(&key) {
-                let k = key.to_ascii_lowercase();
-                insert(&mut root, &["export", "otlp", &k], otlp_value(key, &raw));
-            }
-        } else if let Some(rest) = name.strip_prefix("PIPETRACE_") {
-            // PIPETRACE_LOG and PIPETRACE_BIN are for the process, not the config.
-            if !rest.contains("__") && !matches!(rest, "SERVICE_NAME") {
-                continue;
-            }
-            let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+            (path(&["metrics", "temporality"]), t.into())
+        }
+        "OTEL_METRIC_EXPORT_INTERVAL" => {
+            (path(&["metrics", "interval"]), otlp_value("TIMEOUT", raw))
+        }
+        _ => return otlp_setting(name, raw),
+    })
+}
+
+/// OTEL_EXPORTER_OTLP_{X}, _TRACES_{X} and _METRICS_{X}: export.otlp[.traces|.metrics].{x}.
+fn otlp_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
+    // A signal's own variable; one it does not define is ignored, not taken as general.
+    let (signal, key) = if let Some(k) = name.strip_prefix("OTEL_EXPORTER_OTLP_METRICS_") {
+        (Some("metrics"), k)
+    } else if let Some(k) = name.strip_prefix("OTEL_EXPORTER_OTLP_TRACES_") {
+        (Some("traces"), k)
+    } else {
+        (None, name.strip_prefix("OTEL_EXPORTER_OTLP_")?)
+    };
+    if !OTLP_KEYS.contains(&key) {
+        return None;
+    }
+    let mut p = path(&["export", "otlp"]);
+    p.extend(signal.map(String::from));
+    p.push(key.to_ascii_lowercase());
+    Some((p, otlp_value(key, raw)))
+}
+
+/// The OTel SDK's OTEL_* variables as config keys. The mapping is written out by hand:
+/// headers are percent-decoded and timeouts are milliseconds, which no key mapping says.
+pub fn otel(vars: &[(String, String)]) -> Layer {
+    let mut layer = Layer::new("environment");
+    for (name, raw) in vars {
+        // The OTel specification: an empty variable is as if unset.
+        if !name.starts_with("OTEL_") || raw.trim().is_empty() {
+            continue;
+        }
+        if let Some((path, value)) = otel_setting(name, raw) {
             let path: Vec<&str> = path.iter().map(String::as_str).collect();
-            if !insert(&mut root, &path, scalar(&raw)) {
-                return Err(crate::ConfigError::Invalid {
-                    source_name: "environment".into(),
-                    key: name,
-                    message: "another PIPETRACE_ variable sets a value above or a section below \
-                              it; a setting is a value or a section, not both: unset one"
-                        .into(),
-                });
-            }
+            // No OTEL_ key lies inside another: setting cannot fail.
+            layer.set(&path, value, variable(name));
         }
     }
-    Ok(Value::Object(root))
+    layer
+}
+
+/// The prefix of pipetrace's own variables.
+const PREFIX: &str = "PIPETRACE_";
+
+/// PIPETRACE_ variables that are config keys: any with a `__` (a nested key) and
+/// PIPETRACE_SERVICE_NAME. The rest (PIPETRACE_LOG, PIPETRACE_BIN, PIPETRACE_CONFIG, ...)
+/// are the process's own settings.
+fn is_config(rest: &str) -> bool {
+    rest.contains("__") || rest.eq_ignore_ascii_case("SERVICE_NAME")
+}
+
+/// figment's own provider for PIPETRACE_*: PIPETRACE_EXPORT__BATCH_SPANS=64 is
+/// `export.batch_spans: 64` (keys lowercased, values typed by figment). Global, as the
+/// other layers above the file are, so that the order of merging alone decides.
+fn figments_env() -> Env {
+    Env::prefixed(PREFIX)
+        .filter(|rest| is_config(rest.as_str()))
+        .split("__")
+        .global()
+}
+
+/// The key path figment's Env makes of a variable's name, None for a name it leaves out.
+/// Env does not say which variable made a key; this is what names them in errors and
+/// finds collisions, and a test holds it to Env's keys. As in Env, the prefix may be in
+/// any case and a `.` in a name nests too.
+fn key_of(name: &str) -> Option<Vec<String>> {
+    let name = name.trim();
+    let rest = name.get(PREFIX.len()..)?;
+    if !name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX) || !is_config(rest) {
+        return None;
+    }
+    let key = rest.replace("__", ".").trim().to_ascii_lowercase();
+    Some(key.split('.').map(String::from).collect())
+}
+
+/// A config variable's key path and its name.
+type Named = (Vec<String>, String);
+
+/// PIPETRACE_* as figment's Env reads them from the process environment, each key named
+/// in errors by the variable that set it (Env's own metadata says `EXPORT.BATCH_SPANS`).
+pub struct PipetraceEnv {
+    env: Env,
+    origins: Arc<Vec<Origin>>,
+}
+
+impl Provider for PipetraceEnv {
+    fn metadata(&self) -> Metadata {
+        let origins = Arc::clone(&self.origins);
+        (self.env.metadata())
+            .source(Source::Custom("environment".into()))
+            .interpolater(move |_: &Profile, keys: &[&str]| {
+                origin_of(&origins, keys).unwrap_or_else(|| "environment".into())
+            })
+    }
+
+    fn data(&self) -> Result<figment::value::Map<Profile, figment::value::Dict>, figment::Error> {
+        self.env.data()
+    }
+}
+
+/// PIPETRACE_* from the process environment, for figment's Env to read. Refused first, by
+/// the variables' names: one that sets a value where another makes a section
+/// (PIPETRACE_A__B=x beside PIPETRACE_A__B__C=y), two spellings of one key, and an empty
+/// key name; Env would silently keep whichever comes last, or skip the variable.
+pub fn pipetrace() -> Result<PipetraceEnv, ConfigError> {
+    let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
+    let mut settings: Vec<Named> = names.filter_map(|n| Some((key_of(&n)?, n))).collect();
+    if let Some((key, name)) = settings
+        .iter()
+        .find(|(k, _)| k.iter().any(String::is_empty))
+    {
+        return Err(ConfigError::Invalid {
+            source_name: variable(name),
+            key: key.join("."),
+            message: "a key name in it is empty: `__` goes between two names, as in \
+                      PIPETRACE_EXPORT__BATCH_SPANS"
+                .into(),
+        });
+    }
+    // Sorted, a key sits right before the keys below it.
+    settings.sort();
+    if let Some(pair) = settings.windows(2).find(|w| w[1].0.starts_with(&w[0].0)) {
+        return Err(collision(&pair[0], &pair[1]));
+    }
+    let origins = (settings.into_iter())
+        .map(|(key, name)| (key, variable(&name)))
+        .collect();
+    Ok(PipetraceEnv {
+        env: figments_env(),
+        origins: Arc::new(origins),
+    })
+}
+
+/// Two variables for one key, or a value and a key below it.
+fn collision((key, a): &Named, (sub, b): &Named) -> ConfigError {
+    let what = if key == sub {
+        format!("{a} and {b} both set it")
+    } else {
+        format!(
+            "{a} sets it to a value and {b} sets `{}` inside it",
+            sub.join(".")
+        )
+    };
+    ConfigError::Invalid {
+        source_name: format!("environment variables {a} and {b}"),
+        key: key.join("."),
+        message: format!(
+            "{what}; a key holds a value or a section of keys, not both: unset one of them"
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     fn vars(v: &[(&str, &str)]) -> Value {
-        from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+        otel(&pairs(v)).value()
     }
 
     #[test]
@@ -230,32 +318,148 @@ mod tests {
     }
 
     #[test]
-    fn pipetrace_variables_nest_and_type() {
-        let v = vars(&[
-            ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
-            ("PIPETRACE_LOG", "debug"),
-        ]);
-        assert_eq!(v["export"]["batch_spans"], 64);
-        assert!(v.get("log").is_none());
+    fn otel_errors_name_the_variable() {
+        let l = otel(&pairs(&[("OTEL_EXPORTER_OTLP_HEADERS", "a=b")]));
+        let md = figment::Provider::metadata(&l);
+        let at = ["export", "otlp", "headers", "a"];
+        assert_eq!(
+            md.interpolate(&figment::Profile::Global, &at),
+            "environment variable OTEL_EXPORTER_OTLP_HEADERS"
+        );
     }
 }
 
+/// PIPETRACE_* set in figment's test jail and read by figment's Env.
 #[cfg(test)]
-mod conflicts {
-    use super::from_vars;
+mod pipetrace_vars {
+    use figment::Figment;
+
+    use super::*;
+    use crate::testing::with_env;
+
+    /// What figment makes of PIPETRACE_* in an environment of exactly `vars`.
+    fn read(vars: &[(&str, &str)]) -> Result<Value, ConfigError> {
+        with_env(vars, || {
+            let fig = Figment::from(pipetrace()?);
+            Ok(fig.extract().expect("figment's Env reads the environment"))
+        })
+    }
+
+    #[test]
+    fn pipetrace_variables_nest_and_type() {
+        let v = read(&[
+            ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
+            ("PIPETRACE_METRICS__ENABLED", "true"),
+            ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "5s"),
+            ("PIPETRACE_HOST__IDLE_CPU_BELOW", "0.5"),
+            ("PIPETRACE_EXPORT__OTLP__HEADERS__X-SCOPE-ORGID", "Lab"),
+            ("PIPETRACE_SERVICE_NAME", "lab"),
+            ("PIPETRACE_LOG", "debug"),
+            ("PIPETRACE_BIN", "/usr/bin/pipetrace"),
+            ("PIPETRACE_CONFIG", "/etc/pipetrace.yaml"),
+            ("OTEL_SERVICE_NAME", "otel"),
+        ])
+        .unwrap();
+        assert_eq!(v["export"]["batch_spans"], 64);
+        assert_eq!(v["metrics"]["enabled"], true);
+        assert_eq!(v["export"]["batch_timeout"], "5s");
+        assert_eq!(v["host"]["idle_cpu_below"], 0.5);
+        assert_eq!(v["export"]["otlp"]["headers"]["x-scope-orgid"], "Lab");
+        assert_eq!(v["service_name"], "lab");
+        for process_only in ["log", "bin", "config"] {
+            assert!(v.get(process_only).is_none(), "{process_only}");
+        }
+    }
+
+    fn sorted(keys: impl Iterator<Item = String>) -> Vec<String> {
+        let mut keys: Vec<String> = keys.collect();
+        keys.sort();
+        keys
+    }
+
+    /// Env says no variable's name; the check's names must be of the keys Env makes.
+    #[test]
+    fn variables_are_named_by_the_keys_figments_env_makes() {
+        let vars = [
+            ("PIPETRACE_EXPORT__BATCH_SPANS", "64"),
+            ("pipetrace_metrics__enabled", "true"),
+            ("Pipetrace_Service_Name", "lab"),
+            ("PIPETRACE_COST__PRICES__M5.LARGE__CPU_HOUR", "0.2"),
+            ("PIPETRACE_LOG", "debug"),
+            ("PIPETRACE_", "x"),
+            ("OTEL_SERVICE_NAME", "otel"),
+        ];
+        let (ours, figments) = with_env(&vars, || {
+            let ours = (std::env::vars_os())
+                .filter_map(|(name, _)| key_of(&name.to_string_lossy()))
+                .map(|key| key.join("."));
+            let env = figments_env();
+            let figments = env.iter().map(|(key, _)| key.to_string());
+            (sorted(ours), sorted(figments))
+        });
+        assert_eq!(ours, figments);
+        assert_eq!(ours.len(), 4, "{ours:?}");
+    }
+
+    #[test]
+    fn a_key_is_named_by_the_variable_that_set_it_as_it_is_spelt() {
+        let name = "pipetrace_export__batch_spans";
+        let md = with_env(&[(name, "64")], || pipetrace().unwrap().metadata());
+        for key in [&["export", "batch_spans"][..], &["export"]] {
+            let named = md.interpolate(&Profile::Global, key);
+            assert_eq!(named, format!("environment variable {name}"));
+        }
+    }
+
+    #[test]
+    fn an_empty_key_name_between_separators_names_the_variable() {
+        for name in ["PIPETRACE_EXPORT____BATCH_SPANS", "PIPETRACE_EXPORT__"] {
+            let err = read(&[(name, "1")]).unwrap_err().to_string();
+            let head = format!("environment variable {name}:");
+            assert!(err.starts_with(&head), "{err}");
+            assert!(err.contains("PIPETRACE_EXPORT__BATCH_SPANS"), "{err}");
+        }
+    }
 
     #[test]
     fn a_value_and_a_section_at_one_path_is_an_error_not_a_panic() {
-        for vars in [
-            [("PIPETRACE_A__B", "x"), ("PIPETRACE_A__B__C", "y")],
-            [("PIPETRACE_A__B__C", "y"), ("PIPETRACE_A__B", "x")],
+        for (vars, below) in [
+            ([("PIPETRACE_A__B", "x"), ("PIPETRACE_A__B__C", "y")], "C"),
+            ([("PIPETRACE_A__B__C", "y"), ("PIPETRACE_A__B", "x")], "C"),
+            (
+                [("PIPETRACE_A__B__C__D", "y"), ("PIPETRACE_A__B", "x")],
+                "C__D",
+            ),
         ] {
-            let got = from_vars(vars.map(|(k, v)| (k.to_string(), v.to_string())));
-            let err = got.expect_err("a conflict").to_string();
-            assert!(
-                err.contains("environment") && err.contains("not both"),
-                "{err}"
+            let err = read(&vars).expect_err("a conflict").to_string();
+            let head = format!(
+                "environment variables PIPETRACE_A__B and PIPETRACE_A__B__{below}: key `a.b`: "
             );
+            assert!(err.starts_with(&head), "{err}");
+            assert!(err.contains("not both: unset one of them"), "{err}");
+            // Why the check: figment's Env alone keeps one of the two, silently.
+            let alone = with_env(&vars, || {
+                Figment::from(figments_env()).extract::<Value>().is_ok()
+            });
+            assert!(alone);
+        }
+        // Names that share a start but not a section are no conflict.
+        let ok = [("PIPETRACE_A__B", "x"), ("PIPETRACE_A__BB__C", "y")];
+        assert!(read(&ok).is_ok());
+    }
+
+    #[test]
+    fn two_spellings_of_one_key_are_an_error() {
+        let name = "PIPETRACE_EXPORT__OTLP__ENDPOINT";
+        // Env takes the prefix in any case and nests at a `.` as at a `__`.
+        for other in [
+            "PIPETRACE_export__otlp__endpoint",
+            "PIPETRACE_EXPORT__OTLP.ENDPOINT",
+        ] {
+            let vars = [(name, "http://a:4317"), (other, "http://b:4317")];
+            let err = read(&vars).unwrap_err().to_string();
+            assert!(err.contains("both set it"), "{err}");
+            assert!(err.contains(name) && err.contains(other), "{err}");
         }
     }
 }

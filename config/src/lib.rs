@@ -2,8 +2,11 @@
 mod docs;
 pub mod env;
 pub mod export;
+pub mod layer;
 pub mod load;
 pub mod model;
+#[cfg(test)]
+mod testing;
 
 pub use export::*;
 pub use load::{ConfigError, Flags, load};

@@ -1,4 +1,6 @@
-//! Layering: defaults < YAML file < environment < command-line flags, then validation.
+//! Layering: defaults < YAML file < environment (OTEL_* < PIPETRACE_*) < command-line
+//! flags, then validation. An error names what set the key at fault: the file, the
+//! environment variable or the flag.
 use std::path::{Path, PathBuf};
 
 use figment::{
@@ -7,7 +9,11 @@ use figment::{
 };
 use serde::Serialize;
 
-use crate::{env::insert, export::Protocol, model::Config};
+use crate::{
+    export::Protocol,
+    layer::{Layer, from_figment, source_of},
+    model::Config,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -36,95 +42,54 @@ pub struct Flags {
 }
 
 impl Flags {
-    /// Only the flags given, so that an absent flag hides nothing below it.
-    fn layer(&self) -> serde_json::Value {
-        let mut root = serde_json::Map::new();
+    /// Only the flags given, so that an absent flag hides nothing below it. Each is named
+    /// as the command line spells it, for errors.
+    fn layer(&self) -> Layer {
+        let mut layer = Layer::new("command-line flags");
+        let flag = |name: &str| format!("flag {name}");
+        // The keys never nest one inside another: setting cannot fail.
         if let Some(s) = &self.service_name {
-            insert(&mut root, &["service_name"], s.clone().into());
+            layer.set(&["service_name"], s.clone().into(), flag("--service-name"));
         }
         if let Some(e) = &self.endpoint {
-            insert(&mut root, &["export", "otlp", "endpoint"], e.clone().into());
+            let key = ["export", "otlp", "endpoint"];
+            layer.set(&key, e.clone().into(), flag("--endpoint"));
         }
         if let Some(p) = self.protocol {
             let v = serde_json::to_value(p).expect("enum serialises");
-            insert(&mut root, &["export", "otlp", "protocol"], v);
+            layer.set(&["export", "otlp", "protocol"], v, flag("--protocol"));
         }
         if let Some(o) = &self.output {
-            insert(
-                &mut root,
-                &["export", "file"],
-                o.display().to_string().into(),
-            );
+            let v = o.display().to_string().into();
+            layer.set(&["export", "file"], v, flag("--output"));
         }
-        serde_json::Value::Object(root)
+        layer
     }
 }
 
-fn has_path(v: &serde_json::Value, path: &[String]) -> bool {
-    path.iter().try_fold(v, |node, p| node.get(p)).is_some()
-}
-
-/// The top layer that sets `key` is the one to blame: figment tags a merged table with the
-/// last layer that touched it, which is not always the one holding the bad key.
-fn from_figment(e: figment::Error, layers: &[(String, serde_json::Value)]) -> ConfigError {
-    let mut path = e.path.clone();
-    if let figment::error::Kind::UnknownField(name, _) = &e.kind
-        && path.last() != Some(name)
-    {
-        path.push(name.clone());
-    }
-    let source_name = layers
-        .iter()
-        .rev()
-        .find(|(_, v)| has_path(v, &path))
-        .map(|(name, _)| name.clone())
-        .unwrap_or_else(|| "config".into());
-    let mut message = e.kind.to_string();
-    if let figment::error::Kind::UnknownField(name, expected) = &e.kind
-        && let Some(near) = nearest(name, expected)
-    {
-        message = format!("{message}; did you mean `{near}`?");
-    }
-    ConfigError::Invalid {
-        source_name,
-        key: path.join("."),
-        message,
-    }
-}
-
-/// The valid key closest to a mistyped one, if any is close (a typo, not another word).
-fn nearest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
-    let (best, distance) = (valid.iter())
-        .map(|v| (*v, strsim::damerau_levenshtein(typed, v)))
-        .min_by_key(|(_, d)| *d)?;
-    (distance <= 2.max(typed.len() / 4)).then_some(best)
-}
-
-/// Loads the layered configuration. `env` is the process environment (a parameter, so tests
-/// can pass their own).
-pub fn load<I>(file: Option<&Path>, env: I, flags: &Flags) -> Result<Config, ConfigError>
-where
-    I: IntoIterator<Item = (String, String)>,
-{
+/// Loads the layered configuration: the file, then the process environment (OTEL_*, then
+/// PIPETRACE_* read by figment's Env), then the flags.
+pub fn load(file: Option<&Path>, flags: &Flags) -> Result<Config, ConfigError> {
     let mut fig = Figment::from(Serialized::defaults(Config::default()));
-    let mut layers = Vec::new();
     if let Some(path) = file {
         refuse_writable_by_others(path)?;
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+        // Read here first, so that a file that cannot be read says which flag gave it.
+        std::fs::read_to_string(path).map_err(|e| ConfigError::File {
             path: path.display().to_string(),
             message: format!("{e}; check the path given to --config"),
         })?;
-        let parsed = serde_yaml::from_str(&text).unwrap_or(serde_json::Value::Null);
-        layers.push((path.display().to_string(), parsed));
         fig = fig.merge(Yaml::file_exact(path));
     }
-    layers.push(("environment".into(), crate::env::from_vars(env)?));
-    layers.push(("command-line flags".into(), flags.layer()));
-    for (_, layer) in &layers[usize::from(file.is_some())..] {
-        fig = fig.merge(Serialized::globals(layer));
-    }
-    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &layers))?;
-    validate(&cfg, file)?;
+    // Read lossily, as figment's Env reads: std::env::vars panics on a name not in UTF-8.
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+        .collect();
+    // PIPETRACE_ over OTEL_: pipetrace's own name for a key is the more specific one.
+    fig = (fig.merge(crate::env::otel(&vars)))
+        .merge(crate::env::pipetrace()?)
+        .merge(flags.layer());
+    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &fig))?;
+    validate(&cfg, &fig)?;
     Ok(cfg)
 }
 
@@ -149,7 +114,8 @@ fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
+/// Checks what types cannot say; an error names what set the key at fault.
+fn validate(cfg: &Config, fig: &Figment) -> Result<(), ConfigError> {
     let checks: [fn(&Config) -> Checked; 7] = [
         validate_probes,
         validate_metrics,
@@ -162,10 +128,13 @@ fn validate(cfg: &Config, file: Option<&Path>) -> Result<(), ConfigError> {
     checks
         .iter()
         .try_for_each(|check| check(cfg))
-        .map_err(|(key, message)| ConfigError::Invalid {
-            source_name: (file.map(|f| f.display().to_string())).unwrap_or_else(|| "config".into()),
-            key,
-            message,
+        .map_err(|(key, message)| {
+            let path: Vec<String> = key.split('.').map(String::from).collect();
+            ConfigError::Invalid {
+                source_name: source_of(fig, &path).unwrap_or_else(|| "config".into()),
+                key,
+                message,
+            }
         })
 }
 
@@ -251,11 +220,13 @@ fn validate_export(cfg: &Config) -> Checked {
             return fail(key, format!("`{ep}` is not an http:// or https:// URL"));
         }
     }
-    if cfg.export.queue_spans == 0 || cfg.export.batch_spans == 0 {
-        return fail(
-            "export.queue_spans",
-            "queue and batch sizes must be above 0",
-        );
+    for (key, n) in [
+        ("export.queue_spans", cfg.export.queue_spans),
+        ("export.batch_spans", cfg.export.batch_spans),
+    ] {
+        if n == 0 {
+            return fail(key, "must be above 0 (try the default, 200000 and 2048)");
+        }
     }
     Ok(())
 }
@@ -336,27 +307,17 @@ pub fn default_yaml() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::Compression;
-    use std::io::Write;
-
-    fn file(yaml: &str) -> tempfile::NamedTempFile {
-        let mut f = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
-        f.write_all(yaml.as_bytes()).unwrap();
-        f
-    }
-
-    fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::{
+        export::Compression,
+        testing::{file, load_with},
+    };
 
     #[test]
     fn a_config_others_can_write_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let f = file("export:\n  batch_spans: 10\n");
         std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -364,21 +325,21 @@ mod tests {
             "{err}"
         );
         std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o640)).unwrap();
-        assert!(load(Some(f.path()), env(&[]), &Flags::default()).is_ok());
+        assert!(load_with(Some(f.path()), &[], &Flags::default()).is_ok());
     }
 
     #[test]
     fn layers_apply_in_order() {
         let f = file("export:\n  otlp:\n    endpoint: http://file:4317\n    compression: gzip\n");
-        let only_file = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let only_file = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert_eq!(
             only_file.export.otlp.endpoint.as_deref(),
             Some("http://file:4317")
         );
         assert_eq!(only_file.export.otlp.compression(), Compression::Gzip);
 
-        let e = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317")]);
-        let with_env = load(Some(f.path()), e.clone(), &Flags::default()).unwrap();
+        let e = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317")];
+        let with_env = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!(
             with_env.export.otlp.endpoint.as_deref(),
             Some("http://env:4317")
@@ -390,7 +351,7 @@ mod tests {
             endpoint: Some("http://flag:4317".into()),
             ..Default::default()
         };
-        let with_flags = load(Some(f.path()), e, &flags).unwrap();
+        let with_flags = load_with(Some(f.path()), &e, &flags).unwrap();
         assert_eq!(
             with_flags.export.otlp.endpoint.as_deref(),
             Some("http://flag:4317")
@@ -400,44 +361,85 @@ mod tests {
     #[test]
     fn unknown_key_names_file_and_path() {
         let f = file("export:\n  otlp:\n    endpoit: http://x:4317\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains(&f.path().display().to_string()), "{err}");
         assert!(err.contains("export.otlp.endpoit"), "{err}");
         assert!(err.contains("did you mean `endpoint`?"), "{err}");
         let far = file("export:\n  otlp:\n    colour: blue\n");
-        let err = load(Some(far.path()), env(&[]), &Flags::default()).unwrap_err();
+        let err = load_with(Some(far.path()), &[], &Flags::default()).unwrap_err();
         assert!(!err.to_string().contains("did you mean"), "{err}");
-        let e = env(&[("PIPETRACE_METRICS__INTERVALL", "5s")]);
-        let err = load(None, e, &Flags::default()).unwrap_err().to_string();
-        assert!(
-            err.starts_with("environment: key `metrics.intervall`"),
-            "{err}"
-        );
+        let e = [("PIPETRACE_METRICS__INTERVALL", "5s")];
+        let err = load_with(None, &e, &Flags::default())
+            .unwrap_err()
+            .to_string();
+        let head = "environment variable PIPETRACE_METRICS__INTERVALL: key `metrics.intervall`";
+        assert!(err.starts_with(head), "{err}");
         assert!(err.contains("did you mean `interval`?"), "{err}");
+    }
+
+    #[test]
+    fn a_value_and_a_section_in_the_environment_is_an_error_in_either_order() {
+        let (a, b) = (
+            ("PIPETRACE_EXPORT__OTLP", "x"),
+            ("PIPETRACE_EXPORT__OTLP__ENDPOINT", "y"),
+        );
+        for vars in [[a, b], [b, a]] {
+            let err = load_with(None, &vars, &Flags::default())
+                .unwrap_err()
+                .to_string();
+            let head = "environment variables PIPETRACE_EXPORT__OTLP and \
+                        PIPETRACE_EXPORT__OTLP__ENDPOINT: key `export.otlp`";
+            assert!(err.starts_with(head), "{err}");
+            assert!(err.ends_with("unset one of them"), "{err}");
+        }
+    }
+
+    #[test]
+    fn pipetrace_variables_override_otel_ones_and_empty_otel_ones_are_unset() {
+        let (o, p) = (
+            ("OTEL_SERVICE_NAME", "otel"),
+            ("PIPETRACE_SERVICE_NAME", "own"),
+        );
+        for vars in [[o, p], [p, o]] {
+            let c = load_with(None, &vars, &Flags::default()).unwrap();
+            assert_eq!(c.service_name.as_deref(), Some("own"));
+        }
+        // The OTel specification: an empty variable is as if unset, so the file's stays.
+        let f = file("service_name: file\nexport:\n  otlp:\n    endpoint: http://file:4317\n");
+        let e = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+            ("OTEL_SERVICE_NAME", " "),
+        ];
+        let c = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
+        assert_eq!(c.export.otlp.endpoint.as_deref(), Some("http://file:4317"));
+        assert_eq!(c.service_name.as_deref(), Some("file"));
     }
 
     #[test]
     fn bad_values_are_errors_with_the_key() {
         let f = file("export:\n  otlp:\n    protocol: carrier-pigeon\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.otlp.protocol"), "{err}");
         let f = file("probes:\n  scope_cgroup: libpod-abc\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.scope_cgroup"), "{err}");
         assert!(err.contains("/proc/PID/cgroup"), "{err}");
         let f = file("probes:\n  ring_buffer_bytes: 1000\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.ring_buffer_bytes"), "{err}");
+        let f = file("export:\n  batch_spans: 0\n");
+        let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
+        assert!(err.to_string().contains("`export.batch_spans`"), "{err}");
         let f = file("export:\n  batch_timeout: soon\n");
-        let err = load(Some(f.path()), env(&[]), &Flags::default())
+        let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.batch_timeout"), "{err}");
@@ -445,14 +447,14 @@ mod tests {
 
     #[test]
     fn file_capture_keys_layer_and_bad_globs_name_their_key() {
-        let d = load(None, env(&[]), &Flags::default()).unwrap();
+        let d = load_with(None, &[], &Flags::default()).unwrap();
         assert!(!d.files.enabled);
         let f = file("files:\n  enabled: true\n  exclude: ['**/*.tmp']\n");
-        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert!(c.files.enabled);
         assert_eq!(c.files.exclude, ["**/*.tmp"]);
-        let e = env(&[("PIPETRACE_FILES__MAX_PER_TOOL", "4")]);
-        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        let e = [("PIPETRACE_FILES__MAX_PER_TOOL", "4")];
+        let c = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!((c.files.max_per_tool, c.files.exclude.len()), (4, 1));
         for (yaml, key) in [
             ("files:\n  include: ['a/[b']\n", "files.include.0"),
@@ -460,22 +462,22 @@ mod tests {
             ("files:\n  max_per_task: 0\n", "files.max_per_task"),
         ] {
             let f = file(yaml);
-            let err = load(Some(f.path()), env(&[]), &Flags::default()).unwrap_err();
+            let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
             assert!(err.to_string().contains(key), "{yaml}: {err}");
         }
     }
 
     #[test]
     fn host_idle_keys_layer_and_are_checked() {
-        let d = load(None, env(&[]), &Flags::default()).unwrap();
+        let d = load_with(None, &[], &Flags::default()).unwrap();
         assert_eq!(d.host.idle_after, std::time::Duration::from_secs(3600));
         assert_eq!(d.host.idle_cpu_below, 0.1);
         let f = file("host:\n  idle_after: 30m\n  idle_cpu_below: 0.5\n");
-        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert_eq!(c.host.idle_after, std::time::Duration::from_secs(1800));
         assert_eq!(c.host.idle_cpu_below, 0.5);
-        let e = env(&[("PIPETRACE_HOST__IDLE_AFTER", "2h")]);
-        let c = load(Some(f.path()), e, &Flags::default()).unwrap();
+        let e = [("PIPETRACE_HOST__IDLE_AFTER", "2h")];
+        let c = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
         assert_eq!(c.host.idle_after, std::time::Duration::from_secs(7200));
         assert_eq!(c.host.idle_cpu_below, 0.5, "the file's other key stays");
         for (yaml, key) in [
@@ -486,7 +488,7 @@ mod tests {
             ("host:\n  idle_cpu_below: .nan\n", "host.idle_cpu_below"),
         ] {
             let f = file(yaml);
-            let err = load(Some(f.path()), env(&[]), &Flags::default());
+            let err = load_with(Some(f.path()), &[], &Flags::default());
             let err = err.unwrap_err().to_string();
             assert!(err.contains(key), "{yaml}: {err}");
         }
@@ -494,9 +496,9 @@ mod tests {
 
     #[test]
     fn missing_file_is_an_error() {
-        let err = load(
+        let err = load_with(
             Some(Path::new("/nonexistent/p.yaml")),
-            env(&[]),
+            &[],
             &Flags::default(),
         );
         assert!(err.unwrap_err().to_string().contains("/nonexistent/p.yaml"));
@@ -504,17 +506,17 @@ mod tests {
 
     #[test]
     fn http_endpoint_gets_the_signal_path() {
-        let e = env(&[
+        let e = [
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
-        ]);
-        let c = load(None, e, &Flags::default()).unwrap();
+        ];
+        let c = load_with(None, &e, &Flags::default()).unwrap();
         assert_eq!(
             c.export.otlp.traces_endpoint().as_deref(),
             Some("http://c:4318/v1/traces")
         );
-        let e = env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom")]);
-        let c = load(None, e, &Flags::default()).unwrap();
+        let e = [("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom")];
+        let c = load_with(None, &e, &Flags::default()).unwrap();
         assert_eq!(
             c.export.otlp.traces_endpoint().as_deref(),
             Some("http://t:1/custom")
@@ -524,7 +526,7 @@ mod tests {
     #[test]
     fn default_yaml_round_trips() {
         let f = file(&default_yaml());
-        let c = load(Some(f.path()), env(&[]), &Flags::default()).unwrap();
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
         assert_eq!(c, Config::default());
     }
 }

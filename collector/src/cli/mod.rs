@@ -124,11 +124,7 @@ impl Cli {
     }
 
     fn load(&self, file: Option<&std::path::Path>) -> Result<Config, ConfigError> {
-        pipetrace_config::load(
-            file.or(self.config.as_deref()),
-            std::env::vars(),
-            &self.flags(),
-        )
+        pipetrace_config::load(file.or(self.config.as_deref()), &self.flags())
     }
 }
 
