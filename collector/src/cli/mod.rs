@@ -4,6 +4,7 @@ mod config_cmd;
 mod demo;
 mod doctor;
 mod forward;
+mod logging;
 mod report_cmd;
 mod run;
 mod serve;
@@ -140,7 +141,7 @@ fn config_failed(e: ConfigError) -> i32 {
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    env_logger::Builder::from_env(env_logger::Env::new().filter_or("PIPETRACE_LOG", "warn")).init();
+    logging::init();
     match &cli.command {
         Command::Config(ConfigCommand::PrintDefault) => {
             print!("{}", pipetrace_config::load::default_yaml());

@@ -161,7 +161,10 @@ mod tests {
             ..Default::default()
         };
         let (t, m) = both(base(Protocol::Grpc));
-        assert!(shareable(&t, &m), "gRPC: one channel, each signal its service");
+        assert!(
+            shareable(&t, &m),
+            "gRPC: one channel, each signal its service"
+        );
         let (t, m) = both(base(Protocol::HttpProtobuf));
         assert_ne!(t.url, m.url);
         assert!(shareable(&t, &m), "HTTP: one origin, each signal its path");
@@ -172,6 +175,9 @@ mod tests {
         let mut own_timeout = base(Protocol::Grpc);
         own_timeout.traces.timeout = Some(std::time::Duration::from_secs(1));
         let (t, m) = both(own_timeout);
-        assert!(!shareable(&t, &m), "settings of its own: a connection of its own");
+        assert!(
+            !shareable(&t, &m),
+            "settings of its own: a connection of its own"
+        );
     }
 }
