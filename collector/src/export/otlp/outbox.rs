@@ -14,6 +14,7 @@ use std::{
 
 use pipetrace_config::{Retry, SignalKind};
 use tokio::sync::Notify;
+use tracing::{Instrument, Span, field::Empty};
 
 use super::{Backoff, BySignal, Client, SendError, Spool};
 
@@ -57,6 +58,9 @@ pub struct Outbox {
     max_bytes: u64,
     /// Each signal's counters (one set when the outbox carries one stream).
     stats: BySignal<Arc<OutboxStats>>,
+    /// Each attempt is a span of the agent's own (off for the outbox of those spans: its
+    /// exports would make more of them forever).
+    traced: bool,
 }
 
 enum Next {
@@ -97,7 +101,14 @@ impl Outbox {
             wake: Notify::new(),
             max_bytes,
             stats,
+            traced: true,
         }
+    }
+
+    /// Sends without a span of its own per attempt.
+    pub fn untraced(mut self) -> Self {
+        self.traced = false;
+        self
     }
 
     fn stats(&self, kind: SignalKind) -> &OutboxStats {
@@ -260,10 +271,55 @@ impl Outbox {
                 Ok(Some(n)) => n,
             };
             let b = next.batch();
-            let result = client.send(b.kind, &b.body).await;
-            if let Some(wait) = self.judge(&client, next, result, &mut trying).await {
-                tokio::time::sleep(wait).await;
+            let span = self.attempt_span(&next, &client, trying.backoff.attempt());
+            let result = client.send(b.kind, &b.body).instrument(span.clone()).await;
+            if let Err(e) = &result {
+                span.record("otel.status_code", "error");
+                span.record("error", e.message.as_str());
             }
+            let wait = self.judge(&client, next, result, &mut trying).await;
+            if let Some(w) = wait {
+                span.record("retry_in_ms", w.as_millis() as u64);
+            }
+            drop(span);
+            if let Some(w) = wait {
+                tokio::time::sleep(w).await;
+            }
+        }
+    }
+
+    /// One attempt to send a batch, as a span: an export, or the replay of a batch from the
+    /// spool; `attempt` counts the retries before it.
+    fn attempt_span(&self, next: &Next, client: &Client, attempt: u32) -> Span {
+        if !self.traced {
+            return Span::none();
+        }
+        let b = next.batch();
+        let (signal, url, bytes) = (b.kind.name(), client.url(b.kind), b.body.len());
+        let items = b.items;
+        match next {
+            Next::Memory(_) => tracing::info_span!(
+                "pipetrace.export",
+                signal,
+                items,
+                bytes,
+                attempt,
+                url,
+                retry_in_ms = Empty,
+                error = Empty,
+                otel.status_code = Empty,
+            ),
+            Next::Disk { .. } => tracing::info_span!(
+                "pipetrace.spool.replay",
+                signal,
+                items,
+                bytes,
+                attempt,
+                url,
+                retry_in_ms = Empty,
+                error = Empty,
+                otel.status_code = Empty,
+            ),
         }
     }
 
