@@ -1,7 +1,8 @@
 //! pipetrace's own logs: `tracing`, with the `log` crate's records bridged in so that every
 //! `log::` call site keeps working. On stderr, filtered by PIPETRACE_LOG (`warn` unless set;
 //! `info`, `pipetrace=debug,h2=off`, ...), one line per event as env_logger wrote them:
-//! `[2025-01-31T12:00:00Z WARN  pipetrace::cli::agent] message`.
+//! `[2025-01-31T12:00:00Z WARN  pipetrace::cli::agent] message`. Beside them, the agent's
+//! own spans, exported when `self_telemetry.traces` asks (`crate::export::own`).
 use std::{fmt, io::IsTerminal, time::SystemTime};
 
 use tracing::{Event, Level, Subscriber};
@@ -81,7 +82,11 @@ pub fn init() {
         .event_format(Line { color })
         .with_filter(filter());
     // Fails only when a logger is already installed (tests); that one stays.
-    let _ = tracing_subscriber::registry().with(stderr).try_init();
+    let own = crate::export::own::layer();
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(own)
+        .try_init();
 }
 
 #[cfg(test)]

@@ -138,6 +138,25 @@ fn config_failed(e: ConfigError) -> i32 {
     EXIT_USAGE
 }
 
+/// The agent's own spans are taken from the start (the probes load before the sink runs),
+/// when the config asks for them and an OTLP traces endpoint will carry them.
+fn own_spans(cfg: &Config) {
+    if !cfg.self_telemetry.traces {
+        return;
+    }
+    match cfg
+        .export
+        .otlp
+        .resolve(pipetrace_config::SignalKind::Traces)
+    {
+        Some(_) => crate::export::own::capture(true),
+        None => log::warn!(
+            "self_telemetry.traces is on, but pipetrace's own spans go over OTLP only and no \
+             traces endpoint is set: set --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+    }
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
@@ -167,6 +186,7 @@ pub fn main() -> i32 {
                 Ok(c) => c,
                 Err(e) => return config_failed(e),
             };
+            own_spans(&cfg);
             // A backend that closes its socket must not end the agent: writes get EPIPE.
             // The wrapped command gets the default back (`run`'s pre_exec).
             // SAFETY: before any thread of the runtime starts.

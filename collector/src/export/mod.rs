@@ -2,6 +2,7 @@
 mod feed;
 mod jsonl;
 pub mod otlp;
+pub mod own;
 pub mod paths;
 mod sink;
 mod stats;

@@ -19,6 +19,7 @@ use super::{
     feed::{Feed, Outputs},
     jsonl::JsonLines,
     otlp::{BySignal, Connections},
+    own::OwnSink,
     paths,
     stats::{SinkStats, StreamStats},
 };
@@ -33,6 +34,8 @@ pub struct Sink {
     stats: Arc<SinkStats>,
     feed: tokio::task::JoinHandle<()>,
     connections: Connections,
+    /// The agent's own spans (`self_telemetry.traces`), over the traces connection.
+    own: Option<OwnSink>,
     pub destinations: Destinations,
 }
 
@@ -101,6 +104,15 @@ impl Sink {
             batch_wait: cfg.export.batch_timeout,
         };
         let url = |k| endpoints.get(k).as_ref().map(|e| e.url.clone());
+        let own = match (cfg.self_telemetry.traces, &connections.client.traces) {
+            (true, Some(client)) => Some(OwnSink::start(
+                client.clone(),
+                &cfg.export,
+                &resource,
+                stats.clone(),
+            )),
+            _ => None,
+        };
         let destinations = Destinations {
             spans: Place {
                 otlp: url(SignalKind::Traces),
@@ -110,7 +122,7 @@ impl Sink {
                 otlp: url(SignalKind::Metrics),
                 file: metrics_file,
             },
-            own_spans: None,
+            own_spans: own.as_ref().and(url(SignalKind::Traces)),
         };
         Ok(Self {
             spans,
@@ -118,6 +130,7 @@ impl Sink {
             stats,
             feed: tokio::spawn(feed.run()),
             connections,
+            own,
             destinations,
         })
     }
@@ -143,16 +156,22 @@ impl Sink {
 
     /// Moves batches waiting in memory to the spool (or drops them, counted).
     pub fn spill(&self) -> u64 {
-        self.connections.spill()
+        self.connections.spill() + self.own.as_ref().map_or(0, OwnSink::spill)
     }
 
     /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; what
-    /// is still unsent then goes to the spool, or is counted as dropped.
+    /// is still unsent then goes to the spool, or is counted as dropped. The agent's own
+    /// spans go last: sending the rest makes some.
     pub async fn shutdown(self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         drop((self.spans, self.metrics));
         let fed = tokio::time::timeout_at(deadline, self.feed).await.is_ok();
-        self.connections.shutdown(deadline).await && fed
+        let sent = self.connections.shutdown(deadline).await;
+        let own = match self.own {
+            Some(o) => o.shutdown(deadline).await,
+            None => true,
+        };
+        fed && sent && own
     }
 }
 

@@ -119,10 +119,11 @@ impl Sender {
         cfg: &Export,
     ) -> Self {
         let outbox = Arc::new(Outbox::new(cfg.queue_bytes.as_u64(), spool, stats));
-        Self::run(outbox, client, cfg.retry.clone())
+        Self::over(outbox, client, cfg.retry.clone())
     }
 
-    fn run(outbox: Arc<Outbox>, client: Arc<Client>, retry: Retry) -> Self {
+    /// Sends what is pushed to `outbox` over `client`.
+    pub fn over(outbox: Arc<Outbox>, client: Arc<Client>, retry: Retry) -> Self {
         let task = tokio::spawn(outbox.clone().run_sender(client, retry));
         Self { outbox, task }
     }
