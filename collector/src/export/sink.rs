@@ -1,7 +1,7 @@
 //! The one sink of everything pipetrace exports: finished spans and metric requests, each
 //! queued (bounded), to OTLP over one connection per endpoint and/or to their files.
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{Arc, atomic::Ordering::Relaxed},
     time::Duration,
 };
@@ -149,11 +149,6 @@ impl Sink {
         self.stats.clone()
     }
 
-    /// The trace file, if spans are written to one.
-    pub fn trace_file(&self) -> Option<&Path> {
-        self.destinations.spans.file.as_deref()
-    }
-
     /// Moves batches waiting in memory to the spool (or drops them, counted).
     pub fn spill(&self) -> u64 {
         self.connections.spill() + self.own.as_ref().map_or(0, OwnSink::spill)
@@ -209,7 +204,7 @@ mod tests {
         }
     }
 
-    fn lines(p: &Path) -> Vec<serde_json::Value> {
+    fn lines(p: &std::path::Path) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(p).unwrap();
         text.lines()
             .map(|l| serde_json::from_str(l).unwrap())
