@@ -10,7 +10,7 @@ use crate::{
     awaiting::Awaiting,
     diagnosis::History,
     event::{Event, ProcKey},
-    export::{Exporter, summary::Summary},
+    export::{Sink, summary::Summary},
     host,
     signals::{
         SpanBuilder,
@@ -30,7 +30,7 @@ pub struct Pipeline {
     pub tree: Tree,
     pub attr: Attributor,
     builder: SpanBuilder,
-    exporter: Exporter,
+    exporter: Sink,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
     announced: HashSet<ProcKey>,
     /// Kept in `pipetrace run` for the terminal tree; the agent keeps none.
@@ -79,7 +79,7 @@ impl Pipeline {
         host: host::SharedHost,
         attr: Attributor,
         builder: SpanBuilder,
-        exporter: Exporter,
+        exporter: Sink,
         metrics: Metrics,
         summary: Option<Summary>,
     ) -> Self {
@@ -389,7 +389,6 @@ impl Pipeline {
         &mut self,
         net: &dyn Fn(u32) -> pipetrace_probes_common::Accumulator,
         lost_events: u64,
-        metric_export: &crate::export::metrics::MetricStats,
     ) -> Option<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>
     {
         let now = self.host.boottime_ns();
@@ -398,31 +397,25 @@ impl Pipeline {
         self.stalls.observe(&self.attr, &self.tree, &parts, now);
         self.announce_started();
         self.observe_idle();
-        let figures = self.agent_figures(lost_events, metric_export);
+        let figures = self.agent_figures(lost_events);
         self.metrics.collect(&figures, self.stalls.counts())
     }
 
     /// What the agent lost, dropped, retried and holds now.
-    pub fn agent_figures(
-        &self,
-        lost_events: u64,
-        metric_export: &crate::export::metrics::MetricStats,
-    ) -> AgentFigures {
+    pub fn agent_figures(&self, lost_events: u64) -> AgentFigures {
         use std::sync::atomic::Ordering::Relaxed;
         let st = self.exporter.stats();
         AgentFigures {
             lost_events,
             undecodable: self.undecodable,
-            spans_dropped: st.dropped_queue_full.load(Relaxed) + st.otlp.dropped.load(Relaxed),
-            export_failures: st.otlp.failed.load(Relaxed) + st.failed_file.load(Relaxed),
-            export_retries: st.otlp.retries.load(Relaxed)
-                + metric_export.otlp.retries.load(Relaxed),
-            spans_spooled: st.otlp.spooled.load(Relaxed),
-            export_queue_bytes: st.otlp.queued_bytes.load(Relaxed)
-                + metric_export.otlp.queued_bytes.load(Relaxed),
-            metric_exports_failed: metric_export.failed(),
-            metric_exports_dropped: metric_export.dropped(),
-            metric_exports_spooled: metric_export.otlp.spooled.load(Relaxed),
+            spans_dropped: st.spans.dropped(),
+            export_failures: st.spans.failed(),
+            export_retries: st.retries(),
+            spans_spooled: st.spans.otlp.spooled.load(Relaxed),
+            export_queue_bytes: st.queued_bytes(),
+            metric_exports_failed: st.metrics.failed(),
+            metric_exports_dropped: st.metrics.dropped(),
+            metric_exports_spooled: st.metrics.otlp.spooled.load(Relaxed),
             usage_missing: self.usage_missing,
             usage_at_exit: self.usage_at_exit,
             figures_dropped: self.figures_dropped,
@@ -436,11 +429,7 @@ impl Pipeline {
 
     /// Past the memory limit, telemetry waiting in memory goes to the spool, or is dropped
     /// and counted: the agent must not grow without bound while a backend is away.
-    pub fn enforce_memory_limit(
-        &mut self,
-        limit_bytes: u64,
-        mexp: &crate::export::metrics::MetricsExporter,
-    ) {
+    pub fn enforce_memory_limit(&mut self, limit_bytes: u64) {
         let Some(rss) = self.host.own_rss_bytes() else {
             return;
         };
@@ -448,7 +437,7 @@ impl Pipeline {
             self.over_memory_limit = false;
             return;
         }
-        let moved = self.exporter.spill() + mexp.spill();
+        let moved = self.exporter.spill();
         if !std::mem::replace(&mut self.over_memory_limit, true) {
             log::warn!(
                 "resident memory {} MiB is over export.memory_limit ({} MiB): {moved} queued \
@@ -524,11 +513,11 @@ impl Pipeline {
         }
     }
 
-    pub fn exporter(&self) -> &Exporter {
+    pub fn exporter(&self) -> &Sink {
         &self.exporter
     }
 
-    pub fn into_parts(mut self) -> (Exporter, Option<Summary>) {
+    pub fn into_parts(mut self) -> (Sink, Option<Summary>) {
         self.history.save();
         (self.exporter, self.summary)
     }

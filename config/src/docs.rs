@@ -361,6 +361,14 @@ pub const KEYS: &[(&str, &str)] = &[
         "host.idle_cpu_below",
         "The whole host's busy CPUs (averaged over each metrics.interval) below which it counts as idle.",
     ),
+    (
+        "self_telemetry",
+        "pipetrace's own work, as telemetry of its own beside the pipelines'.",
+    ),
+    (
+        "self_telemetry.traces",
+        "Export pipetrace's own spans (probe load and attach, each OTLP export attempt with its retries, spool replays) over the same OTLP connection as the traces, as service and instrumentation scope pipetrace.self: never inside a pipeline's trace, never to the trace file. Needs an OTLP traces endpoint (PIPETRACE_SELF_TELEMETRY__TRACES=true).",
+    ),
 ];
 
 fn comment(path: &str) -> Option<&'static str> {

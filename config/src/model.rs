@@ -23,6 +23,17 @@ pub struct Config {
     pub report: Report,
     pub host: Host,
     pub files: Files,
+    pub self_telemetry: SelfTelemetry,
+}
+
+/// pipetrace's own work as telemetry of its own, beside the pipelines'.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfTelemetry {
+    /// Export the agent's own spans (probe attach, each OTLP export attempt and retry, spool
+    /// replays) over the traces endpoint's connection, as service and scope
+    /// `pipetrace.self`: never in a pipeline's trace, never to the trace file.
+    pub traces: bool,
 }
 
 /// The files each tool opened (paths only, never contents), captured in the kernel at open.

@@ -39,6 +39,8 @@ pub struct RecvSpan {
     pub status: i32,
     pub status_message: String,
     pub resource: BTreeMap<String, Val>,
+    /// The instrumentation scope's name.
+    pub scope: String,
     /// Span events: name, time, attributes.
     pub events: Vec<RecvEvent>,
     /// When a receiver took it (Unix ns); 0 when read from a file.
@@ -118,6 +120,7 @@ pub fn flatten(req: ExportTraceServiceRequest) -> Vec<RecvSpan> {
     for rs in req.resource_spans {
         let resource = attrs(rs.resource.map(|r| r.attributes).unwrap_or_default());
         for ss in rs.scope_spans {
+            let scope = ss.scope.map(|s| s.name).unwrap_or_default();
             for s in ss.spans {
                 let status = s.status.unwrap_or_default();
                 out.push(RecvSpan {
@@ -131,6 +134,7 @@ pub fn flatten(req: ExportTraceServiceRequest) -> Vec<RecvSpan> {
                     status: status.code,
                     status_message: status.message,
                     resource: resource.clone(),
+                    scope: scope.clone(),
                     received: 0,
                     events: s
                         .events

@@ -19,8 +19,8 @@ use crate::{
 const RUNTIME_DIR: &str = "/run/pipetrace";
 
 /// The agent's figures in its log, every minute.
-fn log_figures(pipe: &Pipeline, lost: u64, mexp: &crate::export::metrics::MetricsExporter) {
-    let f = pipe.agent_figures(lost, &mexp.stats);
+fn log_figures(pipe: &Pipeline, lost: u64) {
+    let f = pipe.agent_figures(lost);
     log::info!(
         "{} events, {} processes known, {} in runs; lost {} kernel events, dropped {} spans, \
          {} failed, {} spooled; metric exports {} dropped, {} failed, {} spooled; {} export \
@@ -61,8 +61,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         builder,
     } = prepare(cfg)?;
     let default_file = PathBuf::from("/var/lib/pipetrace/traces.otlp.jsonl");
-    let (exporter, mexp) = super::run::exporters(cfg, &host, default_file)?;
-    let dest = exporter.destinations.clone();
+    let exporter = crate::export::Sink::start(cfg, &host, default_file)?;
+    let dest = exporter.destinations.spans.clone();
     let machine = crate::host::port::live();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
     let mut pipe =
@@ -103,13 +103,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         .unwrap_or_default();
     let state_dir = cfg.diagnosis.state_dir.clone();
     let mut watcher = crate::live::Watcher::default();
-    let mut core = Core::new(
-        pipe,
-        events,
-        (&taps, &mexp),
-        cfg,
-        Duration::from_millis(250),
-    );
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250));
     loop {
         let next = core.serve(async {
             tokio::select! {
@@ -125,8 +119,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                 if crate::status::runs_wanted() {
                     crate::status::write_runs(&pipe.live_now(&mut watcher));
                 }
-                let status =
-                    AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost, &mexp.stats));
+                let status = AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost));
                 status.register(state_dir.as_deref());
                 if let Some(dir) = state_dir.as_deref()
                     && let Err(e) = status.write(dir)
@@ -134,7 +127,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
                     log::debug!("cannot write the agent status to {}: {e}", dir.display());
                 }
             }
-            Some(false) => log_figures(&core.pipe, taps.lost_events(), &mexp),
+            Some(false) => log_figures(&core.pipe, taps.lost_events()),
             None => break,
         }
     }
@@ -148,9 +141,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let at_exit = pipe.usage_at_exit;
     let (exporter, _) = pipe.into_parts();
-    let (stats, metric_stats) = (exporter.stats(), mexp.stats.clone());
-    let flushed = mexp.shutdown(cfg.export.flush_timeout).await
-        & exporter.shutdown(cfg.export.flush_timeout).await;
+    let stats = exporter.stats();
+    let flushed = exporter.shutdown(cfg.export.flush_timeout).await;
     if usage_missing > 0 || overflowed > 0 {
         log::warn!(
             "{usage_missing} processes ended with no resource figures (their exit record was \
@@ -164,11 +156,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
          {} spans queued, \
          {} dropped (queue full), {} OTLP failures; metric exports {} dropped, {} failed; \
          peak RSS {} KiB, private {} KiB{}",
-        stats.queued.load(Relaxed),
-        stats.dropped_queue_full.load(Relaxed) + stats.otlp.dropped.load(Relaxed),
-        stats.otlp.failed.load(Relaxed),
-        metric_stats.dropped(),
-        metric_stats.failed(),
+        stats.spans.queued.load(Relaxed),
+        stats.spans.dropped(),
+        stats.spans.otlp.failed.load(Relaxed),
+        stats.metrics.dropped(),
+        stats.metrics.failed(),
         crate::host::peak_rss_kib().unwrap_or(0),
         crate::host::private_rss_kib().unwrap_or(0),
         if flushed { "" } else { "; flush timed out" }

@@ -4,6 +4,7 @@ mod config_cmd;
 mod demo;
 mod doctor;
 mod forward;
+mod logging;
 mod report_cmd;
 mod run;
 mod serve;
@@ -133,10 +134,29 @@ fn config_failed(e: ConfigError) -> i32 {
     EXIT_USAGE
 }
 
+/// The agent's own spans are taken from the start (the probes load before the sink runs),
+/// when the config asks for them and an OTLP traces endpoint will carry them.
+fn own_spans(cfg: &Config) {
+    if !cfg.self_telemetry.traces {
+        return;
+    }
+    match cfg
+        .export
+        .otlp
+        .resolve(pipetrace_config::SignalKind::Traces)
+    {
+        Some(_) => crate::export::own::capture(true),
+        None => log::warn!(
+            "self_telemetry.traces is on, but pipetrace's own spans go over OTLP only and no \
+             traces endpoint is set: set --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+    }
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    env_logger::Builder::from_env(env_logger::Env::new().filter_or("PIPETRACE_LOG", "warn")).init();
+    logging::init();
     match &cli.command {
         Command::Config(ConfigCommand::PrintDefault) => {
             print!("{}", pipetrace_config::load::default_yaml());
@@ -162,6 +182,7 @@ pub fn main() -> i32 {
                 Ok(c) => c,
                 Err(e) => return config_failed(e),
             };
+            own_spans(&cfg);
             // A backend that closes its socket must not end the agent: writes get EPIPE.
             // The wrapped command gets the default back (`run`'s pre_exec).
             // SAFETY: before any thread of the runtime starts.

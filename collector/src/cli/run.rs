@@ -11,9 +11,7 @@ use pipetrace_config::Config;
 use crate::{
     attribution::{Attributor, Mode},
     export::{
-        Destinations, Exporter,
-        metrics::MetricsExporter,
-        resource,
+        Destinations, Place, Sink, resource,
         summary::{Delivery, Loss},
     },
     host::HostInfo,
@@ -55,18 +53,13 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     })
 }
 
-/// Where metrics go in a file: beside the trace file (`X.otlp.jsonl` -> `X.metrics.otlp.jsonl`).
-pub(super) fn metrics_file(traces: Option<&Path>) -> Option<PathBuf> {
-    traces.map(crate::export::paths::metrics_beside)
-}
-
 /// The pipeline with its metrics, and the metrics sink.
 pub(super) fn pipeline(
     cfg: &Config,
     host: &HostInfo,
     attr: Attributor,
     builder: SpanBuilder,
-    exporter: Exporter,
+    exporter: Sink,
     summary: bool,
 ) -> anyhow::Result<Pipeline> {
     let measured = builder.measured();
@@ -83,21 +76,11 @@ pub(super) fn pipeline(
     Ok(pipe)
 }
 
-/// Both sinks, started before anything else so that a bad setting starts nothing.
-pub(super) fn exporters(
-    cfg: &Config,
-    host: &HostInfo,
-    default_file: PathBuf,
-) -> Result<(Exporter, MetricsExporter), crate::export::ExportError> {
-    let exporter = Exporter::start(cfg, host, default_file)?;
-    let mexp = MetricsExporter::start(cfg, metrics_file(exporter.destinations.file.as_deref()))?;
-    Ok((exporter, mexp))
-}
-
 /// The first line: what is traced and where its data will go.
-fn announce(argv: &[String], spans: &Destinations, metrics: &Destinations) {
+fn announce(argv: &[String], to_: &Destinations) {
+    let (spans, metrics) = (&to_.spans, &to_.metrics);
     let command = crate::attribution::naming::command_line(argv);
-    let to = |d: &Destinations| {
+    let to = |d: &Place| {
         let places: Vec<String> = (d.otlp.iter().cloned())
             .chain(d.file.iter().map(|f| f.display().to_string()))
             .collect();
@@ -155,9 +138,10 @@ pub async fn run(
         taps,
         builder,
     } = prepare(cfg)?;
-    let (exporter, mexp) = exporters(cfg, &host, default_file(cwd))?;
+    // Before anything else, so that a bad setting starts nothing.
+    let exporter = Sink::start(cfg, &host, default_file(cwd))?;
 
-    announce(argv, &exporter.destinations, &mexp.destinations);
+    announce(argv, &exporter.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
     let live_tasks = cfg.summary.live_tasks;
     let view_height = u16::try_from(live_tasks + 2).unwrap_or(u16::MAX);
@@ -170,7 +154,6 @@ pub async fn run(
         Ok(c) => c,
         Err(e) => {
             let _ = exporter.shutdown(Duration::from_secs(1)).await;
-            let _ = mexp.shutdown(Duration::from_secs(1)).await;
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -194,13 +177,7 @@ pub async fn run(
     let keep = print_summary || cfg.report.html;
     let pipe =
         pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
-    let mut core = Core::new(
-        pipe,
-        events,
-        (&taps, &mexp),
-        cfg,
-        Duration::from_millis(200),
-    );
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
     let mut view_tick = tokio::time::interval(Duration::from_secs(1));
     let status = loop {
         let next = core.serve(async {
@@ -246,9 +223,7 @@ pub async fn run(
     let still_running = pipe.attr.tracked();
     let (exporter, summary) = pipe.into_parts();
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
-    let (metrics_to, metric_stats) = (mexp.destinations.clone(), mexp.stats.clone());
-    let metrics_flushed = mexp.shutdown(cfg.export.flush_timeout).await;
-    if !exporter.shutdown(cfg.export.flush_timeout).await || !metrics_flushed {
+    if !exporter.shutdown(cfg.export.flush_timeout).await {
         eprintln!(
             "pipetrace: telemetry not fully sent within {}; the rest is spooled or counted \
              as dropped below",
@@ -257,17 +232,15 @@ pub async fn run(
     }
     let report = match (&summary, cfg.report.html) {
         (Some(s), true) => {
-            let path = report_path(cfg, dest.file.as_deref(), cwd);
+            let path = report_path(cfg, dest.spans.file.as_deref(), cwd);
             let html = crate::report::html_of_run(&s.report, &s.table, s.report_omitted);
             Some(write_report(&path, &html).map(|()| path))
         }
         _ => None,
     };
     let delivery = Delivery {
-        spans_to: &dest,
-        spans: &stats,
-        metrics_to,
-        metrics: &metric_stats,
+        to: &dest,
+        stats: &stats,
         lost,
     };
     let summary = summary.filter(|_| print_summary);

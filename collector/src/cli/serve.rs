@@ -8,7 +8,6 @@ use anyhow::Context;
 
 use crate::{
     event::Event,
-    export::metrics::MetricsExporter,
     pipeline::Pipeline,
     source::{Events, Taps},
 };
@@ -19,7 +18,6 @@ pub(super) struct Core<'a> {
     pub events: Events,
     pub buf: Vec<Event>,
     pub taps: &'a Taps,
-    pub mexp: &'a MetricsExporter,
     memory_limit: u64,
     poll: tokio::time::Interval,
     metrics: tokio::time::Interval,
@@ -30,7 +28,7 @@ impl<'a> Core<'a> {
     pub fn new(
         pipe: Pipeline,
         events: Events,
-        (taps, mexp): (&'a Taps, &'a MetricsExporter),
+        taps: &'a Taps,
         cfg: &pipetrace_config::Config,
         poll: Duration,
     ) -> Self {
@@ -39,7 +37,6 @@ impl<'a> Core<'a> {
             events,
             buf: Vec::new(),
             taps,
-            mexp,
             memory_limit: cfg.export.memory_limit.as_u64(),
             poll: tokio::time::interval(poll),
             metrics: tokio::time::interval(cfg.metrics.interval),
@@ -57,7 +54,7 @@ impl<'a> Core<'a> {
                 }
                 _ = self.poll.tick() => {
                     self.pipe.poll(false);
-                    self.pipe.enforce_memory_limit(self.memory_limit, self.mexp);
+                    self.pipe.enforce_memory_limit(self.memory_limit);
                 }
                 // Samples for stalls even when metrics are off; exports only when on.
                 _ = self.metrics.tick() => self.export_metrics(),
@@ -71,8 +68,8 @@ impl<'a> Core<'a> {
         let taps = self.taps;
         let net = move |pid| taps.accumulated(pid);
         let lost = taps.lost_events();
-        if let Some(req) = self.pipe.metrics_tick(&net, lost, &self.mexp.stats) {
-            self.mexp.send(req);
+        if let Some(req) = self.pipe.metrics_tick(&net, lost) {
+            self.pipe.exporter().send_metrics(req);
         }
     }
 

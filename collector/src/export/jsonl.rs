@@ -1,4 +1,5 @@
-//! OTLP JSON lines: one ExportTraceServiceRequest per line, as the OTLP file exporter writes.
+//! OTLP JSON lines: one export request per line (ExportTraceServiceRequest in the trace
+//! file, ExportMetricsServiceRequest in the metrics file), as the OTLP file exporter writes.
 use std::{
     fs::{File, OpenOptions},
     io::{BufWriter, Write},
@@ -6,7 +7,9 @@ use std::{
 };
 
 use opentelemetry_proto::{
-    tonic::collector::trace::v1::ExportTraceServiceRequest,
+    tonic::collector::{
+        metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest,
+    },
     transform::{
         common::tonic::ResourceAttributesWithSchema,
         trace::tonic::group_spans_by_resource_and_scope,
@@ -32,7 +35,7 @@ impl JsonLines {
         &self.path
     }
 
-    pub fn write(
+    pub fn write_spans(
         &mut self,
         spans: Vec<SpanData>,
         resource: &ResourceAttributesWithSchema,
@@ -40,14 +43,22 @@ impl JsonLines {
         let req = ExportTraceServiceRequest {
             resource_spans: group_spans_by_resource_and_scope(spans, resource),
         };
-        serde_json::to_writer(&mut self.out, &req)?;
+        self.write_line(&req)
+    }
+
+    pub fn write_metrics(&mut self, req: &ExportMetricsServiceRequest) -> std::io::Result<()> {
+        self.write_line(req)
+    }
+
+    fn write_line(&mut self, req: &impl serde::Serialize) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, req)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
     }
 }
 
 /// Opens `path` for appending, creating it and its folder.
-pub fn open_append(path: &Path) -> std::io::Result<BufWriter<File>> {
+fn open_append(path: &Path) -> std::io::Result<BufWriter<File>> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }

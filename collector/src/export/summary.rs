@@ -1,15 +1,10 @@
 //! The end-of-run summary and trace tree `pipetrace run` prints to the terminal.
-use std::{
-    collections::HashMap,
-    fmt::Write as _,
-    sync::atomic::{AtomicU64, Ordering::Relaxed},
-    time::Duration,
-};
+use std::{collections::HashMap, fmt::Write as _, sync::atomic::Ordering::Relaxed, time::Duration};
 
 use opentelemetry::trace::{SpanId, Status};
 use pipetrace_semconv::attr;
 
-use super::{Destinations, ExportStats, metrics::MetricStats, otlp::OutboxStats};
+use super::{Destinations, Place, SinkStats, StreamStats};
 use crate::{
     report::{ReportEvent, ReportSpan, table::Table},
     signals::{Kind, ReadySpan},
@@ -17,22 +12,14 @@ use crate::{
 
 /// Where spans and metrics went and what became of them, for the last lines.
 pub struct Delivery<'a> {
-    pub spans_to: &'a Destinations,
-    pub spans: &'a ExportStats,
-    pub metrics_to: Destinations,
-    pub metrics: &'a MetricStats,
+    pub to: &'a Destinations,
+    pub stats: &'a SinkStats,
     pub lost: Loss,
 }
 
 /// One line per destination of one signal: how many went there, and how many failed.
-fn went(
-    out: &mut String,
-    what: &str,
-    dest: &Destinations,
-    otlp: &OutboxStats,
-    written_file: &AtomicU64,
-    failed_file: &AtomicU64,
-) {
+fn went(out: &mut String, what: &str, dest: &Place, stats: &StreamStats) {
+    let (otlp, written_file, failed_file) = (&stats.otlp, &stats.written_file, &stats.failed_file);
     if let Some(ep) = &dest.otlp {
         let _ = writeln!(
             out,
@@ -327,25 +314,22 @@ impl Summary {
 impl Delivery<'_> {
     /// Where the spans and metric exports went, and what was lost on the way.
     pub fn render(&self, out: &mut String) {
-        let (spans, metrics) = (self.spans, self.metrics);
-        went(
-            out,
-            "spans",
-            self.spans_to,
-            &spans.otlp,
-            &spans.written_file,
-            &spans.failed_file,
-        );
-        went(
-            out,
-            "metric exports",
-            &self.metrics_to,
-            &metrics.otlp,
-            &metrics.written_file,
-            &metrics.failed_file,
-        );
-        let dropped = spans.dropped_queue_full.load(Relaxed) + spans.otlp.dropped.load(Relaxed);
-        let metrics_dropped = metrics.dropped();
+        let (to, stats) = (self.to, self.stats);
+        went(out, "spans", &to.spans, &stats.spans);
+        went(out, "metric exports", &to.metrics, &stats.metrics);
+        if let Some(ep) = &to.own_spans {
+            let own = &stats.own_spans;
+            let _ = writeln!(
+                out,
+                "pipetrace: {} of pipetrace's own spans sent over OTLP to {ep} ({} failed, {} \
+                 dropped)",
+                own.otlp.sent.load(Relaxed),
+                own.failed(),
+                own.dropped()
+            );
+        }
+        let dropped = stats.spans.dropped();
+        let metrics_dropped = stats.metrics.dropped();
         let lost = self.lost;
         if dropped > 0 || metrics_dropped > 0 || lost.kernel > 0 || lost.undecodable > 0 {
             let _ = writeln!(

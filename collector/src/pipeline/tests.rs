@@ -40,7 +40,7 @@ fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
     cfg.export.file = Some(file.to_path_buf());
     let info = host_info();
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).unwrap());
-    let exporter = crate::export::Exporter::start(&cfg, &info, file.to_path_buf()).unwrap();
+    let exporter = crate::export::Sink::start(&cfg, &info, file.to_path_buf()).unwrap();
     let resource = crate::export::resource(&cfg, &info);
     let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
     let mode = Mode::Run { root_pid };

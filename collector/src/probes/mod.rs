@@ -91,6 +91,23 @@ pub struct Probes {
 impl Probes {
     /// Loads and attaches every probe; the open probes only when `files` is asked for.
     pub fn load(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
+        // The agent's own span (`self_telemetry.traces`): how long loading took, and why it failed.
+        let span = tracing::info_span!(
+            "pipetrace.probes.attach",
+            files,
+            error = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        )
+        .entered();
+        let loaded = Self::load_and_attach(ring_buffer_bytes, files);
+        if let Err(e) = &loaded {
+            span.record("otel.status_code", "error");
+            span.record("error", e.to_string());
+        }
+        loaded
+    }
+
+    fn load_and_attach(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
         let tracefs = ensure_tracefs()?;
         let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
         raise_memlock();

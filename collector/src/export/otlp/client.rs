@@ -70,10 +70,34 @@ enum Transport {
     },
 }
 
+/// One connection to one endpoint, for each signal it carries: over gRPC one channel, with
+/// the signal's service path; over HTTP one connection pool, with the signal's URL.
 pub struct Client {
-    kind: SignalKind,
-    url: String,
+    urls: BySignal<Option<String>>,
     transport: Transport,
+}
+
+/// A value for traces and one for metrics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BySignal<T> {
+    pub traces: T,
+    pub metrics: T,
+}
+
+impl<T> BySignal<T> {
+    pub fn get(&self, kind: SignalKind) -> &T {
+        match kind {
+            SignalKind::Traces => &self.traces,
+            SignalKind::Metrics => &self.metrics,
+        }
+    }
+
+    pub fn get_mut(&mut self, kind: SignalKind) -> &mut T {
+        match kind {
+            SignalKind::Traces => &mut self.traces,
+            SignalKind::Metrics => &mut self.metrics,
+        }
+    }
 }
 
 struct Pem {
@@ -123,149 +147,161 @@ fn load_tls(tls: &Tls) -> Result<Pem, OtlpError> {
 }
 
 impl Client {
-    pub fn new(kind: SignalKind, ep: &Endpoint) -> Result<Self, OtlpError> {
+    /// A connection with `ep`'s settings, sending each signal to its URL in `urls`.
+    pub fn new(ep: &Endpoint, urls: BySignal<Option<String>>) -> Result<Self, OtlpError> {
+        let signal = match (&urls.traces, &urls.metrics) {
+            (Some(_), Some(_)) => "traces and metrics",
+            (None, Some(_)) => "metrics",
+            _ => "traces",
+        };
         let build_err = |reason: String| OtlpError::Build {
-            signal: kind.name(),
+            signal,
             endpoint: ep.url.clone(),
             reason,
         };
         if ep.tls.is_set() && ep.url.starts_with("http://") {
             return Err(OtlpError::TlsOnPlainHttp {
-                signal: kind.name(),
+                signal,
                 endpoint: ep.url.clone(),
             });
         }
         let pem = load_tls(&ep.tls)?;
         let transport = match ep.protocol {
-            Protocol::Grpc => {
-                let mut b = Channel::from_shared(ep.url.clone())
-                    .map_err(|e| build_err(e.to_string()))?
-                    .timeout(ep.timeout)
-                    .connect_timeout(ep.timeout);
-                if ep.url.starts_with("https://") {
-                    let mut tls = ClientTlsConfig::new().with_native_roots();
-                    if let Some(ca) = &pem.ca {
-                        tls = tls.ca_certificate(Certificate::from_pem(ca));
-                    }
-                    if let Some((c, k)) = &pem.identity {
-                        tls = tls.identity(Identity::from_pem(c, k));
-                    }
-                    b = b.tls_config(tls).map_err(|e| build_err(e.to_string()))?;
-                }
-                let mut headers = Vec::new();
-                for (k, v) in &ep.headers {
-                    let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
-                        .map_err(|_| OtlpError::Header(k.clone()))?;
-                    let val = MetadataValue::try_from(v.as_str())
-                        .map_err(|_| OtlpError::Header(k.clone()))?;
-                    headers.push((key, val));
-                }
-                let compression = match ep.compression {
-                    Compression::None => None,
-                    Compression::Gzip => Some(CompressionEncoding::Gzip),
-                    Compression::Zstd => Some(CompressionEncoding::Zstd),
-                };
-                Transport::Grpc {
-                    channel: b.connect_lazy(),
-                    headers,
-                    compression,
-                }
-            }
-            Protocol::HttpProtobuf => {
-                let mut b = reqwest::Client::builder()
-                    .timeout(ep.timeout)
-                    .connect_timeout(ep.timeout);
-                if let Some(ca) = &pem.ca {
-                    let cert = reqwest::Certificate::from_pem(ca)
-                        .map_err(|e| build_err(format!("bad CA certificate: {e}")))?;
-                    b = b.add_root_certificate(cert);
-                }
-                if let Some((c, k)) = &pem.identity {
-                    let mut both = c.clone();
-                    both.push(b'\n');
-                    both.extend_from_slice(k);
-                    let id = reqwest::Identity::from_pem(&both)
-                        .map_err(|e| build_err(format!("bad client certificate or key: {e}")))?;
-                    b = b.identity(id);
-                }
-                Transport::Http {
-                    client: b.build().map_err(|e| build_err(e.to_string()))?,
-                    headers: ep.headers.clone().into_iter().collect(),
-                    compression: ep.compression,
-                }
-            }
+            Protocol::Grpc => grpc_transport(ep, &pem, &build_err)?,
+            Protocol::HttpProtobuf => http_transport(ep, &pem, &build_err)?,
         };
-        Ok(Self {
-            kind,
-            url: ep.url.clone(),
-            transport,
-        })
+        Ok(Self { urls, transport })
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
+    /// Where `kind` goes.
+    pub fn url(&self, kind: SignalKind) -> &str {
+        self.urls.get(kind).as_deref().unwrap_or_default()
     }
 
-    /// Sends one encoded request of this client's signal.
-    pub async fn send(&self, body: &Bytes) -> Result<(), SendError> {
+    /// Sends one encoded request of signal `kind`.
+    pub async fn send(&self, kind: SignalKind, body: &Bytes) -> Result<(), SendError> {
         match &self.transport {
             Transport::Grpc {
                 channel,
                 headers,
                 compression,
-            } => self.send_grpc(channel, headers, *compression, body).await,
+            } => send_grpc(kind, channel, headers, *compression, body).await,
             Transport::Http {
                 client,
                 headers,
                 compression,
-            } => send_http(client, &self.url, headers, *compression, body).await,
+            } => send_http(client, self.url(kind), headers, *compression, body).await,
         }
     }
+}
 
-    async fn send_grpc(
-        &self,
-        channel: &Channel,
-        headers: &Headers,
-        compression: Option<CompressionEncoding>,
-        body: &Bytes,
-    ) -> Result<(), SendError> {
-        let path = match self.kind {
-            SignalKind::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-            SignalKind::Metrics => {
-                "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
-            }
-        };
-        let mut grpc = tonic::client::Grpc::new(channel.clone());
-        if let Some(enc) = compression {
-            grpc = grpc.send_compressed(enc);
+fn grpc_transport(
+    ep: &Endpoint,
+    pem: &Pem,
+    build_err: &dyn Fn(String) -> OtlpError,
+) -> Result<Transport, OtlpError> {
+    let mut b = Channel::from_shared(ep.url.clone())
+        .map_err(|e| build_err(e.to_string()))?
+        .timeout(ep.timeout)
+        .connect_timeout(ep.timeout);
+    if ep.url.starts_with("https://") {
+        let mut tls = ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = &pem.ca {
+            tls = tls.ca_certificate(Certificate::from_pem(ca));
         }
-        let mut req = tonic::Request::new(body.clone());
-        for (k, v) in headers {
-            req.metadata_mut().insert(k.clone(), v.clone());
+        if let Some((c, k)) = &pem.identity {
+            tls = tls.identity(Identity::from_pem(c, k));
         }
-        let result = match grpc.ready().await {
-            Ok(()) => grpc
-                .unary::<Bytes, (), _>(
-                    req,
-                    tonic::codegen::http::uri::PathAndQuery::from_static(path),
-                    super::raw::RawCodec,
-                )
-                .await
-                .map(|_| ()),
-            Err(e) => Err(tonic::Status::unavailable(error_chain(&e))),
-        };
-        result.map_err(|s| {
-            // No answer at all (refused, reset, handshake failed): the backend is away or
-            // not yet right, as for HTTP; queued data is kept.
-            let transport = std::error::Error::source(&s)
-                .is_some_and(|e| e.downcast_ref::<tonic::transport::Error>().is_some());
-            SendError {
-                retryable: transport || grpc_retryable(s.code()),
-                retry_after: None,
-                message: format!("gRPC {:?}: {}", s.code(), error_chain(&s)),
-            }
-        })
+        b = b.tls_config(tls).map_err(|e| build_err(e.to_string()))?;
     }
+    let mut headers = Vec::new();
+    for (k, v) in &ep.headers {
+        let key = MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes())
+            .map_err(|_| OtlpError::Header(k.clone()))?;
+        let val = MetadataValue::try_from(v.as_str()).map_err(|_| OtlpError::Header(k.clone()))?;
+        headers.push((key, val));
+    }
+    let compression = match ep.compression {
+        Compression::None => None,
+        Compression::Gzip => Some(CompressionEncoding::Gzip),
+        Compression::Zstd => Some(CompressionEncoding::Zstd),
+    };
+    Ok(Transport::Grpc {
+        channel: b.connect_lazy(),
+        headers,
+        compression,
+    })
+}
+
+fn http_transport(
+    ep: &Endpoint,
+    pem: &Pem,
+    build_err: &dyn Fn(String) -> OtlpError,
+) -> Result<Transport, OtlpError> {
+    let mut b = reqwest::Client::builder()
+        .timeout(ep.timeout)
+        .connect_timeout(ep.timeout);
+    if let Some(ca) = &pem.ca {
+        let cert = reqwest::Certificate::from_pem(ca)
+            .map_err(|e| build_err(format!("bad CA certificate: {e}")))?;
+        b = b.add_root_certificate(cert);
+    }
+    if let Some((c, k)) = &pem.identity {
+        let mut both = c.clone();
+        both.push(b'\n');
+        both.extend_from_slice(k);
+        let id = reqwest::Identity::from_pem(&both)
+            .map_err(|e| build_err(format!("bad client certificate or key: {e}")))?;
+        b = b.identity(id);
+    }
+    Ok(Transport::Http {
+        client: b.build().map_err(|e| build_err(e.to_string()))?,
+        headers: ep.headers.clone().into_iter().collect(),
+        compression: ep.compression,
+    })
+}
+
+async fn send_grpc(
+    kind: SignalKind,
+    channel: &Channel,
+    headers: &Headers,
+    compression: Option<CompressionEncoding>,
+    body: &Bytes,
+) -> Result<(), SendError> {
+    let path = match kind {
+        SignalKind::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        SignalKind::Metrics => "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+    };
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    if let Some(enc) = compression {
+        grpc = grpc.send_compressed(enc);
+    }
+    let mut req = tonic::Request::new(body.clone());
+    for (k, v) in headers {
+        req.metadata_mut().insert(k.clone(), v.clone());
+    }
+    let result = match grpc.ready().await {
+        Ok(()) => grpc
+            .unary::<Bytes, (), _>(
+                req,
+                tonic::codegen::http::uri::PathAndQuery::from_static(path),
+                super::raw::RawCodec,
+            )
+            .await
+            .map(|_| ()),
+        Err(e) => Err(tonic::Status::unavailable(error_chain(&e))),
+    };
+    result.map_err(|s| {
+        // No answer at all (refused, reset, handshake failed): the backend is away or
+        // not yet right, as for HTTP; queued data is kept.
+        let transport = std::error::Error::source(&s)
+            .is_some_and(|e| e.downcast_ref::<tonic::transport::Error>().is_some());
+        SendError {
+            retryable: transport || grpc_retryable(s.code()),
+            retry_after: None,
+            message: format!("gRPC {:?}: {}", s.code(), error_chain(&s)),
+        }
+    })
 }
 
 /// The OTLP specification's retryable gRPC codes.

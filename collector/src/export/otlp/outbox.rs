@@ -1,6 +1,7 @@
-//! Encoded batches waiting to be sent, bounded in bytes. Past the bound a batch goes to the
-//! spool, or is dropped and counted. One sender takes the oldest batch and retries it with
-//! backoff while the failure is retryable, so a backend that is away loses nothing that fits.
+//! Encoded batches waiting to be sent over one connection, of every signal it carries,
+//! bounded in bytes. Past the bound a batch goes to the spool, or is dropped and counted. One
+//! sender takes the oldest batch and retries it with backoff while the failure is retryable,
+//! so a backend that is away loses nothing that fits.
 use std::{
     collections::VecDeque,
     path::PathBuf,
@@ -8,15 +9,18 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering::Relaxed},
     },
+    time::Duration,
 };
 
-use pipetrace_config::Retry;
+use pipetrace_config::{Retry, SignalKind};
 use tokio::sync::Notify;
+use tracing::{Instrument, Span, field::Empty};
 
-use super::{Backoff, Client, Spool};
+use super::{Backoff, BySignal, Client, SendError, Spool};
 
-/// One encoded OTLP request and how many spans (or metric requests) it holds.
+/// One encoded OTLP request of one signal, and how many spans (or metric requests) it holds.
 pub struct Batch {
+    pub kind: SignalKind,
     pub items: u64,
     pub body: bytes::Bytes,
 }
@@ -52,7 +56,11 @@ pub struct Outbox {
     spooling: bool,
     wake: Notify,
     max_bytes: u64,
-    pub stats: Arc<OutboxStats>,
+    /// Each signal's counters (one set when the outbox carries one stream).
+    stats: BySignal<Arc<OutboxStats>>,
+    /// Each attempt is a span of the agent's own (off for the outbox of those spans: its
+    /// exports would make more of them forever).
+    traced: bool,
 }
 
 enum Next {
@@ -73,8 +81,15 @@ impl Next {
     }
 }
 
+/// The sender's memory of failures: the backoff, and whether the last attempt failed.
+struct Trying {
+    backoff: Backoff,
+    failing: bool,
+    retry: Retry,
+}
+
 impl Outbox {
-    pub fn new(max_bytes: u64, spool: Option<Spool>) -> Self {
+    pub fn new(max_bytes: u64, spool: Option<Spool>, stats: BySignal<Arc<OutboxStats>>) -> Self {
         Self {
             spooling: spool.is_some(),
             state: Mutex::new(State {
@@ -85,8 +100,19 @@ impl Outbox {
             }),
             wake: Notify::new(),
             max_bytes,
-            stats: Arc::new(OutboxStats::default()),
+            stats,
+            traced: true,
         }
+    }
+
+    /// Sends without a span of its own per attempt.
+    pub fn untraced(mut self) -> Self {
+        self.traced = false;
+        self
+    }
+
+    fn stats(&self, kind: SignalKind) -> &OutboxStats {
+        self.stats.get(kind)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -123,7 +149,7 @@ impl Outbox {
             return None;
         }
         st.bytes += len;
-        self.stats.queued_bytes.store(st.bytes, Relaxed);
+        self.stats(batch.kind).queued_bytes.fetch_add(len, Relaxed);
         st.queue.push_back(Arc::new(batch));
         drop(st);
         self.wake.notify_one();
@@ -132,16 +158,22 @@ impl Outbox {
 
     /// A batch with no room in memory: to the spool, or dropped and counted.
     fn overflow(&self, st: &mut State, batch: &Batch) {
-        let kept = st
-            .spool
-            .as_mut()
-            .is_some_and(|s| s.write(batch.items, &batch.body));
+        let kept =
+            (st.spool.as_mut()).is_some_and(|s| s.write(batch.kind, batch.items, &batch.body));
+        let stats = self.stats(batch.kind);
         if kept {
-            self.stats.spooled.fetch_add(batch.items, Relaxed);
+            stats.spooled.fetch_add(batch.items, Relaxed);
             self.wake.notify_one();
         } else {
-            self.stats.dropped.fetch_add(batch.items, Relaxed);
+            stats.dropped.fetch_add(batch.items, Relaxed);
         }
+    }
+
+    /// A batch leaves memory.
+    fn unqueue(&self, st: &mut State, b: &Batch) {
+        let len = b.body.len() as u64;
+        st.bytes -= len;
+        self.stats(b.kind).queued_bytes.fetch_sub(len, Relaxed);
     }
 
     /// Moves every batch in memory to the spool (or drops them, counted): used when the
@@ -150,11 +182,10 @@ impl Outbox {
         let mut st = self.lock();
         let mut moved = 0;
         while let Some(b) = st.queue.pop_front() {
-            st.bytes -= b.body.len() as u64;
+            self.unqueue(&mut st, &b);
             self.overflow(&mut st, &b);
             moved += b.items;
         }
-        self.stats.queued_bytes.store(0, Relaxed);
         moved
     }
 
@@ -169,14 +200,14 @@ impl Outbox {
         if let Some(b) = st.queue.front() {
             return Ok(Some(Next::Memory(b.clone())));
         }
-        if let Some((path, items, body)) = st.spool.as_mut().and_then(|s| s.oldest()) {
-            let len = (8 + body.len()) as u64;
+        if let Some(s) = st.spool.as_mut().and_then(|s| s.oldest()) {
             return Ok(Some(Next::Disk {
-                path,
-                len,
+                path: s.path,
+                len: (8 + s.body.len()) as u64,
                 batch: Batch {
-                    items,
-                    body: body.into(),
+                    kind: s.kind,
+                    items: s.items,
+                    body: s.body.into(),
                 },
             }));
         }
@@ -190,13 +221,12 @@ impl Outbox {
                 // A spill may have taken it meanwhile.
                 if st.queue.front().is_some_and(|f| Arc::ptr_eq(f, b)) {
                     st.queue.pop_front();
-                    st.bytes -= b.body.len() as u64;
-                    self.stats.queued_bytes.store(st.bytes, Relaxed);
+                    self.unqueue(&mut st, b);
                 }
             }
-            Next::Disk { path, len, .. } => {
+            Next::Disk { path, len, batch } => {
                 if let Some(s) = st.spool.as_mut() {
-                    s.remove(path, *len);
+                    s.remove(batch.kind, path, *len);
                 }
             }
         }
@@ -224,9 +254,12 @@ impl Outbox {
     }
 
     /// Sends until closed and empty. Retryable failures wait and try the same batch again.
-    pub async fn run_sender(self: Arc<Self>, client: Client, retry: Retry) {
-        let mut backoff = Backoff::new(&retry);
-        let mut failing = false;
+    pub async fn run_sender(self: Arc<Self>, client: Arc<Client>, retry: Retry) {
+        let mut trying = Trying {
+            backoff: Backoff::new(&retry),
+            failing: false,
+            retry,
+        };
         loop {
             let woken = self.wake.notified();
             let next = match self.next_batch().await {
@@ -238,38 +271,126 @@ impl Outbox {
                 Ok(Some(n)) => n,
             };
             let b = next.batch();
-            match client.send(&b.body).await {
-                Ok(()) => {
-                    self.stats.sent.fetch_add(b.items, Relaxed);
-                    if std::mem::take(&mut failing) {
-                        log::warn!("OTLP export to {} works again", client.url());
-                    }
-                    backoff.reset();
-                    self.sent(next).await;
-                }
-                Err(e) if e.retryable && retry.enabled => {
-                    let wait = backoff.next(e.retry_after);
-                    self.stats.retries.fetch_add(1, Relaxed);
-                    if !std::mem::replace(&mut failing, true) {
-                        log::warn!(
-                            "OTLP export to {} failed ({}); retrying, queued batches are kept",
-                            client.url(),
-                            e.message
-                        );
-                    }
-                    tokio::time::sleep(wait).await;
-                }
-                Err(e) => {
-                    log::warn!(
-                        "OTLP export of {} items to {} failed for good: {}",
-                        b.items,
-                        client.url(),
-                        e.message
-                    );
-                    self.stats.failed.fetch_add(b.items, Relaxed);
-                    self.sent(next).await;
-                }
+            let span = self.attempt_span(&next, &client, trying.backoff.attempt());
+            let result = client.send(b.kind, &b.body).instrument(span.clone()).await;
+            if let Err(e) = &result {
+                span.record("otel.status_code", "error");
+                span.record("error", e.message.as_str());
+            }
+            let wait = self.judge(&client, next, result, &mut trying).await;
+            if let Some(w) = wait {
+                span.record("retry_in_ms", w.as_millis() as u64);
+            }
+            drop(span);
+            if let Some(w) = wait {
+                tokio::time::sleep(w).await;
             }
         }
+    }
+
+    /// One attempt to send a batch, as a span: an export, or the replay of a batch from the
+    /// spool; `attempt` counts the retries before it.
+    fn attempt_span(&self, next: &Next, client: &Client, attempt: u32) -> Span {
+        if !self.traced {
+            return Span::none();
+        }
+        let b = next.batch();
+        let (signal, url, bytes) = (b.kind.name(), client.url(b.kind), b.body.len());
+        let items = b.items;
+        match next {
+            Next::Memory(_) => tracing::info_span!(
+                "pipetrace.export",
+                signal,
+                items,
+                bytes,
+                attempt,
+                url,
+                retry_in_ms = Empty,
+                error = Empty,
+                otel.status_code = Empty,
+            ),
+            Next::Disk { .. } => tracing::info_span!(
+                "pipetrace.spool.replay",
+                signal,
+                items,
+                bytes,
+                attempt,
+                url,
+                retry_in_ms = Empty,
+                error = Empty,
+                otel.status_code = Empty,
+            ),
+        }
+    }
+
+    /// Counts what one attempt did, and says how long to wait before trying it again.
+    async fn judge(
+        self: &Arc<Self>,
+        client: &Client,
+        next: Next,
+        result: Result<(), SendError>,
+        t: &mut Trying,
+    ) -> Option<Duration> {
+        let b = next.batch();
+        let (stats, url) = (self.stats(b.kind), client.url(b.kind));
+        match result {
+            Ok(()) => {
+                stats.sent.fetch_add(b.items, Relaxed);
+                if std::mem::take(&mut t.failing) {
+                    log::warn!("OTLP export to {url} works again");
+                }
+                t.backoff.reset();
+                self.sent(next).await;
+                None
+            }
+            Err(e) if e.retryable && t.retry.enabled => {
+                stats.retries.fetch_add(1, Relaxed);
+                if !std::mem::replace(&mut t.failing, true) {
+                    log::warn!(
+                        "OTLP export to {url} failed ({}); retrying, queued batches are kept",
+                        e.message
+                    );
+                }
+                Some(t.backoff.next(e.retry_after))
+            }
+            Err(e) => {
+                log::warn!(
+                    "OTLP export of {} items to {url} failed for good: {}",
+                    b.items,
+                    e.message
+                );
+                stats.failed.fetch_add(b.items, Relaxed);
+                self.sent(next).await;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(kind: SignalKind, items: u64) -> Batch {
+        Batch {
+            kind,
+            items,
+            body: bytes::Bytes::from(vec![0u8; 10]),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_signal_is_counted_apart_in_one_outbox() {
+        let stats = BySignal::<Arc<OutboxStats>>::default();
+        // Room for one batch: the second is dropped (no spool), counted on its own signal.
+        let o = Arc::new(Outbox::new(10, None, stats.clone()));
+        o.push(batch(SignalKind::Traces, 3)).await;
+        o.push(batch(SignalKind::Metrics, 1)).await;
+        assert_eq!(stats.metrics.dropped.load(Relaxed), 1);
+        assert_eq!(stats.traces.dropped.load(Relaxed), 0);
+        assert_eq!(stats.traces.queued_bytes.load(Relaxed), 10);
+        assert_eq!(o.spill(), 3);
+        assert_eq!(stats.traces.dropped.load(Relaxed), 3);
+        assert_eq!(stats.traces.queued_bytes.load(Relaxed), 0);
     }
 }

@@ -34,6 +34,11 @@ impl Backoff {
         half + half.mul_f64(fastrand::f64())
     }
 
+    /// Failed attempts since the last success.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
     pub fn reset(&mut self) {
         self.attempt = 0;
     }

@@ -1,6 +1,7 @@
-//! Batches kept on disk: one file per batch, named so that names sort oldest first. Files are
-//! written whole (temporary name, then rename), so a crash never leaves half a batch. Only
-//! the agent holding the folder's lock sends them; others may add to it.
+//! Batches kept on disk: one folder per signal (`traces/`, `metrics/`), one file per batch,
+//! named so that names sort oldest first. Files are written whole (temporary name, then
+//! rename), so a crash never leaves half a batch. Only the agent holding a folder's lock
+//! sends its batches; others may add to it.
 use std::{
     fs::File,
     io::Write,
@@ -9,6 +10,8 @@ use std::{
     sync::atomic::{AtomicU64, Ordering},
     time::SystemTime,
 };
+
+use pipetrace_config::SignalKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpoolError {
@@ -22,7 +25,64 @@ pub enum SpoolError {
     },
 }
 
+/// The spool of the signals one connection carries: a lane (folder) for each.
 pub struct Spool {
+    lanes: Vec<(SignalKind, Lane)>,
+}
+
+/// A batch read back from the spool.
+pub struct Spooled {
+    pub kind: SignalKind,
+    pub path: PathBuf,
+    pub items: u64,
+    pub body: Vec<u8>,
+}
+
+impl Spool {
+    /// Opens `dir/<signal>` for each of `kinds`, each bounded by `max_bytes`.
+    pub fn open(dir: &Path, max_bytes: u64, kinds: &[SignalKind]) -> Result<Self, SpoolError> {
+        let lanes = kinds
+            .iter()
+            .map(|&k| Ok((k, Lane::open(&dir.join(k.name()), max_bytes)?)))
+            .collect::<Result<_, SpoolError>>()?;
+        Ok(Self { lanes })
+    }
+
+    fn lane(&mut self, kind: SignalKind) -> Option<&mut Lane> {
+        let found = self.lanes.iter_mut().find(|(k, _)| *k == kind);
+        found.map(|(_, l)| l)
+    }
+
+    /// Keeps one batch of `kind`; false when its lane is full, absent or unwritable.
+    pub fn write(&mut self, kind: SignalKind, items: u64, body: &[u8]) -> bool {
+        self.lane(kind).is_some_and(|l| l.write(items, body))
+    }
+
+    /// The oldest batch of any signal whose folder this agent owns.
+    pub fn oldest(&mut self) -> Option<Spooled> {
+        // Names start with the time written: the lane with the smallest first name holds it.
+        let (_, i) = (self.lanes.iter().enumerate())
+            .filter_map(|(i, (_, l))| Some((l.first_name()?, i)))
+            .min()?;
+        let (kind, lane) = &mut self.lanes[i];
+        let (path, items, body) = lane.oldest()?;
+        Some(Spooled {
+            kind: *kind,
+            path,
+            items,
+            body,
+        })
+    }
+
+    pub fn remove(&mut self, kind: SignalKind, path: &Path, len: u64) {
+        if let Some(l) = self.lane(kind) {
+            l.remove(path, len);
+        }
+    }
+}
+
+/// One signal's folder.
+struct Lane {
     dir: PathBuf,
     max_bytes: u64,
     bytes: u64,
@@ -34,8 +94,8 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 
 const HEADER: usize = 8;
 
-impl Spool {
-    pub fn open(dir: &Path, max_bytes: u64) -> Result<Self, SpoolError> {
+impl Lane {
+    fn open(dir: &Path, max_bytes: u64) -> Result<Self, SpoolError> {
         let err = |source| SpoolError::Dir {
             path: dir.display().to_string(),
             source,
@@ -59,8 +119,16 @@ impl Spool {
         Ok(s)
     }
 
-    pub fn bytes(&self) -> u64 {
+    #[cfg(test)]
+    fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The name of the oldest file, if this agent owns the folder.
+    fn first_name(&self) -> Option<std::ffi::OsString> {
+        self.lock.as_ref()?;
+        let files = self.files();
+        files.first()?.0.file_name().map(Into::into)
     }
 
     fn files(&self) -> Vec<(PathBuf, u64)> {
@@ -76,7 +144,7 @@ impl Spool {
     }
 
     /// Keeps one batch; false when it would pass the size bound or cannot be written.
-    pub fn write(&mut self, items: u64, body: &[u8]) -> bool {
+    fn write(&mut self, items: u64, body: &[u8]) -> bool {
         let len = (HEADER + body.len()) as u64;
         if self.bytes + len > self.max_bytes {
             return false;
@@ -107,9 +175,9 @@ impl Spool {
         }
     }
 
-    /// The oldest batch, if this agent owns the spool: its file, item count and body. A
-    /// file that cannot be a batch is removed and reported as `Err(items lost: 0)`.
-    pub fn oldest(&mut self) -> Option<(PathBuf, u64, Vec<u8>)> {
+    /// The oldest batch, if this agent owns the folder: its file, item count and body. A
+    /// file that cannot be a batch is removed.
+    fn oldest(&mut self) -> Option<(PathBuf, u64, Vec<u8>)> {
         self.lock.as_ref()?;
         for (path, len) in self.files() {
             match std::fs::read(&path) {
@@ -126,7 +194,7 @@ impl Spool {
         None
     }
 
-    pub fn remove(&mut self, path: &Path, len: u64) {
+    fn remove(&mut self, path: &Path, len: u64) {
         if std::fs::remove_file(path).is_ok() {
             self.bytes = self.bytes.saturating_sub(len);
         }
@@ -140,12 +208,12 @@ mod tests {
     #[test]
     fn keeps_order_bound_and_ownership() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Spool::open(dir.path(), 40).unwrap();
+        let mut s = Lane::open(dir.path(), 40).unwrap();
         assert!(s.write(3, b"first batch"));
         assert!(s.write(5, b"second"));
         assert!(!s.write(1, b"does not fit in 40 bytes"), "bound");
         // A second agent on the same folder adds but does not send.
-        let mut other = Spool::open(dir.path(), 1 << 20).unwrap();
+        let mut other = Lane::open(dir.path(), 1 << 20).unwrap();
         assert!(other.oldest().is_none());
         let (p, items, body) = s.oldest().unwrap();
         assert_eq!((items, body.as_slice()), (3, &b"first batch"[..]));
@@ -153,8 +221,38 @@ mod tests {
         assert_eq!(s.oldest().unwrap().1, 5);
         // Reopened (an agent restart), the folder's size and contents are found again.
         drop(s);
-        let mut again = Spool::open(dir.path(), 40).unwrap();
+        let mut again = Lane::open(dir.path(), 40).unwrap();
         assert_eq!(again.bytes(), (HEADER + 6) as u64);
         assert_eq!(again.oldest().unwrap().2, b"second");
+    }
+
+    #[test]
+    fn one_spool_gives_the_oldest_batch_of_either_signal_from_its_own_folder() {
+        use SignalKind::{Metrics, Traces};
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), 1 << 20, &[Traces, Metrics]).unwrap();
+        assert!(s.write(Metrics, 1, b"m1"));
+        assert!(s.write(Traces, 4, b"t1"));
+        assert!(s.write(Metrics, 1, b"m2"));
+        let pb = |sub: &str| {
+            let d = std::fs::read_dir(dir.path().join(sub)).unwrap().flatten();
+            d.filter(|e| e.path().extension().is_some_and(|x| x == "pb"))
+                .count()
+        };
+        assert_eq!((pb("traces"), pb("metrics")), (1, 2), "a folder per signal");
+        let mut order = Vec::new();
+        while let Some(b) = s.oldest() {
+            order.push((b.kind, b.items, String::from_utf8(b.body.clone()).unwrap()));
+            s.remove(b.kind, &b.path, (HEADER + b.body.len()) as u64);
+        }
+        let want = [(Metrics, 1, "m1"), (Traces, 4, "t1"), (Metrics, 1, "m2")];
+        let want: Vec<_> = want
+            .iter()
+            .map(|(k, n, b)| (*k, *n, b.to_string()))
+            .collect();
+        assert_eq!(order, want);
+        // A spool of traces only neither takes nor sends metrics.
+        let mut t = Spool::open(dir.path(), 1 << 20, &[Traces]).unwrap();
+        assert!(!t.write(Metrics, 1, b"m3"));
     }
 }

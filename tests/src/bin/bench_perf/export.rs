@@ -12,7 +12,7 @@ use opentelemetry::{
 };
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pipetrace::{
-    export::Exporter,
+    export::Sink,
     host::HostInfo,
     signals::{Kind, ReadySpan},
 };
@@ -134,7 +134,7 @@ pub async fn throughput(n: u64) -> (f64, u64, Duration) {
             span: span(i, trace),
         })
         .collect();
-    let exporter = Exporter::start(&cfg, &host, "/dev/null".into()).expect("exporter");
+    let exporter = Sink::start(&cfg, &host, "/dev/null".into()).expect("sink");
     let stats = exporter.stats();
     let (cpu0, t0) = (cpu_now(), Instant::now());
     for s in spans {
@@ -144,7 +144,11 @@ pub async fn throughput(n: u64) -> (f64, u64, Duration) {
     let (cpu, wall) = (cpu_now() - cpu0, t0.elapsed());
     let _ = rotel.kill();
     let _ = rotel.wait();
-    let sent = stats.otlp.sent.load(std::sync::atomic::Ordering::Relaxed);
+    let sent = stats
+        .spans
+        .otlp
+        .sent
+        .load(std::sync::atomic::Ordering::Relaxed);
     assert!(flushed && sent == n, "sent {sent} of {n}");
     (n as f64 / cpu.as_secs_f64(), sent, wall)
 }

@@ -1,0 +1,128 @@
+//! pipetrace's own logs: `tracing`, with the `log` crate's records bridged in so that every
+//! `log::` call site keeps working. On stderr, filtered by PIPETRACE_LOG (`warn` unless set;
+//! `info`, `pipetrace=debug,h2=off`, ...), one line per event as env_logger wrote them:
+//! `[2025-01-31T12:00:00Z WARN  pipetrace::cli::agent] message`. Beside them, the agent's
+//! own spans, exported when `self_telemetry.traces` asks (`crate::export::own`).
+use std::{fmt, io::IsTerminal, time::SystemTime};
+
+use tracing::{Event, Level, Subscriber};
+use tracing_log::NormalizeEvent;
+use tracing_subscriber::{
+    EnvFilter, Layer,
+    filter::LevelFilter,
+    fmt::{FmtContext, FormatEvent, FormatFields, format::Writer},
+    layer::SubscriberExt,
+    registry::LookupSpan,
+    util::SubscriberInitExt,
+};
+
+/// The variable holding the filter.
+const VAR: &str = "PIPETRACE_LOG";
+
+/// One line per event: time, level, target, message and fields.
+struct Line {
+    color: bool,
+}
+
+fn level_color(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => "\x1b[31m",
+        Level::WARN => "\x1b[33m",
+        Level::INFO => "\x1b[32m",
+        Level::DEBUG => "\x1b[34m",
+        Level::TRACE => "\x1b[36m",
+    }
+}
+
+impl<S, N> FormatEvent<S, N> for Line
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        // A bridged `log` record names its own target, not the bridge's.
+        let normalized = event.normalized_metadata();
+        let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
+        let time = humantime::format_rfc3339_seconds(SystemTime::now());
+        let (level, target) = (meta.level(), meta.target());
+        if self.color {
+            let (dim, on, off) = ("\x1b[2m", level_color(level), "\x1b[0m");
+            write!(
+                w,
+                "{dim}[{off}{time} {on}{level:<5}{off} {target}{dim}]{off} "
+            )?;
+        } else {
+            write!(w, "[{time} {level:<5} {target}] ")?;
+        }
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+/// PIPETRACE_LOG as a filter; unset, empty or unreadable: warnings and errors.
+fn filter() -> EnvFilter {
+    let spec = std::env::var(VAR).unwrap_or_default();
+    let builder = EnvFilter::builder().with_default_directive(LevelFilter::WARN.into());
+    match spec.trim() {
+        "" => builder.parse_lossy("warn"),
+        s => builder.parse_lossy(s),
+    }
+}
+
+/// Installs the logger for the whole process. A second call changes nothing.
+pub fn init() {
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .event_format(Line { color })
+        .with_filter(filter());
+    // Fails only when a logger is already installed (tests); that one stays.
+    let own = crate::export::own::layer();
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(own)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_read_as_env_logger_wrote_them() {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let out = buf.clone();
+        let make = move || Capture(out.clone());
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(make)
+            .event_format(Line { color: false });
+        let sub = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(sub, || {
+            tracing::warn!(target: "pipetrace::export", items = 3, "export failed");
+        });
+        let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+        let re = regex::Regex::new(
+            r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ WARN  pipetrace::export\] export failed items=3\n$",
+        )
+        .unwrap();
+        assert!(re.is_match(&text), "{text:?}");
+    }
+
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}

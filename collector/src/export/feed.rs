@@ -1,0 +1,137 @@
+//! The sink's one feeder: takes spans and metric requests from their queues, batches the
+//! spans, writes each file, and encodes what goes over OTLP once, into its outbox.
+use std::{
+    sync::{Arc, atomic::Ordering::Relaxed},
+    time::Duration,
+};
+
+use opentelemetry_proto::{
+    tonic::collector::{
+        metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest,
+    },
+    transform::{
+        common::tonic::ResourceAttributesWithSchema,
+        trace::tonic::group_spans_by_resource_and_scope,
+    },
+};
+use opentelemetry_sdk::trace::SpanData;
+use pipetrace_config::SignalKind;
+use prost::Message;
+use tokio::{sync::mpsc, time::Instant};
+
+use super::{
+    jsonl::JsonLines,
+    otlp::{Batch, BySignal, Outbox},
+    stats::{SinkStats, StreamStats},
+};
+
+/// Where each signal goes: a file, an outbox, both or neither.
+pub(super) struct Outputs {
+    pub files: BySignal<Option<JsonLines>>,
+    pub outbox: BySignal<Option<Arc<Outbox>>>,
+}
+
+pub(super) struct Feed {
+    pub spans: mpsc::Receiver<SpanData>,
+    pub metrics: mpsc::Receiver<ExportMetricsServiceRequest>,
+    pub out: Outputs,
+    pub resource: ResourceAttributesWithSchema,
+    pub stats: Arc<SinkStats>,
+    pub batch_max: usize,
+    pub batch_wait: Duration,
+}
+
+impl Feed {
+    /// Runs until both queues are closed and empty, everything handed on.
+    pub async fn run(mut self) {
+        let mut batch: Vec<SpanData> = Vec::with_capacity(self.batch_max);
+        let mut due = Instant::now();
+        let (mut spans_open, mut metrics_open) = (true, true);
+        while spans_open || metrics_open {
+            tokio::select! {
+                s = self.spans.recv(), if spans_open => match s {
+                    Some(s) => {
+                        if batch.is_empty() {
+                            due = Instant::now() + self.batch_wait;
+                        }
+                        batch.push(s);
+                        // Whatever else is queued joins without a turn of the loop each.
+                        while batch.len() < self.batch_max {
+                            match self.spans.try_recv() {
+                                Ok(s) => batch.push(s),
+                                Err(_) => break,
+                            }
+                        }
+                        if batch.len() >= self.batch_max {
+                            self.spans_out(&mut batch).await;
+                        }
+                    }
+                    None => spans_open = false,
+                },
+                m = self.metrics.recv(), if metrics_open => match m {
+                    Some(req) => self.metrics_out(req).await,
+                    None => metrics_open = false,
+                },
+                _ = tokio::time::sleep_until(due), if !batch.is_empty() => {
+                    self.spans_out(&mut batch).await;
+                }
+            }
+        }
+        self.spans_out(&mut batch).await;
+    }
+
+    async fn spans_out(&mut self, batch: &mut Vec<SpanData>) {
+        if batch.is_empty() {
+            return;
+        }
+        let spans = std::mem::replace(batch, Vec::with_capacity(self.batch_max));
+        let n = spans.len() as u64;
+        let (file, outbox) = (&mut self.out.files.traces, &self.out.outbox.traces);
+        // Copy the batch only when both outputs each need one.
+        let (for_file, spans) = match (file.is_some(), outbox.is_some()) {
+            (true, true) => (Some(spans.clone()), spans),
+            (true, false) => (Some(spans), Vec::new()),
+            (false, _) => (None, spans),
+        };
+        if let (Some(f), Some(for_file)) = (file.as_mut(), for_file) {
+            let written = f.write_spans(for_file, &self.resource);
+            count_written(&self.stats.spans, f, n, written);
+        }
+        if let Some(o) = outbox {
+            let req = ExportTraceServiceRequest {
+                resource_spans: group_spans_by_resource_and_scope(spans, &self.resource),
+            };
+            o.push(Batch {
+                kind: SignalKind::Traces,
+                items: n,
+                body: req.encode_to_vec().into(),
+            })
+            .await;
+        }
+    }
+
+    async fn metrics_out(&mut self, req: ExportMetricsServiceRequest) {
+        if let Some(f) = self.out.files.metrics.as_mut() {
+            let written = f.write_metrics(&req);
+            count_written(&self.stats.metrics, f, 1, written);
+        }
+        if let Some(o) = &self.out.outbox.metrics {
+            o.push(Batch {
+                kind: SignalKind::Metrics,
+                items: 1,
+                body: req.encode_to_vec().into(),
+            })
+            .await;
+        }
+    }
+}
+
+fn count_written(stats: &StreamStats, f: &JsonLines, n: u64, written: std::io::Result<()>) {
+    match written {
+        Ok(()) => stats.written_file.fetch_add(n, Relaxed),
+        Err(e) => {
+            log::error!("writing {}: {e}", f.path().display());
+            stats.failed_file.fetch_add(n, Relaxed)
+        }
+    };
+}

@@ -1,0 +1,135 @@
+//! The agent's own spans on their way out: batched, encoded with their own resource, and
+//! sent over the traces connection through a small outbox of their own, so that they never
+//! delay or displace a pipeline's data, and are flushed after it.
+use std::{sync::Arc, time::Duration};
+
+use opentelemetry::KeyValue;
+use opentelemetry_proto::{
+    tonic::collector::trace::v1::ExportTraceServiceRequest,
+    transform::{
+        common::tonic::ResourceAttributesWithSchema,
+        trace::tonic::group_spans_by_resource_and_scope,
+    },
+};
+use opentelemetry_sdk::{Resource, trace::SpanData};
+use pipetrace_config::{Export, SignalKind};
+use pipetrace_semconv::attr;
+use prost::Message;
+use tokio::{sync::mpsc, time::Instant};
+
+use super::{super::SinkStats, SCOPE};
+use crate::export::otlp::{Batch, BySignal, Client, Outbox, Sender};
+
+/// Own spans waiting to be batched at most; past it they are dropped, counted.
+const QUEUE: usize = 4096;
+/// Encoded own spans waiting to be sent at most.
+const QUEUE_BYTES: u64 = 4 << 20;
+
+pub struct OwnSink {
+    feed: tokio::task::JoinHandle<()>,
+    sender: Sender,
+}
+
+/// The pipeline's resource, as service `pipetrace.self` of this version.
+fn own_resource(pipeline: &Resource) -> Resource {
+    let kept = pipeline
+        .iter()
+        .filter(|(k, _)| k.as_str() != attr::SERVICE_NAME)
+        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()));
+    let own = [
+        KeyValue::new(attr::SERVICE_NAME, SCOPE),
+        KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+    ];
+    Resource::builder_empty()
+        .with_attributes(kept.chain(own))
+        .build()
+}
+
+impl OwnSink {
+    /// Starts taking the agent's own spans, to be sent over `client`.
+    pub fn start(
+        client: Arc<Client>,
+        cfg: &Export,
+        pipeline: &Resource,
+        stats: Arc<SinkStats>,
+    ) -> Self {
+        let counters = stats.own_spans.otlp.clone();
+        let by_signal = BySignal {
+            traces: counters.clone(),
+            metrics: counters,
+        };
+        let outbox = Arc::new(Outbox::new(QUEUE_BYTES, None, by_signal).untraced());
+        let sender = Sender::over(outbox.clone(), client, cfg.retry.clone());
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let resource = ResourceAttributesWithSchema::from(&own_resource(pipeline));
+        let batching = (cfg.batch_spans, cfg.batch_timeout);
+        let feed = tokio::spawn(feed(rx, outbox, resource, batching));
+        super::attach(tx, stats);
+        Self { feed, sender }
+    }
+
+    /// Moves what waits in memory out (there is no spool for these: dropped, counted).
+    pub fn spill(&self) -> u64 {
+        self.sender.outbox.spill()
+    }
+
+    /// Takes no more spans, and sends those taken until `deadline`. True when all went.
+    pub async fn shutdown(self, deadline: Instant) -> bool {
+        super::detach();
+        let fed = tokio::time::timeout_at(deadline, self.feed).await.is_ok();
+        self.sender.shutdown(deadline).await && fed
+    }
+}
+
+async fn feed(
+    mut rx: mpsc::Receiver<SpanData>,
+    outbox: Arc<Outbox>,
+    resource: ResourceAttributesWithSchema,
+    (max, wait): (usize, Duration),
+) {
+    let mut batch = Vec::with_capacity(max);
+    loop {
+        let closed = fill(&mut rx, &mut batch, max, wait).await;
+        if !batch.is_empty() {
+            let spans = std::mem::take(&mut batch);
+            let items = spans.len() as u64;
+            let req = ExportTraceServiceRequest {
+                resource_spans: group_spans_by_resource_and_scope(spans, &resource),
+            };
+            let body = req.encode_to_vec().into();
+            outbox
+                .push(Batch {
+                    kind: SignalKind::Traces,
+                    items,
+                    body,
+                })
+                .await;
+        }
+        if closed {
+            return;
+        }
+    }
+}
+
+/// Waits for the first span, then gathers more until the batch is full or `wait` passed.
+/// Returns true when the queue is closed and empty.
+async fn fill(
+    rx: &mut mpsc::Receiver<SpanData>,
+    batch: &mut Vec<SpanData>,
+    max: usize,
+    wait: Duration,
+) -> bool {
+    match rx.recv().await {
+        Some(s) => batch.push(s),
+        None => return true,
+    }
+    let deadline = Instant::now() + wait;
+    while batch.len() < max {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(s)) => batch.push(s),
+            Ok(None) => return true,
+            Err(_) => break,
+        }
+    }
+    false
+}

@@ -1,0 +1,255 @@
+//! The one sink of everything pipetrace exports: finished spans and metric requests, each
+//! queued (bounded), to OTLP over one connection per endpoint and/or to their files.
+use std::{
+    path::PathBuf,
+    sync::{Arc, atomic::Ordering::Relaxed},
+    time::Duration,
+};
+
+use opentelemetry_proto::{
+    tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+    transform::common::tonic::ResourceAttributesWithSchema,
+};
+use opentelemetry_sdk::trace::SpanData;
+use pipetrace_config::SignalKind;
+use tokio::sync::mpsc;
+
+use super::{
+    Destinations, ExportError, Place,
+    feed::{Feed, Outputs},
+    jsonl::JsonLines,
+    otlp::{BySignal, Connections},
+    own::OwnSink,
+    paths,
+    stats::{SinkStats, StreamStats},
+};
+use crate::{host::HostInfo, signals::ReadySpan};
+
+/// Metric requests waiting at most: a few intervals' worth, each request carries every series.
+const METRICS_QUEUE: usize = 8;
+
+pub struct Sink {
+    spans: mpsc::Sender<SpanData>,
+    metrics: mpsc::Sender<ExportMetricsServiceRequest>,
+    stats: Arc<SinkStats>,
+    feed: tokio::task::JoinHandle<()>,
+    connections: Connections,
+    /// The agent's own spans (`self_telemetry.traces`), over the traces connection.
+    own: Option<OwnSink>,
+    pub destinations: Destinations,
+}
+
+fn open(path: &Option<PathBuf>, what: &'static str) -> Result<Option<JsonLines>, ExportError> {
+    let Some(p) = path else {
+        return Ok(None);
+    };
+    JsonLines::create(p)
+        .map(Some)
+        .map_err(|source| ExportError::File {
+            what,
+            path: p.display().to_string(),
+            source,
+        })
+}
+
+/// Counts an item offered to a queue: taken, or dropped because the queue is full.
+fn offer<T>(tx: &mpsc::Sender<T>, item: T, stats: &StreamStats) {
+    match tx.try_send(item) {
+        Ok(()) => stats.queued.fetch_add(1, Relaxed),
+        Err(_) => stats.dropped_queue_full.fetch_add(1, Relaxed),
+    };
+}
+
+impl Sink {
+    /// Connects to the configured endpoints and opens the files. Spans go to the trace file
+    /// when one is configured, or to `default_file` when no OTLP endpoint takes them;
+    /// metrics (unless `metrics.enabled` is false) beside the trace file, and to their
+    /// endpoint.
+    pub fn start(
+        cfg: &pipetrace_config::Config,
+        host: &HostInfo,
+        default_file: PathBuf,
+    ) -> Result<Self, ExportError> {
+        // Metrics off: no connection, and no file (an empty one would suggest there were some).
+        let metrics_on = cfg.metrics.enabled;
+        let otlp = &cfg.export.otlp;
+        let endpoints = BySignal {
+            traces: otlp.resolve(SignalKind::Traces),
+            metrics: otlp.resolve(SignalKind::Metrics).filter(|_| metrics_on),
+        };
+        let stats = Arc::new(SinkStats::default());
+        let connections = Connections::start(&endpoints, &cfg.export, &stats.by_signal())?;
+        let trace_file =
+            (cfg.export.file.clone()).or(endpoints.traces.is_none().then_some(default_file));
+        let metrics_file = (trace_file.as_deref())
+            .map(paths::metrics_beside)
+            .filter(|_| metrics_on);
+        let files = BySignal {
+            traces: open(&trace_file, "trace")?,
+            metrics: open(&metrics_file, "metrics")?,
+        };
+        let (spans, spans_rx) = mpsc::channel(cfg.export.queue_spans);
+        let (metrics, metrics_rx) = mpsc::channel(METRICS_QUEUE);
+        let resource = super::resource(cfg, host);
+        let feed = Feed {
+            spans: spans_rx,
+            metrics: metrics_rx,
+            out: Outputs {
+                files,
+                outbox: connections.outbox.clone(),
+            },
+            resource: ResourceAttributesWithSchema::from(&resource),
+            stats: stats.clone(),
+            batch_max: cfg.export.batch_spans,
+            batch_wait: cfg.export.batch_timeout,
+        };
+        let url = |k| endpoints.get(k).as_ref().map(|e| e.url.clone());
+        let own = match (cfg.self_telemetry.traces, &connections.client.traces) {
+            (true, Some(client)) => Some(OwnSink::start(
+                client.clone(),
+                &cfg.export,
+                &resource,
+                stats.clone(),
+            )),
+            _ => None,
+        };
+        let destinations = Destinations {
+            spans: Place {
+                otlp: url(SignalKind::Traces),
+                file: trace_file,
+            },
+            metrics: Place {
+                otlp: url(SignalKind::Metrics),
+                file: metrics_file,
+            },
+            own_spans: own.as_ref().and(url(SignalKind::Traces)),
+        };
+        Ok(Self {
+            spans,
+            metrics,
+            stats,
+            feed: tokio::spawn(feed.run()),
+            connections,
+            own,
+            destinations,
+        })
+    }
+
+    /// Queues a finished span; a full queue drops it, counted.
+    pub fn send(&self, s: ReadySpan) {
+        offer(&self.spans, s.span, &self.stats.spans);
+    }
+
+    /// Queues one metrics export; a full queue drops it, counted.
+    pub fn send_metrics(&self, req: ExportMetricsServiceRequest) {
+        offer(&self.metrics, req, &self.stats.metrics);
+    }
+
+    pub fn stats(&self) -> Arc<SinkStats> {
+        self.stats.clone()
+    }
+
+    /// Moves batches waiting in memory to the spool (or drops them, counted).
+    pub fn spill(&self) -> u64 {
+        self.connections.spill() + self.own.as_ref().map_or(0, OwnSink::spill)
+    }
+
+    /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; what
+    /// is still unsent then goes to the spool, or is counted as dropped. The agent's own
+    /// spans go last: sending the rest makes some.
+    pub async fn shutdown(self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        drop((self.spans, self.metrics));
+        let fed = tokio::time::timeout_at(deadline, self.feed).await.is_ok();
+        let sent = self.connections.shutdown(deadline).await;
+        let own = match self.own {
+            Some(o) => o.shutdown(deadline).await,
+            None => true,
+        };
+        fed && sent && own
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
+    use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
+
+    fn span(n: u64) -> ReadySpan {
+        let ctx = SpanContext::new(
+            opentelemetry::trace::TraceId::from(7u128),
+            opentelemetry::trace::SpanId::from(n),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        );
+        ReadySpan {
+            kind: crate::signals::Kind::Tool,
+            span: SpanData {
+                span_context: ctx,
+                parent_span_id: opentelemetry::trace::SpanId::INVALID,
+                parent_span_is_remote: false,
+                span_kind: SpanKind::Internal,
+                name: format!("tool {n}").into(),
+                start_time: std::time::SystemTime::now(),
+                end_time: std::time::SystemTime::now(),
+                attributes: Vec::new(),
+                dropped_attributes_count: 0,
+                events: SpanEvents::default(),
+                links: SpanLinks::default(),
+                status: Status::Unset,
+                instrumentation_scope: Default::default(),
+            },
+        }
+    }
+
+    fn lines(p: &std::path::Path) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(p).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// One sink takes spans and metric requests, writes each to its own file, and counts
+    /// what its full queues dropped, per signal.
+    #[tokio::test]
+    async fn one_sink_carries_both_signals_and_counts_every_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.otlp.jsonl");
+        let mut cfg = pipetrace_config::Config::default();
+        cfg.export.file = Some(trace.clone());
+        cfg.export.queue_spans = 2;
+        let host = HostInfo::detect().unwrap();
+        let sink = Sink::start(&cfg, &host, "/unused".into()).unwrap();
+        let metrics = dir.path().join("t.metrics.otlp.jsonl");
+        assert_eq!(sink.destinations.metrics.file.as_deref(), Some(&*metrics));
+        // The feeder has not run yet (this runtime has one thread): the queues fill.
+        for n in 1..=5 {
+            sink.send(span(n));
+        }
+        for _ in 0..METRICS_QUEUE + 3 {
+            sink.send_metrics(ExportMetricsServiceRequest::default());
+        }
+        let stats = sink.stats();
+        assert!(sink.shutdown(Duration::from_secs(5)).await);
+        let counts = |s: &StreamStats| {
+            let q = s.queued.load(Relaxed);
+            (q, s.dropped(), s.written_file.load(Relaxed), s.failed())
+        };
+        assert_eq!(counts(&stats.spans), (2, 3, 2, 0));
+        let m = METRICS_QUEUE as u64;
+        assert_eq!(counts(&stats.metrics), (m, 3, m, 0));
+        let spans: usize = lines(&trace)
+            .iter()
+            .map(|l| {
+                l["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .sum();
+        assert_eq!(spans, 2);
+        assert_eq!(lines(&metrics).len(), METRICS_QUEUE);
+    }
+}
