@@ -63,6 +63,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let default_file = PathBuf::from("/var/lib/pipetrace/traces.otlp.jsonl");
     let exporter = crate::export::Sink::start(cfg, &host, default_file)?;
     let dest = exporter.destinations.spans.clone();
+    let target = (dest.otlp.clone())
+        .or(dest.file.as_ref().map(|f| f.display().to_string()))
+        .unwrap_or_default();
     let machine = crate::host::port::live();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
     let mut pipe =
@@ -81,63 +84,85 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         None => String::new(),
     };
     log::warn!(
-        "pipetrace agent watching {} processes{scope} ({} in runs); exporting to {}",
+        "pipetrace agent watching {} processes{scope} ({} in runs); exporting to {target}",
         pipe.tree.len(),
         pipe.attr.tracked(),
-        dest.otlp
-            .clone()
-            .or(dest.file.as_ref().map(|f| f.display().to_string()))
-            .unwrap_or_default()
     );
-    let mut tick = tokio::time::interval(Duration::from_secs(60));
-    let mut status_tick = tokio::time::interval(Duration::from_secs(2));
     let mode = if events.is_polling() {
         "procfs"
     } else {
         "ebpf"
     };
-    let target = dest
-        .otlp
-        .clone()
-        .or(dest.file.as_ref().map(|f| f.display().to_string()))
-        .unwrap_or_default();
-    let state_dir = cfg.diagnosis.state_dir.clone();
-    let mut watcher = crate::live::Watcher::default();
     let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250));
-    loop {
-        let next = core.serve(async {
-            tokio::select! {
-                _ = status_tick.tick() => Some(true),
-                _ = tick.tick() => Some(false),
-                _ = term.recv() => None,
-                _ = int.recv() => None,
-            }
-        });
-        match next.await? {
-            Some(true) => {
-                let (pipe, lost) = (&mut core.pipe, taps.lost_events());
-                if crate::status::runs_wanted() {
-                    crate::status::write_runs(&pipe.live_now(&mut watcher));
-                }
-                let status = AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost));
-                status.register(state_dir.as_deref());
-                if let Some(dir) = state_dir.as_deref()
-                    && let Err(e) = status.write(dir)
-                {
-                    log::debug!("cannot write the agent status to {}: {e}", dir.display());
-                }
-            }
-            Some(false) => log_figures(&core.pipe, taps.lost_events()),
-            None => break,
+    let stop = async {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
+    };
+    serve_until(
+        &mut core,
+        stop,
+        (mode, target),
+        cfg.diagnosis.state_dir.as_deref(),
+    )
+    .await?;
     AgentStatus::unregister();
     // Records may wait up to a tick without waking us: take them before stopping.
     core.drain_now();
     core.pipe.poll(true);
     core.export_metrics();
+    let lost = taps.lost_events();
     let Core { pipe, .. } = core;
-    let (events, lost, bad) = (pipe.events, taps.lost_events(), pipe.undecodable);
+    stop_and_say(cfg, pipe, lost).await;
+    Ok(0)
+}
+
+/// Serves the node until `stop`: every 2 s the status others read (`pipetrace status`,
+/// `top`), every minute the agent's own figures in its log.
+async fn serve_until(
+    core: &mut Core<'_>,
+    stop: impl std::future::Future<Output = ()>,
+    (mode, target): (&'static str, String),
+    state_dir: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    let mut status_tick = tokio::time::interval(Duration::from_secs(2));
+    let mut watcher = crate::live::Watcher::default();
+    tokio::pin!(stop);
+    loop {
+        let next = core.serve(async {
+            tokio::select! {
+                _ = status_tick.tick() => Some(true),
+                _ = tick.tick() => Some(false),
+                _ = &mut stop => None,
+            }
+        });
+        let next = next.await?;
+        let lost = core.taps.lost_events();
+        match next {
+            Some(true) => {
+                let pipe = &mut core.pipe;
+                if crate::status::runs_wanted() {
+                    crate::status::write_runs(&pipe.live_now(&mut watcher));
+                }
+                let status = AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost));
+                status.register(state_dir);
+                if let Some(dir) = state_dir
+                    && let Err(e) = status.write(dir)
+                {
+                    log::debug!("cannot write the agent status to {}: {e}", dir.display());
+                }
+            }
+            Some(false) => log_figures(&core.pipe, lost),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Sends what is left and says what the agent did and lost.
+async fn stop_and_say(cfg: &Config, pipe: Pipeline, lost: u64) {
+    let (events, bad) = (pipe.events, pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let at_exit = pipe.usage_at_exit;
     let (exporter, _) = pipe.into_parts();
@@ -165,5 +190,4 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         crate::host::private_rss_kib().unwrap_or(0),
         if flushed { "" } else { "; flush timed out" }
     );
-    Ok(0)
 }

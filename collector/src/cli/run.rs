@@ -128,7 +128,6 @@ pub async fn run(
     cwd: Option<&Path>,
     how: How,
 ) -> anyhow::Result<i32> {
-    let print_summary = how.summary;
     let Some((program, args)) = argv.split_first() else {
         return Err(UsageError("nothing to run: pipetrace run -- COMMAND [ARGS...]".into()).into());
     };
@@ -140,46 +139,78 @@ pub async fn run(
     } = prepare(cfg)?;
     // Before anything else, so that a bad setting starts nothing.
     let exporter = Sink::start(cfg, &host, default_file(cwd))?;
-
     announce(argv, &exporter.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
+    let started = Instant::now();
+    let child = match spawn(program, args, cwd) {
+        Ok(c) => c,
+        Err(e) => return Ok(cannot_start(exporter, program, e).await),
+    };
+    let root_pid = child
+        .id()
+        .context("the command exited before it could be traced")?;
+    forwarder.started(root_pid);
+    let machine = crate::host::port::live();
+    let attr = Attributor::new(
+        Mode::Run { root_pid },
+        &cfg.attribution,
+        host.boot_to_unix_ns,
+        machine,
+    )?;
+    // The summary also feeds the HTML report: kept whenever either is wanted.
+    let keep = how.summary || cfg.report.html;
+    let pipe =
+        pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
+    let status = until_it_exits(&mut core, (child, root_pid), &forwarder, cfg).await?;
+    let stopped = match forwarder.stop_requested() {
+        true => stop_the_rest(&mut core, how.keep_running).await,
+        false => super::stop::Outcome::default(),
+    };
+    drain_to_the_end(&mut core, cfg.probes.usage_wait).await;
+    // The run's final figures, exact for every process that ended.
+    core.export_metrics();
+    let lost = Loss {
+        kernel: taps.lost_events(),
+        undecodable: core.pipe.undecodable,
+    };
+    let Core { pipe, .. } = core;
+    let ending = Ending {
+        usage_missing: pipe.usage_missing,
+        still_running: pipe.attr.tracked(),
+        stopped,
+        wall: started.elapsed(),
+    };
+    finish(cfg, pipe, (lost, ending), how.summary, cwd).await;
+    Ok(exit_code(status))
+}
+
+/// The command could not start: nothing was traced; the exit code a shell would give.
+async fn cannot_start(exporter: Sink, program: &str, e: std::io::Error) -> i32 {
+    let _ = exporter.shutdown(Duration::from_secs(1)).await;
+    eprintln!("pipetrace: cannot start `{program}`: {e}");
+    if e.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+/// Serves the events (and the live view, on a terminal) until the command exits.
+async fn until_it_exits(
+    core: &mut Core<'_>,
+    (mut child, root_pid): (tokio::process::Child, u32),
+    forwarder: &super::forward::Forwarder,
+    cfg: &Config,
+) -> anyhow::Result<std::process::ExitStatus> {
     let live_tasks = cfg.summary.live_tasks;
     let view_height = u16::try_from(live_tasks + 2).unwrap_or(u16::MAX);
     let mut view = (cfg.summary.live)
         .then(|| super::view::StatusArea::open(view_height))
         .flatten();
     let mut watcher = crate::live::Watcher::default();
-    let started = Instant::now();
-    let mut child = match spawn(program, args, cwd) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = exporter.shutdown(Duration::from_secs(1)).await;
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            eprintln!("pipetrace: cannot start `{program}`: {e}");
-            return Ok(code);
-        }
-    };
-    let root_pid = child
-        .id()
-        .context("the command exited before it could be traced")?;
-    forwarder.started(root_pid);
-    let attr = Attributor::new(
-        Mode::Run { root_pid },
-        &cfg.attribution,
-        host.boot_to_unix_ns,
-        crate::host::port::live(),
-    )?;
-    // The summary also feeds the HTML report: kept whenever either is wanted.
-    let keep = print_summary || cfg.report.html;
-    let pipe =
-        pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
-    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
     let mut view_tick = tokio::time::interval(Duration::from_secs(1));
-    let status = loop {
+    loop {
         let next = core.serve(async {
             tokio::select! {
                 _ = view_tick.tick(), if view.is_some() => None,
@@ -190,37 +221,29 @@ pub async fn run(
             None => {
                 let now = core.pipe.live_now(&mut watcher).into_iter().next();
                 if let Some(v) = view.as_mut() {
-                    v.draw(&crate::live::lines(
-                        &now.unwrap_or_default(),
-                        usize::MAX,
-                        live_tasks,
-                    ));
+                    let lines =
+                        crate::live::lines(&now.unwrap_or_default(), usize::MAX, live_tasks);
+                    v.draw(&lines);
                 }
             }
             Some(st) => {
                 let st = st.context("waiting for the command")?;
                 forwarder.reaped();
                 core.pipe.known_exit(root_pid, st.into_raw() as u32);
-                break st;
+                return Ok(st);
             }
         }
-    };
-    drop(view);
-    let stopped = match forwarder.stop_requested() {
-        true => stop_the_rest(&mut core, how.keep_running).await,
-        false => super::stop::Outcome::default(),
-    };
-    drain_to_the_end(&mut core, cfg.probes.usage_wait).await;
-    // The run's final figures, exact for every process that ended.
-    core.export_metrics();
-    let Core { pipe, .. } = core;
-    let usage_missing = pipe.usage_missing;
-    let wall = started.elapsed();
-    let lost = Loss {
-        kernel: taps.lost_events(),
-        undecodable: pipe.undecodable,
-    };
-    let still_running = pipe.attr.tracked();
+    }
+}
+
+/// Sends what is left, writes the report and prints the end of the run.
+async fn finish(
+    cfg: &Config,
+    pipe: Pipeline,
+    (lost, ending): (Loss, Ending),
+    print_summary: bool,
+    cwd: Option<&Path>,
+) {
     let (exporter, summary) = pipe.into_parts();
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
     if !exporter.shutdown(cfg.export.flush_timeout).await {
@@ -244,19 +267,12 @@ pub async fn run(
         lost,
     };
     let summary = summary.filter(|_| print_summary);
-    let ending = Ending {
-        usage_missing,
-        still_running,
-        stopped,
-        wall,
-    };
     print_end(cfg, summary.as_ref(), &delivery, &ending);
     match report {
         Some(Ok(path)) => eprintln!("pipetrace: report written to {}", path.display()),
         Some(Err(e)) => eprintln!("pipetrace: {e}"),
         _ => {}
     }
-    Ok(exit_code(status))
 }
 
 /// Where the HTML report goes: the configured path, else beside the trace file, else a
