@@ -126,6 +126,25 @@ fn print_agent(s: &crate::status::AgentStatus, dir: Option<&str>) {
 pub fn run(state_dir: &Path) -> i32 {
     let mut r = Report { failed: false };
     println!("pipetrace doctor");
+    check_kernel(&mut r);
+    check_privileges(&mut r);
+    check_probes(&mut r);
+    agent_section(state_dir);
+    if r.failed {
+        println!(
+            "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
+             processes missed, sampled figures), or refuse with probes.strict; fix the lines \
+             marked FAIL"
+        );
+        1
+    } else {
+        println!("pipetrace can run here");
+        0
+    }
+}
+
+/// The kernel's version and its BTF.
+fn check_kernel(r: &mut Report) {
     match kernel_version() {
         Some((maj, min, rel)) if (maj, min) >= (5, 8) => r.ok("kernel", rel),
         Some((_, _, rel)) => r.fail(
@@ -161,6 +180,10 @@ pub fn run(state_dir: &Path) -> i32 {
             "use a kernel built with CONFIG_DEBUG_INFO_BTF=y",
         );
     }
+}
+
+/// tracefs and the capabilities the probes need.
+fn check_privileges(r: &mut Report) {
     match crate::probes::ensure_tracefs() {
         Ok(p) => r.ok("tracefs", p.display().to_string()),
         Err(e) => r.fail(
@@ -194,6 +217,10 @@ pub fn run(state_dir: &Path) -> i32 {
             "mount /proc",
         ),
     }
+}
+
+/// The real probes, loaded and attached, and what they can measure here.
+fn check_probes(r: &mut Report) {
     // The definitive check: load and attach the real probes, then let them go.
     match Probes::load(1 << 20, true) {
         Ok(p) => {
@@ -229,17 +256,5 @@ pub fn run(state_dir: &Path) -> i32 {
             );
         }
         Err(e) => r.fail("probes", e.to_string(), "see the lines above"),
-    }
-    agent_section(state_dir);
-    if r.failed {
-        println!(
-            "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
-             processes missed, sampled figures), or refuse with probes.strict; fix the lines \
-             marked FAIL"
-        );
-        1
-    } else {
-        println!("pipetrace can run here");
-        0
     }
 }

@@ -45,103 +45,139 @@ pub fn judge(
     if wall_ns < t.min_wall.as_nanos() as u64 || cpus <= 0.0 {
         return None;
     }
-    let wall = wall_ns as f64 / 1e9;
-    let cpu = u.cpu_ns() as f64 / 1e9;
-    let busy = cpu / wall;
-    let util = busy / cpus;
-    let io_wait = u.blkio_delay_ns as f64 / 1e9;
-    let mem_wait = u.memory_delay_ns as f64 / 1e9;
-    let queue = u.run_delay_ns as f64 / 1e9;
-    let net = (u.net_tx_bytes + u.net_rx_bytes) as f64;
-    // Where the kernel reported a wait impossibly (see `Usage::drop_impossible_delays`) the
-    // sum of the rest is a lower bound: enough to call a wait, never to rule one out (a
-    // CPU wait left out may hide a starved task: no idleness then either).
-    let dropped = u.impossible != 0;
-    let of = |x: f64| format!("{x:.1} s of {wall:.1} s ({:.0}%)", 100.0 * x / wall);
-    // Waits are weighed against the time it was not kept from a CPU by others' load (at
-    // least half its life): a writer slowed by a busy machine still waits mostly on storage.
-    // Run delay is summed over threads: spread over the work's parallelism first.
-    let par = ((cpu + queue + io_wait + mem_wait) / wall).max(1.0);
-    let unstarved = (wall - queue / par).max(wall / 2.0);
-    let besides = |x: f64| {
-        if queue / wall >= 0.1 {
-            format!(
-                " ({:.0}% of the {unstarved:.1} s it was not waiting for a CPU)",
-                100.0 * x / unstarved
-            )
-        } else {
-            String::new()
-        }
-    };
-    let (kind, reason) = if measured.delay_accounting && mem_wait / unstarved >= t.memory_bound {
-        (
-            Kind::MemoryBound,
-            format!(
-                "waited for memory (reclaim, swap) {}{}",
-                of(mem_wait),
-                besides(mem_wait)
-            ),
-        )
-    } else if measured.io_wait && io_wait / unstarved >= t.io_bound {
-        (
-            Kind::IoBound,
-            format!(
-                "waited for block I/O {}{}; {busy:.1} CPUs busy on average",
-                of(io_wait),
-                besides(io_wait)
-            ),
-        )
-    } else if (cpu + queue) / wall / cpus >= t.cpu_bound {
+    let l = Life::of(u, wall_ns, cpus);
+    let (kind, reason) = if measured.delay_accounting && l.mem_wait / l.unstarved >= t.memory_bound
+    {
+        let why = format!("waited for memory (reclaim, swap) {}", l.waited(l.mem_wait));
+        (Kind::MemoryBound, why)
+    } else if measured.io_wait && l.io_wait / l.unstarved >= t.io_bound {
+        let busy = l.busy;
+        let why = format!(
+            "waited for block I/O {}; {busy:.1} CPUs busy on average",
+            l.waited(l.io_wait)
+        );
+        (Kind::IoBound, why)
+    } else if (l.cpu + l.queue) / l.wall / cpus >= t.cpu_bound {
         // Runnable time is time on a CPU plus time waiting for one: a busy machine slows a
         // CPU-bound task without making it anything else.
-        let starved = if queue / wall >= 0.1 {
-            format!(", and waited for a CPU {}", of(queue))
+        (Kind::CpuBound, l.cpu_bound())
+    } else if measured.network && l.net / l.wall >= t.network_bound_bytes_per_s as f64 {
+        let why = format!(
+            "moved {:.1} MiB/s over the network with {:.1} CPUs busy",
+            l.net / l.wall / 1048576.0,
+            l.busy
+        );
+        (Kind::NetworkBound, why)
+    } else if l.util < t.idle_below && u.impossible == 0 {
+        // Where the kernel reported a wait impossibly (see `Usage::drop_impossible_delays`)
+        // the sum of the rest is a lower bound: enough to call a wait, never to rule one out
+        // (a CPU wait left out may hide a starved task: no idleness then).
+        let why = format!(
+            "{:.2} CPUs busy over {:.1} s, with little I/O or memory wait: waiting on \
+             something else (sleep, lock, child, remote service)",
+            l.busy, l.wall
+        );
+        (Kind::Idle, why)
+    } else {
+        (Kind::Mixed, l.mixed(u))
+    };
+    Some(Bottleneck { kind, reason })
+}
+
+/// A life's figures in seconds, as the verdicts weigh them.
+struct Life {
+    wall: f64,
+    cpus: f64,
+    cpu: f64,
+    /// CPUs busy on average, and that over the CPUs it had.
+    busy: f64,
+    util: f64,
+    io_wait: f64,
+    mem_wait: f64,
+    /// Waiting for a CPU (run delay), summed over threads.
+    queue: f64,
+    net: f64,
+    /// The time it was not kept from a CPU by others' load.
+    unstarved: f64,
+}
+
+impl Life {
+    fn of(u: &Usage, wall_ns: u64, cpus: f64) -> Self {
+        let wall = wall_ns as f64 / 1e9;
+        let cpu = u.cpu_ns() as f64 / 1e9;
+        let (io_wait, mem_wait) = (
+            u.blkio_delay_ns as f64 / 1e9,
+            u.memory_delay_ns as f64 / 1e9,
+        );
+        let queue = u.run_delay_ns as f64 / 1e9;
+        // Waits are weighed against the time it was not kept from a CPU by others' load (at
+        // least half its life): a writer slowed by a busy machine still waits mostly on
+        // storage. Run delay is summed over threads: spread over the work's parallelism.
+        let par = ((cpu + queue + io_wait + mem_wait) / wall).max(1.0);
+        Self {
+            wall,
+            cpus,
+            cpu,
+            busy: cpu / wall,
+            util: cpu / wall / cpus,
+            io_wait,
+            mem_wait,
+            queue,
+            net: (u.net_tx_bytes + u.net_rx_bytes) as f64,
+            unstarved: (wall - queue / par).max(wall / 2.0),
+        }
+    }
+
+    fn of_wall(&self, x: f64) -> String {
+        format!(
+            "{x:.1} s of {:.1} s ({:.0}%)",
+            self.wall,
+            100.0 * x / self.wall
+        )
+    }
+
+    /// A wait, and its share of the time it was not starved where others' load was felt.
+    fn waited(&self, x: f64) -> String {
+        let mut out = self.of_wall(x);
+        if self.queue / self.wall >= 0.1 {
+            out += &format!(
+                " ({:.0}% of the {:.1} s it was not waiting for a CPU)",
+                100.0 * x / self.unstarved,
+                self.unstarved
+            );
+        }
+        out
+    }
+
+    fn cpu_bound(&self) -> String {
+        let starved = if self.queue / self.wall >= 0.1 {
+            format!(", and waited for a CPU {}", self.of_wall(self.queue))
         } else {
             String::new()
         };
+        let (busy, cpus) = (self.busy, self.cpus);
         let of_cpus = if cpus == 1.0 {
             format!("{busy:.1} CPUs busy on average")
         } else {
-            format!("{busy:.1} of {cpus} CPUs busy ({:.0}%)", 100.0 * util)
+            format!("{busy:.1} of {cpus} CPUs busy ({:.0}%)", 100.0 * self.util)
         };
-        (
-            Kind::CpuBound,
-            format!("{of_cpus} over {wall:.1} s{starved}"),
-        )
-    } else if measured.network && net / wall >= t.network_bound_bytes_per_s as f64 {
-        (
-            Kind::NetworkBound,
-            format!(
-                "moved {:.1} MiB/s over the network with {busy:.1} CPUs busy",
-                net / wall / 1048576.0
-            ),
-        )
-    } else if util < t.idle_below && !dropped {
-        (
-            Kind::Idle,
-            format!(
-                "{busy:.2} CPUs busy over {wall:.1} s, with little I/O or memory wait: \
-                 waiting on something else (sleep, lock, child, remote service)"
-            ),
-        )
-    } else {
+        format!("{of_cpus} over {:.1} s{starved}", self.wall)
+    }
+
+    fn mixed(&self, u: &Usage) -> String {
         let io = if u.impossible & IMPOSSIBLE_BLKIO != 0 {
-            format!(
-                "at least {} (some processes' figures were impossible)",
-                of(io_wait)
-            )
+            let w = self.of_wall(self.io_wait);
+            format!("at least {w} (some processes' figures were impossible)")
         } else {
-            of(io_wait)
+            self.of_wall(self.io_wait)
         };
-        (
-            Kind::Mixed,
-            format!(
-                "{busy:.1} of {cpus} CPUs busy ({:.0}%), I/O wait {io}, no single limit",
-                100.0 * util
-            ),
+        format!(
+            "{:.1} of {} CPUs busy ({:.0}%), I/O wait {io}, no single limit",
+            self.busy,
+            self.cpus,
+            100.0 * self.util
         )
-    };
-    Some(Bottleneck { kind, reason })
+    }
 }
 
 /// A task that made no progress (no CPU, no I/O, nothing starting or ending) for most of its

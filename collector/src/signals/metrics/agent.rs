@@ -63,139 +63,161 @@ fn point(start: SystemTime, now: SystemTime, v: u64) -> NumberDataPoint {
     }
 }
 
+/// A figure of the agent's own: its name, unit, description and where it is read.
+type Figure = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&AgentFigures) -> u64,
+);
+
+/// Counted since the agent started.
+const COUNTERS: [Figure; 13] = [
+    (
+        metric::AGENT_EVENTS_LOST,
+        "{event}",
+        "Kernel events lost to a full ring buffer",
+        |f| f.lost_events,
+    ),
+    (
+        metric::AGENT_RECORDS_UNDECODABLE,
+        "{record}",
+        "Kernel records that did not decode",
+        |f| f.undecodable,
+    ),
+    (
+        metric::AGENT_SPANS_DROPPED,
+        "{span}",
+        "Spans dropped by a full export queue",
+        |f| f.spans_dropped,
+    ),
+    (
+        metric::AGENT_EXPORT_FAILURES,
+        "{span}",
+        "Spans the OTLP endpoint or file did not take",
+        |f| f.export_failures,
+    ),
+    (
+        metric::AGENT_METRIC_EXPORTS_FAILED,
+        "{request}",
+        "Metric export requests the OTLP endpoint or file did not take",
+        |f| f.metric_exports_failed,
+    ),
+    (
+        metric::AGENT_METRIC_EXPORTS_DROPPED,
+        "{request}",
+        "Metric export requests dropped",
+        |f| f.metric_exports_dropped,
+    ),
+    (
+        metric::AGENT_METRIC_EXPORTS_SPOOLED,
+        "{request}",
+        "Metric export requests written to the on-disk spool",
+        |f| f.metric_exports_spooled,
+    ),
+    (
+        metric::AGENT_USAGE_MISSING,
+        "{process}",
+        "Processes that ended with no usage figures at all",
+        |f| f.usage_missing,
+    ),
+    (
+        metric::AGENT_USAGE_AT_EXIT,
+        "{process}",
+        "Processes whose figures were taken at exit: no reap-time report came",
+        |f| f.usage_at_exit,
+    ),
+    (
+        metric::AGENT_FIGURES_DROPPED,
+        "{figure}",
+        "Kernel figures dropped as physically impossible",
+        |f| f.figures_dropped,
+    ),
+    (
+        metric::AGENT_SERIES_OVERFLOWED,
+        "{series}",
+        "Metric attribute sets put in the overflow series",
+        |f| f.series_overflowed,
+    ),
+    (
+        metric::AGENT_EXPORT_RETRIES,
+        "{request}",
+        "OTLP export attempts tried again after a retryable failure",
+        |f| f.export_retries,
+    ),
+    (
+        metric::AGENT_SPANS_SPOOLED,
+        "{span}",
+        "Spans written to the on-disk spool",
+        |f| f.spans_spooled,
+    ),
+];
+
+/// What holds now.
+const GAUGES: [Figure; 4] = [
+    (
+        metric::AGENT_EXPORT_QUEUE_USAGE,
+        "By",
+        "Encoded telemetry waiting in memory to be sent",
+        |f| f.export_queue_bytes,
+    ),
+    (
+        metric::AGENT_PROCESSES_KNOWN,
+        "{process}",
+        "Processes in the agent's tree",
+        |f| f.processes_known,
+    ),
+    (
+        metric::AGENT_PROCESSES_TRACKED,
+        "{process}",
+        "Processes in runs now",
+        |f| f.processes_tracked,
+    ),
+    (
+        metric::AGENT_MEMORY_RSS,
+        "By",
+        "The agent's resident memory",
+        |f| f.rss_bytes,
+    ),
+];
+
 pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metric> {
-    let counter = |name: &str, unit: &str, description: &str, v: u64| Metric {
-        name: name.into(),
-        unit: unit.into(),
-        description: description.into(),
-        data: Some(Data::Sum(Sum {
-            data_points: vec![point(start, now, v)],
-            aggregation_temporality: AggregationTemporality::Cumulative as i32,
-            is_monotonic: true,
-        })),
+    let metric = |(name, unit, description, _): &Figure, data| Metric {
+        name: (*name).into(),
+        unit: (*unit).into(),
+        description: (*description).into(),
+        data: Some(data),
         ..Default::default()
     };
-    let gauge = |name: &str, unit: &str, description: &str, v: u64| Metric {
-        name: name.into(),
-        unit: unit.into(),
-        description: description.into(),
-        data: Some(Data::Gauge(Gauge {
-            data_points: vec![point(now, now, v)],
-        })),
-        ..Default::default()
+    let counter = |fig: &Figure| {
+        metric(
+            fig,
+            Data::Sum(Sum {
+                data_points: vec![point(start, now, (fig.3)(f))],
+                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                is_monotonic: true,
+            }),
+        )
     };
-    let mut out = vec![
-        counter(
-            metric::AGENT_EVENTS_LOST,
-            "{event}",
-            "Kernel events lost to a full ring buffer",
-            f.lost_events,
-        ),
-        counter(
-            metric::AGENT_RECORDS_UNDECODABLE,
-            "{record}",
-            "Kernel records that did not decode",
-            f.undecodable,
-        ),
-        counter(
-            metric::AGENT_SPANS_DROPPED,
-            "{span}",
-            "Spans dropped by a full export queue",
-            f.spans_dropped,
-        ),
-        counter(
-            metric::AGENT_EXPORT_FAILURES,
-            "{span}",
-            "Spans the OTLP endpoint or file did not take",
-            f.export_failures,
-        ),
-        counter(
-            metric::AGENT_METRIC_EXPORTS_FAILED,
-            "{request}",
-            "Metric export requests the OTLP endpoint or file did not take",
-            f.metric_exports_failed,
-        ),
-        counter(
-            metric::AGENT_METRIC_EXPORTS_DROPPED,
-            "{request}",
-            "Metric export requests dropped",
-            f.metric_exports_dropped,
-        ),
-        counter(
-            metric::AGENT_METRIC_EXPORTS_SPOOLED,
-            "{request}",
-            "Metric export requests written to the on-disk spool",
-            f.metric_exports_spooled,
-        ),
-        counter(
-            metric::AGENT_USAGE_MISSING,
-            "{process}",
-            "Processes that ended with no usage figures at all",
-            f.usage_missing,
-        ),
-        counter(
-            metric::AGENT_USAGE_AT_EXIT,
-            "{process}",
-            "Processes whose figures were taken at exit: no reap-time report came",
-            f.usage_at_exit,
-        ),
-        counter(
-            metric::AGENT_FIGURES_DROPPED,
-            "{figure}",
-            "Kernel figures dropped as physically impossible",
-            f.figures_dropped,
-        ),
-        counter(
-            metric::AGENT_SERIES_OVERFLOWED,
-            "{series}",
-            "Metric attribute sets put in the overflow series",
-            f.series_overflowed,
-        ),
-        counter(
-            metric::AGENT_EXPORT_RETRIES,
-            "{request}",
-            "OTLP export attempts tried again after a retryable failure",
-            f.export_retries,
-        ),
-        counter(
-            metric::AGENT_SPANS_SPOOLED,
-            "{span}",
-            "Spans written to the on-disk spool",
-            f.spans_spooled,
-        ),
-        gauge(
-            metric::AGENT_EXPORT_QUEUE_USAGE,
-            "By",
-            "Encoded telemetry waiting in memory to be sent",
-            f.export_queue_bytes,
-        ),
-        gauge(
-            metric::AGENT_PROCESSES_KNOWN,
-            "{process}",
-            "Processes in the agent's tree",
-            f.processes_known,
-        ),
-        gauge(
-            metric::AGENT_PROCESSES_TRACKED,
-            "{process}",
-            "Processes in runs now",
-            f.processes_tracked,
-        ),
-        gauge(
-            metric::AGENT_MEMORY_RSS,
-            "By",
-            "The agent's resident memory",
-            f.rss_bytes,
-        ),
-    ];
+    let gauge = |fig: &Figure, v: u64| {
+        metric(
+            fig,
+            Data::Gauge(Gauge {
+                data_points: vec![point(now, now, v)],
+            }),
+        )
+    };
+    let mut out: Vec<Metric> = COUNTERS.iter().map(counter).collect();
+    out.extend(GAUGES.iter().map(|g| gauge(g, (g.3)(f))));
     if let Some(idle) = f.host_idle_s {
-        out.push(gauge(
+        const IDLE: Figure = (
             metric::HOST_IDLE,
             "s",
             "How long this node has run no pipeline work and used almost no CPU, once that \
              lasted host.idle_after (0 otherwise)",
-            idle,
-        ));
+            |_| 0,
+        );
+        out.push(gauge(&IDLE, idle));
     }
     out
 }

@@ -222,50 +222,63 @@ impl Metrics {
                 }
                 continue;
             }
-            let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
-            let Some(task) = self.task_label(attr, &m) else {
-                continue;
-            };
-            // A process that ended (its exit event may still be on its way) keeps its last
-            // sample until its exact figures replace it: counters never step back.
-            let reading = match p.exit {
-                None => host.live(key.pid),
-                Some(_) => None,
-            };
-            let chars = reading.as_ref().map_or(0, |l| l.io_chars);
-            let prev = self.last.get(&key);
-            let (key_of, counters, rss, hwm) = match (reading, prev) {
-                (Some(l), prev) => {
-                    let acc = net(key.pid);
-                    let c = Counters::from_live(&l, &acc);
-                    let k = match prev {
-                        Some((k, _)) => k.clone(),
-                        None => self.table.key_of(&pipeline, &task, &Attributor::tool_of(p)),
-                    };
-                    (k, c, l.rss_bytes, l.hwm_bytes)
-                }
-                (None, Some((k, c))) => (k.clone(), *c, 0, 0),
-                (None, None) => continue,
-            };
-            let s = match self.table.series.get_mut(&key_of) {
-                Some(s) => s,
-                None => (self.table).get(&key_of.pipeline, &key_of.task, &key_of.tool, host.now()),
-            };
-            if let Some((_, part)) = own.get_mut(&key) {
-                *part = part.wrapping_add(progress_of(&counters, chars));
-            }
-            s.live.add(&counters);
-            s.rss_now += rss;
-            s.peak = s.peak.max(hwm);
-            self.last.insert(key, (key_of, counters));
-            if m.role == Role::TaskRoot
-                && p.exit.is_none()
-                && let Some(limit) = attr.allocation(&key).and_then(|a| a.memory_limit)
-            {
-                self.limits.insert((pipeline, task), limit);
-            }
+            self.sample_one(host, attr, (p, &m), net, &mut own);
         }
         own
+    }
+
+    /// One process old enough for a series of its own: its live figures into its series.
+    fn sample_one(
+        &mut self,
+        host: &dyn crate::host::Host,
+        attr: &Attributor,
+        (p, m): (&crate::tree::Proc, &Membership),
+        net: &dyn Fn(u32) -> Accumulator,
+        own: &mut Parts,
+    ) {
+        let key = p.key;
+        let pipeline = attr.run_name(m.run).unwrap_or_default().to_string();
+        let Some(task) = self.task_label(attr, m) else {
+            return;
+        };
+        // A process that ended (its exit event may still be on its way) keeps its last
+        // sample until its exact figures replace it: counters never step back.
+        let reading = match p.exit {
+            None => host.live(key.pid),
+            Some(_) => None,
+        };
+        let chars = reading.as_ref().map_or(0, |l| l.io_chars);
+        let prev = self.last.get(&key);
+        let (key_of, counters, rss, hwm) = match (reading, prev) {
+            (Some(l), prev) => {
+                let acc = net(key.pid);
+                let c = Counters::from_live(&l, &acc);
+                let k = match prev {
+                    Some((k, _)) => k.clone(),
+                    None => self.table.key_of(&pipeline, &task, &Attributor::tool_of(p)),
+                };
+                (k, c, l.rss_bytes, l.hwm_bytes)
+            }
+            (None, Some((k, c))) => (k.clone(), *c, 0, 0),
+            (None, None) => return,
+        };
+        let s = match self.table.series.get_mut(&key_of) {
+            Some(s) => s,
+            None => (self.table).get(&key_of.pipeline, &key_of.task, &key_of.tool, host.now()),
+        };
+        if let Some((_, part)) = own.get_mut(&key) {
+            *part = part.wrapping_add(progress_of(&counters, chars));
+        }
+        s.live.add(&counters);
+        s.rss_now += rss;
+        s.peak = s.peak.max(hwm);
+        self.last.insert(key, (key_of, counters));
+        if m.role == Role::TaskRoot
+            && p.exit.is_none()
+            && let Some(limit) = attr.allocation(&key).and_then(|a| a.memory_limit)
+        {
+            self.limits.insert((pipeline, task), limit);
+        }
     }
 
     /// A member's task label ("" outside any task); `None` while its task has no name yet.
