@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup demo test lint fuzz fuzz-smoke bench bench-perf bench-accounting docs
+.PHONY: setup demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-perf bench-accounting docs
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -14,9 +14,18 @@ demo: setup
 
 # Every test: unit, then end-to-end with the real probes, engines and receivers.
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
-test: setup lint fuzz-smoke
+test: setup lint fuzz-smoke unit-unprivileged
 	$(CARGO) build -p pipetrace
 	$(CARGO) nextest run
+
+# The core's unit tests need no root, no kernel and no /proc of their own: run them as
+# nobody (uid 65534) to keep it so.
+unit-unprivileged: setup
+	@bin=$$($(CARGO) test -p pipetrace --lib --no-run --message-format=json 2>/dev/null \
+	   | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4) && \
+	 dir=$$(mktemp -d) && cp "$$bin" "$$dir/unit" && chmod -R a+rx "$$dir" && \
+	 (cd "$$dir" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$$dir" ./unit -q) ; \
+	 rc=$$?; rm -rf "$$dir"; exit $$rc
 
 # cargo-fuzz targets (tests/fuzz): config parsing, argv splitting and redaction, kernel event
 # decoding. `make test` runs each for FUZZ_SECONDS; run longer with e.g. FUZZ_SECONDS=3600.
