@@ -29,19 +29,30 @@ impl Links {
         Ok(())
     }
 
-    /// A BTF-typed raw tracepoint (`tp_btf/name`).
+    /// A BTF-typed raw tracepoint (`tp_btf/name`), by the program of the same name.
     pub fn btf_tracepoint(
         &mut self,
         ebpf: &mut Ebpf,
         btf: &Btf,
         name: &'static str,
     ) -> Result<(), ProbeError> {
+        self.btf_program(ebpf, btf, name, name)
+    }
+
+    /// Program `program` on the BTF-typed raw tracepoint `tracepoint`.
+    pub fn btf_program(
+        &mut self,
+        ebpf: &mut Ebpf,
+        btf: &Btf,
+        program: &'static str,
+        tracepoint: &str,
+    ) -> Result<(), ProbeError> {
         let err = |e: aya::programs::ProgramError| ProbeError::Attach {
-            hook: name,
+            hook: program,
             reason: e.to_string(),
         };
-        let tp: &mut BtfTracePoint = prog(ebpf, name)?;
-        tp.load(name, btf).map_err(err)?;
+        let tp: &mut BtfTracePoint = prog(ebpf, program)?;
+        tp.load(tracepoint, btf).map_err(err)?;
         let id = tp.attach().map_err(err)?;
         self.0.push(Box::new(tp.take_link(id).map_err(err)?));
         Ok(())

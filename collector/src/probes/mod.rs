@@ -110,14 +110,23 @@ impl Probes {
             .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
         let btf = Btf::from_sys_fs().map_err(|e| ProbeError::Load(e.to_string()))?;
         let mut links = Links::default();
-        for name in ["sched_process_fork", "sched_process_free"] {
+        for name in [
+            "sched_process_fork",
+            "sched_process_exec",
+            "sched_process_free",
+        ] {
             links.btf_tracepoint(&mut ebpf, &btf, name)?;
         }
-        for name in ["sched_process_exec", "sched_process_exit"] {
-            links.tracepoint(&mut ebpf, "sched", name)?;
+        // A kernel that says whether an exit ends the thread group says it in both.
+        match offsets.exit_tp_group_dead != 0 {
+            true => {
+                let (program, tracepoint) = ("sched_process_exit_btf", "sched_process_exit");
+                links.btf_program(&mut ebpf, &btf, program, tracepoint)?
+            }
+            false => links.tracepoint(&mut ebpf, "sched", "sched_process_exit")?,
         }
         // Network bytes need the sock tracepoints (Linux 6.3+); without them the rest works.
-        let network = offsets.sock_family != ABSENT && attach_sock(&mut ebpf, &mut links);
+        let network = offsets.sock_family != ABSENT && attach_sock(&mut ebpf, &btf, &mut links);
         if !network {
             log::warn!(
                 "this kernel has no sock:sock_send_length tracepoint (Linux 6.3+): network \
@@ -128,10 +137,11 @@ impl Probes {
         let io_wait =
             offsets.task_in_iowait != ABSENT && attach_io_wait(&mut ebpf, &btf, &mut links);
         // Diagnosis hooks; a kernel without them loses OOM or signal events, nothing else.
-        for (category, name) in [("oom", "mark_victim"), ("signal", "signal_generate")] {
-            if let Err(e) = links.tracepoint(&mut ebpf, category, name) {
-                log::warn!("{category}:{name} not attached ({e}): those events are not reported");
-            }
+        if let Err(e) = links.tracepoint(&mut ebpf, "oom", "mark_victim") {
+            log::warn!("oom:mark_victim not attached ({e}): OOM kills are not reported");
+        }
+        if let Err(e) = links.btf_tracepoint(&mut ebpf, &btf, "signal_generate") {
+            log::warn!("signal:signal_generate not attached ({e}): fatal signals are not reported");
         }
         let files = files && attach_open(&mut ebpf, &offsets, &mut links);
         drop(btf);
@@ -202,10 +212,10 @@ impl Probes {
     }
 }
 
-fn attach_sock(ebpf: &mut Ebpf, links: &mut Links) -> bool {
+fn attach_sock(ebpf: &mut Ebpf, btf: &Btf, links: &mut Links) -> bool {
     ["sock_send_length", "sock_recv_length"]
         .into_iter()
-        .all(|name| links.tracepoint(ebpf, "sock", name).is_ok())
+        .all(|name| links.btf_tracepoint(ebpf, btf, name).is_ok())
 }
 
 /// Block-I/O waits from the scheduler's own hooks (see probes/ebpf/src/iowait.rs for why

@@ -154,15 +154,11 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
     let delay = |f| opt("task_delay_info", f);
     let sock = |f| tracepoint_field(&sock_format, f).unwrap_or(ABSENT);
     let format = |path: &str| std::fs::read_to_string(tracefs.join(path)).unwrap_or_default();
-    let (oom_format, signal_format) = (
-        format("events/oom/mark_victim/format"),
-        format("events/signal/signal_generate/format"),
-    );
+    let oom_format = format("events/oom/mark_victim/format");
     let (in_iowait, in_iowait_bit) = structs
         .flag_bit("task_struct", "in_iowait")
         .unwrap_or((ABSENT, 0));
     let oom = |f| tracepoint_field(&oom_format, f).unwrap_or(ABSENT);
-    let signal = |f| tracepoint_field(&signal_format, f).unwrap_or(ABSENT);
     let (open_enter, open_exit) = (
         format("events/syscalls/sys_enter_openat/format"),
         format("events/syscalls/sys_exit_openat/format"),
@@ -211,18 +207,15 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         delay_freepages: delay("freepages_delay"),
         delay_thrashing: delay("thrashing_delay"),
         delay_compact: delay("compact_delay"),
+        binprm_filename: opt("linux_binprm", "filename"),
+        siginfo_code: opt("kernel_siginfo", "si_code"),
+        sk_family: within("sock", "__sk_common", "sock_common", "skc_family"),
         sock_family: sock("family"),
-        sock_ret: sock("ret"),
-        sock_flags: sock("flags"),
         tp_oom_pid: oom("pid"),
         tp_oom_total_vm: oom("total_vm"),
         tp_oom_anon_rss: oom("anon_rss"),
         tp_oom_file_rss: oom("file_rss"),
         tp_oom_shmem_rss: oom("shmem_rss"),
-        tp_signal_sig: signal("sig"),
-        tp_signal_code: signal("code"),
-        tp_signal_pid: signal("pid"),
-        tp_signal_result: signal("result"),
         tp_openat_filename: openat("filename"),
         tp_openat_flags: openat("flags"),
         tp_openat_ret: tracepoint_field(&open_exit, "ret").unwrap_or(ABSENT),
