@@ -94,6 +94,7 @@ pub struct Probes {
 impl Probes {
     /// Loads and attaches every probe; the open probes only when `files` is asked for.
     pub fn load(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
+        keep_large_buffers_mapped();
         let tracefs = ensure_tracefs()?;
         let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
         raise_memlock();
@@ -284,12 +285,23 @@ fn enable_delay_accounting() -> bool {
     }
 }
 
-/// Hands the loader's freed memory back to the kernel. Each parse of vmlinux's BTF takes
-/// about 17 MB for a moment; after the first is freed, glibc serves the second from its
-/// heap and keeps those pages: 20 MB more resident for the process's whole life.
+/// Large buffers mapped and unmapped on their own, for the process's life. glibc raises its
+/// mmap threshold to the size of the largest mapped buffer freed: the loader's parse of
+/// vmlinux's BTF (about 17 MB for a moment) would have every later export batch and
+/// encoding buffer come from the heap, whose freed pages stay resident between long-lived
+/// allocations (20 MB at once, then more with every process).
+fn keep_large_buffers_mapped() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: a plain allocator setting (glibc's default value, fixed).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+/// Hands what the loader freed in the heap back to the kernel.
 fn release_freed_heap() {
     #[cfg(target_env = "gnu")]
-    // SAFETY: no arguments beyond the padding to keep; glibc only returns free pages.
+    // SAFETY: glibc only returns free pages.
     unsafe {
         libc::malloc_trim(0);
     }

@@ -61,7 +61,18 @@ pub fn agent(counts: &[usize], cfg: &Path) -> (Vec<Rung>, String) {
 pub fn run(n: usize, cfg: &Path, dir: &Path) -> (Rung, String) {
     let sink = Sink::start();
     let err = dir.join(format!("run-{n}.err"));
-    let mut c = crate::pipetrace();
+    // Started by a small shell that execs it: the kernel's peak resident set of a process
+    // includes the image it was forked from (the bench's own), not of a shell.
+    let mut c = std::process::Command::new("sh");
+    let bin = crate::pipetrace_bin();
+    c.args(["-c", "exec \"$0\" \"$@\"", bin.to_str().unwrap()])
+        .current_dir(crate::state_dir());
+    for (k, v) in crate::pipetrace().get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
     c.args(["-c", cfg.to_str().unwrap(), "--endpoint", sink.url()])
         .args(["run", "--", "bash", "-c", &storm_script(n)])
         .stdout(Stdio::null())

@@ -23,35 +23,49 @@ const TOO_WIDE: [&str; 8] = [
     "start_thread",
 ];
 
-/// `(inclusive %, function)` from perf report's text, widest first.
-fn functions(report: &str) -> Vec<(f64, String)> {
-    let mut out: Vec<(f64, String)> = report
+/// perf report's rows: (callees included %, own %, in the kernel, function).
+fn rows(report: &str) -> Vec<(f64, f64, bool, String)> {
+    report
         .lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();
             let children = w.next()?.strip_suffix('%')?.parse::<f64>().ok()?;
-            let _self = w.next()?;
-            (w.next()? == "[.]").then_some(())?;
-            let name = w.collect::<Vec<_>>().join(" ");
-            Some((children, name))
+            let own = w.next()?.strip_suffix('%')?.parse::<f64>().ok()?;
+            let kernel = match w.next()? {
+                "[k]" => true,
+                "[.]" => false,
+                _ => return None,
+            };
+            // perf pads the row with `-` for the columns it leaves empty.
+            let name: Vec<&str> = w.take_while(|t| *t != "-").collect();
+            Some((children, own, kernel, name.join(" ")))
         })
-        .filter(|(_, name)| !TOO_WIDE.iter().any(|t| name.contains(t)))
+        .collect()
+}
+
+/// The agent's own functions (Rust paths), widest first, callees included.
+fn functions(rows: &[(f64, f64, bool, String)]) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = (rows.iter())
+        .filter(|(_, _, kernel, name)| !kernel && name.contains("::"))
+        .filter(|(_, _, _, name)| !TOO_WIDE.iter().any(|t| name.contains(t)))
+        .map(|(children, _, _, name)| (*children, name.clone()))
         .collect();
     out.sort_by(|a, b| b.0.total_cmp(&a.0));
     out
 }
 
-/// Share of the agent's samples spent in the kernel (syscalls, scheduling, page faults).
-fn kernel_share(report: &str) -> f64 {
-    report
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let _children = w.next()?;
-            let own = w.next()?.strip_suffix('%')?.parse::<f64>().ok()?;
-            (w.next()? == "[k]").then_some(own)
+/// Own shares: in the kernel (syscalls, wake-ups, page faults) and in the allocator.
+fn shares(rows: &[(f64, f64, bool, String)]) -> (f64, f64) {
+    let kernel = rows.iter().filter(|r| r.2).map(|r| r.1).sum();
+    let alloc = (rows.iter())
+        .filter(|r| {
+            !r.2 && ["malloc", "free", "realloc", "_int_", "unlink_chunk"]
+                .iter()
+                .any(|a| r.3.contains(a))
         })
-        .sum()
+        .map(|r| r.1)
+        .sum();
+    (kernel, alloc)
 }
 
 pub fn agent(doc: &mut Doc, n: usize, cfg: &Path, dir: &Path) {
@@ -107,18 +121,20 @@ pub fn agent(doc: &mut Doc, n: usize, cfg: &Path, dir: &Path) {
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     let _ = std::fs::remove_file(&data);
-    let top: Vec<String> = functions(&report)
+    let rows = rows(&report);
+    let top: Vec<String> = functions(&rows)
         .into_iter()
         .take(16)
         .map(|(pct, name)| format!("{pct:.1}% `{name}`"))
         .collect();
+    let (kernel, alloc) = shares(&rows);
     doc.row(
         "agent CPU by function (perf, callees included)",
         &top.join("; "),
         &format!(
-            "`perf record` of the agent over a {n}-process storm, spans over OTLP/gRPC; \
-             {:.1}% of its samples in the kernel (syscalls, wake-ups, page faults)",
-            kernel_share(&report)
+            "`perf record` of the agent over a {n}-process storm, spans over OTLP/gRPC; of \
+             its samples, {kernel:.1}% in the kernel (syscalls, wake-ups, page faults) and \
+             {alloc:.1}% in the allocator (malloc, free)"
         ),
     );
 }
