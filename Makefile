@@ -48,14 +48,18 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-# Figures, not assertions: the fork/exec storm with and without pipetrace (resource
-# accounting on, as always), then pipetrace's figures beside Snakemake's benchmark: and wait4.
+# Figures, not assertions: the fork/exec storm alone, under the agent, under `pipetrace run`
+# and under bpftrace (when installed); the probes' run counts and times; memory of both modes
+# at 1k, 10k, 100k and 1M processes (a few minutes per mode at the top; BENCH_MEMORY_MAX
+# stops earlier); then pipetrace's figures beside Snakemake's benchmark: and wait4.
+BENCH_MEMORY_MAX ?= 1000000
 bench: setup
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
-	./target/release/bench-storm 20000 3
+	./target/release/bench-storm 20000 3 --memory $(BENCH_MEMORY_MAX)
 	./target/release/bench-accounting
 
-# The performance bench (issue 5's figures), written to docs/performance.md.
+# The performance bench (issue 5's figures, memory up to 1M processes in both modes: about
+# an hour on two CPUs), written to docs/performance.md.
 bench-perf: setup
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-perf --out docs/performance.md

@@ -1,6 +1,6 @@
 //! Decoding of the probes' ring-buffer records into owned events.
 use pipetrace_probes_common::{
-    EXEC_ARGV_TRUNCATED, EventHeader, ExecEvent, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
+    EXEC_ARGV_TRUNCATED, EventHeader, ExecHead, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
     KIND_FORK, KIND_OOM, KIND_OPEN, KIND_SIGNAL, KIND_USAGE, OomEvent, OpenEvent, SignalEvent,
     UsageEvent,
 };
@@ -146,8 +146,11 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             })
         }
         KIND_EXEC => {
-            let e: ExecEvent = read(bytes, h.kind)?;
-            let n = (e.argv_len as usize).min(e.argv.len());
+            let e: ExecHead = read(bytes, h.kind)?;
+            // argv, then the file name: as many bytes as the head says, within the record.
+            let data = &bytes[size_of::<ExecHead>()..];
+            let argv_end = (e.argv_len as usize).min(data.len());
+            let name_end = (argv_end + e.filename_len as usize).min(data.len());
             Ok(Event::Exec(Exec {
                 key,
                 start_ns: h.start_ns,
@@ -155,8 +158,8 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 ppid: e.ppid,
                 uid: e.uid,
                 cgroup_id: e.cgroup_id,
-                filename: cstr(&e.filename),
-                argv: split_argv(&e.argv[..n]),
+                filename: cstr(&data[argv_end..name_end]),
+                argv: split_argv(&data[..argv_end]),
                 argv_truncated: e.flags & EXEC_ARGV_TRUNCATED != 0,
             }))
         }
@@ -216,16 +219,15 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pipetrace_probes_common::{ARGV_LEN, PATH_LEN};
 
     fn bytes_of<T>(v: &T) -> Vec<u8> {
         // SAFETY: reading the bytes of a plain repr(C) value.
         unsafe { std::slice::from_raw_parts(v as *const T as *const u8, size_of::<T>()).to_vec() }
     }
 
-    #[test]
-    fn exec_record_round_trips() {
-        let mut e = ExecEvent {
+    /// An exec's record as the probe sends it: its head, argv, then its file name.
+    fn exec_record(argv: &[u8], filename: &[u8], flags: u32) -> Vec<u8> {
+        let head = ExecHead {
             header: EventHeader {
                 kind: KIND_EXEC,
                 tgid: 7,
@@ -235,16 +237,18 @@ mod tests {
             ppid: 1,
             uid: 0,
             cgroup_id: 9,
-            flags: EXEC_ARGV_TRUNCATED,
-            argv_len: 0,
-            filename: [0; PATH_LEN],
-            argv: [0; ARGV_LEN],
+            flags,
+            argv_len: argv.len() as u32,
+            filename_len: filename.len() as u32,
+            _pad: 0,
         };
-        e.filename[..8].copy_from_slice(b"/bin/ls\0");
-        let args = b"ls\0-l\0/tmp\0";
-        e.argv[..args.len()].copy_from_slice(args);
-        e.argv_len = args.len() as u32;
-        let Event::Exec(x) = decode(&bytes_of(&e)).unwrap() else {
+        [bytes_of(&head), argv.to_vec(), filename.to_vec()].concat()
+    }
+
+    #[test]
+    fn exec_record_round_trips() {
+        let rec = exec_record(b"ls\0-l\0/tmp\0", b"/bin/ls", EXEC_ARGV_TRUNCATED);
+        let Event::Exec(x) = decode(&rec).unwrap() else {
             panic!("not exec")
         };
         assert_eq!(
@@ -257,6 +261,21 @@ mod tests {
         assert_eq!(x.filename, "/bin/ls");
         assert_eq!(x.argv, ["ls", "-l", "/tmp"]);
         assert!(x.argv_truncated);
+    }
+
+    #[test]
+    fn an_exec_record_shorter_than_its_head_says_keeps_what_it_has() {
+        let mut rec = exec_record(b"ls\0", b"/bin/ls", 0);
+        rec.truncate(rec.len() - 3);
+        let Event::Exec(x) = decode(&rec).unwrap() else {
+            panic!("not exec")
+        };
+        assert_eq!((x.filename.as_str(), x.argv.len()), ("/bin", 1));
+        // A head alone: no argv, no name.
+        let Event::Exec(x) = decode(&rec[..size_of::<ExecHead>()]).unwrap() else {
+            panic!("not exec")
+        };
+        assert!(x.filename.is_empty() && x.argv.is_empty());
     }
 
     #[test]

@@ -1,4 +1,12 @@
-//! What the benchmarks share: the fork/exec storm, timing a command, medians.
+//! What the benchmarks share: the fork/exec storm, timing a command, medians, memory
+//! figures, the kernel's own counts of the probes' runs, and bpftrace for comparison.
+pub mod bpftrace;
+pub mod compare;
+pub mod kernel;
+pub mod ladder;
+pub mod memory;
+pub mod sink;
+
 use std::{
     process::{Command, Stdio},
     time::{Duration, Instant},

@@ -6,7 +6,7 @@ use pipetrace_semconv::attr;
 
 use super::{Destinations, Place, SinkStats, StreamStats};
 use crate::{
-    report::{ReportEvent, ReportSpan, table::Table},
+    report::{ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS, table::Table},
     signals::{Kind, ReadySpan},
 };
 
@@ -176,7 +176,7 @@ impl Summary {
             Kind::Task => {
                 self.tasks += 1;
                 self.failed_tasks += u64::from(error.is_some());
-                let r = ReportSpan::from_sdk(span);
+                let r = ReportSpan::from_sdk_keeping(span, Kind::Task, &TASK_KEYS);
                 self.table.record_task(&r);
                 match self.tasks <= MAX_REPORT_TASKS {
                     true => self.report.push(r),
@@ -194,9 +194,9 @@ impl Summary {
         }
         match s.kind {
             Kind::Run => self.report.push(ReportSpan::from_sdk(span)),
-            Kind::Tool if self.tools <= MAX_REPORT_TOOLS => {
-                self.report.push(ReportSpan::from_sdk(span).slim())
-            }
+            Kind::Tool if self.tools <= MAX_REPORT_TOOLS => self
+                .report
+                .push(ReportSpan::from_sdk_keeping(span, Kind::Tool, &TOOL_KEYS)),
             _ => {}
         }
         let secs = span

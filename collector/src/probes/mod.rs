@@ -1,4 +1,5 @@
 //! Loading and attaching the eBPF programs, and reading what they produce.
+mod attach;
 mod offsets;
 mod reader;
 
@@ -7,13 +8,13 @@ use std::path::{Path, PathBuf};
 use aya::{
     Btf, Ebpf, EbpfLoader,
     maps::{HashMap, MapData, PerCpuArray, RingBuf},
-    programs::{BtfTracePoint, TracePoint},
 };
 use pipetrace_probes_common::{
     ABSENT, ACC_MAP, Accumulator, EVENTS_MAP, KIND_SLOTS, LOST_ACCUMULATOR, LOST_MAP,
     OFFSETS_GLOBAL, WAKE_GLOBAL,
 };
 
+use attach::Links;
 pub use offsets::{OffsetError, resolve as resolve_offsets};
 pub use reader::EventReader;
 
@@ -81,6 +82,8 @@ pub struct Capabilities {
 
 /// Loaded, attached probes. Dropping this detaches them.
 pub struct Probes {
+    /// First field: dropped first, so the programs are detached before their maps go.
+    _links: Links,
     _ebpf: Ebpf,
     lost: PerCpuArray<MapData, u64>,
     acc: HashMap<MapData, u32, Accumulator>,
@@ -108,34 +111,40 @@ impl Probes {
     }
 
     fn load_and_attach(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
+        keep_large_buffers_mapped();
         let tracefs = ensure_tracefs()?;
         let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
         raise_memlock();
         let wake_bytes = u64::from(ring_buffer_bytes / 4);
+        // The loader parses vmlinux's BTF on its own (10 MB) for CO-RE relocations, which
+        // Rust probes never carry: dropped before the BTF tracepoints parse it again, so
+        // that the two never share the start's peak.
         let mut ebpf = EbpfLoader::new()
+            .btf(None)
             .override_global(OFFSETS_GLOBAL, &offsets, true)
             .override_global(WAKE_GLOBAL, &wake_bytes, true)
             .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
             .load(PROBES)
             .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
         let btf = Btf::from_sys_fs().map_err(|e| ProbeError::Load(e.to_string()))?;
-
-        for (name, hook) in [
-            ("sched_process_fork", "tp_btf/sched_process_fork"),
-            ("sched_process_free", "tp_btf/sched_process_free"),
+        let mut links = Links::default();
+        for name in [
+            "sched_process_fork",
+            "sched_process_exec",
+            "sched_process_free",
         ] {
-            let tp: &mut BtfTracePoint = prog(&mut ebpf, name)?;
-            tp.load(name, &btf).map_err(attach_err(hook))?;
-            tp.attach().map_err(attach_err(hook))?;
+            links.btf_tracepoint(&mut ebpf, &btf, name)?;
         }
-        for name in ["sched_process_exec", "sched_process_exit"] {
-            let tp: &mut TracePoint = prog(&mut ebpf, name)?;
-            tp.load().map_err(attach_err("a sched tracepoint"))?;
-            tp.attach("sched", name)
-                .map_err(attach_err("a sched tracepoint"))?;
+        // A kernel that says whether an exit ends the thread group says it in both.
+        match offsets.exit_tp_group_dead != 0 {
+            true => {
+                let (program, tracepoint) = ("sched_process_exit_btf", "sched_process_exit");
+                links.btf_program(&mut ebpf, &btf, program, tracepoint)?
+            }
+            false => links.tracepoint(&mut ebpf, "sched", "sched_process_exit")?,
         }
         // Network bytes need the sock tracepoints (Linux 6.3+); without them the rest works.
-        let network = offsets.sock_family != ABSENT && attach_sock(&mut ebpf);
+        let network = offsets.sock_family != ABSENT && attach_sock(&mut ebpf, &btf, &mut links);
         if !network {
             log::warn!(
                 "this kernel has no sock:sock_send_length tracepoint (Linux 6.3+): network \
@@ -143,20 +152,18 @@ impl Probes {
             );
         }
         let delay_accounting = enable_delay_accounting();
-        let io_wait = offsets.task_in_iowait != ABSENT && attach_io_wait(&mut ebpf, &btf);
+        let io_wait =
+            offsets.task_in_iowait != ABSENT && attach_io_wait(&mut ebpf, &btf, &mut links);
         // Diagnosis hooks; a kernel without them loses OOM or signal events, nothing else.
-        for (category, name) in [("oom", "mark_victim"), ("signal", "signal_generate")] {
-            let attached = prog::<TracePoint>(&mut ebpf, name)
-                .map_err(|e| e.to_string())
-                .and_then(|tp| {
-                    tp.load().map_err(|e| e.to_string())?;
-                    tp.attach(category, name).map_err(|e| e.to_string())
-                });
-            if let Err(e) = attached {
-                log::warn!("{category}:{name} not attached ({e}): those events are not reported");
-            }
+        if let Err(e) = links.tracepoint(&mut ebpf, "oom", "mark_victim") {
+            log::warn!("oom:mark_victim not attached ({e}): OOM kills are not reported");
         }
-        let files = files && attach_open(&mut ebpf, &offsets);
+        if let Err(e) = links.btf_tracepoint(&mut ebpf, &btf, "signal_generate") {
+            log::warn!("signal:signal_generate not attached ({e}): fatal signals are not reported");
+        }
+        let files = files && attach_open(&mut ebpf, &offsets, &mut links);
+        drop(btf);
+        release_freed_heap();
         let ring = RingBuf::try_from(
             ebpf.take_map(EVENTS_MAP)
                 .ok_or(ProbeError::Missing("EVENTS"))?,
@@ -168,6 +175,7 @@ impl Probes {
         let acc = HashMap::try_from(ebpf.take_map(ACC_MAP).ok_or(ProbeError::Missing("ACC"))?)
             .map_err(|e| ProbeError::Load(e.to_string()))?;
         Ok(Self {
+            _links: links,
             _ebpf: ebpf,
             lost,
             acc,
@@ -222,42 +230,18 @@ impl Probes {
     }
 }
 
-fn prog<'a, T>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut T, ProbeError>
-where
-    &'a mut T: TryFrom<&'a mut aya::programs::Program>,
-{
-    ebpf.program_mut(name)
-        .ok_or(ProbeError::Missing(name))?
-        .try_into()
-        .map_err(|_| ProbeError::Missing(name))
-}
-
-fn attach_err<E: std::fmt::Display>(hook: &'static str) -> impl Fn(E) -> ProbeError {
-    move |e| ProbeError::Attach {
-        hook,
-        reason: e.to_string(),
-    }
-}
-
-fn attach_sock(ebpf: &mut Ebpf) -> bool {
-    ["sock_send_length", "sock_recv_length"].iter().all(|name| {
-        let Ok(tp) = prog::<TracePoint>(ebpf, name) else {
-            return false;
-        };
-        tp.load().is_ok() && tp.attach("sock", name).is_ok()
-    })
+fn attach_sock(ebpf: &mut Ebpf, btf: &Btf, links: &mut Links) -> bool {
+    ["sock_send_length", "sock_recv_length"]
+        .into_iter()
+        .all(|name| links.btf_tracepoint(ebpf, btf, name).is_ok())
 }
 
 /// Block-I/O waits from the scheduler's own hooks (see probes/ebpf/src/iowait.rs for why
 /// not from delay accounting); a kernel without them loses that figure, nothing else.
-fn attach_io_wait(ebpf: &mut Ebpf, btf: &Btf) -> bool {
+fn attach_io_wait(ebpf: &mut Ebpf, btf: &Btf, links: &mut Links) -> bool {
     let attached = ["sched_switch", "sched_wakeup"]
-        .iter()
-        .try_for_each(|&name| {
-            let tp: &mut BtfTracePoint = prog(ebpf, name).map_err(|e| e.to_string())?;
-            tp.load(name, btf).map_err(|e| e.to_string())?;
-            tp.attach().map(drop).map_err(|e| e.to_string())
-        });
+        .into_iter()
+        .try_for_each(|name| links.btf_tracepoint(ebpf, btf, name));
     if let Err(e) = &attached {
         log::warn!(
             "tp_btf/sched_switch or sched_wakeup not attached ({e}): block-I/O waits are not measured"
@@ -268,7 +252,11 @@ fn attach_io_wait(ebpf: &mut Ebpf, btf: &Btf) -> bool {
 
 /// The files processes open, from the openat syscall's entry and exit; a kernel without
 /// those tracepoints (no CONFIG_FTRACE_SYSCALLS) loses the files, nothing else.
-fn attach_open(ebpf: &mut Ebpf, offsets: &pipetrace_probes_common::KernelOffsets) -> bool {
+fn attach_open(
+    ebpf: &mut Ebpf,
+    offsets: &pipetrace_probes_common::KernelOffsets,
+    links: &mut Links,
+) -> bool {
     if offsets.tp_openat_filename == ABSENT || offsets.tp_openat_ret == ABSENT {
         log::warn!(
             "this kernel has no syscalls:sys_enter_openat tracepoint: files are not reported"
@@ -276,14 +264,8 @@ fn attach_open(ebpf: &mut Ebpf, offsets: &pipetrace_probes_common::KernelOffsets
         return false;
     }
     let attached = ["sys_enter_openat", "sys_exit_openat"]
-        .iter()
-        .try_for_each(|&name| {
-            let tp: &mut TracePoint = prog(ebpf, name).map_err(|e| e.to_string())?;
-            tp.load().map_err(|e| e.to_string())?;
-            tp.attach("syscalls", name)
-                .map(drop)
-                .map_err(|e| e.to_string())
-        });
+        .into_iter()
+        .try_for_each(|name| links.tracepoint(ebpf, "syscalls", name));
     if let Err(e) = &attached {
         log::warn!(
             "syscalls:sys_enter_openat / sys_exit_openat not attached ({e}): files are not reported"
@@ -317,6 +299,28 @@ fn enable_delay_accounting() -> bool {
             log::warn!("this kernel has no delay accounting: memory waits are not measured");
             false
         }
+    }
+}
+
+/// Large buffers mapped and unmapped on their own, for the process's life. glibc raises its
+/// mmap threshold to the size of the largest mapped buffer freed: the loader's parse of
+/// vmlinux's BTF (about 17 MB for a moment) would have every later export batch and
+/// encoding buffer come from the heap, whose freed pages stay resident between long-lived
+/// allocations (20 MB at once, then more with every process).
+fn keep_large_buffers_mapped() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: a plain allocator setting (glibc's default value, fixed).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+/// Hands what the loader freed in the heap back to the kernel.
+fn release_freed_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: glibc only returns free pages.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

@@ -1,6 +1,6 @@
 //! Kernel struct offsets from the running kernel's BTF, and tracepoint record offsets from
 //! tracefs: Rust eBPF cannot emit CO-RE relocations, so these are found at load time.
-use std::path::Path;
+use std::{cell::RefCell, collections::HashMap, path::Path, rc::Rc};
 
 use btf_rs::{Btf, Type};
 use pipetrace_probes_common::{ABSENT, KernelOffsets, pipetrace_io};
@@ -51,42 +51,58 @@ fn find(btf: &Btf, members: &[btf_rs::Member], field: &str) -> Option<(u32, Opti
     None
 }
 
-fn member(btf: &Btf, strukt: &str, field: &str) -> Result<(u32, Option<u32>), OffsetError> {
-    let types = btf
-        .resolve_types_by_name(strukt)
-        .map_err(|_| OffsetError::NoStruct(strukt.into()))?;
-    let s = types
-        .into_iter()
-        .find_map(|t| match t {
-            Type::Struct(s) if !s.members.is_empty() => Some(s),
-            _ => None,
-        })
-        .ok_or_else(|| OffsetError::NoStruct(strukt.into()))?;
-    find(btf, &s.members, field).ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))
+/// Kernel structs, each looked up by name once: a lookup scans every type of vmlinux
+/// (milliseconds each), and looking one up per field made every start 100 ms longer.
+pub struct Structs<'a> {
+    btf: &'a Btf,
+    seen: RefCell<HashMap<String, Option<Rc<btf_rs::Struct>>>>,
 }
 
-pub fn field_offset(btf: &Btf, strukt: &str, field: &str) -> Result<u32, OffsetError> {
-    member(btf, strukt, field).map(|(bit, _)| bit / 8)
-}
-
-/// A one-bit field: the byte that holds it and its bit there (little-endian bit order, as
-/// on every architecture pipetrace loads on); `None` for anything wider.
-pub fn flag_bit(btf: &Btf, strukt: &str, field: &str) -> Option<(u32, u32)> {
-    match member(btf, strukt, field).ok()? {
-        (bit, Some(1)) => Some((bit / 8, bit % 8)),
-        _ => None,
+impl<'a> Structs<'a> {
+    pub fn new(btf: &'a Btf) -> Self {
+        Self {
+            btf,
+            seen: RefCell::default(),
+        }
     }
-}
 
-/// Byte size of a struct.
-pub fn struct_size(btf: &Btf, strukt: &str) -> Option<u32> {
-    btf.resolve_types_by_name(strukt)
-        .ok()?
-        .into_iter()
-        .find_map(|t| match t {
-            Type::Struct(s) if !s.members.is_empty() => Some(s.size() as u32),
+    fn get(&self, strukt: &str) -> Result<Rc<btf_rs::Struct>, OffsetError> {
+        let mut seen = self.seen.borrow_mut();
+        let found = seen.entry(strukt.to_string()).or_insert_with(|| {
+            let types = self.btf.resolve_types_by_name(strukt).ok()?;
+            types.into_iter().find_map(|t| match t {
+                Type::Struct(s) if !s.members.is_empty() => Some(Rc::new(s)),
+                _ => None,
+            })
+        });
+        found
+            .clone()
+            .ok_or_else(|| OffsetError::NoStruct(strukt.into()))
+    }
+
+    fn member(&self, strukt: &str, field: &str) -> Result<(u32, Option<u32>), OffsetError> {
+        let s = self.get(strukt)?;
+        find(self.btf, &s.members, field)
+            .ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))
+    }
+
+    pub fn field_offset(&self, strukt: &str, field: &str) -> Result<u32, OffsetError> {
+        self.member(strukt, field).map(|(bit, _)| bit / 8)
+    }
+
+    /// A one-bit field: the byte that holds it and its bit there (little-endian bit order,
+    /// as on every architecture pipetrace loads on); `None` for anything wider.
+    pub fn flag_bit(&self, strukt: &str, field: &str) -> Option<(u32, u32)> {
+        match self.member(strukt, field).ok()? {
+            (bit, Some(1)) => Some((bit / 8, bit % 8)),
             _ => None,
-        })
+        }
+    }
+
+    /// Byte size of a struct.
+    pub fn size(&self, strukt: &str) -> Option<u32> {
+        self.get(strukt).ok().map(|s| s.size() as u32)
+    }
 }
 
 /// Offset of a named field in a tracepoint record, from its tracefs `format` file.
@@ -115,18 +131,20 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
             reason: e.to_string(),
         }
     })?;
-    let task = |f| field_offset(&btf, "task_struct", f);
-    let mm = |f| field_offset(&btf, "mm_struct", f);
+    let structs = Structs::new(&btf);
+    let field_offset = |strukt: &str, field: &str| structs.field_offset(strukt, field);
+    let task = |f| field_offset("task_struct", f);
+    let mm = |f| field_offset("mm_struct", f);
     let exit_format =
         std::fs::read_to_string(tracefs.join("events/sched/sched_process_exit/format"))
             .unwrap_or_default();
     let sock_format = std::fs::read_to_string(tracefs.join("events/sock/sock_send_length/format"))
         .unwrap_or_default();
     // Accounting fields are optional: a kernel without one loses that value, not the agent.
-    let opt = |strukt: &str, field: &str| field_offset(&btf, strukt, field).unwrap_or(ABSENT);
+    let opt = |strukt: &str, field: &str| field_offset(strukt, field).unwrap_or(ABSENT);
     let within = |strukt: &str, member: &str, inner: &str, field: &str| match (
-        field_offset(&btf, strukt, member),
-        field_offset(&btf, inner, field),
+        field_offset(strukt, member),
+        field_offset(inner, field),
     ) {
         (Ok(a), Ok(b)) => a + b,
         _ => ABSENT,
@@ -136,14 +154,11 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
     let delay = |f| opt("task_delay_info", f);
     let sock = |f| tracepoint_field(&sock_format, f).unwrap_or(ABSENT);
     let format = |path: &str| std::fs::read_to_string(tracefs.join(path)).unwrap_or_default();
-    let (oom_format, signal_format) = (
-        format("events/oom/mark_victim/format"),
-        format("events/signal/signal_generate/format"),
-    );
-    let (in_iowait, in_iowait_bit) =
-        flag_bit(&btf, "task_struct", "in_iowait").unwrap_or((ABSENT, 0));
+    let oom_format = format("events/oom/mark_victim/format");
+    let (in_iowait, in_iowait_bit) = structs
+        .flag_bit("task_struct", "in_iowait")
+        .unwrap_or((ABSENT, 0));
     let oom = |f| tracepoint_field(&oom_format, f).unwrap_or(ABSENT);
-    let signal = |f| tracepoint_field(&signal_format, f).unwrap_or(ABSENT);
     let (open_enter, open_exit) = (
         format("events/syscalls/sys_enter_openat/format"),
         format("events/syscalls/sys_exit_openat/format"),
@@ -163,7 +178,7 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         mm_hiwater_rss: opt("mm_struct", "hiwater_rss"),
         mm_rss_stat: opt("mm_struct", "rss_stat"),
         percpu_counter_count: opt("percpu_counter", "count"),
-        percpu_counter_size: struct_size(&btf, "percpu_counter").unwrap_or(ABSENT),
+        percpu_counter_size: structs.size("percpu_counter").unwrap_or(ABSENT),
         exit_tp_group_dead: tracepoint_field(&exit_format, "group_dead").unwrap_or(0),
         task_signal: opt("task_struct", "signal"),
         task_run_delay: within("task_struct", "sched_info", "sched_info", "run_delay"),
@@ -192,18 +207,15 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         delay_freepages: delay("freepages_delay"),
         delay_thrashing: delay("thrashing_delay"),
         delay_compact: delay("compact_delay"),
+        binprm_filename: opt("linux_binprm", "filename"),
+        siginfo_code: opt("kernel_siginfo", "si_code"),
+        sk_family: within("sock", "__sk_common", "sock_common", "skc_family"),
         sock_family: sock("family"),
-        sock_ret: sock("ret"),
-        sock_flags: sock("flags"),
         tp_oom_pid: oom("pid"),
         tp_oom_total_vm: oom("total_vm"),
         tp_oom_anon_rss: oom("anon_rss"),
         tp_oom_file_rss: oom("file_rss"),
         tp_oom_shmem_rss: oom("shmem_rss"),
-        tp_signal_sig: signal("sig"),
-        tp_signal_code: signal("code"),
-        tp_signal_pid: signal("pid"),
-        tp_signal_result: signal("result"),
         tp_openat_filename: openat("filename"),
         tp_openat_flags: openat("flags"),
         tp_openat_ret: tracepoint_field(&open_exit, "ret").unwrap_or(ABSENT),
@@ -258,6 +270,11 @@ mod tests {
         );
         assert!(o.task_in_iowait_bit < 8, "{o:?}");
         let btf = Btf::from_file(path).expect("btf");
-        assert_eq!(flag_bit(&btf, "task_struct", "pid"), None, "pid is no flag");
+        let structs = Structs::new(&btf);
+        assert_eq!(
+            structs.flag_bit("task_struct", "pid"),
+            None,
+            "pid is no flag"
+        );
     }
 }

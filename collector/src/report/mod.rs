@@ -11,7 +11,7 @@ pub mod table;
 
 pub use files::TaskFiles;
 pub use html::{render as html, render_run as html_of_run};
-pub use model::{Kind, ReportEvent, ReportSpan};
+pub use model::{Kind, ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS};
 pub use read::{ReadError, read_file};
 
 /// The spans of each run (its trace), runs in the order they started.

@@ -42,7 +42,7 @@ pub struct ReportEvent {
 
 impl ReportEvent {
     pub fn from_sdk(e: &opentelemetry::trace::Event) -> Self {
-        let Attrs { numbers, texts, .. } = sdk_attrs(&e.attributes);
+        let Attrs { numbers, texts, .. } = sdk_attrs(&e.attributes, None);
         Self {
             name: e.name.to_string(),
             time: unix_nanos(e.timestamp),
@@ -60,9 +60,40 @@ struct Attrs {
     lists: BTreeMap<String, Vec<String>>,
 }
 
-fn sdk_attrs(kvs: &[KeyValue]) -> Attrs {
+/// What the table and the page read of a task; the rest of its span is in the trace.
+pub const TASK_KEYS: [&str; 14] = [
+    attr::CICD_PIPELINE_TASK_NAME,
+    attr::CPU_USER_TIME,
+    attr::CPU_SYSTEM_TIME,
+    attr::MEMORY_PEAK,
+    attr::DISK_READ_BYTES,
+    attr::DISK_WRITE_BYTES,
+    attr::BOTTLENECK,
+    attr::BOTTLENECK_REASON,
+    attr::RECOMMENDATION,
+    attr::RIGHTSIZING,
+    attr::TASK_INPUTS,
+    attr::TASK_INPUTS_COUNT,
+    attr::TASK_OUTPUTS,
+    attr::TASK_OUTPUTS_COUNT,
+];
+
+/// What the page draws of a tool (a run may have many thousands).
+pub const TOOL_KEYS: [&str; 5] = [
+    attr::CPU_USER_TIME,
+    attr::CPU_SYSTEM_TIME,
+    attr::MEMORY_PEAK,
+    attr::BOTTLENECK,
+    attr::BOTTLENECK_REASON,
+];
+
+/// The attributes in `keep` (all of them when None).
+fn sdk_attrs(kvs: &[KeyValue], keep: Option<&[&str]>) -> Attrs {
     let mut a = Attrs::default();
     for kv in kvs {
+        if keep.is_some_and(|keep| !keep.contains(&kv.key.as_str())) {
+            continue;
+        }
         let k = kv.key.as_str().to_string();
         match &kv.value {
             Value::F64(v) => {
@@ -131,21 +162,6 @@ fn kind_of(texts: &BTreeMap<String, String>) -> Kind {
 }
 
 impl ReportSpan {
-    /// Keeps only what the report draws for a tool (a run may have many thousands).
-    pub fn slim(mut self) -> Self {
-        const KEEP: [&str; 5] = [
-            attr::CPU_USER_TIME,
-            attr::CPU_SYSTEM_TIME,
-            attr::MEMORY_PEAK,
-            attr::BOTTLENECK,
-            attr::BOTTLENECK_REASON,
-        ];
-        self.numbers.retain(|k, _| KEEP.contains(&k.as_str()));
-        self.texts.retain(|k, _| KEEP.contains(&k.as_str()));
-        self.lists.clear();
-        self
-    }
-
     pub fn num(&self, key: &str) -> f64 {
         self.numbers.get(key).copied().unwrap_or(0.0)
     }
@@ -163,18 +179,30 @@ impl ReportSpan {
     }
 
     pub fn from_sdk(s: &SpanData) -> Self {
+        let a = sdk_attrs(&s.attributes, None);
+        let kind = kind_of(&a.texts);
+        Self::of_sdk(s, kind, a)
+    }
+
+    /// A span of a known kind with only the attributes in `keep`: what a run keeps of
+    /// each task and tool for its end, without copying the rest of their attributes.
+    pub fn from_sdk_keeping(s: &SpanData, kind: Kind, keep: &[&str]) -> Self {
+        Self::of_sdk(s, kind, sdk_attrs(&s.attributes, Some(keep)))
+    }
+
+    fn of_sdk(s: &SpanData, kind: Kind, a: Attrs) -> Self {
         let Attrs {
             numbers,
             texts,
             lists,
-        } = sdk_attrs(&s.attributes);
+        } = a;
         let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
             .then(|| s.parent_span_id.to_string());
         Self {
             trace: s.span_context.trace_id().to_string(),
             id: s.span_context.span_id().to_string(),
             parent,
-            kind: kind_of(&texts),
+            kind,
             name: s.name.to_string(),
             start: unix_nanos(s.start_time),
             end: unix_nanos(s.end_time),
@@ -289,6 +317,45 @@ mod tests {
         assert_eq!(f.inputs, ["/d/a.fq", "/d/b.fq"]);
         assert_eq!(f.outputs, ["/o/a.bam"]);
         assert_eq!((f.inputs_count, f.outputs_count), (7, 1));
-        assert!(s.clone().slim().lists.is_empty(), "a tool keeps no lists");
+    }
+
+    #[test]
+    fn a_span_kept_for_the_end_of_a_run_holds_only_what_is_shown() {
+        use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId};
+        let span = SpanData {
+            span_context: SpanContext::new(
+                TraceId::from_bytes([1; 16]),
+                SpanId::from_bytes([2; 8]),
+                TraceFlags::SAMPLED,
+                false,
+                Default::default(),
+            ),
+            parent_span_id: SpanId::from_bytes([3; 8]),
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: "bwa".into(),
+            start_time: std::time::UNIX_EPOCH,
+            end_time: std::time::UNIX_EPOCH,
+            attributes: vec![
+                KeyValue::new(attr::CPU_USER_TIME, 1.5),
+                KeyValue::new(attr::PROCESS_COMMAND_LINE, "bwa mem ref.fa A.fq"),
+                KeyValue::new(
+                    attr::TASK_INPUTS,
+                    Value::Array(Array::String(vec!["A.fq".into()])),
+                ),
+            ],
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: Default::default(),
+        };
+        let tool = ReportSpan::from_sdk_keeping(&span, Kind::Tool, &TOOL_KEYS);
+        assert_eq!((tool.kind, tool.cpu()), (Kind::Tool, 1.5));
+        assert!(tool.texts.is_empty() && tool.lists.is_empty(), "{tool:?}");
+        assert_eq!(tool.parent.as_deref(), Some("0303030303030303"));
+        let task = ReportSpan::from_sdk_keeping(&span, Kind::Task, &TASK_KEYS);
+        assert_eq!(task.lists[attr::TASK_INPUTS], ["A.fq"]);
+        assert!(task.text(attr::PROCESS_COMMAND_LINE).is_none());
     }
 }

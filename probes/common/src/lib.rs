@@ -83,18 +83,33 @@ pub struct ForkEvent {
     pub comm: [u8; COMM_LEN],
 }
 
+/// An exec's fixed part: its record is this, then `argv_len` bytes of argv, then
+/// `filename_len` bytes of the file name, and ends there. Most command lines are a few
+/// dozen bytes: records of the full buffers (4.6 KB) made the ring buffer, and its
+/// reader, move twenty times what they hold.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct ExecEvent {
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecHead {
     pub header: EventHeader,
     pub ppid: u32,
     pub uid: u32,
     pub cgroup_id: u64,
     pub flags: u32,
-    /// Valid bytes in `argv`.
+    /// Bytes of argv in the record.
     pub argv_len: u32,
-    pub filename: [u8; PATH_LEN],
-    pub argv: [u8; ARGV_LEN],
+    /// Bytes of the file name after argv (no NUL).
+    pub filename_len: u32,
+    pub _pad: u32,
+}
+
+/// An exec as the probe builds it (in a per-CPU scratch buffer); the ring buffer gets its
+/// head and the bytes `data` holds, not the whole buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ExecEvent {
+    pub head: ExecHead,
+    /// argv (NUL-separated), then the file name.
+    pub data: [u8; ARGV_LEN + PATH_LEN],
 }
 
 #[repr(C)]
@@ -324,21 +339,21 @@ pub struct KernelOffsets {
     pub delay_freepages: u32,
     pub delay_thrashing: u32,
     pub delay_compact: u32,
-    /// sock_send_length / sock_recv_length record fields (from tracefs).
+    /// `linux_binprm.filename`: the exec's file name, as the BTF exec probe reads it.
+    pub binprm_filename: u32,
+    /// `kernel_siginfo.si_code`, for the BTF signal probe.
+    pub siginfo_code: u32,
+    /// `sock.__sk_common.skc_family`, for the BTF sock probes.
+    pub sk_family: u32,
+    /// sock_send_length's `family` record field (from tracefs): its presence says the
+    /// kernel has the sock tracepoints.
     pub sock_family: u32,
-    pub sock_ret: u32,
-    pub sock_flags: u32,
     /// oom:mark_victim record fields (from tracefs).
     pub tp_oom_pid: u32,
     pub tp_oom_total_vm: u32,
     pub tp_oom_anon_rss: u32,
     pub tp_oom_file_rss: u32,
     pub tp_oom_shmem_rss: u32,
-    /// signal:signal_generate record fields (from tracefs).
-    pub tp_signal_sig: u32,
-    pub tp_signal_code: u32,
-    pub tp_signal_pid: u32,
-    pub tp_signal_result: u32,
     /// syscalls:sys_enter_openat / sys_exit_openat record fields (from tracefs).
     pub tp_openat_filename: u32,
     pub tp_openat_flags: u32,

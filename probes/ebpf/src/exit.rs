@@ -1,9 +1,12 @@
-//! tracepoint/sched/sched_process_exit: the last thread of a process ends, with its wait status;
-//! any other thread leaves its per-thread delays in the process's accumulator.
+//! sched_process_exit: the last thread of a process ends, with its wait status; any other
+//! thread leaves its per-thread delays in the process's accumulator. Where the tracepoint
+//! says whether the thread group died (`group_dead`: newer kernels have it in the classic
+//! record and the BTF prototype alike), the BTF tracepoint; else the classic one, where the
+//! leader's exit stands for the process's.
 use aya_ebpf::{
     helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, generated::bpf_ktime_get_boot_ns},
-    macros::tracepoint,
-    programs::TracePointContext,
+    macros::{btf_tracepoint, tracepoint},
+    programs::{BtfTracePointContext, TracePointContext},
 };
 use pipetrace_probes_common::{EventHeader, ExitEvent, KIND_EXIT};
 
@@ -40,19 +43,34 @@ fn image_peak(me: task::Task, o: &pipetrace_probes_common::KernelOffsets) -> u64
 #[tracepoint(category = "sched", name = "sched_process_exit")]
 pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     let Some(o) = emit::offsets() else { return 0 };
+    let group_dead = (o.exit_tp_group_dead != 0)
+        .then(|| unsafe { ctx.read_at::<u8>(o.exit_tp_group_dead as usize) }.unwrap_or(0) != 0);
+    exited(o, group_dead);
+    0
+}
+
+/// `sched_process_exit(struct task_struct *p, bool group_dead)`.
+#[btf_tracepoint(function = "sched_process_exit")]
+pub fn sched_process_exit_btf(ctx: BtfTracePointContext) -> u32 {
+    let Some(o) = emit::offsets() else { return 0 };
+    let group_dead: u64 = ctx.arg(1);
+    exited(o, Some(group_dead & 0xff != 0));
+    0
+}
+
+/// The current thread exits; `group_dead`: whether it is the process's last, where the
+/// kernel says.
+#[inline(always)]
+fn exited(o: &pipetrace_probes_common::KernelOffsets, group_dead: Option<bool>) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
-    let last = if o.exit_tp_group_dead != 0 {
-        unsafe { ctx.read_at::<u8>(o.exit_tp_group_dead as usize) }.unwrap_or(0) != 0
-    } else {
-        tid == tgid
-    };
+    let last = group_dead.unwrap_or(tid == tgid);
     let me = task::current();
     iowait::forget(tid);
     if tid != tgid {
         // Per-thread counters die with the thread: keep them for the leader's free.
-        let (run, mem) = task::thread_delays(me, &o);
-        let io = task::io(me, &o);
+        let (run, mem) = task::thread_delays(me, o);
+        let io = task::io(me, o);
         if let Some(acc) = emit::accumulator(tgid) {
             unsafe {
                 emit::add(core::ptr::addr_of_mut!((*acc).run_delay_ns), run);
@@ -65,11 +83,11 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         }
     }
     if !last {
-        return 0;
+        return;
     }
     let Some(mut entry) = emit::EVENTS.reserve::<ExitEvent>(0) else {
         emit::count_lost(KIND_EXIT);
-        return 0;
+        return;
     };
     let ev = entry.as_mut_ptr();
     unsafe {
@@ -77,12 +95,12 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
             kind: KIND_EXIT,
             tgid,
             time_ns: bpf_ktime_get_boot_ns(),
-            start_ns: task::process_start(me, &o),
+            start_ns: task::process_start(me, o),
         };
         (*ev).exit_code = task::read::<i32>(me, o.task_exit_code).unwrap_or(0) as u32;
         (*ev)._pad = 0;
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
-        (*ev).image_peak_pages = image_peak(me, &o);
+        (*ev).image_peak_pages = image_peak(me, o);
         // Threads not reaped yet have not summed theirs into signal_struct: this one, and
         // the leader when it ended first and waits as a zombie.
         let leader: task::Task = task::read(me, o.task_group_leader).unwrap_or(me);
@@ -95,10 +113,9 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
             core::ptr::addr_of_mut!((*ev).figures),
             tgid,
             leader,
-            &o,
+            o,
             [me, other],
         );
     }
     entry.submit(emit::submit_flags());
-    0
 }

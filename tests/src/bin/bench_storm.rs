@@ -1,30 +1,25 @@
 //! Fork/exec storm benchmark: prints figures, asserts nothing.
 //!
 //!     make bench        (or: cargo build --release -p pipetrace -p pipetrace-e2e &&
-//!                        ./target/release/bench-storm [PROCESSES] [REPEATS] [--files])
+//!                        ./target/release/bench-storm [PROCESSES] [REPEATS] [--files]
+//!                        [--memory MAX])
 //!
-//! A shell loop starts PROCESSES `/bin/true` processes. Each repeat times it three ways, back
-//! to back so that drift on a shared machine hits all three alike: alone; under a freshly
-//! started `pipetrace agent` that traces it (a run rule matches the loop); wrapped by
-//! `pipetrace run` (which includes loading the probes and flushing at the end). Ratios are
-//! per repeat; the median and the range are printed, with the agent's own report and how
-//! many processes had no usage (or figures taken at exit). Then a long-lived agent serves
-//! 1,000 short runs and the size of its metric export is printed over time. `--files` turns
-//! on file capture (`files.enabled`) in both modes, for its cost.
+//! A shell loop starts PROCESSES `/bin/true` processes. Each repeat times it four ways, back
+//! to back so that drift on a shared machine hits all alike: alone; under a freshly started
+//! `pipetrace agent` that traces it (a run rule matches the loop); wrapped by `pipetrace
+//! run` (which includes loading the probes and flushing at the end); under bpftrace
+//! printing every exec and exit, when installed. Ratios are per repeat; the median and the
+//! range are printed, with the agent's CPU per process, the kernel's count of each probe's
+//! runs and run time, and the agent's own report. Then memory in both modes at 1k, 10k,
+//! 100k and 1M processes (`--memory MAX` stops earlier; 0 skips it), and a long-lived
+//! agent serving 1,000 short runs, the size of its metric export over time. `--files`
+//! turns on file capture (`files.enabled`) in both modes, for its cost.
 use std::{path::Path, time::Duration};
 
 use pipetrace_e2e::{
     Agent,
-    bench::{median, storm, storm_script, time},
-    pipetrace, read_jsonl,
+    bench::{bpftrace, compare, kernel, ladder, median},
 };
-
-/// Times one storm under a fresh agent; returns the time and the agent's final report.
-fn under_agent(n: usize, cfg: &Path, out: &Path) -> (Duration, String) {
-    let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
-    let t = time(storm(n));
-    (t, agent.stop())
-}
 
 /// A long-lived agent serving `runs` short runs, each a pipeline of its own: prints the size
 /// of its metric export over time (it follows the work running now, not the runs seen).
@@ -58,104 +53,127 @@ fn export_over_runs(runs: usize, dir: &Path) {
     }
 }
 
-fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
+fn print_storms(s: &compare::Storms) {
+    println!(
+        "  alone (median):            {:.3} s",
+        median(s.alone.clone())
+    );
+    println!(
+        "  wall ratio, agent:         {}",
+        compare::median_range(&s.agent)
+    );
+    println!(
+        "  wall ratio, pipetrace run: {} (includes probe load, flush)",
+        compare::median_range(&s.run)
+    );
+    match &s.bpftrace_mem {
+        Some(m) => println!(
+            "  wall ratio, bpftrace:      {} (printing every exec and exit, {} lines; peak RSS \
+             {:.1} MiB, Pss {:.1} MiB)",
+            compare::median_range(&s.bpftrace),
+            s.bpftrace_lines,
+            m.peak,
+            m.pss
+        ),
+        None => println!(
+            "  bpftrace: not installed or did not start ({}): left out",
+            bpftrace::INSTALL
+        ),
+    }
+    println!(
+        "  agent CPU per process:     {:.0} µs (median; all its work, file export included)",
+        median(s.agent_cpu_us.clone())
+    );
+    println!(
+        "  storm's own CPU per process: {:.0} µs alone, {:.0} µs under the agent (medians)",
+        median(s.storm_cpu_alone_us.clone()),
+        median(s.storm_cpu_agent_us.clone())
+    );
+    for (i, r) in s.reports.iter().enumerate() {
+        println!("  agent report {}:            {r}", i + 1);
+    }
+}
+
+fn print_probes(n: usize, cfg: &Path, dir: &Path) {
+    let Some(progs) = kernel::under_storm(n, cfg, dir) else {
+        println!(
+            "  probes' run counts: need kernel.bpf_stats_enabled and bpftool ({})",
+            kernel::INSTALL
+        );
+        return;
+    };
+    println!("  probes over {n} processes (the kernel's bpf_stats):");
+    let mut total = 0.0;
+    for (name, p) in &progs {
+        let per_process = p.ns as f64 / n as f64;
+        total += per_process;
+        println!(
+            "    {name:<20} {:>8} runs, {:>6.0} ns per run, {:>6.0} ns per process",
+            p.runs,
+            p.ns as f64 / p.runs.max(1) as f64,
+            per_process
+        );
+    }
+    println!("    all probes: {total:.0} ns per process");
+}
+
+fn print_memory(max: usize, dir: &Path) {
+    let counts: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000]
+        .into_iter()
+        .filter(|&c| c <= max)
         .collect();
-    let n = args.first().copied().unwrap_or(20_000);
-    let repeats = args.get(1).copied().unwrap_or(3).max(1);
-    let files = std::env::args().any(|a| a == "--files");
+    if counts.is_empty() {
+        return;
+    }
+    let cfg = dir.join("memory.yaml");
+    let report = dir.join("memory.report.html");
+    std::fs::write(
+        &cfg,
+        format!("{}report:\n  path: {}\n", STORM_RULE, report.display()),
+    )
+    .expect("write config");
+    println!("memory (MiB), spans over OTLP/gRPC to a sink that keeps nothing:");
+    println!("{}", ladder::HEADER);
+    let (rungs, said) = ladder::agent(&counts, &cfg);
+    for r in &rungs {
+        println!("{}", ladder::row("agent", r));
+    }
+    for &n in &counts {
+        let (r, _) = ladder::run(n, &cfg, dir);
+        println!("{}", ladder::row("run", &r));
+    }
+    println!("  agent report: {said}");
+}
+
+const STORM_RULE: &str =
+    "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let numbers: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let n = numbers.first().copied().unwrap_or(20_000);
+    let repeats = numbers.get(1).copied().unwrap_or(3).max(1);
+    let files = args.iter().any(|a| a == "--files");
+    let memory_max = (args.iter().position(|a| a == "--memory"))
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("bench.yaml");
-    let rule =
-        "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n";
     let capture = if files {
         "files:\n  enabled: true\n"
     } else {
         ""
     };
-    std::fs::write(&cfg, format!("{rule}{capture}")).expect("write config");
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    std::fs::write(&cfg, format!("{STORM_RULE}{capture}")).expect("write config");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let what = if files { ", files captured" } else { "" };
     println!("fork/exec storm: {n} processes x {repeats} repeats, {cpus} CPUs{what}");
-    let (mut base, mut agent, mut run, mut reports, mut exported) =
-        (vec![], vec![], vec![], vec![], 0);
-    let (mut without_usage, mut from_exit) = (0, 0);
-    for r in 0..repeats {
-        let b = time(storm(n)).as_secs_f64();
-        let out = dir.path().join(format!("agent-{r}.otlp.jsonl"));
-        let (a, report) = under_agent(n, &cfg, &out);
-        let spans = read_jsonl(&out);
-        let tools: Vec<_> = spans
-            .iter()
-            .filter(|s| s.str("pipetrace.tool.name") == "true")
-            .collect();
-        exported += tools.len();
-        without_usage += tools
-            .iter()
-            .filter(|s| s.attr("pipetrace.usage.missing").is_some())
-            .count();
-        from_exit += tools
-            .iter()
-            .filter(|s| s.int("pipetrace.usage.at_exit") == Some(1))
-            .count();
-        let mut wrapped = pipetrace();
-        let run_out = dir.path().join(format!("run-{r}.otlp.jsonl"));
-        wrapped.args([
-            "-c",
-            cfg.to_str().unwrap(),
-            "-o",
-            run_out.to_str().unwrap(),
-            "run",
-            "--no-summary",
-            "--",
-            "bash",
-            "-c",
-            &storm_script(n),
-        ]);
-        let w = time(wrapped).as_secs_f64();
-        println!(
-            "  repeat {}: alone {b:.3} s, under agent {:.3} s, under run {w:.3} s",
-            r + 1,
-            a.as_secs_f64()
-        );
-        base.push(b);
-        agent.push(a.as_secs_f64() / b);
-        run.push(w / b);
-        reports.push(report);
-    }
-    let range = |v: &[f64]| {
-        let (lo, hi) = v
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
-        format!("{lo:.3}..{hi:.3}")
-    };
-    println!("  alone (median):            {:.3} s", median(base.clone()));
-    println!(
-        "  wall ratio, agent:         {:.3} (range {})",
-        median(agent.clone()),
-        range(&agent)
-    );
-    println!(
-        "  wall ratio, pipetrace run: {:.3} (range {}; includes probe load, flush)",
-        median(run.clone()),
-        range(&run)
-    );
-    println!(
-        "  tool spans exported:       {exported} of {} processes",
-        n * repeats
-    );
-    println!(
-        "  processes without usage:   {without_usage} (figures taken at exit: {from_exit}; \
-         the kernel skipped their reap-time report)"
-    );
-    for (i, r) in reports.iter().enumerate() {
-        println!("  agent report {}:            {r}", i + 1);
-    }
+    let with_bpftrace = !files && bpftrace::version().is_some();
+    let s = compare::storms(n, repeats, &cfg, dir.path(), with_bpftrace);
+    print_storms(&s);
+    print_probes(n, &cfg, dir.path());
     if !files {
+        print_memory(memory_max, dir.path());
         export_over_runs(1000, dir.path());
     }
 }

@@ -58,6 +58,8 @@ pub struct Metrics {
     labels: HashMap<ProcKey, (ProcKey, String)>,
     /// Ended processes of tasks not named yet.
     held: HashMap<ProcKey, Vec<Held>>,
+    /// Finished tasks whose label stays while a process of theirs may still end.
+    finished: Vec<ProcKey>,
     /// The last sample of each running process, and its series.
     last: HashMap<ProcKey, (SeriesKey, Counters)>,
     /// Memory limits of running tasks, by (pipeline, task).
@@ -84,6 +86,7 @@ impl Metrics {
             table: Table::new(cfg.max_series),
             labels: HashMap::new(),
             held: HashMap::new(),
+            finished: Vec::new(),
             last: HashMap::new(),
             limits: HashMap::new(),
             resource: proto::resource(resource),
@@ -170,9 +173,12 @@ impl Metrics {
                     s.finished.add(&h.counters);
                     s.peak = s.peak.max(h.peak);
                 }
+                self.finished.push(proc.key);
             }
             Finished::Run { proc, .. } => {
                 self.labels.retain(|_, (run, _)| *run != proc.key);
+                let labels = &self.labels;
+                self.finished.retain(|t| labels.contains_key(t));
                 self.held
                     .retain(|_, v| v.first().is_some_and(|h| h.run != proc.key));
             }
@@ -190,6 +196,7 @@ impl Metrics {
         now_ns: u64,
         net: &dyn Fn(u32) -> Accumulator,
     ) -> Parts {
+        self.forget_finished(attr);
         for s in self.table.series.values_mut() {
             s.live = Counters::default();
             s.rss_now = 0;
@@ -279,6 +286,20 @@ impl Metrics {
         {
             self.limits.insert((pipeline, task), limit);
         }
+    }
+
+    /// Forgets the labels of finished tasks none of whose processes can still end (the
+    /// task's root leaves the attribution with the last of them). Kept until their run
+    /// ended, they grew by a label per task: 100 MB for a run of a million tasks.
+    fn forget_finished(&mut self, attr: &Attributor) {
+        let labels = &mut self.labels;
+        self.finished.retain(|t| {
+            let gone = attr.membership(t).is_none();
+            if gone {
+                labels.remove(t);
+            }
+            !gone
+        });
     }
 
     /// A member's task label ("" outside any task); `None` while its task has no name yet.
@@ -457,5 +478,35 @@ mod tests {
         let points = cpu_points(&m.collect(&f, NONE).unwrap());
         assert_eq!(points.len(), 1);
         assert!(points[0].1, "a value, not a marker: {points:?}");
+    }
+
+    #[test]
+    fn a_finished_tasks_label_goes_once_none_of_its_processes_can_end() {
+        let mut m = metrics(pipetrace_config::Temporality::Cumulative);
+        let cfg = pipetrace_config::Attribution::default();
+        let host = crate::host::fake::FakeHost::default();
+        let attr = Attributor::new(crate::attribution::Mode::Agent, &cfg, 0, host.shared());
+        let attr = attr.unwrap();
+        let key = |pid| ProcKey {
+            pid,
+            start_ticks: 1,
+        };
+        for pid in 1..=3 {
+            m.on_finished(&Finished::Task {
+                proc: crate::tree::Proc::in_test(key(pid), 0),
+                run: key(100),
+                info: crate::attribution::TaskInfo::named("t".into()),
+                usage: Box::default(),
+            });
+        }
+        assert_eq!(m.labelled().count(), 3);
+        // None of them is in the attribution any more: their processes are all gone.
+        let net = |_| Accumulator::default();
+        m.sample(&host, &attr, &Tree::default(), 1, &net);
+        assert_eq!(
+            m.labelled().count(),
+            0,
+            "one label per task ever run otherwise"
+        );
     }
 }

@@ -5,12 +5,15 @@
 //!                          ./target/release/bench-perf [--quick] [--out docs/performance.md])
 //!
 //! In one run, on this machine:
-//! 1. wall-time ratio with and without a running agent: a 20,000-process fork/exec storm and
-//!    a real Snakemake pipeline (the bundled demo), alternated, medians of the ratios;
-//! 2. kernel events lost at the highest exec rate the machine makes (one storm per CPU);
-//! 3. the agent's peak and current memory after tracing 1k, 10k and 100k processes;
-//! 4. OTLP export: spans per second per core of agent CPU, and exit-to-backend latency
-//!    (span end to arrival at a real gRPC receiver), p50 and p99.
+//! 1. the fork/exec storm alone, under a fresh agent, wrapped by `pipetrace run` and under
+//!    bpftrace printing every exec and exit, alternated; medians and ranges of the ratios;
+//!    the agent's CPU per process, the storm's own, and each probe's runs and run time;
+//! 2. a real Snakemake pipeline (the bundled demo) alone and under an agent;
+//! 3. kernel events lost at the highest exec rate, with the default ring buffer and
+//!    smaller ones;
+//! 4. memory of both modes at 1k, 10k, 100k and 1M processes;
+//! 5. where the agent's CPU goes (perf), end-to-end spans per second per core and
+//!    exit-to-backend latency, and OTLP export alone.
 use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
@@ -20,47 +23,28 @@ use std::{
 
 use pipetrace_e2e::{
     Agent,
-    bench::{STORM_TAG, median, storm, time},
+    bench::{STORM_TAG, compare, memory::cpu_seconds, storm, time},
     demo_pipeline,
     receiver::Receiver,
 };
 
 mod export;
+mod memory;
+mod notes;
+mod profile;
+mod storm;
 
-/// How to read the table; the targets are issue 5's.
-const NOTES: &str = "
-## Reading the figures
+/// The figures table, as the bench prints it.
+pub struct Doc {
+    md: String,
+}
 
-- Targets: storm ratio <= 1.03, real pipeline <= 1.01, 0 events lost, agent memory <= 50 MB
-  and flat, export >= 50k spans/s per core, exit-to-backend p99 <= 2 s.
-- The storm is the worst case: nothing but fork, exec and exit on every CPU, with four
-  kernel records and one fully attributed span per process. A real pipeline spends its time
-  in its tools; the demo pipeline lasts about a second, so its ratio mostly shows this VM's
-  noise (the range), not pipetrace.
-- Agent memory is its resident set. The 16 MiB kernel ring buffer is counted twice there
-  (the kernel maps its pages twice for wrap-around: 32 MB of the figure; 16 MiB of RAM);
-  `probes.ring_buffer_bytes` sets it. `private` is the agent's own heap. The figure rises
-  after 100k processes while the in-bench receiver, which keeps every span it gets, falls
-  behind: batches wait in the agent's outbox (bounded by `export.queue_bytes`).
-- Export per core is measured alone (the agent's exporter, fed synthetic tool spans, to
-  the rotel collector in another process) and end to end (all of the agent's work per
-  process, which includes the export).
-- Latency is from the kernel's exit time of a process to its span's arrival: the exit waits
-  for the kernel's usage report when the process is reaped, then for a batch
-  (`export.batch_timeout`, 500 ms).
-";
-
-/// `workers` storms at once: the highest exec rate this machine makes.
-fn parallel_storm(n: usize, workers: usize) -> Command {
-    let each = n / workers;
-    let one = format!("i=0; while [ $i -lt {each} ]; do /bin/true; i=$((i+1)); done");
-    let script = (0..workers)
-        .map(|_| format!("( {one} ) &"))
-        .collect::<String>()
-        + " wait";
-    let mut c = Command::new("bash");
-    c.args(["-c", &script, STORM_TAG]);
-    c
+impl Doc {
+    pub fn row(&mut self, figure: &str, value: &str, how: &str) {
+        let line = format!("| {figure} | {value} | {how} |");
+        println!("{line}");
+        let _ = writeln!(self.md, "{line}");
+    }
 }
 
 fn snakemake(dir: &Path) -> Command {
@@ -69,247 +53,140 @@ fn snakemake(dir: &Path) -> Command {
     c
 }
 
-fn range(v: &[f64]) -> String {
-    let lo = v.iter().copied().fold(f64::MAX, f64::min);
-    let hi = v.iter().copied().fold(f64::MIN, f64::max);
-    format!("{lo:.3}..{hi:.3}")
-}
-
-/// `Name: value kB` from /proc/PID/status, in MiB.
-fn status_mib(pid: u32, field: &str) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
-/// CPU seconds (user + system) a process has used.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let rest: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        rest.get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
+/// A real pipeline alone and under an agent, alternated.
+fn pipeline_ratio(doc: &mut Doc, repeats: usize, cfg: &Path, dir: &Path) {
+    let mut pipelines = Vec::new();
+    let mut make = || {
+        let d = demo_pipeline();
+        let c = snakemake(d.path());
+        pipelines.push(d);
+        c
     };
-    (ticks(11) + ticks(12)) / 100.0
+    // Warm caches (binaries, Python's imports) before timing anything.
+    time(make());
+    let mut ratios = Vec::new();
+    for _ in 0..repeats {
+        let alone = time(make()).as_secs_f64();
+        let out = dir.join("demo.otlp.jsonl");
+        let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let traced = time(make()).as_secs_f64();
+        agent.stop();
+        ratios.push(traced / alone);
+    }
+    doc.row(
+        "wall ratio, Snakemake demo pipeline (bwa, samtools, python), `pipetrace agent`",
+        &compare::median_range(&ratios),
+        &format!("median of {repeats} alternated repeats"),
+    );
 }
 
-/// "... N kernel events lost ..." from the agent's final report.
-fn lost_in(report: &str) -> u64 {
-    report
-        .split(", ")
-        .find_map(|p| p.strip_suffix(" kernel events lost"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(u64::MAX)
+/// Spans per second per core of agent CPU end to end, and exit-to-backend latency, over
+/// gRPC to a receiver that keeps what it gets.
+async fn end_to_end(doc: &mut Doc, n: usize, cfg: &Path) {
+    let rx = Receiver::start().await;
+    let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "--endpoint", &rx.grpc_url()]);
+    let (cpu, t) = (cpu_seconds(agent.pid()), Instant::now());
+    tokio::task::spawn_blocking(move || time(storm(n)))
+        .await
+        .expect("storm");
+    let spans = rx
+        .wait_for(Duration::from_secs(120), |s| {
+            s.iter()
+                .filter(|s| s.str("pipetrace.tool.name") == "true")
+                .count()
+                >= n
+        })
+        .await;
+    let cpu = cpu_seconds(agent.pid()) - cpu;
+    agent.stop();
+    let mut lat: Vec<f64> = (spans.iter())
+        .map(|s| (s.received.saturating_sub(s.end)) as f64 / 1e9)
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    let pct = |p: f64| {
+        lat.get(((lat.len().max(1) - 1) as f64 * p) as usize)
+            .copied()
+    };
+    doc.row(
+        "agent, spans per second per core, end to end",
+        &format!("{:.0}", spans.len() as f64 / cpu.max(1e-9)),
+        &format!(
+            "{} spans of {n} processes over gRPC in {:.1} s using {cpu:.2} s of agent CPU \
+             (all its work: 4 kernel records per process, tree, attribution, span building, \
+             export)",
+            spans.len(),
+            t.elapsed().as_secs_f64()
+        ),
+    );
+    doc.row(
+        "exit-to-backend latency",
+        &format!(
+            "p50 {:.2} s, p99 {:.2} s",
+            pct(0.5).unwrap_or(0.0),
+            pct(0.99).unwrap_or(0.0)
+        ),
+        "span end (the kernel's exit time) to arrival at the receiver",
+    );
 }
 
-struct Bench {
-    dir: tempfile::TempDir,
-    cfg: PathBuf,
+struct Args {
     quick: bool,
-    md: String,
+    out: Option<PathBuf>,
 }
 
-impl Bench {
-    fn agent(&self, extra: &[&str]) -> Agent {
-        let out = self.dir.path().join("agent.otlp.jsonl");
-        let mut args = vec!["-c", self.cfg.to_str().unwrap()];
-        if extra.is_empty() {
-            args.extend(["-o", out.to_str().unwrap()]);
-        }
-        args.extend(extra);
-        Agent::start(&args)
-    }
-
-    fn line(&mut self, s: String) {
-        println!("{s}");
-        let _ = writeln!(self.md, "{s}");
-    }
-
-    /// Alone and under an agent, alternated; returns the median ratio and its range.
-    fn ratio(&mut self, what: &str, repeats: usize, mut make: impl FnMut() -> Command) {
-        let mut ratios = Vec::new();
-        // Warm caches (binaries, Python's imports) before timing anything.
-        time(make());
-        for r in 0..repeats {
-            let alone = time(make()).as_secs_f64();
-            let agent = self.agent(&[]);
-            let traced = time(make()).as_secs_f64();
-            agent.stop();
-            println!(
-                "  {what} repeat {}: alone {alone:.3} s, under agent {traced:.3} s",
-                r + 1
-            );
-            ratios.push(traced / alone);
-        }
-        self.line(format!(
-            "| wall ratio, {what} | {:.3} | range {} over {repeats} repeats |",
-            median(ratios.clone()),
-            range(&ratios)
-        ));
-    }
-
-    fn lost_at_max_rate(&mut self, n: usize) {
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let agent = self.agent(&[]);
-        let t = time(parallel_storm(n, workers));
-        let report = agent.stop();
-        self.line(format!(
-            "| kernel events lost at the highest exec rate | {} | {n} processes from {workers} \
-             parallel storms in {:.1} s ({:.0} exec/s) |",
-            lost_in(&report),
-            t.as_secs_f64(),
-            n as f64 / t.as_secs_f64()
-        ));
-    }
-
-    async fn memory_and_export(&mut self, steps: &[usize]) {
-        let rx = Receiver::start().await;
-        let url = rx.grpc_url();
-        let agent = self.agent(&["--endpoint", &url]);
-        let pid = agent.pid();
-        let (mut done, mut rows) = (0, Vec::new());
-        let mut export = None;
-        for &total in steps {
-            let before = (cpu_seconds(pid), rx.spans().len(), Instant::now());
-            let n = total - done;
-            tokio::task::spawn_blocking(move || time(storm(n)))
-                .await
-                .expect("storm");
-            done = total;
-            // Everything of this step is at the backend: spans of `true` reach `done`.
-            let want = done;
-            let spans = rx
-                .wait_for(Duration::from_secs(120), |s| {
-                    s.iter()
-                        .filter(|s| s.str("pipetrace.tool.name") == "true")
-                        .count()
-                        >= want
-                })
-                .await;
-            let cpu = cpu_seconds(pid) - before.0;
-            rows.push((
-                total,
-                status_mib(pid, "VmHWM:"),
-                status_mib(pid, "VmRSS:"),
-                status_mib(pid, "RssAnon:"),
-            ));
-            if export.is_none() && (total >= 10_000 || Some(&total) == steps.last()) {
-                let new = &spans[before.1..];
-                let mut lat: Vec<f64> = new
-                    .iter()
-                    .map(|s| (s.received.saturating_sub(s.end)) as f64 / 1e9)
-                    .collect();
-                lat.sort_by(f64::total_cmp);
-                let pct = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize];
-                export = Some((new.len(), cpu, pct(0.5), pct(0.99), before.2.elapsed()));
-            }
-        }
-        let report = agent.stop();
-        for (n, hwm, rss, anon) in rows {
-            self.line(format!(
-                "| agent memory after {n} processes | peak {hwm:.1} MiB | now {rss:.1} MiB, \
-                 of which private {anon:.1} MiB (the rest: the ring buffer, mapped twice, and \
-                 shared libraries) |"
-            ));
-        }
-        if let Some((spans, cpu, p50, p99, wall)) = export {
-            self.line(format!(
-                "| agent, spans per second per core, end to end | {:.0} | {spans} processes' \
-                 spans over gRPC in {:.1} s using {cpu:.2} s of agent CPU (all its work: 4 \
-                 kernel records per process, tree, attribution, span building, export) |",
-                spans as f64 / cpu.max(1e-9),
-                wall.as_secs_f64()
-            ));
-            self.line(format!(
-                "| exit-to-backend latency | p50 {p50:.2} s, p99 {p99:.2} s | span end (the \
-                 kernel's exit time) to arrival at the receiver |"
-            ));
-        }
-        self.line(format!("| agent's final report | {report} | |"));
+fn args() -> Args {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    Args {
+        quick: args.iter().any(|a| a == "--quick"),
+        out: (args.iter().position(|a| a == "--out"))
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from),
     }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let out = args
-        .iter()
-        .position(|a| a == "--out")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from);
+    let a = args();
     let dir = tempfile::tempdir().expect("tempdir");
+    let rule = format!(
+        "attribution:\n  run_rules:\n    - match: {{ argv: '{STORM_TAG}' }}\n      name: storm\n"
+    );
     let cfg = dir.path().join("bench.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "attribution:\n  run_rules:\n    - match: {{ argv: '{STORM_TAG}' }}\n      name: storm\n\
-             report:\n  html: false\n"
-        ),
-    )
-    .expect("write config");
-    let mut b = Bench {
-        dir,
-        cfg,
-        quick,
-        md: String::new(),
+    std::fs::write(&cfg, &rule).expect("write config");
+    let (storm_n, repeats, counts): (usize, usize, &[usize]) = match a.quick {
+        true => (2_000, 1, &[1_000, 2_000]),
+        false => (20_000, 3, &[1_000, 10_000, 100_000, 1_000_000]),
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let (storm_n, repeats, steps): (usize, usize, &[usize]) = if b.quick {
-        (2_000, 1, &[1_000, 2_000])
-    } else {
-        (20_000, 3, &[1_000, 10_000, 100_000])
-    };
-    let _ = writeln!(
-        b.md,
-        "# Performance\n\nMeasured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
-         CPUs, Linux {}, a release build. Figures, not assertions: a shared VM is noisy by a \
-         few percent, so ratios are medians of alternated runs.\n",
-        if quick { " --quick" } else { "" },
-        kernel.trim()
-    );
-    b.line("| figure | value | how |".into());
-    b.line("|---|---|---|".into());
-    b.ratio(
-        &format!("{storm_n}-process fork/exec storm"),
-        repeats,
-        || storm(storm_n),
-    );
-    let mut pipelines = Vec::new();
-    // The demo takes about a second: more repeats steady the median.
-    b.ratio(
-        "Snakemake demo pipeline (bwa, samtools, python)",
-        repeats * 3,
-        || {
-            let d = demo_pipeline();
-            let c = snakemake(d.path());
-            pipelines.push(d);
-            c
-        },
-    );
-    b.lost_at_max_rate(storm_n);
-    b.memory_and_export(steps).await;
-    let n = if quick { 20_000 } else { 200_000 };
+    let mut doc = Doc { md: String::new() };
+    doc.md.push_str(&notes::head(a.quick));
+    doc.row("figure", "value", "how");
+    doc.row("---", "---", "---");
+    let d = dir.path();
+    tokio::task::block_in_place(|| {
+        storm::ratios(&mut doc, storm_n, repeats, &cfg, d);
+        storm::probes(&mut doc, storm_n / 4, &cfg, d);
+        profile::agent(&mut doc, storm_n / 4, &cfg, d);
+        pipeline_ratio(&mut doc, repeats * 3, &cfg, d);
+        memory::lost_at_max_rate(&mut doc, storm_n, &rule, d);
+    });
+    end_to_end(&mut doc, storm_n / 2, &cfg).await;
+    let n = if a.quick { 20_000 } else { 200_000 };
     let (rate, sent, wall) = export::throughput(n).await;
-    b.line(format!(
-        "| OTLP export, spans per second per core | {rate:.0} | {sent} tool spans (30 \
-         attributes each) encoded, queued and sent over gRPC to the rotel collector in {:.1} s; \
-         per second of the exporter's CPU |",
-        wall.as_secs_f64()
-    ));
-    b.md.push_str(NOTES);
-    if let Some(path) = out {
-        std::fs::write(&path, &b.md).expect("write the figures");
+    doc.row(
+        "OTLP export, spans per second per core",
+        &format!("{rate:.0}"),
+        &format!(
+            "{sent} tool spans (30 attributes each) encoded, queued and sent over gRPC to the \
+             rotel collector in {:.1} s; per second of the exporter's CPU",
+            wall.as_secs_f64()
+        ),
+    );
+    doc.md.push_str(notes::MEMORY);
+    let table = tokio::task::block_in_place(|| memory::ladder(counts, &rule, d));
+    doc.md.push_str(&table);
+    doc.md.push_str(notes::NOTES);
+    if let Some(path) = a.out {
+        std::fs::write(&path, &doc.md).expect("write the figures");
         println!("written to {}", path.display());
     }
 }

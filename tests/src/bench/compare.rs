@@ -1,0 +1,119 @@
+//! The fork/exec storm alone, under a fresh agent, wrapped by `pipetrace run` and under
+//! bpftrace printing every exec and exit: back to back in each repeat, so that drift on a
+//! shared machine hits all alike. Ratios are per repeat.
+use std::{path::Path, process::Stdio, time::Duration};
+
+use super::{bpftrace, memory, storm, storm_script};
+
+/// What the repeats measured.
+#[derive(Default)]
+pub struct Storms {
+    pub alone: Vec<f64>,
+    pub agent: Vec<f64>,
+    pub run: Vec<f64>,
+    pub bpftrace: Vec<f64>,
+    /// The agent's own CPU per process (µs), every repeat.
+    pub agent_cpu_us: Vec<f64>,
+    /// The storm's own CPU (its shell and processes, µs per process) alone and under the
+    /// agent: what the probes add in the processes' own context.
+    pub storm_cpu_alone_us: Vec<f64>,
+    pub storm_cpu_agent_us: Vec<f64>,
+    /// The agents' final reports.
+    pub reports: Vec<String>,
+    /// bpftrace at its highest, and the lines it printed.
+    pub bpftrace_mem: Option<memory::Mem>,
+    pub bpftrace_lines: usize,
+}
+
+/// CPU seconds of this process's reaped children so far.
+fn children_cpu() -> f64 {
+    // SAFETY: zeroed rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(ru.ru_utime) + s(ru.ru_stime)
+}
+
+/// Wall seconds and the CPU seconds of what it started.
+fn timed(c: std::process::Command) -> (f64, f64) {
+    let cpu = children_cpu();
+    let wall = super::time(c).as_secs_f64();
+    (wall, children_cpu() - cpu)
+}
+
+/// `repeats` rounds of the `n`-process storm four ways (three without bpftrace).
+pub fn storms(n: usize, repeats: usize, cfg: &Path, dir: &Path, with_bpftrace: bool) -> Storms {
+    let mut s = Storms::default();
+    // Warm caches (the binaries, the page cache) before timing anything.
+    super::time(storm(n / 10));
+    for r in 0..repeats {
+        let (alone, cpu_alone) = timed(storm(n));
+        let (agent, cpu_agent) = under_agent(n, cfg, dir, &mut s);
+        let run = wrapped(n, cfg, dir);
+        let traced = with_bpftrace
+            .then(|| under_bpftrace(n, dir, &mut s))
+            .flatten();
+        println!(
+            "  repeat {}: alone {alone:.2} s, agent {agent:.2} s, run {run:.2} s{}",
+            r + 1,
+            traced.map_or(String::new(), |b| format!(", bpftrace {b:.2} s"))
+        );
+        s.alone.push(alone);
+        s.agent.push(agent / alone);
+        s.run.push(run / alone);
+        s.bpftrace.extend(traced.map(|b| b / alone));
+        s.storm_cpu_alone_us.push(cpu_alone / n as f64 * 1e6);
+        s.storm_cpu_agent_us.push(cpu_agent / n as f64 * 1e6);
+    }
+    s
+}
+
+fn under_agent(n: usize, cfg: &Path, dir: &Path, s: &mut Storms) -> (f64, f64) {
+    let out = dir.join("agent.otlp.jsonl");
+    let agent = crate::Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let cpu = memory::cpu_seconds(agent.pid());
+    let (wall, storm_cpu) = timed(storm(n));
+    // Its work for the storm is done once the last spans are written (a batch waits
+    // `export.batch_timeout`).
+    std::thread::sleep(Duration::from_secs(2));
+    s.agent_cpu_us
+        .push((memory::cpu_seconds(agent.pid()) - cpu) / n as f64 * 1e6);
+    s.reports.push(agent.stop());
+    let _ = std::fs::remove_file(&out);
+    (wall, storm_cpu)
+}
+
+fn wrapped(n: usize, cfg: &Path, dir: &Path) -> f64 {
+    let out = dir.join("run.otlp.jsonl");
+    let mut c = crate::pipetrace();
+    c.args(["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["run", "--", "bash", "-c", &storm_script(n)])
+        .stdout(Stdio::null());
+    let wall = super::time(c).as_secs_f64();
+    let _ = std::fs::remove_file(&out);
+    wall
+}
+
+fn under_bpftrace(n: usize, dir: &Path, s: &mut Storms) -> Option<f64> {
+    let b = bpftrace::Bpftrace::start(dir)?;
+    let wall = super::time(storm(n)).as_secs_f64();
+    let (mem, lines) = b.stop();
+    let top = s.bpftrace_mem.get_or_insert(mem);
+    top.peak = top.peak.max(mem.peak);
+    top.private = top.private.max(mem.private);
+    top.pss = top.pss.max(mem.pss);
+    s.bpftrace_lines = s.bpftrace_lines.max(lines);
+    Some(wall)
+}
+
+/// `1.046 (range 1.031..1.062)`.
+pub fn median_range(v: &[f64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+    format!("{:.3} (range {lo:.3}..{hi:.3})", super::median(v.to_vec()))
+}

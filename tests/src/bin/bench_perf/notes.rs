@@ -1,0 +1,76 @@
+//! The words around the figures: what each one is and how to read it. No figure is typed
+//! here; every one comes from the run that writes the page.
+
+pub fn head(quick: bool) -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "# Performance\n\nMeasured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
+         CPUs, Linux {}, a release build. Figures, not assertions: a shared VM is noisy by a \
+         few percent, so ratios are medians of alternated runs, with their ranges. Memory is \
+         not load-sensitive.\n\n",
+        if quick { " --quick" } else { "" },
+        kernel.trim()
+    )
+}
+
+pub const MEMORY: &str = "
+## Memory at 1k to 1M processes
+
+One agent serves storms until it has seen each count (its figures after each count); one
+`pipetrace run` per count (its peak, and its figures at its end, when it holds every task's
+aggregates and the report's lists). Both send their spans over OTLP/gRPC to a sink in the
+bench that keeps nothing, and `pipetrace run` writes its HTML report as usual.
+
+- *peak RSS*: the resident set's high-water mark (VmHWM; for `pipetrace run` the kernel's
+  rusage at its end), what `ps` and most monitors show.
+- *real cost at peak*: that mark with the ring buffer counted once. The kernel maps a BPF
+  ring buffer's data pages twice, back to back, so that a record wrapping around the end
+  reads as one: a ring of N MiB adds 2N MiB to the resident set but N MiB to the machine's
+  RAM, and it is resident from the start. This is the figure the 50 MB target is about.
+- *private*: anonymous memory (RssAnon): the heap and the stacks, what grows if anything
+  grows per process.
+- *real cost (Pss)*: the proportional set size (/proc/PID/smaps_rollup): every page divided
+  by how many times it is mapped, which counts the ring once and a shared library by its
+  share.
+- *ring buffer*: its data size, `probes.ring_buffer_bytes`.
+
+";
+
+pub const NOTES: &str = "
+## Reading the figures
+
+- Targets: storm ratio <= 1.03 in both modes, real pipeline <= 1.01, 0 events lost, memory
+  <= 50 MB real cost and flat from 1k to 1M processes, export >= 50k spans/s per core,
+  exit-to-backend p99 <= 2 s.
+- The storm is the worst case: nothing but fork, exec and exit, one process after another
+  from a shell loop, with four kernel records and a task and a tool span per process. A
+  real pipeline spends its time in its tools; the demo pipeline lasts about a second, so
+  its ratio mostly shows this VM's noise (the range), not pipetrace. On two CPUs the storm
+  keeps one busy and the agent runs on the other, so each microsecond of agent CPU per
+  process only partly shows in the wall time; on a busier machine it all would.
+- `pipetrace run`'s ratio holds fixed costs the agent's does not: loading and verifying the
+  probes, writing the report, the last flush, and detaching the classic tracepoints, which
+  waits for the kernel's RCU grace periods (BTF tracepoints detach at once).
+- Where the time goes, in the kernel: the `probe` rows are the kernel's own counts
+  (`kernel.bpf_stats_enabled`) of each program's runs and time inside it; the tracepoint's
+  own dispatch is not in them, the storm's own CPU (alone and under the agent) shows it all.
+  `sched_switch` and `sched_wakeup` run at every context switch on the machine (block-I/O
+  waits); the exit probe reads a process's figures at exit in case the reap-time report
+  (the `free` probe) does not come.
+- Where the time goes, in the agent: the perf row lists the functions holding most of the
+  agent's CPU, their callees included. The event loop (`Pipeline::ingest`) holds decoding,
+  the tree and the attribution; `Pipeline::poll` and `emit` hold what a process's end
+  costs: span building (`SpanBuilder::build`), the metrics and, per new task, reading its
+  cgroup's limits (`cgroup::Limits::allocation`); the exporter encodes and sends batches
+  on the runtime's other threads.
+- The ring-buffer rows show what a smaller `probes.ring_buffer_bytes` loses at the highest
+  exec rate: an exec's record holds only the bytes of its command line and file name, so a
+  smaller ring holds as many processes as a larger one did.
+- Export per core is measured alone (the agent's exporter, fed synthetic tool spans, to
+  the rotel collector in another process) and end to end (all of the agent's work per
+  process, which includes the export).
+- Latency is from the kernel's exit time of a process to its span's arrival: the exit waits
+  for the kernel's usage report when the process is reaped, then for a batch
+  (`export.batch_timeout`, 500 ms).
+";

@@ -1,0 +1,98 @@
+//! The storm four ways (alone, agent, `pipetrace run`, bpftrace), the agent's CPU per
+//! process, and the probes' own run counts and times.
+use std::path::Path;
+
+use pipetrace_e2e::bench::{bpftrace, compare, kernel, median};
+
+use super::Doc;
+
+pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
+    let with_bpftrace = bpftrace::version().is_some();
+    let s = compare::storms(n, repeats, cfg, dir, with_bpftrace);
+    let what = format!("{n}-process fork/exec storm");
+    let how = format!("median of {repeats} alternated repeats");
+    doc.row(
+        &format!("wall ratio, {what}, `pipetrace agent`"),
+        &compare::median_range(&s.agent),
+        &how,
+    );
+    doc.row(
+        &format!("wall ratio, {what}, `pipetrace run`"),
+        &compare::median_range(&s.run),
+        &format!("{how}; includes loading the probes, the end-of-run report and the flush"),
+    );
+    match (&s.bpftrace_mem, bpftrace::version()) {
+        (Some(m), Some(v)) => {
+            doc.row(
+                &format!("wall ratio, {what}, bpftrace printing every exec and exit"),
+                &compare::median_range(&s.bpftrace),
+                &format!(
+                    "{how}; {v}, {} lines printed; its peak RSS {:.1} MiB, real cost (Pss) \
+                     {:.1} MiB",
+                    s.bpftrace_lines, m.peak, m.pss
+                ),
+            );
+        }
+        _ => doc.row(
+            "bpftrace on the same storm",
+            "not measured",
+            &format!(
+                "bpftrace is not installed or did not start ({})",
+                bpftrace::INSTALL
+            ),
+        ),
+    }
+    doc.row(
+        "agent CPU per process, storm",
+        &format!("{:.0} µs", median(s.agent_cpu_us.clone())),
+        "all of the agent's work per process (4 kernel records, tree, attribution, span \
+         building, file export), median over the repeats",
+    );
+    doc.row(
+        "the storm's own CPU per process",
+        &format!(
+            "{:.0} µs alone, {:.0} µs under the agent",
+            median(s.storm_cpu_alone_us.clone()),
+            median(s.storm_cpu_agent_us.clone())
+        ),
+        "its shell's and processes' CPU (rusage), medians: the difference is what the probes \
+         and tracepoints cost in the processes' own context",
+    );
+    if let Some(r) = s.reports.last() {
+        doc.row("agent's final report, last storm", r, "");
+    }
+}
+
+/// Each probe's runs and time over a storm, from the kernel's BPF statistics.
+pub fn probes(doc: &mut Doc, n: usize, cfg: &Path, dir: &Path) {
+    let Some(progs) = kernel::under_storm(n, cfg, dir) else {
+        doc.row(
+            "probes' run counts and times",
+            "not measured",
+            &format!(
+                "needs kernel.bpf_stats_enabled (root) and bpftool ({})",
+                kernel::INSTALL
+            ),
+        );
+        return;
+    };
+    let mut total = 0.0;
+    for (name, p) in &progs {
+        let per_process = p.ns as f64 / n as f64;
+        total += per_process;
+        doc.row(
+            &format!("probe `{name}`"),
+            &format!("{:.0} ns per run", p.ns as f64 / p.runs.max(1) as f64),
+            &format!(
+                "{} runs over the {n}-process storm: {per_process:.0} ns per storm process",
+                p.runs
+            ),
+        );
+    }
+    doc.row(
+        "all probes, per storm process",
+        &format!("{total:.0} ns"),
+        "the kernel's bpf_stats (run time inside the programs; runs for other processes on \
+         the machine count too)",
+    );
+}
