@@ -7,10 +7,7 @@ use std::{
     time::SystemTime,
 };
 
-use procfs::{
-    CurrentSI, KernelStats,
-    process::{FDTarget, Process},
-};
+use procfs::{CurrentSI, KernelStats, process::Process};
 
 use super::{
     HostError, ProcSnapshot,
@@ -50,14 +47,13 @@ impl Host for LiveHost {
     }
 
     fn open_files(&self, pid: u32) -> Vec<PathBuf> {
-        let Ok(fds) = Process::new(pid as i32).and_then(|p| p.fd()) else {
+        // Each descriptor's link alone: nothing else of the descriptor is read, so one that
+        // closes meanwhile costs only itself.
+        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
             return Vec::new();
         };
-        (fds.filter_map(Result::ok))
-            .filter_map(|fd| match fd.target {
-                FDTarget::Path(p) => Some(p),
-                _ => None,
-            })
+        (fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok()))
+            .filter(|p| p.is_absolute())
             .collect()
     }
 
