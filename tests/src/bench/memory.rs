@@ -88,7 +88,10 @@ impl Sampler {
                     pss: top.pss.max(m.pss),
                     ring: top.ring.max(m.ring),
                 };
-                last = m;
+                // Its last figures with the probes loaded (not as it unloads them).
+                if m.ring > 0.0 {
+                    last = m;
+                }
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
             (top, last)
@@ -96,7 +99,8 @@ impl Sampler {
         Self { stop, thread }
     }
 
-    /// The highest of each figure, and the last sample (within 100 ms of the end).
+    /// The highest of each figure, and the last sample with the ring buffer mapped (within
+    /// 100 ms of the probes' unloading).
     pub fn stop(self) -> (Mem, Mem) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.thread.join().unwrap_or_default()

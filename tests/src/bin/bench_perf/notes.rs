@@ -62,11 +62,18 @@ pub const NOTES: &str = "
   agent's CPU, their callees included. The event loop (`Pipeline::ingest`) holds decoding,
   the tree and the attribution; `Pipeline::poll` and `emit` hold what a process's end
   costs: span building (`SpanBuilder::build`), the metrics and, per new task, reading its
-  cgroup's limits (`cgroup::Limits::allocation`); the exporter encodes and sends batches
-  on the runtime's other threads.
+  cgroup's limits (`cgroup::Limits::allocation`, which asks glibc for the online CPUs:
+  an open and read of /sys/devices/system/cpu/online each time); the exporter groups,
+  encodes and sends batches on the runtime's other threads, woken by each span sent
+  (`Exporter::send`). The kernel's share is those reads, the wake-ups and the writes.
+- Where the memory goes: the agent holds what runs now and a task's aggregates until it
+  ends; `pipetrace run` also holds the end-of-run tree, table and report (bounded lists).
+  Both hold the export's batches in flight (`export.batch_spans` spans each, with their
+  encoding), the largest part of what varies from run to run.
 - The ring-buffer rows show what a smaller `probes.ring_buffer_bytes` loses at the highest
-  exec rate: an exec's record holds only the bytes of its command line and file name, so a
-  smaller ring holds as many processes as a larger one did.
+  exec rate: an exec's record holds only the bytes its command line and file name take, so
+  a ring much smaller than the default holds the burst, and each MiB of ring is two MiB of
+  resident set and one of RAM (the memory table's last columns).
 - Export per core is measured alone (the agent's exporter, fed synthetic tool spans, to
   the rotel collector in another process) and end to end (all of the agent's work per
   process, which includes the export).

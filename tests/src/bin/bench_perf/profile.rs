@@ -11,15 +11,17 @@ use super::Doc;
 
 pub const INSTALL: &str = "apt-get install -y linux-perf";
 
-/// Frames every sample passes through (the runtime, the event loop): no answer.
-const TOO_WIDE: [&str; 8] = [
+/// Frames every sample passes through (the runtime, the event loop), and the standard
+/// library's generic iterators inside others: no answer.
+const TOO_WIDE: [&str; 9] = [
     "pipetrace::cli::",
     "pipetrace::main",
     "tokio::runtime::",
     "std::",
     "core::ops::",
     "{{closure}}",
-    "__libc_start",
+    "<alloc::",
+    "<core::",
     "start_thread",
 ];
 
