@@ -46,6 +46,47 @@ fn records(home: &Path) -> (String, String, BTreeMap<String, String>) {
     (flow, run, tasks)
 }
 
+/// When Prefect says each task run ran, by id: Unix ns of its start and end.
+fn task_run_times(home: &Path) -> BTreeMap<String, (u64, u64)> {
+    let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+    let ns =
+        |col: &str| format!("CAST((julianday({col}) - 2440587.5) * 86400000000 AS INTEGER) * 1000");
+    let sql = format!(
+        "SELECT id, {}, {} FROM task_run",
+        ns("start_time"),
+        ns("end_time")
+    );
+    let mut stmt = db.prepare(&sql).unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Every process ran while the task run it is under ran (a thread waits for what it starts):
+/// task runs that ran at once but for different times cannot swap their processes.
+fn assert_tools_within_their_task_runs(home: &Path, t: &Trace) {
+    const SLACK_NS: u64 = 50_000_000;
+    let times = task_run_times(home);
+    for tool in t.tools() {
+        let Some(task) = t.task_of(tool) else {
+            continue;
+        };
+        let id = task.str("cicd.pipeline.task.run.id");
+        let (start, end) = times[id];
+        assert!(
+            start <= tool.start + SLACK_NS && tool.end <= end + SLACK_NS,
+            "{} ran {}..{} ms, outside task run {} ({}..{} ms)",
+            tool.name,
+            tool.start / 1_000_000,
+            tool.end / 1_000_000,
+            task.str("cicd.pipeline.task.name"),
+            start / 1_000_000,
+            end / 1_000_000,
+        );
+    }
+}
+
 fn judge(home: &Path, spans: &[RecvSpan], failed: bool) {
     let t = Trace::new(spans);
     t.assert_well_formed();
@@ -71,6 +112,7 @@ fn judge(home: &Path, spans: &[RecvSpan], failed: bool) {
         named.insert(id, name);
     }
     assert_eq!(named, task_runs, "every task run's processes were found");
+    assert_tools_within_their_task_runs(home, &t);
     assert_eq!(
         t.tasks().len(),
         task_runs.len(),

@@ -1,7 +1,8 @@
 //! Prefect's own database (`$PREFECT_HOME/prefect.db`, SQLite in WAL mode, written by its
 //! API server): flow runs (`flow_run` with its flow's name from `flow`) and task runs
 //! (`task_run`), with names, UTC start and end times and `labels` (where Prefect's
-//! OpenTelemetry trace context is kept as `__OTEL_TRACEPARENT`). Opened read-only.
+//! OpenTelemetry trace context is kept as `__OTEL_TRACEPARENT`), and each task run's states
+//! (`task_run_state`) stamped by the flow process. Opened read-only.
 use std::{
     path::{Path, PathBuf},
     time::SystemTime,
@@ -93,7 +94,15 @@ impl Db {
     }
 
     pub fn task_runs(&self, flow_run: &str) -> Vec<TaskRun> {
-        let sql = "SELECT tr.id, tr.name, tr.start_time, tr.end_time, tr.labels, \
+        // The row's start and end are first stamped by the server as the states arrive and
+        // only later set to the flow process's own stamps: the states' are those at once.
+        let sql = "SELECT tr.id, tr.name, \
+                   COALESCE((SELECT MIN(s.timestamp) FROM task_run_state s \
+                     WHERE s.task_run_id = tr.id AND s.type = 'RUNNING'), tr.start_time), \
+                   COALESCE((SELECT MAX(s.timestamp) FROM task_run_state s \
+                     WHERE s.task_run_id = tr.id AND s.type IN \
+                     ('COMPLETED', 'FAILED', 'CRASHED', 'CANCELLED')), tr.end_time), \
+                   tr.labels, \
                    EXISTS(SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id) \
                    FROM task_run tr WHERE tr.flow_run_id = ?1";
         let Ok(mut stmt) = self.conn.prepare(sql) else {

@@ -9,14 +9,15 @@
 //! no other thread holds (a task run starts a moment before its first subprocess). What the
 //! server and Prefect's imports start are helpers.
 mod db;
+mod matching;
 
 use std::{
-    collections::HashMap,
     path::PathBuf,
     time::{Duration, SystemTime},
 };
 
 use db::{Db, FlowRun, TaskRun};
+use matching::{Process, Threads};
 
 use super::{Class, Ended, Engine, EngineRun, Place, by_tool, digest};
 use crate::{
@@ -40,8 +41,6 @@ pub fn is_server(image: &Image) -> bool {
         .any(|a| a == "prefect.server.api.server:create_app")
 }
 
-/// Clocks and Prefect's stamps may differ by this much.
-const SLACK: Duration = Duration::from_millis(100);
 /// How long after a task's process ends its task run's row may still be on its way: the
 /// server writes it from events the flow process sends.
 const ROW_DELAY: Duration = Duration::from_secs(1);
@@ -58,7 +57,7 @@ struct Prefect {
     /// The first flow run of this process: names the run.
     flow: Option<FlowRun>,
     /// The task run each thread of the flow process ran last.
-    by_thread: HashMap<u32, TaskRun>,
+    threads: Threads,
 }
 
 fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> Box<dyn EngineRun> {
@@ -78,7 +77,7 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         db: None,
         db_path: None,
         flow: None,
-        by_thread: HashMap::new(),
+        threads: Threads::default(),
     })
 }
 
@@ -107,41 +106,25 @@ impl Prefect {
         runs
     }
 
-    /// The task run that started the process `e` (forked by thread `tid`), if its row is in.
-    fn task_run_of(&mut self, e: &Ended) -> Option<TaskRun> {
+    /// The task runs of this process's flow runs (subflows' placeholders left out).
+    fn task_runs(&mut self) -> Vec<TaskRun> {
         let runs = self.flow_runs();
-        let db = self.db.as_ref()?;
-        let tasks: Vec<TaskRun> = runs
-            .iter()
+        let Some(db) = self.db.as_ref() else {
+            return Vec::new();
+        };
+        (runs.iter())
             .flat_map(|f| db.task_runs(&f.id))
             .filter(|t| !t.subflow)
-            .collect();
-        let s = e.start;
-        let covers = |t: &TaskRun| {
-            t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end + SLACK)
-        };
-        let tid = e.proc.forked_by;
-        let same_thread = self.by_thread.get(&tid).map(|t| t.id.clone());
-        // Task runs another thread is running now are taken; of the others, the first to
-        // start: submitted tasks start in order, and each thread forks a moment after its
-        // task run starts.
-        let taken: Vec<&str> = (self.by_thread.iter())
-            .filter(|(t, run)| **t != tid && covers(run))
-            .map(|(_, run)| run.id.as_str())
-            .collect();
-        let found = match same_thread.and_then(|id| tasks.iter().find(|t| t.id == id)) {
-            Some(t) if covers(t) => Some(t.clone()),
-            _ => (tasks.iter())
-                .filter(|t| covers(t) && !taken.contains(&t.id.as_str()))
-                .min_by_key(|t| t.start)
-                .cloned(),
-        };
-        if let Some(t) = &found
-            && tid != 0
-        {
-            self.by_thread.insert(tid, t.clone());
-        }
-        found
+            .collect()
+    }
+}
+
+/// What matching needs of an ended process.
+fn process(e: &Ended) -> Process {
+    Process {
+        thread: e.proc.forked_by,
+        start: e.start,
+        end: e.end,
     }
 }
 
@@ -193,28 +176,48 @@ impl EngineRun for Prefect {
     }
 
     fn provisional(&mut self, task: &Proc) -> Option<String> {
-        self.by_thread.get(&task.forked_by).map(|t| t.name.clone())
+        self.threads.last(task.forked_by).map(|t| t.name.clone())
     }
 
     fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>> {
         let now = self.host.now();
-        ended
-            .iter()
-            .map(|e| {
-                let settled = force || e.overdue || e.end + ROW_DELAY < now;
-                match self.task_run_of(e) {
-                    Some(t) if settled => Some(TaskInfo {
+        let tasks = self.task_runs();
+        let batch: Vec<Process> = ended.iter().map(process).collect();
+        // The batch's matches inform each other; only final ones are kept for later batches.
+        let mut scratch = self.threads.clone();
+        let mut named: Vec<Option<TaskInfo>> = ended.iter().map(|_| None).collect();
+        for i in matching::order(&tasks, &batch) {
+            let (e, p) = (&ended[i], &batch[i]);
+            let found = scratch.find(&tasks, p);
+            let last_look = force || e.overdue;
+            let settled = last_look || (found.sure && e.end + ROW_DELAY < now);
+            named[i] = match found.run {
+                Some(t) if settled => {
+                    self.threads.remember(p.thread, &t);
+                    scratch.remember(p.thread, &t);
+                    Some(TaskInfo {
                         name: t.name,
                         run_id: t.id,
                         traceparent: t.traceparent,
                         ..Default::default()
-                    }),
-                    // No row yet: under load the server writes it seconds late. Named by
-                    // its tool only once overdue (or at the end), never after ROW_DELAY.
-                    None if force || e.overdue => Some(by_tool(e.proc)),
-                    _ => None,
+                    })
                 }
-            })
-            .collect()
+                Some(t) => {
+                    scratch.remember(p.thread, &t);
+                    None
+                }
+                // No row yet: under load the server writes it seconds late. Named by
+                // its tool only once overdue (or at the end), never after ROW_DELAY.
+                None if last_look => {
+                    log::debug!(
+                        "prefect: no task run was running for pid {}",
+                        e.proc.key.pid
+                    );
+                    Some(by_tool(e.proc))
+                }
+                None => None,
+            };
+        }
+        named
     }
 }

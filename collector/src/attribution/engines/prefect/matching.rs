@@ -1,0 +1,215 @@
+//! Which task run started a process. Prefect's database says when each task run ran, the
+//! kernel which thread forked the process and when it ran. Submitted task runs start within
+//! milliseconds of each other, so the start alone is ambiguous; a task's thread waits for
+//! what it starts, so the process also ended before its task run did, and that tells
+//! task runs of different lengths apart.
+use std::{
+    collections::HashMap,
+    time::{Duration, SystemTime},
+};
+
+use super::db::TaskRun;
+
+/// Clocks and Prefect's stamps may differ by this much at a task run's start.
+const SLACK: Duration = Duration::from_millis(100);
+/// Prefect stamps a task run's end after its thread's last process has ended: on the same
+/// clock, later by at least the time the state takes to be proposed. This much is allowed
+/// for the two clocks to disagree.
+const END_SLACK: Duration = Duration::from_millis(20);
+
+/// One process to match: the thread that forked it (0: not known) and when it ran.
+#[derive(Clone, Copy, Debug)]
+pub struct Process {
+    pub thread: u32,
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+/// Whether task run `t` was running when a process started at `s`.
+fn running_at(t: &TaskRun, s: SystemTime) -> bool {
+    t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end + SLACK)
+}
+
+/// The task runs that may have started `p`: those running from its start to its end, or,
+/// when none was (a process left running in the background), those running at its start.
+pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
+    let at_start: Vec<&TaskRun> = tasks.iter().filter(|t| running_at(t, p.start)).collect();
+    let whole: Vec<&TaskRun> = (at_start.iter().copied())
+        .filter(|t| t.end.is_none_or(|end| p.end <= end + END_SLACK))
+        .collect();
+    if whole.is_empty() { at_start } else { whole }
+}
+
+/// The task run each thread of the flow process ran last.
+#[derive(Clone, Default)]
+pub struct Threads(HashMap<u32, TaskRun>);
+
+/// The task run found for a process, and whether it is sure.
+pub struct Found {
+    pub run: Option<TaskRun>,
+    /// Nothing Prefect writes later can change it: its thread's own task run, the only one
+    /// that can hold it, or one of task runs that have all ended (so every process they
+    /// started is known).
+    pub sure: bool,
+}
+
+impl Threads {
+    /// The task run thread `tid` ran last.
+    pub fn last(&self, tid: u32) -> Option<&TaskRun> {
+        self.0.get(&tid)
+    }
+
+    /// Remembers `run` as thread `tid`'s (0: not known).
+    pub fn remember(&mut self, tid: u32, run: &TaskRun) {
+        if tid != 0 {
+            self.0.insert(tid, run.clone());
+        }
+    }
+
+    /// The task run that started `p`: its thread's own, when that one may have; else the
+    /// first to start of those no other thread runs now (submitted task runs start in order,
+    /// each a moment before its thread forks); else the first to start.
+    pub fn find(&self, tasks: &[TaskRun], p: &Process) -> Found {
+        let cands = candidates(tasks, p);
+        let own = self.0.get(&p.thread).map(|t| t.id.as_str());
+        let taken: Vec<&str> = (self.0.iter())
+            .filter(|(tid, run)| **tid != p.thread && running_at(run, p.start))
+            .map(|(_, run)| run.id.as_str())
+            .collect();
+        let mine = cands.iter().find(|t| Some(t.id.as_str()) == own);
+        let free = cands.iter().filter(|t| !taken.contains(&t.id.as_str()));
+        let run = (mine.or_else(|| free.min_by_key(|t| t.start)))
+            .or_else(|| cands.iter().min_by_key(|t| t.start))
+            .map(|t| (*t).clone());
+        let sure = run.is_some()
+            && (mine.is_some() || cands.len() == 1 || cands.iter().all(|t| t.end.is_some()));
+        Found { run, sure }
+    }
+}
+
+/// The order to match a batch of processes in: those fewest task runs may hold first, as
+/// each one matched tells its thread's task run to the others; then by start.
+pub fn order(tasks: &[TaskRun], batch: &[Process]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..batch.len()).collect();
+    order.sort_by_key(|&i| (candidates(tasks, &batch[i]).len(), batch[i].start));
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    fn at(ms: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_800_000_000) + Duration::from_millis(ms)
+    }
+
+    fn run(name: &str, start: u64, end: Option<u64>) -> TaskRun {
+        TaskRun {
+            id: format!("id-{name}"),
+            name: name.into(),
+            start: Some(at(start)),
+            end: end.map(at),
+            traceparent: None,
+            subflow: false,
+        }
+    }
+
+    fn process(thread: u32, start: u64, end: u64) -> Process {
+        Process {
+            thread,
+            start: at(start),
+            end: at(end),
+        }
+    }
+
+    /// Three submitted task runs that sleep 0.3, 0.4 and 0.5 s and then sort, on three
+    /// threads whose forks came in another order than the task runs started: as Prefect
+    /// recorded one such run.
+    fn three_sorts() -> (Vec<TaskRun>, Vec<(Process, &'static str)>) {
+        let tasks = vec![
+            run("a", 67, Some(381)),
+            run("b", 73, Some(483)),
+            run("c", 79, Some(592)),
+        ];
+        let procs = vec![
+            (process(17, 80, 580), "c"),
+            (process(13, 81, 380), "a"),
+            (process(14, 82, 480), "b"),
+            (process(13, 380, 381), "a"),
+            (process(14, 480, 482), "b"),
+            (process(17, 586, 591), "c"),
+        ];
+        (tasks, procs)
+    }
+
+    /// Finds `p`'s task run and remembers it as its thread's.
+    fn take(threads: &mut Threads, tasks: &[TaskRun], p: &Process) -> Option<TaskRun> {
+        let run = threads.find(tasks, p).run?;
+        threads.remember(p.thread, &run);
+        Some(run)
+    }
+
+    #[test]
+    fn a_process_of_one_of_several_running_task_runs_is_not_sure_until_they_end() {
+        let mut tasks = vec![run("a", 0, None), run("b", 5, None)];
+        let threads = Threads::default();
+        let p = process(7, 10, 300);
+        assert!(!threads.find(&tasks, &p).sure);
+        tasks[1].end = Some(at(400));
+        assert!(!threads.find(&tasks, &p).sure, "a may still be b's");
+        tasks[0].end = Some(at(310));
+        assert!(threads.find(&tasks, &p).sure);
+        let alone = [run("a", 0, None)];
+        assert!(threads.find(&alone, &p).sure, "the only one running");
+    }
+
+    #[test]
+    fn a_batch_of_processes_goes_to_the_task_runs_that_waited_for_them() {
+        let (tasks, procs) = three_sorts();
+        let batch: Vec<Process> = procs.iter().map(|(p, _)| *p).collect();
+        let mut threads = Threads::default();
+        let mut named = vec![String::new(); batch.len()];
+        for i in order(&tasks, &batch) {
+            named[i] = take(&mut threads, &tasks, &batch[i]).unwrap().name;
+        }
+        let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
+        assert_eq!(named, want);
+    }
+
+    #[test]
+    fn processes_one_at_a_time_in_start_order_go_to_their_task_runs() {
+        let (tasks, procs) = three_sorts();
+        let mut threads = Threads::default();
+        for (p, want) in procs {
+            assert_eq!(take(&mut threads, &tasks, &p).unwrap().name, want, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_process_left_running_past_its_task_run_is_matched_by_its_start() {
+        let tasks = vec![run("a", 0, Some(100)), run("b", 500, None)];
+        let mut threads = Threads::default();
+        let p = process(5, 10, 900);
+        assert_eq!(take(&mut threads, &tasks, &p).unwrap().name, "a");
+        assert_eq!(threads.last(5).unwrap().name, "a");
+    }
+
+    #[test]
+    fn a_process_no_task_run_was_running_for_matches_none() {
+        let tasks = vec![run("a", 0, Some(100))];
+        let mut threads = Threads::default();
+        let found = threads.find(&tasks, &process(5, 400, 410));
+        assert!(found.run.is_none() && !found.sure);
+    }
+
+    #[test]
+    fn a_thread_whose_task_run_another_thread_was_thought_to_hold_still_gets_it() {
+        // Thread 9 was matched to "b" by mistake; 8's process can only be "b"'s.
+        let tasks = vec![run("a", 0, Some(300)), run("b", 10, Some(600))];
+        let mut threads = Threads::default();
+        threads.remember(9, &tasks[1]);
+        let p = process(8, 550, 590);
+        assert_eq!(take(&mut threads, &tasks, &p).unwrap().name, "b");
+    }
+}
