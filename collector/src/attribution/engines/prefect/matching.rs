@@ -198,7 +198,7 @@ mod tests {
     #[test]
     fn a_process_no_task_run_was_running_for_matches_none() {
         let tasks = vec![run("a", 0, Some(100))];
-        let mut threads = Threads::default();
+        let threads = Threads::default();
         let found = threads.find(&tasks, &process(5, 400, 410));
         assert!(found.run.is_none() && !found.sure);
     }
