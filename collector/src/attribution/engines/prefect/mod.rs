@@ -4,9 +4,9 @@
 //! (`python -m uvicorn --factory prefect.server.api.server:create_app ...`), which is how
 //! the run is recognised, and the server keeps the runs in Prefect's own database. A flow run
 //! is the run (named by its flow, labelled with the flow-run name); each process the flow
-//! process starts is a task named by the task run that started it: the task run its thread
-//! (the kernel says which thread forked) still runs, else the first-started running task run
-//! no other thread holds (a task run starts a moment before its first subprocess). What the
+//! process starts is a task named by the task run that started it (see `matching`): one
+//! that ran from the process's start to its end, its thread's own (the kernel says which
+//! thread forked) when it can be, else the first-started one no other thread holds. What the
 //! server and Prefect's imports start are helpers.
 mod db;
 mod matching;
