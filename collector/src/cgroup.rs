@@ -21,13 +21,15 @@ const CACHE_FOR: Duration = Duration::from_secs(10);
 pub struct Limits {
     /// Read at (the host's uptime).
     mounts: Option<(Duration, String)>,
+    /// CPUs online, read at: asked for every task that starts, and `sysconf` reads /sys.
+    online: Option<(Duration, u32)>,
     by_membership: HashMap<String, (Duration, Option<f64>, Option<u64>)>,
 }
 
 impl Limits {
     /// The allocation of process `pid` now. A process already gone gets the host's CPUs.
     pub fn allocation(&mut self, host: &dyn Host, pid: u32) -> Allocation {
-        let online = host.online_cpus();
+        let online = self.online_cpus(host);
         let affinity = host.affinity(pid).unwrap_or(online);
         let (quota, memory_limit) = self.limits(host, membership(host, pid));
         let (cpus, source) = match quota {
@@ -40,6 +42,18 @@ impl Limits {
             source,
             memory_limit,
             host_cpus: online,
+        }
+    }
+
+    fn online_cpus(&mut self, host: &dyn Host) -> u32 {
+        let now = host.uptime();
+        match self.online {
+            Some((at, n)) if now.saturating_sub(at) < CACHE_FOR => n,
+            _ => {
+                let n = host.online_cpus();
+                self.online = Some((now, n));
+                n
+            }
         }
     }
 
