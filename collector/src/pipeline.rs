@@ -456,6 +456,7 @@ impl Pipeline {
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
         // Runs named alike on every node since the last look: before any span is built.
         self.take_from_attribution();
+        let mut ready = Vec::with_capacity(finished.len());
         for mut f in finished {
             match &mut f {
                 Finished::Task {
@@ -509,8 +510,9 @@ impl Pipeline {
                 s.record(&signal);
             }
             self.metrics.on_finished(&f);
-            self.exporter.send(signal);
+            ready.push(signal);
         }
+        self.exporter.send_all(ready);
     }
 
     pub fn exporter(&self) -> &Sink {

@@ -1,7 +1,10 @@
 //! The sink's one feeder: takes spans and metric requests from their queues, batches the
 //! spans, writes each file, and encodes what goes over OTLP once, into its outbox.
 use std::{
-    sync::{Arc, atomic::Ordering::Relaxed},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering::Relaxed},
+    },
     time::Duration,
 };
 
@@ -32,7 +35,9 @@ pub(super) struct Outputs {
 }
 
 pub(super) struct Feed {
-    pub spans: mpsc::Receiver<SpanData>,
+    pub spans: mpsc::UnboundedReceiver<Vec<SpanData>>,
+    /// Spans in the queue now: the sender bounds it.
+    pub spans_queued: Arc<AtomicUsize>,
     pub metrics: mpsc::Receiver<ExportMetricsServiceRequest>,
     pub out: Outputs,
     pub resource: ResourceAttributesWithSchema,
@@ -50,20 +55,22 @@ impl Feed {
         while spans_open || metrics_open {
             tokio::select! {
                 s = self.spans.recv(), if spans_open => match s {
-                    Some(s) => {
+                    Some(spans) => {
                         if batch.is_empty() {
                             due = Instant::now() + self.batch_wait;
                         }
-                        batch.push(s);
+                        self.take(&mut batch, spans);
                         // Whatever else is queued joins without a turn of the loop each.
                         while batch.len() < self.batch_max {
                             match self.spans.try_recv() {
-                                Ok(s) => batch.push(s),
+                                Ok(spans) => self.take(&mut batch, spans),
                                 Err(_) => break,
                             }
                         }
-                        if batch.len() >= self.batch_max {
+                        while batch.len() >= self.batch_max {
+                            let rest = batch.split_off(self.batch_max);
                             self.spans_out(&mut batch).await;
+                            batch = rest;
                         }
                     }
                     None => spans_open = false,
@@ -78,6 +85,12 @@ impl Feed {
             }
         }
         self.spans_out(&mut batch).await;
+    }
+
+    /// Takes spans off the queue into the batch.
+    fn take(&self, batch: &mut Vec<SpanData>, spans: Vec<SpanData>) {
+        self.spans_queued.fetch_sub(spans.len(), Relaxed);
+        batch.extend(spans);
     }
 
     async fn spans_out(&mut self, batch: &mut Vec<SpanData>) {

@@ -2,7 +2,10 @@
 //! queued (bounded), to OTLP over one connection per endpoint and/or to their files.
 use std::{
     path::PathBuf,
-    sync::{Arc, atomic::Ordering::Relaxed},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering::Relaxed},
+    },
     time::Duration,
 };
 
@@ -29,7 +32,10 @@ use crate::{host::HostInfo, signals::ReadySpan};
 const METRICS_QUEUE: usize = 8;
 
 pub struct Sink {
-    spans: mpsc::Sender<SpanData>,
+    /// Spans go in batches (one wake-up of the feeder each), bounded by their count.
+    spans: mpsc::UnboundedSender<Vec<SpanData>>,
+    spans_queued: Arc<AtomicUsize>,
+    queue_spans: usize,
     metrics: mpsc::Sender<ExportMetricsServiceRequest>,
     stats: Arc<SinkStats>,
     feed: tokio::task::JoinHandle<()>,
@@ -88,11 +94,13 @@ impl Sink {
             traces: open(&trace_file, "trace")?,
             metrics: open(&metrics_file, "metrics")?,
         };
-        let (spans, spans_rx) = mpsc::channel(cfg.export.queue_spans);
+        let (spans, spans_rx) = mpsc::unbounded_channel();
+        let spans_queued = Arc::new(AtomicUsize::new(0));
         let (metrics, metrics_rx) = mpsc::channel(METRICS_QUEUE);
         let resource = super::resource(cfg, host);
         let feed = Feed {
             spans: spans_rx,
+            spans_queued: spans_queued.clone(),
             metrics: metrics_rx,
             out: Outputs {
                 files,
@@ -126,6 +134,8 @@ impl Sink {
         };
         Ok(Self {
             spans,
+            spans_queued,
+            queue_spans: cfg.export.queue_spans,
             metrics,
             stats,
             feed: tokio::spawn(feed.run()),
@@ -137,7 +147,33 @@ impl Sink {
 
     /// Queues a finished span; a full queue drops it, counted.
     pub fn send(&self, s: ReadySpan) {
-        offer(&self.spans, s.span, &self.stats.spans);
+        self.send_all(vec![s]);
+    }
+
+    /// Queues finished spans together; those a full queue has no room for are dropped,
+    /// counted.
+    pub fn send_all(&self, spans: Vec<ReadySpan>) {
+        let n = spans.len();
+        if n == 0 {
+            return;
+        }
+        let before = self.spans_queued.fetch_add(n, Relaxed);
+        let room = self.queue_spans.saturating_sub(before).min(n);
+        let stats = &self.stats.spans;
+        if room < n {
+            self.spans_queued.fetch_sub(n - room, Relaxed);
+            stats
+                .dropped_queue_full
+                .fetch_add((n - room) as u64, Relaxed);
+        }
+        if room == 0 {
+            return;
+        }
+        let batch: Vec<SpanData> = spans.into_iter().take(room).map(|s| s.span).collect();
+        match self.spans.send(batch) {
+            Ok(()) => stats.queued.fetch_add(room as u64, Relaxed),
+            Err(_) => stats.dropped_queue_full.fetch_add(room as u64, Relaxed),
+        };
     }
 
     /// Queues one metrics export; a full queue drops it, counted.
@@ -251,5 +287,42 @@ mod tests {
             .sum();
         assert_eq!(spans, 2);
         assert_eq!(lines(&metrics).len(), METRICS_QUEUE);
+    }
+
+    /// Spans queued together are bounded by their count, and leave in batches of at most
+    /// `export.batch_spans`.
+    #[tokio::test]
+    async fn spans_sent_together_fill_the_queue_and_leave_in_bounded_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.otlp.jsonl");
+        let mut cfg = pipetrace_config::Config::default();
+        cfg.export.file = Some(trace.clone());
+        cfg.export.queue_spans = 5;
+        cfg.export.batch_spans = 2;
+        cfg.metrics.enabled = false;
+        let host = HostInfo::detect().unwrap();
+        let sink = Sink::start(&cfg, &host, "/unused".into()).unwrap();
+        sink.send_all((1..=3).map(span).collect());
+        sink.send_all((4..=6).map(span).collect());
+        sink.send_all(Vec::new());
+        let stats = sink.stats();
+        assert!(sink.shutdown(Duration::from_secs(5)).await);
+        let s = &stats.spans;
+        let counts = (
+            s.queued.load(Relaxed),
+            s.dropped(),
+            s.written_file.load(Relaxed),
+        );
+        assert_eq!(counts, (5, 1, 5));
+        let sizes: Vec<usize> = lines(&trace)
+            .iter()
+            .map(|l| {
+                l["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .collect();
+        assert_eq!(sizes, [2, 2, 1]);
     }
 }
