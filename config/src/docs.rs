@@ -17,7 +17,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("probes", "The kernel probes."),
     (
         "probes.ring_buffer_bytes",
-        "Kernel ring buffer size in bytes: a power of two, at least one page.",
+        "Kernel ring buffer size in bytes: a power of two, at least one page. Counted twice in the agent's resident set (the kernel maps it twice), once in RAM.",
     ),
     (
         "probes.usage_wait",
