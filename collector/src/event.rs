@@ -145,24 +145,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 comm: cstr(&e.comm),
             })
         }
-        KIND_EXEC => {
-            let e: ExecHead = read(bytes, h.kind)?;
-            // argv, then the file name: as many bytes as the head says, within the record.
-            let data = &bytes[size_of::<ExecHead>()..];
-            let argv_end = (e.argv_len as usize).min(data.len());
-            let name_end = (argv_end + e.filename_len as usize).min(data.len());
-            Ok(Event::Exec(Exec {
-                key,
-                start_ns: h.start_ns,
-                time_ns: h.time_ns,
-                ppid: e.ppid,
-                uid: e.uid,
-                cgroup_id: e.cgroup_id,
-                filename: cstr(&data[argv_end..name_end]),
-                argv: split_argv(&data[..argv_end]),
-                argv_truncated: e.flags & EXEC_ARGV_TRUNCATED != 0,
-            }))
-        }
+        KIND_EXEC => exec(bytes, &h, key),
         KIND_EXIT => {
             let e: ExitEvent = read(bytes, h.kind)?;
             Ok(Event::Exit {
@@ -192,17 +175,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 shmem_rss_bytes: e.shmem_rss.saturating_mul(page),
             })
         }
-        KIND_SIGNAL => {
-            let e: SignalEvent = read(bytes, h.kind)?;
-            Ok(Event::Signal {
-                target: h.tgid,
-                time_ns: h.time_ns,
-                sig: e.sig,
-                code: e.code,
-                sender_pid: e.sender_tgid,
-                sender_comm: cstr(&e.sender_comm),
-            })
-        }
+        KIND_SIGNAL => signal(bytes, &h),
         KIND_OPEN => {
             let e: OpenEvent = read(bytes, h.kind)?;
             let n = (e.path_len as usize).min(e.path.len());
@@ -214,6 +187,37 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         }
         other => Err(DecodeError::Kind(other)),
     }
+}
+
+/// An exec record: its head, then argv and the file name, as many bytes as the head says.
+fn exec(bytes: &[u8], h: &EventHeader, key: ProcKey) -> Result<Event, DecodeError> {
+    let e: ExecHead = read(bytes, h.kind)?;
+    let data = &bytes[size_of::<ExecHead>()..];
+    let argv_end = (e.argv_len as usize).min(data.len());
+    let name_end = (argv_end + e.filename_len as usize).min(data.len());
+    Ok(Event::Exec(Exec {
+        key,
+        start_ns: h.start_ns,
+        time_ns: h.time_ns,
+        ppid: e.ppid,
+        uid: e.uid,
+        cgroup_id: e.cgroup_id,
+        filename: cstr(&data[argv_end..name_end]),
+        argv: split_argv(&data[..argv_end]),
+        argv_truncated: e.flags & EXEC_ARGV_TRUNCATED != 0,
+    }))
+}
+
+fn signal(bytes: &[u8], h: &EventHeader) -> Result<Event, DecodeError> {
+    let e: SignalEvent = read(bytes, h.kind)?;
+    Ok(Event::Signal {
+        target: h.tgid,
+        time_ns: h.time_ns,
+        sig: e.sig,
+        code: e.code,
+        sender_pid: e.sender_tgid,
+        sender_comm: cstr(&e.sender_comm),
+    })
 }
 
 #[cfg(test)]

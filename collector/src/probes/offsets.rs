@@ -132,38 +132,17 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         }
     })?;
     let structs = Structs::new(&btf);
-    let field_offset = |strukt: &str, field: &str| structs.field_offset(strukt, field);
-    let task = |f| field_offset("task_struct", f);
-    let mm = |f| field_offset("mm_struct", f);
-    let exit_format =
-        std::fs::read_to_string(tracefs.join("events/sched/sched_process_exit/format"))
-            .unwrap_or_default();
-    let sock_format = std::fs::read_to_string(tracefs.join("events/sock/sock_send_length/format"))
-        .unwrap_or_default();
-    // Accounting fields are optional: a kernel without one loses that value, not the agent.
-    let opt = |strukt: &str, field: &str| field_offset(strukt, field).unwrap_or(ABSENT);
-    let within = |strukt: &str, member: &str, inner: &str, field: &str| match (
-        field_offset(strukt, member),
-        field_offset(inner, field),
-    ) {
-        (Ok(a), Ok(b)) => a + b,
-        _ => ABSENT,
-    };
-    let sig = |f| opt("signal_struct", f);
-    let io = |f| within("task_struct", "ioac", "task_io_accounting", f);
-    let delay = |f| opt("task_delay_info", f);
-    let sock = |f| tracepoint_field(&sock_format, f).unwrap_or(ABSENT);
-    let format = |path: &str| std::fs::read_to_string(tracefs.join(path)).unwrap_or_default();
-    let oom_format = format("events/oom/mark_victim/format");
-    let (in_iowait, in_iowait_bit) = structs
-        .flag_bit("task_struct", "in_iowait")
-        .unwrap_or((ABSENT, 0));
-    let oom = |f| tracepoint_field(&oom_format, f).unwrap_or(ABSENT);
-    let (open_enter, open_exit) = (
-        format("events/syscalls/sys_enter_openat/format"),
-        format("events/syscalls/sys_exit_openat/format"),
-    );
-    let openat = |f| tracepoint_field(&open_enter, f).unwrap_or(ABSENT);
+    let mut o = required(&structs)?;
+    accounting(&structs, &mut o);
+    tracepoints(tracefs, &mut o);
+    o.open_not_data = (libc::O_DIRECTORY | libc::O_PATH) as u32;
+    Ok(o)
+}
+
+/// What every probe needs: without one of these, the agent cannot trace.
+fn required(structs: &Structs) -> Result<KernelOffsets, OffsetError> {
+    let task = |f| structs.field_offset("task_struct", f);
+    let mm = |f| structs.field_offset("mm_struct", f);
     Ok(KernelOffsets {
         ready: 1,
         task_pid: task("pid")?,
@@ -175,52 +154,75 @@ pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetE
         task_exit_code: task("exit_code")?,
         mm_arg_start: mm("arg_start")?,
         mm_arg_end: mm("arg_end")?,
-        mm_hiwater_rss: opt("mm_struct", "hiwater_rss"),
-        mm_rss_stat: opt("mm_struct", "rss_stat"),
-        percpu_counter_count: opt("percpu_counter", "count"),
-        percpu_counter_size: structs.size("percpu_counter").unwrap_or(ABSENT),
-        exit_tp_group_dead: tracepoint_field(&exit_format, "group_dead").unwrap_or(0),
-        task_signal: opt("task_struct", "signal"),
-        task_run_delay: within("task_struct", "sched_info", "sched_info", "run_delay"),
-        task_delays: opt("task_struct", "delays"),
-        sig_utime: sig("utime"),
-        sig_stime: sig("stime"),
-        sig_sum_sched_runtime: sig("sum_sched_runtime"),
-        sig_prev_utime: within("signal_struct", "prev_cputime", "prev_cputime", "utime"),
-        sig_prev_stime: within("signal_struct", "prev_cputime", "prev_cputime", "stime"),
-        sig_maxrss: sig("maxrss"),
-        sig_min_flt: sig("min_flt"),
-        sig_maj_flt: sig("maj_flt"),
-        sig_nvcsw: sig("nvcsw"),
-        sig_nivcsw: sig("nivcsw"),
-        task_utime: opt("task_struct", "utime"),
-        task_stime: opt("task_struct", "stime"),
-        task_sum_exec_runtime: within("task_struct", "se", "sched_entity", "sum_exec_runtime"),
-        task_min_flt: opt("task_struct", "min_flt"),
-        task_maj_flt: opt("task_struct", "maj_flt"),
-        task_nvcsw: opt("task_struct", "nvcsw"),
-        task_nivcsw: opt("task_struct", "nivcsw"),
-        task_io: pipetrace_io::FIELDS.map(io),
-        task_in_iowait: in_iowait,
-        task_in_iowait_bit: in_iowait_bit,
-        delay_swapin: delay("swapin_delay"),
-        delay_freepages: delay("freepages_delay"),
-        delay_thrashing: delay("thrashing_delay"),
-        delay_compact: delay("compact_delay"),
-        binprm_filename: opt("linux_binprm", "filename"),
-        siginfo_code: opt("kernel_siginfo", "si_code"),
-        sk_family: within("sock", "__sk_common", "sock_common", "skc_family"),
-        sock_family: sock("family"),
-        tp_oom_pid: oom("pid"),
-        tp_oom_total_vm: oom("total_vm"),
-        tp_oom_anon_rss: oom("anon_rss"),
-        tp_oom_file_rss: oom("file_rss"),
-        tp_oom_shmem_rss: oom("shmem_rss"),
-        tp_openat_filename: openat("filename"),
-        tp_openat_flags: openat("flags"),
-        tp_openat_ret: tracepoint_field(&open_exit, "ret").unwrap_or(ABSENT),
-        open_not_data: (libc::O_DIRECTORY | libc::O_PATH) as u32,
+        ..KernelOffsets::default()
     })
+}
+
+/// Accounting fields are optional: a kernel without one loses that value, not the agent.
+fn accounting(structs: &Structs, o: &mut KernelOffsets) {
+    let opt = |strukt: &str, field: &str| structs.field_offset(strukt, field).unwrap_or(ABSENT);
+    let within = |strukt: &str, member: &str, inner: &str, field: &str| match (
+        structs.field_offset(strukt, member),
+        structs.field_offset(inner, field),
+    ) {
+        (Ok(a), Ok(b)) => a + b,
+        _ => ABSENT,
+    };
+    let sig = |f| opt("signal_struct", f);
+    let task = |f| opt("task_struct", f);
+    let delay = |f| opt("task_delay_info", f);
+    o.mm_hiwater_rss = opt("mm_struct", "hiwater_rss");
+    o.mm_rss_stat = opt("mm_struct", "rss_stat");
+    o.percpu_counter_count = opt("percpu_counter", "count");
+    o.percpu_counter_size = structs.size("percpu_counter").unwrap_or(ABSENT);
+    o.task_signal = task("signal");
+    o.task_run_delay = within("task_struct", "sched_info", "sched_info", "run_delay");
+    o.task_delays = task("delays");
+    (o.sig_utime, o.sig_stime) = (sig("utime"), sig("stime"));
+    o.sig_sum_sched_runtime = sig("sum_sched_runtime");
+    o.sig_prev_utime = within("signal_struct", "prev_cputime", "prev_cputime", "utime");
+    o.sig_prev_stime = within("signal_struct", "prev_cputime", "prev_cputime", "stime");
+    o.sig_maxrss = sig("maxrss");
+    (o.sig_min_flt, o.sig_maj_flt) = (sig("min_flt"), sig("maj_flt"));
+    (o.sig_nvcsw, o.sig_nivcsw) = (sig("nvcsw"), sig("nivcsw"));
+    (o.task_utime, o.task_stime) = (task("utime"), task("stime"));
+    o.task_sum_exec_runtime = within("task_struct", "se", "sched_entity", "sum_exec_runtime");
+    (o.task_min_flt, o.task_maj_flt) = (task("min_flt"), task("maj_flt"));
+    (o.task_nvcsw, o.task_nivcsw) = (task("nvcsw"), task("nivcsw"));
+    o.task_io =
+        pipetrace_io::FIELDS.map(|f| within("task_struct", "ioac", "task_io_accounting", f));
+    (o.task_in_iowait, o.task_in_iowait_bit) = structs
+        .flag_bit("task_struct", "in_iowait")
+        .unwrap_or((ABSENT, 0));
+    o.delay_swapin = delay("swapin_delay");
+    o.delay_freepages = delay("freepages_delay");
+    o.delay_thrashing = delay("thrashing_delay");
+    o.delay_compact = delay("compact_delay");
+    o.binprm_filename = opt("linux_binprm", "filename");
+    o.siginfo_code = opt("kernel_siginfo", "si_code");
+    o.sk_family = within("sock", "__sk_common", "sock_common", "skc_family");
+}
+
+/// Fields of the classic tracepoints' records, from their formats in tracefs. Each is
+/// optional: a kernel without one loses what it carries.
+fn tracepoints(tracefs: &Path, o: &mut KernelOffsets) {
+    let format = |path: &str| std::fs::read_to_string(tracefs.join(path)).unwrap_or_default();
+    let field = |format: &str, f| tracepoint_field(format, f).unwrap_or(ABSENT);
+    let exit = format("events/sched/sched_process_exit/format");
+    // 0, not ABSENT: the exit probe reads it as "no such field".
+    o.exit_tp_group_dead = tracepoint_field(&exit, "group_dead").unwrap_or(0);
+    o.sock_family = field(&format("events/sock/sock_send_length/format"), "family");
+    let oom = format("events/oom/mark_victim/format");
+    o.tp_oom_pid = field(&oom, "pid");
+    o.tp_oom_total_vm = field(&oom, "total_vm");
+    o.tp_oom_anon_rss = field(&oom, "anon_rss");
+    o.tp_oom_file_rss = field(&oom, "file_rss");
+    o.tp_oom_shmem_rss = field(&oom, "shmem_rss");
+    let open_enter = format("events/syscalls/sys_enter_openat/format");
+    o.tp_openat_filename = field(&open_enter, "filename");
+    o.tp_openat_flags = field(&open_enter, "flags");
+    let open_exit = format("events/syscalls/sys_exit_openat/format");
+    o.tp_openat_ret = field(&open_exit, "ret");
 }
 
 #[cfg(test)]

@@ -64,30 +64,7 @@ fn cpu(s: &RecvSpan) -> f64 {
 
 fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (workload, rusage_of) = (sibling("workload"), sibling("rusage-of"));
-    std::fs::write(
-        dir.path().join("Snakefile"),
-        snakefile(&workload, &rusage_of),
-    )
-    .unwrap();
-    let out = dir.path().join("trace.otlp.jsonl");
-    let st = pipetrace()
-        .arg("run")
-        .arg("--output")
-        .arg(&out)
-        .args(["--", "snakemake", "--cores", "2", "--quiet"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("run pipetrace");
-    assert!(
-        st.success(),
-        "the pipeline failed: run it by hand in {}",
-        dir.path().display()
-    );
-    let spans = read_jsonl(&out);
-    let mib = 1048576.0;
+    let spans = run(dir.path());
     println!(
         "{:<13} | {:>8} {:>9} {:>9} | {:>8} {:>9} {:>9} | {:>8} {:>9} {:>9} {:>9} {:>6}",
         "rule",
@@ -108,54 +85,81 @@ fn main() {
         "", "kernel rusage (wait4)", "Snakemake benchmark:", "pipetrace (kernel, at exit)"
     );
     for (rule, _) in RULES {
-        let truth: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join(format!("truth/{rule}.json")))
-                .unwrap_or_else(|_| "{}".into()),
-        )
-        .unwrap_or_default();
-        let t = |k: &str| truth[k].as_f64().unwrap_or(f64::NAN);
-        let sm = tsv(&dir.path().join(format!("bench/{rule}.tsv")));
-        let s = |k: &str| sm.get(k).cloned().unwrap_or_else(|| "-".into());
-        let task = spans
-            .iter()
-            .find(|x| x.is_task() && x.str(attr::CICD_PIPELINE_TASK_NAME) == rule);
-        let tool_max = spans
-            .iter()
-            .filter(|x| x.is_tool())
-            .filter(|x| {
-                task.is_some_and(|t| task_of(&spans, x).map(|k| &k.span_id) == Some(&t.span_id))
-            })
-            .filter_map(|x| x.num(attr::MEMORY_PEAK))
-            .fold(0.0, f64::max);
-        let (pcpu, ppeak, pwr, procs) = task.map_or((f64::NAN, f64::NAN, f64::NAN, 0), |x| {
-            (
-                cpu(x),
-                x.num(attr::MEMORY_PEAK).unwrap_or(f64::NAN),
-                x.num(attr::DISK_WRITE_BYTES).unwrap_or(f64::NAN),
-                x.int(attr::USAGE_PROCESSES).unwrap_or(0),
-            )
-        });
-        println!(
-            "{:<13} | {:>8.3} {:>9.1} {:>9.1} | {:>8} {:>9} {:>9} | {:>8.3} {:>9.1} {:>9.1} {:>9.1} {:>6}",
-            rule,
-            t("user_s") + t("system_s"),
-            t("maxrss_kib") / 1024.0,
-            t("oublock") * 512.0 / mib,
-            s("cpu_time"),
-            s("max_rss"),
-            s("io_out"),
-            pcpu,
-            tool_max / mib,
-            ppeak / mib,
-            pwr / mib,
-            procs
-        );
+        row(dir.path(), &spans, rule);
     }
     println!(
         "\nMemory in MiB. maxRSS (wait4) is the largest single process; pipetrace's tool max is \
          the same figure, its task peak the highest sum of concurrent processes' peaks. \
          Snakemake's figures are psutil samples of the processes alive at each sample: '-' or \
          NA where no sample caught the job."
+    );
+}
+
+/// Runs the pipeline in `dir` under `pipetrace run`: its spans.
+fn run(dir: &Path) -> Vec<RecvSpan> {
+    let (workload, rusage_of) = (sibling("workload"), sibling("rusage-of"));
+    std::fs::write(dir.join("Snakefile"), snakefile(&workload, &rusage_of)).unwrap();
+    let out = dir.join("trace.otlp.jsonl");
+    let st = pipetrace()
+        .arg("run")
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "snakemake", "--cores", "2", "--quiet"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run pipetrace");
+    assert!(
+        st.success(),
+        "the pipeline failed: run it by hand in {}",
+        dir.display()
+    );
+    read_jsonl(&out)
+}
+
+/// One rule's row: the kernel's rusage, Snakemake's benchmark and pipetrace's figures.
+fn row(dir: &Path, spans: &[RecvSpan], rule: &str) {
+    let mib = 1048576.0;
+    let truth: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("truth/{rule}.json")))
+            .unwrap_or_else(|_| "{}".into()),
+    )
+    .unwrap_or_default();
+    let t = |k: &str| truth[k].as_f64().unwrap_or(f64::NAN);
+    let sm = tsv(&dir.join(format!("bench/{rule}.tsv")));
+    let s = |k: &str| sm.get(k).cloned().unwrap_or_else(|| "-".into());
+    let task = spans
+        .iter()
+        .find(|x| x.is_task() && x.str(attr::CICD_PIPELINE_TASK_NAME) == rule);
+    let tool_max = spans
+        .iter()
+        .filter(|x| x.is_tool())
+        .filter(|x| task.is_some_and(|t| task_of(spans, x).map(|k| &k.span_id) == Some(&t.span_id)))
+        .filter_map(|x| x.num(attr::MEMORY_PEAK))
+        .fold(0.0, f64::max);
+    let (pcpu, ppeak, pwr, procs) = task.map_or((f64::NAN, f64::NAN, f64::NAN, 0), |x| {
+        (
+            cpu(x),
+            x.num(attr::MEMORY_PEAK).unwrap_or(f64::NAN),
+            x.num(attr::DISK_WRITE_BYTES).unwrap_or(f64::NAN),
+            x.int(attr::USAGE_PROCESSES).unwrap_or(0),
+        )
+    });
+    println!(
+        "{:<13} | {:>8.3} {:>9.1} {:>9.1} | {:>8} {:>9} {:>9} | {:>8.3} {:>9.1} {:>9.1} {:>9.1} {:>6}",
+        rule,
+        t("user_s") + t("system_s"),
+        t("maxrss_kib") / 1024.0,
+        t("oublock") * 512.0 / mib,
+        s("cpu_time"),
+        s("max_rss"),
+        s("io_out"),
+        pcpu,
+        tool_max / mib,
+        ppeak / mib,
+        pwr / mib,
+        procs
     );
 }
 

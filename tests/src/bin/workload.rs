@@ -45,25 +45,7 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> T {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("alloc") => {
-            let len: usize = arg::<usize>(&args, 1) << 20;
-            // Fresh anonymous pages: each becomes resident when first touched.
-            // SAFETY: a private anonymous mapping; written only within `len`.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            assert!(p != libc::MAP_FAILED, "mmap");
-            for off in (0..len).step_by(4096) {
-                unsafe { std::ptr::write_volatile((p as *mut u8).add(off), 1) };
-            }
-        }
+        Some("alloc") => alloc(arg::<usize>(&args, 1) << 20),
         Some("burn") => {
             std::hint::black_box(spin(Duration::from_millis(arg(&args, 1))));
         }
@@ -77,35 +59,14 @@ fn main() {
             }
         }
         Some("write") => {
-            let n: usize = arg(&args, 2);
             let mut f = std::fs::File::create(&args[1]).expect("create");
-            let chunk = vec![7u8; 1 << 16];
-            let mut left = n;
-            while left > 0 {
-                let k = left.min(chunk.len());
-                f.write_all(&chunk[..k]).expect("write");
-                left -= k;
-            }
+            write_n(&mut f, arg(&args, 2), 7);
             f.sync_all().expect("fsync");
         }
         Some("short") => {
             std::hint::black_box(spin(Duration::from_millis(2)));
         }
-        Some("send") => {
-            let n: usize = arg(&args, 2);
-            let mut s = std::net::TcpStream::connect(&args[1]).expect("connect");
-            let chunk = vec![1u8; 1 << 16];
-            let mut left = n;
-            while left > 0 {
-                let k = left.min(chunk.len());
-                s.write_all(&chunk[..k]).expect("send");
-                left -= k;
-            }
-            s.shutdown(std::net::Shutdown::Write).expect("shutdown");
-            // The peer answers with 4 bytes: how many it got.
-            let mut ack = [0u8; 4];
-            s.read_exact(&mut ack).expect("ack");
-        }
+        Some("send") => send(&args[1], arg(&args, 2)),
         Some("sleep") => std::thread::sleep(Duration::from_millis(arg(&args, 1))),
         Some("pulse") => {
             let end = std::time::Instant::now() + Duration::from_millis(arg(&args, 1));
@@ -114,38 +75,7 @@ fn main() {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
-        Some("direct") => {
-            // An O_DIRECT writer: overwrites 4 KiB blocks of a 32 MiB file already on disk
-            // (no allocation, no journal), each write waiting for the device.
-            use std::os::{fd::AsRawFd, unix::fs::OpenOptionsExt};
-            let ms: u64 = arg(&args, 2);
-            let size: i64 = 32 << 20;
-            // A block device is storage already; a file is filled first.
-            let device = std::fs::metadata(&args[1])
-                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
-            if !device {
-                let mut f = std::fs::File::create(&args[1]).expect("create");
-                f.write_all(&vec![3u8; size as usize]).expect("fill");
-                f.sync_all().expect("fsync");
-            }
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&args[1])
-                .expect("open O_DIRECT");
-            let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
-            // SAFETY: a 4 KiB block aligned as O_DIRECT requires, freed below.
-            let buf = unsafe { std::alloc::alloc_zeroed(layout) };
-            let t = std::time::Instant::now();
-            let mut block: i64 = 1;
-            while t.elapsed() < Duration::from_millis(ms) {
-                // A stride that visits every block before any repeats.
-                block = (block * 7919) % (size / 4096);
-                let n = unsafe { libc::pwrite(f.as_raw_fd(), buf as *const _, 4096, block * 4096) };
-                assert_eq!(n, 4096, "O_DIRECT write");
-            }
-            unsafe { std::alloc::dealloc(buf, layout) };
-        }
+        Some("direct") => direct(&args[1], Duration::from_millis(arg(&args, 2))),
         Some("segv") => {
             // SAFETY: none: the point is the fault.
             unsafe { std::ptr::write_volatile(std::ptr::null_mut::<u8>(), 1) };
@@ -155,4 +85,75 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+/// Touches `len` bytes of fresh anonymous pages: each becomes resident when first touched.
+fn alloc(len: usize) {
+    // SAFETY: a private anonymous mapping; written only within `len`.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(p != libc::MAP_FAILED, "mmap");
+    for off in (0..len).step_by(4096) {
+        unsafe { std::ptr::write_volatile((p as *mut u8).add(off), 1) };
+    }
+}
+
+/// Writes `n` bytes of `byte` in 64 KiB chunks.
+fn write_n(w: &mut impl Write, n: usize, byte: u8) {
+    let chunk = vec![byte; 1 << 16];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(chunk.len());
+        w.write_all(&chunk[..k]).expect("write");
+        left -= k;
+    }
+}
+
+/// Sends `n` bytes to `addr`, then waits for the peer's 4-byte answer (how many it got).
+fn send(addr: &str, n: usize) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write_n(&mut s, n, 1);
+    s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    let mut ack = [0u8; 4];
+    s.read_exact(&mut ack).expect("ack");
+}
+
+/// An O_DIRECT writer for `time`: overwrites 4 KiB blocks of a 32 MiB file already on disk
+/// (no allocation, no journal), each write waiting for the device.
+fn direct(path: &str, time: Duration) {
+    use std::os::{fd::AsRawFd, unix::fs::OpenOptionsExt};
+    let size: i64 = 32 << 20;
+    // A block device is storage already; a file is filled first.
+    let device = std::fs::metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()));
+    if !device {
+        let mut f = std::fs::File::create(path).expect("create");
+        f.write_all(&vec![3u8; size as usize]).expect("fill");
+        f.sync_all().expect("fsync");
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .expect("open O_DIRECT");
+    let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+    // SAFETY: a 4 KiB block aligned as O_DIRECT requires, freed below.
+    let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+    let t = std::time::Instant::now();
+    let mut block: i64 = 1;
+    while t.elapsed() < time {
+        // A stride that visits every block before any repeats.
+        block = (block * 7919) % (size / 4096);
+        let n = unsafe { libc::pwrite(f.as_raw_fd(), buf as *const _, 4096, block * 4096) };
+        assert_eq!(n, 4096, "O_DIRECT write");
+    }
+    unsafe { std::alloc::dealloc(buf, layout) };
 }
