@@ -103,6 +103,22 @@ fn option_value<'a>(args: &'a [String], short: &str, long: &str) -> Option<&'a s
     None
 }
 
+/// Whether the log leaves out job blocks: `--quiet` alone (7, and 8 on, where it means
+/// `progress rules`), or with `rules` or `all` among its words (8 on). `--quiet progress`,
+/// `host` or `reason` keep them.
+fn quiet_hides_jobs(argv: &[String]) -> bool {
+    const WORDS: [&str; 5] = ["all", "host", "progress", "rules", "reason"];
+    let hides = |w: &str| w == "rules" || w == "all";
+    let Some(at) = argv.iter().position(|a| a == "--quiet" || a == "-q") else {
+        return (argv.iter()).any(|a| a.strip_prefix("--quiet=").is_some_and(hides));
+    };
+    let words: Vec<&str> = (argv[at + 1..].iter())
+        .map(String::as_str)
+        .take_while(|w| WORDS.contains(w))
+        .collect();
+    words.is_empty() || words.into_iter().any(hides)
+}
+
 fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> Box<dyn EngineRun> {
     let target = Target::of(&image.argv);
     let remote = target.as_ref().and(cluster::remote_dir(&image.argv));
@@ -122,9 +138,7 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         .map(|n| naming::clean_name(&n.to_string_lossy()))
         .unwrap_or_else(|| "snakemake".into());
     let key = digest(&["snakemake", &workdir.to_string_lossy(), snakefile]);
-    let mut records = Records::new(&workdir, started, host);
-    // `--quiet` (7) or `--quiet rules|all` (8, 9) leave job blocks out of the log.
-    records.blocks_expected = !image.argv.iter().any(|a| a == "--quiet" || a == "-q");
+    let records = Records::new(&workdir, started, host, !quiet_hides_jobs(&image.argv));
     Box::new(Snakemake {
         key: format!("{name}-{key}"),
         name,

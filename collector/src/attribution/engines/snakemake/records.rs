@@ -20,7 +20,7 @@ pub struct Records {
     failures: Vec<(Failure, bool)>,
     ended: HashSet<String>,
     /// The log shows each job's block (not `--quiet`): a record waits for its block.
-    pub blocks_expected: bool,
+    blocks_expected: bool,
 }
 
 /// What a job process ran, as the records spell it.
@@ -61,14 +61,19 @@ impl Ran<'_> {
 }
 
 impl Records {
-    pub fn new(workdir: &Path, started: SystemTime, host: crate::host::SharedHost) -> Self {
+    pub fn new(
+        workdir: &Path,
+        started: SystemTime,
+        host: crate::host::SharedHost,
+        blocks_expected: bool,
+    ) -> Self {
         Self {
             log: LogFile::new(workdir.to_path_buf(), started, host.clone()),
             metadata: Metadata::new(workdir, started - SLACK, host),
             jobs: Vec::new(),
             failures: Vec::new(),
             ended: HashSet::new(),
-            blocks_expected: true,
+            blocks_expected,
         }
     }
 

@@ -355,3 +355,28 @@ fn an_overdue_record_without_its_block_is_named_by_its_rule() {
     let got = resolve(a.as_mut(), &[(p, 1001.0)], true);
     assert_eq!(got[0].as_ref().map(|i| i.name.as_str()), Some("solo"));
 }
+
+/// What Snakemake 9 wrote to its log, measured: job blocks with no `--quiet`, `--quiet
+/// progress`, `--quiet host`, `-q progress host` and `--quiet reason`; none with `--quiet`,
+/// `--quiet rules` or `--quiet all`. Snakemake 7's `--quiet` takes no words.
+#[test]
+fn only_a_quiet_that_hides_rules_leaves_job_blocks_out() {
+    let argv = |s: &str| -> Vec<String> { s.split(' ').map(String::from).collect() };
+    for (cmd, hides) in [
+        ("snakemake --cores 1", false),
+        ("snakemake --cores 1 --quiet progress", false),
+        ("snakemake --quiet host --cores 1", false),
+        ("snakemake -q progress host", false),
+        ("snakemake --quiet reason", false),
+        ("snakemake --cores 1 --quiet", true),
+        ("snakemake --quiet --cores 1", true),
+        ("snakemake -q", true),
+        ("snakemake --quiet rules", true),
+        ("snakemake --quiet progress rules", true),
+        ("snakemake --quiet all", true),
+        ("snakemake --quiet=rules", true),
+        ("snakemake --quiet=host", false),
+    ] {
+        assert_eq!(quiet_hides_jobs(&argv(cmd)), hides, "{cmd}");
+    }
+}
