@@ -31,6 +31,8 @@ pub struct Pipeline {
     pub attr: Attributor,
     builder: SpanBuilder,
     exporter: Sink,
+    /// Spans finished in this poll: sent together at its end (one wake-up of the sink).
+    outgoing: Vec<crate::signals::ReadySpan>,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
     announced: HashSet<ProcKey>,
     /// Kept in `pipetrace run` for the terminal tree; the agent keeps none.
@@ -89,6 +91,7 @@ impl Pipeline {
             attr,
             builder,
             exporter,
+            outgoing: Vec::new(),
             summary,
             events: 0,
             unknown_exits: 0,
@@ -381,6 +384,7 @@ impl Pipeline {
             .collect();
         let finished = self.attr.poll(force, &settling);
         self.emit(finished);
+        self.exporter.send_all(std::mem::take(&mut self.outgoing));
     }
 
     /// Samples running processes for the live metrics and returns the request to export,
@@ -456,7 +460,6 @@ impl Pipeline {
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
         // Runs named alike on every node since the last look: before any span is built.
         self.take_from_attribution();
-        let mut ready = Vec::with_capacity(finished.len());
         for mut f in finished {
             match &mut f {
                 Finished::Task {
@@ -510,9 +513,8 @@ impl Pipeline {
                 s.record(&signal);
             }
             self.metrics.on_finished(&f);
-            ready.push(signal);
+            self.outgoing.push(signal);
         }
-        self.exporter.send_all(ready);
     }
 
     pub fn exporter(&self) -> &Sink {
@@ -521,6 +523,7 @@ impl Pipeline {
 
     pub fn into_parts(mut self) -> (Sink, Option<Summary>) {
         self.history.save();
+        self.exporter.send_all(std::mem::take(&mut self.outgoing));
         (self.exporter, self.summary)
     }
 }
