@@ -211,6 +211,7 @@ mod tests {
     use super::*;
     use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
     use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
+    use pipetrace_config::Config;
 
     fn span(n: u64) -> ReadySpan {
         let ctx = SpanContext::new(
@@ -247,17 +248,34 @@ mod tests {
             .collect()
     }
 
+    /// The spans in each line of a trace file.
+    fn spans_per_line(p: &std::path::Path) -> Vec<usize> {
+        let spans = |l: &serde_json::Value| {
+            l["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .unwrap()
+                .len()
+        };
+        lines(p).iter().map(spans).collect()
+    }
+
+    /// A sink writing spans to `t.otlp.jsonl` in `dir`, with a queue of `queue` spans.
+    fn file_sink(dir: &std::path::Path, queue: usize, tune: impl FnOnce(&mut Config)) -> Sink {
+        let mut cfg = Config::default();
+        cfg.export.file = Some(dir.join("t.otlp.jsonl"));
+        cfg.export.queue_spans = queue;
+        tune(&mut cfg);
+        let host = HostInfo::detect().unwrap();
+        Sink::start(&cfg, &host, "/unused".into()).unwrap()
+    }
+
     /// One sink takes spans and metric requests, writes each to its own file, and counts
     /// what its full queues dropped, per signal.
     #[tokio::test]
     async fn one_sink_carries_both_signals_and_counts_every_drop() {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("t.otlp.jsonl");
-        let mut cfg = pipetrace_config::Config::default();
-        cfg.export.file = Some(trace.clone());
-        cfg.export.queue_spans = 2;
-        let host = HostInfo::detect().unwrap();
-        let sink = Sink::start(&cfg, &host, "/unused".into()).unwrap();
+        let sink = file_sink(dir.path(), 2, |_| {});
         let metrics = dir.path().join("t.metrics.otlp.jsonl");
         assert_eq!(sink.destinations.metrics.file.as_deref(), Some(&*metrics));
         // The feeder has not run yet (this runtime has one thread): the queues fill.
@@ -276,16 +294,7 @@ mod tests {
         assert_eq!(counts(&stats.spans), (2, 3, 2, 0));
         let m = METRICS_QUEUE as u64;
         assert_eq!(counts(&stats.metrics), (m, 3, m, 0));
-        let spans: usize = lines(&trace)
-            .iter()
-            .map(|l| {
-                l["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                    .as_array()
-                    .unwrap()
-                    .len()
-            })
-            .sum();
-        assert_eq!(spans, 2);
+        assert_eq!(spans_per_line(&trace).iter().sum::<usize>(), 2);
         assert_eq!(lines(&metrics).len(), METRICS_QUEUE);
     }
 
@@ -294,14 +303,10 @@ mod tests {
     #[tokio::test]
     async fn spans_sent_together_fill_the_queue_and_leave_in_bounded_batches() {
         let dir = tempfile::tempdir().unwrap();
-        let trace = dir.path().join("t.otlp.jsonl");
-        let mut cfg = pipetrace_config::Config::default();
-        cfg.export.file = Some(trace.clone());
-        cfg.export.queue_spans = 5;
-        cfg.export.batch_spans = 2;
-        cfg.metrics.enabled = false;
-        let host = HostInfo::detect().unwrap();
-        let sink = Sink::start(&cfg, &host, "/unused".into()).unwrap();
+        let sink = file_sink(dir.path(), 5, |cfg| {
+            cfg.export.batch_spans = 2;
+            cfg.metrics.enabled = false;
+        });
         sink.send_all((1..=3).map(span).collect());
         sink.send_all((4..=6).map(span).collect());
         sink.send_all(Vec::new());
@@ -314,15 +319,7 @@ mod tests {
             s.written_file.load(Relaxed),
         );
         assert_eq!(counts, (5, 1, 5));
-        let sizes: Vec<usize> = lines(&trace)
-            .iter()
-            .map(|l| {
-                l["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                    .as_array()
-                    .unwrap()
-                    .len()
-            })
-            .collect();
-        assert_eq!(sizes, [2, 2, 1]);
+        let trace = dir.path().join("t.otlp.jsonl");
+        assert_eq!(spans_per_line(&trace), [2, 2, 1]);
     }
 }
