@@ -50,6 +50,8 @@ pub struct Pipeline {
     pub usage_missing: u64,
     /// Processes whose figures were taken at exit: the reap-time report did not come.
     pub usage_at_exit: u64,
+    /// Usage reports the kernel sent (matched or not): the end of a run waits while they come.
+    pub usage_reports: u64,
     /// Kernel figures dropped as impossible (a wait longer than a life times its threads).
     pub figures_dropped: u64,
     over_memory_limit: bool,
@@ -100,6 +102,7 @@ impl Pipeline {
             awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
             usage_at_exit: 0,
+            usage_reports: 0,
             figures_dropped: 0,
             over_memory_limit: false,
             procfs: false,
@@ -341,6 +344,7 @@ impl Pipeline {
             }
             Event::Open { key, path, flags } => self.opened(key, &path, flags),
             Event::Usage { key, usage } => {
+                self.usage_reports += 1;
                 // Settled in `poll`, once the process's exited descendants are.
                 if !self.awaiting.reported(key, usage) {
                     log::debug!("usage of {key:?} matches no exit waiting for it");
@@ -385,6 +389,15 @@ impl Pipeline {
         let finished = self.attr.poll(force, &settling);
         self.emit(finished);
         self.exporter.send_all(std::mem::take(&mut self.outgoing));
+    }
+
+    /// Stops waiting for usage reports: every exit still waiting ends with its figures from
+    /// exit (counted), and what that finishes is exported.
+    pub fn stop_waiting_for_usage(&mut self) {
+        for (key, usage) in self.awaiting.ready(&self.tree, true) {
+            self.settle(key, usage);
+        }
+        self.poll(false);
     }
 
     /// Samples running processes for the live metrics and returns the request to export,

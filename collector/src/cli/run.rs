@@ -299,6 +299,13 @@ fn spawn(
     cmd.spawn()
 }
 
+/// Once the command has exited, the usage reports still due come within tens of
+/// milliseconds; the kernel holds a few back far longer (measured on a storm: 0.3% of
+/// processes, none of them within 40 s). When none has come for this long, the exits still
+/// waiting end with their figures from exit (counted as such) instead of waiting out
+/// `probes.usage_wait`.
+const REPORTS_QUIET: Duration = Duration::from_millis(300);
+
 /// The root's exit event is queued before wait() returns, but a record another CPU is still
 /// committing can hold the queue for a moment: drains until the run span is out. Snakemake
 /// logs a job's end just after it: gives the log that moment, then names whatever still
@@ -307,10 +314,17 @@ fn spawn(
 async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
     let drain_every = core.events.drain_every();
     let grace = usage_wait.max(Duration::from_secs(2));
+    let quiet_for = REPORTS_QUIET.min(usage_wait);
+    let (mut reports, mut quiet) = (core.pipe.usage_reports, 0u32);
     let mut drains = 0u32;
     loop {
         core.drain_now();
         drains += 1;
+        quiet = if core.pipe.usage_reports == reports { quiet + 1 } else { 0 };
+        reports = core.pipe.usage_reports;
+        if drain_every * quiet >= quiet_for && core.pipe.awaiting_usage() > 0 {
+            core.pipe.stop_waiting_for_usage();
+        }
         let late = drain_every * drains > grace;
         if late {
             core.pipe.poll(true);
