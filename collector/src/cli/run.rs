@@ -320,7 +320,11 @@ async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
     loop {
         core.drain_now();
         drains += 1;
-        quiet = if core.pipe.usage_reports == reports { quiet + 1 } else { 0 };
+        quiet = if core.pipe.usage_reports == reports {
+            quiet + 1
+        } else {
+            0
+        };
         reports = core.pipe.usage_reports;
         if drain_every * quiet >= quiet_for && core.pipe.awaiting_usage() > 0 {
             core.pipe.stop_waiting_for_usage();
