@@ -20,6 +20,8 @@ pub struct Awaiting {
     entries: HashMap<ProcKey, Entry>,
     wait: Duration,
     clock: Clock,
+    /// The longest a report that came took after its exit: how slow the kernel is now.
+    slowest: Duration,
 }
 
 /// Time the agent was running to see reports. A paused VM or a stopped agent makes the wall
@@ -50,6 +52,7 @@ impl Awaiting {
                 last: Instant::now(),
                 now: Duration::ZERO,
             },
+            slowest: Duration::ZERO,
         }
     }
 
@@ -85,13 +88,20 @@ impl Awaiting {
 
     /// Records a report; false for a process not waiting (not in the tree, or unknown exit).
     pub fn reported(&mut self, key: ProcKey, usage: Usage) -> bool {
+        let now = self.clock.advance();
         match self.entries.get_mut(&key) {
             Some(e) => {
                 e.usage = Some(usage);
+                self.slowest = self.slowest.max(now.saturating_sub(e.since));
                 true
             }
             None => false,
         }
+    }
+
+    /// The longest a report that came took after its process's exit.
+    pub fn slowest_report(&self) -> Duration {
+        self.slowest
     }
 
     /// What can be settled now, descendants before ancestors: reported ones, and with
@@ -214,5 +224,19 @@ mod tests {
             (5, true, 4096)
         );
         assert_eq!((two.cpu_user_ns, two.at_exit), (9, false));
+    }
+
+    #[test]
+    fn the_slowest_report_that_came_is_kept() {
+        let mut a = Awaiting::new(Duration::from_secs(2));
+        assert_eq!(a.slowest_report(), Duration::ZERO);
+        a.exited(key(1), 0, None);
+        a.exited(key(2), 0, None);
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(a.reported(key(1), Usage::default()));
+        let slow = a.slowest_report();
+        assert!(slow >= Duration::from_millis(30), "{slow:?}");
+        assert!(!a.reported(key(9), Usage::default()), "no such exit");
+        assert_eq!(a.slowest_report(), slow);
     }
 }

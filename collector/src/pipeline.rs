@@ -391,6 +391,11 @@ impl Pipeline {
         self.exporter.send_all(std::mem::take(&mut self.outgoing));
     }
 
+    /// The longest a usage report that came took after its process's exit.
+    pub fn slowest_usage_report(&self) -> Duration {
+        self.awaiting.slowest_report()
+    }
+
     /// Stops waiting for usage reports: every exit still waiting ends with its figures from
     /// exit (counted), and what that finishes is exported.
     pub fn stop_waiting_for_usage(&mut self) {

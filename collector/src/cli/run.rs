@@ -300,10 +300,11 @@ fn spawn(
 }
 
 /// Once the command has exited, the usage reports still due come within tens of
-/// milliseconds; the kernel holds a few back far longer (measured on a storm: 0.3% of
-/// processes, none of them within 40 s). When none has come for this long, the exits still
-/// waiting end with their figures from exit (counted as such) instead of waiting out
-/// `probes.usage_wait`.
+/// milliseconds on a quiet machine; the kernel holds a few back far longer (measured on a
+/// storm: 0.3% of processes, none of them within 40 s). When none has come for this long,
+/// and for twice the slowest report of the run, the exits still waiting end with their
+/// figures from exit (counted as such) instead of waiting out `probes.usage_wait`: a loaded
+/// machine, whose reports come late, still gets its exact figures.
 const REPORTS_QUIET: Duration = Duration::from_millis(300);
 
 /// The root's exit event is queued before wait() returns, but a record another CPU is still
@@ -314,7 +315,6 @@ const REPORTS_QUIET: Duration = Duration::from_millis(300);
 async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
     let drain_every = core.events.drain_every();
     let grace = usage_wait.max(Duration::from_secs(2));
-    let quiet_for = REPORTS_QUIET.min(usage_wait);
     let (mut reports, mut quiet) = (core.pipe.usage_reports, 0u32);
     let mut drains = 0u32;
     loop {
@@ -326,6 +326,8 @@ async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
             0
         };
         reports = core.pipe.usage_reports;
+        let slowest = core.pipe.slowest_usage_report();
+        let quiet_for = REPORTS_QUIET.max(slowest * 2).min(usage_wait);
         if drain_every * quiet >= quiet_for && core.pipe.awaiting_usage() > 0 {
             core.pipe.stop_waiting_for_usage();
         }
