@@ -40,9 +40,10 @@ pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
     if whole.is_empty() { at_start } else { whole }
 }
 
-/// The task run each thread of the flow process ran last.
+/// The task run each thread of the flow process ran last, and whether that is final (a
+/// guess made within one batch only informs the rest of it).
 #[derive(Clone, Default)]
-pub struct Threads(HashMap<u32, TaskRun>);
+pub struct Threads(HashMap<u32, (TaskRun, bool)>);
 
 /// The task run found for a process, and whether it is sure.
 pub struct Found {
@@ -56,13 +57,13 @@ pub struct Found {
 impl Threads {
     /// The task run thread `tid` ran last.
     pub fn last(&self, tid: u32) -> Option<&TaskRun> {
-        self.0.get(&tid)
+        self.0.get(&tid).map(|(run, _)| run)
     }
 
-    /// Remembers `run` as thread `tid`'s (0: not known).
-    pub fn remember(&mut self, tid: u32, run: &TaskRun) {
+    /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match.
+    pub fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool) {
         if tid != 0 {
-            self.0.insert(tid, run.clone());
+            self.0.insert(tid, (run.clone(), fin));
         }
     }
 
@@ -71,18 +72,21 @@ impl Threads {
     /// each a moment before its thread forks); else the first to start.
     pub fn find(&self, tasks: &[TaskRun], p: &Process) -> Found {
         let cands = candidates(tasks, p);
-        let own = self.0.get(&p.thread).map(|t| t.id.as_str());
+        let own = self.0.get(&p.thread);
         let taken: Vec<&str> = (self.0.iter())
-            .filter(|(tid, run)| **tid != p.thread && running_at(run, p.start))
-            .map(|(_, run)| run.id.as_str())
+            .filter(|(tid, (run, _))| **tid != p.thread && running_at(run, p.start))
+            .map(|(_, (run, _))| run.id.as_str())
             .collect();
-        let mine = cands.iter().find(|t| Some(t.id.as_str()) == own);
+        let mine = cands
+            .iter()
+            .find(|t| own.is_some_and(|(o, _)| o.id == t.id));
+        let own_final = mine.is_some() && own.is_some_and(|(_, fin)| *fin);
         let free = cands.iter().filter(|t| !taken.contains(&t.id.as_str()));
         let run = (mine.or_else(|| free.min_by_key(|t| t.start)))
             .or_else(|| cands.iter().min_by_key(|t| t.start))
             .map(|t| (*t).clone());
         let sure = run.is_some()
-            && (mine.is_some() || cands.len() == 1 || cands.iter().all(|t| t.end.is_some()));
+            && (own_final || cands.len() == 1 || cands.iter().all(|t| t.end.is_some()));
         Found { run, sure }
     }
 }
@@ -146,7 +150,7 @@ mod tests {
     /// Finds `p`'s task run and remembers it as its thread's.
     fn take(threads: &mut Threads, tasks: &[TaskRun], p: &Process) -> Option<TaskRun> {
         let run = threads.find(tasks, p).run?;
-        threads.remember(p.thread, &run);
+        threads.remember(p.thread, &run, true);
         Some(run)
     }
 
@@ -162,6 +166,25 @@ mod tests {
         assert!(threads.find(&tasks, &p).sure);
         let alone = [run("a", 0, None)];
         assert!(threads.find(&alone, &p).sure, "the only one running");
+    }
+
+    #[test]
+    fn a_guess_for_a_thread_does_not_make_its_next_process_sure() {
+        let tasks = vec![run("a", 0, None), run("b", 5, None)];
+        let mut threads = Threads::default();
+        let (first, next) = (process(7, 10, 300), process(7, 310, 320));
+        let guess = threads.find(&tasks, &first);
+        assert!(!guess.sure);
+        threads.remember(7, guess.run.as_ref().unwrap(), false);
+        let found = threads.find(&tasks, &next);
+        assert_eq!(
+            found.run.unwrap().name,
+            "a",
+            "its thread's guess still leads"
+        );
+        assert!(!found.sure, "but a guess proves nothing");
+        threads.remember(7, &tasks[0], true);
+        assert!(threads.find(&tasks, &next).sure);
     }
 
     #[test]
@@ -208,7 +231,7 @@ mod tests {
         // Thread 9 was matched to "b" by mistake; 8's process can only be "b"'s.
         let tasks = vec![run("a", 0, Some(300)), run("b", 10, Some(600))];
         let mut threads = Threads::default();
-        threads.remember(9, &tasks[1]);
+        threads.remember(9, &tasks[1], true);
         let p = process(8, 550, 590);
         assert_eq!(take(&mut threads, &tasks, &p).unwrap().name, "b");
     }

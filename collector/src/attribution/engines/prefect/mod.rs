@@ -193,8 +193,8 @@ impl EngineRun for Prefect {
             let settled = last_look || (found.sure && e.end + ROW_DELAY < now);
             named[i] = match found.run {
                 Some(t) if settled => {
-                    self.threads.remember(p.thread, &t);
-                    scratch.remember(p.thread, &t);
+                    self.threads.remember(p.thread, &t, true);
+                    scratch.remember(p.thread, &t, true);
                     Some(TaskInfo {
                         name: t.name,
                         run_id: t.id,
@@ -203,7 +203,7 @@ impl EngineRun for Prefect {
                     })
                 }
                 Some(t) => {
-                    scratch.remember(p.thread, &t);
+                    scratch.remember(p.thread, &t, false);
                     None
                 }
                 // No row yet: under load the server writes it seconds late. Named by
