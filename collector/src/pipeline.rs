@@ -378,9 +378,7 @@ impl Pipeline {
     /// for the engine's log); with `force`, everything still waiting. Exits whose usage did
     /// not come within `usage_wait` (a parent that never reaps) end without it.
     pub fn poll(&mut self, force: bool) {
-        for (key, usage) in self.awaiting.ready(&self.tree, force) {
-            self.settle(key, usage);
-        }
+        self.settle_exits(force);
         let settling: HashSet<ProcKey> = self
             .awaiting
             .keys()
@@ -399,10 +397,15 @@ impl Pipeline {
     /// Stops waiting for usage reports: every exit still waiting ends with its figures from
     /// exit (counted), and what that finishes is exported.
     pub fn stop_waiting_for_usage(&mut self) {
-        for (key, usage) in self.awaiting.ready(&self.tree, true) {
+        self.settle_exits(true);
+        self.poll(false);
+    }
+
+    /// Settles the exits whose usage report came, or (with `give_up`, or past the wait) all.
+    fn settle_exits(&mut self, give_up: bool) {
+        for (key, usage) in self.awaiting.ready(&self.tree, give_up) {
             self.settle(key, usage);
         }
-        self.poll(false);
     }
 
     /// Samples running processes for the live metrics and returns the request to export,
@@ -541,7 +544,6 @@ impl Pipeline {
 
     pub fn into_parts(mut self) -> (Sink, Option<Summary>) {
         self.history.save();
-        self.exporter.send_all(std::mem::take(&mut self.outgoing));
         (self.exporter, self.summary)
     }
 }
