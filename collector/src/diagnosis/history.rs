@@ -36,6 +36,32 @@ pub struct Job<'a> {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct PipelineHistory {
     tasks: BTreeMap<String, Vec<Record>>,
+    /// Per task, the judgement of the run its last job came from: earlier runs do not change
+    /// while one run adds its jobs, so its later jobs are judged without going over the
+    /// records again (a fan-out of thousands of jobs).
+    #[serde(skip)]
+    judged: HashMap<String, Judged>,
+}
+
+#[derive(Debug)]
+struct Judged {
+    run: String,
+    /// Earlier runs with the task, and its usual wall time over them.
+    runs: usize,
+    usual: Option<f64>,
+    /// Jobs of this run kept.
+    kept: usize,
+}
+
+impl Judged {
+    fn of(records: &[Record], run: &str) -> Self {
+        Self {
+            run: run.to_string(),
+            runs: runs_of(records, run),
+            usual: usual_of(records, run),
+            kept: records.iter().filter(|r| r.run == run).count(),
+        }
+    }
 }
 
 /// Task names kept per pipeline at most.
@@ -122,13 +148,15 @@ impl History {
     }
 
     fn pipeline(&mut self, name: &str) -> &mut PipelineHistory {
-        let dir = self.dir.clone();
-        self.loaded.entry(name.to_string()).or_insert_with(|| {
-            dir.map(|d| d.join(file_name(name)))
+        if !self.loaded.contains_key(name) {
+            let h = (self.dir.as_ref())
+                .map(|d| d.join(file_name(name)))
                 .and_then(|p| std::fs::read_to_string(p).ok())
                 .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default()
-        })
+                .unwrap_or_default();
+            self.loaded.insert(name.to_string(), h);
+        }
+        self.loaded.get_mut(name).expect("inserted above")
     }
 
     /// What task `task` of `pipeline` usually takes: the median over its earlier runs of
@@ -146,24 +174,39 @@ impl History {
         self.dir.as_ref()?;
         let (keep, factor, min_wall) = (self.keep, self.factor, self.min_wall_s);
         let h = self.pipeline(job.pipeline);
-        if !h.tasks.contains_key(job.task) && h.tasks.len() >= MAX_TASKS {
-            return None;
+        if !h.tasks.contains_key(job.task) {
+            if h.tasks.len() >= MAX_TASKS {
+                return None;
+            }
+            h.tasks.insert(job.task.to_string(), Vec::new());
         }
-        let records = h.tasks.entry(job.task.to_string()).or_default();
-        let n = runs_of(records, job.run);
-        let usual = usual_of(records, job.run);
+        let records = h.tasks.get_mut(job.task).expect("inserted above");
+        let judged = match h.judged.get_mut(job.task) {
+            Some(j) if j.run == job.run => j,
+            _ => {
+                let j = Judged::of(records, job.run);
+                h.judged.insert(job.task.to_string(), j);
+                h.judged.get_mut(job.task).expect("inserted above")
+            }
+        };
+        let (n, usual) = (judged.runs, judged.usual);
         if job.succeeded {
-            let same_run = records.iter().filter(|r| r.run == job.run).count();
-            if same_run < JOBS_PER_RUN {
+            if judged.kept < JOBS_PER_RUN {
                 records.push(Record {
                     wall_s: job.wall_s,
                     cpu_s: job.cpu_s,
                     peak_bytes: job.peak_bytes,
                     run: job.run.to_string(),
                 });
+                judged.kept += 1;
+                // Only a run's first job can bring the task over `keep` runs.
+                if judged.kept == 1 {
+                    keep_last_runs(records, keep);
+                }
             }
-            keep_last_runs(records, keep);
-            self.dirty.insert(job.pipeline.to_string());
+            if !self.dirty.contains(job.pipeline) {
+                self.dirty.insert(job.pipeline.to_string());
+            }
         }
         let usual = usual?;
         let wall_s = job.wall_s;
@@ -287,5 +330,40 @@ mod tests {
             .filter(|r| r.wall_s == 0.01)
             .count();
         assert_eq!(killed, 0, "a killed job is not history");
+    }
+
+    #[test]
+    fn every_job_of_a_run_is_judged_against_the_same_earlier_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::new(&cfg(d.path()));
+        for (run, w) in [
+            ("r1", 1.0),
+            ("r2", 10.0),
+            ("r3", 10.0),
+            ("r4", 10.0),
+            ("r5", 10.0),
+        ] {
+            h.record(&job(run, w, true));
+        }
+        // r6's first job makes six runs: r1 goes, but r6's other jobs (and those of a run
+        // in between) are judged as its first was, over all five earlier runs.
+        let first = h.record(&job("r6", 30.0, true)).unwrap();
+        assert_eq!((first.usual_s, first.runs), (10.0, 5));
+        for _ in 0..40 {
+            assert_eq!(h.record(&job("r6", 30.0, true)), Some(first.clone()));
+        }
+        let kept = |h: &mut History, run: &str| {
+            let records = &h.pipeline("rna/seq").tasks["align"];
+            records.iter().filter(|r| r.run == run).count()
+        };
+        assert_eq!(
+            kept(&mut h, "r6"),
+            JOBS_PER_RUN,
+            "a run keeps at most its quota"
+        );
+        assert_eq!(kept(&mut h, "r1"), 0, "only the last five runs are kept");
+        let other = h.record(&job("x", 30.0, true)).unwrap();
+        assert_eq!(other.runs, 5, "r2..r6 for a new run");
+        assert_eq!(h.record(&job("r6", 30.0, true)).unwrap().runs, 4);
     }
 }
