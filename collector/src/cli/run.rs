@@ -305,7 +305,7 @@ fn spawn(
 /// and for twice the slowest report of the run, the exits still waiting end with their
 /// figures from exit (counted as such) instead of waiting out `probes.usage_wait`: a loaded
 /// machine, whose reports come late, still gets its exact figures.
-const REPORTS_QUIET: Duration = Duration::from_millis(300);
+const REPORTS_QUIET: Duration = Duration::from_millis(100);
 
 /// The root's exit event is queued before wait() returns, but a record another CPU is still
 /// committing can hold the queue for a moment: drains until the run span is out. Snakemake

@@ -48,7 +48,7 @@ impl EventReader {
 }
 
 /// How long records may wait before user space looks, when the probes do not wake it.
-pub const TICK: Duration = Duration::from_millis(10);
+pub const TICK: Duration = Duration::from_millis(40);
 
 fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
     let mut bad = 0;
