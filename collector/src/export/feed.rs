@@ -9,13 +9,8 @@ use std::{
 };
 
 use opentelemetry_proto::{
-    tonic::collector::{
-        metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest,
-    },
-    transform::{
-        common::tonic::ResourceAttributesWithSchema,
-        trace::tonic::group_spans_by_resource_and_scope,
-    },
+    tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+    transform::common::tonic::ResourceAttributesWithSchema,
 };
 use opentelemetry_sdk::trace::SpanData;
 use pipetrace_config::SignalKind;
@@ -99,21 +94,13 @@ impl Feed {
         }
         let spans = std::mem::replace(batch, Vec::with_capacity(self.batch_max));
         let n = spans.len() as u64;
-        let (file, outbox) = (&mut self.out.files.traces, &self.out.outbox.traces);
-        // Copy the batch only when both outputs each need one.
-        let (for_file, spans) = match (file.is_some(), outbox.is_some()) {
-            (true, true) => (Some(spans.clone()), spans),
-            (true, false) => (Some(spans), Vec::new()),
-            (false, _) => (None, spans),
-        };
-        if let (Some(f), Some(for_file)) = (file.as_mut(), for_file) {
-            let written = f.write_spans(for_file, &self.resource);
+        // One request for both outputs: converted once, written as JSON and encoded once.
+        let req = super::otlp_json::trace_request(spans, &self.resource);
+        if let Some(f) = self.out.files.traces.as_mut() {
+            let written = f.write_spans(&req);
             count_written(&self.stats.spans, f, n, written);
         }
-        if let Some(o) = outbox {
-            let req = ExportTraceServiceRequest {
-                resource_spans: group_spans_by_resource_and_scope(spans, &self.resource),
-            };
+        if let Some(o) = &self.out.outbox.traces {
             o.push(Batch {
                 kind: SignalKind::Traces,
                 items: n,

@@ -6,20 +6,15 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use opentelemetry_proto::{
-    tonic::collector::{
-        metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest,
-    },
-    transform::{
-        common::tonic::ResourceAttributesWithSchema,
-        trace::tonic::group_spans_by_resource_and_scope,
-    },
+use opentelemetry_proto::tonic::collector::{
+    metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest,
 };
-use opentelemetry_sdk::trace::SpanData;
 
 pub struct JsonLines {
     path: PathBuf,
     out: BufWriter<File>,
+    /// A trace request's line, kept between writes for its capacity.
+    line: Vec<u8>,
 }
 
 impl JsonLines {
@@ -28,6 +23,7 @@ impl JsonLines {
         Ok(Self {
             path: path.to_path_buf(),
             out: f,
+            line: Vec::new(),
         })
     }
 
@@ -35,15 +31,12 @@ impl JsonLines {
         &self.path
     }
 
-    pub fn write_spans(
-        &mut self,
-        spans: Vec<SpanData>,
-        resource: &ResourceAttributesWithSchema,
-    ) -> std::io::Result<()> {
-        let req = ExportTraceServiceRequest {
-            resource_spans: group_spans_by_resource_and_scope(spans, resource),
-        };
-        self.write_line(&req)
+    pub fn write_spans(&mut self, req: &ExportTraceServiceRequest) -> std::io::Result<()> {
+        self.line.clear();
+        super::otlp_json::write_trace_request(&mut self.line, req);
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
+        self.out.flush()
     }
 
     pub fn write_metrics(&mut self, req: &ExportMetricsServiceRequest) -> std::io::Result<()> {

@@ -2,6 +2,7 @@
 mod feed;
 mod jsonl;
 pub mod otlp;
+pub(crate) mod otlp_json;
 pub mod own;
 pub mod paths;
 mod sink;

@@ -4,13 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use opentelemetry::KeyValue;
-use opentelemetry_proto::{
-    tonic::collector::trace::v1::ExportTraceServiceRequest,
-    transform::{
-        common::tonic::ResourceAttributesWithSchema,
-        trace::tonic::group_spans_by_resource_and_scope,
-    },
-};
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::{Resource, trace::SpanData};
 use pipetrace_config::{Export, SignalKind};
 use pipetrace_semconv::attr;
@@ -93,9 +87,7 @@ async fn feed(
         if !batch.is_empty() {
             let spans = std::mem::take(&mut batch);
             let items = spans.len() as u64;
-            let req = ExportTraceServiceRequest {
-                resource_spans: group_spans_by_resource_and_scope(spans, &resource),
-            };
+            let req = crate::export::otlp_json::trace_request(spans, &resource);
             let body = req.encode_to_vec().into();
             outbox
                 .push(Batch {

@@ -1,0 +1,272 @@
+//! OTLP/JSON of a trace export request, written straight from the protobuf types: the same
+//! keys, order and encodings as the serde derive on them (ids in hex, 64-bit integers as
+//! strings), without its allocations per field and its flattened maps per value, which
+//! made the trace file the agent's largest cost in a fork/exec storm. Strings and floats
+//! still go through serde_json, so their escaping and digits are its own.
+use opentelemetry_proto::tonic::{
+    collector::trace::v1::ExportTraceServiceRequest,
+    common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value::Value},
+    resource::v1::Resource,
+    trace::v1::{
+        ResourceSpans, ScopeSpans, Span, Status,
+        span::{Event, Link},
+    },
+};
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_sdk::trace::SpanData;
+
+/// One request of `spans` under `resource`, a scope's spans together (in the order each
+/// scope first comes), the spans moved into it rather than copied.
+pub fn trace_request(
+    spans: Vec<SpanData>,
+    resource: &ResourceAttributesWithSchema,
+) -> ExportTraceServiceRequest {
+    let mut scopes: Vec<(opentelemetry::InstrumentationScope, Vec<Span>)> = Vec::new();
+    for span in spans {
+        let at = match scopes
+            .iter()
+            .position(|(s, _)| *s == span.instrumentation_scope)
+        {
+            Some(at) => at,
+            None => {
+                scopes.push((span.instrumentation_scope.clone(), Vec::new()));
+                scopes.len() - 1
+            }
+        };
+        scopes[at].1.push(span.into());
+    }
+    let scope_spans = (scopes.into_iter())
+        .map(|(scope, spans)| ScopeSpans {
+            schema_url: scope.schema_url().unwrap_or_default().to_string(),
+            scope: Some((&scope, None).into()),
+            spans,
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: resource.attributes.0.clone(),
+                dropped_attributes_count: 0,
+                entity_refs: vec![],
+            }),
+            scope_spans,
+            schema_url: resource.schema_url.clone().unwrap_or_default(),
+        }],
+    }
+}
+
+/// Appends `req` to `out` as one line of OTLP/JSON (without the newline).
+pub fn write_trace_request(out: &mut Vec<u8>, req: &ExportTraceServiceRequest) {
+    out.extend_from_slice(b"{\"resourceSpans\":");
+    list(out, &req.resource_spans, resource_spans);
+    out.push(b'}');
+}
+
+fn resource_spans(out: &mut Vec<u8>, rs: &ResourceSpans) {
+    out.extend_from_slice(b"{\"resource\":");
+    option(out, rs.resource.as_ref(), resource);
+    out.extend_from_slice(b",\"scopeSpans\":");
+    list(out, &rs.scope_spans, scope_spans);
+    key_str(out, "schemaUrl", &rs.schema_url);
+    out.push(b'}');
+}
+
+fn resource(out: &mut Vec<u8>, r: &Resource) {
+    out.extend_from_slice(b"{\"attributes\":");
+    list(out, &r.attributes, key_value);
+    key_num(out, "droppedAttributesCount", r.dropped_attributes_count);
+    out.extend_from_slice(b",\"entityRefs\":");
+    // Never set by pipetrace: serde's own writing is cheap enough for an empty list.
+    serde_json::to_writer(&mut *out, &r.entity_refs).expect("writing to memory");
+    out.push(b'}');
+}
+
+fn scope_spans(out: &mut Vec<u8>, ss: &ScopeSpans) {
+    out.extend_from_slice(b"{\"scope\":");
+    option(out, ss.scope.as_ref(), scope);
+    out.extend_from_slice(b",\"spans\":");
+    list(out, &ss.spans, span);
+    key_str(out, "schemaUrl", &ss.schema_url);
+    out.push(b'}');
+}
+
+fn scope(out: &mut Vec<u8>, s: &InstrumentationScope) {
+    out.extend_from_slice(b"{\"name\":");
+    string(out, &s.name);
+    key_str(out, "version", &s.version);
+    out.extend_from_slice(b",\"attributes\":");
+    list(out, &s.attributes, key_value);
+    key_num(out, "droppedAttributesCount", s.dropped_attributes_count);
+    out.push(b'}');
+}
+
+fn span(out: &mut Vec<u8>, s: &Span) {
+    out.extend_from_slice(b"{\"traceId\":");
+    hex(out, &s.trace_id);
+    out.extend_from_slice(b",\"spanId\":");
+    hex(out, &s.span_id);
+    key_str(out, "traceState", &s.trace_state);
+    out.extend_from_slice(b",\"parentSpanId\":");
+    hex(out, &s.parent_span_id);
+    key_num(out, "flags", s.flags);
+    key_str(out, "name", &s.name);
+    key_num(out, "kind", s.kind);
+    key_u64_str(out, "startTimeUnixNano", s.start_time_unix_nano);
+    key_u64_str(out, "endTimeUnixNano", s.end_time_unix_nano);
+    out.extend_from_slice(b",\"attributes\":");
+    list(out, &s.attributes, key_value);
+    key_num(out, "droppedAttributesCount", s.dropped_attributes_count);
+    out.extend_from_slice(b",\"events\":");
+    list(out, &s.events, event);
+    key_num(out, "droppedEventsCount", s.dropped_events_count);
+    out.extend_from_slice(b",\"links\":");
+    list(out, &s.links, link);
+    key_num(out, "droppedLinksCount", s.dropped_links_count);
+    out.extend_from_slice(b",\"status\":");
+    option(out, s.status.as_ref(), status);
+    out.push(b'}');
+}
+
+fn event(out: &mut Vec<u8>, e: &Event) {
+    out.extend_from_slice(b"{\"timeUnixNano\":");
+    u64_str(out, e.time_unix_nano);
+    key_str(out, "name", &e.name);
+    out.extend_from_slice(b",\"attributes\":");
+    list(out, &e.attributes, key_value);
+    key_num(out, "droppedAttributesCount", e.dropped_attributes_count);
+    out.push(b'}');
+}
+
+fn link(out: &mut Vec<u8>, l: &Link) {
+    out.extend_from_slice(b"{\"traceId\":");
+    hex(out, &l.trace_id);
+    out.extend_from_slice(b",\"spanId\":");
+    hex(out, &l.span_id);
+    key_str(out, "traceState", &l.trace_state);
+    out.extend_from_slice(b",\"attributes\":");
+    list(out, &l.attributes, key_value);
+    key_num(out, "droppedAttributesCount", l.dropped_attributes_count);
+    key_num(out, "flags", l.flags);
+    out.push(b'}');
+}
+
+fn status(out: &mut Vec<u8>, s: &Status) {
+    out.extend_from_slice(b"{\"message\":");
+    string(out, &s.message);
+    key_num(out, "code", s.code);
+    out.push(b'}');
+}
+
+fn key_value(out: &mut Vec<u8>, kv: &KeyValue) {
+    out.extend_from_slice(b"{\"key\":");
+    string(out, &kv.key);
+    out.extend_from_slice(b",\"value\":");
+    option(out, kv.value.as_ref(), any_value);
+    out.push(b'}');
+}
+
+/// `{"stringValue":"x"}`, `{"intValue":"7"}`, ...; `{}` when empty.
+fn any_value(out: &mut Vec<u8>, v: &AnyValue) {
+    out.push(b'{');
+    match &v.value {
+        None => {}
+        Some(Value::StringValue(s)) => {
+            out.extend_from_slice(b"\"stringValue\":");
+            string(out, s);
+        }
+        Some(Value::BoolValue(b)) => {
+            out.extend_from_slice(b"\"boolValue\":");
+            out.extend_from_slice(if *b { b"true" } else { b"false" });
+        }
+        Some(Value::IntValue(i)) => {
+            out.extend_from_slice(b"\"intValue\":\"");
+            out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes());
+            out.push(b'"');
+        }
+        Some(Value::DoubleValue(d)) => {
+            out.extend_from_slice(b"\"doubleValue\":");
+            serde_json::to_writer(&mut *out, d).expect("writing to memory");
+        }
+        Some(Value::ArrayValue(a)) => {
+            out.extend_from_slice(b"\"arrayValue\":{\"values\":");
+            list(out, &a.values, any_value);
+            out.push(b'}');
+        }
+        Some(Value::KvlistValue(kv)) => {
+            out.extend_from_slice(b"\"kvlistValue\":{\"values\":");
+            list(out, &kv.values, key_value);
+            out.push(b'}');
+        }
+        Some(v @ Value::BytesValue(_)) => {
+            // Never set by pipetrace: serde's own base64 writing.
+            let whole = AnyValue {
+                value: Some(v.clone()),
+            };
+            let text = serde_json::to_vec(&whole).expect("writing to memory");
+            out.extend_from_slice(&text[1..text.len() - 1]);
+        }
+    }
+    out.push(b'}');
+}
+
+fn list<T>(out: &mut Vec<u8>, items: &[T], each: fn(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        each(out, item);
+    }
+    out.push(b']');
+}
+
+fn option<T>(out: &mut Vec<u8>, v: Option<&T>, each: fn(&mut Vec<u8>, &T)) {
+    match v {
+        Some(v) => each(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn string(out: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(&mut *out, s).expect("writing to memory");
+}
+
+fn key(out: &mut Vec<u8>, k: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(k.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+fn key_str(out: &mut Vec<u8>, k: &str, v: &str) {
+    key(out, k);
+    string(out, v);
+}
+
+fn key_num(out: &mut Vec<u8>, k: &str, v: impl itoa::Integer) {
+    key(out, k);
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn key_u64_str(out: &mut Vec<u8>, k: &str, v: u64) {
+    key(out, k);
+    u64_str(out, v);
+}
+
+fn u64_str(out: &mut Vec<u8>, v: u64) {
+    out.push(b'"');
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    out.push(b'"');
+}
+
+fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0xf)]);
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests;
