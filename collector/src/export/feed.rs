@@ -94,13 +94,12 @@ impl Feed {
         }
         let spans = std::mem::replace(batch, Vec::with_capacity(self.batch_max));
         let n = spans.len() as u64;
-        // One request for both outputs: converted once, written as JSON and encoded once.
-        let req = super::otlp_json::trace_request(spans, &self.resource);
         if let Some(f) = self.out.files.traces.as_mut() {
-            let written = f.write_spans(&req);
+            let written = f.write_spans(&spans, &self.resource);
             count_written(&self.stats.spans, f, n, written);
         }
         if let Some(o) = &self.out.outbox.traces {
+            let req = super::otlp_json::trace_request(spans, &self.resource);
             o.push(Batch {
                 kind: SignalKind::Traces,
                 items: n,

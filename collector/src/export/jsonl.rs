@@ -6,9 +6,11 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use opentelemetry_proto::tonic::collector::{
-    metrics::v1::ExportMetricsServiceRequest, trace::v1::ExportTraceServiceRequest,
+use opentelemetry_proto::{
+    tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+    transform::common::tonic::ResourceAttributesWithSchema,
 };
+use opentelemetry_sdk::trace::SpanData;
 
 pub struct JsonLines {
     path: PathBuf,
@@ -31,9 +33,13 @@ impl JsonLines {
         &self.path
     }
 
-    pub fn write_spans(&mut self, req: &ExportTraceServiceRequest) -> std::io::Result<()> {
+    pub fn write_spans(
+        &mut self,
+        spans: &[SpanData],
+        resource: &ResourceAttributesWithSchema,
+    ) -> std::io::Result<()> {
         self.line.clear();
-        super::otlp_json::write_trace_request(&mut self.line, req);
+        super::otlp_json::write_spans(&mut self.line, spans, resource);
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
         self.out.flush()

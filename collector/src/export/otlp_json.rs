@@ -1,16 +1,14 @@
-//! OTLP/JSON of a trace export request, written straight from the protobuf types: the same
-//! keys, order and encodings as the serde derive on them (ids in hex, 64-bit integers as
-//! strings), without its allocations per field and its flattened maps per value, which
-//! made the trace file the agent's largest cost in a fork/exec storm. Strings and floats
-//! still go through serde_json, so their escaping and digits are its own.
+//! OTLP trace export requests: built from the SDK's spans without copying them, and written
+//! as OTLP/JSON straight from the spans, with the same keys, order and encodings as the
+//! serde derive on the protobuf types (ids in hex, 64-bit integers as strings), but without
+//! building the protobuf, its allocations per field and serde's flattened maps per value:
+//! together the agent's largest cost in a fork/exec storm. Strings and floats still go
+//! through serde_json, so their escaping and digits are its own.
 use opentelemetry_proto::tonic::{
     collector::trace::v1::ExportTraceServiceRequest,
     common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value::Value},
     resource::v1::Resource,
-    trace::v1::{
-        ResourceSpans, ScopeSpans, Span, Status,
-        span::{Event, Link},
-    },
+    trace::v1::{ResourceSpans, ScopeSpans, Span},
 };
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::trace::SpanData;
@@ -55,39 +53,39 @@ pub fn trace_request(
     }
 }
 
-/// Appends `req` to `out` as one line of OTLP/JSON (without the newline).
-pub fn write_trace_request(out: &mut Vec<u8>, req: &ExportTraceServiceRequest) {
-    out.extend_from_slice(b"{\"resourceSpans\":");
-    list(out, &req.resource_spans, resource_spans);
-    out.push(b'}');
-}
-
-fn resource_spans(out: &mut Vec<u8>, rs: &ResourceSpans) {
-    out.extend_from_slice(b"{\"resource\":");
-    option(out, rs.resource.as_ref(), resource);
-    out.extend_from_slice(b",\"scopeSpans\":");
-    list(out, &rs.scope_spans, scope_spans);
-    key_str(out, "schemaUrl", &rs.schema_url);
-    out.push(b'}');
-}
-
-fn resource(out: &mut Vec<u8>, r: &Resource) {
-    out.extend_from_slice(b"{\"attributes\":");
-    list(out, &r.attributes, key_value);
-    key_num(out, "droppedAttributesCount", r.dropped_attributes_count);
-    out.extend_from_slice(b",\"entityRefs\":");
-    // Never set by pipetrace: serde's own writing is cheap enough for an empty list.
-    serde_json::to_writer(&mut *out, &r.entity_refs).expect("writing to memory");
-    out.push(b'}');
-}
-
-fn scope_spans(out: &mut Vec<u8>, ss: &ScopeSpans) {
-    out.extend_from_slice(b"{\"scope\":");
-    option(out, ss.scope.as_ref(), scope);
-    out.extend_from_slice(b",\"spans\":");
-    list(out, &ss.spans, span);
-    key_str(out, "schemaUrl", &ss.schema_url);
-    out.push(b'}');
+/// Appends, as one line of OTLP/JSON (without the newline), the request
+/// [`trace_request`] makes of `spans`: written from the spans themselves, for a file
+/// that needs no protobuf of them.
+pub fn write_spans(out: &mut Vec<u8>, spans: &[SpanData], res: &ResourceAttributesWithSchema) {
+    let mut scopes: Vec<(&opentelemetry::InstrumentationScope, Vec<&SpanData>)> = Vec::new();
+    for span in spans {
+        let scope = &span.instrumentation_scope;
+        match scopes.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, of_scope)) => of_scope.push(span),
+            None => scopes.push((scope, vec![span])),
+        }
+    }
+    out.extend_from_slice(b"{\"resourceSpans\":[{\"resource\":{\"attributes\":");
+    list(out, &res.attributes.0, key_value);
+    out.extend_from_slice(b",\"droppedAttributesCount\":0,\"entityRefs\":[]},\"scopeSpans\":[");
+    for (i, (scope, of_scope)) in scopes.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"scope\":");
+        self::scope(out, &(*scope, None).into());
+        out.extend_from_slice(b",\"spans\":");
+        list(out, of_scope, |out, s| sdk::span(out, s));
+        key_str(out, "schemaUrl", scope.schema_url().unwrap_or_default());
+        out.push(b'}');
+    }
+    out.push(b']');
+    key_str(
+        out,
+        "schemaUrl",
+        res.schema_url.as_deref().unwrap_or_default(),
+    );
+    out.extend_from_slice(b"}]}");
 }
 
 fn scope(out: &mut Vec<u8>, s: &InstrumentationScope) {
@@ -97,63 +95,6 @@ fn scope(out: &mut Vec<u8>, s: &InstrumentationScope) {
     out.extend_from_slice(b",\"attributes\":");
     list(out, &s.attributes, key_value);
     key_num(out, "droppedAttributesCount", s.dropped_attributes_count);
-    out.push(b'}');
-}
-
-fn span(out: &mut Vec<u8>, s: &Span) {
-    out.extend_from_slice(b"{\"traceId\":");
-    hex(out, &s.trace_id);
-    out.extend_from_slice(b",\"spanId\":");
-    hex(out, &s.span_id);
-    key_str(out, "traceState", &s.trace_state);
-    out.extend_from_slice(b",\"parentSpanId\":");
-    hex(out, &s.parent_span_id);
-    key_num(out, "flags", s.flags);
-    key_str(out, "name", &s.name);
-    key_num(out, "kind", s.kind);
-    key_u64_str(out, "startTimeUnixNano", s.start_time_unix_nano);
-    key_u64_str(out, "endTimeUnixNano", s.end_time_unix_nano);
-    out.extend_from_slice(b",\"attributes\":");
-    list(out, &s.attributes, key_value);
-    key_num(out, "droppedAttributesCount", s.dropped_attributes_count);
-    out.extend_from_slice(b",\"events\":");
-    list(out, &s.events, event);
-    key_num(out, "droppedEventsCount", s.dropped_events_count);
-    out.extend_from_slice(b",\"links\":");
-    list(out, &s.links, link);
-    key_num(out, "droppedLinksCount", s.dropped_links_count);
-    out.extend_from_slice(b",\"status\":");
-    option(out, s.status.as_ref(), status);
-    out.push(b'}');
-}
-
-fn event(out: &mut Vec<u8>, e: &Event) {
-    out.extend_from_slice(b"{\"timeUnixNano\":");
-    u64_str(out, e.time_unix_nano);
-    key_str(out, "name", &e.name);
-    out.extend_from_slice(b",\"attributes\":");
-    list(out, &e.attributes, key_value);
-    key_num(out, "droppedAttributesCount", e.dropped_attributes_count);
-    out.push(b'}');
-}
-
-fn link(out: &mut Vec<u8>, l: &Link) {
-    out.extend_from_slice(b"{\"traceId\":");
-    hex(out, &l.trace_id);
-    out.extend_from_slice(b",\"spanId\":");
-    hex(out, &l.span_id);
-    key_str(out, "traceState", &l.trace_state);
-    out.extend_from_slice(b",\"attributes\":");
-    list(out, &l.attributes, key_value);
-    key_num(out, "droppedAttributesCount", l.dropped_attributes_count);
-    key_num(out, "flags", l.flags);
-    out.push(b'}');
-}
-
-fn status(out: &mut Vec<u8>, s: &Status) {
-    out.extend_from_slice(b"{\"message\":");
-    string(out, &s.message);
-    key_num(out, "code", s.code);
     out.push(b'}');
 }
 
@@ -268,5 +209,6 @@ fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
+mod sdk;
 #[cfg(test)]
 mod tests;

@@ -96,15 +96,40 @@ fn spans() -> Vec<SpanData> {
 }
 
 #[test]
-fn the_trace_file_line_is_byte_for_byte_what_serde_writes() {
-    let req = trace_request(spans(), &resource());
+fn the_trace_file_line_is_byte_for_byte_what_serde_writes_of_the_request() {
+    let resource = resource();
     let mut ours = Vec::new();
-    write_trace_request(&mut ours, &req);
-    let serde = serde_json::to_vec(&req).unwrap();
+    write_spans(&mut ours, &spans(), &resource);
+    let serde = serde_json::to_vec(&trace_request(spans(), &resource)).unwrap();
     assert_eq!(
         String::from_utf8(ours).unwrap(),
         String::from_utf8(serde).unwrap()
     );
+}
+
+#[test]
+fn an_empty_or_unusual_value_is_written_as_serde_does() {
+    let values = [
+        AnyValue { value: None },
+        AnyValue {
+            value: Some(Value::BytesValue(vec![0, 255, 7])),
+        },
+        AnyValue {
+            value: Some(Value::KvlistValue(
+                opentelemetry_proto::tonic::common::v1::KeyValueList {
+                    values: vec![opentelemetry_proto::tonic::common::v1::KeyValue {
+                        key: "k".into(),
+                        value: None,
+                    }],
+                },
+            )),
+        },
+    ];
+    for v in values {
+        let mut ours = Vec::new();
+        any_value(&mut ours, &v);
+        assert_eq!(ours, serde_json::to_vec(&v).unwrap());
+    }
 }
 
 #[test]
@@ -129,24 +154,4 @@ fn spans_are_grouped_by_scope_in_the_order_scopes_first_come_and_none_is_lost() 
         assert_eq!(ours.encode_to_vec(), same.unwrap().encode_to_vec());
     }
     assert_eq!(rs[0].resource, theirs[0].resource);
-}
-
-#[test]
-fn an_empty_value_and_missing_parts_are_written_as_serde_does() {
-    let mut req = trace_request(spans(), &resource());
-    let s = &mut req.resource_spans[0].scope_spans[0].spans[0];
-    s.attributes[0].value = Some(AnyValue { value: None });
-    s.attributes[1].value = None;
-    s.status = None;
-    s.attributes
-        .push(opentelemetry_proto::tonic::common::v1::KeyValue {
-            key: "bytes".into(),
-            value: Some(AnyValue {
-                value: Some(Value::BytesValue(vec![0, 255, 7])),
-            }),
-        });
-    req.resource_spans[0].scope_spans[1].scope = None;
-    let mut ours = Vec::new();
-    write_trace_request(&mut ours, &req);
-    assert_eq!(ours, serde_json::to_vec(&req).unwrap());
 }
