@@ -1,10 +1,7 @@
 //! Exited processes waiting for the kernel's usage report, which comes when each is reaped.
 //! Reports can arrive out of order (they are RCU callbacks, per CPU), so a process is
 //! settled only once its exited descendants are: a task's figures then hold every tool.
-use std::{
-    collections::{HashMap, HashSet},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use crate::{accounting::Usage, event::ProcKey, tree::Tree};
 
@@ -17,7 +14,7 @@ struct Entry {
 }
 
 pub struct Awaiting {
-    entries: HashMap<ProcKey, Entry>,
+    entries: crate::event::ProcMap<ProcKey, Entry>,
     wait: Duration,
     clock: Clock,
     /// The longest a report that came took after its exit: how slow the kernel is now.
@@ -46,7 +43,7 @@ impl Clock {
 impl Awaiting {
     pub fn new(wait: Duration) -> Self {
         Self {
-            entries: HashMap::new(),
+            entries: Default::default(),
             wait,
             clock: Clock {
                 last: Instant::now(),
@@ -110,7 +107,7 @@ impl Awaiting {
         let mut out = Vec::new();
         let now_t = self.clock.advance();
         loop {
-            let mut blocked: HashSet<ProcKey> = HashSet::new();
+            let mut blocked = crate::event::ProcSet::<ProcKey>::default();
             for k in self.entries.keys() {
                 blocked.extend(tree.ancestors(k).map(|a| a.key));
             }

@@ -17,6 +17,11 @@ pub enum DecodeError {
     Kind(u32),
 }
 
+/// Maps and sets keyed by process (or pid) on the hot path: pids are the kernel's, not an
+/// attacker's choice, so a fast hash serves better than SipHash's resistance to flooding.
+pub type ProcMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
+pub type ProcSet<K> = std::collections::HashSet<K, rustc_hash::FxBuildHasher>;
+
 /// A process identity within one boot: PID reuse never merges two processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProcKey {

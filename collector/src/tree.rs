@@ -3,7 +3,7 @@
 //! A process stays while it runs or while any process it created still runs (their spans
 //! need its place in the hierarchy); after that it is dropped, so memory follows the live
 //! process count, not the history.
-use std::{collections::HashMap, path::PathBuf};
+use std::path::PathBuf;
 
 use crate::{
     accounting::Usage,
@@ -180,9 +180,9 @@ impl Proc {
 
 #[derive(Default)]
 pub struct Tree {
-    procs: HashMap<ProcKey, Proc>,
+    procs: crate::event::ProcMap<ProcKey, Proc>,
     /// The live process holding each pid.
-    by_pid: HashMap<u32, ProcKey>,
+    by_pid: crate::event::ProcMap<u32, ProcKey>,
 }
 
 impl Tree {

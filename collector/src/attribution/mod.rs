@@ -207,16 +207,16 @@ pub struct Attributor {
     /// Where engines read their records, and the clocks their waits run on.
     host: crate::host::SharedHost,
     mode: Mode,
-    members: HashMap<ProcKey, Membership>,
-    runs: HashMap<ProcKey, Run>,
+    members: crate::event::ProcMap<ProcKey, Membership>,
+    runs: crate::event::ProcMap<ProcKey, Run>,
     engines: Vec<String>,
     run_rules: Vec<CompiledRule>,
     task_rules: Vec<CompiledRule>,
     boot_to_unix_ns: i128,
     /// Usage summed per task and per run (by root), while they run.
-    rollups: HashMap<ProcKey, Rollup>,
+    rollups: crate::event::ProcMap<ProcKey, Rollup>,
     /// What each task and run was allowed, read when it started.
-    allocations: HashMap<ProcKey, Allocation>,
+    allocations: crate::event::ProcMap<ProcKey, Allocation>,
     /// Tasks and runs started since the caller last asked (it reads their allocation).
     started: Vec<ProcKey>,
     /// Runs whose engine traces itself, with its span of the run, since the caller asked.
@@ -230,7 +230,7 @@ pub struct Attributor {
     /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
     clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
     /// Running tasks' likely names, found by `name_running`.
-    running_names: HashMap<ProcKey, String>,
+    running_names: crate::event::ProcMap<ProcKey, String>,
 }
 
 impl Attributor {
@@ -243,21 +243,21 @@ impl Attributor {
         Ok(Self {
             host,
             mode,
-            members: HashMap::new(),
-            runs: HashMap::new(),
+            members: Default::default(),
+            runs: Default::default(),
             engines: cfg.engines.clone(),
             run_rules: rules::compile(&cfg.run_rules)?,
             task_rules: rules::compile(&cfg.task_rules)?,
             boot_to_unix_ns,
-            rollups: HashMap::new(),
-            allocations: HashMap::new(),
+            rollups: Default::default(),
+            allocations: Default::default(),
             started: Vec::new(),
             joins: Vec::new(),
             shares: Vec::new(),
             files_per_task: pipetrace_config::Files::default().max_per_task,
             clients: HashMap::new(),
             held: held::Held::default(),
-            running_names: HashMap::new(),
+            running_names: Default::default(),
         })
     }
 
