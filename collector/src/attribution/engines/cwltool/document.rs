@@ -261,7 +261,7 @@ fn is_literal(s: &str) -> bool {
 fn pieces(arg: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = arg;
-    while let Some(at) = rest.find(['$']) {
+    while let Some(at) = rest.find('$') {
         let Some(end) = expression_end(&rest[at + 1..]) else {
             // A lone `$` (a shell variable) is literal text.
             out.push(rest[..at + 1].to_string());

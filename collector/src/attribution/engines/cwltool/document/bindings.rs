@@ -56,7 +56,7 @@ pub fn values(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
         Value::Number(n) => vec![n.to_string()],
-        Value::Sequence(s) => s.iter().flat_map(|e| values(e)).collect(),
+        Value::Sequence(s) => s.iter().flat_map(values).collect(),
         Value::Mapping(_) => {
             let place = v.get("basename").or(v.get("path")).or(v.get("location"));
             place
