@@ -112,10 +112,16 @@ fn same_line(line: &str) -> String {
     unquoted.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-#[test]
-fn steps_that_share_a_tool_are_named_by_the_step_cwltool_ran() {
+/// Runs `data/cwl/<fixture>`'s `doc` on `job.yml` under pipetrace with cwltool's `extra`
+/// options and judges each task's (step, command) against the job cwltool logged for that
+/// command: its step id (cwltool logs a sub-workflow's step by its own id, pipetrace as
+/// `parent/step`) and its `_N` among a scatter's jobs. Jobs that ran the very same command
+/// are compared as a group.
+fn judged_against_cwltool(fixture: &str, doc: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cwl/shared");
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/cwl")
+        .join(fixture);
     for f in std::fs::read_dir(&data).unwrap().flatten() {
         std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
     }
@@ -123,20 +129,19 @@ fn steps_that_share_a_tool_are_named_by_the_step_cwltool_ran() {
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--"])
         .args(["cwltool", "--no-container", "--outdir", "results"])
-        .args(["shared.cwl", "job.yml"])
+        .args(extra)
+        .args([doc, "job.yml"])
         .current_dir(dir.path())
         .output()
         .expect("run pipetrace");
     assert!(o.status.success(), "{}", stderr(&o));
     let log = stderr(&o);
-    let jobs = logged_commands(&log);
+    let mut jobs = logged_commands(&log);
     assert!(jobs.len() >= 5, "cwltool logged its jobs: {log}");
 
     let spans = read_jsonl(&out);
     let t = Trace::new(&spans);
     t.assert_well_formed();
-    // Each task against the job cwltool logged for the command its process ran: the step
-    // id (cwltool logs a sub-workflow's step by its own id, pipetrace as `parent/step`).
     let mut tasks: Vec<(String, String)> = t
         .tasks()
         .iter()
@@ -146,8 +151,23 @@ fn steps_that_share_a_tool_are_named_by_the_step_cwltool_ran() {
             (step, same_line(s.str("process.command_line")))
         })
         .collect();
-    let mut jobs = jobs;
     tasks.sort();
     jobs.sort();
-    assert_eq!(tasks, jobs, "tasks (step, command) against cwltool's jobs");
+    assert_eq!(
+        tasks, jobs,
+        "{doc}: tasks (step, command) against cwltool's jobs"
+    );
+}
+
+#[test]
+fn steps_that_share_a_tool_are_named_by_the_step_cwltool_ran() {
+    judged_against_cwltool("shared", "shared.cwl", &[]);
+}
+
+/// With `--parallel` the scatter's jobs start in any order; cwltool numbers them by element.
+#[test]
+fn parallel_scatter_jobs_are_numbered_as_cwltool_numbers_them() {
+    for _ in 0..3 {
+        judged_against_cwltool("scatter", "scatter.cwl", &["--parallel"]);
+    }
 }

@@ -28,6 +28,9 @@ pub struct Step {
     pub bound: Vec<String>,
     /// It runs once per element (it, or a sub-workflow step around it, scatters).
     pub scatters: bool,
+    /// The elements it scatters over, in order, where the job order tells them: cwltool
+    /// numbers a scatter's jobs in this order, whatever order they start in.
+    pub elements: Vec<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -161,12 +164,13 @@ impl Ctx<'_> {
                     let env = bindings::workflow_env(&process, &env);
                     sub.steps(&process, &env, &inner, out);
                 }
-                "CommandLineTool" => out.push(command_step(
-                    format!("{}{id}", at.prefix),
-                    &process,
-                    &env,
-                    &inner,
-                )),
+                "CommandLineTool" => out.push(Step {
+                    elements: scattered(&step)
+                        .and_then(|input| env.get(&input))
+                        .cloned()
+                        .unwrap_or_default(),
+                    ..command_step(format!("{}{id}", at.prefix), &process, &env, &inner)
+                }),
                 _ => {}
             }
         }
@@ -225,7 +229,17 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
             .then(|| args.iter().flat_map(|a| pieces(a)).collect()),
         bound: env.values().flatten().cloned().collect(),
         scatters: at.scatters,
+        elements: Vec::new(),
     }
+}
+
+/// The input a step scatters over (of several, the first: its elements lead the numbering).
+fn scattered(step: &Value) -> Option<String> {
+    let input = match step.get("scatter")? {
+        Value::Sequence(s) => s.first()?.as_str()?,
+        other => other.as_str()?,
+    };
+    Some(bindings::short(input).to_string())
 }
 
 /// Whether a process or step declares ShellCommandRequirement (as a requirement or hint).

@@ -149,20 +149,42 @@ fn bound_in(step: &Step, argv: &[String]) -> usize {
     let mut values: Vec<&String> = step.bound.iter().filter(|v| !v.is_empty()).collect();
     values.sort();
     values.dedup();
-    let holds = |a: &String, v: &str| {
+    values.iter().filter(|v| holds(step, argv, v)).count()
+}
+
+/// Whether a command line holds a value, as a word, a staged file's name (`/tmp/x/made.txt`),
+/// an option's value (`--n=3`) or, on a shell line, anywhere.
+fn holds(step: &Step, argv: &[String], v: &str) -> bool {
+    argv.iter().any(|a| {
         a == v
             || a.strip_suffix(v)
                 .is_some_and(|head| head.ends_with(['/', '=']))
             || (step.shell.is_some() && a.contains(v))
-    };
-    values
+    })
+}
+
+/// Which job of a scatter a command line is, counted from 1 as cwltool numbers them (by
+/// element, as it makes the jobs): when exactly one of the distinct elements is on the line.
+fn element_of(step: &Step, argv: &[String]) -> Option<u32> {
+    let mut distinct = step.elements.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() != step.elements.len() || distinct.iter().any(String::is_empty) {
+        return None;
+    }
+    let mut found = step
+        .elements
         .iter()
-        .filter(|v| argv.iter().any(|a| holds(a, v)))
-        .count()
+        .enumerate()
+        .filter(|(_, v)| holds(step, argv, v));
+    match (found.next(), found.next()) {
+        (Some((i, _)), None) => u32::try_from(i + 1).ok(),
+        _ => None,
+    }
 }
 
 impl Cwltool {
-    /// The step a command line runs, numbered as cwltool numbers repeated jobs of a step.
+    /// The step a command line runs, numbered as cwltool numbers a scatter's jobs.
     fn step_of(&mut self, argv: &[String]) -> Option<TaskInfo> {
         let doc = self.document.as_ref()?;
         if let Some(tool) = &doc.tool {
@@ -171,10 +193,13 @@ impl Cwltool {
                 ..Default::default()
             });
         }
-        let id = pick(&doc.steps, argv, &self.instances)?.id.clone();
+        let step = pick(&doc.steps, argv, &self.instances)?;
+        let (id, element) = (step.id.clone(), element_of(step, argv));
         let n = self.instances.entry(id.clone()).or_default();
         *n += 1;
-        let name = match *n {
+        // Started jobs are counted only where the elements do not tell (upstream files,
+        // expressions): then `_N` follows the order they start in.
+        let name = match element.unwrap_or(*n) {
             1 => id,
             n => format!("{id}_{n}"),
         };

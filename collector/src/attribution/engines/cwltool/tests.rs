@@ -139,6 +139,20 @@ fn only_steps_that_scatter_are_numbered() {
 }
 
 #[test]
+fn scatter_jobs_are_numbered_by_their_element_not_their_start() {
+    // `--parallel` starts the jobs in any order; cwltool numbers them by element.
+    let each = Step {
+        elements: ["one", "two", "three", "four"].map(String::from).to_vec(),
+        ..echo("make_each", &["one", "two", "three", "four"], true)
+    };
+    let mut a = adapter(vec![each]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    assert_eq!(name(&["echo", "four"]).as_deref(), Some("make_each_4"));
+    assert_eq!(name(&["echo", "one"]).as_deref(), Some("make_each"));
+    assert_eq!(name(&["echo", "three"]).as_deref(), Some("make_each_3"));
+}
+
+#[test]
 fn shell_command_steps_are_named_by_the_pieces_of_their_line() {
     let piped = Step {
         shell: Some(vec!["cat".into(), "| tr a-z A-Z | wc -c".into()]),

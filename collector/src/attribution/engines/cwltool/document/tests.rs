@@ -94,7 +94,7 @@ fn inputs_bound_from_the_job_file_defaults_and_upstream_files() {
     write(
         dir.path(),
         "wf.cwl",
-        "class: Workflow\ninputs:\n  w1: string\n  w2: {type: string, default: goodbye}\nsteps:\n  greet: {run: make.cwl, in: {word: w1}, out: [out]}\n  farewell:\n    run: make.cwl\n    in: [{id: word, source: w2}]\n  fixed: {run: make.cwl, in: {word: {default: hi}}}\n  each: {run: make.cwl, scatter: word, in: {word: {valueFrom: lit}}}\n  inner: {run: three.cwl, scatter: word, in: {word: w1}}\n",
+        "class: Workflow\ninputs:\n  w1: string\n  w2: {type: string, default: goodbye}\nsteps:\n  greet: {run: make.cwl, in: {word: w1}, out: [out]}\n  farewell:\n    run: make.cwl\n    in: [{id: word, source: w2}]\n  fixed: {run: make.cwl, in: {word: {default: hi}}}\n  each: {run: make.cwl, scatter: word, in: {word: {valueFrom: lit}}}\n  many: {run: make.cwl, scatter: [word], in: {word: {default: [b, a]}}}\n  inner: {run: three.cwl, scatter: word, in: {word: w1}}\n",
     );
     write(dir.path(), "job.yml", "w1: hello\n");
     let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
@@ -118,7 +118,16 @@ fn inputs_bound_from_the_job_file_defaults_and_upstream_files() {
         .filter(|s| s.scatters)
         .map(|s| &s.id)
         .collect();
-    assert_eq!(scatters, ["each", "inner/make_it", "inner/count_it"]);
+    assert_eq!(
+        scatters,
+        ["each", "many", "inner/make_it", "inner/count_it"]
+    );
+    let many = doc.steps.iter().find(|s| s.id == "many").unwrap();
+    assert_eq!(
+        many.elements,
+        ["b", "a"],
+        "the scattered input's elements, in order"
+    );
     let given = load(
         &LiveHost,
         "wf.cwl",
