@@ -4,7 +4,8 @@
 //! step whose `baseCommand` and literal `arguments` its command line starts with (under
 //! ShellCommandRequirement: whose pieces its `sh -c` line holds): the step id, sub-workflow
 //! steps as `parent/step`, scatter instances numbered as cwltool numbers its jobs (`step`,
-//! `step_2`, `step_3`...). Steps that run the same tool are told apart by the values bound to
+//! `step_2`, `step_3`...: by the element on the line, else, where the elements do not show,
+//! such as upstream files, in the order the jobs start). Steps that run the same tool are told apart by the values bound to
 //! their inputs (job file, defaults, upstream file names) that the line holds; a step that
 //! does not scatter is named once. Steps that run the very same command line on the same
 //! values cannot be told apart from outside cwltool: they take their names in document order,
