@@ -9,14 +9,28 @@ use serde_yaml::Value;
 
 use crate::host::Host;
 
+mod bindings;
+use bindings::{Env, Outputs};
+
 /// One step that runs a command: its id as cwltool reports it and what its command holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Step {
     pub id: String,
     /// `baseCommand`'s words (the first is matched by file name).
     pub base: Vec<String>,
     /// Literal `arguments` (no expressions, no parameter references).
     pub literals: Vec<String>,
+    /// Under ShellCommandRequirement cwltool runs `/bin/sh -c 'LINE'`: the literal pieces of
+    /// the arguments around their expressions (`cat `, ` | wc -c`), in order.
+    pub shell: Option<Vec<String>>,
+    /// Values bound to its inputs that its command line may hold (see `bindings`): what
+    /// tells apart steps that run the same tool.
+    pub bound: Vec<String>,
+    /// It runs once per element (it, or a sub-workflow step around it, scatters).
+    pub scatters: bool,
+    /// The elements it scatters over, in order, where the job order tells them: cwltool
+    /// numbers a scatter's jobs in this order, whatever order they start in.
+    pub elements: Vec<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -30,8 +44,9 @@ pub struct Document {
 /// How deep sub-workflows are followed (a cycle of `run:` files ends here).
 const MAX_DEPTH: usize = 8;
 
-/// Reads `target` (`wf.cwl` or `wf.cwl#main`, relative to `cwd`).
-pub fn load(host: &dyn Host, target: &str, cwd: &Path) -> Option<Document> {
+/// Reads `target` (`wf.cwl` or `wf.cwl#main`, relative to `cwd`), given the run's arguments
+/// after it (its job file or `--input value`s).
+pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Option<Document> {
     let (file, fragment) = match target.split_once('#') {
         Some((f, frag)) => (f, Some(frag)),
         None => (target, None),
@@ -52,7 +67,16 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path) -> Option<Document> {
         graph,
     };
     match class(&top) {
-        "Workflow" => ctx.steps(&top, "", 0, &mut doc.steps),
+        "Workflow" => {
+            let env = bindings::workflow_env(&top, &bindings::job_order(host, cwd, inputs));
+            let at = Level {
+                prefix: String::new(),
+                depth: 0,
+                scatters: false,
+                shell: has_shell(&top),
+            };
+            ctx.steps(&top, &env, &at, &mut doc.steps);
+        }
         "CommandLineTool" => {
             let stem = path.file_stem()?.to_string_lossy().into_owned();
             let id = top
@@ -90,16 +114,46 @@ struct Ctx<'h> {
     graph: Option<Vec<Value>>,
 }
 
+/// Where in the workflow tree steps are read.
+struct Level {
+    /// Sub-workflow steps' ids before the step's own (`inner/`).
+    prefix: String,
+    depth: usize,
+    /// A step around this workflow scatters: every step here repeats.
+    scatters: bool,
+    /// ShellCommandRequirement holds here (it is inherited by steps and their tools).
+    shell: bool,
+}
+
 impl Ctx<'_> {
-    fn steps(&self, wf: &Value, prefix: &str, depth: usize, out: &mut Vec<Step>) {
-        if depth > MAX_DEPTH {
+    fn steps(&self, wf: &Value, env: &Env, at: &Level, out: &mut Vec<Step>) {
+        if at.depth > MAX_DEPTH {
             return;
         }
-        for (id, step) in entries(wf.get("steps")) {
-            let id = format!("{prefix}{}", id.rsplit(['#', '/']).next().unwrap_or(&id));
-            let Some((process, dir)) = self.resolve(step.get("run")) else {
-                continue;
+        let resolved: Vec<_> = entries(wf.get("steps"))
+            .into_iter()
+            .filter_map(|(id, step)| {
+                let (process, dir) = self.resolve(step.get("run"))?;
+                Some((bindings::short(&id).to_string(), step, process, dir))
+            })
+            .collect();
+        // The files each command step writes, for the steps that read them.
+        let outputs: Outputs = resolved
+            .iter()
+            .filter(|(.., p, _)| class(p) == "CommandLineTool")
+            .flat_map(|(id, _, p, _)| {
+                let outs = bindings::tool_outputs(p);
+                outs.into_iter().map(move |(o, f)| ((id.clone(), o), f))
+            })
+            .collect();
+        for (id, step, process, dir) in resolved {
+            let inner = Level {
+                prefix: format!("{}{id}/", at.prefix),
+                depth: at.depth + 1,
+                scatters: at.scatters || step.get("scatter").is_some(),
+                shell: at.shell || has_shell(&step) || has_shell(&process),
             };
+            let env = bindings::step_env(&step, env, &outputs);
             match class(&process) {
                 "Workflow" => {
                     let sub = Ctx {
@@ -107,12 +161,15 @@ impl Ctx<'_> {
                         dir,
                         graph: self.graph.clone(),
                     };
-                    sub.steps(&process, &format!("{id}/"), depth + 1, out);
+                    let env = bindings::workflow_env(&process, &env);
+                    sub.steps(&process, &env, &inner, out);
                 }
                 "CommandLineTool" => out.push(Step {
-                    id,
-                    base: words(process.get("baseCommand")),
-                    literals: literal_arguments(process.get("arguments")),
+                    elements: scattered(&step)
+                        .and_then(|input| env.get(&input))
+                        .cloned()
+                        .unwrap_or_default(),
+                    ..command_step(format!("{}{id}", at.prefix), &process, &env, &inner)
                 }),
                 _ => {}
             }
@@ -161,16 +218,96 @@ fn words(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn literal_arguments(v: Option<&Value>) -> Vec<String> {
-    let literal = |s: &str| !s.contains("$(") && !s.contains("${");
+fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
+    let args = arguments(tool.get("arguments"));
+    Step {
+        id,
+        base: words(tool.get("baseCommand")),
+        literals: args.iter().filter(|a| is_literal(a)).cloned().collect(),
+        shell: at
+            .shell
+            .then(|| args.iter().flat_map(|a| pieces(a)).collect()),
+        bound: env.values().flatten().cloned().collect(),
+        scatters: at.scatters,
+        elements: Vec::new(),
+    }
+}
+
+/// The input a step scatters over (of several, the first: its elements lead the numbering).
+fn scattered(step: &Value) -> Option<String> {
+    let input = match step.get("scatter")? {
+        Value::Sequence(s) => s.first()?.as_str()?,
+        other => other.as_str()?,
+    };
+    Some(bindings::short(input).to_string())
+}
+
+/// Whether a process or step declares ShellCommandRequirement (as a requirement or hint).
+fn has_shell(v: &Value) -> bool {
+    ["requirements", "hints"]
+        .iter()
+        .any(|key| match v.get(key) {
+            Some(Value::Mapping(m)) => m.contains_key("ShellCommandRequirement"),
+            Some(Value::Sequence(s)) => s.iter().any(|r| class(r) == "ShellCommandRequirement"),
+            _ => false,
+        })
+}
+
+/// `arguments` as written: strings, or the `valueFrom` of a binding.
+fn arguments(v: Option<&Value>) -> Vec<String> {
     let arg = |a: &Value| match a {
         Value::String(s) => Some(s.clone()),
         other => other.get("valueFrom")?.as_str().map(str::to_string),
     };
     match v {
-        Some(Value::Sequence(s)) => s.iter().filter_map(arg).filter(|s| literal(s)).collect(),
+        Some(Value::Sequence(s)) => s.iter().filter_map(arg).collect(),
         _ => Vec::new(),
     }
+}
+
+/// Text with no parameter reference or expression: it reaches the command line as written.
+fn is_literal(s: &str) -> bool {
+    !s.contains("$(") && !s.contains("${")
+}
+
+/// The literal text around an argument's expressions (`cat $(inputs.x.path) | wc -c` holds
+/// `cat` and `| wc -c`), trimmed: what the shell line holds whatever the values.
+fn pieces(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(at) = rest.find('$') {
+        let Some(end) = expression_end(&rest[at + 1..]) else {
+            // A lone `$` (a shell variable) is literal text.
+            out.push(rest[..at + 1].to_string());
+            rest = &rest[at + 1..];
+            continue;
+        };
+        out.push(rest[..at].to_string());
+        rest = &rest[at + 1 + end..];
+    }
+    out.push(rest.to_string());
+    out.iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Where an expression that starts `text` (`(...)` or `{...}`, nested) ends; None when
+/// `text` starts no expression.
+fn expression_end(text: &str) -> Option<usize> {
+    let (open, close) = match text.chars().next()? {
+        '(' => ('(', ')'),
+        '{' => ('{', '}'),
+        _ => return None,
+    };
+    let mut depth = 0;
+    for (i, c) in text.char_indices() {
+        depth += i32::from(c == open) - i32::from(c == close);
+        if depth == 0 {
+            return Some(i + 1);
+        }
+    }
+    Some(text.len())
 }
 
 #[cfg(test)]

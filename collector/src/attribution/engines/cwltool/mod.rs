@@ -1,10 +1,15 @@
 //! cwltool: the run is `cwltool [options] WORKFLOW.cwl[#main] [job]`, named by the `.cwl`
 //! file. cwltool starts each step's command itself (or `docker run ...` it); pipetrace reads
 //! the document the run was given to know each step's command, and names each process by the
-//! step whose `baseCommand` and literal `arguments` its command line starts with: the step
-//! id, sub-workflow steps as `parent/step`, scatter instances numbered as cwltool numbers its
-//! jobs (`step`, `step_2`, `step_3`...). A CommandLineTool run alone is one task named by the
-//! tool. The JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin)
+//! step whose `baseCommand` and literal `arguments` its command line starts with (under
+//! ShellCommandRequirement: whose pieces its `sh -c` line holds): the step id, sub-workflow
+//! steps as `parent/step`, scatter instances numbered as cwltool numbers its jobs (`step`,
+//! `step_2`, `step_3`...: by the element on the line, else, where the elements do not show,
+//! such as upstream files, in the order the jobs start). Steps that run the same tool are told apart by the values bound to
+//! their inputs (job file, defaults, upstream file names) that the line holds; a step that
+//! does not scatter is named once. Steps that run the very same command line on the same
+//! values cannot be told apart from outside cwltool: they take their names in document order,
+//! each once. A CommandLineTool run alone is one task named by the tool. The JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin)
 //! and container-runtime queries are helpers.
 mod document;
 
@@ -57,13 +62,19 @@ const VALUED: &[&str] = &[
 
 /// The `.cwl` document argument (`wf.cwl`, `wf.cwl#main`, `packed.cwl#main`).
 fn document_arg(argv: &[String]) -> Option<&str> {
-    let mut args = argv.iter().skip(1);
-    while let Some(a) = args.next() {
+    document_at(argv).map(|i| argv[i].as_str())
+}
+
+/// Where in argv the document is; its job file or `--input value`s follow it.
+fn document_at(argv: &[String]) -> Option<usize> {
+    let mut i = 1;
+    while let Some(a) = argv.get(i) {
         if VALUED.contains(&a.as_str()) {
-            args.next();
+            i += 1;
         } else if a.split('#').next().is_some_and(|f| f.ends_with(".cwl")) {
-            return Some(a);
+            return Some(i);
         }
+        i += 1;
     }
     None
 }
@@ -74,7 +85,8 @@ fn start(image: &Image, _started: SystemTime, host: crate::host::SharedHost) -> 
         .map(|a| naming::executable_name(a.split('#').next().unwrap_or(a)).to_string())
         .unwrap_or_else(|| "cwltool".into());
     let cwd = image.cwd.clone().unwrap_or_default();
-    let document = cwl.and_then(|c| document::load(&*host, c, &cwd));
+    let inputs = document_at(&image.argv).map_or(&[][..], |i| &image.argv[i + 1..]);
+    let document = cwl.and_then(|c| document::load(&*host, c, &cwd, inputs));
     let key = digest(&["cwltool", cwl.unwrap_or(""), &cwd.to_string_lossy()]);
     Box::new(Cwltool {
         key: format!("{}-{key}", naming::clean_name(&workflow)),
@@ -93,6 +105,9 @@ fn is_javascript_engine(image: &Image) -> bool {
 /// under a container runtime, where it appears), then how many of its literal arguments
 /// it holds. None when it is not that step's command.
 fn fit(step: &Step, argv: &[String]) -> Option<usize> {
+    if let Some(pieces) = &step.shell {
+        return shell_fit(step, pieces, argv);
+    }
     let first = step.base.first().or(step.literals.first())?;
     let name = naming::executable_name(first);
     let at = argv
@@ -107,8 +122,70 @@ fn fit(step: &Step, argv: &[String]) -> Option<usize> {
     Some(100 * step.base.len() + 10 * literals + usize::from(at == 0))
 }
 
+/// A ShellCommandRequirement step runs as `sh -c LINE`, its whole command joined into LINE:
+/// it fits when LINE holds its `baseCommand` and the literal pieces of its arguments, in order.
+fn shell_fit(step: &Step, pieces: &[String], argv: &[String]) -> Option<usize> {
+    let at = argv
+        .iter()
+        .position(|a| naming::executable_name(a) == "sh")?;
+    let line = match &argv[at + 1..] {
+        [c, line, ..] if c == "-c" => line,
+        _ => return None,
+    };
+    let wanted: Vec<&String> = step.base.iter().chain(pieces).collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let mut rest = line.as_str();
+    for w in &wanted {
+        rest = &rest[rest.find(w.as_str())? + w.len()..];
+    }
+    Some(100 * step.base.len() + 10 * wanted.len() + usize::from(at == 0))
+}
+
+/// How many of the values bound to a step's inputs its command line holds, as a word, a
+/// staged file's name (`/tmp/x/made.txt`), an option's value (`--n=3`) or, on a shell
+/// line, anywhere.
+fn bound_in(step: &Step, argv: &[String]) -> usize {
+    let mut values: Vec<&String> = step.bound.iter().filter(|v| !v.is_empty()).collect();
+    values.sort();
+    values.dedup();
+    values.iter().filter(|v| holds(step, argv, v)).count()
+}
+
+/// Whether a command line holds a value, as a word, a staged file's name (`/tmp/x/made.txt`),
+/// an option's value (`--n=3`) or, on a shell line, anywhere.
+fn holds(step: &Step, argv: &[String], v: &str) -> bool {
+    argv.iter().any(|a| {
+        a == v
+            || a.strip_suffix(v)
+                .is_some_and(|head| head.ends_with(['/', '=']))
+            || (step.shell.is_some() && a.contains(v))
+    })
+}
+
+/// Which job of a scatter a command line is, counted from 1 as cwltool numbers them (by
+/// element, as it makes the jobs): when exactly one of the distinct elements is on the line.
+fn element_of(step: &Step, argv: &[String]) -> Option<u32> {
+    let mut distinct = step.elements.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() != step.elements.len() || distinct.iter().any(String::is_empty) {
+        return None;
+    }
+    let mut found = step
+        .elements
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| holds(step, argv, v));
+    match (found.next(), found.next()) {
+        (Some((i, _)), None) => u32::try_from(i + 1).ok(),
+        _ => None,
+    }
+}
+
 impl Cwltool {
-    /// The step a command line runs, numbered as cwltool numbers repeated jobs of a step.
+    /// The step a command line runs, numbered as cwltool numbers a scatter's jobs.
     fn step_of(&mut self, argv: &[String]) -> Option<TaskInfo> {
         let doc = self.document.as_ref()?;
         if let Some(tool) = &doc.tool {
@@ -117,18 +194,13 @@ impl Cwltool {
                 ..Default::default()
             });
         }
-        let mut best: Option<(usize, &Step)> = None;
-        for step in &doc.steps {
-            if let Some(f) = fit(step, argv)
-                && best.is_none_or(|(b, _)| f > b)
-            {
-                best = Some((f, step));
-            }
-        }
-        let id = best?.1.id.clone();
+        let step = pick(&doc.steps, argv, &self.instances)?;
+        let (id, element) = (step.id.clone(), element_of(step, argv));
         let n = self.instances.entry(id.clone()).or_default();
         *n += 1;
-        let name = match *n {
+        // Started jobs are counted only where the elements do not tell (upstream files,
+        // expressions): then `_N` follows the order they start in.
+        let name = match element.unwrap_or(*n) {
             1 => id,
             n => format!("{id}_{n}"),
         };
@@ -137,6 +209,31 @@ impl Cwltool {
             ..Default::default()
         })
     }
+}
+
+/// The step whose command fits best, then whose bound inputs the line holds most. Steps
+/// that run the same tool on the same values stay tied: a step that does not scatter runs
+/// once, so the first of them (in the document) not yet started is taken. Which of such
+/// identical processes gets which step cannot be told from outside cwltool; each step is
+/// still named once.
+fn pick<'s>(
+    steps: &'s [Step],
+    argv: &[String],
+    started: &HashMap<String, u32>,
+) -> Option<&'s Step> {
+    let scored: Vec<_> = steps
+        .iter()
+        .filter_map(|s| Some(((fit(s, argv)?, bound_in(s, argv)), s)))
+        .collect();
+    let best = scored.iter().map(|(score, _)| *score).max()?;
+    let tied: Vec<&Step> = scored
+        .into_iter()
+        .filter(|(score, _)| *score == best)
+        .map(|(_, s)| s)
+        .collect();
+    let fresh = tied.iter().find(|s| !started.contains_key(&s.id));
+    let repeats = tied.iter().find(|s| s.scatters);
+    fresh.or(repeats).or(tied.first()).copied()
 }
 
 impl EngineRun for Cwltool {

@@ -23,7 +23,7 @@ fn steps_files_inline_tools_and_sub_workflows() {
         "wf.cwl",
         "class: Workflow\nsteps:\n  - id: scat\n    run: echo-tool.cwl\n  - id: sub\n    run: sub.cwl\n",
     );
-    let doc = load(&LiveHost, "wf.cwl", dir.path()).unwrap();
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &[]).unwrap();
     let ids: Vec<_> = doc.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -50,14 +50,14 @@ fn packed_graphs_and_lone_tools() {
           {"id": "#main", "class": "Workflow", "steps": [
             {"id": "#main/count", "run": "#wc.cwl"}]}]}"##,
     );
-    let doc = load(&LiveHost, "packed.cwl#main", dir.path()).unwrap();
+    let doc = load(&LiveHost, "packed.cwl#main", dir.path(), &[]).unwrap();
     assert_eq!(doc.steps.len(), 1);
     assert_eq!(
         (doc.steps[0].id.as_str(), doc.steps[0].base.as_slice()),
         ("count", &["wc".to_string(), "-l".to_string()][..])
     );
     assert_eq!(
-        load(&LiveHost, "packed.cwl", dir.path())
+        load(&LiveHost, "packed.cwl", dir.path(), &[])
             .unwrap()
             .steps
             .len(),
@@ -65,10 +65,95 @@ fn packed_graphs_and_lone_tools() {
         "#main by default"
     );
     write(dir.path(), "echo-tool.cwl", ECHO);
-    let tool = load(&LiveHost, "echo-tool.cwl", dir.path()).unwrap();
+    let tool = load(&LiveHost, "echo-tool.cwl", dir.path(), &[]).unwrap();
     assert_eq!(
         (tool.tool.as_deref(), tool.steps.len()),
         (Some("echo-tool"), 0)
     );
-    assert!(load(&LiveHost, "missing.cwl", dir.path()).is_none());
+    assert!(load(&LiveHost, "missing.cwl", dir.path(), &[]).is_none());
+}
+
+const MAKE: &str = "class: CommandLineTool\nbaseCommand: echo\ninputs:\n  word: {type: string, inputBinding: {position: 1}}\nstdout: made.txt\noutputs:\n  out: {type: stdout}\n";
+const COUNT: &str = "class: CommandLineTool\nbaseCommand: [wc, -l]\ninputs: {inp: File}\nstdout: count.txt\noutputs: {out: stdout}\n";
+
+fn bound<'d>(doc: &'d Document, id: &str) -> &'d [String] {
+    let step = doc.steps.iter().find(|s| s.id == id);
+    &step.unwrap_or_else(|| panic!("{id} in {doc:?}")).bound
+}
+
+#[test]
+fn inputs_bound_from_the_job_file_defaults_and_upstream_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "make.cwl", MAKE);
+    write(dir.path(), "count.cwl", COUNT);
+    write(
+        dir.path(),
+        "three.cwl",
+        "class: Workflow\ninputs: {word: string}\nsteps:\n  make_it: {run: make.cwl, in: {word: word}, out: [out]}\n  count_it: {run: count.cwl, in: {inp: make_it/out}, out: [out]}\n",
+    );
+    write(
+        dir.path(),
+        "wf.cwl",
+        "class: Workflow\ninputs:\n  w1: string\n  w2: {type: string, default: goodbye}\nsteps:\n  greet: {run: make.cwl, in: {word: w1}, out: [out]}\n  farewell:\n    run: make.cwl\n    in: [{id: word, source: w2}]\n  fixed: {run: make.cwl, in: {word: {default: hi}}}\n  each: {run: make.cwl, scatter: word, in: {word: {valueFrom: lit}}}\n  many: {run: make.cwl, scatter: [word], in: {word: {default: [b, a]}}}\n  inner: {run: three.cwl, scatter: word, in: {word: w1}}\n",
+    );
+    write(dir.path(), "job.yml", "w1: hello\n");
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
+    assert_eq!(bound(&doc, "greet"), ["hello"], "from the job file");
+    assert_eq!(bound(&doc, "farewell"), ["goodbye"], "the input's default");
+    assert_eq!(bound(&doc, "fixed"), ["hi"], "the step's default");
+    assert_eq!(bound(&doc, "each"), ["lit"], "a literal valueFrom");
+    assert_eq!(
+        bound(&doc, "inner/make_it"),
+        ["hello"],
+        "through a sub-workflow"
+    );
+    assert_eq!(
+        bound(&doc, "inner/count_it"),
+        ["made.txt"],
+        "an upstream stdout"
+    );
+    let scatters: Vec<_> = doc
+        .steps
+        .iter()
+        .filter(|s| s.scatters)
+        .map(|s| &s.id)
+        .collect();
+    assert_eq!(
+        scatters,
+        ["each", "many", "inner/make_it", "inner/count_it"]
+    );
+    let many = doc.steps.iter().find(|s| s.id == "many").unwrap();
+    assert_eq!(
+        many.elements,
+        ["b", "a"],
+        "the scattered input's elements, in order"
+    );
+    let given = load(
+        &LiveHost,
+        "wf.cwl",
+        dir.path(),
+        &["--w1".into(), "hey".into()],
+    )
+    .unwrap();
+    assert_eq!(
+        bound(&given, "greet"),
+        ["hey"],
+        "an input given as an option"
+    );
+}
+
+#[test]
+fn shell_command_steps_keep_the_pieces_around_expressions() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "wf.cwl",
+        "class: Workflow\nsteps:\n  piped:\n    run:\n      class: CommandLineTool\n      requirements: {ShellCommandRequirement: {}}\n      arguments:\n        - {valueFrom: 'cat $(inputs.inp.path) | tr a-z A-Z | wc -c', shellQuote: false}\n        - '${ return f(inputs.x) }'\n        - 'echo $HOME'\n  plain: {run: {class: CommandLineTool, baseCommand: ls}}\n",
+    );
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &[]).unwrap();
+    assert_eq!(
+        doc.steps[0].shell.as_deref(),
+        Some(&["cat", "| tr a-z A-Z | wc -c", "echo $", "HOME"].map(String::from)[..])
+    );
+    assert_eq!(doc.steps[1].shell, None);
 }

@@ -1,0 +1,192 @@
+//! The values bound to a step's inputs, as far as the documents and the job order tell them
+//! without running anything: the run's job file and `--input value` options, `default:`s,
+//! literal `valueFrom`s, and the file names upstream tools write (`stdout: made.txt`, a
+//! literal `glob`). Steps that run the same tool differ only by these, and cwltool puts
+//! them on the command line (a staged file keeps its name), so they tell such steps apart.
+use std::{collections::HashMap, path::Path};
+
+use serde_yaml::Value;
+
+use super::{entries, is_literal};
+use crate::host::Host;
+
+/// Input id to the values it may hold (a scattered input: each element).
+pub type Env = HashMap<String, Vec<String>>;
+
+/// Output files of a workflow's command steps: `(step, output)` to its file name.
+pub type Outputs = HashMap<(String, String), String>;
+
+/// The inputs a run was given after its document: a job file, or `--name value` options.
+pub fn job_order(host: &dyn Host, cwd: &Path, after_document: &[String]) -> Env {
+    let mut env = Env::new();
+    let mut args = after_document.iter();
+    while let Some(a) = args.next() {
+        if let Some(name) = a.strip_prefix("--") {
+            let (name, value) = match name.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (name.to_string(), args.next().cloned()),
+            };
+            env.extend(value.map(|v| (name, vec![v])));
+        } else if let Some(job) = read_job(host, &cwd.join(a)) {
+            for (k, v) in entries_of(&job) {
+                env.insert(k, values(&v));
+            }
+        }
+    }
+    env
+}
+
+fn read_job(host: &dyn Host, path: &Path) -> Option<Value> {
+    serde_yaml::from_str(&host.read_to_string(path).ok()?).ok()
+}
+
+fn entries_of(v: &Value) -> Vec<(String, Value)> {
+    v.as_mapping()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.clone())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What of a value can show on a command line: scalars as written, a File or Directory by
+/// its name (cwltool stages it under a directory of its own, keeping the name).
+pub fn values(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Number(n) => vec![n.to_string()],
+        Value::Sequence(s) => s.iter().flat_map(values).collect(),
+        Value::Mapping(_) => {
+            let place = v.get("basename").or(v.get("path")).or(v.get("location"));
+            place
+                .and_then(Value::as_str)
+                .and_then(|p| p.rsplit('/').next())
+                .filter(|n| !n.is_empty())
+                .map(|n| vec![n.to_string()])
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A workflow's inputs: those it was given, else their `default:`.
+pub fn workflow_env(wf: &Value, given: &Env) -> Env {
+    let mut env = given.clone();
+    for (id, input) in entries(wf.get("inputs")) {
+        let id = short(&id).to_string();
+        if env.get(&id).is_none_or(Vec::is_empty)
+            && let Some(d) = input.get("default")
+        {
+            env.insert(id, values(d));
+        }
+    }
+    env
+}
+
+/// A step's inputs (its `in:`), each from its sources, `default:` or literal `valueFrom`.
+pub fn step_env(step: &Value, env: &Env, outputs: &Outputs) -> Env {
+    let mut out = Env::new();
+    for (id, binding) in step_inputs(step.get("in")) {
+        let mut vals: Vec<String> = sources(&binding)
+            .iter()
+            .flat_map(|s| source_values(s, env, outputs))
+            .collect();
+        if vals.is_empty()
+            && let Some(d) = binding.get("default")
+        {
+            vals = values(d);
+        }
+        match binding.get("valueFrom").and_then(Value::as_str) {
+            Some(v) if is_literal(v) => vals = vec![v.to_string()],
+            // An expression makes its own value from the sources: they are not on the line.
+            Some(_) => vals.clear(),
+            None => {}
+        }
+        out.insert(short(&id).to_string(), vals);
+    }
+    out
+}
+
+/// `in:` as a map (`word: w1`, `word: {source: w1}`) or a list of `{id, source}`.
+fn step_inputs(v: Option<&Value>) -> Vec<(String, Value)> {
+    match v {
+        Some(Value::Mapping(m)) => m
+            .iter()
+            .filter_map(|(k, b)| {
+                let b = match b {
+                    Value::Mapping(_) => b.clone(),
+                    source => {
+                        let mut m = serde_yaml::Mapping::new();
+                        m.insert("source".into(), source.clone());
+                        Value::Mapping(m)
+                    }
+                };
+                Some((k.as_str()?.to_string(), b))
+            })
+            .collect(),
+        other => entries(other),
+    }
+}
+
+fn sources(binding: &Value) -> Vec<String> {
+    match binding.get("source") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Sequence(s)) => s
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A source is an upstream step's output (`step/out`, `#main/step/out`) or an input.
+fn source_values(source: &str, env: &Env, outputs: &Outputs) -> Vec<String> {
+    let parts: Vec<&str> = source.trim_start_matches('#').split('/').collect();
+    if let [.., step, out] = parts.as_slice()
+        && let Some(file) = outputs.get(&(step.to_string(), out.to_string()))
+    {
+        return vec![file.clone()];
+    }
+    env.get(short(source)).cloned().unwrap_or_default()
+}
+
+/// The file names a CommandLineTool's outputs are written to, where the document fixes them.
+pub fn tool_outputs(tool: &Value) -> Vec<(String, String)> {
+    let stream = |key: &str| {
+        tool.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| is_literal(s))
+    };
+    entries_typed(tool.get("outputs"))
+        .into_iter()
+        .filter_map(|(id, out)| {
+            let file = match out.get("type").and_then(Value::as_str).or(out.as_str()) {
+                Some("stdout") => stream("stdout"),
+                Some("stderr") => stream("stderr"),
+                _ => out
+                    .get("outputBinding")
+                    .and_then(|b| b.get("glob"))
+                    .and_then(Value::as_str)
+                    .filter(|g| is_literal(g) && !g.contains('*')),
+            };
+            Some((short(&id).to_string(), file?.to_string()))
+        })
+        .collect()
+}
+
+/// Outputs as a map (whose values may be a bare type: `out: stdout`) or a list with ids.
+fn entries_typed(v: Option<&Value>) -> Vec<(String, Value)> {
+    match v {
+        Some(Value::Mapping(m)) => m
+            .iter()
+            .filter_map(|(k, o)| Some((k.as_str()?.to_string(), o.clone())))
+            .collect(),
+        other => entries(other),
+    }
+}
+
+/// An id's last part: `#main/w1` and `w1` are the input `w1`.
+pub fn short(id: &str) -> &str {
+    id.rsplit(['#', '/']).next().unwrap_or(id)
+}
