@@ -24,13 +24,18 @@ fn nanos(t: std::time::SystemTime) -> u64 {
         .as_nanos() as u64
 }
 
-pub(super) fn span(out: &mut Vec<u8>, s: &SpanData) {
-    let ctx = &s.span_context;
+/// Opens a span's or a link's object with the ids and state of its context.
+fn context(out: &mut Vec<u8>, ctx: &SpanContext) {
     out.extend_from_slice(b"{\"traceId\":");
     hex(out, &ctx.trace_id().to_bytes());
     out.extend_from_slice(b",\"spanId\":");
     hex(out, &ctx.span_id().to_bytes());
     key_str(out, "traceState", &ctx.trace_state().header());
+}
+
+pub(super) fn span(out: &mut Vec<u8>, s: &SpanData) {
+    let ctx = &s.span_context;
+    context(out, ctx);
     out.extend_from_slice(b",\"parentSpanId\":");
     match s.parent_span_id == opentelemetry::trace::SpanId::INVALID {
         true => hex(out, &[]),
@@ -83,11 +88,7 @@ fn event(out: &mut Vec<u8>, e: &opentelemetry::trace::Event) {
 
 fn link(out: &mut Vec<u8>, l: &opentelemetry::trace::Link) {
     let ctx = &l.span_context;
-    out.extend_from_slice(b"{\"traceId\":");
-    hex(out, &ctx.trace_id().to_bytes());
-    out.extend_from_slice(b",\"spanId\":");
-    hex(out, &ctx.span_id().to_bytes());
-    key_str(out, "traceState", &ctx.trace_state().header());
+    context(out, ctx);
     out.extend_from_slice(b",\"attributes\":");
     list(out, &l.attributes, key_value);
     key_num(out, "droppedAttributesCount", l.dropped_attributes_count);
