@@ -16,8 +16,9 @@ mod cluster;
 mod log;
 mod metadata;
 mod records;
+mod script;
 
-use std::time::SystemTime;
+use std::{collections::HashMap, path::PathBuf, time::SystemTime};
 
 use records::{Ran, Records};
 
@@ -27,6 +28,8 @@ use crate::{
         TaskInfo,
         naming::{self, shell_command, shell_words, strip_shell_prefix},
     },
+    event::ProcKey,
+    host::SharedHost,
     tree::{Image, Proc},
 };
 
@@ -47,6 +50,11 @@ struct Snakemake {
     /// As a head, what it runs to submit jobs, and its run's directory once known.
     head: cluster::Head,
     records: Records,
+    host: SharedHost,
+    workdir: PathBuf,
+    /// Of each running `script:` job, its script's outputs (read as it started: the
+    /// script is gone once the job ends).
+    script_outputs: HashMap<ProcKey, String>,
 }
 
 /// A job as `--target-jobs` names it: `RULE:KEY=VALUE,KEY=VALUE`.
@@ -138,7 +146,12 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         .map(|n| naming::clean_name(&n.to_string_lossy()))
         .unwrap_or_else(|| "snakemake".into());
     let key = digest(&["snakemake", &workdir.to_string_lossy(), snakefile]);
-    let records = Records::new(&workdir, started, host, !quiet_hides_jobs(&image.argv));
+    let records = Records::new(
+        &workdir,
+        started,
+        host.clone(),
+        !quiet_hides_jobs(&image.argv),
+    );
     Box::new(Snakemake {
         key: format!("{name}-{key}"),
         name,
@@ -149,6 +162,9 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         target,
         remote,
         records,
+        host,
+        workdir,
+        script_outputs: HashMap::new(),
     })
 }
 
@@ -181,7 +197,9 @@ impl Snakemake {
             .first_image
             .as_ref()
             .is_some_and(|i| i.argv_truncated);
+        let script_outputs = self.script_outputs.remove(&e.proc.key);
         let ran = Ran {
+            script_outputs: script_outputs.as_deref(),
             truncated,
             command: &command,
             start: e.start,
@@ -199,6 +217,12 @@ impl Snakemake {
             .exact(&ran)
             .or_else(|| self.records.script(&ran));
         if found.is_some() || !(e.overdue || force) {
+            // Asked again later: what its script said is kept for then.
+            if found.is_none()
+                && let Some(text) = script_outputs
+            {
+                self.script_outputs.insert(e.proc.key, text);
+            }
             return found;
         }
         self.records.best_guess(&ran)
@@ -254,7 +278,7 @@ impl EngineRun for Snakemake {
         self.remote.is_none()
     }
 
-    fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
         // A cluster job's marking of its end (`touch DIR/N.jobfinished`) is the engine's.
         if self.remote.is_some() {
             return match cluster::names_run_dir(image) {
@@ -265,10 +289,18 @@ impl EngineRun for Snakemake {
         if place.parent_is_root && self.head.is_submission(image) {
             return Class::Helper;
         }
-        match place.parent_is_root && shell_command(&image.argv).is_some() {
-            true => Class::Task,
-            false => Class::Helper,
+        let Some(command) = (place.parent_is_root)
+            .then(|| shell_command(&image.argv))
+            .flatten()
+        else {
+            return Class::Helper;
+        };
+        if script_name(command).is_some()
+            && let Some(text) = script::outputs_text(&self.host, &self.workdir, command)
+        {
+            self.script_outputs.insert(p.key, text);
         }
+        Class::Task
     }
 
     fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {

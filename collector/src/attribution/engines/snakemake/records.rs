@@ -6,6 +6,7 @@ use std::{collections::HashSet, path::Path, time::Duration, time::SystemTime};
 use super::{
     log::{Entry, Failure, Job, LogFile},
     metadata::{Metadata, Record},
+    script,
 };
 use crate::attribution::TaskInfo;
 
@@ -24,6 +25,7 @@ pub struct Records {
 }
 
 /// What a job process ran, as the records spell it.
+#[derive(Clone, Copy)]
 pub struct Ran<'a> {
     /// Its shell command, normalized, without the strict-mode prefix.
     pub command: &'a str,
@@ -32,6 +34,8 @@ pub struct Ran<'a> {
     pub failed: bool,
     /// The script a `script:` job's command runs (`.snakemake/scripts/tmpXXXXXXXX.NAME`).
     pub script: Option<&'a str>,
+    /// The part of that script's preamble naming the job's outputs, read as it started.
+    pub script_outputs: Option<&'a str>,
     /// The kernel kept only the start of its command line (a very long command).
     pub truncated: bool,
     /// This is the last look: name it with what the records hold now.
@@ -126,7 +130,8 @@ impl Records {
     }
 
     /// A `script:` job: the record of a job of no shell command that ran that script (8/9
-    /// keep the script's name) while the process ran, nearest first.
+    /// keep the script's name) while the process ran. The record whose outputs the job's
+    /// own script names is it; where the script could not be read, the nearest in start.
     pub fn script(&mut self, ran: &Ran) -> Option<TaskInfo> {
         let name = ran.script?;
         let fits = |r: &Record| {
@@ -136,9 +141,25 @@ impl Records {
                 && r.start <= ran.end + SLACK
                 && ran.start <= r.end + SLACK
         };
-        let r = (self.metadata.records.iter_mut())
-            .filter(|r| fits(r))
-            .min_by_key(|r| abs_diff(r.start, ran.start))?;
+        let candidates = (self.metadata.records.iter_mut()).filter(|r| fits(r));
+        let r = match ran.script_outputs {
+            // Its record not written yet: wait for it rather than take another job's.
+            Some(text) => candidates
+                .filter_map(|r| Some((script::fit(text, &r.outputs)?, r)))
+                .max_by_key(|(fit, r)| (*fit, std::cmp::Reverse(abs_diff(r.start, ran.start))))
+                .map(|(_, r)| r),
+            None => candidates.min_by_key(|r| abs_diff(r.start, ran.start)),
+        };
+        let Some(r) = r else {
+            // At the last look a job whose script named no record takes the nearest.
+            return match ran.last_look && ran.script_outputs.is_some() {
+                true => self.script(&Ran {
+                    script_outputs: None,
+                    ..*ran
+                }),
+                false => None,
+            };
+        };
         if !ran.last_look && self.blocks_expected && block_of(&self.jobs, r).is_none() {
             return None;
         }

@@ -380,3 +380,66 @@ fn only_a_quiet_that_hides_rules_leaves_job_blocks_out() {
         assert_eq!(quiet_hides_jobs(&argv(cmd)), hides, "{cmd}");
     }
 }
+
+/// A job's block with its wildcard `s`.
+fn sample_block(rule: &str, output: &str, jobid: u32, s: &str) -> String {
+    format!(
+        "[Mon Nov 23 01:54:07 2026]\nrule {rule}:\n    output: {output}\n    jobid: {jobid}\n    wildcards: s={s}\n\n"
+    )
+}
+
+/// A `script:` job's process as it starts: Snakemake wrote its script, preamble first
+/// (Snakemake 9's bash form), and the adapter is told of it.
+fn started_script_job(
+    a: &mut dyn EngineRun,
+    dir: &Path,
+    pid: u32,
+    tmp: &str,
+    output: &str,
+) -> Proc {
+    let scripts = dir.join(".snakemake/scripts");
+    fs::create_dir_all(&scripts).unwrap();
+    let path = scripts.join(format!("{tmp}.work.sh"));
+    let preamble = format!(
+        "#!/usr/bin/env bash\ndeclare -A snakemake_input=( )\ndeclare -A snakemake_output=( [0]={output} )\n"
+    );
+    fs::write(&path, preamble).unwrap();
+    let p = job_proc(
+        pid,
+        &format!("set -euo pipefail;  bash {}", path.display()),
+        0,
+    );
+    let place = Place {
+        parent_is_root: true,
+        under_run: true,
+    };
+    let image = p.first_image.clone().unwrap();
+    assert!(matches!(a.classify(&p, &image, place), Class::Task));
+    // The script is gone once the job ends.
+    fs::remove_file(path).unwrap();
+    p
+}
+
+/// Measured on 7 and 9: two jobs of one script are marked ~7 ms apart, their processes
+/// start ~50 ms later in any order; the nearest mark is often the other job's.
+#[test]
+fn script_jobs_of_one_rule_take_the_record_their_own_script_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = "    script: \"scripts/work.sh\"\n";
+    write_log(
+        dir.path(),
+        &(sample_block("sh", "sh/s2.txt", 3, "s2") + &sample_block("sh", "sh/s7.txt", 8, "s7")),
+    );
+    write_record(dir.path(), "sh/s7.txt", "sh", None, code, 1001.159);
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let s2 = started_script_job(a.as_mut(), dir.path(), 31, "tmpaaaa1111", "sh/s2.txt");
+    let s7 = started_script_job(a.as_mut(), dir.path(), 32, "tmpbbbb2222", "sh/s7.txt");
+    let got = resolve(a.as_mut(), &[(s2.clone(), 1001.208)], false);
+    assert_eq!(got[0], None, "its own record is not written yet: it waits");
+    write_record(dir.path(), "sh/s2.txt", "sh", None, code, 1001.152);
+    let got = resolve(a.as_mut(), &[(s2, 1001.208), (s7, 1001.201)], false);
+    let wildcards: Vec<_> = (got.iter())
+        .map(|i| i.as_ref().and_then(|i| i.wildcards.as_deref()))
+        .collect();
+    assert_eq!(wildcards, [Some("s=s2"), Some("s=s7")]);
+}
