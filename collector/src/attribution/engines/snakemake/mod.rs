@@ -289,6 +289,13 @@ impl EngineRun for Snakemake {
         if place.parent_is_root && self.head.is_submission(image) {
             return Class::Helper;
         }
+        // Snakemake starts each job from a thread of its executor; its main thread runs the
+        // Snakefile itself: `shell()` at parse time, `onstart`/`onsuccess`/`onerror`, and
+        // subprocesses of input and params functions (measured on 7 and 9, one core or
+        // more). Those are the engine's own work, never jobs.
+        if p.forked_by != 0 && p.parent.is_some_and(|k| k.pid == p.forked_by) {
+            return Class::Helper;
+        }
         let Some(command) = (place.parent_is_root)
             .then(|| shell_command(&image.argv))
             .flatten()

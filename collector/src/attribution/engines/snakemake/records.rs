@@ -223,10 +223,11 @@ impl Records {
         rules.all(|r| r == first).then(|| first.to_string())
     }
 
-    /// The block of the job a metadata record is about: same rule, one of its outputs.
-    fn info_from_record(&self, r: &Record) -> TaskInfo {
-        match block_of(&self.jobs, r) {
-            Some(j) => info_from_job(j),
+    /// The block of the job a metadata record is about: same rule, one of its outputs. The
+    /// block is taken: it names this process, no other by a guess.
+    fn info_from_record(&mut self, r: &Record) -> TaskInfo {
+        match block_at(&self.jobs, r) {
+            Some(at) => take(&mut self.jobs[at]),
             None => TaskInfo {
                 name: r.rule.clone(),
                 ..Default::default()
@@ -234,12 +235,13 @@ impl Records {
         }
     }
 
-    fn info_from_failure(&self, f: &Failure) -> TaskInfo {
-        let block = (self.jobs.iter().rev())
-            .map(|(j, _)| j)
-            .find(|j| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid);
+    fn info_from_failure(&mut self, f: &Failure) -> TaskInfo {
+        let block = (self
+            .jobs
+            .iter()
+            .rposition(|(j, _)| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid));
         match block {
-            Some(j) => info_from_job(j),
+            Some(at) => take(&mut self.jobs[at]),
             None => TaskInfo {
                 name: f.rule.clone(),
                 run_id: f.jobid.clone().unwrap_or_default(),
@@ -249,11 +251,22 @@ impl Records {
     }
 }
 
-/// The log's block of the job that wrote record `r`: the same rule and an output in common.
+/// A job block names the process it is: marked so that no guess reuses it.
+fn take((job, taken): &mut (Job, bool)) -> TaskInfo {
+    *taken = true;
+    info_from_job(job)
+}
+
+/// Where the log's block of the job that wrote record `r` is (see [`block_of`]).
+fn block_at(jobs: &[(Job, bool)], r: &Record) -> Option<usize> {
+    jobs.iter()
+        .rposition(|(j, _)| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)))
+}
+
+/// The log's block of the job that wrote record `r`: the same rule and an output in common
+/// (the latest: a retried job logs a block per attempt).
 fn block_of<'a>(jobs: &'a [(Job, bool)], r: &Record) -> Option<&'a Job> {
-    (jobs.iter().rev())
-        .map(|(j, _)| j)
-        .find(|j| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)))
+    block_at(jobs, r).map(|at| &jobs[at].0)
 }
 
 fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {

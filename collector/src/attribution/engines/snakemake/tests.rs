@@ -443,3 +443,67 @@ fn script_jobs_of_one_rule_take_the_record_their_own_script_names() {
         .collect();
     assert_eq!(wildcards, [Some("s=s2"), Some("s=s7")]);
 }
+
+/// Measured on 7 and 9 (one core or more): jobs are started from executor threads; the
+/// Snakefile's own `shell()` (parse time, `onstart`, `onsuccess`) from the main thread.
+#[test]
+fn shells_the_main_thread_starts_are_the_engines_own_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let place = Place {
+        parent_is_root: true,
+        under_run: true,
+    };
+    let class = |a: &mut dyn EngineRun, forked_by: u32| {
+        let mut p = job_proc(61, "set -euo pipefail;  echo done > logs/done.txt", 0);
+        p.parent = Some(ProcKey {
+            pid: 60,
+            start_ticks: 1,
+        });
+        p.forked_by = forked_by;
+        let image = p.first_image.clone().unwrap();
+        a.classify(&p, &image, place)
+    };
+    assert!(
+        matches!(class(a.as_mut(), 60), Class::Helper),
+        "main thread"
+    );
+    assert!(
+        matches!(class(a.as_mut(), 64), Class::Task),
+        "an executor thread"
+    );
+    assert!(
+        matches!(class(a.as_mut(), 0), Class::Task),
+        "thread unknown"
+    );
+}
+
+#[test]
+fn a_job_block_a_record_named_is_no_guess_for_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "[Mon Nov 23 01:54:07 2026]\nrule make:\n    output: out/a.txt\n    jobid: 1\n    wildcards: s=a\n\n[Mon Nov 23 01:54:08 2026]\nFinished job 1.\n\n";
+    write_log(dir.path(), log);
+    write_record(
+        dir.path(),
+        "out/a.txt",
+        "make",
+        Some("echo a > out/a.txt"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let job = job_proc(71, "set -euo pipefail;  echo a > out/a.txt", 0);
+    let other = job_proc(72, "set -euo pipefail;  cat out/a.txt > summary.txt", 0);
+    let got = resolve(a.as_mut(), &[(job, 1001.0)], false);
+    assert_eq!(
+        got[0].as_ref().map(|i| i.wildcards.as_deref()),
+        Some(Some("s=a"))
+    );
+    let got = resolve(a.as_mut(), &[(other, 1003.0)], true);
+    let info = got[0].clone().expect("named at the last look");
+    assert_eq!(
+        (info.name.as_str(), info.wildcards.as_deref()),
+        ("cat", None),
+        "the block of make (s=a) named its job already"
+    );
+}
