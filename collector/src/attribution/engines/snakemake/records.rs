@@ -236,10 +236,8 @@ impl Records {
     }
 
     fn info_from_failure(&mut self, f: &Failure) -> TaskInfo {
-        let block = (self
-            .jobs
-            .iter()
-            .rposition(|(j, _)| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid));
+        let block = (self.jobs.iter())
+            .rposition(|(j, _)| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid);
         match block {
             Some(at) => take(&mut self.jobs[at]),
             None => TaskInfo {
