@@ -121,12 +121,33 @@ impl Records {
             let f = f.clone();
             return Some(self.info_from_failure(&f));
         }
-        let (_, job, taken) = (self.jobs.iter_mut())
+        let block = (self.jobs.iter_mut())
             .filter(|(_, taken)| !taken)
             .filter_map(|(j, taken)| Some((ran.fit(j.shell.as_deref())?, j, taken)))
-            .min_by_key(|(fit, _, _)| std::cmp::Reverse(*fit))?;
-        *taken = true;
-        Some(info_from_job(job))
+            .min_by_key(|(fit, _, _)| std::cmp::Reverse(*fit));
+        if let Some((_, job, taken)) = block {
+            *taken = true;
+            return Some(info_from_job(job));
+        }
+        self.repeat(ran)
+    }
+
+    /// A job benchmarked with `repeat(..., n)` runs its exact command n times in one
+    /// attempt: a run within a taken record's time that ran its very command is that job.
+    fn repeat(&self, ran: &Ran) -> Option<TaskInfo> {
+        let r = (self.metadata.records.iter()).find(|r| {
+            r.claimed
+                && r.shellcmd.as_deref() == Some(ran.command)
+                && r.start <= ran.start + SLACK
+                && ran.end <= r.end + SLACK
+        })?;
+        Some(block_of(&self.jobs, r).map_or_else(
+            || TaskInfo {
+                name: r.rule.clone(),
+                ..Default::default()
+            },
+            info_from_job,
+        ))
     }
 
     /// A `script:` job: the record of a job of no shell command that ran that script (8/9

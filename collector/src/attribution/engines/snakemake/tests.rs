@@ -507,3 +507,29 @@ fn a_job_block_a_record_named_is_no_guess_for_another_process() {
         "the block of make (s=a) named its job already"
     );
 }
+
+/// `benchmark: repeat(..., 2)`: one attempt, one record, its command run twice.
+#[test]
+fn a_benchmark_repeat_of_a_job_is_that_job_again() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), &block("bench", "b.txt", 4));
+    write_record(
+        dir.path(),
+        "b.txt",
+        "bench",
+        Some("sort a > b.txt"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c1"]);
+    let first = job_proc(81, "set -euo pipefail;  sort a > b.txt", 0);
+    let second = job_proc(82, "set -euo pipefail;  sort a > b.txt", 0);
+    let got = resolve(a.as_mut(), &[(first, 1001.0), (second, 1001.05)], false);
+    let wildcards: Vec<_> = (got.iter())
+        .map(|i| {
+            i.as_ref()
+                .map(|i| (i.name.as_str(), i.wildcards.as_deref()))
+        })
+        .collect();
+    assert_eq!(wildcards, [Some(("bench", Some("s=4"))); 2]);
+}
