@@ -4,10 +4,13 @@
 //! The model, as both versions run jobs locally: the Snakemake process starts each shell,
 //! `script:` and `wrapper:` job as `bash -c 'set -euo pipefail; CMD'`, and each `run:` job as
 //! `sh -c 'cd DIR && python -m snakemake --target-jobs RULE:WILDCARDS ...'`; every other
-//! process it starts (the scheduler's `cbc`/`glpsol`, probes) is a helper. A job is named
+//! process it starts (the scheduler's `cbc`/`glpsol`, probes) is a helper, and so is any
+//! shell its main thread starts (jobs start from executor threads; the main thread runs the
+//! Snakefile's own `shell()`, `onstart`/`onsuccess` and params functions). A job is named
 //! from the metadata record of its output (rule and exact `shellcmd`), the log's failure
-//! block (exact command), or, for `script:` jobs, the record of the script it ran; the log's
-//! job block for that record adds jobid, wildcards, threads and memory.
+//! block (exact command), or, for `script:` jobs, the record whose outputs the job's own
+//! temporary script names (see [`script`]); the log's job block for that record adds jobid,
+//! wildcards, threads and memory, and names no other process.
 //!
 //! In cluster mode the head submits jobs instead (its submissions are its own work), and
 //! each job's `snakemake --target-jobs`, on whichever node, is a part of the head's run: a
