@@ -9,7 +9,7 @@
 //! Snakefile's own `shell()`, `onstart`/`onsuccess` and params functions). A job is named
 //! from the metadata record of its output (rule and exact `shellcmd`), the log's failure
 //! block (exact command), or, for `script:` jobs, the record whose outputs the job's own
-//! temporary script names (see [`script`]); the log's job block for that record adds jobid,
+//! temporary script names (`script.rs`); the log's job block for that record adds jobid,
 //! wildcards, threads and memory, and names no other process.
 //!
 //! In cluster mode the head submits jobs instead (its submissions are its own work), and
