@@ -102,6 +102,22 @@ pub fn metadata(workdir: &Path) -> Vec<(String, serde_json::Value)> {
     out
 }
 
+/// A job block of the log: the job's rule, wildcards ("" if none) and declared paths.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Block {
+    pub rule: String,
+    pub wildcards: String,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+}
+
+impl Block {
+    /// A block's `input: a, b` / `output: ...` field, as paths.
+    fn paths(field: &str) -> Vec<String> {
+        field.split(", ").map(|p| p.trim().to_string()).collect()
+    }
+}
+
 /// What Snakemake recorded of a run in `workdir`.
 #[derive(Debug, Default)]
 pub struct Records {
@@ -109,6 +125,8 @@ pub struct Records {
     pub metadata: Vec<(String, Option<String>)>,
     /// The log's job blocks, one per attempt: (rule, wildcards or "").
     pub started: Vec<(String, String)>,
+    /// The log's job blocks with the paths they list, one per attempt.
+    pub blocks: Vec<Block>,
     /// The log's `Error in rule X:` blocks: rules.
     pub failed: Vec<String>,
     /// Rules whose jobs the log says ran in Snakemake's own process tree (`localrule X:`),
@@ -159,6 +177,10 @@ impl Records {
                     self.local_rules.insert(rule.to_string());
                 }
                 open = Some((rule.to_string(), String::new()));
+                self.blocks.push(Block {
+                    rule: rule.to_string(),
+                    ..Default::default()
+                });
                 indent = depth;
                 continue;
             }
@@ -167,6 +189,17 @@ impl Records {
                     (line.trim_start().strip_prefix("wildcards: "), open.as_mut())
                 {
                     o.1 = w.to_string();
+                }
+                let block = self.blocks.last_mut();
+                if let (Some(b), Some(o)) = (block, open.as_ref()) {
+                    let field = line.trim_start();
+                    if let Some(i) = field.strip_prefix("input: ") {
+                        b.inputs = Block::paths(i);
+                    }
+                    if let Some(out) = field.strip_prefix("output: ") {
+                        b.outputs = Block::paths(out);
+                    }
+                    b.wildcards.clone_from(&o.1);
                 }
                 if let Some(b) = line.trim_start().strip_prefix("benchmark: ") {
                     benchmarks.push((self.started.len(), b.trim().to_string()));

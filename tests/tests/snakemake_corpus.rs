@@ -8,7 +8,7 @@ use std::{path::Path, time::Duration};
 use pipetrace_e2e::{
     Agent, pipetrace, read_jsonl,
     receiver::Receiver,
-    snakemake::{Case, Records, Version, corpus, counts, normalize},
+    snakemake::{Block, Case, Records, Version, corpus, counts, normalize},
     spans::{RecvSpan, Trace},
     stderr,
 };
@@ -35,6 +35,49 @@ fn ran(task: &RecvSpan, cmd: &str) -> bool {
         && script
             .find(&head)
             .is_some_and(|at| cmd.starts_with(&script[at..]))
+}
+
+/// The words of a command line that can be paths: split at white space, quotes,
+/// redirections and separators.
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || "'\"<>=;|(),".contains(c))
+        .map(|w| w.trim_start_matches("./"))
+        .filter(|w| !w.is_empty())
+}
+
+/// Every tool of a task belongs to that task's job, judged by the log's job blocks: a
+/// path a tool's (or the task's) command line names that is some job's output is an
+/// output or an input of a job the task's rule and wildcards are.
+fn tools_belong_to_their_jobs(what: &str, t: &Trace, spans: &[RecvSpan], blocks: &[Block]) {
+    let mut output_of: std::collections::BTreeMap<&str, &Block> = Default::default();
+    for b in blocks {
+        b.outputs.iter().for_each(|o| {
+            output_of.insert(o, b);
+        });
+    }
+    for s in spans.iter().filter(|s| !s.is_run()) {
+        let task = if s.is_task() { Some(s) } else { t.task_of(s) };
+        let Some(task) = task else { continue };
+        let rule = task.str("cicd.pipeline.task.name");
+        let wildcards = task.str("pipetrace.task.wildcards");
+        let own: Vec<&Block> = (blocks.iter())
+            .filter(|b| b.rule == rule && b.wildcards == wildcards)
+            .collect();
+        for w in words(s.str("process.command_line")) {
+            let Some(job) = output_of.get(w) else {
+                continue;
+            };
+            let its_own = (own.iter()).any(|b| b.outputs.iter().chain(&b.inputs).any(|p| p == w));
+            assert!(
+                its_own,
+                "{what}: `{}` under the task {rule} ({wildcards}) names {w}, an output of \
+                 {} ({}) in Snakemake's log",
+                s.str("process.command_line"),
+                job.rule,
+                job.wildcards
+            );
+        }
+    }
 }
 
 fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
@@ -81,6 +124,8 @@ fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
             ran_it.iter().map(|t| &t.name).collect::<Vec<_>>()
         );
     }
+
+    tools_belong_to_their_jobs(&what, &t, spans, &records.blocks);
 
     let failed: Vec<_> = tasks.iter().filter(|s| s.status == 2).collect();
     assert_eq!(

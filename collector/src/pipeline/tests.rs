@@ -143,7 +143,11 @@ async fn a_snakemake_run_is_named_from_its_records_on_the_host() {
     let (root, evs) = start(100, key(1, 0), 100 * S, &engine);
     evs.into_iter().for_each(|e| pipe.handle(e));
     let job = format!("set -euo pipefail;  {shell}");
-    let (bash, evs) = start(101, root, 101 * S, &["/usr/bin/bash", "-c", &job]);
+    let (bash, mut evs) = start(101, root, 101 * S, &["/usr/bin/bash", "-c", &job]);
+    // Snakemake starts its jobs from a thread of its executor, not its main thread.
+    if let Event::Fork { parent_tid, .. } = &mut evs[0] {
+        *parent_tid = 107;
+    }
     evs.into_iter().for_each(|e| pipe.handle(e));
     // Snakemake logs the job's block as it starts it.
     fake.set_boottime(101 * S);

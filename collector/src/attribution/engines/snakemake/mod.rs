@@ -4,10 +4,13 @@
 //! The model, as both versions run jobs locally: the Snakemake process starts each shell,
 //! `script:` and `wrapper:` job as `bash -c 'set -euo pipefail; CMD'`, and each `run:` job as
 //! `sh -c 'cd DIR && python -m snakemake --target-jobs RULE:WILDCARDS ...'`; every other
-//! process it starts (the scheduler's `cbc`/`glpsol`, probes) is a helper. A job is named
+//! process it starts (the scheduler's `cbc`/`glpsol`, probes) is a helper, and so is any
+//! shell its main thread starts (jobs start from executor threads; the main thread runs the
+//! Snakefile's own `shell()`, `onstart`/`onsuccess` and params functions). A job is named
 //! from the metadata record of its output (rule and exact `shellcmd`), the log's failure
-//! block (exact command), or, for `script:` jobs, the record of the script it ran; the log's
-//! job block for that record adds jobid, wildcards, threads and memory.
+//! block (exact command), or, for `script:` jobs, the record whose outputs the job's own
+//! temporary script names (`script.rs`); the log's job block for that record adds jobid,
+//! wildcards, threads and memory, and names no other process.
 //!
 //! In cluster mode the head submits jobs instead (its submissions are its own work), and
 //! each job's `snakemake --target-jobs`, on whichever node, is a part of the head's run: a
@@ -16,8 +19,9 @@ mod cluster;
 mod log;
 mod metadata;
 mod records;
+mod script;
 
-use std::time::SystemTime;
+use std::{collections::HashMap, path::PathBuf, time::SystemTime};
 
 use records::{Ran, Records};
 
@@ -27,6 +31,8 @@ use crate::{
         TaskInfo,
         naming::{self, shell_command, shell_words, strip_shell_prefix},
     },
+    event::ProcKey,
+    host::SharedHost,
     tree::{Image, Proc},
 };
 
@@ -47,6 +53,11 @@ struct Snakemake {
     /// As a head, what it runs to submit jobs, and its run's directory once known.
     head: cluster::Head,
     records: Records,
+    host: SharedHost,
+    workdir: PathBuf,
+    /// Of each running `script:` job, its script's outputs (read as it started: the
+    /// script is gone once the job ends).
+    script_outputs: HashMap<ProcKey, String>,
 }
 
 /// A job as `--target-jobs` names it: `RULE:KEY=VALUE,KEY=VALUE`.
@@ -138,7 +149,12 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         .map(|n| naming::clean_name(&n.to_string_lossy()))
         .unwrap_or_else(|| "snakemake".into());
     let key = digest(&["snakemake", &workdir.to_string_lossy(), snakefile]);
-    let records = Records::new(&workdir, started, host, !quiet_hides_jobs(&image.argv));
+    let records = Records::new(
+        &workdir,
+        started,
+        host.clone(),
+        !quiet_hides_jobs(&image.argv),
+    );
     Box::new(Snakemake {
         key: format!("{name}-{key}"),
         name,
@@ -149,6 +165,9 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         target,
         remote,
         records,
+        host,
+        workdir,
+        script_outputs: HashMap::new(),
     })
 }
 
@@ -181,7 +200,9 @@ impl Snakemake {
             .first_image
             .as_ref()
             .is_some_and(|i| i.argv_truncated);
+        let script_outputs = self.script_outputs.remove(&e.proc.key);
         let ran = Ran {
+            script_outputs: script_outputs.as_deref(),
             truncated,
             command: &command,
             start: e.start,
@@ -199,6 +220,12 @@ impl Snakemake {
             .exact(&ran)
             .or_else(|| self.records.script(&ran));
         if found.is_some() || !(e.overdue || force) {
+            // Asked again later: what its script said is kept for then.
+            if found.is_none()
+                && let Some(text) = script_outputs
+            {
+                self.script_outputs.insert(e.proc.key, text);
+            }
             return found;
         }
         self.records.best_guess(&ran)
@@ -254,7 +281,7 @@ impl EngineRun for Snakemake {
         self.remote.is_none()
     }
 
-    fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
+    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
         // A cluster job's marking of its end (`touch DIR/N.jobfinished`) is the engine's.
         if self.remote.is_some() {
             return match cluster::names_run_dir(image) {
@@ -265,10 +292,25 @@ impl EngineRun for Snakemake {
         if place.parent_is_root && self.head.is_submission(image) {
             return Class::Helper;
         }
-        match place.parent_is_root && shell_command(&image.argv).is_some() {
-            true => Class::Task,
-            false => Class::Helper,
+        // Snakemake starts each job from a thread of its executor; its main thread runs the
+        // Snakefile itself: `shell()` at parse time, `onstart`/`onsuccess`/`onerror`, and
+        // subprocesses of input and params functions (measured on 7 and 9, one core or
+        // more). Those are the engine's own work, never jobs.
+        if p.forked_by != 0 && p.parent.is_some_and(|k| k.pid == p.forked_by) {
+            return Class::Helper;
         }
+        let Some(command) = (place.parent_is_root)
+            .then(|| shell_command(&image.argv))
+            .flatten()
+        else {
+            return Class::Helper;
+        };
+        if script_name(command).is_some()
+            && let Some(text) = script::outputs_text(&self.host, &self.workdir, command)
+        {
+            self.script_outputs.insert(p.key, text);
+        }
+        Class::Task
     }
 
     fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {

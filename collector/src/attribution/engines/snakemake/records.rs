@@ -6,6 +6,7 @@ use std::{collections::HashSet, path::Path, time::Duration, time::SystemTime};
 use super::{
     log::{Entry, Failure, Job, LogFile},
     metadata::{Metadata, Record},
+    script,
 };
 use crate::attribution::TaskInfo;
 
@@ -24,6 +25,7 @@ pub struct Records {
 }
 
 /// What a job process ran, as the records spell it.
+#[derive(Clone, Copy)]
 pub struct Ran<'a> {
     /// Its shell command, normalized, without the strict-mode prefix.
     pub command: &'a str,
@@ -32,6 +34,8 @@ pub struct Ran<'a> {
     pub failed: bool,
     /// The script a `script:` job's command runs (`.snakemake/scripts/tmpXXXXXXXX.NAME`).
     pub script: Option<&'a str>,
+    /// The part of that script's preamble naming the job's outputs, read as it started.
+    pub script_outputs: Option<&'a str>,
     /// The kernel kept only the start of its command line (a very long command).
     pub truncated: bool,
     /// This is the last look: name it with what the records hold now.
@@ -117,16 +121,38 @@ impl Records {
             let f = f.clone();
             return Some(self.info_from_failure(&f));
         }
-        let (_, job, taken) = (self.jobs.iter_mut())
+        let block = (self.jobs.iter_mut())
             .filter(|(_, taken)| !taken)
             .filter_map(|(j, taken)| Some((ran.fit(j.shell.as_deref())?, j, taken)))
-            .min_by_key(|(fit, _, _)| std::cmp::Reverse(*fit))?;
-        *taken = true;
-        Some(info_from_job(job))
+            .min_by_key(|(fit, _, _)| std::cmp::Reverse(*fit));
+        if let Some((_, job, taken)) = block {
+            *taken = true;
+            return Some(info_from_job(job));
+        }
+        self.repeat(ran)
+    }
+
+    /// A job benchmarked with `repeat(..., n)` runs its exact command n times in one
+    /// attempt: a run within a taken record's time that ran its very command is that job.
+    fn repeat(&self, ran: &Ran) -> Option<TaskInfo> {
+        let r = (self.metadata.records.iter()).find(|r| {
+            r.claimed
+                && r.shellcmd.as_deref() == Some(ran.command)
+                && r.start <= ran.start + SLACK
+                && ran.end <= r.end + SLACK
+        })?;
+        Some(block_of(&self.jobs, r).map_or_else(
+            || TaskInfo {
+                name: r.rule.clone(),
+                ..Default::default()
+            },
+            info_from_job,
+        ))
     }
 
     /// A `script:` job: the record of a job of no shell command that ran that script (8/9
-    /// keep the script's name) while the process ran, nearest first.
+    /// keep the script's name) while the process ran. The record whose outputs the job's
+    /// own script names is it; where the script could not be read, the nearest in start.
     pub fn script(&mut self, ran: &Ran) -> Option<TaskInfo> {
         let name = ran.script?;
         let fits = |r: &Record| {
@@ -136,9 +162,25 @@ impl Records {
                 && r.start <= ran.end + SLACK
                 && ran.start <= r.end + SLACK
         };
-        let r = (self.metadata.records.iter_mut())
-            .filter(|r| fits(r))
-            .min_by_key(|r| abs_diff(r.start, ran.start))?;
+        let candidates = (self.metadata.records.iter_mut()).filter(|r| fits(r));
+        let r = match ran.script_outputs {
+            // Its record not written yet: wait for it rather than take another job's.
+            Some(text) => candidates
+                .filter_map(|r| Some((script::fit(text, &r.outputs)?, r)))
+                .max_by_key(|(fit, r)| (*fit, std::cmp::Reverse(abs_diff(r.start, ran.start))))
+                .map(|(_, r)| r),
+            None => candidates.min_by_key(|r| abs_diff(r.start, ran.start)),
+        };
+        let Some(r) = r else {
+            // At the last look a job whose script named no record takes the nearest.
+            return match ran.last_look && ran.script_outputs.is_some() {
+                true => self.script(&Ran {
+                    script_outputs: None,
+                    ..*ran
+                }),
+                false => None,
+            };
+        };
         if !ran.last_look && self.blocks_expected && block_of(&self.jobs, r).is_none() {
             return None;
         }
@@ -202,10 +244,11 @@ impl Records {
         rules.all(|r| r == first).then(|| first.to_string())
     }
 
-    /// The block of the job a metadata record is about: same rule, one of its outputs.
-    fn info_from_record(&self, r: &Record) -> TaskInfo {
-        match block_of(&self.jobs, r) {
-            Some(j) => info_from_job(j),
+    /// The block of the job a metadata record is about: same rule, one of its outputs. The
+    /// block is taken: it names this process, no other by a guess.
+    fn info_from_record(&mut self, r: &Record) -> TaskInfo {
+        match block_at(&self.jobs, r) {
+            Some(at) => take(&mut self.jobs[at]),
             None => TaskInfo {
                 name: r.rule.clone(),
                 ..Default::default()
@@ -213,12 +256,11 @@ impl Records {
         }
     }
 
-    fn info_from_failure(&self, f: &Failure) -> TaskInfo {
-        let block = (self.jobs.iter().rev())
-            .map(|(j, _)| j)
-            .find(|j| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid);
+    fn info_from_failure(&mut self, f: &Failure) -> TaskInfo {
+        let block = (self.jobs.iter())
+            .rposition(|(j, _)| j.rule == f.rule && j.jobid.is_some() && j.jobid == f.jobid);
         match block {
-            Some(j) => info_from_job(j),
+            Some(at) => take(&mut self.jobs[at]),
             None => TaskInfo {
                 name: f.rule.clone(),
                 run_id: f.jobid.clone().unwrap_or_default(),
@@ -228,11 +270,22 @@ impl Records {
     }
 }
 
-/// The log's block of the job that wrote record `r`: the same rule and an output in common.
+/// A job block names the process it is: marked so that no guess reuses it.
+fn take((job, taken): &mut (Job, bool)) -> TaskInfo {
+    *taken = true;
+    info_from_job(job)
+}
+
+/// Where the log's block of the job that wrote record `r` is (see [`block_of`]).
+fn block_at(jobs: &[(Job, bool)], r: &Record) -> Option<usize> {
+    jobs.iter()
+        .rposition(|(j, _)| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)))
+}
+
+/// The log's block of the job that wrote record `r`: the same rule and an output in common
+/// (the latest: a retried job logs a block per attempt).
 fn block_of<'a>(jobs: &'a [(Job, bool)], r: &Record) -> Option<&'a Job> {
-    (jobs.iter().rev())
-        .map(|(j, _)| j)
-        .find(|j| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)))
+    block_at(jobs, r).map(|at| &jobs[at].0)
 }
 
 fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {

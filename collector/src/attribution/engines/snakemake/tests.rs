@@ -380,3 +380,156 @@ fn only_a_quiet_that_hides_rules_leaves_job_blocks_out() {
         assert_eq!(quiet_hides_jobs(&argv(cmd)), hides, "{cmd}");
     }
 }
+
+/// A job's block with its wildcard `s`.
+fn sample_block(rule: &str, output: &str, jobid: u32, s: &str) -> String {
+    format!(
+        "[Mon Nov 23 01:54:07 2026]\nrule {rule}:\n    output: {output}\n    jobid: {jobid}\n    wildcards: s={s}\n\n"
+    )
+}
+
+/// A `script:` job's process as it starts: Snakemake wrote its script, preamble first
+/// (Snakemake 9's bash form), and the adapter is told of it.
+fn started_script_job(
+    a: &mut dyn EngineRun,
+    dir: &Path,
+    pid: u32,
+    tmp: &str,
+    output: &str,
+) -> Proc {
+    let scripts = dir.join(".snakemake/scripts");
+    fs::create_dir_all(&scripts).unwrap();
+    let path = scripts.join(format!("{tmp}.work.sh"));
+    let preamble = format!(
+        "#!/usr/bin/env bash\ndeclare -A snakemake_input=( )\ndeclare -A snakemake_output=( [0]={output} )\n"
+    );
+    fs::write(&path, preamble).unwrap();
+    let p = job_proc(
+        pid,
+        &format!("set -euo pipefail;  bash {}", path.display()),
+        0,
+    );
+    let place = Place {
+        parent_is_root: true,
+        under_run: true,
+    };
+    let image = p.first_image.clone().unwrap();
+    assert!(matches!(a.classify(&p, &image, place), Class::Task));
+    // The script is gone once the job ends.
+    fs::remove_file(path).unwrap();
+    p
+}
+
+/// Measured on 7 and 9: two jobs of one script are marked ~7 ms apart, their processes
+/// start ~50 ms later in any order; the nearest mark is often the other job's.
+#[test]
+fn script_jobs_of_one_rule_take_the_record_their_own_script_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = "    script: \"scripts/work.sh\"\n";
+    write_log(
+        dir.path(),
+        &(sample_block("sh", "sh/s2.txt", 3, "s2") + &sample_block("sh", "sh/s7.txt", 8, "s7")),
+    );
+    write_record(dir.path(), "sh/s7.txt", "sh", None, code, 1001.159);
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let s2 = started_script_job(a.as_mut(), dir.path(), 31, "tmpaaaa1111", "sh/s2.txt");
+    let s7 = started_script_job(a.as_mut(), dir.path(), 32, "tmpbbbb2222", "sh/s7.txt");
+    let got = resolve(a.as_mut(), &[(s2.clone(), 1001.208)], false);
+    assert_eq!(got[0], None, "its own record is not written yet: it waits");
+    write_record(dir.path(), "sh/s2.txt", "sh", None, code, 1001.152);
+    let got = resolve(a.as_mut(), &[(s2, 1001.208), (s7, 1001.201)], false);
+    let wildcards: Vec<_> = (got.iter())
+        .map(|i| i.as_ref().and_then(|i| i.wildcards.as_deref()))
+        .collect();
+    assert_eq!(wildcards, [Some("s=s2"), Some("s=s7")]);
+}
+
+/// Measured on 7 and 9 (one core or more): jobs are started from executor threads; the
+/// Snakefile's own `shell()` (parse time, `onstart`, `onsuccess`) from the main thread.
+#[test]
+fn shells_the_main_thread_starts_are_the_engines_own_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let place = Place {
+        parent_is_root: true,
+        under_run: true,
+    };
+    let class = |a: &mut dyn EngineRun, forked_by: u32| {
+        let mut p = job_proc(61, "set -euo pipefail;  echo done > logs/done.txt", 0);
+        p.parent = Some(ProcKey {
+            pid: 60,
+            start_ticks: 1,
+        });
+        p.forked_by = forked_by;
+        let image = p.first_image.clone().unwrap();
+        a.classify(&p, &image, place)
+    };
+    assert!(
+        matches!(class(a.as_mut(), 60), Class::Helper),
+        "main thread"
+    );
+    assert!(
+        matches!(class(a.as_mut(), 64), Class::Task),
+        "an executor thread"
+    );
+    assert!(
+        matches!(class(a.as_mut(), 0), Class::Task),
+        "thread unknown"
+    );
+}
+
+#[test]
+fn a_job_block_a_record_named_is_no_guess_for_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = "[Mon Nov 23 01:54:07 2026]\nrule make:\n    output: out/a.txt\n    jobid: 1\n    wildcards: s=a\n\n[Mon Nov 23 01:54:08 2026]\nFinished job 1.\n\n";
+    write_log(dir.path(), log);
+    write_record(
+        dir.path(),
+        "out/a.txt",
+        "make",
+        Some("echo a > out/a.txt"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let job = job_proc(71, "set -euo pipefail;  echo a > out/a.txt", 0);
+    let other = job_proc(72, "set -euo pipefail;  cat out/a.txt > summary.txt", 0);
+    let got = resolve(a.as_mut(), &[(job, 1001.0)], false);
+    assert_eq!(
+        got[0].as_ref().map(|i| i.wildcards.as_deref()),
+        Some(Some("s=a"))
+    );
+    let got = resolve(a.as_mut(), &[(other, 1003.0)], true);
+    let info = got[0].clone().expect("named at the last look");
+    assert_eq!(
+        (info.name.as_str(), info.wildcards.as_deref()),
+        ("cat", None),
+        "the block of make (s=a) named its job already"
+    );
+}
+
+/// `benchmark: repeat(..., 2)`: one attempt, one record, its command run twice.
+#[test]
+fn a_benchmark_repeat_of_a_job_is_that_job_again() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), &block("bench", "b.txt", 4));
+    write_record(
+        dir.path(),
+        "b.txt",
+        "bench",
+        Some("sort a > b.txt"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c1"]);
+    let first = job_proc(81, "set -euo pipefail;  sort a > b.txt", 0);
+    let second = job_proc(82, "set -euo pipefail;  sort a > b.txt", 0);
+    let got = resolve(a.as_mut(), &[(first, 1001.0), (second, 1001.05)], false);
+    let wildcards: Vec<_> = (got.iter())
+        .map(|i| {
+            i.as_ref()
+                .map(|i| (i.name.as_str(), i.wildcards.as_deref()))
+        })
+        .collect();
+    assert_eq!(wildcards, [Some(("bench", Some("s=4"))); 2]);
+}
