@@ -31,7 +31,7 @@ fn span(id: u64, scope: InstrumentationScope, status: Status) -> SpanData {
     );
     let mut events = SpanEvents::default();
     events.events.push(opentelemetry::trace::Event::new(
-        "pipetrace.signal",
+        pipetrace_semconv::event::SIGNAL,
         std::time::UNIX_EPOCH + Duration::from_nanos(1_795_000_000_123_456_789),
         vec![KeyValue::new("signal.name", "SIGKILL")],
         2,
@@ -79,8 +79,8 @@ fn span(id: u64, scope: InstrumentationScope, status: Status) -> SpanData {
 fn resource() -> ResourceAttributesWithSchema {
     let r = Resource::builder_empty()
         .with_attributes([
-            KeyValue::new("service.name", "pipetrace"),
-            KeyValue::new("host.name", "node-1"),
+            KeyValue::new(pipetrace_semconv::attr::SERVICE_NAME, "pipetrace"),
+            KeyValue::new(pipetrace_semconv::attr::HOST_NAME, "node-1"),
         ])
         .build();
     (&r).into()
