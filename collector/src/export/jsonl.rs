@@ -12,6 +12,9 @@ use opentelemetry_proto::{
 };
 use opentelemetry_sdk::trace::SpanData;
 
+/// The most a trace line's buffer keeps between writes.
+const LINE_KEPT: usize = 256 << 10;
+
 pub struct JsonLines {
     path: PathBuf,
     out: BufWriter<File>,
@@ -41,8 +44,15 @@ impl JsonLines {
         self.line.clear();
         super::otlp_json::write_spans(&mut self.line, spans, resource);
         self.line.push(b'\n');
-        self.out.write_all(&self.line)?;
-        self.out.flush()
+        let written = self
+            .out
+            .write_all(&self.line)
+            .and_then(|()| self.out.flush());
+        // A full batch's line is megabytes: kept for the next only while it is small.
+        if self.line.capacity() > LINE_KEPT {
+            self.line = Vec::new();
+        }
+        written
     }
 
     pub fn write_metrics(&mut self, req: &ExportMetricsServiceRequest) -> std::io::Result<()> {
