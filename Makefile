@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-perf bench-accounting docs
+.PHONY: setup demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -53,14 +53,19 @@ lint:
 # at 1k, 10k, 100k and 1M processes (a few minutes per mode at the top; BENCH_MEMORY_MAX
 # stops earlier); then pipetrace's figures beside Snakemake's benchmark: and wait4.
 BENCH_MEMORY_MAX ?= 1000000
-bench: setup
+# bpftrace (the comparison) and bpftool (the probes' own run counts), from Debian.
+bench-tools:
+	@command -v bpftrace >/dev/null && command -v bpftool >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bpftrace bpftool >/dev/null)
+
+bench: setup bench-tools
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-storm 20000 3 --memory $(BENCH_MEMORY_MAX)
 	./target/release/bench-accounting
 
 # The performance bench (issue 5's figures, memory up to 1M processes in both modes: about
 # an hour on two CPUs), written to docs/performance.md.
-bench-perf: setup
+bench-perf: setup bench-tools
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-perf --out docs/performance.md
 
