@@ -7,7 +7,7 @@ use std::{collections::HashMap, path::Path};
 
 use serde_yaml::Value;
 
-use super::{entries, is_literal};
+use super::{entries, is_literal, words};
 use crate::host::Host;
 
 /// Input id to the values it may hold (a scattered input: each element).
@@ -88,7 +88,7 @@ pub fn workflow_env(wf: &Value, given: &Env) -> Env {
 pub fn step_env(step: &Value, env: &Env, outputs: &Outputs) -> Env {
     let mut out = Env::new();
     for (id, binding) in step_inputs(step.get("in")) {
-        let mut vals: Vec<String> = sources(&binding)
+        let mut vals: Vec<String> = words(binding.get("source"))
             .iter()
             .flat_map(|s| source_values(s, env, outputs))
             .collect();
@@ -126,17 +126,6 @@ fn step_inputs(v: Option<&Value>) -> Vec<(String, Value)> {
             })
             .collect(),
         other => entries(other),
-    }
-}
-
-fn sources(binding: &Value) -> Vec<String> {
-    match binding.get("source") {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Sequence(s)) => s
-            .iter()
-            .filter_map(|x| x.as_str().map(str::to_string))
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
