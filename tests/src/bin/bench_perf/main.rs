@@ -2,7 +2,8 @@
 //! nothing about time.
 //!
 //!     make bench-perf     (or: cargo build --release -p pipetrace -p pipetrace-e2e &&
-//!                          ./target/release/bench-perf [--quick] [--out docs/performance.md])
+//!                          ./target/release/bench-perf [--quick] [--repeats N] [--keep-memory]
+//!                          [--out docs/performance.md])
 //!
 //! In one run, on this machine:
 //! 1. the fork/exec storm alone, under a fresh agent, wrapped by `pipetrace run` and under
@@ -131,6 +132,11 @@ async fn end_to_end(doc: &mut Doc, n: usize, cfg: &Path) {
 
 struct Args {
     quick: bool,
+    /// Keep the memory table of the page at `out` (measured by an earlier run) and measure
+    /// the rest: the ladder is not load-sensitive and takes most of the hour.
+    keep_memory: bool,
+    /// Alternated repeats of each storm (3 unless given): more narrow a noisy VM's median.
+    repeats: Option<usize>,
     out: Option<PathBuf>,
 }
 
@@ -138,6 +144,16 @@ fn args() -> Args {
     let args: Vec<String> = std::env::args().skip(1).collect();
     Args {
         quick: args.iter().any(|a| a == "--quick"),
+        keep_memory: args.iter().any(|a| a == "--keep-memory"),
+        repeats: (args.iter().position(|a| a == "--repeats"))
+            .and_then(|i| args.get(i + 1))
+            .map(|n| match n.parse() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    eprintln!("bench-perf: --repeats takes a count above 0, not {n:?}");
+                    std::process::exit(2)
+                }
+            }),
         out: (args.iter().position(|a| a == "--out"))
             .and_then(|i| args.get(i + 1))
             .map(PathBuf::from),
@@ -157,12 +173,23 @@ async fn main() {
         true => (2_000, 1, &[1_000, 2_000]),
         false => (20_000, 3, &[1_000, 10_000, 100_000, 1_000_000]),
     };
+    let repeats = a.repeats.unwrap_or(repeats);
     let d = dir.path();
     // Memory first: it is not load-sensitive, and takes longest (a few minutes per mode at
     // a million processes), while a shared machine's other work may quiet down.
-    let table = tokio::task::block_in_place(|| memory::ladder(counts, &rule, d));
+    let table = match (a.keep_memory, &a.out) {
+        (true, Some(out)) => notes::kept_memory_table(out).unwrap_or_else(|e| {
+            eprintln!("bench-perf: --keep-memory: {e}");
+            std::process::exit(2)
+        }),
+        (true, None) => {
+            eprintln!("bench-perf: --keep-memory keeps the table of the --out page: give --out");
+            std::process::exit(2)
+        }
+        _ => tokio::task::block_in_place(|| memory::ladder(counts, &rule, d)),
+    };
     let mut doc = Doc { md: String::new() };
-    doc.md.push_str(&notes::head(a.quick));
+    doc.md.push_str(&notes::head(a.quick, a.keep_memory));
     doc.row("figure", "value", "how");
     doc.row("---", "---", "---");
     tokio::task::block_in_place(|| {

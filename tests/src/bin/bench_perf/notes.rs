@@ -1,17 +1,43 @@
 //! The words around the figures: what each one is and how to read it. No figure is typed
 //! here; every one comes from the run that writes the page.
 
-pub fn head(quick: bool) -> String {
+pub fn head(quick: bool, kept_memory: bool) -> String {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!(
         "# Performance\n\nMeasured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
          CPUs, Linux {}, a release build. Figures, not assertions: a shared VM is noisy by a \
          few percent, so ratios are medians of alternated runs, with their ranges. Memory is \
-         not load-sensitive.\n\n",
-        if quick { " --quick" } else { "" },
-        kernel.trim()
+         not load-sensitive{}.\n\n",
+        match (quick, kept_memory) {
+            (true, true) => " --quick --keep-memory",
+            (true, false) => " --quick",
+            (false, true) => " --keep-memory",
+            (false, false) => "",
+        },
+        kernel.trim(),
+        match kept_memory {
+            true => ": the memory table is the previous run's, of the same page",
+            false => "",
+        }
     )
+}
+
+/// The memory table (and the agent's last words under it) of a page this bench wrote,
+/// found between the memory section's notes and the closing notes.
+pub fn kept_memory_table(page: &std::path::Path) -> Result<String, String> {
+    let old = std::fs::read_to_string(page)
+        .map_err(|e| format!("cannot read {}: {e}; run once without it", page.display()))?;
+    let start = old.find(MEMORY).map(|i| i + MEMORY.len());
+    let end = old.find(NOTES);
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e => Ok(old[s..e].to_string()),
+        _ => Err(format!(
+            "{} holds no memory table in this bench's words (written by another version?); \
+             run once without --keep-memory",
+            page.display()
+        )),
+    }
 }
 
 pub const MEMORY: &str = "
