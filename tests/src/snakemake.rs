@@ -134,10 +134,22 @@ pub struct Records {
     pub local_rules: std::collections::BTreeSet<String>,
 }
 
+/// Where a run's jobs ran and its metadata is: the launch directory, or the folder a
+/// Snakefile's `workdir:` names (the one folder within holding `.snakemake/metadata`).
+pub fn jobs_dir(workdir: &Path) -> PathBuf {
+    if workdir.join(".snakemake/metadata").is_dir() {
+        return workdir.to_path_buf();
+    }
+    let mut within = std::fs::read_dir(workdir).into_iter().flatten().flatten();
+    (within.find(|e| e.path().join(".snakemake/metadata").is_dir()))
+        .map_or_else(|| workdir.to_path_buf(), |e| e.path())
+}
+
 impl Records {
     pub fn read(workdir: &Path) -> Self {
         let mut r = Records::default();
-        for (_output, json) in metadata(workdir) {
+        let jobs = jobs_dir(workdir);
+        for (_output, json) in metadata(&jobs) {
             let rule = json["rule"].as_str().unwrap().to_string();
             let cmd = json["shellcmd"].as_str().map(normalize);
             r.metadata.push((rule, cmd));
@@ -148,7 +160,7 @@ impl Records {
         // A job benchmarked with `repeat(..., n)` runs its command n times in one attempt:
         // its benchmark file has a row per run.
         for (i, file) in benchmarks {
-            let text = std::fs::read_to_string(workdir.join(file)).unwrap_or_default();
+            let text = std::fs::read_to_string(jobs.join(file)).unwrap_or_default();
             let rows = text.lines().count().saturating_sub(1);
             let job = r.started[i].clone();
             r.started

@@ -119,6 +119,15 @@ impl Metadata {
         }
     }
 
+    /// Follows the records to another working directory (a Snakefile's `workdir:`), from
+    /// where they are read again.
+    pub fn move_to(&mut self, workdir: &Path) {
+        self.dir = workdir.join(".snakemake/metadata");
+        self.read.clear();
+        self.dirs.clear();
+        self.subdirs.clear();
+    }
+
     /// Reads the records written or rewritten since the last call.
     pub fn refresh(&mut self) {
         let now = self.host.now();

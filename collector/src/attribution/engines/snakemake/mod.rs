@@ -55,6 +55,9 @@ struct Snakemake {
     records: Records,
     host: SharedHost,
     workdir: PathBuf,
+    /// The jobs' working directory is known: the first job's, which a Snakefile's
+    /// `workdir:` moves away from the launch directory (with its metadata, not its log).
+    jobs_dir_known: bool,
     /// Of each running `script:` job, its script's outputs (read as it started: the
     /// script is gone once the job ends).
     script_outputs: HashMap<ProcKey, String>,
@@ -156,6 +159,8 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         !quiet_hides_jobs(&image.argv),
     );
     Box::new(Snakemake {
+        // A `--target-jobs` run (a `run:` job, a cluster job) was told its directory.
+        jobs_dir_known: target.is_some(),
         key: format!("{name}-{key}"),
         name,
         head: match target {
@@ -187,6 +192,23 @@ fn script_name(command: &str) -> Option<&str> {
 }
 
 impl Snakemake {
+    /// Snakemake starts every job in the workflow's working directory: where the first job
+    /// starts is where the records are (a `workdir:` directive moves it; 7 and 9 keep
+    /// the log where Snakemake was started).
+    fn follow_jobs_dir(&mut self, image: &Image) {
+        if self.jobs_dir_known {
+            return;
+        }
+        let Some(cwd) = image.cwd.as_ref() else {
+            return;
+        };
+        self.jobs_dir_known = true;
+        if *cwd != self.workdir && self.host.facts(&cwd.join(".snakemake/metadata")).is_ok() {
+            self.records.metadata.move_to(cwd);
+            self.workdir = cwd.clone();
+        }
+    }
+
     fn name_one(&mut self, e: &Ended, force: bool) -> Option<TaskInfo> {
         if let Some(t) = &self.target {
             return Some(TaskInfo {
@@ -305,12 +327,18 @@ impl EngineRun for Snakemake {
         else {
             return Class::Helper;
         };
+        self.follow_jobs_dir(image);
         if script_name(command).is_some()
             && let Some(text) = script::outputs_text(&self.host, &self.workdir, command)
         {
             self.script_outputs.insert(p.key, text);
         }
         Class::Task
+    }
+
+    /// A job shell's directory, until the first job's told where the jobs run.
+    fn needs_cwd(&self, argv: &[String]) -> bool {
+        !self.jobs_dir_known && shell_command(argv).is_some()
     }
 
     fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {

@@ -134,12 +134,19 @@ impl Records {
 
     /// A job benchmarked with `repeat(..., n)` runs its exact command n times in one
     /// attempt: a run within a taken record's time that ran its very command is that job.
+    /// A `script:` job writes its script anew for each run: the run whose script names
+    /// the taken record's outputs in its time is that job.
     fn repeat(&self, ran: &Ran) -> Option<TaskInfo> {
+        let same_job = |r: &Record| match (&r.shellcmd, ran.script) {
+            (Some(cmd), _) => cmd == ran.command,
+            (None, Some(name)) => {
+                r.runs_script(name)
+                    && (ran.script_outputs).is_some_and(|t| script::fit(t, &r.outputs).is_some())
+            }
+            (None, None) => false,
+        };
         let r = (self.metadata.records.iter()).find(|r| {
-            r.claimed
-                && r.shellcmd.as_deref() == Some(ran.command)
-                && r.start <= ran.start + SLACK
-                && ran.end <= r.end + SLACK
+            r.claimed && same_job(r) && r.start <= ran.start + SLACK && ran.end <= r.end + SLACK
         })?;
         Some(block_of(&self.jobs, r).map_or_else(
             || TaskInfo {
