@@ -112,44 +112,58 @@ fn same_line(line: &str) -> String {
     unquoted.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A copy of `data/cwl/<fixture>` to run in.
+fn fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/cwl")
+        .join(name);
+    for f in std::fs::read_dir(&data).unwrap().flatten() {
+        std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
+    }
+    dir
+}
+
+/// Runs `cwltool --no-container --outdir results ARGS` in `cwd` under pipetrace, which must
+/// succeed: cwltool's log, and each task's (name, command as one line).
+fn traced(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<(String, String)>) {
+    let out = cwd.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .args(["cwltool", "--no-container", "--outdir", "results"])
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run pipetrace");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&out);
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    let tasks = t
+        .tasks()
+        .iter()
+        .map(|s| {
+            let name = s.str("cicd.pipeline.task.name").to_string();
+            (name, same_line(s.str("process.command_line")))
+        })
+        .collect();
+    (stderr(&o), tasks)
+}
+
 /// Runs `data/cwl/<fixture>`'s `doc` on `job.yml` under pipetrace with cwltool's `extra`
 /// options and judges each task's (step, command) against the job cwltool logged for that
 /// command: its step id (cwltool logs a sub-workflow's step by its own id, pipetrace as
 /// `parent/step`) and its `_N` among a scatter's jobs. Jobs that ran the very same command
 /// are compared as a group.
-fn judged_against_cwltool(fixture: &str, doc: &str, extra: &[&str]) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/cwl")
-        .join(fixture);
-    for f in std::fs::read_dir(&data).unwrap().flatten() {
-        std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
-    }
-    let out = dir.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .args(["cwltool", "--no-container", "--outdir", "results"])
-        .args(extra)
-        .args([doc, "job.yml"])
-        .current_dir(dir.path())
-        .output()
-        .expect("run pipetrace");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let log = stderr(&o);
+fn judged_against_cwltool(fixture_name: &str, doc: &str, extra: &[&str]) {
+    let dir = fixture(fixture_name);
+    let args: Vec<&str> = extra.iter().copied().chain([doc, "job.yml"]).collect();
+    let (log, tasks) = traced(dir.path(), &args);
     let mut jobs = logged_commands(&log);
     assert!(jobs.len() >= 5, "cwltool logged its jobs: {log}");
-
-    let spans = read_jsonl(&out);
-    let t = Trace::new(&spans);
-    t.assert_well_formed();
-    let mut tasks: Vec<(String, String)> = t
-        .tasks()
-        .iter()
-        .map(|s| {
-            let name = s.str("cicd.pipeline.task.name");
-            let step = name.rsplit('/').next().unwrap_or(name).to_string();
-            (step, same_line(s.str("process.command_line")))
-        })
+    let mut tasks: Vec<(String, String)> = tasks
+        .into_iter()
+        .map(|(name, line)| (name.rsplit('/').next().unwrap_or(&name).to_string(), line))
         .collect();
     tasks.sort();
     jobs.sort();
@@ -170,4 +184,121 @@ fn parallel_scatter_jobs_are_numbered_as_cwltool_numbers_them() {
     for _ in 0..3 {
         judged_against_cwltool("scatter", "scatter.cwl", &["--parallel"]);
     }
+}
+
+/// The step each logged job ran, by the path of steps open when cwltool logged it (a
+/// sequential run opens a step, runs its jobs or sub-workflow, and completes it): the
+/// steps' ids joined by `/`, each without the `_N` cwltool adds to a name seen before, and
+/// `_N` for the Nth of a scatter's jobs (in cwltool's own order, its job names' numbers),
+/// with the command each job ran.
+fn logged_paths(log: &str) -> Vec<(String, String)> {
+    let number = |name: &str| match name.rsplit_once('_') {
+        Some((_, n)) => n.parse::<u32>().unwrap_or(1),
+        None => 1,
+    };
+    let bare = |name: &str| match name.rsplit_once('_') {
+        Some((b, n)) if n.parse::<u32>().is_ok() => b.to_string(),
+        _ => name.to_string(),
+    };
+    let mut open: Vec<String> = Vec::new();
+    let mut paths: Vec<(String, u32)> = Vec::new();
+    for line in log.lines() {
+        let Some(at) = line.find("[step ").or(line.find("[job ")) else {
+            continue;
+        };
+        let Some((tag, after)) = line[at + 1..].split_once("] ") else {
+            continue;
+        };
+        match tag.split_once(' ') {
+            // A scatter's step starts again for each job: it is open once.
+            Some(("step", step))
+                if after.starts_with("start") && !open.iter().any(|s| s == step) =>
+            {
+                open.push(step.to_string());
+            }
+            Some(("step", step)) if after.starts_with("completed") => {
+                let from = open.iter().position(|s| s == step).unwrap_or(open.len());
+                open.truncate(from);
+            }
+            Some(("job", job)) if after.starts_with('/') && after.contains("$ ") => {
+                let path: Vec<String> = open.iter().map(|s| bare(s)).collect();
+                paths.push((path.join("/"), number(job)));
+            }
+            _ => {}
+        }
+    }
+    // The Nth job of a step (by cwltool's numbers) is its `_N`.
+    let mut numbered = Vec::new();
+    for (path, n) in &paths {
+        let nth = 1 + paths.iter().filter(|(p, m)| p == path && m < n).count();
+        numbered.push(match nth {
+            1 => path.clone(),
+            nth => format!("{path}_{nth}"),
+        });
+    }
+    let commands = logged_commands(log);
+    assert_eq!(commands.len(), numbered.len(), "every job's path: {log}");
+    numbered
+        .into_iter()
+        .zip(commands)
+        .map(|(path, (_, command))| (path, command))
+        .collect()
+}
+
+/// Runs `args` in `cwd` under pipetrace and judges every task by its full name and command
+/// against the job cwltool logged, placed by `logged_paths`.
+fn judged_by_path(cwd: &std::path::Path, args: &[&str]) {
+    let (log, mut tasks) = traced(cwd, args);
+    let mut jobs = logged_paths(&log);
+    assert!(jobs.len() >= 3, "cwltool logged its jobs: {log}");
+    tasks.sort();
+    jobs.sort();
+    assert_eq!(tasks, jobs, "{args:?}: tasks against cwltool's jobs");
+}
+
+/// A sub-workflow two levels deep, run three times by one workflow: the later steps of each
+/// instance see upstream files of the same names; cwltool runs the instances in any order.
+#[test]
+fn steps_of_a_sub_workflow_run_again_are_named_by_their_instance() {
+    for _ in 0..3 {
+        let dir = fixture("nested");
+        judged_by_path(dir.path(), &["top.cwl", "job.yml"]);
+    }
+}
+
+/// The same workflow packed into one `$graph` document (`cwltool --pack`), run as `#main`,
+/// and given as a relative path from another directory.
+#[test]
+fn packed_and_relative_documents_name_their_steps_alike() {
+    let dir = fixture("nested");
+    let packed = std::process::Command::new("cwltool")
+        .args(["--pack", "top.cwl"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(packed.status.success(), "{}", stderr(&packed));
+    std::fs::write(dir.path().join("packed.cwl"), &packed.stdout).unwrap();
+    judged_by_path(dir.path(), &["packed.cwl#main", "job.yml"]);
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    judged_by_path(&elsewhere, &["../top.cwl", "../job.yml"]);
+}
+
+/// dotproduct, flat_crossproduct and nested_crossproduct of the same two arrays: each job
+/// numbered as cwltool numbers it, also when `--parallel` starts them in any order.
+#[test]
+fn scatter_methods_number_jobs_as_cwltool_does() {
+    let dir = fixture("crossed");
+    judged_by_path(dir.path(), &["crossed.cwl", "job.yml"]);
+    judged_against_cwltool("crossed", "crossed.cwl", &["--parallel"]);
+}
+
+/// A CommandLineTool run alone is one task, named as cwltool names its job.
+#[test]
+fn a_tool_run_alone_is_named_as_cwltool_names_its_job() {
+    let dir = fixture("tool");
+    let (log, tasks) = traced(dir.path(), &["rev.cwl", "job.yml"]);
+    let jobs = logged_commands(&log);
+    assert_eq!(jobs.len(), 1, "{log}");
+    assert_eq!(tasks, jobs);
 }

@@ -28,9 +28,16 @@ pub struct Step {
     pub bound: Vec<String>,
     /// It runs once per element (it, or a sub-workflow step around it, scatters).
     pub scatters: bool,
-    /// The elements it scatters over, in order, where the job order tells them: cwltool
-    /// numbers a scatter's jobs in this order, whatever order they start in.
-    pub elements: Vec<String>,
+    /// The elements of each input it scatters over, in `scatter:` order, where the job order
+    /// tells them (else empty): cwltool numbers a scatter's jobs in their order, whatever
+    /// order they start in.
+    pub elements: Vec<Vec<String>>,
+    /// Its `scatterMethod` is a crossproduct (flat or nested: a job per combination, the
+    /// first input's elements slowest), not a dotproduct (a job per position).
+    pub cross: bool,
+    /// The steps it reads from (a sub-workflow step stands for every step inside it): it
+    /// cannot start before they have.
+    pub after: Vec<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -74,16 +81,15 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Opt
                 depth: 0,
                 scatters: false,
                 shell: has_shell(&top),
+                after: Vec::new(),
             };
             ctx.steps(&top, &env, &at, &mut doc.steps);
         }
         "CommandLineTool" => {
-            let stem = path.file_stem()?.to_string_lossy().into_owned();
-            let id = top
-                .get("id")
-                .and_then(Value::as_str)
-                .map(|i| i.trim_start_matches('#'));
-            doc.tool = Some(id.map_or(stem, str::to_string));
+            // cwltool names the job by the tool's id, else by its file's name (`rev.cwl`).
+            let file = path.file_name()?.to_string_lossy().into_owned();
+            let id = top.get("id").and_then(Value::as_str).map(bindings::short);
+            doc.tool = Some(id.map_or(file, str::to_string));
         }
         _ => return None,
     }
@@ -123,6 +129,8 @@ struct Level {
     scatters: bool,
     /// ShellCommandRequirement holds here (it is inherited by steps and their tools).
     shell: bool,
+    /// The steps around this workflow read from: every step here comes after them.
+    after: Vec<String>,
 }
 
 impl Ctx<'_> {
@@ -146,30 +154,38 @@ impl Ctx<'_> {
                 outs.into_iter().map(move |(o, f)| ((id.clone(), o), f))
             })
             .collect();
-        for (id, step, process, dir) in resolved {
+        let siblings: Vec<&str> = resolved.iter().map(|(id, ..)| id.as_str()).collect();
+        for (id, step, process, dir) in &resolved {
+            let upstream = bindings::upstream(step, &siblings);
             let inner = Level {
                 prefix: format!("{}{id}/", at.prefix),
                 depth: at.depth + 1,
                 scatters: at.scatters || step.get("scatter").is_some(),
-                shell: at.shell || has_shell(&step) || has_shell(&process),
+                shell: at.shell || has_shell(step) || has_shell(process),
+                after: (at.after.iter().cloned())
+                    .chain(upstream.iter().map(|u| format!("{}{u}", at.prefix)))
+                    .collect(),
             };
-            let env = bindings::step_env(&step, env, &outputs);
-            match class(&process) {
+            let env = bindings::step_env(step, env, &outputs);
+            match class(process) {
                 "Workflow" => {
                     let sub = Ctx {
                         host: self.host,
-                        dir,
+                        dir: dir.clone(),
                         graph: self.graph.clone(),
                     };
-                    let env = bindings::workflow_env(&process, &env);
-                    sub.steps(&process, &env, &inner, out);
+                    let env = bindings::workflow_env(process, &env);
+                    sub.steps(process, &env, &inner, out);
                 }
                 "CommandLineTool" => out.push(Step {
-                    elements: scattered(&step)
-                        .and_then(|input| env.get(&input))
-                        .cloned()
-                        .unwrap_or_default(),
-                    ..command_step(format!("{}{id}", at.prefix), &process, &env, &inner)
+                    elements: (scattered(step).iter())
+                        .map(|input| env.get(input).cloned().unwrap_or_default())
+                        .collect(),
+                    cross: step
+                        .get("scatterMethod")
+                        .and_then(Value::as_str)
+                        .is_some_and(|m| m.ends_with("crossproduct")),
+                    ..command_step(format!("{}{id}", at.prefix), process, &env, &inner)
                 }),
                 _ => {}
             }
@@ -229,17 +245,18 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
             .then(|| args.iter().flat_map(|a| pieces(a)).collect()),
         bound: env.values().flatten().cloned().collect(),
         scatters: at.scatters,
-        elements: Vec::new(),
+        after: at.after.clone(),
+        ..Default::default()
     }
 }
 
-/// The input a step scatters over (of several, the first: its elements lead the numbering).
-fn scattered(step: &Value) -> Option<String> {
-    let input = match step.get("scatter")? {
-        Value::Sequence(s) => s.first()?.as_str()?,
-        other => other.as_str()?,
-    };
-    Some(bindings::short(input).to_string())
+/// The inputs a step scatters over, in order (the first's elements lead the numbering).
+fn scattered(step: &Value) -> Vec<String> {
+    let inputs = words(step.get("scatter"));
+    inputs
+        .iter()
+        .map(|i| bindings::short(i).to_string())
+        .collect()
 }
 
 /// Whether a process or step declares ShellCommandRequirement (as a requirement or hint).

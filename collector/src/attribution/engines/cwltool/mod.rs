@@ -4,16 +4,23 @@
 //! step whose `baseCommand` and literal `arguments` its command line starts with (under
 //! ShellCommandRequirement: whose pieces its `sh -c` line holds): the step id, sub-workflow
 //! steps as `parent/step`, scatter instances numbered as cwltool numbers its jobs (`step`,
-//! `step_2`, `step_3`...: by the element on the line, else, where the elements do not show,
-//! such as upstream files, in the order the jobs start). Steps that run the same tool are told apart by the values bound to
-//! their inputs (job file, defaults, upstream file names) that the line holds; a step that
-//! does not scatter is named once. Steps that run the very same command line on the same
-//! values cannot be told apart from outside cwltool: they take their names in document order,
-//! each once. A CommandLineTool run alone is one task named by the tool. The JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin)
-//! and container-runtime queries are helpers.
+//! `step_2`, `step_3`...: by the elements on the line, by position for a dotproduct and by
+//! combination for a crossproduct, else, where the elements do not show, such as upstream
+//! files, in the order the jobs start). Steps that run the same tool are told apart by the
+//! values bound to their inputs (job file, defaults, upstream file names) that the line
+//! holds, then by whether the steps they read from have started (so the two instances of
+//! a sub-workflow run twice keep apart); a step that does not scatter is named once. Steps
+//! that run the very same command line on the same values cannot be told apart from outside
+//! cwltool: they take their names in document order, each once. A CommandLineTool run alone
+//! is one task named as cwltool names its job: by the tool's id, else its file name. The
+//! JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin) and
+//! container-runtime queries are helpers.
 mod document;
 
-use std::{collections::HashMap, time::SystemTime};
+use std::{
+    collections::{HashMap, HashSet},
+    time::SystemTime,
+};
 
 use document::{Document, Step};
 
@@ -38,6 +45,10 @@ struct Cwltool {
     document: Option<Document>,
     /// Instances started per step id, for cwltool's scatter numbering.
     instances: HashMap<String, u32>,
+    /// Task names given (cwltool gives each job name once).
+    given: HashSet<String>,
+    /// When each step last started, counted in tasks named.
+    last: HashMap<String, u64>,
     /// Tasks named when they started.
     named: HashMap<ProcKey, TaskInfo>,
 }
@@ -93,6 +104,8 @@ fn start(image: &Image, _started: SystemTime, host: crate::host::SharedHost) -> 
         workflow: naming::clean_name(&workflow),
         document,
         instances: HashMap::new(),
+        given: HashSet::new(),
+        last: HashMap::new(),
         named: HashMap::new(),
     })
 }
@@ -164,22 +177,56 @@ fn holds(step: &Step, argv: &[String], v: &str) -> bool {
     })
 }
 
-/// Which job of a scatter a command line is, counted from 1 as cwltool numbers them (by
-/// element, as it makes the jobs): when exactly one of the distinct elements is on the line.
-fn element_of(step: &Step, argv: &[String]) -> Option<u32> {
-    let mut distinct = step.elements.clone();
+/// Which of a scatter's jobs a command line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    /// Its number, from 1, as cwltool numbers them (in the order it makes them).
+    Number(u32),
+    /// The elements do not tell (upstream files, expressions, a value shown twice).
+    Untold,
+    /// The line holds elements of different positions of a dotproduct: no job of this step.
+    Foreign,
+}
+
+/// Which job of a scatter a command line is, by the elements it holds: a dotproduct's jobs
+/// go by position, a crossproduct's by combination (the first input's elements slowest),
+/// which is the order cwltool makes them in.
+fn job_of(step: &Step, argv: &[String]) -> Job {
+    let at: Vec<Option<usize>> = step
+        .elements
+        .iter()
+        .map(|elements| position_of(step, elements, argv))
+        .collect();
+    if step.cross {
+        let Some(at) = at.iter().copied().collect::<Option<Vec<usize>>>() else {
+            return Job::Untold;
+        };
+        let n = (step.elements.iter().zip(at)).fold(0, |n, (els, i)| n * els.len() + i);
+        return u32::try_from(n + 1).map_or(Job::Untold, Job::Number);
+    }
+    let mut told = at.into_iter().flatten();
+    match told.next() {
+        None => Job::Untold,
+        Some(i) if told.all(|j| j == i) => u32::try_from(i + 1).map_or(Job::Untold, Job::Number),
+        Some(_) => Job::Foreign,
+    }
+}
+
+/// Where among one input's elements the line's is: when exactly one of them, all distinct,
+/// is on it.
+fn position_of(step: &Step, elements: &[String], argv: &[String]) -> Option<usize> {
+    let mut distinct = elements.to_vec();
     distinct.sort();
     distinct.dedup();
-    if distinct.len() != step.elements.len() || distinct.iter().any(String::is_empty) {
+    if distinct.len() != elements.len() || distinct.iter().any(String::is_empty) {
         return None;
     }
-    let mut found = step
-        .elements
+    let mut found = elements
         .iter()
         .enumerate()
         .filter(|(_, v)| holds(step, argv, v));
     match (found.next(), found.next()) {
-        (Some((i, _)), None) => u32::try_from(i + 1).ok(),
+        (Some((i, _)), None) => Some(i),
         _ => None,
     }
 }
@@ -194,46 +241,89 @@ impl Cwltool {
                 ..Default::default()
             });
         }
-        let step = pick(&doc.steps, argv, &self.instances)?;
-        let (id, element) = (step.id.clone(), element_of(step, argv));
-        let n = self.instances.entry(id.clone()).or_default();
-        *n += 1;
-        // Started jobs are counted only where the elements do not tell (upstream files,
-        // expressions): then `_N` follows the order they start in.
-        let name = match element.unwrap_or(*n) {
-            1 => id,
-            n => format!("{id}_{n}"),
-        };
+        let (step, job) = self.pick(&doc.steps, argv)?;
+        let id = step.id.clone();
+        let name = self.name_of(step, job);
+        *self.instances.entry(id.clone()).or_default() += 1;
+        let at = self.last.values().max().map_or(1, |n| n + 1);
+        self.last.insert(id, at);
+        self.given.insert(name.clone());
         Some(TaskInfo {
             name,
             ..Default::default()
         })
     }
-}
 
-/// The step whose command fits best, then whose bound inputs the line holds most. Steps
-/// that run the same tool on the same values stay tied: a step that does not scatter runs
-/// once, so the first of them (in the document) not yet started is taken. Which of such
-/// identical processes gets which step cannot be told from outside cwltool; each step is
-/// still named once.
-fn pick<'s>(
-    steps: &'s [Step],
-    argv: &[String],
-    started: &HashMap<String, u32>,
-) -> Option<&'s Step> {
-    let scored: Vec<_> = steps
-        .iter()
-        .filter_map(|s| Some(((fit(s, argv)?, bound_in(s, argv)), s)))
-        .collect();
-    let best = scored.iter().map(|(score, _)| *score).max()?;
-    let tied: Vec<&Step> = scored
-        .into_iter()
-        .filter(|(score, _)| *score == best)
-        .map(|(_, s)| s)
-        .collect();
-    let fresh = tied.iter().find(|s| !started.contains_key(&s.id));
-    let repeats = tied.iter().find(|s| s.scatters);
-    fresh.or(repeats).or(tied.first()).copied()
+    /// A step's name for a job: `_N` by its element where the line tells it, else (upstream
+    /// files, expressions) by the order its jobs start in.
+    fn name_of(&self, step: &Step, job: Job) -> String {
+        let n = match job {
+            Job::Number(n) => n,
+            _ => self.instances.get(&step.id).copied().unwrap_or(0) + 1,
+        };
+        match n {
+            1 => step.id.clone(),
+            n => format!("{}_{n}", step.id),
+        }
+    }
+
+    /// When a step (or, for a sub-workflow step, a step inside it) last started, counted
+    /// in tasks named; None before it has.
+    fn started(&self, id: &str) -> Option<u64> {
+        let within = |s: &str| s == id || s.strip_prefix(id).is_some_and(|r| r.starts_with('/'));
+        (self.last.iter())
+            .filter(|(s, _)| within(s))
+            .map(|(_, at)| *at)
+            .max()
+    }
+
+    /// When the latest of the steps a step reads from started (0 when it reads from none).
+    fn upstream_at(&self, step: &Step) -> u64 {
+        let at = step.after.iter().filter_map(|a| self.started(a));
+        at.max().unwrap_or(0)
+    }
+
+    /// The step whose command fits best, then whose bound inputs the line holds most, and
+    /// whose scatter elements it may be a job of. Steps still tied run the same tool on the
+    /// same values: each name is given once; then a step whose upstream steps have started,
+    /// the one whose upstream started last (a sequential cwltool goes on with a sub-workflow
+    /// once its step has run), a scatter under way (cwltool makes a step's jobs together),
+    /// else the first step in the document not yet started. Which of identical processes
+    /// gets which step cannot be told from outside cwltool; readiness is weighed only among
+    /// names still free, since such a guess may have spent an upstream step's name.
+    fn pick<'s>(&self, steps: &'s [Step], argv: &[String]) -> Option<(&'s Step, Job)> {
+        let scored: Vec<_> = steps
+            .iter()
+            .filter_map(|s| {
+                let job = job_of(s, argv);
+                let score = (fit(s, argv)?, bound_in(s, argv), job != Job::Foreign);
+                Some((score, s, job))
+            })
+            .collect();
+        let best = scored.iter().map(|(score, ..)| *score).max()?;
+        let tied: Vec<(&Step, Job)> = (scored.into_iter())
+            .filter(|(score, ..)| *score == best)
+            .map(|(_, s, job)| (s, job))
+            .collect();
+        // A step that does not scatter runs once; a scatter makes each job once.
+        let begun = |s: &Step| self.instances.contains_key(&s.id);
+        let free = |s: &Step, job| !self.given.contains(&self.name_of(s, job));
+        let mut open: Vec<(&Step, Job)> = (tied.iter().copied())
+            .filter(|(s, job)| if s.scatters { free(s, *job) } else { !begun(s) })
+            .collect();
+        if open.is_empty() {
+            open = tied;
+        }
+        let ready = |s: &Step| s.after.iter().all(|a| self.started(a).is_some());
+        if open.iter().any(|(s, _)| ready(s)) {
+            open.retain(|(s, _)| ready(s));
+        }
+        let latest = open.iter().map(|(s, _)| self.upstream_at(s)).max();
+        open.retain(|(s, _)| Some(self.upstream_at(s)) == latest);
+        let going = open.iter().find(|(s, _)| s.scatters && begun(s));
+        let fresh = open.iter().find(|(s, _)| !begun(s));
+        going.or(fresh).or(open.first()).copied()
+    }
 }
 
 impl EngineRun for Cwltool {

@@ -29,6 +29,8 @@ fn adapter(steps: Vec<Step>) -> Cwltool {
         key: "k".into(),
         document: Some(Document { steps, tool: None }),
         instances: HashMap::new(),
+        given: HashSet::new(),
+        last: HashMap::new(),
         named: HashMap::new(),
     }
 }
@@ -142,7 +144,7 @@ fn only_steps_that_scatter_are_numbered() {
 fn scatter_jobs_are_numbered_by_their_element_not_their_start() {
     // `--parallel` starts the jobs in any order; cwltool numbers them by element.
     let each = Step {
-        elements: ["one", "two", "three", "four"].map(String::from).to_vec(),
+        elements: vec![["one", "two", "three", "four"].map(String::from).to_vec()],
         ..echo("make_each", &["one", "two", "three", "four"], true)
     };
     let mut a = adapter(vec![each]);
@@ -236,4 +238,140 @@ fn cwltool_is_recognised_under_its_names() {
         let found = crate::attribution::engines::detect(&enabled, &image(argv));
         assert_eq!(found.map(|e| e.name), Some("cwltool"), "{argv:?}");
     }
+}
+
+/// `printf '%s-%s\n' X Y` scattered over xs and ys.
+fn pair(id: &str, cross: bool) -> Step {
+    let (xs, ys) = (["p", "q", "r"], ["k", "l", "m"]);
+    Step {
+        elements: vec![xs.map(String::from).to_vec(), ys.map(String::from).to_vec()],
+        cross,
+        ..echo(id, &["p", "q", "r", "k", "l", "m"], true)
+    }
+}
+
+#[test]
+fn crossproduct_jobs_are_numbered_by_combination() {
+    // cwltool makes a crossproduct's jobs with the first input's elements slowest.
+    let mut a = adapter(vec![pair("flat", true)]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    assert_eq!(name(&["echo", "q", "l"]).as_deref(), Some("flat_5"));
+    assert_eq!(name(&["echo", "p", "m"]).as_deref(), Some("flat_3"));
+    assert_eq!(name(&["echo", "p", "k"]).as_deref(), Some("flat"));
+    assert_eq!(name(&["echo", "r", "k"]).as_deref(), Some("flat_7"));
+}
+
+#[test]
+fn a_dotproduct_takes_no_job_of_mixed_positions() {
+    // `dot` and `flat` run the same tool on the same inputs: `p l` is only flat's.
+    let mut a = adapter(vec![pair("dot", false), pair("flat", true)]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let names = [
+        ["echo", "p", "k"],
+        ["echo", "q", "l"],
+        ["echo", "r", "m"],
+        ["echo", "p", "k"],
+        ["echo", "p", "l"],
+    ]
+    .map(|w| name(&w).unwrap());
+    assert_eq!(names, ["dot", "dot_2", "dot_3", "flat", "flat_2"]);
+}
+
+#[test]
+fn sub_workflow_instances_are_told_apart_by_what_ran_before() {
+    // top.cwl runs mid.cwl as `first` (on alpha) and `second` (on bravo); cwltool ran
+    // `second` first. Their `rev` steps differ only by whose `say` has run.
+    let rev = |id: &str, after: &str| Step {
+        after: vec![after.into()],
+        ..step(id, &["rev"], &[])
+    };
+    let mut a = adapter(vec![
+        echo("first/deep/say", &["alpha"], false),
+        rev("first/deep/reverse", "first/deep/say"),
+        Step {
+            after: vec!["first/deep".into()],
+            ..step("first/tally", &["wc", "-c"], &[])
+        },
+        echo("second/deep/say", &["bravo"], false),
+        rev("second/deep/reverse", "second/deep/say"),
+        Step {
+            after: vec!["second/deep".into()],
+            ..step("second/tally", &["wc", "-c"], &[])
+        },
+    ]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let names = [
+        &["echo", "bravo"][..],
+        &["rev", "/tmp/a/stg1/echoed.txt"],
+        &["wc", "-c", "/tmp/b/stg2/reversed.txt"],
+        &["echo", "alpha"],
+        &["rev", "/tmp/c/stg3/echoed.txt"],
+    ]
+    .map(|w| name(w).unwrap());
+    assert_eq!(
+        names,
+        [
+            "second/deep/say",
+            "second/deep/reverse",
+            "second/tally",
+            "first/deep/say",
+            "first/deep/reverse"
+        ]
+    );
+}
+
+#[test]
+fn of_steps_that_read_alike_the_one_whose_input_was_made_last() {
+    // `direct` and `first/say` both run `echo alpha`; `direct` ran first and took the
+    // name `first/say` (the first in the document). `second`'s rev reads an upstream file
+    // of the same name as `first`'s: the step whose upstream started last is taken.
+    let rev = |id: &str, after: &str| Step {
+        after: vec![after.into()],
+        ..step(id, &["rev"], &[])
+    };
+    let mut a = adapter(vec![
+        echo("first/say", &["alpha"], false),
+        rev("first/reverse", "first/say"),
+        echo("second/say", &["bravo"], false),
+        rev("second/reverse", "second/say"),
+        echo("direct", &["alpha"], false),
+    ]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let names = [
+        &["echo", "alpha"][..],
+        &["echo", "bravo"],
+        &["rev", "/tmp/a/stg1/echoed.txt"],
+    ]
+    .map(|w| name(w).unwrap());
+    assert_eq!(names, ["first/say", "second/say", "second/reverse"]);
+}
+
+#[test]
+fn a_guess_that_spent_an_upstream_name_does_not_number_a_step() {
+    // `direct` comes first in a packed document: `first/say`'s `echo alpha` was named
+    // `direct`, so `first/say` has not started when `first/reverse` does; the other
+    // `reverse` already ran. Not `second/reverse_2`.
+    let rev = |id: &str, after: &str| Step {
+        after: vec![after.into()],
+        ..step(id, &["rev"], &[])
+    };
+    let mut a = adapter(vec![
+        echo("direct", &["alpha"], false),
+        echo("first/say", &["alpha"], false),
+        rev("first/reverse", "first/say"),
+        echo("second/say", &["bravo"], false),
+        rev("second/reverse", "second/say"),
+    ]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let names = [
+        &["echo", "bravo"][..],
+        &["rev", "/tmp/a/stg1/echoed.txt"],
+        &["echo", "alpha"],
+        &["rev", "/tmp/b/stg2/echoed.txt"],
+    ]
+    .map(|w| name(w).unwrap());
+    assert_eq!(
+        names,
+        ["second/say", "second/reverse", "direct", "first/reverse"]
+    );
 }

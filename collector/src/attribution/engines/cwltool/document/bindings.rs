@@ -108,6 +108,24 @@ pub fn step_env(step: &Value, env: &Env, outputs: &Outputs) -> Env {
     out
 }
 
+/// The sibling steps a step's inputs come from (`step/out`, `#main/step/out`).
+pub fn upstream(step: &Value, siblings: &[&str]) -> Vec<String> {
+    let mut from: Vec<String> = step_inputs(step.get("in"))
+        .iter()
+        .flat_map(|(_, binding)| words(binding.get("source")))
+        .filter_map(|source| {
+            let parts: Vec<&str> = source.trim_start_matches('#').split('/').collect();
+            match parts.as_slice() {
+                [.., step, _] if siblings.contains(step) => Some(step.to_string()),
+                _ => None,
+            }
+        })
+        .collect();
+    from.sort();
+    from.dedup();
+    from
+}
+
 /// `in:` as a map (`word: w1`, `word: {source: w1}`) or a list of `{id, source}`.
 fn step_inputs(v: Option<&Value>) -> Vec<(String, Value)> {
     match v {

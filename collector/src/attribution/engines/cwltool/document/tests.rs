@@ -68,7 +68,7 @@ fn packed_graphs_and_lone_tools() {
     let tool = load(&LiveHost, "echo-tool.cwl", dir.path(), &[]).unwrap();
     assert_eq!(
         (tool.tool.as_deref(), tool.steps.len()),
-        (Some("echo-tool"), 0)
+        (Some("echo-tool.cwl"), 0)
     );
     assert!(load(&LiveHost, "missing.cwl", dir.path(), &[]).is_none());
 }
@@ -125,7 +125,7 @@ fn inputs_bound_from_the_job_file_defaults_and_upstream_files() {
     let many = doc.steps.iter().find(|s| s.id == "many").unwrap();
     assert_eq!(
         many.elements,
-        ["b", "a"],
+        [["b", "a"]],
         "the scattered input's elements, in order"
     );
     let given = load(
@@ -156,4 +156,58 @@ fn shell_command_steps_keep_the_pieces_around_expressions() {
         Some(&["cat", "| tr a-z A-Z | wc -c", "echo $", "HOME"].map(String::from)[..])
     );
     assert_eq!(doc.steps[1].shell, None);
+}
+
+#[test]
+fn steps_know_what_they_read_from_and_how_they_scatter() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "make.cwl", MAKE);
+    write(dir.path(), "count.cwl", COUNT);
+    write(
+        dir.path(),
+        "mid.cwl",
+        "class: Workflow\ninputs: {word: string}\nsteps:\n  make_it: {run: make.cwl, in: {word: word}, out: [out]}\n  count_it: {run: count.cwl, in: {inp: make_it/out}, out: [out]}\n",
+    );
+    write(
+        dir.path(),
+        "wf.cwl",
+        "class: Workflow\ninputs: {xs: 'string[]', ys: 'string[]'}\nsteps:\n  first: {run: mid.cwl, in: {word: {default: a}}, out: [out]}\n  then: {run: mid.cwl, in: {word: {source: '#main/first/out'}}, out: [out]}\n  cross: {run: make.cwl, scatter: [x, y], scatterMethod: flat_crossproduct, in: {x: xs, y: ys}}\n  dot: {run: make.cwl, scatter: [x, y], scatterMethod: dotproduct, in: {x: xs, y: ys}}\n",
+    );
+    write(dir.path(), "job.yml", "xs: [p, q]\nys: [k, l, m]\n");
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
+    let after = |id: &str| &doc.steps.iter().find(|s| s.id == id).unwrap().after;
+    assert!(after("first/make_it").is_empty());
+    assert_eq!(after("first/count_it"), &["first/make_it"]);
+    assert_eq!(
+        after("then/make_it"),
+        &["first"],
+        "a sub-workflow step's inputs"
+    );
+    assert_eq!(after("then/count_it"), &["first", "then/make_it"]);
+    let cross = doc.steps.iter().find(|s| s.id == "cross").unwrap();
+    assert_eq!(cross.elements, [vec!["p", "q"], vec!["k", "l", "m"]]);
+    assert!(cross.cross);
+    assert!(!doc.steps.iter().find(|s| s.id == "dot").unwrap().cross);
+}
+
+#[test]
+fn a_lone_tool_is_named_as_cwltool_names_its_job() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "rev.cwl",
+        "class: CommandLineTool\nbaseCommand: rev\n",
+    );
+    write(
+        dir.path(),
+        "rev-id.cwl",
+        "class: CommandLineTool\nid: reverser\nbaseCommand: rev\n",
+    );
+    let tool = |f: &str| load(&LiveHost, f, dir.path(), &[]).unwrap().tool;
+    assert_eq!(
+        tool("rev.cwl").as_deref(),
+        Some("rev.cwl"),
+        "its file's name"
+    );
+    assert_eq!(tool("rev-id.cwl").as_deref(), Some("reverser"), "its id");
 }
