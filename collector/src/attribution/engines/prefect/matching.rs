@@ -30,9 +30,21 @@ fn running_at(t: &TaskRun, s: SystemTime) -> bool {
     t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end + SLACK)
 }
 
-/// The task runs that may have started `p`: those running from its start to its end, or,
-/// when none was (a process left running in the background), those running at its start.
+/// Whether task run `t`'s own stamps hold `p` from its start to its end, with no slack.
+fn holds(t: &TaskRun, p: &Process) -> bool {
+    t.start.is_some_and(|b| b <= p.start) && t.end.is_none_or(|end| p.end <= end)
+}
+
+/// The task runs that may have started `p`: those whose stamps hold it exactly, when any
+/// does (called task runs follow each other within milliseconds, closer than the slack:
+/// the next one must not take the last process of the one before); else those running from
+/// its start to its end give or take the slack; or, when none was (a process left running
+/// in the background), those running at its start.
 pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
+    let exact: Vec<&TaskRun> = tasks.iter().filter(|t| holds(t, p)).collect();
+    if !exact.is_empty() {
+        return exact;
+    }
     let at_start: Vec<&TaskRun> = tasks.iter().filter(|t| running_at(t, p.start)).collect();
     let whole: Vec<&TaskRun> = (at_start.iter().copied())
         .filter(|t| t.end.is_none_or(|end| p.end <= end + END_SLACK))
@@ -224,6 +236,33 @@ mod tests {
         let threads = Threads::default();
         let found = threads.find(&tasks, &process(5, 400, 410));
         assert!(found.run.is_none() && !found.sure);
+    }
+
+    /// Called task runs one after another on the flow's thread, as Prefect recorded a flow
+    /// calling `many`, `other`, `many`: each ends a few milliseconds after its last process
+    /// and the next starts some 30 ms later, within the slack of the one before.
+    #[test]
+    fn the_last_process_of_a_called_task_run_is_not_the_next_ones() {
+        let tasks = vec![
+            run("many-41c", 0, Some(163)),
+            run("other-3e6", 173, Some(189)),
+            run("many-c75", 193, Some(321)),
+        ];
+        let procs = [
+            (process(1, 5, 9), "many-41c"),
+            (process(1, 152, 158), "many-41c"),
+            (process(1, 179, 186), "other-3e6"),
+            (process(1, 197, 201), "many-c75"),
+            (process(1, 318, 320), "many-c75"),
+        ];
+        let batch: Vec<Process> = procs.iter().map(|(p, _)| *p).collect();
+        let mut threads = Threads::default();
+        let mut named = vec![String::new(); batch.len()];
+        for i in order(&tasks, &batch) {
+            named[i] = take(&mut threads, &tasks, &batch[i]).unwrap().name;
+        }
+        let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
+        assert_eq!(named, want);
     }
 
     #[test]
