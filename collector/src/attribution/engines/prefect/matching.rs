@@ -60,9 +60,10 @@ pub struct Threads(HashMap<u32, (TaskRun, bool)>);
 /// The task run found for a process, and whether it is sure.
 pub struct Found {
     pub run: Option<TaskRun>,
-    /// Nothing Prefect writes later can change it: its thread's own task run, the only one
-    /// that can hold it, or one of task runs that have all ended (so every process they
-    /// started is known).
+    /// Nothing Prefect writes later can change it: its thread's own task run, or one of task
+    /// runs that have all ended (so every process they started is known). The only one
+    /// running is not enough: under load the server writes other task runs' rows seconds
+    /// late, and one of those may have started it.
     pub sure: bool,
 }
 
@@ -97,8 +98,7 @@ impl Threads {
         let run = (mine.or_else(|| free.min_by_key(|t| t.start)))
             .or_else(|| cands.iter().min_by_key(|t| t.start))
             .map(|t| (*t).clone());
-        let sure = run.is_some()
-            && (own_final || cands.len() == 1 || cands.iter().all(|t| t.end.is_some()));
+        let sure = run.is_some() && (own_final || cands.iter().all(|t| t.end.is_some()));
         Found { run, sure }
     }
 }
@@ -176,8 +176,23 @@ mod tests {
         assert!(!threads.find(&tasks, &p).sure, "a may still be b's");
         tasks[0].end = Some(at(310));
         assert!(threads.find(&tasks, &p).sure);
+    }
+
+    /// Sixteen mapped task runs, whose rows the server wrote late: when the first processes
+    /// ended only one task run was in the database.
+    #[test]
+    fn the_only_task_run_in_the_database_is_not_sure_while_it_runs() {
+        let threads = Threads::default();
+        let p = process(7, 10, 30);
         let alone = [run("a", 0, None)];
-        assert!(threads.find(&alone, &p).sure, "the only one running");
+        let found = threads.find(&alone, &p);
+        assert_eq!(found.run.unwrap().name, "a");
+        assert!(!found.sure, "another task run's row may come later");
+        let ended = [run("a", 0, Some(40))];
+        assert!(
+            threads.find(&ended, &p).sure,
+            "it ended: all of it is known"
+        );
     }
 
     #[test]
