@@ -386,3 +386,43 @@ fn called_task_runs_keep_their_last_processes() {
         .collect();
     assert_eq!(failed.len(), 1, "the task run that failed: {failed:?}");
 }
+
+/// What the flow body runs around a task run (submitted, stamped running a few tens of
+/// milliseconds later, or ended a moment before) is none of its.
+#[test]
+fn the_flow_bodys_own_processes_are_no_task_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .env("PREFECT_HOME", home.path())
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/body.py"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&out);
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    let (_, _, task_runs) = records(home.path());
+    assert_eq!(assert_tagged_tools_under_their_task_runs(&t), 1);
+    let body: Vec<_> = (t.tools().into_iter())
+        .filter(|s| s.str("process.command_line").contains("BODY"))
+        .collect();
+    assert_eq!(body.len(), 9);
+    // One that starts while the task run runs may still be given it (see docs/engines.md).
+    let times = task_run_times(home.path());
+    let outside = |s: &&RecvSpan| times.values().all(|&(b, e)| s.start < b || s.start > e);
+    let body: Vec<_> = body.into_iter().filter(outside).collect();
+    assert!(!body.is_empty());
+    for tool in body {
+        let run = t.task_of(tool).map(|s| s.str("cicd.pipeline.task.run.id"));
+        assert!(
+            run.is_none_or(|id| !task_runs.contains_key(id)),
+            "{} went to task run {run:?}",
+            tool.str("process.command_line")
+        );
+    }
+}

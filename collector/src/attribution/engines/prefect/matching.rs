@@ -10,8 +10,11 @@ use std::{
 
 use super::db::TaskRun;
 
-/// Clocks and Prefect's stamps may differ by this much at a task run's start.
-const SLACK: Duration = Duration::from_millis(100);
+/// Clocks and Prefect's stamps may differ by this much at a task run's start. The states'
+/// stamps are the flow process's own clock (the row's, the server's, lagged far more): a
+/// task run's first process starts 3 to 20 ms after it. More would hand a process the flow
+/// body starts just before it submits task runs to one of them.
+const SLACK: Duration = Duration::from_millis(20);
 /// Prefect stamps a task run's end after its thread's last process has ended: on the same
 /// clock, later by at least the time the state takes to be proposed. This much is allowed
 /// for the two clocks to disagree.
@@ -25,9 +28,10 @@ pub struct Process {
     pub end: SystemTime,
 }
 
-/// Whether task run `t` was running when a process started at `s`.
+/// Whether task run `t` was running when a process started at `s`. Its end is stamped
+/// after its function returned, so nothing it started starts after that.
 fn running_at(t: &TaskRun, s: SystemTime) -> bool {
-    t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end + SLACK)
+    t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end)
 }
 
 /// Whether task run `t`'s own stamps hold `p` from its start to its end, with no slack.
@@ -278,6 +282,19 @@ mod tests {
         }
         let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
         assert_eq!(named, want);
+    }
+
+    /// The flow body runs `sh` on its own thread, then submits two task runs; Prefect
+    /// stamped them running 51 and 96 ms after those processes started; after they end
+    /// it runs `ls`.
+    #[test]
+    fn a_process_the_flow_body_starts_outside_task_runs_is_none_of_theirs() {
+        let tasks = vec![run("slow-0", 96, Some(612)), run("slow-1", 97, Some(603))];
+        let threads = Threads::default();
+        for p in [process(1, 0, 20), process(1, 45, 152), process(1, 618, 622)] {
+            let found = threads.find(&tasks, &p);
+            assert!(found.run.is_none(), "{p:?} went to {:?}", found.run);
+        }
     }
 
     #[test]
