@@ -308,3 +308,121 @@ async fn one_trace_holds_prefects_view_and_the_kernels() {
         );
     }
 }
+
+/// The id of the task run a process says it was started by (`TR=<id>` in its command line).
+fn tagged_task_run(command_line: &str) -> Option<&str> {
+    let at = command_line.find("TR=")? + 3;
+    command_line.get(at..at + 36)
+}
+
+/// Prefect's task runs that ran (a cache hit runs nothing), by id -> name.
+fn task_runs_that_ran(home: &Path) -> BTreeMap<String, String> {
+    let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+    let mut stmt = db
+        .prepare("SELECT id, name FROM task_run WHERE state_name IS NOT 'Cached'")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Every process that carries its task run's id is under that task run's span.
+fn assert_tagged_tools_under_their_task_runs(t: &Trace) -> usize {
+    let mut tagged = 0;
+    for tool in t.tools() {
+        let Some(want) = tagged_task_run(tool.str("process.command_line")) else {
+            continue;
+        };
+        tagged += 1;
+        let under = t.task_of(tool);
+        assert_eq!(
+            under.map(|s| s.str("cicd.pipeline.task.run.id")),
+            Some(want),
+            "{} is under {:?}",
+            tool.str("process.command_line"),
+            under.map(|s| s.str("cicd.pipeline.task.name")),
+        );
+    }
+    tagged
+}
+
+/// Task runs called one after another on the flow's thread start within milliseconds of the
+/// one before ending: each keeps its last processes (the next one took them), whether it
+/// retried, failed, was renamed or named by a template; a cache hit has no span.
+#[test]
+fn called_task_runs_keep_their_last_processes() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .env("PREFECT_HOME", home.path())
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/called.py"))
+        .arg(home.path().join("retried"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&out);
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    let (_, _, task_runs) = records(home.path());
+    let ran = task_runs_that_ran(home.path());
+    assert!(ran.len() < task_runs.len(), "one task run was a cache hit");
+    let named: BTreeMap<String, String> = (t.tasks().into_iter())
+        .map(|s| {
+            let id = s.str("cicd.pipeline.task.run.id").to_string();
+            (id, s.str("cicd.pipeline.task.name").to_string())
+        })
+        .collect();
+    assert_eq!(named, ran, "one span per task run that ran, named by it");
+    assert!(assert_tagged_tools_under_their_task_runs(&t) >= 15);
+    assert_tools_within_their_task_runs(home.path(), &t);
+    let failed: Vec<_> = (t.tasks().into_iter())
+        .filter(|s| s.status == 2)
+        .map(|s| s.str("cicd.pipeline.task.name"))
+        .collect();
+    assert_eq!(failed.len(), 1, "the task run that failed: {failed:?}");
+}
+
+/// What the flow body runs around a task run (submitted, stamped running a few tens of
+/// milliseconds later, or ended a moment before) is none of its.
+#[test]
+fn the_flow_bodys_own_processes_are_no_task_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .env("PREFECT_HOME", home.path())
+        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/body.py"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&out);
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    let (_, _, task_runs) = records(home.path());
+    assert_eq!(assert_tagged_tools_under_their_task_runs(&t), 1);
+    let body: Vec<_> = (t.tools().into_iter())
+        .filter(|s| s.str("process.command_line").contains("BODY"))
+        .collect();
+    assert_eq!(body.len(), 9);
+    // One that starts while the task run runs may still be given it (see docs/engines.md).
+    let times = task_run_times(home.path());
+    let outside = |s: &&RecvSpan| times.values().all(|&(b, e)| s.start < b || s.start > e);
+    let body: Vec<_> = body.into_iter().filter(outside).collect();
+    assert!(!body.is_empty());
+    for tool in body {
+        let run = t.task_of(tool).map(|s| s.str("cicd.pipeline.task.run.id"));
+        assert!(
+            run.is_none_or(|id| !task_runs.contains_key(id)),
+            "{} went to task run {run:?}",
+            tool.str("process.command_line")
+        );
+    }
+}

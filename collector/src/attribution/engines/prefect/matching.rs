@@ -10,8 +10,11 @@ use std::{
 
 use super::db::TaskRun;
 
-/// Clocks and Prefect's stamps may differ by this much at a task run's start.
-const SLACK: Duration = Duration::from_millis(100);
+/// Clocks and Prefect's stamps may differ by this much at a task run's start. The states'
+/// stamps are the flow process's own clock (the row's, the server's, lagged far more): a
+/// task run's first process starts 3 to 20 ms after it. More would hand a process the flow
+/// body starts just before it submits task runs to one of them.
+const SLACK: Duration = Duration::from_millis(20);
 /// Prefect stamps a task run's end after its thread's last process has ended: on the same
 /// clock, later by at least the time the state takes to be proposed. This much is allowed
 /// for the two clocks to disagree.
@@ -25,14 +28,27 @@ pub struct Process {
     pub end: SystemTime,
 }
 
-/// Whether task run `t` was running when a process started at `s`.
+/// Whether task run `t` was running when a process started at `s`. Its end is stamped
+/// after its function returned, so nothing it started starts after that.
 fn running_at(t: &TaskRun, s: SystemTime) -> bool {
-    t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end + SLACK)
+    t.start.is_some_and(|b| b <= s + SLACK) && t.end.is_none_or(|end| s <= end)
 }
 
-/// The task runs that may have started `p`: those running from its start to its end, or,
-/// when none was (a process left running in the background), those running at its start.
+/// Whether task run `t`'s own stamps hold `p` from its start to its end, with no slack.
+fn holds(t: &TaskRun, p: &Process) -> bool {
+    t.start.is_some_and(|b| b <= p.start) && t.end.is_none_or(|end| p.end <= end)
+}
+
+/// The task runs that may have started `p`: those whose stamps hold it exactly, when any
+/// does (called task runs follow each other within milliseconds, closer than the slack:
+/// the next one must not take the last process of the one before); else those running from
+/// its start to its end give or take the slack; or, when none was (a process left running
+/// in the background), those running at its start.
 pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
+    let exact: Vec<&TaskRun> = tasks.iter().filter(|t| holds(t, p)).collect();
+    if !exact.is_empty() {
+        return exact;
+    }
     let at_start: Vec<&TaskRun> = tasks.iter().filter(|t| running_at(t, p.start)).collect();
     let whole: Vec<&TaskRun> = (at_start.iter().copied())
         .filter(|t| t.end.is_none_or(|end| p.end <= end + END_SLACK))
@@ -48,9 +64,10 @@ pub struct Threads(HashMap<u32, (TaskRun, bool)>);
 /// The task run found for a process, and whether it is sure.
 pub struct Found {
     pub run: Option<TaskRun>,
-    /// Nothing Prefect writes later can change it: its thread's own task run, the only one
-    /// that can hold it, or one of task runs that have all ended (so every process they
-    /// started is known).
+    /// Nothing Prefect writes later can change it: its thread's own task run, or one of task
+    /// runs that have all ended (so every process they started is known). The only one
+    /// running is not enough: under load the server writes other task runs' rows seconds
+    /// late, and one of those may have started it.
     pub sure: bool,
 }
 
@@ -85,8 +102,7 @@ impl Threads {
         let run = (mine.or_else(|| free.min_by_key(|t| t.start)))
             .or_else(|| cands.iter().min_by_key(|t| t.start))
             .map(|t| (*t).clone());
-        let sure = run.is_some()
-            && (own_final || cands.len() == 1 || cands.iter().all(|t| t.end.is_some()));
+        let sure = run.is_some() && (own_final || cands.iter().all(|t| t.end.is_some()));
         Found { run, sure }
     }
 }
@@ -164,8 +180,23 @@ mod tests {
         assert!(!threads.find(&tasks, &p).sure, "a may still be b's");
         tasks[0].end = Some(at(310));
         assert!(threads.find(&tasks, &p).sure);
+    }
+
+    /// Sixteen mapped task runs, whose rows the server wrote late: when the first processes
+    /// ended only one task run was in the database.
+    #[test]
+    fn the_only_task_run_in_the_database_is_not_sure_while_it_runs() {
+        let threads = Threads::default();
+        let p = process(7, 10, 30);
         let alone = [run("a", 0, None)];
-        assert!(threads.find(&alone, &p).sure, "the only one running");
+        let found = threads.find(&alone, &p);
+        assert_eq!(found.run.unwrap().name, "a");
+        assert!(!found.sure, "another task run's row may come later");
+        let ended = [run("a", 0, Some(40))];
+        assert!(
+            threads.find(&ended, &p).sure,
+            "it ended: all of it is known"
+        );
     }
 
     #[test]
@@ -224,6 +255,46 @@ mod tests {
         let threads = Threads::default();
         let found = threads.find(&tasks, &process(5, 400, 410));
         assert!(found.run.is_none() && !found.sure);
+    }
+
+    /// Called task runs one after another on the flow's thread, as Prefect recorded a flow
+    /// calling `many`, `other`, `many`: each ends a few milliseconds after its last process
+    /// and the next starts some 30 ms later, within the slack of the one before.
+    #[test]
+    fn the_last_process_of_a_called_task_run_is_not_the_next_ones() {
+        let tasks = vec![
+            run("many-41c", 0, Some(163)),
+            run("other-3e6", 173, Some(189)),
+            run("many-c75", 193, Some(321)),
+        ];
+        let procs = [
+            (process(1, 5, 9), "many-41c"),
+            (process(1, 152, 158), "many-41c"),
+            (process(1, 179, 186), "other-3e6"),
+            (process(1, 197, 201), "many-c75"),
+            (process(1, 318, 320), "many-c75"),
+        ];
+        let batch: Vec<Process> = procs.iter().map(|(p, _)| *p).collect();
+        let mut threads = Threads::default();
+        let mut named = vec![String::new(); batch.len()];
+        for i in order(&tasks, &batch) {
+            named[i] = take(&mut threads, &tasks, &batch[i]).unwrap().name;
+        }
+        let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
+        assert_eq!(named, want);
+    }
+
+    /// The flow body runs `sh` on its own thread, then submits two task runs; Prefect
+    /// stamped them running 51 and 96 ms after those processes started; after they end
+    /// it runs `ls`.
+    #[test]
+    fn a_process_the_flow_body_starts_outside_task_runs_is_none_of_theirs() {
+        let tasks = vec![run("slow-0", 96, Some(612)), run("slow-1", 97, Some(603))];
+        let threads = Threads::default();
+        for p in [process(1, 0, 20), process(1, 45, 152), process(1, 618, 622)] {
+            let found = threads.find(&tasks, &p);
+            assert!(found.run.is_none(), "{p:?} went to {:?}", found.run);
+        }
     }
 
     #[test]
