@@ -1,6 +1,6 @@
-"""Prefect 3 task runs that run together: `.map()` over a thread pool of four workers and
-`.submit()` of three at once, each of the same length and each starting processes, so their
-threads fork within milliseconds of each other and some run several task runs in turn. Every
+"""Prefect 3 task runs that run together: `.map()` of ten over a thread pool of four workers,
+each of the same length and each starting processes, so their threads fork within
+milliseconds of each other and each runs several task runs in turn. Every
 shell command carries `TR=<id>`, the id Prefect gave the task run that started it, so the
 test can judge each process by Prefect's own record."""
 import subprocess
@@ -20,16 +20,9 @@ def work(n):
     sh("echo %d" % n)
 
 
-@task
-def same(n):
-    sh("sleep 0.3; echo %d" % n)
-
-
 @flow(task_runner=ThreadPoolTaskRunner(max_workers=4))
 def mapped():
     work.map(list(range(10))).wait()
-    for f in [same.submit(i) for i in range(3)]:
-        f.result()
 
 
 if __name__ == "__main__":
