@@ -430,7 +430,7 @@ fn the_flow_bodys_own_processes_are_no_task_runs() {
 /// Equal task runs that run together (`.map()` of ten on four worker threads) start about
 /// 1 ms apart: each process goes to the task run whose thread started it.
 #[test]
-#[ignore = "still fails 1 run in 2 on a loaded machine (a process of a mapped task run \
+#[ignore = "failed 2 of 3 runs on a loaded machine (a process of a mapped task run \
             goes to a sibling): see docs/engines.md, Prefect limits"]
 fn concurrent_equal_task_runs_keep_their_own_processes() {
     let home = tempfile::tempdir().unwrap();
