@@ -77,6 +77,11 @@ impl Threads {
         self.0.get(&tid).map(|(run, _)| run)
     }
 
+    /// Whether a thread other than `tid` was matched to task run `id` for good.
+    pub fn held_by_other(&self, tid: u32, id: &str) -> bool {
+        (self.0.iter()).any(|(t, (run, fin))| *t != tid && *fin && run.id == id)
+    }
+
     /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match.
     pub fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool) {
         if tid != 0 {

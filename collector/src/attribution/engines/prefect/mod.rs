@@ -8,6 +8,7 @@
 //! that ran from the process's start to its end, its thread's own (the kernel says which
 //! thread forked) when it can be, else the first-started one no other thread holds. What the
 //! server and Prefect's imports start are helpers.
+mod assign;
 mod db;
 mod matching;
 
@@ -58,7 +59,12 @@ struct Prefect {
     flow: Option<FlowRun>,
     /// The task run each thread of the flow process ran last.
     threads: Threads,
+    /// The processes matched so far (the latest `KNOWN`): what each thread ran before.
+    known: Vec<Process>,
 }
+
+/// How many matched processes are kept for their threads' context.
+const KNOWN: usize = 4096;
 
 fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> Box<dyn EngineRun> {
     let script = naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
@@ -78,6 +84,7 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         db_path: None,
         flow: None,
         threads: Threads::default(),
+        known: Vec::new(),
     })
 }
 
@@ -116,6 +123,15 @@ impl Prefect {
             .flat_map(|f| db.task_runs(&f.id))
             .filter(|t| !t.subflow)
             .collect()
+    }
+}
+
+impl Prefect {
+    fn remember_known(&mut self, p: Process) {
+        if self.known.len() >= KNOWN {
+            self.known.drain(..KNOWN / 2);
+        }
+        self.known.push(p);
     }
 }
 
@@ -184,17 +200,16 @@ impl EngineRun for Prefect {
         let tasks = self.task_runs();
         let batch: Vec<Process> = ended.iter().map(process).collect();
         // The batch's matches inform each other; only final ones are kept for later batches.
-        let mut scratch = self.threads.clone();
+        let found = assign::decide(&tasks, &batch, &self.known, &self.threads);
         let mut named: Vec<Option<TaskInfo>> = ended.iter().map(|_| None).collect();
-        for i in matching::order(&tasks, &batch) {
+        for (i, found) in found.into_iter().enumerate() {
             let (e, p) = (&ended[i], &batch[i]);
-            let found = scratch.find(&tasks, p);
             let last_look = force || e.overdue;
             let settled = last_look || (found.sure && e.end + ROW_DELAY < now);
             named[i] = match found.run {
                 Some(t) if settled => {
+                    self.remember_known(*p);
                     self.threads.remember(p.thread, &t, true);
-                    scratch.remember(p.thread, &t, true);
                     Some(TaskInfo {
                         name: t.name,
                         run_id: t.id,
@@ -202,10 +217,7 @@ impl EngineRun for Prefect {
                         ..Default::default()
                     })
                 }
-                Some(t) => {
-                    scratch.remember(p.thread, &t, false);
-                    None
-                }
+                Some(_) => None,
                 // No row yet: under load the server writes it seconds late. Named by
                 // its tool only once overdue (or at the end), never after ROW_DELAY.
                 None if last_look => {
