@@ -388,7 +388,8 @@ fn called_task_runs_keep_their_last_processes() {
 }
 
 /// What the flow body runs around a task run (submitted, stamped running a few tens of
-/// milliseconds later, or ended a moment before) is none of its.
+/// milliseconds later, or ended a moment before) is none of its; what the script runs before
+/// it calls the flow leaves the run Prefect's.
 #[test]
 fn the_flow_bodys_own_processes_are_no_task_runs() {
     let home = tempfile::tempdir().unwrap();
@@ -406,8 +407,27 @@ fn the_flow_bodys_own_processes_are_no_task_runs() {
     let spans = read_jsonl(&out);
     let t = Trace::new(&spans);
     t.assert_well_formed();
-    let (_, _, task_runs) = records(home.path());
+    let (flow, _, task_runs) = records(home.path());
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(
+        (
+            run.str("pipetrace.run.engine"),
+            run.str("cicd.pipeline.name")
+        ),
+        ("prefect", flow.as_str()),
+        "a setup step before the flow leaves the run Prefect's"
+    );
     assert_eq!(assert_tagged_tools_under_their_task_runs(&t), 1);
+    // The setup shell runs only builtins: a task of its own with no tool under it.
+    let setup: Vec<_> = (spans.iter())
+        .filter(|s| s.str("process.command_line").contains("SETUP"))
+        .collect();
+    assert!(!setup.is_empty(), "the setup step is in the trace");
+    for s in setup {
+        let task = if s.is_task() { Some(s) } else { t.task_of(s) };
+        let id = task.map(|s| s.str("cicd.pipeline.task.run.id"));
+        assert!(id.is_none_or(|id| !task_runs.contains_key(id)), "{id:?}");
+    }
     let body: Vec<_> = (t.tools().into_iter())
         .filter(|s| s.str("process.command_line").contains("BODY"))
         .collect();

@@ -102,7 +102,7 @@ impl Attributor {
     }
 
     /// `child` runs what only an engine's process starts (Prefect's temporary server): its
-    /// parent runs that engine. A plain command with no task yet becomes a run of it; in
+    /// parent runs that engine. A plain command becomes a run of it; in
     /// agent mode, a process in no run starts one.
     pub(super) fn engine_by_child(
         &mut self,
@@ -119,7 +119,8 @@ impl Attributor {
                 let Some(run) = self.runs.get_mut(&parent.key) else {
                     return;
                 };
-                if run.info.engine != EngineKind::Command || run.info.tasks > 0 {
+                // Tasks it ran before (a setup step before the flow is called) stay its.
+                if run.info.engine != EngineKind::Command {
                     return;
                 }
                 run.adapter = (engine.start)(image, started, self.host.clone());

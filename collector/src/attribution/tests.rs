@@ -277,6 +277,44 @@ fn an_engine_found_stays_when_its_launcher_execs_on() {
 }
 
 #[test]
+fn a_script_that_runs_a_tool_before_its_prefect_flow_is_still_a_prefect_run() {
+    let mut s = Sim::new(Mode::Run { root_pid: 60 }, Default::default());
+    s.fork(60, 1);
+    s.exec(60, "/usr/bin/python3", &["python3", "flow.py"]);
+    // A setup step before the flow is called: a task of the plain command so far.
+    s.fork(61, 60);
+    s.exec(61, "/usr/bin/git", &["git", "rev-parse", "HEAD"]);
+    s.exit(61, 0);
+    // Calling the flow starts Prefect's temporary server: the command runs Prefect.
+    s.fork(62, 60);
+    s.exec(
+        62,
+        "/usr/bin/python3",
+        &[
+            "python3",
+            "-m",
+            "uvicorn",
+            "--factory",
+            "prefect.server.api.server:create_app",
+        ],
+    );
+    s.exit(62, 15);
+    s.exit(60, 0);
+    s.out.extend(s.attr.poll(true, &Default::default()));
+    let tasks = s.tasks();
+    assert!(
+        !tasks.iter().any(|(pid, _)| *pid == 62),
+        "the server is Prefect's own work, no task: {tasks:?}"
+    );
+    assert_eq!(tasks, [(61, "git".to_string())], "the setup step stays");
+    let run = s.out.iter().find_map(|f| match f {
+        Finished::Run { info, .. } => Some(info.engine),
+        _ => None,
+    });
+    assert_eq!(run, Some(engines::EngineKind::Prefect));
+}
+
+#[test]
 fn a_shims_plumbing_folds_into_the_tool_it_becomes() {
     let mut s = Sim::new(Mode::Run { root_pid: 60 }, Default::default());
     s.fork(60, 1);

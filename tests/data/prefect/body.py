@@ -1,6 +1,7 @@
 """A Prefect 3 flow whose body runs programs itself, outside any task run: just after it
 submits a task run (some before Prefect stamps that running), and just after it ends. Task
-runs' shell commands carry `TR=<id>`, the id Prefect gave the task run; the body's `BODY`."""
+runs' shell commands carry `TR=<id>`, the id Prefect gave the task run; the body's `BODY`.
+The script runs a setup step of its own (`SETUP`) before it calls the flow."""
 import subprocess
 
 from prefect import flow, task
@@ -22,4 +23,5 @@ def body_and_tasks():
 
 
 if __name__ == "__main__":
+    subprocess.run(["sh", "-c", ": SETUP; true"], check=True)
     body_and_tasks()
