@@ -209,29 +209,17 @@ fn search(options: &[Vec<(usize, f64)>]) -> Vec<Option<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::UNIX_EPOCH;
+    use crate::attribution::engines::prefect::fixtures::Clock;
 
-    fn at(ms: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(1_800_000_000) + Duration::from_micros(ms)
-    }
+    /// Times in µs.
+    const C: Clock = Clock(Duration::from_micros(1));
 
     fn run(name: &str, start: u64, end: u64) -> TaskRun {
-        TaskRun {
-            id: format!("id-{name}"),
-            name: name.into(),
-            start: Some(at(start)),
-            end: Some(at(end)),
-            traceparent: None,
-            subflow: false,
-        }
+        C.run(name, start, Some(end))
     }
 
     fn process(thread: u32, start: u64, end: u64) -> Process {
-        Process {
-            thread,
-            start: at(start),
-            end: at(end),
-        }
+        C.process(thread, start, end)
     }
 
     fn names(tasks: &[TaskRun], batch: &[Process]) -> Vec<String> {

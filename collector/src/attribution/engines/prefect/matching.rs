@@ -123,29 +123,21 @@ pub fn order(tasks: &[TaskRun], batch: &[Process]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::UNIX_EPOCH;
+    use crate::attribution::engines::prefect::fixtures::Clock;
+
+    /// Times in ms.
+    const C: Clock = Clock(Duration::from_millis(1));
 
     fn at(ms: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(1_800_000_000) + Duration::from_millis(ms)
+        C.at(ms)
     }
 
     fn run(name: &str, start: u64, end: Option<u64>) -> TaskRun {
-        TaskRun {
-            id: format!("id-{name}"),
-            name: name.into(),
-            start: Some(at(start)),
-            end: end.map(at),
-            traceparent: None,
-            subflow: false,
-        }
+        C.run(name, start, end)
     }
 
     fn process(thread: u32, start: u64, end: u64) -> Process {
-        Process {
-            thread,
-            start: at(start),
-            end: at(end),
-        }
+        C.process(thread, start, end)
     }
 
     /// Three submitted task runs that sleep 0.3, 0.4 and 0.5 s and then sort, on three
@@ -173,6 +165,18 @@ mod tests {
         let run = threads.find(tasks, p).run?;
         threads.remember(p.thread, &run, true);
         Some(run)
+    }
+
+    /// Matches `procs` as one batch, in `order`, each against the names given.
+    fn assert_named_as_a_batch(tasks: &[TaskRun], procs: &[(Process, &str)]) {
+        let batch: Vec<Process> = procs.iter().map(|(p, _)| *p).collect();
+        let mut threads = Threads::default();
+        let mut named = vec![String::new(); batch.len()];
+        for i in order(tasks, &batch) {
+            named[i] = take(&mut threads, tasks, &batch[i]).unwrap().name;
+        }
+        let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
+        assert_eq!(named, want);
     }
 
     #[test]
@@ -226,14 +230,7 @@ mod tests {
     #[test]
     fn a_batch_of_processes_goes_to_the_task_runs_that_waited_for_them() {
         let (tasks, procs) = three_sorts();
-        let batch: Vec<Process> = procs.iter().map(|(p, _)| *p).collect();
-        let mut threads = Threads::default();
-        let mut named = vec![String::new(); batch.len()];
-        for i in order(&tasks, &batch) {
-            named[i] = take(&mut threads, &tasks, &batch[i]).unwrap().name;
-        }
-        let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
-        assert_eq!(named, want);
+        assert_named_as_a_batch(&tasks, &procs);
     }
 
     #[test]
@@ -279,14 +276,7 @@ mod tests {
             (process(1, 197, 201), "many-c75"),
             (process(1, 318, 320), "many-c75"),
         ];
-        let batch: Vec<Process> = procs.iter().map(|(p, _)| *p).collect();
-        let mut threads = Threads::default();
-        let mut named = vec![String::new(); batch.len()];
-        for i in order(&tasks, &batch) {
-            named[i] = take(&mut threads, &tasks, &batch[i]).unwrap().name;
-        }
-        let want: Vec<&str> = procs.iter().map(|(_, n)| *n).collect();
-        assert_eq!(named, want);
+        assert_named_as_a_batch(&tasks, &procs);
     }
 
     /// The flow body runs `sh` on its own thread, then submits two task runs; Prefect

@@ -10,6 +10,8 @@
 //! server and Prefect's imports start are helpers.
 mod assign;
 mod db;
+#[cfg(test)]
+mod fixtures;
 mod matching;
 
 use std::{
