@@ -1,5 +1,6 @@
 //! Debian's cwltool under the real probes: a two-step workflow (sort, then wc), and one whose
-//! steps share tools (and a ShellCommandRequirement step), judged against cwltool's own log:
+//! steps share tools (and a ShellCommandRequirement step), steps that run node among
+//! JavaScript expressions, judged against cwltool's own log:
 //! each step is a task named by its step id, read from the workflow the run was given.
 use pipetrace_e2e::{pipetrace, read_jsonl, spans::Trace, stderr};
 
@@ -301,4 +302,23 @@ fn a_tool_run_alone_is_named_as_cwltool_names_its_job() {
     let jobs = logged_commands(&log);
     assert_eq!(jobs.len(), 1, "{log}");
     assert_eq!(tasks, jobs);
+}
+
+/// A step whose command is `node` (a script its document stages) is a task of its step,
+/// among steps whose JavaScript expressions cwltool evaluates with node itself (its engine's
+/// helpers, no task); so is a tool that runs node alone.
+#[test]
+fn a_step_that_runs_node_is_its_step_not_the_javascript_engine() {
+    for doc in ["node.cwl", "greet.cwl"] {
+        let dir = fixture("node");
+        let (log, mut tasks) = traced(dir.path(), &[doc, "job.yml"]);
+        let mut jobs = logged_commands(&log);
+        assert!(
+            jobs.iter().any(|(_, command)| command.starts_with("node ")),
+            "cwltool ran node as a job: {log}"
+        );
+        tasks.sort();
+        jobs.sort();
+        assert_eq!(tasks, jobs, "{doc}: tasks against cwltool's jobs");
+    }
 }

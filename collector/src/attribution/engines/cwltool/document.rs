@@ -43,6 +43,7 @@ pub struct Step {
 /// What a document is: a workflow's steps, or a single tool.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Document {
+    /// The steps that run a command; for a lone tool, its own command.
     pub steps: Vec<Step>,
     /// The tool's name when the document is one CommandLineTool, not a workflow.
     pub tool: Option<String>,
@@ -89,7 +90,17 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Opt
             // cwltool names the job by the tool's id, else by its file's name (`rev.cwl`).
             let file = path.file_name()?.to_string_lossy().into_owned();
             let id = top.get("id").and_then(Value::as_str).map(bindings::short);
-            doc.tool = Some(id.map_or(file, str::to_string));
+            let name = id.map_or(file, str::to_string);
+            // Its command, to tell it from the engine's helpers (a tool that runs `node`).
+            let at = Level {
+                prefix: String::new(),
+                depth: 0,
+                scatters: false,
+                shell: has_shell(&top),
+                after: Vec::new(),
+            };
+            doc.steps = vec![command_step(name.clone(), &top, &Env::new(), &at)];
+            doc.tool = Some(name);
         }
         _ => return None,
     }

@@ -14,7 +14,7 @@
 //! cwltool: they take their names in document order, each once. A CommandLineTool run alone
 //! is one task named as cwltool names its job: by the tool's id, else its file name. The
 //! JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin) and
-//! container-runtime queries are helpers.
+//! container-runtime queries are helpers; a step whose own command is node is that step.
 mod document;
 
 use std::{
@@ -110,8 +110,23 @@ fn start(image: &Image, _started: SystemTime, host: crate::host::SharedHost) -> 
     })
 }
 
-fn is_javascript_engine(image: &Image) -> bool {
-    matches!(naming::executable_name(&image.path), "node" | "nodejs")
+/// cwltool's JavaScript engine: `node`/`nodejs` that runs no step of the document. cwltool
+/// starts it as `--eval CODE` (its probe and its expression server) or `-v`; a step's own
+/// `node script.js` fits that step, and takes cwltool's shapes only where it spells them.
+fn is_javascript_engine(image: &Image, steps: &[Step]) -> bool {
+    if !matches!(naming::executable_name(&image.path), "node" | "nodejs") {
+        return false;
+    }
+    let argv = &image.argv;
+    let engine_flag = match argv.get(1..) {
+        Some([flag, _]) if flag == "--eval" => Some(flag),
+        Some([flag]) if flag == "-v" => Some(flag),
+        _ => None,
+    };
+    let spells = |s: &Step, w: &String| s.base.iter().chain(&s.literals).any(|l| l == w);
+    !steps
+        .iter()
+        .any(|s| fit(s, argv).is_some() && engine_flag.is_none_or(|f| spells(s, f)))
 }
 
 /// How well a command line fits a step: its `baseCommand` where the command starts (or,
@@ -340,7 +355,8 @@ impl EngineRun for Cwltool {
     }
 
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
-        if is_javascript_engine(image) || is_container_query(image) {
+        let steps = self.document.as_ref().map_or(&[][..], |d| &d.steps[..]);
+        if is_javascript_engine(image, steps) || is_container_query(image) {
             return Class::Helper;
         }
         if !place.under_run {

@@ -209,6 +209,50 @@ fn javascript_and_container_queries_are_helpers() {
     assert_eq!(a.classify(&p, &image, place), Class::Task);
 }
 
+/// A step whose command is `node script.js` is a task of that step; the engine's own
+/// `node --eval CODE` and `node -v` stay helpers unless a step spells them.
+#[test]
+fn a_step_that_runs_node_is_a_task_not_the_javascript_engine() {
+    let mut a = adapter(vec![
+        step("greet", &["node", "greet.js"], &[]),
+        step("probe", &["nodejs"], &["-v"]),
+    ]);
+    let p = crate::tree::Proc::in_test(
+        ProcKey {
+            pid: 9,
+            start_ticks: 9,
+        },
+        1,
+    );
+    let place = Place {
+        parent_is_root: true,
+        under_run: true,
+    };
+    let image = |words: &[&str]| Image {
+        path: format!("/usr/bin/{}", words[0]),
+        argv: argv(words),
+        ..Default::default()
+    };
+    let greet = image(&["node", "greet.js", "world"]);
+    assert_eq!(a.classify(&p, &greet, place), Class::Task);
+    assert_eq!(a.named[&p.key].name, "greet");
+    let probe = image(&["nodejs", "-v"]);
+    assert_eq!(
+        a.classify(&p, &probe, place),
+        Class::Task,
+        "a step spells it"
+    );
+    for engine in [
+        &["nodejs", "--eval", "process.stdout.write('t')"][..],
+        &["node", "--eval", "\"use strict\";"],
+        &["node", "-v"],
+        &["node"],
+    ] {
+        let class = a.classify(&p, &image(engine), place);
+        assert_eq!(class, Class::Helper, "{engine:?}");
+    }
+}
+
 #[test]
 fn the_document_argument_is_found_among_options() {
     let v = argv(&[

@@ -68,8 +68,9 @@ fn packed_graphs_and_lone_tools() {
     let tool = load(&LiveHost, "echo-tool.cwl", dir.path(), &[]).unwrap();
     assert_eq!(
         (tool.tool.as_deref(), tool.steps.len()),
-        (Some("echo-tool.cwl"), 0)
+        (Some("echo-tool.cwl"), 1)
     );
+    assert_eq!(tool.steps[0].base, ["sh", "-c"], "its own command");
     assert!(load(&LiveHost, "missing.cwl", dir.path(), &[]).is_none());
 }
 
