@@ -38,6 +38,8 @@ pub struct Step {
     /// The steps it reads from (a sub-workflow step stands for every step inside it): it
     /// cannot start before they have.
     pub after: Vec<String>,
+    /// Its tool's `successCodes`: exit codes cwltool counts as the job's success.
+    pub success: Vec<i64>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -257,6 +259,9 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
         bound: env.values().flatten().cloned().collect(),
         scatters: at.scatters,
         after: at.after.clone(),
+        success: (tool.get("successCodes").and_then(Value::as_sequence))
+            .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default(),
         ..Default::default()
     }
 }
