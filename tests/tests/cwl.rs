@@ -321,16 +321,35 @@ fn a_tool_run_alone_is_named_as_cwltool_names_its_job() {
 #[test]
 fn a_step_that_runs_node_is_its_step_not_the_javascript_engine() {
     for doc in ["node.cwl", "greet.cwl"] {
-        let dir = fixture("node");
-        let (log, mut tasks) = traced(dir.path(), &[doc, "job.yml"]);
-        let mut jobs = logged_commands(&log);
+        let jobs = judged_by_job("node", doc);
         assert!(
             jobs.iter().any(|(_, command)| command.starts_with("node ")),
-            "cwltool ran node as a job: {log}"
+            "cwltool ran node as a job: {jobs:?}"
         );
-        tasks.sort();
-        jobs.sort();
-        assert_eq!(tasks, jobs, "{doc}: tasks against cwltool's jobs");
+    }
+}
+
+/// Runs `data/cwl/<fixture>`'s `doc` on `job.yml` under pipetrace and judges each task's
+/// (name, command) against the job cwltool logged: its jobs.
+fn judged_by_job(fixture_name: &str, doc: &str) -> Vec<(String, String)> {
+    let dir = fixture(fixture_name);
+    let (log, mut tasks) = traced(dir.path(), &[doc, "job.yml"]);
+    let mut jobs = logged_commands(&log);
+    tasks.sort();
+    jobs.sort();
+    assert_eq!(tasks, jobs, "{doc}: tasks against cwltool's jobs");
+    jobs
+}
+
+/// Three tools of one `baseCommand` (`bash -c`) whose whole command lines are expressions
+/// of the same input (a JavaScript string, a parameter reference inside text, a template
+/// literal), run in cwltool's shuffled order: each named by the step whose expression
+/// made its line.
+#[test]
+fn tools_of_one_base_command_are_told_apart_by_their_expressions() {
+    for _ in 0..3 {
+        let jobs = judged_by_job("bashc", "bashc.cwl");
+        assert_eq!(jobs.len(), 3, "{jobs:?}");
     }
 }
 

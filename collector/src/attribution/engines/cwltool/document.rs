@@ -40,6 +40,11 @@ pub struct Step {
     pub after: Vec<String>,
     /// Its tool's `successCodes`: exit codes cwltool counts as the job's success.
     pub success: Vec<i64>,
+    /// Text its expression arguments' values likely hold: the literal text around them
+    /// (`wc -l < $(inputs.f.path)` holds `wc -l <`) and their string literals
+    /// (`$("sort " + inputs.f.path)` holds `sort`). What tells apart tools of one
+    /// `baseCommand` (`bash -c`) whose whole command is an expression.
+    pub hints: Vec<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -259,6 +264,10 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
         bound: env.values().flatten().cloned().collect(),
         scatters: at.scatters,
         after: at.after.clone(),
+        hints: (args.iter().filter(|a| !is_literal(a)))
+            .flat_map(|a| pieces(a).into_iter().chain(expression_strings(a)))
+            .filter(|h| h.chars().filter(|c| !c.is_whitespace()).count() >= 2)
+            .collect(),
         success: (tool.get("successCodes").and_then(Value::as_sequence))
             .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
             .unwrap_or_default(),
@@ -323,6 +332,50 @@ fn pieces(arg: &str) -> Vec<String> {
         .map(|p| p.trim().to_string())
         .filter(|p| !p.is_empty())
         .collect()
+}
+
+/// The string literals in an argument's expressions, trimmed (`$("sort " + inputs.f.path)`
+/// holds `sort`; a template literal, its text around `${...}`).
+fn expression_strings(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        if let Some(end) = expression_end(rest) {
+            out.extend(string_literals(&rest[..end]));
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// The quoted strings of a piece of JavaScript, unescaped, a template's text around its
+/// `${...}`.
+fn string_literals(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = code.chars();
+    while let Some(quote) = chars.next() {
+        if !matches!(quote, '"' | '\'' | '`') {
+            continue;
+        }
+        let mut text = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => text.push(match chars.next() {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    other => other.unwrap_or('\\'),
+                }),
+                c if c == quote => break,
+                c => text.push(c),
+            }
+        }
+        match quote {
+            '`' => out.extend(pieces(&text)),
+            _ => out.push(text.trim().to_string()),
+        }
+    }
+    out
 }
 
 /// Where an expression that starts `text` (`(...)` or `{...}`, nested) ends; None when

@@ -2,7 +2,8 @@
 //! file. cwltool starts each step's command itself (or `docker run ...` it); pipetrace reads
 //! the document the run was given to know each step's command, and names each process by the
 //! step whose `baseCommand` and literal `arguments` its command line starts with (under
-//! ShellCommandRequirement: whose pieces its `sh -c` line holds): the step id, sub-workflow
+//! ShellCommandRequirement: whose pieces its `sh -c` line holds; then whose expressions'
+//! text, such as `bash -c $("sort " + ...)`'s `sort`, it holds): the step id, sub-workflow
 //! steps as `parent/step`, scatter instances numbered as cwltool numbers its jobs (`step`,
 //! `step_2`, `step_3`...: by the elements on the line, by position for a dotproduct and by
 //! combination for a crossproduct, else, where the elements do not show, such as upstream
@@ -182,6 +183,16 @@ fn bound_in(step: &Step, argv: &[String]) -> usize {
     values.iter().filter(|v| holds(step, argv, v)).count()
 }
 
+/// How well a command line bears out a step's hints (text its expressions likely make): those
+/// it holds less those it lacks, so a step whose every hint is there beats one that wants
+/// more.
+fn hinted(step: &Step, argv: &[String]) -> i64 {
+    let held = (step.hints.iter())
+        .filter(|h| argv.iter().any(|a| a.contains(h.as_str())))
+        .count();
+    i64::try_from(2 * held).unwrap_or(i64::MAX) - i64::try_from(step.hints.len()).unwrap_or(0)
+}
+
 /// Whether a command line holds a value, as a word, a staged file's name (`/tmp/x/made.txt`),
 /// an option's value (`--n=3`) or, on a shell line, anywhere.
 fn holds(step: &Step, argv: &[String], v: &str) -> bool {
@@ -302,8 +313,9 @@ impl Cwltool {
         at.max().unwrap_or(0)
     }
 
-    /// The step whose command fits best, then whose bound inputs the line holds most, and
-    /// whose scatter elements it may be a job of. Steps still tied run the same tool on the
+    /// The step whose command fits best, then whose bound inputs the line holds most, then
+    /// whose expressions' text it bears out best, and whose scatter elements it may be a job
+    /// of. Steps still tied run the same tool on the
     /// same values: each name is given once; then a step whose upstream steps have started,
     /// the one whose upstream started last (a sequential cwltool goes on with a sub-workflow
     /// once its step has run), a scatter under way (cwltool makes a step's jobs together),
@@ -315,7 +327,8 @@ impl Cwltool {
             .iter()
             .filter_map(|s| {
                 let job = job_of(s, argv);
-                let score = (fit(s, argv)?, bound_in(s, argv), job != Job::Foreign);
+                let held = (bound_in(s, argv), hinted(s, argv));
+                let score = (fit(s, argv)?, held, job != Job::Foreign);
                 Some((score, s, job))
             })
             .collect();

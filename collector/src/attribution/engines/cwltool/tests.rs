@@ -419,3 +419,27 @@ fn a_guess_that_spent_an_upstream_name_does_not_number_a_step() {
         ["second/say", "second/reverse", "direct", "first/reverse"]
     );
 }
+
+/// Tools of one `baseCommand` whose whole command is an expression of the same input: told
+/// apart by the text their expressions make, whatever order they start in.
+#[test]
+fn tools_of_one_base_command_are_told_apart_by_their_expressions() {
+    let bash = |id: &str, hints: &[&str]| Step {
+        bound: vec!["in.txt".into()],
+        hints: hints.iter().map(|h| h.to_string()).collect(),
+        ..step(id, &["bash", "-c"], &[])
+    };
+    let mut a = adapter(vec![
+        bash("tally", &["sort", "| uniq -c"]),
+        bash("sorted", &["sort"]),
+        bash("count", &["wc -l"]),
+    ]);
+    let mut name = |line: &str| a.step_of(&argv(&["bash", "-c", line])).map(|i| i.name);
+    assert_eq!(name("wc -l /tmp/a/in.txt").as_deref(), Some("count"));
+    assert_eq!(name("sort /tmp/b/in.txt").as_deref(), Some("sorted"));
+    assert_eq!(
+        name("sort /tmp/c/in.txt | uniq -c").as_deref(),
+        Some("tally"),
+        "every hint it holds"
+    );
+}

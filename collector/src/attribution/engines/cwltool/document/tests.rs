@@ -159,6 +159,30 @@ fn shell_command_steps_keep_the_pieces_around_expressions() {
     assert_eq!(doc.steps[1].shell, None);
 }
 
+/// What an expression argument's value likely holds: the text around a parameter reference,
+/// a JavaScript string's text, a template literal's text around its `${...}`; not the
+/// literal arguments (matched as words), nor one character.
+#[test]
+fn expression_arguments_hint_at_the_text_of_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "tool.cwl",
+        r#"class: CommandLineTool
+baseCommand: [bash, -c]
+arguments:
+  - "wc -l $(inputs.f.path)"
+  - valueFrom: $("sort " + inputs.f.path + ' | uniq -c')
+  - valueFrom: '${ return `cat ${inputs.f.path} | tr a-z A-Z` + "/"; }'
+  - valueFrom: $(inputs.f.basename.replace("	", "_"))
+  - --literal
+"#,
+    );
+    let doc = load(&LiveHost, "tool.cwl", dir.path(), &[]).unwrap();
+    let hints = ["wc -l", "sort", "| uniq -c", "cat", "| tr a-z A-Z"];
+    assert_eq!(doc.steps[0].hints, hints.map(String::from));
+}
+
 #[test]
 fn steps_know_what_they_read_from_and_how_they_scatter() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,53 @@
+cwlVersion: v1.2
+class: Workflow
+doc: >
+  Three tools of one baseCommand, `bash -c`, whose command lines are expressions of the
+  same input: a JavaScript string, a parameter reference inside text, a template literal.
+  cwltool runs them in any order.
+requirements:
+  InlineJavascriptRequirement: {}
+inputs:
+  f: File
+outputs:
+  tallied: {type: File, outputSource: tally/out}
+  counted: {type: File, outputSource: count-lines/out}
+  shouted: {type: File, outputSource: shout/out}
+steps:
+  tally:
+    run:
+      class: CommandLineTool
+      baseCommand: [bash, -c]
+      arguments:
+        - valueFrom: $("sort " + inputs.f.path + " | uniq -c")
+      inputs:
+        f: File
+      stdout: tally.txt
+      outputs:
+        out: stdout
+    in: {f: f}
+    out: [out]
+  count-lines:
+    run:
+      class: CommandLineTool
+      baseCommand: [bash, -c]
+      arguments: ["wc -l $(inputs.f.path)"]
+      inputs:
+        f: File
+      stdout: lines.txt
+      outputs:
+        out: stdout
+    in: {f: f}
+    out: [out]
+  shout:
+    run:
+      class: CommandLineTool
+      baseCommand: [bash, -c]
+      arguments:
+        - valueFrom: '${ return `cat ${inputs.f.path} | tr a-z A-Z`; }'
+      inputs:
+        f: File
+      stdout: shout.txt
+      outputs:
+        out: stdout
+    in: {f: f}
+    out: [out]
