@@ -2,7 +2,8 @@ cwlVersion: v1.2
 class: Workflow
 doc: >
   Three tools of one baseCommand, `bash -c`, whose command lines are expressions of the
-  same input: a JavaScript string, a parameter reference inside text, a template literal.
+  same input: a JavaScript string, a parameter reference inside text, a template literal;
+  two tools of `sort` that differ by their inputs' prefixes (flags with defaults).
   cwltool runs them in any order.
 requirements:
   InlineJavascriptRequirement: {}
@@ -12,6 +13,8 @@ outputs:
   tallied: {type: File, outputSource: tally/out}
   counted: {type: File, outputSource: count-lines/out}
   shouted: {type: File, outputSource: shout/out}
+  by-number: {type: File, outputSource: by-number/out}
+  reversed: {type: File, outputSource: reversed/out}
 steps:
   tally:
     run:
@@ -47,6 +50,31 @@ steps:
       inputs:
         f: File
       stdout: shout.txt
+      outputs:
+        out: stdout
+    in: {f: f}
+    out: [out]
+  by-number:
+    run:
+      class: CommandLineTool
+      baseCommand: sort
+      inputs:
+        numeric: {type: boolean, default: true, inputBinding: {prefix: -n}}
+        f: {type: File, inputBinding: {position: 1}}
+      stdout: by-number.txt
+      outputs:
+        out: stdout
+    in: {f: f}
+    out: [out]
+  reversed:
+    run:
+      class: CommandLineTool
+      baseCommand: sort
+      inputs:
+        key: {type: int, default: 1, inputBinding: {prefix: -k}}
+        reverse: {type: boolean, default: true, inputBinding: {prefix: -r}}
+        f: {type: File, inputBinding: {position: 1}}
+      stdout: reversed.txt
       outputs:
         out: stdout
     in: {f: f}

@@ -45,6 +45,9 @@ pub struct Step {
     /// (`$("sort " + inputs.f.path)` holds `sort`). What tells apart tools of one
     /// `baseCommand` (`bash -c`) whose whole command is an expression.
     pub hints: Vec<String>,
+    /// The `inputBinding` prefixes of its tool's inputs that have a value (`-n` of a
+    /// `default: true` flag): words its command line holds.
+    pub prefixes: Vec<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -268,6 +271,7 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
             .flat_map(|a| pieces(a).into_iter().chain(expression_strings(a)))
             .filter(|h| h.chars().filter(|c| !c.is_whitespace()).count() >= 2)
             .collect(),
+        prefixes: bindings::prefixes(tool, env),
         success: (tool.get("successCodes").and_then(Value::as_sequence))
             .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
             .unwrap_or_default(),

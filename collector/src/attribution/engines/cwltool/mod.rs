@@ -183,14 +183,18 @@ fn bound_in(step: &Step, argv: &[String]) -> usize {
     values.iter().filter(|v| holds(step, argv, v)).count()
 }
 
-/// How well a command line bears out a step's hints (text its expressions likely make): those
-/// it holds less those it lacks, so a step whose every hint is there beats one that wants
+/// How well a command line bears out a step's hints (text its expressions likely make, its
+/// inputs' prefixes): those it holds less those it lacks, so a step whose every hint is there beats one that wants
 /// more.
 fn hinted(step: &Step, argv: &[String]) -> i64 {
-    let held = (step.hints.iter())
-        .filter(|h| argv.iter().any(|a| a.contains(h.as_str())))
-        .count();
-    i64::try_from(2 * held).unwrap_or(i64::MAX) - i64::try_from(step.hints.len()).unwrap_or(0)
+    let texts = (step.hints.iter()).filter(|h| argv.iter().any(|a| a.contains(h.as_str())));
+    // A prefix is a word, or the start of one where it ends in `=` (`--out=x`).
+    let words = (step.prefixes.iter()).filter(|p| {
+        (argv.iter()).any(|a| a == *p || (p.ends_with('=') && a.starts_with(p.as_str())))
+    });
+    let held = texts.count() + words.count();
+    let all = step.hints.len() + step.prefixes.len();
+    i64::try_from(2 * held).unwrap_or(i64::MAX) - i64::try_from(all).unwrap_or(0)
 }
 
 /// Whether a command line holds a value, as a word, a staged file's name (`/tmp/x/made.txt`),

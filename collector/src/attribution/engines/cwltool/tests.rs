@@ -443,3 +443,33 @@ fn tools_of_one_base_command_are_told_apart_by_their_expressions() {
         "every hint it holds"
     );
 }
+
+/// Tools of one `baseCommand` that differ by their inputs' prefixes (`sort -n` and
+/// `sort -k 1 -r`, flags with defaults): told apart by the prefixes on the line.
+#[test]
+fn tools_of_one_base_command_are_told_apart_by_their_prefixes() {
+    let sort = |id: &str, prefixes: &[&str]| Step {
+        bound: vec!["in.txt".into()],
+        prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
+        ..step(id, &["sort"], &[])
+    };
+    let mut a = adapter(vec![
+        sort("by-number", &["-n"]),
+        sort("reversed", &["-k", "-r"]),
+        sort("output", &["--output="]),
+    ]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    assert_eq!(
+        name(&["sort", "-k", "1", "-r", "/tmp/a/in.txt"]).as_deref(),
+        Some("reversed")
+    );
+    assert_eq!(
+        name(&["sort", "--output=o.txt", "/tmp/c/in.txt"]).as_deref(),
+        Some("output"),
+        "a prefix joined to its value"
+    );
+    assert_eq!(
+        name(&["sort", "-n", "/tmp/b/in.txt"]).as_deref(),
+        Some("by-number")
+    );
+}

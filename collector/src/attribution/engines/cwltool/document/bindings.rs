@@ -193,6 +193,26 @@ fn entries_typed(v: Option<&Value>) -> Vec<(String, Value)> {
     }
 }
 
+/// The prefixes of a tool's inputs that have a value in the step (`env`), or, not bound by the
+/// step, a default that puts them on the line (not `false` or null): cwltool writes each
+/// as a word before the value, or alone for a flag.
+pub fn prefixes(tool: &Value, env: &Env) -> Vec<String> {
+    let present = |id: &str, input: &Value| match env.get(id) {
+        Some(values) => !values.is_empty(),
+        None => input
+            .get("default")
+            .is_some_and(|d| !matches!(d, Value::Bool(false) | Value::Null)),
+    };
+    entries_typed(tool.get("inputs"))
+        .into_iter()
+        .filter(|(id, input)| present(short(id), input))
+        .filter_map(|(_, input)| {
+            let prefix = input.get("inputBinding")?.get("prefix")?.as_str()?;
+            Some(prefix.to_string())
+        })
+        .collect()
+}
+
 /// An id's last part: `#main/w1` and `w1` are the input `w1`.
 pub fn short(id: &str) -> &str {
     id.rsplit(['#', '/']).next().unwrap_or(id)

@@ -183,6 +183,37 @@ arguments:
     assert_eq!(doc.steps[0].hints, hints.map(String::from));
 }
 
+/// The prefixes of the inputs that have a value: bound by the step, else by a default that
+/// is not `false`.
+#[test]
+fn prefixes_of_inputs_with_a_value() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "wf.cwl",
+        r#"class: Workflow
+inputs: {data: File}
+steps:
+  sorting:
+    in: {f: data}
+    run:
+      class: CommandLineTool
+      baseCommand: sort
+      inputs:
+        numeric: {type: boolean, default: true, inputBinding: {prefix: -n}}
+        off: {type: boolean, default: false, inputBinding: {prefix: -x}}
+        key: {type: int, default: 1, inputBinding: {prefix: -k}}
+        f: {type: File, inputBinding: {prefix: --in}}
+        g: {type: "File?", inputBinding: {prefix: -g}}
+        plain: {type: int, default: 3, inputBinding: {position: 1}}
+"#,
+    );
+    let job = "data: {class: File, path: d.txt}";
+    write(dir.path(), "job.yml", job);
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
+    assert_eq!(doc.steps[0].prefixes, ["-n", "-k", "--in"]);
+}
+
 #[test]
 fn steps_know_what_they_read_from_and_how_they_scatter() {
     let dir = tempfile::tempdir().unwrap();
