@@ -3,7 +3,8 @@ class: Workflow
 doc: >
   Three tools of one baseCommand, `bash -c`, whose command lines are expressions of the
   same input: a JavaScript string, a parameter reference inside text, a template literal;
-  two tools of `sort` that differ by their inputs' prefixes (flags with defaults).
+  two tools of `sort` that differ by their inputs' prefixes (flags with defaults), and two
+  steps of one `uniq` tool that set different flags.
   cwltool runs them in any order.
 requirements:
   InlineJavascriptRequirement: {}
@@ -15,6 +16,8 @@ outputs:
   shouted: {type: File, outputSource: shout/out}
   by-number: {type: File, outputSource: by-number/out}
   reversed: {type: File, outputSource: reversed/out}
+  uniq-counted: {type: File, outputSource: uniq-counted/out}
+  uniq-repeated: {type: File, outputSource: uniq-repeated/out}
 steps:
   tally:
     run:
@@ -78,4 +81,12 @@ steps:
       outputs:
         out: stdout
     in: {f: f}
+    out: [out]
+  uniq-counted:
+    run: uniq.cwl
+    in: {f: f, count: {default: true}}
+    out: [out]
+  uniq-repeated:
+    run: uniq.cwl
+    in: {f: f, repeated: {default: true}}
     out: [out]

@@ -50,12 +50,14 @@ fn entries_of(v: &Value) -> Vec<(String, Value)> {
         .unwrap_or_default()
 }
 
-/// What of a value can show on a command line: scalars as written, a File or Directory by
-/// its name (cwltool stages it under a directory of its own, keeping the name).
+/// What of a value can show on a command line: scalars as written (a set flag as `true`), a
+/// File or Directory by its name (cwltool stages it under a directory of its own, keeping the name).
 pub fn values(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
         Value::Number(n) => vec![n.to_string()],
+        // A flag set: its prefix goes on the line (`false` puts nothing there).
+        Value::Bool(true) => vec!["true".to_string()],
         Value::Sequence(s) => s.iter().flat_map(values).collect(),
         Value::Mapping(_) => {
             let place = v.get("basename").or(v.get("path")).or(v.get("location"));

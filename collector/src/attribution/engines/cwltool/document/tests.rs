@@ -190,28 +190,30 @@ fn prefixes_of_inputs_with_a_value() {
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
-        "wf.cwl",
-        r#"class: Workflow
-inputs: {data: File}
-steps:
-  sorting:
-    in: {f: data}
-    run:
-      class: CommandLineTool
-      baseCommand: sort
-      inputs:
-        numeric: {type: boolean, default: true, inputBinding: {prefix: -n}}
-        off: {type: boolean, default: false, inputBinding: {prefix: -x}}
-        key: {type: int, default: 1, inputBinding: {prefix: -k}}
-        f: {type: File, inputBinding: {prefix: --in}}
-        g: {type: "File?", inputBinding: {prefix: -g}}
-        plain: {type: int, default: 3, inputBinding: {position: 1}}
+        "sort.cwl",
+        r#"class: CommandLineTool
+baseCommand: sort
+inputs:
+  numeric: {type: boolean, default: true, inputBinding: {prefix: -n}}
+  off: {type: boolean, default: false, inputBinding: {prefix: -x}}
+  key: {type: int, default: 1, inputBinding: {prefix: -k}}
+  f: {type: File, inputBinding: {prefix: --in}}
+  g: {type: "File?", inputBinding: {prefix: -g}}
+  plain: {type: int, default: 3, inputBinding: {position: 1}}
 "#,
     );
-    let job = "data: {class: File, path: d.txt}";
-    write(dir.path(), "job.yml", job);
+    let steps = "inputs: {data: File}\nsteps:\n  sorting:\n    in: {f: data}\n    \
+                 run: sort.cwl\n  flagged:\n    in: {f: data, numeric: {default: false}, \
+                 off: {default: true}}\n    run: sort.cwl\n";
+    write(dir.path(), "wf.cwl", &format!("class: Workflow\n{steps}"));
+    write(dir.path(), "job.yml", "data: {class: File, path: d.txt}");
     let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
     assert_eq!(doc.steps[0].prefixes, ["-n", "-k", "--in"]);
+    assert_eq!(
+        doc.steps[1].prefixes,
+        ["-x", "-k", "--in"],
+        "flags the step sets"
+    );
 }
 
 #[test]
