@@ -109,7 +109,7 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Opt
                 shell: has_shell(&top),
                 after: Vec::new(),
             };
-            doc.steps = vec![command_step(name.clone(), &top, &Env::new(), &at)];
+            doc.steps = vec![command_step(name.clone(), &top, None, &Env::new(), &at)];
             doc.tool = Some(name);
         }
         _ => return None,
@@ -206,7 +206,13 @@ impl Ctx<'_> {
                         .get("scatterMethod")
                         .and_then(Value::as_str)
                         .is_some_and(|m| m.ends_with("crossproduct")),
-                    ..command_step(format!("{}{id}", at.prefix), process, &env, &inner)
+                    ..command_step(
+                        format!("{}{id}", at.prefix),
+                        process,
+                        Some(step),
+                        &env,
+                        &inner,
+                    )
                 }),
                 _ => {}
             }
@@ -255,7 +261,8 @@ fn words(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
+/// The step (`step`: its `in:`, None for a lone tool) that runs `tool` on inputs `env`.
+fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &Level) -> Step {
     let args = arguments(tool.get("arguments"));
     Step {
         id,
@@ -271,7 +278,7 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
             .flat_map(|a| pieces(a).into_iter().chain(expression_strings(a)))
             .filter(|h| h.chars().filter(|c| !c.is_whitespace()).count() >= 2)
             .collect(),
-        prefixes: bindings::prefixes(tool, env),
+        prefixes: bindings::prefixes(tool, step, env),
         success: (tool.get("successCodes").and_then(Value::as_sequence))
             .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
             .unwrap_or_default(),

@@ -195,12 +195,19 @@ fn entries_typed(v: Option<&Value>) -> Vec<(String, Value)> {
     }
 }
 
-/// The prefixes of a tool's inputs that have a value in the step (`env`), or, not bound by the
-/// step, a default that puts them on the line (not `false` or null): cwltool writes each
+/// The prefixes of a tool's inputs that have a value in the step (`env`; one it reads from a
+/// source or an expression whose value is not known is taken to have one), or, not bound by
+/// the step, a default that puts them on the line (not `false` or null): cwltool writes each
 /// as a word before the value, or alone for a flag.
-pub fn prefixes(tool: &Value, env: &Env) -> Vec<String> {
+pub fn prefixes(tool: &Value, step: Option<&Value>, env: &Env) -> Vec<String> {
+    let inputs = step_inputs(step.and_then(|s| s.get("in")));
+    let computed = |id: &str| {
+        (inputs.iter()).any(|(i, b)| {
+            short(i) == id && (b.get("source").is_some() || b.get("valueFrom").is_some())
+        })
+    };
     let present = |id: &str, input: &Value| match env.get(id) {
-        Some(values) => !values.is_empty(),
+        Some(values) => !values.is_empty() || computed(id),
         None => input
             .get("default")
             .is_some_and(|d| !matches!(d, Value::Bool(false) | Value::Null)),

@@ -204,7 +204,8 @@ inputs:
     );
     let steps = "inputs: {data: File}\nsteps:\n  sorting:\n    in: {f: data}\n    \
                  run: sort.cwl\n  flagged:\n    in: {f: data, numeric: {default: false}, \
-                 off: {default: true}}\n    run: sort.cwl\n";
+                 off: {default: true}}\n    run: sort.cwl\n  sourced:\n    \
+                 in: {f: data, off: flag}\n    run: sort.cwl\n";
     write(dir.path(), "wf.cwl", &format!("class: Workflow\n{steps}"));
     write(dir.path(), "job.yml", "data: {class: File, path: d.txt}");
     let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
@@ -213,6 +214,11 @@ inputs:
         doc.steps[1].prefixes,
         ["-x", "-k", "--in"],
         "flags the step sets"
+    );
+    assert_eq!(
+        doc.steps[2].prefixes,
+        ["-n", "-x", "-k", "--in"],
+        "a flag read from an input not given may be set"
     );
 }
 
