@@ -1,7 +1,12 @@
 //! Debian's cwltool under the real probes: a two-step workflow (sort, then wc), and one whose
-//! steps share tools (and a ShellCommandRequirement step), judged against cwltool's own log:
+//! steps share tools (and a ShellCommandRequirement step), steps that run node among
+//! JavaScript expressions, judged against cwltool's own log:
 //! each step is a task named by its step id, read from the workflow the run was given.
-use pipetrace_e2e::{pipetrace, read_jsonl, spans::Trace, stderr};
+use pipetrace_e2e::{
+    pipetrace, read_jsonl,
+    spans::{RecvSpan, Trace},
+    stderr,
+};
 
 #[test]
 fn cwltool_workflow_steps_are_tasks() {
@@ -127,6 +132,22 @@ fn fixture(name: &str) -> tempfile::TempDir {
 /// Runs `cwltool --no-container --outdir results ARGS` in `cwd` under pipetrace, which must
 /// succeed: cwltool's log, and each task's (name, command as one line).
 fn traced(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<(String, String)>) {
+    let (log, spans) = traced_spans(cwd, args);
+    let t = Trace::new(&spans);
+    let tasks = t
+        .tasks()
+        .iter()
+        .map(|s| {
+            let name = s.str("cicd.pipeline.task.name").to_string();
+            (name, same_line(s.str("process.command_line")))
+        })
+        .collect();
+    (log, tasks)
+}
+
+/// Runs `cwltool --no-container --outdir results ARGS` in `cwd` under pipetrace, which must
+/// succeed: cwltool's log, and the spans.
+fn traced_spans(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<RecvSpan>) {
     let out = cwd.join("t.otlp.jsonl");
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--"])
@@ -137,17 +158,8 @@ fn traced(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<(String, String)
         .expect("run pipetrace");
     assert!(o.status.success(), "{}", stderr(&o));
     let spans = read_jsonl(&out);
-    let t = Trace::new(&spans);
-    t.assert_well_formed();
-    let tasks = t
-        .tasks()
-        .iter()
-        .map(|s| {
-            let name = s.str("cicd.pipeline.task.name").to_string();
-            (name, same_line(s.str("process.command_line")))
-        })
-        .collect();
-    (stderr(&o), tasks)
+    Trace::new(&spans).assert_well_formed();
+    (stderr(&o), spans)
 }
 
 /// Runs `data/cwl/<fixture>`'s `doc` on `job.yml` under pipetrace with cwltool's `extra`
@@ -301,4 +313,79 @@ fn a_tool_run_alone_is_named_as_cwltool_names_its_job() {
     let jobs = logged_commands(&log);
     assert_eq!(jobs.len(), 1, "{log}");
     assert_eq!(tasks, jobs);
+}
+
+/// A step whose command is `node` (a script its document stages) is a task of its step,
+/// among steps whose JavaScript expressions cwltool evaluates with node itself (its engine's
+/// helpers, no task); so is a tool that runs node alone.
+#[test]
+fn a_step_that_runs_node_is_its_step_not_the_javascript_engine() {
+    for doc in ["node.cwl", "greet.cwl"] {
+        let jobs = judged_by_job("node", doc);
+        assert!(
+            jobs.iter().any(|(_, command)| command.starts_with("node ")),
+            "cwltool ran node as a job: {jobs:?}"
+        );
+    }
+}
+
+/// Runs `data/cwl/<fixture>`'s `doc` on `job.yml` under pipetrace and judges each task's
+/// (name, command) against the job cwltool logged: its jobs.
+fn judged_by_job(fixture_name: &str, doc: &str) -> Vec<(String, String)> {
+    let dir = fixture(fixture_name);
+    let (log, mut tasks) = traced(dir.path(), &[doc, "job.yml"]);
+    let mut jobs = logged_commands(&log);
+    tasks.sort();
+    jobs.sort();
+    assert_eq!(tasks, jobs, "{doc}: tasks against cwltool's jobs");
+    jobs
+}
+
+/// Three tools of one `baseCommand` (`bash -c`) whose whole command lines are expressions
+/// of the same input (a JavaScript string, a parameter reference inside text, a template
+/// literal), two tools of `sort` that differ by their inputs' prefixes, and two steps of one
+/// `uniq` tool that set different flags, run in cwltool's shuffled order: each named by the
+/// step whose expression or options made its line.
+#[test]
+fn tools_of_one_base_command_are_told_apart_by_their_expressions_and_options() {
+    for _ in 0..2 {
+        let jobs = judged_by_job("bashc", "bashc.cwl");
+        assert_eq!(jobs.len(), 7, "{jobs:?}");
+    }
+}
+
+/// cwltool's verdict on each job that ran a command, by name: `[job NAME] completed success`
+/// (or `permanentFail`, ...), whatever its exit code.
+fn logged_verdicts(log: &str) -> Vec<(String, bool)> {
+    log.lines()
+        .filter_map(|line| {
+            let rest = &line[line.find("[job ")? + 5..];
+            let (name, after) = rest.split_once("] completed ")?;
+            Some((name.to_string(), after.starts_with("success")))
+        })
+        .collect()
+}
+
+/// A step whose grep finds nothing exits 1, which its tool's `successCodes` counts as
+/// success: cwltool says the job completed successfully, and so must its task.
+#[test]
+fn a_step_that_exits_with_one_of_its_success_codes_is_no_failed_task() {
+    let dir = fixture("codes");
+    let (log, spans) = traced_spans(dir.path(), &["codes.cwl", "job.yml"]);
+    let t = Trace::new(&spans);
+    let tasks = t.tasks();
+    assert!(
+        tasks.iter().any(|s| s.int("process.exit.code") == Some(1)),
+        "a step exited 1: {log}"
+    );
+    let mut verdicts: Vec<(String, bool)> = tasks
+        .iter()
+        .map(|s| (s.str("cicd.pipeline.task.name").to_string(), s.status != 2))
+        .collect();
+    let mut jobs = logged_verdicts(&log);
+    verdicts.sort();
+    jobs.sort();
+    assert_eq!(verdicts, jobs, "tasks' verdicts against cwltool's jobs");
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(run.int("pipetrace.run.tasks_failed"), Some(0));
 }

@@ -74,9 +74,18 @@ pub struct TaskInfo {
     pub tag: Option<String>,
     /// The engine's own span of the task, where it traces itself (W3C traceparent).
     pub traceparent: Option<String>,
+    /// Exit codes besides 0 the engine counts as the task's success (cwltool's
+    /// `successCodes`, such as grep's 1 for no match).
+    pub success_codes: Vec<i64>,
 }
 
 impl TaskInfo {
+    /// Whether the engine counts this nonzero exit as success: a code it was told to accept
+    /// (never a signal, which the engine sees as no exit code).
+    pub fn accepts(&self, exit: &crate::tree::Exit) -> bool {
+        exit.signal().is_none() && self.success_codes.contains(&exit.code())
+    }
+
     /// A task known by its name alone.
     pub fn named(name: String) -> Self {
         Self {

@@ -6,7 +6,11 @@ use crate::attribution::naming;
 
 impl Attributor {
     pub(super) fn task_done(&mut self, run_key: ProcKey, p: Proc, info: TaskInfo) -> Finished {
-        let failed = p.exit.as_ref().is_some_and(|e| e.code() != 0) && !p.ended_on_purpose();
+        let failed = p
+            .exit
+            .as_ref()
+            .is_some_and(|e| e.code() != 0 && !info.accepts(e))
+            && !p.ended_on_purpose();
         if let Some(run) = self.runs.get_mut(&run_key) {
             run.info.tasks += 1;
             run.info.failed += u32::from(failed);

@@ -241,3 +241,69 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
         Some(&((1u64 << 30) as f64))
     );
 }
+
+/// A workflow whose `grep_miss` step accepts grep's 1 (no match) and whose `boom` fails.
+const SUCCESS_CODES_WF: &str = "cwlVersion: v1.2\nclass: Workflow\ninputs: {}\noutputs: {}\n\
+steps:\n  grep_miss:\n    run:\n      class: CommandLineTool\n      baseCommand: [grep, nomatch]\n      \
+successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
+boom:\n    run:\n      class: CommandLineTool\n      baseCommand: [sh, -c, 'exit 3']\n      \
+inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n";
+
+/// cwltool counts an exit code its tool's `successCodes` lists as the job's success: that
+/// task did not fail, in its span or in the run's count; a step that exits 3 did.
+#[tokio::test]
+async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.jsonl");
+    let fake = FakeHost::new(BOOT_UNIX_NS, 100 * S);
+    fake.add_process(ProcSnapshot {
+        pid: 200,
+        ppid: 1,
+        start_ticks: key(200, 100 * S).start_ticks,
+        comm: "cwltool".into(),
+        exe: None,
+        argv: vec!["python3".into()],
+        cwd: Some(WORKDIR.into()),
+    });
+    fake.write(format!("{WORKDIR}/wf.cwl"), SUCCESS_CODES_WF);
+    let mut pipe = core(&fake, 200, &file);
+    let engine = [
+        "/usr/bin/python3",
+        "/usr/bin/cwltool",
+        "--on-error",
+        "continue",
+        "wf.cwl",
+    ];
+    let (root, evs) = start(200, key(1, 0), 100 * S, &engine);
+    evs.into_iter().for_each(|e| pipe.handle(e));
+    let steps = [
+        (201, ["/usr/bin/grep", "nomatch", "/tmp/x/env.out"], 1),
+        (202, ["/bin/sh", "-c", "exit 3"], 3),
+    ];
+    for (n, (pid, argv, code)) in (1..).zip(steps) {
+        let (k, evs) = start(pid, root, (100 + n) * S, &argv);
+        evs.into_iter().for_each(|e| pipe.handle(e));
+        let ended = end(k, (100 + n) * S + S / 2, code);
+        ended.into_iter().for_each(|e| pipe.handle(e));
+    }
+    fake.set_boottime(104 * S);
+    end(root, 104 * S, 1)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    let spans = finish(pipe, &file).await;
+
+    let tasks = named(&spans, Kind::Task);
+    let error = |name: &str| {
+        tasks
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.error.clone())
+    };
+    assert_eq!(error("grep_miss"), Some(None), "{tasks:#?}");
+    assert_eq!(
+        error("boom"),
+        Some(Some("task boom exited with code 3".to_string()))
+    );
+    let run = named(&spans, Kind::Run);
+    assert_eq!(run[0].numbers.get(attr::RUN_TASKS_FAILED), Some(&1.0));
+}

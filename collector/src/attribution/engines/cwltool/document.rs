@@ -38,11 +38,22 @@ pub struct Step {
     /// The steps it reads from (a sub-workflow step stands for every step inside it): it
     /// cannot start before they have.
     pub after: Vec<String>,
+    /// Its tool's `successCodes`: exit codes cwltool counts as the job's success.
+    pub success: Vec<i64>,
+    /// Text its expression arguments' values likely hold: the literal text around them
+    /// (`wc -l < $(inputs.f.path)` holds `wc -l <`) and their string literals
+    /// (`$("sort " + inputs.f.path)` holds `sort`). What tells apart tools of one
+    /// `baseCommand` (`bash -c`) whose whole command is an expression.
+    pub hints: Vec<String>,
+    /// The `inputBinding` prefixes of its tool's inputs that have a value (`-n` of a
+    /// `default: true` flag): words its command line holds.
+    pub prefixes: Vec<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Document {
+    /// The steps that run a command; for a lone tool, its own command.
     pub steps: Vec<Step>,
     /// The tool's name when the document is one CommandLineTool, not a workflow.
     pub tool: Option<String>,
@@ -89,7 +100,17 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Opt
             // cwltool names the job by the tool's id, else by its file's name (`rev.cwl`).
             let file = path.file_name()?.to_string_lossy().into_owned();
             let id = top.get("id").and_then(Value::as_str).map(bindings::short);
-            doc.tool = Some(id.map_or(file, str::to_string));
+            let name = id.map_or(file, str::to_string);
+            // Its command, to tell it from the engine's helpers (a tool that runs `node`).
+            let at = Level {
+                prefix: String::new(),
+                depth: 0,
+                scatters: false,
+                shell: has_shell(&top),
+                after: Vec::new(),
+            };
+            doc.steps = vec![command_step(name.clone(), &top, None, &Env::new(), &at)];
+            doc.tool = Some(name);
         }
         _ => return None,
     }
@@ -185,7 +206,13 @@ impl Ctx<'_> {
                         .get("scatterMethod")
                         .and_then(Value::as_str)
                         .is_some_and(|m| m.ends_with("crossproduct")),
-                    ..command_step(format!("{}{id}", at.prefix), process, &env, &inner)
+                    ..command_step(
+                        format!("{}{id}", at.prefix),
+                        process,
+                        Some(step),
+                        &env,
+                        &inner,
+                    )
                 }),
                 _ => {}
             }
@@ -234,7 +261,8 @@ fn words(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
+/// The step (`step`: its `in:`, None for a lone tool) that runs `tool` on inputs `env`.
+fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &Level) -> Step {
     let args = arguments(tool.get("arguments"));
     Step {
         id,
@@ -246,6 +274,14 @@ fn command_step(id: String, tool: &Value, env: &Env, at: &Level) -> Step {
         bound: env.values().flatten().cloned().collect(),
         scatters: at.scatters,
         after: at.after.clone(),
+        hints: (args.iter().filter(|a| !is_literal(a)))
+            .flat_map(|a| pieces(a).into_iter().chain(expression_strings(a)))
+            .filter(|h| h.chars().filter(|c| !c.is_whitespace()).count() >= 2)
+            .collect(),
+        prefixes: bindings::prefixes(tool, step, env),
+        success: (tool.get("successCodes").and_then(Value::as_sequence))
+            .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default(),
         ..Default::default()
     }
 }
@@ -307,6 +343,50 @@ fn pieces(arg: &str) -> Vec<String> {
         .map(|p| p.trim().to_string())
         .filter(|p| !p.is_empty())
         .collect()
+}
+
+/// The string literals in an argument's expressions, trimmed (`$("sort " + inputs.f.path)`
+/// holds `sort`; a template literal, its text around `${...}`).
+fn expression_strings(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(at) = rest.find('$') {
+        rest = &rest[at + 1..];
+        if let Some(end) = expression_end(rest) {
+            out.extend(string_literals(&rest[..end]));
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// The quoted strings of a piece of JavaScript, unescaped, a template's text around its
+/// `${...}`.
+fn string_literals(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = code.chars();
+    while let Some(quote) = chars.next() {
+        if !matches!(quote, '"' | '\'' | '`') {
+            continue;
+        }
+        let mut text = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => text.push(match chars.next() {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    other => other.unwrap_or('\\'),
+                }),
+                c if c == quote => break,
+                c => text.push(c),
+            }
+        }
+        match quote {
+            '`' => out.extend(pieces(&text)),
+            _ => out.push(text.trim().to_string()),
+        }
+    }
+    out
 }
 
 /// Where an expression that starts `text` (`(...)` or `{...}`, nested) ends; None when

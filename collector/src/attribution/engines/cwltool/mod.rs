@@ -2,7 +2,8 @@
 //! file. cwltool starts each step's command itself (or `docker run ...` it); pipetrace reads
 //! the document the run was given to know each step's command, and names each process by the
 //! step whose `baseCommand` and literal `arguments` its command line starts with (under
-//! ShellCommandRequirement: whose pieces its `sh -c` line holds): the step id, sub-workflow
+//! ShellCommandRequirement: whose pieces its `sh -c` line holds; then whose expressions'
+//! text, such as `bash -c $("sort " + ...)`'s `sort`, it holds): the step id, sub-workflow
 //! steps as `parent/step`, scatter instances numbered as cwltool numbers its jobs (`step`,
 //! `step_2`, `step_3`...: by the elements on the line, by position for a dotproduct and by
 //! combination for a crossproduct, else, where the elements do not show, such as upstream
@@ -14,7 +15,8 @@
 //! cwltool: they take their names in document order, each once. A CommandLineTool run alone
 //! is one task named as cwltool names its job: by the tool's id, else its file name. The
 //! JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin) and
-//! container-runtime queries are helpers.
+//! container-runtime queries are helpers; a step whose own command is node is that step.
+//! An exit code listed in the step's tool's `successCodes` is the task's success.
 mod document;
 
 use std::{
@@ -110,8 +112,23 @@ fn start(image: &Image, _started: SystemTime, host: crate::host::SharedHost) -> 
     })
 }
 
-fn is_javascript_engine(image: &Image) -> bool {
-    matches!(naming::executable_name(&image.path), "node" | "nodejs")
+/// cwltool's JavaScript engine: `node`/`nodejs` that runs no step of the document. cwltool
+/// starts it as `--eval CODE` (its probe and its expression server) or `-v`; a step's own
+/// `node script.js` fits that step, and takes cwltool's shapes only where it spells them.
+fn is_javascript_engine(image: &Image, steps: &[Step]) -> bool {
+    if !matches!(naming::executable_name(&image.path), "node" | "nodejs") {
+        return false;
+    }
+    let argv = &image.argv;
+    let engine_flag = match argv.get(1..) {
+        Some([flag, _]) if flag == "--eval" => Some(flag),
+        Some([flag]) if flag == "-v" => Some(flag),
+        _ => None,
+    };
+    let spells = |s: &Step, w: &String| s.base.iter().chain(&s.literals).any(|l| l == w);
+    !steps
+        .iter()
+        .any(|s| fit(s, argv).is_some() && engine_flag.is_none_or(|f| spells(s, f)))
 }
 
 /// How well a command line fits a step: its `baseCommand` where the command starts (or,
@@ -164,6 +181,20 @@ fn bound_in(step: &Step, argv: &[String]) -> usize {
     values.sort();
     values.dedup();
     values.iter().filter(|v| holds(step, argv, v)).count()
+}
+
+/// How well a command line bears out a step's hints (text its expressions likely make, its
+/// inputs' prefixes): those it holds less those it lacks, so a step whose every hint is there beats one that wants
+/// more.
+fn hinted(step: &Step, argv: &[String]) -> i64 {
+    let texts = (step.hints.iter()).filter(|h| argv.iter().any(|a| a.contains(h.as_str())));
+    // A prefix is a word, or the start of one where it ends in `=` (`--out=x`).
+    let words = (step.prefixes.iter()).filter(|p| {
+        (argv.iter()).any(|a| a == *p || (p.ends_with('=') && a.starts_with(p.as_str())))
+    });
+    let held = texts.count() + words.count();
+    let all = step.hints.len() + step.prefixes.len();
+    i64::try_from(2 * held).unwrap_or(i64::MAX) - i64::try_from(all).unwrap_or(0)
 }
 
 /// Whether a command line holds a value, as a word, a staged file's name (`/tmp/x/made.txt`),
@@ -238,18 +269,21 @@ impl Cwltool {
         if let Some(tool) = &doc.tool {
             return Some(TaskInfo {
                 name: tool.clone(),
+                success_codes: (doc.steps.first()).map_or_else(Vec::new, |s| s.success.clone()),
                 ..Default::default()
             });
         }
         let (step, job) = self.pick(&doc.steps, argv)?;
         let id = step.id.clone();
         let name = self.name_of(step, job);
+        let success_codes = step.success.clone();
         *self.instances.entry(id.clone()).or_default() += 1;
         let at = self.last.values().max().map_or(1, |n| n + 1);
         self.last.insert(id, at);
         self.given.insert(name.clone());
         Some(TaskInfo {
             name,
+            success_codes,
             ..Default::default()
         })
     }
@@ -283,8 +317,9 @@ impl Cwltool {
         at.max().unwrap_or(0)
     }
 
-    /// The step whose command fits best, then whose bound inputs the line holds most, and
-    /// whose scatter elements it may be a job of. Steps still tied run the same tool on the
+    /// The step whose command fits best, then whose bound inputs the line holds most, then
+    /// whose expressions' text it bears out best, and whose scatter elements it may be a job
+    /// of. Steps still tied run the same tool on the
     /// same values: each name is given once; then a step whose upstream steps have started,
     /// the one whose upstream started last (a sequential cwltool goes on with a sub-workflow
     /// once its step has run), a scatter under way (cwltool makes a step's jobs together),
@@ -296,7 +331,8 @@ impl Cwltool {
             .iter()
             .filter_map(|s| {
                 let job = job_of(s, argv);
-                let score = (fit(s, argv)?, bound_in(s, argv), job != Job::Foreign);
+                let held = (bound_in(s, argv), hinted(s, argv));
+                let score = (fit(s, argv)?, held, job != Job::Foreign);
                 Some((score, s, job))
             })
             .collect();
@@ -340,7 +376,8 @@ impl EngineRun for Cwltool {
     }
 
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
-        if is_javascript_engine(image) || is_container_query(image) {
+        let steps = self.document.as_ref().map_or(&[][..], |d| &d.steps[..]);
+        if is_javascript_engine(image, steps) || is_container_query(image) {
             return Class::Helper;
         }
         if !place.under_run {

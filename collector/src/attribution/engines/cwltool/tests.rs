@@ -209,6 +209,50 @@ fn javascript_and_container_queries_are_helpers() {
     assert_eq!(a.classify(&p, &image, place), Class::Task);
 }
 
+/// A step whose command is `node script.js` is a task of that step; the engine's own
+/// `node --eval CODE` and `node -v` stay helpers unless a step spells them.
+#[test]
+fn a_step_that_runs_node_is_a_task_not_the_javascript_engine() {
+    let mut a = adapter(vec![
+        step("greet", &["node", "greet.js"], &[]),
+        step("probe", &["nodejs"], &["-v"]),
+    ]);
+    let p = crate::tree::Proc::in_test(
+        ProcKey {
+            pid: 9,
+            start_ticks: 9,
+        },
+        1,
+    );
+    let place = Place {
+        parent_is_root: true,
+        under_run: true,
+    };
+    let image = |words: &[&str]| Image {
+        path: format!("/usr/bin/{}", words[0]),
+        argv: argv(words),
+        ..Default::default()
+    };
+    let greet = image(&["node", "greet.js", "world"]);
+    assert_eq!(a.classify(&p, &greet, place), Class::Task);
+    assert_eq!(a.named[&p.key].name, "greet");
+    let probe = image(&["nodejs", "-v"]);
+    assert_eq!(
+        a.classify(&p, &probe, place),
+        Class::Task,
+        "a step spells it"
+    );
+    for engine in [
+        &["nodejs", "--eval", "process.stdout.write('t')"][..],
+        &["node", "--eval", "\"use strict\";"],
+        &["node", "-v"],
+        &["node"],
+    ] {
+        let class = a.classify(&p, &image(engine), place);
+        assert_eq!(class, Class::Helper, "{engine:?}");
+    }
+}
+
 #[test]
 fn the_document_argument_is_found_among_options() {
     let v = argv(&[
@@ -373,5 +417,59 @@ fn a_guess_that_spent_an_upstream_name_does_not_number_a_step() {
     assert_eq!(
         names,
         ["second/say", "second/reverse", "direct", "first/reverse"]
+    );
+}
+
+/// Tools of one `baseCommand` whose whole command is an expression of the same input: told
+/// apart by the text their expressions make, whatever order they start in.
+#[test]
+fn tools_of_one_base_command_are_told_apart_by_their_expressions() {
+    let bash = |id: &str, hints: &[&str]| Step {
+        bound: vec!["in.txt".into()],
+        hints: hints.iter().map(|h| h.to_string()).collect(),
+        ..step(id, &["bash", "-c"], &[])
+    };
+    let mut a = adapter(vec![
+        bash("tally", &["sort", "| uniq -c"]),
+        bash("sorted", &["sort"]),
+        bash("count", &["wc -l"]),
+    ]);
+    let mut name = |line: &str| a.step_of(&argv(&["bash", "-c", line])).map(|i| i.name);
+    assert_eq!(name("wc -l /tmp/a/in.txt").as_deref(), Some("count"));
+    assert_eq!(name("sort /tmp/b/in.txt").as_deref(), Some("sorted"));
+    assert_eq!(
+        name("sort /tmp/c/in.txt | uniq -c").as_deref(),
+        Some("tally"),
+        "every hint it holds"
+    );
+}
+
+/// Tools of one `baseCommand` that differ by their inputs' prefixes (`sort -n` and
+/// `sort -k 1 -r`, flags with defaults): told apart by the prefixes on the line.
+#[test]
+fn tools_of_one_base_command_are_told_apart_by_their_prefixes() {
+    let sort = |id: &str, prefixes: &[&str]| Step {
+        bound: vec!["in.txt".into()],
+        prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
+        ..step(id, &["sort"], &[])
+    };
+    let mut a = adapter(vec![
+        sort("by-number", &["-n"]),
+        sort("reversed", &["-k", "-r"]),
+        sort("output", &["--output="]),
+    ]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    assert_eq!(
+        name(&["sort", "-k", "1", "-r", "/tmp/a/in.txt"]).as_deref(),
+        Some("reversed")
+    );
+    assert_eq!(
+        name(&["sort", "--output=o.txt", "/tmp/c/in.txt"]).as_deref(),
+        Some("output"),
+        "a prefix joined to its value"
+    );
+    assert_eq!(
+        name(&["sort", "-n", "/tmp/b/in.txt"]).as_deref(),
+        Some("by-number")
     );
 }

@@ -50,12 +50,14 @@ fn entries_of(v: &Value) -> Vec<(String, Value)> {
         .unwrap_or_default()
 }
 
-/// What of a value can show on a command line: scalars as written, a File or Directory by
-/// its name (cwltool stages it under a directory of its own, keeping the name).
+/// What of a value can show on a command line: scalars as written (a set flag as `true`), a
+/// File or Directory by its name (cwltool stages it under a directory of its own, keeping the name).
 pub fn values(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
         Value::Number(n) => vec![n.to_string()],
+        // A flag set: its prefix goes on the line (`false` puts nothing there).
+        Value::Bool(true) => vec!["true".to_string()],
         Value::Sequence(s) => s.iter().flat_map(values).collect(),
         Value::Mapping(_) => {
             let place = v.get("basename").or(v.get("path")).or(v.get("location"));
@@ -191,6 +193,33 @@ fn entries_typed(v: Option<&Value>) -> Vec<(String, Value)> {
             .collect(),
         other => entries(other),
     }
+}
+
+/// The prefixes of a tool's inputs that have a value in the step (`env`; one it reads from a
+/// source or an expression whose value is not known is taken to have one), or, not bound by
+/// the step, a default that puts them on the line (not `false` or null): cwltool writes each
+/// as a word before the value, or alone for a flag.
+pub fn prefixes(tool: &Value, step: Option<&Value>, env: &Env) -> Vec<String> {
+    let inputs = step_inputs(step.and_then(|s| s.get("in")));
+    let computed = |id: &str| {
+        (inputs.iter()).any(|(i, b)| {
+            short(i) == id && (b.get("source").is_some() || b.get("valueFrom").is_some())
+        })
+    };
+    let present = |id: &str, input: &Value| match env.get(id) {
+        Some(values) => !values.is_empty() || computed(id),
+        None => input
+            .get("default")
+            .is_some_and(|d| !matches!(d, Value::Bool(false) | Value::Null)),
+    };
+    entries_typed(tool.get("inputs"))
+        .into_iter()
+        .filter(|(id, input)| present(short(id), input))
+        .filter_map(|(_, input)| {
+            let prefix = input.get("inputBinding")?.get("prefix")?.as_str()?;
+            Some(prefix.to_string())
+        })
+        .collect()
 }
 
 /// An id's last part: `#main/w1` and `w1` are the input `w1`.

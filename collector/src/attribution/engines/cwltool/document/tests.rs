@@ -68,8 +68,9 @@ fn packed_graphs_and_lone_tools() {
     let tool = load(&LiveHost, "echo-tool.cwl", dir.path(), &[]).unwrap();
     assert_eq!(
         (tool.tool.as_deref(), tool.steps.len()),
-        (Some("echo-tool.cwl"), 0)
+        (Some("echo-tool.cwl"), 1)
     );
+    assert_eq!(tool.steps[0].base, ["sh", "-c"], "its own command");
     assert!(load(&LiveHost, "missing.cwl", dir.path(), &[]).is_none());
 }
 
@@ -156,6 +157,69 @@ fn shell_command_steps_keep_the_pieces_around_expressions() {
         Some(&["cat", "| tr a-z A-Z | wc -c", "echo $", "HOME"].map(String::from)[..])
     );
     assert_eq!(doc.steps[1].shell, None);
+}
+
+/// What an expression argument's value likely holds: the text around a parameter reference,
+/// a JavaScript string's text, a template literal's text around its `${...}`; not the
+/// literal arguments (matched as words), nor one character.
+#[test]
+fn expression_arguments_hint_at_the_text_of_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "tool.cwl",
+        r#"class: CommandLineTool
+baseCommand: [bash, -c]
+arguments:
+  - "wc -l $(inputs.f.path)"
+  - valueFrom: $("sort " + inputs.f.path + ' | uniq -c')
+  - valueFrom: '${ return `cat ${inputs.f.path} | tr a-z A-Z` + "/"; }'
+  - valueFrom: $(inputs.f.basename.replace("	", "_"))
+  - --literal
+"#,
+    );
+    let doc = load(&LiveHost, "tool.cwl", dir.path(), &[]).unwrap();
+    let hints = ["wc -l", "sort", "| uniq -c", "cat", "| tr a-z A-Z"];
+    assert_eq!(doc.steps[0].hints, hints.map(String::from));
+}
+
+/// The prefixes of the inputs that have a value: bound by the step, else by a default that
+/// is not `false`.
+#[test]
+fn prefixes_of_inputs_with_a_value() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "sort.cwl",
+        r#"class: CommandLineTool
+baseCommand: sort
+inputs:
+  numeric: {type: boolean, default: true, inputBinding: {prefix: -n}}
+  off: {type: boolean, default: false, inputBinding: {prefix: -x}}
+  key: {type: int, default: 1, inputBinding: {prefix: -k}}
+  f: {type: File, inputBinding: {prefix: --in}}
+  g: {type: "File?", inputBinding: {prefix: -g}}
+  plain: {type: int, default: 3, inputBinding: {position: 1}}
+"#,
+    );
+    let steps = "inputs: {data: File}\nsteps:\n  sorting:\n    in: {f: data}\n    \
+                 run: sort.cwl\n  flagged:\n    in: {f: data, numeric: {default: false}, \
+                 off: {default: true}}\n    run: sort.cwl\n  sourced:\n    \
+                 in: {f: data, off: flag}\n    run: sort.cwl\n";
+    write(dir.path(), "wf.cwl", &format!("class: Workflow\n{steps}"));
+    write(dir.path(), "job.yml", "data: {class: File, path: d.txt}");
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
+    assert_eq!(doc.steps[0].prefixes, ["-n", "-k", "--in"]);
+    assert_eq!(
+        doc.steps[1].prefixes,
+        ["-x", "-k", "--in"],
+        "flags the step sets"
+    );
+    assert_eq!(
+        doc.steps[2].prefixes,
+        ["-n", "-x", "-k", "--in"],
+        "a flag read from an input not given may be set"
+    );
 }
 
 #[test]
