@@ -317,6 +317,21 @@ impl Receiver {
         spans.into_iter().filter(|s| s.trace_id == trace).collect()
     }
 
+    /// The trace of the `n`-th run (from 0, by start) named `name`, once that many arrived:
+    /// runs in one directory share its name.
+    pub async fn nth_run_trace(&self, name: &str, n: usize, timeout: Duration) -> Vec<RecvSpan> {
+        let ours = |s: &&RecvSpan| s.is_run() && s.str("cicd.pipeline.name") == name;
+        let spans = (self.wait_for(timeout, |s| s.iter().filter(ours).count() > n)).await;
+        let mut runs: Vec<&RecvSpan> = spans.iter().filter(ours).collect();
+        runs.sort_by_key(|s| s.start);
+        let run = runs.get(n);
+        let trace = run
+            .unwrap_or_else(|| panic!("run {} of {name} never arrived", n + 1))
+            .trace_id
+            .clone();
+        spans.into_iter().filter(|s| s.trace_id == trace).collect()
+    }
+
     /// Waits until `done` holds for the spans received, or `timeout` passes.
     pub async fn wait_for(
         &self,

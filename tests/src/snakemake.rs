@@ -27,8 +27,25 @@ impl Version {
 pub struct Case {
     pub name: String,
     pub dir: PathBuf,
+    /// Snakemake's runs, one after the other in the same directory.
+    pub runs: Vec<Invocation>,
+}
+
+/// One run of Snakemake: its arguments and the exit status it returns.
+#[derive(Clone, Debug)]
+pub struct Invocation {
     pub args: Vec<String>,
     pub exit: i32,
+}
+
+impl Invocation {
+    fn of(json: &serde_json::Value) -> Self {
+        let args = json["args"].as_array().expect("args").iter();
+        Self {
+            args: args.map(|a| a.as_str().expect("arg").to_string()).collect(),
+            exit: json["exit"].as_i64().expect("exit") as i32,
+        }
+    }
 }
 
 impl Case {
@@ -49,8 +66,10 @@ impl Case {
     }
 }
 
-/// Every workflow of the corpus.
+/// Every workflow of the corpus (those named in `CORPUS_ONLY`, comma-separated, if set).
 pub fn corpus() -> Vec<Case> {
+    let only = std::env::var("CORPUS_ONLY").ok();
+    let wanted = |name: &str| (only.as_deref()).is_none_or(|o| o.split(',').any(|n| n == name));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/snakemake");
     let mut out = Vec::new();
     for e in std::fs::read_dir(&root).expect("tests/workflows/snakemake") {
@@ -59,16 +78,19 @@ pub fn corpus() -> Vec<Case> {
             continue;
         };
         let case: serde_json::Value = serde_json::from_str(&text).expect("case.json is JSON");
-        let args = case["args"].as_array().expect("args").iter();
+        // `then`: the runs after the first, in the same directory.
+        let then = case["then"].as_array().into_iter().flatten();
         out.push(Case {
             name: dir.file_name().unwrap().to_string_lossy().into_owned(),
-            args: args.map(|a| a.as_str().expect("arg").to_string()).collect(),
-            exit: case["exit"].as_i64().expect("exit") as i32,
+            runs: std::iter::once(Invocation::of(&case))
+                .chain(then.map(Invocation::of))
+                .collect(),
             dir,
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    assert!(out.len() >= 5, "the corpus is there");
+    assert!(only.is_some() || out.len() >= 5, "the corpus is there");
+    out.retain(|c| wanted(&c.name));
     out
 }
 
@@ -127,6 +149,9 @@ pub struct Records {
     pub started: Vec<(String, String)>,
     /// The log's job blocks with the paths they list, one per attempt.
     pub blocks: Vec<Block>,
+    /// Rules of every metadata record in the directory, of this run or another (a job
+    /// of an interrupted run leaves its record only when a later run reruns it).
+    pub recorded_rules: std::collections::BTreeSet<String>,
     /// The log's `Error in rule X:` blocks: rules.
     pub failed: Vec<String>,
     /// Rules whose jobs the log says ran in Snakemake's own process tree (`localrule X:`),
@@ -145,17 +170,33 @@ pub fn jobs_dir(workdir: &Path) -> PathBuf {
         .map_or_else(|| workdir.to_path_buf(), |e| e.path())
 }
 
+/// The log of the latest run in `workdir` (the launch directory).
+pub fn newest_log(workdir: &Path) -> PathBuf {
+    let logs = std::fs::read_dir(workdir.join(".snakemake/log")).expect("the run's log");
+    logs.flatten().map(|e| e.path()).max().expect("a log file")
+}
+
 impl Records {
+    /// The records of the latest run in `workdir`.
     pub fn read(workdir: &Path) -> Self {
+        Self::read_run(workdir, &newest_log(workdir), 0.0)
+    }
+
+    /// The records of one run of several in `workdir`: its log, and the metadata records
+    /// of jobs that ended since `since` (Unix seconds, Snakemake's `endtime`; 9 keeps an
+    /// older `starttime` for a `run:` job run again).
+    pub fn read_run(workdir: &Path, log: &Path, since: f64) -> Self {
         let mut r = Records::default();
         let jobs = jobs_dir(workdir);
         for (_output, json) in metadata(&jobs) {
             let rule = json["rule"].as_str().unwrap().to_string();
+            r.recorded_rules.insert(rule.clone());
+            if json["endtime"].as_f64().unwrap_or(0.0) < since {
+                continue;
+            }
             let cmd = json["shellcmd"].as_str().map(normalize);
             r.metadata.push((rule, cmd));
         }
-        let logs = std::fs::read_dir(workdir.join(".snakemake/log")).expect("the run's log");
-        let log = logs.flatten().map(|e| e.path()).max().expect("a log file");
         let benchmarks = r.read_log(&std::fs::read_to_string(log).unwrap());
         // A job benchmarked with `repeat(..., n)` runs its command n times in one attempt:
         // its benchmark file has a row per run.
@@ -230,10 +271,10 @@ impl Records {
         benchmarks
     }
 
-    /// Rules that ran a job process: those with a record or a failure. (The target rule
-    /// has neither.)
+    /// Rules that ran a job process: those with a record (of any run) or a failure. (The
+    /// target rule has neither.)
     pub fn job_rules(&self) -> std::collections::BTreeSet<&str> {
-        let recorded = self.metadata.iter().map(|(r, _)| r.as_str());
+        let recorded = self.recorded_rules.iter().map(String::as_str);
         recorded
             .chain(self.failed.iter().map(String::as_str))
             .collect()

@@ -145,7 +145,7 @@ fn varcall() -> (tempfile::TempDir, Vec<String>) {
     let case = (corpus().into_iter())
         .find(|c| c.name == "varcall")
         .expect("the corpus has the variant-calling workflow");
-    (case.copy(), case.args)
+    (case.copy(), case.runs[0].args.clone())
 }
 
 fn varcall_under_run(v: Version) {

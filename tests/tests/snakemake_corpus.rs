@@ -2,13 +2,15 @@
 //! Snakemake 9 from PyPI, under `pipetrace run` and under `pipetrace agent`, judged by
 //! Snakemake's own records: every job attempt the log records is one task named by its
 //! rule and wildcards, every metadata record's exact shell command is the command of a
-//! task of that rule, failures are the log's, and the engine's helpers are no tasks.
+//! task of that rule, failures are the log's, and the engine's helpers are no tasks. A
+//! case that runs Snakemake several times in one directory (a rerun) has each run judged
+//! by its own log and the records of the jobs that ended during it.
 use std::{path::Path, time::Duration};
 
 use pipetrace_e2e::{
     Agent, pipetrace, read_jsonl,
     receiver::Receiver,
-    snakemake::{Block, Case, Records, Version, corpus, counts, normalize},
+    snakemake::{Block, Case, Records, Version, corpus, counts, newest_log, normalize},
     spans::{RecvSpan, Trace},
     stderr,
 };
@@ -80,13 +82,48 @@ fn tools_belong_to_their_jobs(what: &str, t: &Trace, spans: &[RecvSpan], blocks:
     }
 }
 
-fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
-    let what = format!("{} on {v:?}", case.name);
+/// One run of a case as it went: its trace, and Snakemake's records of it, read as it
+/// exited (a later run rewrites the records of the jobs it runs again).
+struct Ran {
+    /// Which run of the case (0 the first).
+    index: usize,
+    records: Records,
+    spans: Vec<RecvSpan>,
+}
+
+fn now() -> f64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    t.unwrap().as_secs_f64()
+}
+
+/// The records of the run that started at `since` and just exited.
+fn records_since(workdir: &Path, since: f64) -> Records {
+    Records::read_run(workdir, &newest_log(workdir), since)
+}
+
+/// Judges every run of a case once all ran: a job a run left unfinished (interrupted)
+/// leaves a record of its rule only when a later run reruns it.
+fn judge_runs(case: &Case, v: Version, workdir: &Path, runs: &mut [Ran]) {
+    let rules = Records::read(workdir).recorded_rules;
+    for ran in runs.iter_mut() {
+        ran.records.recorded_rules.extend(rules.iter().cloned());
+        judge(case, v, ran);
+    }
+}
+
+fn judge(case: &Case, v: Version, run: &Ran) {
+    let records = &run.records;
+    let what = match case.runs.len() {
+        1 => format!("{} on {v:?}", case.name),
+        _ => format!("{} (run {}) on {v:?}", case.name, run.index + 1),
+    };
+    let exit = case.runs[run.index].exit;
+    let spans = &run.spans;
     let t = Trace::new(spans);
     t.assert_well_formed();
-    let records = Records::read(workdir);
+    // An interrupted run may have finished no job.
     assert!(
-        !records.metadata.is_empty(),
+        !records.metadata.is_empty() || exit != 0,
         "{what}: Snakemake left records"
     );
 
@@ -138,7 +175,7 @@ fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
     assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
     assert_eq!(
         run.status,
-        if case.exit == 0 { 1 } else { 2 },
+        if exit == 0 { 1 } else { 2 },
         "{what}: run status"
     );
 
@@ -172,7 +209,7 @@ fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
         );
     }
     // Clean runs, minutes after boot in CI and beside a second CPU load under `run`.
-    if case.exit == 0 && records.failed.is_empty() {
+    if exit == 0 && records.failed.is_empty() {
         pipetrace_e2e::spans::assert_no_false_flags(&what, spans);
     }
     for tool in t.tools() {
@@ -181,7 +218,7 @@ fn judge(case: &Case, v: Version, workdir: &Path, spans: &[RecvSpan]) {
             "{what}: tool {} is in no task",
             tool.name
         );
-        if case.exit == 0 && records.failed.is_empty() {
+        if exit == 0 && records.failed.is_empty() {
             assert_eq!(
                 tool.status, 1,
                 "{what}: {} failed in a clean run",
@@ -195,24 +232,34 @@ fn under_run(v: Version) {
     let _load = pipetrace_e2e::CpuLoad::start();
     for case in corpus() {
         let dir = case.copy();
-        let file = dir.path().join("trace.otlp.jsonl");
-        let out = pipetrace()
-            .args(["run", "--output"])
-            .arg(&file)
-            .arg("--")
-            .arg(v.program())
-            .args(&case.args)
-            .current_dir(dir.path())
-            .output()
-            .expect("pipetrace run");
-        assert_eq!(
-            out.status.code(),
-            Some(case.exit),
-            "{}: {}",
-            case.name,
-            stderr(&out)
-        );
-        judge(&case, v, dir.path(), &read_jsonl(&file));
+        let mut runs = Vec::new();
+        for (index, inv) in case.runs.iter().enumerate() {
+            let file = dir.path().join(format!("trace-{index}.otlp.jsonl"));
+            let since = now();
+            let out = pipetrace()
+                .args(["run", "--output"])
+                .arg(&file)
+                .arg("--")
+                .arg(v.program())
+                .args(&inv.args)
+                .current_dir(dir.path())
+                .output()
+                .expect("pipetrace run");
+            assert_eq!(
+                out.status.code(),
+                Some(inv.exit),
+                "{} (run {}): {}",
+                case.name,
+                index + 1,
+                stderr(&out)
+            );
+            runs.push(Ran {
+                index,
+                records: records_since(dir.path(), since),
+                spans: read_jsonl(&file),
+            });
+        }
+        judge_runs(&case, v, dir.path(), &mut runs);
     }
 }
 
@@ -221,23 +268,41 @@ async fn under_agent(v: Version) {
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
     for case in corpus() {
         let dir = case.copy();
-        let status = std::process::Command::new(v.program())
-            .args(&case.args)
-            .current_dir(dir.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("snakemake");
-        assert_eq!(status.code(), Some(case.exit), "{}", case.name);
-        // The run is named by its directory.
+        // Each run is named by its directory: the n-th run span of that name is run n's.
         let name = dir
             .path()
             .file_name()
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        let spans = rx.run_trace(&name, Duration::from_secs(30)).await;
-        judge(&case, v, dir.path(), &spans);
+        let mut runs = Vec::new();
+        for (index, inv) in case.runs.iter().enumerate() {
+            let since = now();
+            let status = std::process::Command::new(v.program())
+                .args(&inv.args)
+                .current_dir(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .expect("snakemake");
+            assert_eq!(
+                status.code(),
+                Some(inv.exit),
+                "{} (run {})",
+                case.name,
+                index + 1
+            );
+            let records = records_since(dir.path(), since);
+            let spans = rx
+                .nth_run_trace(&name, index, Duration::from_secs(30))
+                .await;
+            runs.push(Ran {
+                index,
+                records,
+                spans,
+            });
+        }
+        judge_runs(&case, v, dir.path(), &mut runs);
     }
     agent.stop();
 }

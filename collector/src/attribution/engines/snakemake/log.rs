@@ -3,8 +3,9 @@
 //! `jobid`, `output`, `wildcards`, `threads`, `resources`), `Finished job N.` (7) or
 //! `Finished jobid: N (Rule: X)` (8/9) as it ends, and for a failed job an `Error in rule X:`
 //! block with its jobid and, for shell jobs, its `shell:` command. 8/9 also log the failed
-//! command exactly (`Command '...' returned non-zero exit status N.`) and, with `-p`,
-//! `Shell command: ...` after a job's block.
+//! command exactly (`Command '...' returned non-zero exit status N.`, or `... died with
+//! <Signals.SIGKILL: 9>.` for a job killed by a signal) and, with `-p`, `Shell command: ...`
+//! after a job's block.
 use std::{
     path::PathBuf,
     time::{Duration, SystemTime},
@@ -89,9 +90,18 @@ fn header(l: &str) -> Option<&str> {
         .filter(|r| !r.is_empty() && !r.contains(' '))
 }
 
+/// How Python's `CalledProcessError` ends the command it quotes: an exit status, or the
+/// signal that killed it (`died with <Signals.SIGKILL: 9>.`, `died with unknown signal N.`).
+const COMMAND_ENDS: [&str; 2] = ["' returned non-zero exit status", "' died with "];
+
+/// Where the quoted command of a failure message ends in `text`, if it does.
+fn command_end(text: &str) -> Option<usize> {
+    COMMAND_ENDS.iter().filter_map(|e| text.rfind(e)).max()
+}
+
 /// A failed command as Python prints it, without the strict-mode prefix.
 fn failed_command(text: &str) -> Option<String> {
-    let (cmd, _) = text.rsplit_once("' returned non-zero exit status")?;
+    let cmd = &text[..command_end(text)?];
     Some(normalize(crate::attribution::naming::strip_shell_prefix(
         cmd,
     )))
@@ -111,17 +121,23 @@ impl Parser {
     }
 
     fn line(&mut self, l: &str) {
+        // Snakemake follows the message with the job's error block: a message of some
+        // other ending is dropped there rather than swallowing the rest of the log.
+        if self.command.is_some() && l.starts_with("Error in rule ") {
+            self.command = None;
+        }
         if let Some(text) = self.command.as_mut() {
             text.push('\n');
             text.push_str(l);
-            if l.contains("' returned non-zero exit status") {
+            // A command the message never ends would swallow the rest of the log.
+            if command_end(l).is_some() {
                 self.failed_command = self.command.take().as_deref().and_then(failed_command);
             }
             return;
         }
         if let Some(rest) = l.strip_prefix("Command '") {
             self.close();
-            match rest.contains("' returned non-zero exit status") {
+            match command_end(rest).is_some() {
                 true => self.failed_command = failed_command(rest),
                 false => self.command = Some(rest.to_string()),
             }

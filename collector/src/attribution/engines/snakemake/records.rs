@@ -209,7 +209,9 @@ impl Records {
 
     /// What a job ended long ago still unmatched can be: a failure the log records without
     /// a command (a failed `script:` job in 7), else the job block whose paths its command
-    /// names best.
+    /// names best: one Snakemake logged as finished, or one it never saw end whose outputs
+    /// the command names (a run interrupted, by Ctrl-C say: its running jobs end with no
+    /// record, `Finished` line or error, finished or killed).
     pub fn best_guess(&mut self, ran: &Ran) -> Option<TaskInfo> {
         if ran.failed
             && let Some((f, taken)) =
@@ -221,10 +223,14 @@ impl Records {
         }
         let ended = &self.ended;
         let (job, taken) = (self.jobs.iter_mut())
-            .filter(|(j, taken)| !taken && j.jobid.as_ref().is_some_and(|id| ended.contains(id)))
-            .map(|(j, t)| (score(j, ran.command), j, t))
-            .filter(|(s, _, _)| *s > 0)
-            .max_by_key(|(s, _, _)| *s)
+            .filter(|(_, taken)| !taken)
+            .filter_map(|(j, t)| {
+                let done = j.jobid.as_ref().is_some_and(|id| ended.contains(id));
+                let outputs = j.outputs.iter().any(|o| ran.command.contains(o.as_str()));
+                (done || outputs).then(|| ((score(j, ran.command), done), j, t))
+            })
+            .filter(|((s, _), _, _)| *s > 0)
+            .max_by_key(|(key, _, _)| *key)
             .map(|(_, j, t)| (j, t))?;
         *taken = true;
         Some(info_from_job(job))

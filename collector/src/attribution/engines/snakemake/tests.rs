@@ -13,6 +13,8 @@ use crate::{
     tree::{Exit, Proc},
 };
 
+mod interrupted;
+
 fn write_record(dir: &Path, output: &str, rule: &str, shellcmd: Option<&str>, code: &str, t: f64) {
     let meta = dir.join(".snakemake/metadata");
     fs::create_dir_all(&meta).unwrap();

@@ -96,3 +96,34 @@ fn the_jobs_of_a_group_job_are_blocks_too() {
         "without its (pipe) flag"
     );
 }
+
+/// Snakemake 9.27, a job killed by a signal (`kill -9 $$`) beside others (`--keep-going`).
+const V9_KILLED: &str = "localrule step:\n    input: gen/3.txt\n    output: out/3.txt\n    jobid: 7\n    wildcards: i=3\n    resources: tmpdir=/tmp\nRuleException:\nCalledProcessError in file \"/tmp/w2/Snakefile\", line 19:\nCommand 'set -euo pipefail;  \n        if [ 3 = 3 ]; then kill -9 $$; fi\n        awk '{s+=$1} END {print s}' gen/3.txt > out/3.txt' died with <Signals.SIGKILL: 9>.\nWrite-protecting output file out/0.txt.\n[Thu Nov 26 03:56:46 2026]\nError in rule step:\n    message: None\n    jobid: 7\n    input: gen/3.txt\n    output: out/3.txt\n    shell:\n        \n        if [ 3 = 3 ]; then kill -9 $$; fi\n        awk '{s+=$1} END {print s}' gen/3.txt > out/3.txt\n        \n        (command exited with non-zero exit code)\n[Thu Nov 26 03:56:46 2026]\nFinished jobid: 1 (Rule: step)\n[Thu Nov 26 03:56:46 2026]\nlocalrule step:\n    input: gen/1.txt\n    output: out/1.txt\n    jobid: 3\n    wildcards: i=1\n    resources: tmpdir=/tmp\nWrite-protecting output file out/1.txt.\n";
+
+#[test]
+fn a_job_killed_by_a_signal_ends_its_message_and_later_blocks_are_read() {
+    let (entries, consumed) = parse_blocks(V9_KILLED);
+    assert_eq!(consumed, V9_KILLED.len(), "nothing left waiting");
+    let got: Vec<_> = (jobs(&entries).iter())
+        .map(|j| (j.jobid.as_deref(), j.wildcards.as_deref()))
+        .collect();
+    assert_eq!(got, [(Some("7"), Some("i=3")), (Some("3"), Some("i=1"))]);
+    let failure = Failure {
+        rule: "step".into(),
+        jobid: Some("7".into()),
+        shell: Some(
+            "if [ 3 = 3 ]; then kill -9 $$; fi awk '{s+=$1} END {print s}' gen/3.txt > out/3.txt"
+                .into(),
+        ),
+    };
+    assert!(entries.contains(&Entry::Failed(failure)), "{entries:?}");
+    assert!(entries.contains(&Entry::Ended("1".into())));
+}
+
+#[test]
+fn a_failure_message_of_another_ending_stops_at_the_error_block() {
+    let text = V9_KILLED.replace("died with <Signals.SIGKILL: 9>.", "was lost.");
+    let (entries, _) = parse_blocks(&text);
+    assert_eq!(jobs(&entries).len(), 2, "{entries:?}");
+    assert!(entries.contains(&Entry::Ended("1".into())));
+}
