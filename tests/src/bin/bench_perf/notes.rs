@@ -86,12 +86,13 @@ pub const NOTES: &str = "
   (the `free` probe) does not come.
 - Where the time goes, in the agent: the perf row lists the functions holding most of the
   agent's CPU, their callees included. The event loop (`Pipeline::ingest`) holds decoding,
-  the tree and the attribution; `Pipeline::poll` and `emit` hold what a process's end
-  costs: span building (`SpanBuilder::build`), the metrics and, per new task, reading its
-  cgroup's limits (`cgroup::Limits::allocation`, which asks glibc for the online CPUs:
-  an open and read of /sys/devices/system/cpu/online each time); the exporter groups,
-  encodes and sends batches on the runtime's other threads, woken by each span sent
-  (`Exporter::send`). The kernel's share is those reads, the wake-ups and the writes.
+  the tree and the attribution; `Pipeline::settle_exits`, `poll` and `emit` hold what a
+  process's end costs once its usage report is in: span building (`SpanBuilder::build`),
+  the metrics and, per new task, reading its cgroup (`cgroup::membership`, an open and
+  read of /proc/PID/cgroup; the limits are cached per cgroup); the OTLP request is built
+  once from the SDK's spans and encoded with prost (`trace_request`, `encode_to_vec`),
+  then grouped, queued and sent on the runtime's other threads. The kernel's share is
+  those reads, the wake-ups and the writes.
 - Where the memory goes: the agent holds what runs now and a task's aggregates until it
   ends; `pipetrace run` also holds the end-of-run tree, table and report (bounded lists).
   Both hold the export's batches in flight (`export.batch_spans` spans each, with their
