@@ -87,13 +87,7 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Opt
     match class(&top) {
         "Workflow" => {
             let env = bindings::workflow_env(&top, &bindings::job_order(host, cwd, inputs));
-            let at = Level {
-                prefix: String::new(),
-                depth: 0,
-                scatters: false,
-                shell: has_shell(&top),
-                after: Vec::new(),
-            };
+            let at = Level::top(&top);
             ctx.steps(&top, &env, &at, &mut doc.steps);
         }
         "CommandLineTool" => {
@@ -102,13 +96,7 @@ pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Opt
             let id = top.get("id").and_then(Value::as_str).map(bindings::short);
             let name = id.map_or(file, str::to_string);
             // Its command, to tell it from the engine's helpers (a tool that runs `node`).
-            let at = Level {
-                prefix: String::new(),
-                depth: 0,
-                scatters: false,
-                shell: has_shell(&top),
-                after: Vec::new(),
-            };
+            let at = Level::top(&top);
             doc.steps = vec![command_step(name.clone(), &top, None, &Env::new(), &at)];
             doc.tool = Some(name);
         }
@@ -152,6 +140,19 @@ struct Level {
     shell: bool,
     /// The steps around this workflow read from: every step here comes after them.
     after: Vec<String>,
+}
+
+impl Level {
+    /// The document's own level.
+    fn top(doc: &Value) -> Self {
+        Self {
+            prefix: String::new(),
+            depth: 0,
+            scatters: false,
+            shell: has_shell(doc),
+            after: Vec::new(),
+        }
+    }
 }
 
 impl Ctx<'_> {

@@ -174,20 +174,23 @@ fn shell_command_steps_are_named_by_the_pieces_of_their_line() {
     assert_eq!(name(&["/bin/sh", "-c", "cat x"]), None, "every piece");
 }
 
-#[test]
-fn javascript_and_container_queries_are_helpers() {
-    let mut a = adapter(vec![]);
-    let p = crate::tree::Proc::in_test(
-        ProcKey {
-            pid: 9,
-            start_ticks: 9,
-        },
-        1,
-    );
+/// A process cwltool started itself, as classify sees it.
+fn child_of_the_root() -> (crate::tree::Proc, Place) {
+    let key = ProcKey {
+        pid: 9,
+        start_ticks: 9,
+    };
     let place = Place {
         parent_is_root: true,
         under_run: true,
     };
+    (crate::tree::Proc::in_test(key, 1), place)
+}
+
+#[test]
+fn javascript_and_container_queries_are_helpers() {
+    let mut a = adapter(vec![]);
+    let (p, place) = child_of_the_root();
     for words in [
         &["nodejs", "--eval", "process.stdout.write('t')"][..],
         &["nodejs", "-v"],
@@ -217,17 +220,7 @@ fn a_step_that_runs_node_is_a_task_not_the_javascript_engine() {
         step("greet", &["node", "greet.js"], &[]),
         step("probe", &["nodejs"], &["-v"]),
     ]);
-    let p = crate::tree::Proc::in_test(
-        ProcKey {
-            pid: 9,
-            start_ticks: 9,
-        },
-        1,
-    );
-    let place = Place {
-        parent_is_root: true,
-        under_run: true,
-    };
+    let (p, place) = child_of_the_root();
     let image = |words: &[&str]| Image {
         path: format!("/usr/bin/{}", words[0]),
         argv: argv(words),
