@@ -184,8 +184,8 @@ fn bound_in(step: &Step, argv: &[String]) -> usize {
 }
 
 /// How well a command line bears out a step's hints (text its expressions likely make, its
-/// inputs' prefixes): those it holds less those it lacks, so a step whose every hint is there beats one that wants
-/// more.
+/// inputs' prefixes): those it holds less those it lacks, so that a step whose every hint
+/// is there beats one that wants more.
 fn hinted(step: &Step, argv: &[String]) -> i64 {
     let texts = (step.hints.iter()).filter(|h| argv.iter().any(|a| a.contains(h.as_str())));
     // A prefix is a word, or the start of one where it ends in `=` (`--out=x`).
@@ -319,11 +319,11 @@ impl Cwltool {
 
     /// The step whose command fits best, then whose bound inputs the line holds most, then
     /// whose expressions' text it bears out best, and whose scatter elements it may be a job
-    /// of. Steps still tied run the same tool on the
-    /// same values: each name is given once; then a step whose upstream steps have started,
-    /// the one whose upstream started last (a sequential cwltool goes on with a sub-workflow
-    /// once its step has run), a scatter under way (cwltool makes a step's jobs together),
-    /// else the first step in the document not yet started. Which of identical processes
+    /// of. Steps still tied run the same tool on the same values: each name is given once;
+    /// then a step whose upstream steps have started, the one whose upstream started last (a
+    /// sequential cwltool goes on with a sub-workflow once its step has run), a scatter under
+    /// way (cwltool makes a step's jobs together), else the first step in the document not
+    /// yet started. Which of identical processes
     /// gets which step cannot be told from outside cwltool; readiness is weighed only among
     /// names still free, since such a guess may have spent an upstream step's name.
     fn pick<'s>(&self, steps: &'s [Step], argv: &[String]) -> Option<(&'s Step, Job)> {
