@@ -46,6 +46,40 @@ fn records(home: &Path) -> (String, String, BTreeMap<String, String>) {
     (flow, run, tasks)
 }
 
+/// Prefect's settings for a run of its own: its database in `home`, a patient server start.
+fn prefect_env(home: &Path) -> [(&'static str, std::ffi::OsString); 3] {
+    [
+        ("PREFECT_HOME", home.into()),
+        ("PREFECT_SERVER_ANALYTICS_ENABLED", "false".into()),
+        (
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
+            "120".into(),
+        ),
+    ]
+}
+
+/// Runs `data/prefect/<script>` under `pipetrace run` (arguments: paths in its Prefect
+/// home); its home and its spans.
+fn traced_flow(script: &str, args: &[&str]) -> (tempfile::TempDir, Vec<RecvSpan>) {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .envs(prefect_env(home.path()))
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(python())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("data/prefect")
+                .join(script),
+        )
+        .args(args.iter().map(|a| home.path().join(a)))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&out);
+    (home, spans)
+}
+
 /// When Prefect says each task run ran, by id: Unix ns of its start and end.
 fn task_run_times(home: &Path) -> BTreeMap<String, (u64, u64)> {
     let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
@@ -160,9 +194,7 @@ fn prefect_task_runs_name_their_processes() {
     let home = tempfile::tempdir().unwrap();
     let out = home.path().join("t.otlp.jsonl");
     let o = pipetrace()
-        .env("PREFECT_HOME", home.path())
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .envs(prefect_env(home.path()))
         .args(["-o", out.to_str().unwrap(), "run", "--"])
         .arg(python())
         .arg(flow())
@@ -184,9 +216,7 @@ async fn the_agent_finds_a_prefect_flow_by_its_server() {
     let home = tempfile::tempdir().unwrap();
     let st = std::process::Command::new(python())
         .arg(flow())
-        .env("PREFECT_HOME", home.path())
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .envs(prefect_env(home.path()))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
@@ -225,9 +255,7 @@ async fn one_trace_holds_prefects_view_and_the_kernels() {
     let rx = Receiver::start().await;
     let home = tempfile::tempdir().unwrap();
     let o = pipetrace()
-        .env("PREFECT_HOME", home.path())
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        .envs(prefect_env(home.path()))
         // Read by Prefect's OpenTelemetry SDK and by pipetrace alike: one backend for both.
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.grpc_url())
         .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
@@ -352,20 +380,7 @@ fn assert_tagged_tools_under_their_task_runs(t: &Trace) -> usize {
 /// retried, failed, was renamed or named by a template; a cache hit has no span.
 #[test]
 fn called_task_runs_keep_their_last_processes() {
-    let home = tempfile::tempdir().unwrap();
-    let out = home.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .env("PREFECT_HOME", home.path())
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .arg(python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/called.py"))
-        .arg(home.path().join("retried"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let spans = read_jsonl(&out);
+    let (home, spans) = traced_flow("called.py", &["retried"]);
     let t = Trace::new(&spans);
     t.assert_well_formed();
     let (_, _, task_runs) = records(home.path());
@@ -392,19 +407,7 @@ fn called_task_runs_keep_their_last_processes() {
 /// it calls the flow leaves the run Prefect's.
 #[test]
 fn the_flow_bodys_own_processes_are_no_task_runs() {
-    let home = tempfile::tempdir().unwrap();
-    let out = home.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .env("PREFECT_HOME", home.path())
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .arg(python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/body.py"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let spans = read_jsonl(&out);
+    let (home, spans) = traced_flow("body.py", &[]);
     let t = Trace::new(&spans);
     t.assert_well_formed();
     let (flow, _, task_runs) = records(home.path());
@@ -457,19 +460,7 @@ fn the_flow_bodys_own_processes_are_no_task_runs() {
 #[ignore = "failed 2 of 3 runs on a loaded machine (a process of a mapped task run \
             goes to a sibling): see docs/engines.md, Prefect limits"]
 fn concurrent_equal_task_runs_keep_their_own_processes() {
-    let home = tempfile::tempdir().unwrap();
-    let out = home.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .env("PREFECT_HOME", home.path())
-        .env("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        .env("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-        .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .arg(python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/mapped.py"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let spans = read_jsonl(&out);
+    let (home, spans) = traced_flow("mapped.py", &[]);
     let t = Trace::new(&spans);
     t.assert_well_formed();
     let ran = task_runs_that_ran(home.path());
