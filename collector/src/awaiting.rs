@@ -83,6 +83,14 @@ impl Awaiting {
         );
     }
 
+    /// The CPU a process finally used, booked as its last thread left its CPU: completes
+    /// the figures from exit, in case the reap-time report does not come.
+    pub fn final_cpu(&mut self, key: ProcKey, utime: u64, stime: u64, rtime: u64) {
+        if let Some(u) = self.entries.get_mut(&key).and_then(|e| e.at_exit.as_mut()) {
+            u.take_final_cpu(utime, stime, rtime);
+        }
+    }
+
     /// Records a report; false for a process not waiting (not in the tree, or unknown exit).
     pub fn reported(&mut self, key: ProcKey, usage: Usage) -> bool {
         let now = self.clock.advance();
@@ -221,6 +229,42 @@ mod tests {
             (5, true, 4096)
         );
         assert_eq!((two.cpu_user_ns, two.at_exit), (9, false));
+    }
+
+    #[test]
+    fn the_cpu_of_the_last_switch_completes_the_figures_from_exit() {
+        let mut tree = Tree::default();
+        for pid in 1..=3 {
+            tree.fork(key(pid), 0, key(0), "a".into());
+        }
+        let mut a = Awaiting::new(Duration::from_secs(60));
+        let exit = |user, system| Usage {
+            cpu_user_ns: user,
+            cpu_system_ns: system,
+            ..Usage::default()
+        };
+        for pid in 1..=3 {
+            a.exited(key(pid), 0, Some(exit(10, 30)));
+        }
+        // The way out (a heap unmapped) booked 60 ns more; the ticks say a quarter user.
+        a.final_cpu(key(1), 4, 12, 100);
+        // A thread that left while another was still being released: less, kept out.
+        a.final_cpu(key(2), 1, 1, 20);
+        a.final_cpu(key(3), 4, 12, 100);
+        assert!(
+            a.reported(key(3), exit(20, 81)),
+            "the reap-time report wins"
+        );
+        a.final_cpu(key(9), 4, 12, 100);
+        let mut got = a.ready(&tree, true);
+        got.sort_by_key(|(k, _)| k.pid);
+        let cpu = |i: usize| {
+            let u = got[i].1.unwrap();
+            (u.cpu_user_ns, u.cpu_system_ns, u.at_exit)
+        };
+        assert_eq!(cpu(0), (25, 75, true));
+        assert_eq!(cpu(1), (10, 30, true));
+        assert_eq!(cpu(2), (20, 81, false));
     }
 
     #[test]

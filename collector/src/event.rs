@@ -1,8 +1,8 @@
 //! Decoding of the probes' ring-buffer records into owned events.
 use pipetrace_probes_common::{
-    EXEC_ARGV_TRUNCATED, EventHeader, ExecHead, ExitEvent, ForkEvent, KIND_EXEC, KIND_EXIT,
-    KIND_FORK, KIND_OOM, KIND_OPEN, KIND_SIGNAL, KIND_USAGE, OomEvent, OpenEvent, SignalEvent,
-    UsageEvent,
+    EXEC_ARGV_TRUNCATED, EventHeader, ExecHead, ExitEvent, FinalCpuEvent, ForkEvent, KIND_EXEC,
+    KIND_EXIT, KIND_FINAL_CPU, KIND_FORK, KIND_OOM, KIND_OPEN, KIND_SIGNAL, KIND_USAGE, OomEvent,
+    OpenEvent, SignalEvent, UsageEvent,
 };
 
 use crate::{accounting::Usage, host::ns_per_tick};
@@ -58,6 +58,15 @@ pub enum Event {
         /// Its usage as its last thread exited: what stands in if the reap-time report
         /// never comes (None where the source cannot tell).
         at_exit: Option<Usage>,
+    },
+    /// A thread of the process left its CPU for good after every thread had exited: the
+    /// CPU it finally used, in the kernel's units (tick-sampled user and system, exact
+    /// runtime; nanoseconds), for the figures from exit.
+    FinalCpu {
+        key: ProcKey,
+        utime_ns: u64,
+        stime_ns: u64,
+        runtime_ns: u64,
     },
     /// The process was reaped: its final resource usage.
     Usage {
@@ -166,6 +175,15 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             Ok(Event::Usage {
                 key,
                 usage: Usage::from_figures(&e.figures, crate::host::page_size()),
+            })
+        }
+        KIND_FINAL_CPU => {
+            let e: FinalCpuEvent = read(bytes, h.kind)?;
+            Ok(Event::FinalCpu {
+                key,
+                utime_ns: e.utime_ns,
+                stime_ns: e.stime_ns,
+                runtime_ns: e.runtime_ns,
             })
         }
         KIND_OOM => {

@@ -343,6 +343,12 @@ impl Pipeline {
                 self.signalled(target, time_ns, sig, code, sender);
             }
             Event::Open { key, path, flags } => self.opened(key, &path, flags),
+            Event::FinalCpu {
+                key,
+                utime_ns,
+                stime_ns,
+                runtime_ns,
+            } => self.awaiting.final_cpu(key, utime_ns, stime_ns, runtime_ns),
             Event::Usage { key, usage } => {
                 self.usage_reports += 1;
                 // Settled in `poll`, once the process's exited descendants are.

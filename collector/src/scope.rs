@@ -177,8 +177,9 @@ impl Scope {
             }
             Event::Exit { key, .. } => self.outside.remove(key).is_none(),
             Event::Usage { key, .. } | Event::Open { key, .. } => !self.outside.contains_key(key),
-            // By pid: the pipeline ignores pids it does not know.
-            Event::Oom { .. } | Event::Signal { .. } => true,
+            // By pid, or after the exit that forgot the process: the pipeline ignores
+            // processes it does not know.
+            Event::Oom { .. } | Event::Signal { .. } | Event::FinalCpu { .. } => true,
         }
     }
 }

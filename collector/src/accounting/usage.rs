@@ -129,6 +129,16 @@ impl Usage {
         dropped
     }
 
+    /// Takes the CPU the kernel booked by the last switch of a thread of this process
+    /// (`utime`, `stime`, `rtime` as [`split_cpu`] takes them) where it is more than these
+    /// figures hold: figures taken at exit lack the way out. Never lowers them: a thread
+    /// leaving while another's release is still under way reports less than the end.
+    pub fn take_final_cpu(&mut self, utime: u64, stime: u64, rtime: u64) {
+        if rtime > self.cpu_user_ns.saturating_add(self.cpu_system_ns) {
+            (self.cpu_user_ns, self.cpu_system_ns) = split_cpu(utime, stime, rtime);
+        }
+    }
+
     /// The memory this process's program used at its peak: its image's high-water mark when
     /// known, else maxrss.
     pub fn peak_bytes(&self) -> u64 {

@@ -178,6 +178,9 @@ fn accounting(structs: &Structs, o: &mut KernelOffsets) {
     o.task_signal = task("signal");
     o.task_run_delay = within("task_struct", "sched_info", "sched_info", "run_delay");
     o.task_delays = task("delays");
+    o.sig_live = sig("live");
+    o.sig_nr_threads = sig("nr_threads");
+    o.sig_stats_seq = stats_sequence(structs);
     (o.sig_utime, o.sig_stime) = (sig("utime"), sig("stime"));
     o.sig_sum_sched_runtime = sig("sum_sched_runtime");
     o.sig_prev_utime = within("signal_struct", "prev_cputime", "prev_cputime", "utime");
@@ -201,6 +204,18 @@ fn accounting(structs: &Structs, o: &mut KernelOffsets) {
     o.binprm_filename = opt("linux_binprm", "filename");
     o.siginfo_code = opt("kernel_siginfo", "si_code");
     o.sk_family = within("sock", "__sk_common", "sock_common", "skc_family");
+}
+
+/// `signal_struct.stats_lock.seqcount.seqcount.sequence`: each a first member (seqlock_t is
+/// an unnamed struct, its first member at 0 as C lays them out); ABSENT if the kernel nests
+/// them otherwise.
+fn stats_sequence(structs: &Structs) -> u32 {
+    let first =
+        |strukt: &str, field: &str| structs.field_offset(strukt, field).is_ok_and(|at| at == 0);
+    match structs.field_offset("signal_struct", "stats_lock") {
+        Ok(at) if first("seqcount_spinlock", "seqcount") && first("seqcount", "sequence") => at,
+        _ => ABSENT,
+    }
 }
 
 /// Fields of the classic tracepoints' records, from their formats in tracefs. Each is
@@ -255,6 +270,11 @@ mod tests {
         assert_eq!(o.task_io[1], o.task_io[0] + 8, "{o:?}");
         assert_eq!(o.task_io[5], o.task_io[4] + 8, "{o:?}");
         assert_eq!(o.sig_stime, o.sig_utime + 8, "{o:?}");
+        assert!(o.sig_live != ABSENT && o.sig_live < o.sig_utime, "{o:?}");
+        assert!(
+            o.sig_nr_threads != ABSENT && o.sig_stats_seq != ABSENT,
+            "{o:?}"
+        );
         assert_eq!(o.task_stime, o.task_utime + 8, "{o:?}");
         assert_eq!(o.task_nivcsw, o.task_nvcsw + 8, "{o:?}");
         assert!(

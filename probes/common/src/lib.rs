@@ -19,8 +19,11 @@ pub const KIND_OOM: u32 = 5;
 pub const KIND_SIGNAL: u32 = 6;
 /// `syscalls:sys_exit_openat` of a successful open: a file a process opened, and how.
 pub const KIND_OPEN: u32 = 7;
+/// `sched_switch` of a dead thread once its process has no live thread: the process's CPU
+/// figures with the exit path's own time in them.
+pub const KIND_FINAL_CPU: u32 = 8;
 /// Size of the per-kind loss counter array (index = kind; slot 0 counts full accumulator maps).
-pub const KIND_SLOTS: u32 = 8;
+pub const KIND_SLOTS: u32 = 9;
 /// Loss slot for per-process accumulator updates dropped because the map was full.
 pub const LOST_ACCUMULATOR: u32 = 0;
 /// Name of the map of threads' block-I/O wait starts, by thread id.
@@ -211,6 +214,20 @@ pub struct UsageEvent {
     pub figures: Figures,
 }
 
+/// A process's CPU figures as a thread of it leaves its CPU for the last time, after every
+/// thread has exited: the exit record's figures lack what the exit path spends after its
+/// tracepoint (unmapping memory, closing files), which the kernel books only at this switch.
+/// Stands in for them when the reap-time report does not come. Sent by each thread that
+/// leaves after the last exit: the largest is the process's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FinalCpuEvent {
+    pub header: EventHeader,
+    pub utime_ns: u64,
+    pub stime_ns: u64,
+    pub runtime_ns: u64,
+}
+
 /// A file a process opened (`openat` returned a descriptor).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -309,6 +326,12 @@ pub struct KernelOffsets {
     /// `task_struct.sched_info.run_delay`, one offset from the task.
     pub task_run_delay: u32,
     pub task_delays: u32,
+    /// `signal_struct.live`: threads that have not exited yet (an `atomic_t`).
+    pub sig_live: u32,
+    /// `signal_struct.stats_lock`'s sequence count and `signal_struct.nr_threads`: threads
+    /// not yet released, counted down in the same write section that sums each one.
+    pub sig_stats_seq: u32,
+    pub sig_nr_threads: u32,
     pub sig_utime: u32,
     pub sig_stime: u32,
     pub sig_sum_sched_runtime: u32,

@@ -1,5 +1,6 @@
 //! tp_btf/sched_switch and tp_btf/sched_wakeup: block-I/O waits, measured here rather than
-//! read from delay accounting. On Linux 6.12+ the scheduler may finish a sleeping task's
+//! read from delay accounting (and, at sched_switch, a dead thread's last leave: see
+//! final_cpu.rs). On Linux 6.12+ the scheduler may finish a sleeping task's
 //! dequeue later, in another task's context, and delay accounting then starts that wait on
 //! the wrong task: under CPU contention a process's block-I/O wait reads as counted from
 //! boot, or from an earlier wait. A thread's wait here runs from its switch out in I/O wait
@@ -10,7 +11,7 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{ABSENT, ACC_ENTRIES, KernelOffsets, LOST_ACCUMULATOR};
 
-use crate::{emit, task};
+use crate::{emit, final_cpu, task};
 
 /// When each thread now asleep in I/O wait went to sleep, by thread id.
 #[map(name = "IO_WAIT")]
@@ -37,6 +38,10 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> u32 {
     }
     let Some(o) = emit::offsets() else { return 0 };
     let prev: task::Task = ctx.arg(1);
+    if prev_state as u32 & final_cpu::TASK_DEAD != 0 {
+        final_cpu::left(prev, o);
+        return 0;
+    }
     if !in_iowait(prev, o) {
         return 0;
     }

@@ -12,6 +12,7 @@
 mod emit;
 mod exec;
 mod exit;
+mod final_cpu;
 mod fork;
 mod free;
 mod iowait;

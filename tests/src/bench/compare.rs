@@ -42,29 +42,42 @@ fn timed(c: std::process::Command) -> (f64, f64) {
     (wall, children_cpu() - cpu)
 }
 
-/// `repeats` rounds of the `n`-process storm four ways (three without bpftrace).
+/// `repeats` rounds of the `n`-process storm four ways (three without bpftrace). Each traced
+/// storm runs between two untraced ones and is compared with their mean: the VM's speed
+/// drifts over minutes, and a baseline from one side only took that drift for overhead.
 pub fn storms(n: usize, repeats: usize, cfg: &Path, dir: &Path, with_bpftrace: bool) -> Storms {
     let mut s = Storms::default();
     // Warm caches (the binaries, the page cache) before timing anything.
     super::time(storm(n / 10));
+    let mut alone = timed(storm(n));
     for r in 0..repeats {
-        let (alone, cpu_alone) = timed(storm(n));
+        let before = alone.0;
+        s.storm_cpu_alone_us.push(alone.1 / n as f64 * 1e6);
         let (agent, cpu_agent) = under_agent(n, cfg, dir, &mut s);
-        let run = wrapped(n, cfg, dir);
-        let traced = with_bpftrace
-            .then(|| under_bpftrace(n, dir, &mut s))
-            .flatten();
-        println!(
-            "  repeat {}: alone {alone:.2} s, agent {agent:.2} s, run {run:.2} s{}",
-            r + 1,
-            traced.map_or(String::new(), |b| format!(", bpftrace {b:.2} s"))
-        );
-        s.alone.push(alone);
-        s.agent.push(agent / alone);
-        s.run.push(run / alone);
-        s.bpftrace.extend(traced.map(|b| b / alone));
-        s.storm_cpu_alone_us.push(cpu_alone / n as f64 * 1e6);
         s.storm_cpu_agent_us.push(cpu_agent / n as f64 * 1e6);
+        alone = timed(storm(n));
+        s.agent.push(agent / ((before + alone.0) / 2.0));
+        let mid = alone.0;
+        let run = wrapped(n, cfg, dir);
+        alone = timed(storm(n));
+        s.run.push(run / ((mid + alone.0) / 2.0));
+        let mut line = format!(
+            "  repeat {}: alone {before:.2} s, agent {agent:.2} s, alone {mid:.2} s, run {run:.2} s, \
+             alone {:.2} s",
+            r + 1,
+            alone.0
+        );
+        if let Some(b) = with_bpftrace
+            .then(|| under_bpftrace(n, dir, &mut s))
+            .flatten()
+        {
+            let last = alone.0;
+            alone = timed(storm(n));
+            s.bpftrace.push(b / ((last + alone.0) / 2.0));
+            line += &format!(", bpftrace {b:.2} s, alone {:.2} s", alone.0);
+        }
+        println!("{line}");
+        s.alone.extend([before, mid]);
     }
     s
 }

@@ -7,7 +7,8 @@ pub fn head(quick: bool, kept_memory: bool) -> String {
     format!(
         "# Performance\n\nMeasured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
          CPUs, Linux {}, a release build. Figures, not assertions: a shared VM is noisy by a \
-         few percent, so ratios are medians of alternated runs, with their ranges. Memory is \
+         few percent, so ratios are medians over repeats (each traced run against the untraced \
+         runs on both sides of it), with their ranges. Memory is \
          not load-sensitive{}.\n\n",
         match (quick, kept_memory) {
             (true, true) => " --quick --keep-memory",
@@ -82,8 +83,8 @@ pub const NOTES: &str = "
   (`kernel.bpf_stats_enabled`) of each program's runs and time inside it; the tracepoint's
   own dispatch is not in them, the storm's own CPU (alone and under the agent) shows it all.
   `sched_switch` and `sched_wakeup` run at every context switch on the machine (block-I/O
-  waits); the exit probe reads a process's figures at exit in case the reap-time report
-  (the `free` probe) does not come.
+  waits, and a dead process's final CPU as its last thread leaves); the exit probe reads a
+  process's figures at exit in case the reap-time report (the `free` probe) does not come.
 - Where the time goes, in the agent: the perf row lists the functions holding most of the
   agent's CPU, their callees included. The event loop (`Pipeline::ingest`) holds decoding,
   the tree and the attribution; `Pipeline::settle_exits`, `poll` and `emit` hold what a

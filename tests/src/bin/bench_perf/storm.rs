@@ -10,7 +10,10 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
     let with_bpftrace = bpftrace::version().is_some();
     let s = compare::storms(n, repeats, cfg, dir, with_bpftrace);
     let what = format!("{n}-process fork/exec storm");
-    let how = format!("median of {repeats} alternated repeats");
+    let how = format!(
+        "median of {repeats} repeats, each against the mean of the untraced storms just before \
+         and just after it"
+    );
     doc.row(
         &format!("wall ratio, {what}, `pipetrace agent`"),
         &compare::median_range(&s.agent),
