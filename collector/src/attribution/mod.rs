@@ -18,6 +18,7 @@ pub mod rules;
 mod running;
 mod runs;
 mod starts;
+pub mod verdict;
 
 use std::collections::HashMap;
 
@@ -25,6 +26,7 @@ pub use engines::Shared;
 use engines::{Class, EngineRun, Place};
 use pending::Pending;
 use rules::CompiledRule;
+pub use verdict::{ExitCodes, Verdict};
 
 use crate::{
     accounting::{Allocation, Rollup},
@@ -74,18 +76,11 @@ pub struct TaskInfo {
     pub tag: Option<String>,
     /// The engine's own span of the task, where it traces itself (W3C traceparent).
     pub traceparent: Option<String>,
-    /// Exit codes besides 0 the engine counts as the task's success (cwltool's
-    /// `successCodes`, such as grep's 1 for no match).
-    pub success_codes: Vec<i64>,
+    /// Exit codes the engine judges otherwise than by 0 alone (cwltool's `successCodes`...).
+    pub codes: ExitCodes,
 }
 
 impl TaskInfo {
-    /// Whether the engine counts this nonzero exit as success: a code it was told to accept
-    /// (never a signal, which the engine sees as no exit code).
-    pub fn accepts(&self, exit: &crate::tree::Exit) -> bool {
-        exit.signal().is_none() && self.success_codes.contains(&exit.code())
-    }
-
     /// A task known by its name alone.
     pub fn named(name: String) -> Self {
         Self {
@@ -143,6 +138,9 @@ pub enum Finished {
         parent: EntityRef,
         /// Periods without progress while it ran (filled in from the live sampler).
         stalls: Vec<crate::diagnosis::Stall>,
+        /// The engine's verdict on its exit, where it is a task's own process whose exit
+        /// a listed code decides.
+        verdict: Option<Verdict>,
     },
     Task {
         proc: Proc,
@@ -525,17 +523,8 @@ impl Attributor {
                 }
             }
             Role::TaskRoot => {
-                if !Self::task_root_is_script(p) {
-                    let parent = EntityRef::Task(key);
-                    out.push(Finished::Tool {
-                        proc: p.clone(),
-                        run: m.run,
-                        parent,
-                        stalls: Vec::new(),
-                    });
-                }
                 if let Some(info) = self.task_info_now(m.run, p) {
-                    out.push(self.task_done(m.run, p.clone(), info));
+                    out.extend(self.task_ended(m.run, p.clone(), info));
                 }
             }
             Role::Helper => self.count_helper(m.run, p),
@@ -549,6 +538,7 @@ impl Attributor {
                     run: m.run,
                     parent,
                     stalls: Vec::new(),
+                    verdict: None,
                 });
             }
         }

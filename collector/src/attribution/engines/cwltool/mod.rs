@@ -16,7 +16,8 @@
 //! is one task named as cwltool names its job: by the tool's id, else its file name. The
 //! JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin) and
 //! container-runtime queries are helpers; a step whose own command is node is that step.
-//! An exit code listed in the step's tool's `successCodes` is the task's success.
+//! The step's tool's `successCodes`, `temporaryFailCodes` and `permanentFailCodes` judge
+//! the task's exit as cwltool does (a code listed as success first, then as a failure, even 0).
 mod document;
 
 use std::{
@@ -269,21 +270,21 @@ impl Cwltool {
         if let Some(tool) = &doc.tool {
             return Some(TaskInfo {
                 name: tool.clone(),
-                success_codes: (doc.steps.first()).map_or_else(Vec::new, |s| s.success.clone()),
+                codes: (doc.steps.first()).map_or_else(Default::default, |s| s.codes.clone()),
                 ..Default::default()
             });
         }
         let (step, job) = self.pick(&doc.steps, argv)?;
         let id = step.id.clone();
         let name = self.name_of(step, job);
-        let success_codes = step.success.clone();
+        let codes = step.codes.clone();
         *self.instances.entry(id.clone()).or_default() += 1;
         let at = self.last.values().max().map_or(1, |n| n + 1);
         self.last.insert(id, at);
         self.given.insert(name.clone());
         Some(TaskInfo {
             name,
-            success_codes,
+            codes,
             ..Default::default()
         })
     }
