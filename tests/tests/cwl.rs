@@ -205,6 +205,18 @@ fn parallel_scatter_jobs_are_numbered_as_cwltool_numbers_them() {
     }
 }
 
+/// Samples as records of a SchemaDefRequirement type: a step scatters over them, another
+/// step of the same tool takes one picked by an expression, beside a reference whose index
+/// comes as a secondary file; sequential, and with `--parallel` starting the scatter's jobs
+/// in any order.
+#[test]
+fn steps_over_records_are_named_by_the_job_cwltool_ran() {
+    judged_against_cwltool("records", "records.cwl", &[]);
+    for _ in 0..2 {
+        judged_against_cwltool("records", "records.cwl", &["--parallel"]);
+    }
+}
+
 /// The step each logged job ran, by the path of steps open when cwltool logged it (a
 /// sequential run opens a step, runs its jobs or sub-workflow, and completes it): the
 /// steps' ids joined by `/`, each without the `_N` cwltool adds to a name seen before, and
