@@ -217,6 +217,44 @@ fn steps_over_records_are_named_by_the_job_cwltool_ran() {
     }
 }
 
+/// A command line with each path as its file name: what tells a job's command apart once the
+/// directories cwltool stages its inputs in are left out.
+fn staged_as_names(line: &str) -> String {
+    let words = line.split(' ').map(|w| w.rsplit('/').next().unwrap_or(w));
+    words.collect::<Vec<_>>().join(" ")
+}
+
+/// A step that scatters over files and one that takes one of them by an expression run the
+/// very same command for that file (cwltool stages it afresh for each): which of the two
+/// processes is which cannot be told from outside, but each job's name goes once, on a
+/// process that ran its command; sequential, and with `--parallel`.
+#[test]
+fn a_step_that_picks_a_scattered_element_and_its_scatter_job_take_their_names_once() {
+    for extra in [&[][..], &["--parallel"]] {
+        let dir = fixture("picked");
+        let args: Vec<&str> = extra
+            .iter()
+            .copied()
+            .chain(["picked.cwl", "job.yml"])
+            .collect();
+        let (log, tasks) = traced(dir.path(), &args);
+        let pairs = |named: Vec<(String, String)>| {
+            let mut pairs: Vec<(String, String)> = (named.into_iter())
+                .map(|(name, line)| (staged_as_names(&line), name))
+                .collect();
+            pairs.sort();
+            pairs
+        };
+        let jobs = logged_commands(&log);
+        assert_eq!(jobs.len(), 4, "{log}");
+        assert_eq!(
+            pairs(tasks),
+            pairs(jobs),
+            "{args:?}: (command, name) against cwltool's"
+        );
+    }
+}
+
 /// The step each logged job ran, by the path of steps open when cwltool logged it (a
 /// sequential run opens a step, runs its jobs or sub-workflow, and completes it): the
 /// steps' ids joined by `/`, each without the `_N` cwltool adds to a name seen before, and
