@@ -10,6 +10,7 @@
 pub mod engines;
 mod groups;
 mod held;
+mod mains;
 pub mod naming;
 mod pending;
 mod placement;
@@ -238,6 +239,8 @@ pub struct Attributor {
     clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
     /// Running tasks' likely names, found by `name_running`.
     running_names: crate::event::ProcMap<ProcKey, String>,
+    /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
+    mains: crate::event::ProcMap<ProcKey, Finished>,
 }
 
 impl Attributor {
@@ -265,6 +268,7 @@ impl Attributor {
             clients: HashMap::new(),
             held: held::Held::default(),
             running_names: Default::default(),
+            mains: Default::default(),
         })
     }
 
@@ -531,16 +535,7 @@ impl Attributor {
             Role::Member if m.task.is_none() && folds(self) => self.count_helper(m.run, p),
             Role::Folded => {}
             Role::Member if self.transparent(tree, p) => {}
-            Role::Member => {
-                let parent = self.placement(tree, &key, m.run, m.task);
-                out.push(Finished::Tool {
-                    proc: p.clone(),
-                    run: m.run,
-                    parent,
-                    stalls: Vec::new(),
-                    verdict: None,
-                });
-            }
+            Role::Member => out.extend(self.member_ended(tree, p, m)),
         }
         out
     }

@@ -8,10 +8,11 @@ use crate::attribution::naming;
 
 impl Attributor {
     /// A task ended and is named: the span of its own process (unless a script that only
-    /// wraps), then its own. The process's span waits for the name with the task's, as
-    /// the task's exit codes judge its exit (grep's 1 a task counts as success is no error).
+    /// wraps; then of the one command such a shell wraps), then its own. Those wait for the
+    /// name with the task's, as the task's exit codes judge their exit (grep's 1 a task
+    /// counts as success is no error).
     pub(super) fn task_ended(&mut self, run: ProcKey, p: Proc, info: TaskInfo) -> Vec<Finished> {
-        let mut out = Vec::with_capacity(2);
+        let mut out: Vec<Finished> = self.main_of(&p, &info).into_iter().collect();
         if !Self::task_root_is_script(&p) {
             out.push(Finished::Tool {
                 proc: p.clone(),

@@ -243,11 +243,15 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
 }
 
 /// A workflow whose `grep_miss` step accepts grep's 1 (no match), whose `timed` step
-/// accepts the 1 of the grep it runs under `timeout`, and whose `boom` fails.
+/// accepts the 1 of the grep it runs under `timeout`, whose `shelled` step runs grep under
+/// `sh -c` (ShellCommandRequirement) and accepts its 1, and whose `boom` fails.
 const SUCCESS_CODES_WF: &str = "cwlVersion: v1.2\nclass: Workflow\ninputs: {}\noutputs: {}\n\
 steps:\n  grep_miss:\n    run:\n      class: CommandLineTool\n      baseCommand: [grep, nomatch]\n      \
 successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
 timed:\n    run:\n      class: CommandLineTool\n      baseCommand: [timeout, '5', grep, x]\n      \
+successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
+shelled:\n    run:\n      class: CommandLineTool\n      \
+requirements: {ShellCommandRequirement: {}}\n      baseCommand: [grep, y]\n      \
 successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
 boom:\n    run:\n      class: CommandLineTool\n      baseCommand: [ls, /nowhere]\n      \
 inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n";
@@ -301,14 +305,14 @@ async fn cwltool_run(wf: &str, steps: &[StepRun<'_>]) -> Vec<ReportSpan> {
     finish(pipe, &file).await
 }
 
-/// Each task's error, and the error of the tool span of its own process (the tool under it
-/// that started with it), by task name.
+/// Each task's error, and the error of the tool span of its own process, or where a shell
+/// only wraps its command, of that command (the first tool under it), by task name.
 fn errors(spans: &[ReportSpan]) -> Vec<(String, Option<String>, Option<String>)> {
     let tools = named(spans, Kind::Tool);
     let mut out: Vec<_> = (named(spans, Kind::Task).into_iter())
         .map(|t| {
-            let own =
-                (tools.iter()).find(|s| s.parent.as_ref() == Some(&t.id) && s.start == t.start);
+            let under = tools.iter().filter(|s| s.parent.as_ref() == Some(&t.id));
+            let own = under.min_by_key(|s| s.start);
             let own = own.unwrap_or_else(|| panic!("{}'s own tool: {spans:#?}", t.name));
             (t.name.clone(), t.error.clone(), own.error.clone())
         })
@@ -318,12 +322,12 @@ fn errors(spans: &[ReportSpan]) -> Vec<(String, Option<String>, Option<String>)>
 }
 
 /// cwltool counts an exit code its tool's `successCodes` lists as the job's success: that
-/// task did not fail, in its span, its own process's span or the run's count; a step that
-/// exits 2 did. A tool the task's process runs is judged by its own exit, as no list
-/// speaks of it.
+/// task did not fail, in its span, its own process's span (or, under a shell that only
+/// wraps it, its command's) or the run's count; a step that exits 2 did. A tool the task's
+/// process runs is judged by its own exit, as no list speaks of it.
 #[tokio::test]
 async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() {
-    let steps: [StepRun; 3] = [
+    let steps: [StepRun; 4] = [
         (
             201,
             &["/usr/bin/grep", "nomatch", "/tmp/x/env.out"],
@@ -336,7 +340,13 @@ async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() 
             1,
             Some((&["/usr/bin/grep", "x", "/tmp/y/f"], 1)),
         ),
-        (203, &["/bin/ls", "/nowhere"], 2, None),
+        (
+            203,
+            &["/bin/sh", "-c", "grep y /tmp/w/g"],
+            1,
+            Some((&["/usr/bin/grep", "y", "/tmp/w/g"], 1)),
+        ),
+        (204, &["/bin/ls", "/nowhere"], 2, None),
     ];
     let spans = cwltool_run(SUCCESS_CODES_WF, &steps).await;
 
@@ -348,6 +358,7 @@ async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() 
             error("ls exited with code 2"),
         ),
         ("grep_miss", None, None),
+        ("shelled", None, None),
         ("timed", None, None),
     ];
     let expected = expected.map(|(n, t, o)| (n.to_string(), t, o));
