@@ -511,8 +511,7 @@ impl Pipeline {
                         cpu_s: r.totals.cpu_ns() as f64 / 1e9,
                         peak_bytes: r.peak_memory(),
                         // An unknown status (polling /proc) counts as success, as elsewhere.
-                        succeeded: (proc.exit.as_ref())
-                            .is_some_and(|e| e.code() == 0 || info.accepts(e)),
+                        succeeded: (proc.exit.as_ref()).is_some_and(|e| info.succeeded(e)),
                     };
                     // A pipeline with no key of its own (a Slurm job) has no history.
                     if !pipeline.is_empty() {

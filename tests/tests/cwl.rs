@@ -148,6 +148,14 @@ fn traced(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<(String, String)
 /// Runs `cwltool --no-container --outdir results ARGS` in `cwd` under pipetrace, which must
 /// succeed: cwltool's log, and the spans.
 fn traced_spans(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<RecvSpan>) {
+    let (ok, log, spans) = traced_ending(cwd, args);
+    assert!(ok, "{log}");
+    (log, spans)
+}
+
+/// Runs `cwltool --no-container --outdir results ARGS` in `cwd` under pipetrace: whether it
+/// succeeded, cwltool's log, and the spans.
+fn traced_ending(cwd: &std::path::Path, args: &[&str]) -> (bool, String, Vec<RecvSpan>) {
     let out = cwd.join("t.otlp.jsonl");
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--"])
@@ -156,10 +164,9 @@ fn traced_spans(cwd: &std::path::Path, args: &[&str]) -> (String, Vec<RecvSpan>)
         .current_dir(cwd)
         .output()
         .expect("run pipetrace");
-    assert!(o.status.success(), "{}", stderr(&o));
     let spans = read_jsonl(&out);
     Trace::new(&spans).assert_well_formed();
-    (stderr(&o), spans)
+    (o.status.success(), stderr(&o), spans)
 }
 
 /// Runs `data/cwl/<fixture>`'s `doc` on `job.yml` under pipetrace with cwltool's `extra`
@@ -195,6 +202,56 @@ fn steps_that_share_a_tool_are_named_by_the_step_cwltool_ran() {
 fn parallel_scatter_jobs_are_numbered_as_cwltool_numbers_them() {
     for _ in 0..3 {
         judged_against_cwltool("scatter", "scatter.cwl", &["--parallel"]);
+    }
+}
+
+/// Samples as records of a SchemaDefRequirement type: a step scatters over them, another
+/// step of the same tool takes one picked by an expression, beside a reference whose index
+/// comes as a secondary file; sequential, and with `--parallel` starting the scatter's jobs
+/// in any order.
+#[test]
+fn steps_over_records_are_named_by_the_job_cwltool_ran() {
+    judged_against_cwltool("records", "records.cwl", &[]);
+    for _ in 0..2 {
+        judged_against_cwltool("records", "records.cwl", &["--parallel"]);
+    }
+}
+
+/// A command line with each path as its file name: what tells a job's command apart once the
+/// directories cwltool stages its inputs in are left out.
+fn staged_as_names(line: &str) -> String {
+    let words = line.split(' ').map(|w| w.rsplit('/').next().unwrap_or(w));
+    words.collect::<Vec<_>>().join(" ")
+}
+
+/// A step that scatters over files and one that takes one of them by an expression run the
+/// very same command for that file (cwltool stages it afresh for each): which of the two
+/// processes is which cannot be told from outside, but each job's name goes once, on a
+/// process that ran its command; sequential, and with `--parallel`.
+#[test]
+fn a_step_that_picks_a_scattered_element_and_its_scatter_job_take_their_names_once() {
+    for extra in [&[][..], &["--parallel"]] {
+        let dir = fixture("picked");
+        let args: Vec<&str> = extra
+            .iter()
+            .copied()
+            .chain(["picked.cwl", "job.yml"])
+            .collect();
+        let (log, tasks) = traced(dir.path(), &args);
+        let pairs = |named: Vec<(String, String)>| {
+            let mut pairs: Vec<(String, String)> = (named.into_iter())
+                .map(|(name, line)| (staged_as_names(&line), name))
+                .collect();
+            pairs.sort();
+            pairs
+        };
+        let jobs = logged_commands(&log);
+        assert_eq!(jobs.len(), 4, "{log}");
+        assert_eq!(
+            pairs(tasks),
+            pairs(jobs),
+            "{args:?}: (command, name) against cwltool's"
+        );
     }
 }
 
@@ -366,26 +423,74 @@ fn logged_verdicts(log: &str) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// Each task's verdict (no error status) and that of its own process's tool span (the
+/// tool under it of the same pid, else, where a shell only wraps the command, the tool the
+/// shell ran) against cwltool's verdict on the job of that name.
+fn assert_verdicts_as_cwltools(log: &str, spans: &[RecvSpan]) {
+    let t = Trace::new(spans);
+    let mut verdicts: Vec<(String, bool, bool)> = (t.tasks().into_iter())
+        .map(|task| {
+            let under: Vec<&RecvSpan> = (t.tools().into_iter())
+                .filter(|s| s.parent.as_deref() == Some(&task.span_id))
+                .collect();
+            let pid = task.int("process.pid");
+            let same = under.iter().find(|s| s.int("process.pid") == pid);
+            let wrapped = (under.iter()).find(|s| s.int("process.parent_pid") == pid);
+            let own = same.or(wrapped);
+            let own = own.unwrap_or_else(|| panic!("{}'s own tool", task.name));
+            let name = task.str("cicd.pipeline.task.name").to_string();
+            (name, task.status != 2, own.status != 2)
+        })
+        .collect();
+    let mut jobs: Vec<(String, bool, bool)> = (logged_verdicts(log).into_iter())
+        .map(|(name, ok)| (name, ok, ok))
+        .collect();
+    verdicts.sort();
+    jobs.sort();
+    assert_eq!(
+        verdicts, jobs,
+        "(task, its verdict, its own process's) against cwltool's jobs: {log}"
+    );
+}
+
 /// A step whose grep finds nothing exits 1, which its tool's `successCodes` counts as
-/// success: cwltool says the job completed successfully, and so must its task.
+/// success: cwltool says the job completed successfully, and so must its task and the span
+/// of grep's own process, also where `sh -c` runs grep (ShellCommandRequirement).
 #[test]
 fn a_step_that_exits_with_one_of_its_success_codes_is_no_failed_task() {
     let dir = fixture("codes");
     let (log, spans) = traced_spans(dir.path(), &["codes.cwl", "job.yml"]);
     let t = Trace::new(&spans);
-    let tasks = t.tasks();
     assert!(
-        tasks.iter().any(|s| s.int("process.exit.code") == Some(1)),
+        (t.tasks().iter()).any(|s| s.int("process.exit.code") == Some(1)),
         "a step exited 1: {log}"
     );
-    let mut verdicts: Vec<(String, bool)> = tasks
-        .iter()
-        .map(|s| (s.str("cicd.pipeline.task.name").to_string(), s.status != 2))
-        .collect();
-    let mut jobs = logged_verdicts(&log);
-    verdicts.sort();
-    jobs.sort();
-    assert_eq!(verdicts, jobs, "tasks' verdicts against cwltool's jobs");
+    assert_verdicts_as_cwltools(&log, &spans);
     let run = spans.iter().find(|s| s.is_run()).unwrap();
     assert_eq!(run.int("pipetrace.run.tasks_failed"), Some(0));
+}
+
+/// Steps whose tools list exit codes in `permanentFailCodes` (0 among them) and
+/// `temporaryFailCodes`, and one whose code both `successCodes` and `permanentFailCodes`
+/// list: each task, and its process's span, fails where cwltool says its job did; the run
+/// counts as many failed tasks as cwltool's jobs that did not succeed, and fails as
+/// cwltool's final status says.
+#[test]
+fn steps_whose_exit_codes_their_tools_list_as_failures_fail_as_cwltool_says() {
+    let dir = fixture("failcodes");
+    let args = ["--on-error", "continue", "failcodes.cwl", "job.yml"];
+    let (ok, log, spans) = traced_ending(dir.path(), &args);
+    let jobs = logged_verdicts(&log);
+    assert_eq!(jobs.len(), 4, "every step ran: {log}");
+    let t = Trace::new(&spans);
+    assert!(
+        (t.tasks().iter()).any(|s| s.int("process.exit.code") == Some(0) && s.status == 2),
+        "a step that exited 0 failed: {log}"
+    );
+    assert_verdicts_as_cwltools(&log, &spans);
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    let failed = jobs.iter().filter(|(_, ok)| !ok).count();
+    assert_eq!(run.int("pipetrace.run.tasks_failed"), Some(failed as i64));
+    let success = log.contains("Final process status is success");
+    assert_eq!((run.status != 2, ok), (success, success), "{log}");
 }

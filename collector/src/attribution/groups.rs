@@ -58,6 +58,7 @@ impl Attributor {
             run: run_key,
             parent: EntityRef::Task(leader),
             stalls: Vec::new(),
+            verdict: None,
         }
     }
 

@@ -10,6 +10,7 @@
 pub mod engines;
 mod groups;
 mod held;
+mod mains;
 pub mod naming;
 mod pending;
 mod placement;
@@ -18,6 +19,7 @@ pub mod rules;
 mod running;
 mod runs;
 mod starts;
+pub mod verdict;
 
 use std::collections::HashMap;
 
@@ -25,6 +27,7 @@ pub use engines::Shared;
 use engines::{Class, EngineRun, Place};
 use pending::Pending;
 use rules::CompiledRule;
+pub use verdict::{ExitCodes, Verdict};
 
 use crate::{
     accounting::{Allocation, Rollup},
@@ -74,18 +77,11 @@ pub struct TaskInfo {
     pub tag: Option<String>,
     /// The engine's own span of the task, where it traces itself (W3C traceparent).
     pub traceparent: Option<String>,
-    /// Exit codes besides 0 the engine counts as the task's success (cwltool's
-    /// `successCodes`, such as grep's 1 for no match).
-    pub success_codes: Vec<i64>,
+    /// Exit codes the engine judges otherwise than by 0 alone (cwltool's `successCodes`...).
+    pub codes: ExitCodes,
 }
 
 impl TaskInfo {
-    /// Whether the engine counts this nonzero exit as success: a code it was told to accept
-    /// (never a signal, which the engine sees as no exit code).
-    pub fn accepts(&self, exit: &crate::tree::Exit) -> bool {
-        exit.signal().is_none() && self.success_codes.contains(&exit.code())
-    }
-
     /// A task known by its name alone.
     pub fn named(name: String) -> Self {
         Self {
@@ -143,6 +139,9 @@ pub enum Finished {
         parent: EntityRef,
         /// Periods without progress while it ran (filled in from the live sampler).
         stalls: Vec<crate::diagnosis::Stall>,
+        /// The engine's verdict on its exit, where it is a task's own process whose exit
+        /// a listed code decides.
+        verdict: Option<Verdict>,
     },
     Task {
         proc: Proc,
@@ -240,6 +239,8 @@ pub struct Attributor {
     clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
     /// Running tasks' likely names, found by `name_running`.
     running_names: crate::event::ProcMap<ProcKey, String>,
+    /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
+    mains: crate::event::ProcMap<ProcKey, Finished>,
 }
 
 impl Attributor {
@@ -267,6 +268,7 @@ impl Attributor {
             clients: HashMap::new(),
             held: held::Held::default(),
             running_names: Default::default(),
+            mains: Default::default(),
         })
     }
 
@@ -525,32 +527,15 @@ impl Attributor {
                 }
             }
             Role::TaskRoot => {
-                if !Self::task_root_is_script(p) {
-                    let parent = EntityRef::Task(key);
-                    out.push(Finished::Tool {
-                        proc: p.clone(),
-                        run: m.run,
-                        parent,
-                        stalls: Vec::new(),
-                    });
-                }
                 if let Some(info) = self.task_info_now(m.run, p) {
-                    out.push(self.task_done(m.run, p.clone(), info));
+                    out.extend(self.task_ended(m.run, p.clone(), info));
                 }
             }
             Role::Helper => self.count_helper(m.run, p),
             Role::Member if m.task.is_none() && folds(self) => self.count_helper(m.run, p),
             Role::Folded => {}
             Role::Member if self.transparent(tree, p) => {}
-            Role::Member => {
-                let parent = self.placement(tree, &key, m.run, m.task);
-                out.push(Finished::Tool {
-                    proc: p.clone(),
-                    run: m.run,
-                    parent,
-                    stalls: Vec::new(),
-                });
-            }
+            Role::Member => out.extend(self.member_ended(tree, p, m)),
         }
         out
     }

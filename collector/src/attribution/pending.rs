@@ -64,7 +64,7 @@ impl Attributor {
             for (p, info) in self.resolve(key, force) {
                 match grouped {
                     true => out.push(self.join_group(key, p, info)),
-                    false => out.push(self.task_done(key, p, info)),
+                    false => out.extend(self.task_ended(key, p, info)),
                 }
             }
             out.extend(self.finish_groups(key, false));

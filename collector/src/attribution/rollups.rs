@@ -1,16 +1,33 @@
 //! Roll-ups: every ended process counted in its task (or its run, once the task is done),
 //! and the totals handed over with a finished task or run.
-use super::{Attributor, Finished, Membership, Proc, ProcKey, RunInfo, TaskInfo, Totals};
+use super::{
+    Attributor, EntityRef, Finished, Membership, Proc, ProcKey, RunInfo, TaskInfo, Totals,
+};
 use crate::accounting::Allocation;
 use crate::attribution::naming;
 
 impl Attributor {
+    /// A task ended and is named: the span of its own process (unless a script that only
+    /// wraps; then of the one command such a shell wraps), then its own. Those wait for the
+    /// name with the task's, as the task's exit codes judge their exit (grep's 1 a task
+    /// counts as success is no error).
+    pub(super) fn task_ended(&mut self, run: ProcKey, p: Proc, info: TaskInfo) -> Vec<Finished> {
+        let mut out: Vec<Finished> = self.main_of(&p, &info).into_iter().collect();
+        if !Self::task_root_is_script(&p) {
+            out.push(Finished::Tool {
+                proc: p.clone(),
+                run,
+                parent: EntityRef::Task(p.key),
+                stalls: Vec::new(),
+                verdict: info.verdict(&p),
+            });
+        }
+        out.push(self.task_done(run, p, info));
+        out
+    }
+
     pub(super) fn task_done(&mut self, run_key: ProcKey, p: Proc, info: TaskInfo) -> Finished {
-        let failed = p
-            .exit
-            .as_ref()
-            .is_some_and(|e| e.code() != 0 && !info.accepts(e))
-            && !p.ended_on_purpose();
+        let failed = info.failed(&p);
         if let Some(run) = self.runs.get_mut(&run_key) {
             run.info.tasks += 1;
             run.info.failed += u32::from(failed);

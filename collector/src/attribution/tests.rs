@@ -174,9 +174,16 @@ fn snakemake_jobs_are_shell_children_and_helpers_are_not() {
     // No Snakemake log here: the job spans wait for one, and the run span for them.
     assert!(s.tasks().is_empty() && !s.out.iter().any(|f| matches!(f, Finished::Run { .. })));
     assert_eq!(s.attr.pending(), 3);
+    // A job's own process waits with it: its name brings the exit codes that judge both.
+    let own = |s: &Sim| {
+        s.tools()
+            .contains(&("samtools".into(), EntityRef::Task(key(25))))
+    };
+    assert!(!own(&s), "the job's own process waits for the job's name");
     let rest = s.attr.poll(true, &Default::default());
     s.out.extend(rest);
     assert_eq!(s.attr.pending(), 0);
+    assert!(own(&s));
     let tools = s.tools();
     assert!(
         tools.contains(&("bwa".into(), EntityRef::Task(key(22)))),

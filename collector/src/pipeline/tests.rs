@@ -242,17 +242,26 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
     );
 }
 
-/// A workflow whose `grep_miss` step accepts grep's 1 (no match) and whose `boom` fails.
+/// A workflow whose `grep_miss` step accepts grep's 1 (no match), whose `timed` step
+/// accepts the 1 of the grep it runs under `timeout`, whose `shelled` step runs grep under
+/// `sh -c` (ShellCommandRequirement) and accepts its 1, and whose `boom` fails.
 const SUCCESS_CODES_WF: &str = "cwlVersion: v1.2\nclass: Workflow\ninputs: {}\noutputs: {}\n\
 steps:\n  grep_miss:\n    run:\n      class: CommandLineTool\n      baseCommand: [grep, nomatch]\n      \
 successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
-boom:\n    run:\n      class: CommandLineTool\n      baseCommand: [sh, -c, 'exit 3']\n      \
+timed:\n    run:\n      class: CommandLineTool\n      baseCommand: [timeout, '5', grep, x]\n      \
+successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
+shelled:\n    run:\n      class: CommandLineTool\n      \
+requirements: {ShellCommandRequirement: {}}\n      baseCommand: [grep, y]\n      \
+successCodes: [0, 1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
+boom:\n    run:\n      class: CommandLineTool\n      baseCommand: [ls, /nowhere]\n      \
 inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n";
 
-/// cwltool counts an exit code its tool's `successCodes` lists as the job's success: that
-/// task did not fail, in its span or in the run's count; a step that exits 3 did.
-#[tokio::test]
-async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() {
+/// A step: its pid, command, exit code, and the (command, exit code) of a child it runs.
+type StepRun<'a> = (u32, &'a [&'a str], u32, Option<(&'a [&'a str], u32)>);
+
+/// `cwltool --on-error continue wf.cwl` (`wf.cwl` holding `wf`) under `pipetrace run`,
+/// its steps' processes run one after another: the spans.
+async fn cwltool_run(wf: &str, steps: &[StepRun<'_>]) -> Vec<ReportSpan> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trace.jsonl");
     let fake = FakeHost::new(BOOT_UNIX_NS, 100 * S);
@@ -265,7 +274,7 @@ async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() 
         argv: vec!["python3".into()],
         cwd: Some(WORKDIR.into()),
     });
-    fake.write(format!("{WORKDIR}/wf.cwl"), SUCCESS_CODES_WF);
+    fake.write(format!("{WORKDIR}/wf.cwl"), wf);
     let mut pipe = core(&fake, 200, &file);
     let engine = [
         "/usr/bin/python3",
@@ -276,34 +285,138 @@ async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() 
     ];
     let (root, evs) = start(200, key(1, 0), 100 * S, &engine);
     evs.into_iter().for_each(|e| pipe.handle(e));
-    let steps = [
-        (201, ["/usr/bin/grep", "nomatch", "/tmp/x/env.out"], 1),
-        (202, ["/bin/sh", "-c", "exit 3"], 3),
-    ];
-    for (n, (pid, argv, code)) in (1..).zip(steps) {
-        let (k, evs) = start(pid, root, (100 + n) * S, &argv);
+    for (n, (pid, argv, code, child)) in (1..).zip(steps) {
+        let (k, evs) = start(*pid, root, (100 + n) * S, argv);
         evs.into_iter().for_each(|e| pipe.handle(e));
-        let ended = end(k, (100 + n) * S + S / 2, code);
+        if let Some((argv, code)) = child {
+            let (c, evs) = start(pid + 50, k, (100 + n) * S + S / 8, argv);
+            evs.into_iter().for_each(|e| pipe.handle(e));
+            let ended = end(c, (100 + n) * S + S / 4, *code);
+            ended.into_iter().for_each(|e| pipe.handle(e));
+        }
+        let ended = end(k, (100 + n) * S + S / 2, *code);
         ended.into_iter().for_each(|e| pipe.handle(e));
     }
-    fake.set_boottime(104 * S);
-    end(root, 104 * S, 1)
+    let last = 101 + steps.len() as u64;
+    fake.set_boottime(last * S);
+    end(root, last * S, 1)
         .into_iter()
         .for_each(|e| pipe.handle(e));
-    let spans = finish(pipe, &file).await;
+    finish(pipe, &file).await
+}
 
-    let tasks = named(&spans, Kind::Task);
-    let error = |name: &str| {
-        tasks
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| t.error.clone())
-    };
-    assert_eq!(error("grep_miss"), Some(None), "{tasks:#?}");
+/// Each task's error, and the error of the tool span of its own process, or where a shell
+/// only wraps its command, of that command (the first tool under it), by task name.
+fn errors(spans: &[ReportSpan]) -> Vec<(String, Option<String>, Option<String>)> {
+    let tools = named(spans, Kind::Tool);
+    let mut out: Vec<_> = (named(spans, Kind::Task).into_iter())
+        .map(|t| {
+            let under = tools.iter().filter(|s| s.parent.as_ref() == Some(&t.id));
+            let own = under.min_by_key(|s| s.start);
+            let own = own.unwrap_or_else(|| panic!("{}'s own tool: {spans:#?}", t.name));
+            (t.name.clone(), t.error.clone(), own.error.clone())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// cwltool counts an exit code its tool's `successCodes` lists as the job's success: that
+/// task did not fail, in its span, its own process's span (or, under a shell that only
+/// wraps it, its command's) or the run's count; a step that exits 2 did. A tool the task's
+/// process runs is judged by its own exit, as no list speaks of it.
+#[tokio::test]
+async fn a_cwltool_step_that_exits_with_one_of_its_success_codes_did_not_fail() {
+    let steps: [StepRun; 4] = [
+        (
+            201,
+            &["/usr/bin/grep", "nomatch", "/tmp/x/env.out"],
+            1,
+            None,
+        ),
+        (
+            202,
+            &["/usr/bin/timeout", "5", "grep", "x", "/tmp/y/f"],
+            1,
+            Some((&["/usr/bin/grep", "x", "/tmp/y/f"], 1)),
+        ),
+        (
+            203,
+            &["/bin/sh", "-c", "grep y /tmp/w/g"],
+            1,
+            Some((&["/usr/bin/grep", "y", "/tmp/w/g"], 1)),
+        ),
+        (204, &["/bin/ls", "/nowhere"], 2, None),
+    ];
+    let spans = cwltool_run(SUCCESS_CODES_WF, &steps).await;
+
+    let error = |e: &str| Some(e.to_string());
+    let expected = [
+        (
+            "boom",
+            error("task boom exited with code 2"),
+            error("ls exited with code 2"),
+        ),
+        ("grep_miss", None, None),
+        ("shelled", None, None),
+        ("timed", None, None),
+    ];
+    let expected = expected.map(|(n, t, o)| (n.to_string(), t, o));
+    assert_eq!(errors(&spans), expected, "{spans:#?}");
+    let helper = (named(&spans, Kind::Tool).into_iter())
+        .find(|s| s.name == "grep" && s.start == BOOT_UNIX_NS + 102 * S + S / 8)
+        .expect("the grep timeout ran");
     assert_eq!(
-        error("boom"),
-        Some(Some("task boom exited with code 3".to_string()))
+        helper.error.as_deref(),
+        Some("grep exited with code 1"),
+        "a tool inside the task is judged by its own exit"
     );
     let run = named(&spans, Kind::Run);
     assert_eq!(run[0].numbers.get(attr::RUN_TASKS_FAILED), Some(&1.0));
+}
+
+/// Steps whose tools list exit codes as failures: `true` whose 0 is a permanent failure,
+/// `false` whose 1 is a temporary one, and `false` whose 1 is listed both as a success and
+/// as a permanent failure (success codes come first).
+const FAIL_CODES_WF: &str = "cwlVersion: v1.2\nclass: Workflow\ninputs: {}\noutputs: {}\n\
+steps:\n  zero_fatal:\n    run:\n      class: CommandLineTool\n      baseCommand: ['true', zero]\n      \
+permanentFailCodes: [0]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
+retry:\n    run:\n      class: CommandLineTool\n      baseCommand: ['false', retry]\n      \
+temporaryFailCodes: [1]\n      inputs: {}\n      outputs: {}\n    in: {}\n    out: []\n  \
+twice:\n    run:\n      class: CommandLineTool\n      baseCommand: ['false', twice]\n      \
+successCodes: [1]\n      permanentFailCodes: [1]\n      inputs: {}\n      outputs: {}\n    \
+in: {}\n    out: []\n";
+
+/// cwltool judges an exit code its tool lists in `temporaryFailCodes` or
+/// `permanentFailCodes` a failure, even 0, unless `successCodes` lists it too: so do the
+/// task, its own process's span and the run's count.
+#[tokio::test]
+async fn a_cwltool_step_whose_exit_code_its_tool_lists_as_a_failure_failed() {
+    let steps: [StepRun; 3] = [
+        (201, &["/usr/bin/true", "zero"], 0, None),
+        (202, &["/usr/bin/false", "retry"], 1, None),
+        (203, &["/usr/bin/false", "twice"], 1, None),
+    ];
+    let spans = cwltool_run(FAIL_CODES_WF, &steps).await;
+
+    let judged = |what: &str, end: &str, word: &str| {
+        Some(format!("{what} {end}, which its engine counts as {word}"))
+    };
+    let expected = [
+        (
+            "retry",
+            judged("task retry", "exited with code 1", "temporaryFail"),
+            judged("false", "exited with code 1", "temporaryFail"),
+        ),
+        ("twice", None, None),
+        (
+            "zero_fatal",
+            judged("task zero_fatal", "exited with code 0", "permanentFail"),
+            judged("true", "exited with code 0", "permanentFail"),
+        ),
+    ];
+    let expected = expected.map(|(n, t, o)| (n.to_string(), t, o));
+    assert_eq!(errors(&spans), expected, "{spans:#?}");
+    let run = named(&spans, Kind::Run);
+    assert_eq!(run[0].numbers.get(attr::RUN_TASKS_FAILED), Some(&2.0));
 }

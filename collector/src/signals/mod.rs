@@ -20,7 +20,7 @@ use pipetrace_semconv::attr;
 
 use crate::{
     accounting::Measured,
-    attribution::{EngineInfo, EntityRef, Finished, Shared, Totals, naming},
+    attribution::{EngineInfo, EntityRef, Finished, Shared, Totals, Verdict, naming},
     event::ProcKey,
     host::HostInfo,
     redact::Redactor,
@@ -131,10 +131,23 @@ fn wall_ns(p: &Proc) -> u64 {
 
 /// A tool's or task's status: a stop its own pipeline chose (a signal from a process of its
 /// run) is no failure; its `pipetrace.signal` event names the sender.
-fn end_status(p: &Proc, what: &str) -> Status {
-    match p.ended_on_purpose() {
-        true => Status::Unset,
-        false => status_of(p.exit.as_ref(), what),
+/// A task's (or its own process's) status where the engine's listed exit codes may judge
+/// it: a code listed as success is no error, one listed as a failure is one, even 0.
+fn judged_status(p: &Proc, what: &str, verdict: Option<Verdict>) -> Status {
+    match verdict {
+        _ if p.ended_on_purpose() => Status::Unset,
+        Some(Verdict::Success) => Status::Ok,
+        Some(v) => {
+            let end = match p.exit.as_ref().and_then(Exit::signal) {
+                Some(sig) => format!("killed by {}", signal_name(sig)),
+                None => format!("exited with code {}", p.exit.as_ref().map_or(0, Exit::code)),
+            };
+            Status::error(format!(
+                "{what} {end}, which its engine counts as {}",
+                v.word()
+            ))
+        }
+        None => status_of(p.exit.as_ref(), what),
     }
 }
 
@@ -342,7 +355,8 @@ impl SpanBuilder {
                 run,
                 parent,
                 stalls,
-            } => self.tool_span(proc, *run, *parent, stalls),
+                verdict,
+            } => self.tool_span(proc, *run, (*parent, *verdict), stalls),
             Finished::Task {
                 proc,
                 run,

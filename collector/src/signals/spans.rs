@@ -7,13 +7,13 @@ use opentelemetry::{
 use pipetrace_semconv::attr;
 
 use super::{
-    Ids, Kind, ReadySpan, SpanBuilder, containers, diagnosis, end_status, files, ids,
+    Ids, Kind, ReadySpan, SpanBuilder, containers, diagnosis, files, ids, judged_status,
     parse_traceparent, status_of,
     task::{task_attrs, task_span_name},
     usage, wall_ns,
 };
 use crate::{
-    attribution::{EntityRef, RunInfo, TaskInfo, Totals, naming},
+    attribution::{EntityRef, RunInfo, TaskInfo, Totals, Verdict, naming},
     diagnosis::Stall,
     event::ProcKey,
     tree::Proc,
@@ -24,7 +24,7 @@ impl SpanBuilder {
         &self,
         p: &Proc,
         run: ProcKey,
-        parent: EntityRef,
+        (parent, verdict): (EntityRef, Option<Verdict>),
         stalls: &[Stall],
     ) -> ReadySpan {
         let img = p.image.as_ref();
@@ -75,7 +75,7 @@ impl SpanBuilder {
         files::tool_attrs(p.files.as_deref(), &self.redactor, &mut a);
         let status = match diagnosis::end_reason(p, &tool) {
             Some(why) => Status::error(why),
-            None => end_status(p, &tool),
+            None => judged_status(p, &tool, verdict),
         };
         let mut span = self.span(
             Ids {
@@ -121,9 +121,7 @@ impl SpanBuilder {
         let name = task_span_name(info);
         let what = format!("task {}", info.name);
         let status = match totals.rollup.oom_kills {
-            // An exit code the engine was told to accept is the task's success.
-            0 if p.exit.as_ref().is_some_and(|e| info.accepts(e)) => Status::Ok,
-            0 => end_status(p, &what),
+            0 => judged_status(p, &what, info.verdict(p)),
             n => Status::error(format!("{what}: {n} process(es) killed by the OOM killer")),
         };
         // Under the engine's own span of the task, where it is in this trace.

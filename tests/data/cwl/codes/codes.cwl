@@ -1,6 +1,8 @@
 cwlVersion: v1.2
 class: Workflow
-doc: Two steps of one grep tool, one that matches and one that does not (exit 1, a success).
+doc: >
+  Two steps of one grep tool, one that matches and one that does not (exit 1, a success),
+  and a grep that does not match run by sh -c.
 inputs:
   n: int
 outputs:
@@ -26,3 +28,7 @@ steps:
     run: find.cwl
     in: {f: count/nums, pattern: {default: "7"}}
     out: [found]
+  find-shelled:
+    run: shfind.cwl
+    in: {f: count/nums}
+    out: []

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-use crate::host::Host;
+use crate::{attribution::ExitCodes, host::Host};
 
 mod bindings;
 use bindings::{Env, Outputs};
@@ -38,8 +38,8 @@ pub struct Step {
     /// The steps it reads from (a sub-workflow step stands for every step inside it): it
     /// cannot start before they have.
     pub after: Vec<String>,
-    /// Its tool's `successCodes`: exit codes cwltool counts as the job's success.
-    pub success: Vec<i64>,
+    /// Its tool's `successCodes`, `temporaryFailCodes` and `permanentFailCodes`.
+    pub codes: ExitCodes,
     /// Text its expression arguments' values likely hold: the literal text around them
     /// (`wc -l < $(inputs.f.path)` holds `wc -l <`) and their string literals
     /// (`$("sort " + inputs.f.path)` holds `sort`). What tells apart tools of one
@@ -280,11 +280,20 @@ fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &
             .filter(|h| h.chars().filter(|c| !c.is_whitespace()).count() >= 2)
             .collect(),
         prefixes: bindings::prefixes(tool, step, env),
-        success: (tool.get("successCodes").and_then(Value::as_sequence))
-            .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
-            .unwrap_or_default(),
+        codes: ExitCodes {
+            success: codes(tool, "successCodes"),
+            temporary_fail: codes(tool, "temporaryFailCodes"),
+            permanent_fail: codes(tool, "permanentFailCodes"),
+        },
         ..Default::default()
     }
+}
+
+/// A tool's list of exit codes under `key`.
+fn codes(tool: &Value, key: &str) -> Vec<i64> {
+    (tool.get(key).and_then(Value::as_sequence))
+        .map(|codes| codes.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default()
 }
 
 /// The inputs a step scatters over, in order (the first's elements lead the numbering).

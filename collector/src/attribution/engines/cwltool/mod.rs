@@ -16,7 +16,8 @@
 //! is one task named as cwltool names its job: by the tool's id, else its file name. The
 //! JavaScript expression engine (`node`/`nodejs`: `--eval`, `-v`, code on stdin) and
 //! container-runtime queries are helpers; a step whose own command is node is that step.
-//! An exit code listed in the step's tool's `successCodes` is the task's success.
+//! The step's tool's `successCodes`, `temporaryFailCodes` and `permanentFailCodes` judge
+//! the task's exit as cwltool does (a code listed as success first, then as a failure, even 0).
 mod document;
 
 use std::{
@@ -269,21 +270,21 @@ impl Cwltool {
         if let Some(tool) = &doc.tool {
             return Some(TaskInfo {
                 name: tool.clone(),
-                success_codes: (doc.steps.first()).map_or_else(Vec::new, |s| s.success.clone()),
+                codes: (doc.steps.first()).map_or_else(Default::default, |s| s.codes.clone()),
                 ..Default::default()
             });
         }
         let (step, job) = self.pick(&doc.steps, argv)?;
         let id = step.id.clone();
         let name = self.name_of(step, job);
-        let success_codes = step.success.clone();
+        let codes = step.codes.clone();
         *self.instances.entry(id.clone()).or_default() += 1;
         let at = self.last.values().max().map_or(1, |n| n + 1);
         self.last.insert(id, at);
         self.given.insert(name.clone());
         Some(TaskInfo {
             name,
-            success_codes,
+            codes,
             ..Default::default()
         })
     }
@@ -317,10 +318,21 @@ impl Cwltool {
         at.max().unwrap_or(0)
     }
 
+    /// Whether a step's name for a job is still to give: a step that does not scatter runs
+    /// once; a scatter makes each job once.
+    fn open(&self, (step, job): &(&Step, Job)) -> bool {
+        match step.scatters {
+            true => !self.given.contains(&self.name_of(step, *job)),
+            false => !self.instances.contains_key(&step.id),
+        }
+    }
+
     /// The step whose command fits best, then whose bound inputs the line holds most, then
     /// whose expressions' text it bears out best, and whose scatter elements it may be a job
-    /// of. Steps still tied run the same tool on the same values: each name is given once;
-    /// then a step whose upstream steps have started, the one whose upstream started last (a
+    /// of. Steps still tied run the same tool on the same values: each name is given once
+    /// (where all theirs are spent, a step of the same command whose input no known value
+    /// tells, such as one an expression picks, takes the line); then a step whose upstream
+    /// steps have started, the one whose upstream started last (a
     /// sequential cwltool goes on with a sub-workflow once its step has run), a scatter under
     /// way (cwltool makes a step's jobs together), else the first step in the document not
     /// yet started. Which of identical processes
@@ -337,16 +349,24 @@ impl Cwltool {
             })
             .collect();
         let best = scored.iter().map(|(score, ..)| *score).max()?;
-        let tied: Vec<(&Step, Job)> = (scored.into_iter())
+        let tied: Vec<(&Step, Job)> = (scored.iter())
             .filter(|(score, ..)| *score == best)
-            .map(|(_, s, job)| (s, job))
+            .map(|(_, s, job)| (*s, *job))
             .collect();
-        // A step that does not scatter runs once; a scatter makes each job once.
         let begun = |s: &Step| self.instances.contains_key(&s.id);
-        let free = |s: &Step, job| !self.given.contains(&self.name_of(s, job));
-        let mut open: Vec<(&Step, Job)> = (tied.iter().copied())
-            .filter(|(s, job)| if s.scatters { free(s, *job) } else { !begun(s) })
-            .collect();
+        let mut open: Vec<(&Step, Job)> = tied.iter().copied().filter(|j| self.open(j)).collect();
+        if open.is_empty() {
+            // Those names are spent: a step of the same command whose name is free, whose
+            // input no value tells (an expression makes it), runs this line.
+            let next = (scored.iter())
+                .filter(|(score, s, job)| score.0 == best.0 && self.open(&(s, *job)))
+                .map(|(score, ..)| *score)
+                .max();
+            open = (scored.iter())
+                .filter(|(score, ..)| Some(*score) == next)
+                .map(|(_, s, job)| (*s, *job))
+                .collect();
+        }
         if open.is_empty() {
             open = tied;
         }

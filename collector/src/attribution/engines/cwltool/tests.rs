@@ -466,3 +466,24 @@ fn tools_of_one_base_command_are_told_apart_by_their_prefixes() {
         Some("by-number")
     );
 }
+
+/// A step that scatters over files and one whose input an expression picks from them
+/// (`valueFrom: $(self[1])`, no value known) run the very same line for that element:
+/// whichever starts first, the two names go once each (cwltool gives each job one name).
+#[test]
+fn the_same_line_of_a_scatter_and_a_step_of_unknown_input_takes_each_name_once() {
+    let each = Step {
+        elements: vec![["a.fq", "b.fq"].map(String::from).to_vec()],
+        ..echo("each", &["a.fq", "b.fq"], true)
+    };
+    let mut a = adapter(vec![each, echo("pick", &[], false)]);
+    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut names = vec![
+        name(&["echo", "/tmp/x/a.fq"]),
+        name(&["echo", "/tmp/y/b.fq"]),
+        name(&["echo", "/tmp/z/b.fq"]),
+    ];
+    names.sort();
+    let want = ["each", "each_2", "pick"];
+    assert_eq!(names, want.map(|n| Some(n.to_string())));
+}

@@ -51,14 +51,22 @@ fn entries_of(v: &Value) -> Vec<(String, Value)> {
 }
 
 /// What of a value can show on a command line: scalars as written (a set flag as `true`), a
-/// File or Directory by its name (cwltool stages it under a directory of its own, keeping the name).
+/// File or Directory by its name (cwltool stages it under a directory of its own, keeping the
+/// name), a record by its fields' values, an array by its elements (a record one value each).
 pub fn values(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
         Value::Number(n) => vec![n.to_string()],
         // A flag set: its prefix goes on the line (`false` puts nothing there).
         Value::Bool(true) => vec!["true".to_string()],
-        Value::Sequence(s) => s.iter().flat_map(values).collect(),
+        // An array's values are its elements, in order (what a scatter numbers its jobs by).
+        Value::Sequence(s) => (s.iter())
+            .flat_map(|e| match is_record(e) {
+                true => record_element(e).into_iter().collect(),
+                false => values(e),
+            })
+            .collect(),
+        Value::Mapping(m) if is_record(v) => m.values().flat_map(values).collect(),
         Value::Mapping(_) => {
             let place = v.get("basename").or(v.get("path")).or(v.get("location"));
             place
@@ -70,6 +78,21 @@ pub fn values(v: &Value) -> Vec<String> {
         }
         _ => Vec::new(),
     }
+}
+
+/// A record (a SchemaDefRequirement type's value): a map that is no File or Directory,
+/// which have a `class`.
+fn is_record(v: &Value) -> bool {
+    v.as_mapping().is_some_and(|m| !m.contains_key("class"))
+}
+
+/// A record as one element of an array, which tells its job of a scatter: by its first
+/// file (staged under its own name), else by its first field's value.
+fn record_element(v: &Value) -> Option<String> {
+    let fields: Vec<&Value> = v.as_mapping()?.values().collect();
+    let file = fields.iter().find(|f| f.is_mapping() && !is_record(f));
+    let first = file.or(fields.first())?;
+    values(first).into_iter().next()
 }
 
 /// A workflow's inputs: those it was given, else their `default:`.

@@ -275,3 +275,27 @@ fn a_lone_tool_is_named_as_cwltool_names_its_job() {
     );
     assert_eq!(tool("rev-id.cwl").as_deref(), Some("reverser"), "its id");
 }
+
+/// Records (values of a SchemaDefRequirement type): one bound to a step gives the values of
+/// its fields; an array of them scattered over gives one element per record, by its file
+/// (staged under its name), else its first field.
+#[test]
+fn records_bind_their_fields_and_each_is_one_element_of_a_scatter() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "make.cwl", MAKE);
+    write(
+        dir.path(),
+        "wf.cwl",
+        "class: Workflow\ninputs: {samples: 'Any[]', best: Any, tags: 'Any[]'}\nsteps:\n  each: {run: make.cwl, scatter: word, in: {word: samples}}\n  one: {run: make.cwl, in: {word: best}}\n  tagged: {run: make.cwl, scatter: word, in: {word: tags}}\n",
+    );
+    write(
+        dir.path(),
+        "job.yml",
+        "samples:\n  - {name: s1, reads: {class: File, path: in/a.fq}}\n  - {name: s2, reads: {class: File, path: b.fq}}\nbest: {name: top, reads: {class: File, path: b.fq}}\ntags: [{k: x, n: 1}, {k: y, n: 2}]\n",
+    );
+    let doc = load(&LiveHost, "wf.cwl", dir.path(), &["job.yml".into()]).unwrap();
+    let step = |id: &str| doc.steps.iter().find(|s| s.id == id).unwrap();
+    assert_eq!(step("each").elements, [["a.fq", "b.fq"]]);
+    assert_eq!(step("tagged").elements, [["x", "y"]]);
+    assert_eq!(bound(&doc, "one"), ["top", "b.fq"]);
+}
