@@ -17,6 +17,7 @@ mod rollups;
 pub mod rules;
 mod running;
 mod runs;
+mod servers;
 mod starts;
 
 use std::collections::HashMap;
@@ -240,6 +241,8 @@ pub struct Attributor {
     clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
     /// Running tasks' likely names, found by `name_running`.
     running_names: crate::event::ProcMap<ProcKey, String>,
+    /// Standing engine servers, whose flows are found by their connection to one.
+    servers: servers::Servers,
 }
 
 impl Attributor {
@@ -267,6 +270,7 @@ impl Attributor {
             clients: HashMap::new(),
             held: held::Held::default(),
             running_names: Default::default(),
+            servers: Default::default(),
         })
     }
 
@@ -458,6 +462,8 @@ impl Attributor {
         {
             self.engine_by_child(parent, key, engine);
         }
+        self.note_server(key, &image);
+        self.flow_of_standing_server(tree, key);
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
@@ -581,6 +587,7 @@ impl Attributor {
 
     /// The tree dropped these processes: forget them, and runs whose root is gone.
     pub fn forget(&mut self, dropped: &[Proc]) {
+        self.servers.forget(dropped);
         for p in dropped {
             self.members.remove(&p.key);
             self.running_names.remove(&p.key);

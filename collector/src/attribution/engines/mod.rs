@@ -148,6 +148,9 @@ pub trait EngineRun: Send {
     fn folds_helpers(&self) -> bool {
         true
     }
+    /// The engine's server process this run talks to, found by its connection to it (a
+    /// standing Prefect server), where the engine keeps its records.
+    fn served_by(&mut self, _server: u32) {}
     /// What `p` (in the run, in no task, just exec'd `image`) is.
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class;
     /// Whether the engine needs the working directory of a new process of the run that runs
