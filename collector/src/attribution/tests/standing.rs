@@ -105,19 +105,53 @@ fn prefect_db(path: &Path) {
     db.execute_batch(
         "CREATE TABLE flow (id TEXT, name TEXT);
          CREATE TABLE flow_run (id TEXT, name TEXT, flow_id TEXT, start_time TEXT,
-           created TEXT, labels TEXT, parent_task_run_id TEXT);
+           created TEXT, labels TEXT, parent_task_run_id TEXT, end_time TEXT);
          CREATE TABLE task_run (id TEXT, name TEXT, flow_run_id TEXT, start_time TEXT,
            end_time TEXT, labels TEXT);
          CREATE TABLE task_run_state (task_run_id TEXT, type TEXT, timestamp TEXT);
          INSERT INTO flow VALUES ('f1', 'lab-pipeline');
          INSERT INTO flow_run VALUES ('fr1', 'modest-anteater', 'f1',
-           '1970-01-01 00:00:00.000000', '1970-01-01 00:00:00.000000', NULL, NULL);
+           '1970-01-01 00:00:00.000000', '1970-01-01 00:00:00.000000', NULL, NULL, NULL);
          INSERT INTO task_run VALUES ('tr1', 'sort_words-1b4', 'fr1',
            '1970-01-01 00:00:00.000000', '1970-01-01 00:00:01.000000', NULL);
          INSERT INTO task_run_state VALUES ('tr1', 'RUNNING', '1970-01-01 00:00:00.000000'),
            ('tr1', 'COMPLETED', '1970-01-01 00:00:01.000000');",
     )
     .unwrap();
+}
+
+/// Another client's flow run started while ours ran, with a task run that holds our process
+/// and started before ours (processes start 5 s into the test's clock).
+fn another_clients_flow_run(path: &Path) {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.execute_batch(
+        "UPDATE flow_run SET start_time = '1970-01-01 00:00:03.500000';
+         UPDATE task_run SET start_time = '1970-01-01 00:00:04.500000',
+           end_time = '1970-01-01 00:00:10.000000';
+         DELETE FROM task_run_state;
+         INSERT INTO flow VALUES ('f2', 'their-pipeline');
+         INSERT INTO flow_run VALUES ('fr2', 'other-run', 'f2',
+           '1970-01-01 00:00:04.000000', '1970-01-01 00:00:04.000000', NULL, NULL, NULL);
+         INSERT INTO task_run VALUES ('tr2', 'their_task-9z9', 'fr2',
+           '1970-01-01 00:00:04.200000', '1970-01-01 00:00:05.000001', NULL);",
+    )
+    .unwrap();
+}
+
+#[test]
+fn another_clients_flow_runs_on_the_same_server_name_none_of_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("prefect.db");
+    prefect_db(&db);
+    another_clients_flow_run(&db);
+    let host = FakeHost::new(0, 1_000_000_000);
+    running_server(&host);
+    connect(&host, 60);
+    host.set_open_files(SERVER, vec![db]);
+    let mut s = Sim::on(Mode::Run { root_pid: 60 }, Default::default(), host);
+    s.t = 5_000_000_000;
+    flow_with_a_task(&mut s, 60);
+    assert_eq!(s.tasks(), [(61, "sort_words-1b4".to_string())]);
 }
 
 #[test]

@@ -112,10 +112,15 @@ impl Prefect {
     /// The flow runs of this process (started since it did).
     fn flow_runs(&mut self) -> Vec<FlowRun> {
         let since = self.started - Duration::from_secs(2);
-        let runs = self
-            .db()
-            .map(|db| db.flow_runs_since(since))
-            .unwrap_or_default();
+        let standing = self.standing;
+        let Some(db) = self.db() else {
+            return Vec::new();
+        };
+        let mut runs = db.flow_runs_since(since);
+        // A standing server's database holds every client's runs; a temporary one, ours.
+        if standing {
+            runs = standing::own_flow_runs(&runs, |t| db.flow_run_of_task(t));
+        }
         // Read again each time: Prefect adds the run's trace context just after it starts.
         if let Some(first) = runs.first() {
             self.flow = Some(first.clone());

@@ -6,6 +6,7 @@
 //! connection here, so its flows are not Prefect runs (and its database could not be read).
 use std::{net::SocketAddr, path::PathBuf};
 
+use super::db::FlowRun;
 use crate::{
     host::{Host, TcpLink},
     tree::Image,
@@ -52,6 +53,33 @@ pub fn server_of(host: &dyn Host, pid: u32, servers: &[u32]) -> Option<u32> {
     })
 }
 
+/// The flow runs of one flow process among those every client of a standing server started
+/// since it did (`runs`, by start): the database says nothing of processes. A process runs
+/// its top-level flow runs one after another, so its first one is the first to start, and a
+/// later one starts after the one before ended; one that started while another ran is
+/// another process's. Subflows follow their parent flow run (`parent_flow`: the flow run of
+/// a task run).
+pub fn own_flow_runs(
+    runs: &[FlowRun],
+    parent_flow: impl Fn(&str) -> Option<String>,
+) -> Vec<FlowRun> {
+    let mut own: Vec<FlowRun> = Vec::new();
+    let mut last_top: Option<&FlowRun> = None;
+    for r in runs {
+        let take = match &r.parent_task {
+            Some(task) => parent_flow(task).is_some_and(|f| own.iter().any(|o| o.id == f)),
+            None => last_top.is_none_or(|t| t.end.is_some_and(|e| r.start >= Some(e))),
+        };
+        if take {
+            if r.parent_task.is_none() {
+                last_top = Some(r);
+            }
+            own.push(r.clone());
+        }
+    }
+    own
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +98,37 @@ mod tests {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         }
+    }
+
+    fn flow_run(id: &str, start: u64, end: Option<u64>, parent_task: Option<&str>) -> FlowRun {
+        let at = |s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000 + s);
+        FlowRun {
+            id: id.into(),
+            name: id.into(),
+            flow: "f".into(),
+            start: Some(at(start)),
+            end: end.map(at),
+            traceparent: None,
+            parent_task: parent_task.map(String::from),
+        }
+    }
+
+    #[test]
+    fn another_clients_flow_run_that_starts_while_ours_runs_is_not_ours() {
+        let runs = [
+            flow_run("mine", 0, Some(10), None),
+            flow_run("theirs", 2, None, None),
+            flow_run("my-sub", 3, Some(4), Some("my-task")),
+            flow_run("their-sub", 5, None, Some("their-task")),
+            // Called after the first ended, in the same script.
+            flow_run("mine-2", 11, None, None),
+            flow_run("theirs-2", 12, None, None),
+        ];
+        let parent = |t: &str| Some(if t == "my-task" { "mine" } else { "theirs" }.into());
+        let own: Vec<String> = (own_flow_runs(&runs, parent).into_iter())
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(own, ["mine", "my-sub", "mine-2"]);
     }
 
     #[test]
