@@ -2,15 +2,27 @@
 //! `PREFECT_API_URL`), started before `pipetrace run` or the agent, or after the agent:
 //! judged by that server's database as the flows with Prefect's temporary server are.
 use std::{
+    collections::BTreeMap,
     net::{Ipv4Addr, TcpListener, TcpStream},
     path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
-use pipetrace_e2e::{Agent, pipetrace, read_jsonl, receiver::Receiver, spans::RecvSpan, stderr};
+use pipetrace_e2e::{
+    Agent, pipetrace, read_jsonl,
+    receiver::Receiver,
+    spans::{RecvSpan, Trace},
+    stderr,
+};
 
-use super::{flow, judge, prefect_env, python, records};
+use super::{assert_tagged_tools_under_their_task_runs, flow, judge, prefect_env, python, records};
+
+fn data(script: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/prefect")
+        .join(script)
+}
 
 /// `prefect server start` on a port of its own, its database in `home`: stopped on drop.
 struct Server {
@@ -134,4 +146,109 @@ async fn the_agent_finds_a_flow_of_a_server_started_before_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_finds_a_flow_of_a_server_started_after_it() {
     agent_finds_a_flow_of_a_standing_server(false).await;
+}
+
+/// Task runs of flow `flow`'s runs (and their subflows') that ran, by id -> name.
+fn task_runs_of(home: &Path, flow: &str) -> BTreeMap<String, String> {
+    let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "WITH RECURSIVE runs(id) AS (SELECT fr.id FROM flow_run fr JOIN flow f \
+             ON f.id = fr.flow_id WHERE f.name = ?1 AND fr.parent_task_run_id IS NULL \
+             UNION SELECT c.id FROM flow_run c JOIN task_run t ON t.id = c.parent_task_run_id \
+             JOIN runs ON runs.id = t.flow_run_id) \
+             SELECT tr.id, tr.name FROM task_run tr JOIN runs ON runs.id = tr.flow_run_id \
+             WHERE tr.state_name IS NOT 'Cached' AND NOT EXISTS \
+             (SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id)",
+        )
+        .unwrap();
+    stmt.query_map([flow], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Waits until the server's database holds a run of flow `flow`.
+fn wait_for_flow_run(home: &Path, flow: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+        let n: i64 = db
+            .query_row(
+                "SELECT COUNT(*) FROM flow_run fr JOIN flow f ON f.id = fr.flow_id \
+                 WHERE f.name = ?1",
+                [flow],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        if n > 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("no run of flow {flow}");
+}
+
+/// A standing server's database holds every client's runs: another client's flow (ten
+/// mapped task runs on four threads) that runs while a traced flow's body starts processes
+/// between its own task runs names none of them.
+#[test]
+fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
+    let home = tempfile::tempdir().unwrap();
+    let server = Server::start(home.path());
+    let (out, mark) = (home.path().join("t.otlp.jsonl"), home.path().join("go"));
+    let mut cmd = pipetrace();
+    server.flow(home.path(), &mut cmd);
+    let traced = cmd
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(python())
+        .arg(data("waits.py"))
+        .arg(&mark)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_flow_run(home.path(), "waits");
+    let mut other = Command::new(python());
+    server.flow(home.path(), &mut other);
+    let st = other
+        .arg(data("mapped.py"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(&mark, "").unwrap();
+    let o = traced.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    drop(server);
+    let spans = read_jsonl(&out);
+    let t = Trace::new(&spans);
+    t.assert_well_formed();
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(
+        (
+            run.str("pipetrace.run.engine"),
+            run.str("cicd.pipeline.name")
+        ),
+        ("prefect", "waits")
+    );
+    let (ours, theirs) = (
+        task_runs_of(home.path(), "waits"),
+        task_runs_of(home.path(), "mapped"),
+    );
+    assert_eq!(theirs.len(), 10);
+    let mut found = BTreeMap::new();
+    for task in t.tasks() {
+        let id = task.str("cicd.pipeline.task.run.id").to_string();
+        let name = task.str("cicd.pipeline.task.name").to_string();
+        assert!(!theirs.contains_key(&id), "{name} is the other client's");
+        if ours.contains_key(&id) {
+            found.insert(id, name);
+        }
+    }
+    assert_eq!(found, ours, "each task run of the flow, named by it");
+    assert_eq!(assert_tagged_tools_under_their_task_runs(&t), 2);
+    let body = (spans.iter()).filter(|s| s.str("process.command_line").contains("BODY"));
+    assert!(body.count() > 5, "the body ran while the other flow did");
 }
