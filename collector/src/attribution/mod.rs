@@ -457,8 +457,8 @@ impl Attributor {
         if !self.members.contains_key(&key) {
             self.claim_run_root(key);
         }
-        if let Some(engine) = engines::of_parent(&self.engines, &image)
-            && let Some(parent) = p.parent.and_then(|k| tree.get(&k))
+        if let Some(parent) = p.parent.and_then(|k| tree.get(&k))
+            && let Some(engine) = engines::of_parent(&self.engines, &image, parent)
         {
             self.engine_by_child(parent, key, engine);
         }

@@ -26,27 +26,43 @@ fn data(script: &str) -> std::path::PathBuf {
 
 /// `prefect server start` on a port of its own, its database in `home`: stopped on drop.
 struct Server {
-    child: Child,
+    /// The foreground server, our child; else the background one's pid.
+    child: Option<Child>,
+    pid: u32,
     url: String,
 }
 
 impl Server {
     fn start(home: &Path) -> Self {
+        Self::start_as(home, false)
+    }
+
+    /// `--background`: the command starts the server as its child and exits.
+    fn start_as(home: &Path, background: bool) -> Self {
         let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(pipetrace_e2e::venv_program("prefect", "prefect"))
-            .args(["server", "start", "--host", "127.0.0.1", "--port"])
+        let mut cmd = Command::new(pipetrace_e2e::venv_program("prefect", "prefect"));
+        cmd.args(["server", "start", "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
+            .args(background.then_some("--background"))
             .envs(prefect_env(home))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        let (child, pid) = if background {
+            assert!(cmd.status().unwrap().success());
+            let pid = std::fs::read_to_string(home.join("server.pid")).unwrap();
+            (None, pid.trim().parse().unwrap())
+        } else {
+            let child = cmd.spawn().unwrap();
+            let pid = child.id();
+            (Some(child), pid)
+        };
         let server = Self {
             child,
+            pid,
             url: format!("http://127.0.0.1:{port}/api"),
         };
         // It listens once its database is migrated and its services run.
@@ -61,6 +77,14 @@ impl Server {
         server
     }
 
+    fn gone(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(Some(_))),
+            // SAFETY: signal 0 only asks whether the process is there.
+            None => (unsafe { libc::kill(self.pid as i32, 0) }) != 0,
+        }
+    }
+
     /// `flow.py` as a client of this server.
     fn flow(&self, home: &Path, cmd: &mut Command) {
         cmd.envs(prefect_env(home))
@@ -70,17 +94,20 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        // SAFETY: signalling the server this test started.
+        unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if self.gone() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // SAFETY: as above.
+        unsafe { libc::kill(self.pid as i32, libc::SIGKILL) };
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.wait();
+        }
     }
 }
 
@@ -107,14 +134,23 @@ fn pipetrace_run_finds_a_flow_of_a_standing_server() {
     judge(home.path(), &read_jsonl(&out), true, false);
 }
 
-/// The flow under the agent, the server started before the agent (its first look finds
-/// it) or after it (its exec is seen).
-async fn agent_finds_a_flow_of_a_standing_server(server_first: bool) {
+/// When the server starts: before the agent (its first look finds it), after it (its exec is
+/// seen), or after it with `--background` (a child of a command that exits at once).
+#[derive(Clone, Copy, PartialEq)]
+enum Start {
+    Before,
+    After,
+    BackgroundAfter,
+}
+
+/// The flow under the agent, its server started as `start` says.
+async fn agent_finds_a_flow_of_a_standing_server(start: Start) {
     let rx = Receiver::start().await;
     let home = tempfile::tempdir().unwrap();
-    let mut server = server_first.then(|| Server::start(home.path()));
+    let mut server = (start == Start::Before).then(|| Server::start(home.path()));
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
-    let server = server.get_or_insert_with(|| Server::start(home.path()));
+    let background = start == Start::BackgroundAfter;
+    let server = server.get_or_insert_with(|| Server::start_as(home.path(), background));
     let mut cmd = Command::new(python());
     server.flow(home.path(), &mut cmd);
     let st = cmd
@@ -129,6 +165,17 @@ async fn agent_finds_a_flow_of_a_standing_server(server_first: bool) {
     let spans = rx
         .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
         .await;
+    // The command that started the server (its port in its command line) is no flow.
+    let port = server
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/api");
+    assert!(
+        !(spans.iter()).any(|s| s.is_run() && s.str("process.command_line").contains(port)),
+        "a run of the server's own"
+    );
     let trace = (spans.iter().find(|s| ours(s)))
         .unwrap_or_else(|| panic!("no run span of flow run {flow_run}"))
         .trace_id
@@ -140,12 +187,17 @@ async fn agent_finds_a_flow_of_a_standing_server(server_first: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_finds_a_flow_of_a_server_started_before_it() {
-    agent_finds_a_flow_of_a_standing_server(true).await;
+    agent_finds_a_flow_of_a_standing_server(Start::Before).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_finds_a_flow_of_a_server_started_after_it() {
-    agent_finds_a_flow_of_a_standing_server(false).await;
+    agent_finds_a_flow_of_a_standing_server(Start::After).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_finds_a_flow_of_a_server_started_in_the_background() {
+    agent_finds_a_flow_of_a_standing_server(Start::BackgroundAfter).await;
 }
 
 /// Task runs of flow `flow`'s runs (and their subflows') that ran, by id -> name.

@@ -176,3 +176,31 @@ fn a_standing_servers_database_names_the_flows_tasks() {
         (engines::EngineKind::Prefect, "lab-pipeline")
     );
 }
+
+#[test]
+fn prefect_server_start_in_the_background_is_no_flow() {
+    let mut s = Sim::new(Mode::Agent, Default::default());
+    s.fork(80, 1);
+    s.exec(
+        80,
+        "/venv/bin/prefect",
+        &["/venv/bin/prefect", "server", "start", "--background"],
+    );
+    // It starts the server as its child (as a flow starts the temporary one) and exits.
+    s.fork(81, 80);
+    s.exec(
+        81,
+        "/venv/bin/python",
+        &[
+            "/venv/bin/python",
+            "-m",
+            "uvicorn",
+            "--factory",
+            "prefect.server.api.server:create_app",
+        ],
+    );
+    s.exit(80, 0);
+    s.exit(81, 0);
+    s.out.extend(s.attr.poll(true, &Default::default()));
+    assert_eq!(run_engine(&s), None, "no run: {:?}", s.tasks());
+}
