@@ -61,6 +61,13 @@ impl Attributor {
         let Some(parent) = parent.and_then(|k| tree.get(&k)) else {
             return;
         };
+        // A runner's or worker's flow-run process, or one `flow.serve()` spawns: it is the
+        // flow, found by its own children.
+        let child_image = tree.get(&child).and_then(|p| p.image.as_ref());
+        let apart = |i: &Image| prefect::runs_a_flow_run(i) || prefect::is_multiprocessing(i);
+        if child_image.is_some_and(apart) {
+            return;
+        }
         let now = self.host.uptime();
         let recent = (self.servers.checked.get(&parent.key)).is_some_and(|t| now < *t + RECHECK);
         if recent || !self.may_be_flow(parent) {
@@ -85,14 +92,15 @@ impl Attributor {
         }
     }
 
-    /// A Python process that is the root of a plain command's run (`pipetrace run`), or in
-    /// no run at all (the agent), and no server itself.
+    /// A Python process (or a worker's `prefect flow-run execute`) that is the root of a
+    /// plain command's run (`pipetrace run`), or in no run at all (the agent), and no server.
     fn may_be_flow(&self, p: &Proc) -> bool {
         let Some(image) = p.image.as_ref() else {
             return false;
         };
         let python = naming::is_python(naming::program_name(&image.path, &image.argv));
-        if !python || prefect::is_standing_server(image) || !self.prefect_on() {
+        let flow = python || prefect::runs_a_flow_run(image);
+        if !flow || prefect::is_standing_server(image) || !self.prefect_on() {
             return false;
         }
         match self.members.get(&p.key).map(|m| m.role) {

@@ -304,3 +304,84 @@ fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
     let body = (spans.iter()).filter(|s| s.str("process.command_line").contains("BODY"));
     assert!(body.count() > 5, "the body ran while the other flow did");
 }
+
+/// Waits until the server's database says the top flow run ended.
+fn wait_for_flow_run_end(home: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < deadline {
+        let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+        let state: Option<String> = db
+            .query_row(
+                "SELECT state_type FROM flow_run WHERE parent_task_run_id IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(None);
+        if matches!(state.as_deref(), Some("COMPLETED" | "FAILED" | "CRASHED")) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("the served flow run never ended");
+}
+
+/// `flow.serve()`: the serving process starts each flow run in a process of its own (one
+/// multiprocessing spawns, after its resource tracker), which is the run; the serving
+/// process, connected to the server too, is none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_finds_a_flow_run_that_flow_serve_starts() {
+    let rx = Receiver::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let server = Server::start(home.path());
+    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
+    let mut serve = Command::new(python());
+    server.flow(home.path(), &mut serve);
+    let mut serving = serve
+        .arg(data("served.py"))
+        .current_dir(data(""))
+        .env("PREFECT_RUNNER_POLL_FREQUENCY", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ask = Command::new(pipetrace_e2e::venv_program("prefect", "prefect"));
+    server.flow(home.path(), &mut ask);
+    // The deployment exists once the serving process has registered it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let st = (ask.args(["deployment", "run", "lab-pipeline/served"]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        if st.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no deployment to run");
+        std::thread::sleep(Duration::from_secs(1));
+        ask = Command::new(pipetrace_e2e::venv_program("prefect", "prefect"));
+        server.flow(home.path(), &mut ask);
+    }
+    wait_for_flow_run_end(home.path());
+    let (_, flow_run, _) = records(home.path());
+    let ours = |s: &RecvSpan| s.is_run() && s.str("pipetrace.run.label") == flow_run;
+    let spans = rx
+        .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
+        .await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(serving.id() as i32, libc::SIGTERM) };
+    let _ = serving.wait();
+    let trace = (spans.iter().find(|s| ours(s)))
+        .unwrap_or_else(|| panic!("no run span of flow run {flow_run}"))
+        .trace_id
+        .clone();
+    let run = spans.iter().find(|s| ours(s)).unwrap();
+    assert!(
+        run.int("process.pid") != Some(i64::from(serving.id())),
+        "the run is the flow-run process, not the serving one: {}",
+        run.str("process.command_line")
+    );
+    let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
+    agent.stop();
+    judge(home.path(), &spans, false, false);
+}

@@ -204,3 +204,39 @@ fn prefect_server_start_in_the_background_is_no_flow() {
     s.out.extend(s.attr.poll(true, &Default::default()));
     assert_eq!(run_engine(&s), None, "no run: {:?}", s.tasks());
 }
+
+#[test]
+fn a_flow_run_that_flow_serve_starts_is_the_flow_not_the_serving_process() {
+    let host = FakeHost::new(0, 1_000_000_000);
+    // Both the serving process and the flow-run process it starts talk to the server.
+    connect(&host, 90);
+    connect(&host, 91);
+    let mut s = Sim::on(Mode::Agent, Default::default(), host);
+    s.fork(SERVER, 1);
+    let argv = server_argv();
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    s.exec(SERVER, "/venv/bin/prefect", &argv);
+    s.fork(90, 1);
+    s.exec(90, "/usr/bin/python3", &["python3", "serve.py"]);
+    // Prefect 3.8 runs a served flow run in a process multiprocessing spawns, after its
+    // resource tracker; a worker's runner in `python -m prefect.engine`.
+    s.fork(89, 90);
+    let tracker = "from multiprocessing.resource_tracker import main;main(17)";
+    s.exec(89, "/usr/bin/python3", &["python3", "-B", "-c", tracker]);
+    s.fork(91, 90);
+    let spawned = "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=18)";
+    s.exec(91, "/usr/bin/python3", &["python3", "-B", "-c", spawned]);
+    s.fork(92, 91);
+    s.exec(92, "/usr/bin/sort", &["sort", "/etc/services"]);
+    s.exit(92, 0);
+    s.exit(91, 0);
+    s.out.extend(s.attr.poll(true, &Default::default()));
+    let roots: Vec<u32> = (s.out.iter())
+        .filter_map(|f| match f {
+            Finished::Run { proc, .. } => Some(proc.key.pid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(roots, [91], "the flow-run process is the run");
+    assert_eq!(s.tasks(), [(92, "sort".to_string())]);
+}

@@ -16,7 +16,7 @@ mod fixtures;
 mod matching;
 mod standing;
 
-pub use standing::{is_standing_server, server_of};
+pub use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
 
 use std::{
     path::PathBuf,

@@ -24,6 +24,31 @@ pub fn is_standing_server(image: &Image) -> bool {
         })
 }
 
+/// Whether a process runs one flow run that a runner or worker started: `python -m
+/// prefect.engine` (`flow.serve()`, a process worker's runner) or `prefect flow-run execute`
+/// (a worker's job). Its parent is no flow; it is one.
+pub fn runs_a_flow_run(image: &Image) -> bool {
+    let a = &image.argv;
+    let engine = a
+        .windows(2)
+        .any(|w| w[0] == "-m" && w[1] == "prefect.engine");
+    engine
+        || a.windows(3).any(|w| {
+            crate::attribution::naming::executable_name(&w[0]) == "prefect"
+                && w[1] == "flow-run"
+                && w[2] == "execute"
+        })
+}
+
+/// Whether a process is one of Python's `multiprocessing` helpers (a spawned worker, the
+/// resource tracker): `flow.serve()` runs each flow run in a spawned process, which is the
+/// flow, not a task of the serving process.
+pub fn is_multiprocessing(image: &Image) -> bool {
+    let a = &image.argv;
+    a.windows(2)
+        .any(|w| w[0] == "-c" && w[1].starts_with("from multiprocessing."))
+}
+
 /// An address as one family: a dual-stack server sees an IPv4 client as `::ffff:a.b.c.d`.
 fn canonical(a: SocketAddr) -> SocketAddr {
     SocketAddr::new(a.ip().to_canonical(), a.port())
@@ -147,6 +172,16 @@ mod tests {
         ] {
             assert!(is_standing_server(&image(argv)), "{argv:?}");
         }
+        assert!(runs_a_flow_run(&image(&[
+            "python3",
+            "-m",
+            "prefect.engine"
+        ])));
+        assert!(runs_a_flow_run(&image(&["prefect", "flow-run", "execute"])));
+        assert!(!runs_a_flow_run(&image(&["python3", "flow.py"])));
+        let spawned = "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=18)";
+        assert!(is_multiprocessing(&image(&["python", "-B", "-c", spawned])));
+        assert!(!is_multiprocessing(&image(&["python", "-c", "print(1)"])));
         for argv in [
             &["/venv/bin/python", "/venv/bin/prefect", "server", "stop"][..],
             &["python", "flow.py", "server", "start"],
