@@ -17,7 +17,7 @@ use std::{
 pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
 pub use idle::IdleClock;
 pub use live::LiveHost;
-pub use port::{FileFacts, Host, SharedHost};
+pub use port::{FileFacts, Host, SharedHost, TcpLink};
 
 /// OTel `os.type`: the only one pipetrace runs on.
 pub const OS_TYPE: &str = "linux";

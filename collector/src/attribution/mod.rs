@@ -18,6 +18,7 @@ mod rollups;
 pub mod rules;
 mod running;
 mod runs;
+mod servers;
 mod starts;
 pub mod verdict;
 
@@ -241,6 +242,8 @@ pub struct Attributor {
     running_names: crate::event::ProcMap<ProcKey, String>,
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
     mains: crate::event::ProcMap<ProcKey, Finished>,
+    /// Standing engine servers, whose flows are found by their connection to one.
+    servers: servers::Servers,
 }
 
 impl Attributor {
@@ -269,6 +272,7 @@ impl Attributor {
             held: held::Held::default(),
             running_names: Default::default(),
             mains: Default::default(),
+            servers: Default::default(),
         })
     }
 
@@ -455,11 +459,13 @@ impl Attributor {
         if !self.members.contains_key(&key) {
             self.claim_run_root(key);
         }
-        if let Some(engine) = engines::of_parent(&self.engines, &image)
-            && let Some(parent) = p.parent.and_then(|k| tree.get(&k))
+        if let Some(parent) = p.parent.and_then(|k| tree.get(&k))
+            && let Some(engine) = engines::of_parent(&self.engines, &image, parent)
         {
             self.engine_by_child(parent, key, engine);
         }
+        self.note_server(key, &image);
+        self.flow_of_standing_server(tree, key);
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
@@ -566,6 +572,7 @@ impl Attributor {
 
     /// The tree dropped these processes: forget them, and runs whose root is gone.
     pub fn forget(&mut self, dropped: &[Proc]) {
+        self.servers.forget(dropped);
         for p in dropped {
             self.members.remove(&p.key);
             self.running_names.remove(&p.key);

@@ -50,6 +50,11 @@ pub fn is_shell(path: &str) -> bool {
     family(executable_name(path)) == Family::Shell
 }
 
+/// Whether a program is a Python interpreter (`python3`, `python3.11`, `pypy3`).
+pub fn is_python(path: &str) -> bool {
+    family(executable_name(path)) == Family::Python
+}
+
 /// The `-c` string of a shell command line, if it is one.
 pub fn shell_command(argv: &[String]) -> Option<&str> {
     let name = executable_name(argv.first()?);

@@ -4,6 +4,8 @@ use super::*;
 use crate::event::Exec;
 use naming::{executable_name, tool_name_of};
 
+mod standing;
+
 struct Sim {
     tree: Tree,
     attr: Attributor,
@@ -21,8 +23,20 @@ fn key(pid: u32) -> ProcKey {
 impl Sim {
     fn new(mode: Mode, cfg: pipetrace_config::Attribution) -> Self {
         // A machine of memory: no /proc, no records but what a test writes.
-        let host = crate::host::fake::FakeHost::new(0, 1_000_000_000).shared();
-        let attr = Attributor::new(mode, &cfg, 0, host).unwrap();
+        Self::on(
+            mode,
+            cfg,
+            crate::host::fake::FakeHost::new(0, 1_000_000_000),
+        )
+    }
+
+    /// On a fake machine the test keeps a handle to.
+    fn on(
+        mode: Mode,
+        cfg: pipetrace_config::Attribution,
+        host: crate::host::fake::FakeHost,
+    ) -> Self {
+        let attr = Attributor::new(mode, &cfg, 0, host.shared()).unwrap();
         Self {
             tree: Tree::default(),
             attr,

@@ -10,7 +10,7 @@ use std::{
 
 use super::{
     HostError, ProcSnapshot,
-    port::{FileFacts, Host, SharedHost},
+    port::{FileFacts, Host, SharedHost, TcpLink},
 };
 use crate::{
     accounting::live::Live,
@@ -26,6 +26,8 @@ struct State {
     live: BTreeMap<u32, Live>,
     files: BTreeMap<PathBuf, (Vec<u8>, SystemTime)>,
     busy_ticks: u64,
+    open: BTreeMap<u32, Vec<PathBuf>>,
+    links: BTreeMap<u32, Vec<TcpLink>>,
 }
 
 /// A fake machine; clones share it (the test keeps one, the core another).
@@ -86,6 +88,16 @@ impl FakeHost {
         self.state().live.insert(pid, live);
     }
 
+    /// The files `pid` has open.
+    pub fn set_open_files(&self, pid: u32, paths: Vec<PathBuf>) {
+        self.state().open.insert(pid, paths);
+    }
+
+    /// The TCP connections `pid` holds.
+    pub fn set_tcp_links(&self, pid: u32, links: Vec<TcpLink>) {
+        self.state().links.insert(pid, links);
+    }
+
     pub fn set_busy_ticks(&self, ticks: u64) {
         self.state().busy_ticks = ticks;
     }
@@ -134,8 +146,12 @@ impl Host for FakeHost {
         Some(s.live.get(&pid).copied().unwrap_or_default())
     }
 
-    fn open_files(&self, _pid: u32) -> Vec<PathBuf> {
-        Vec::new()
+    fn open_files(&self, pid: u32) -> Vec<PathBuf> {
+        self.state().open.get(&pid).cloned().unwrap_or_default()
+    }
+
+    fn tcp_links(&self, pid: u32) -> Vec<TcpLink> {
+        self.state().links.get(&pid).cloned().unwrap_or_default()
     }
 
     fn affinity(&self, pid: u32) -> Option<u32> {

@@ -11,7 +11,7 @@ use procfs::{CurrentSI, KernelStats, process::Process};
 
 use super::{
     HostError, ProcSnapshot,
-    port::{FileFacts, Host},
+    port::{FileFacts, Host, TcpLink},
 };
 use crate::{
     accounting::live::Live,
@@ -55,6 +55,10 @@ impl Host for LiveHost {
         (fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok()))
             .filter(|p| p.is_absolute())
             .collect()
+    }
+
+    fn tcp_links(&self, pid: u32) -> Vec<TcpLink> {
+        tcp_links(pid)
     }
 
     fn affinity(&self, pid: u32) -> Option<u32> {
@@ -118,6 +122,35 @@ impl Host for LiveHost {
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
         fs::canonicalize(path)
     }
+}
+
+/// A process's established TCP connections: its socket descriptors looked up in the TCP
+/// tables of its own network namespace (`/proc/PID/net/tcp{,6}`).
+fn tcp_links(pid: u32) -> Vec<TcpLink> {
+    use procfs::{net::TcpState, process::FDTarget};
+    let Ok(p) = Process::new(pid as i32) else {
+        return Vec::new();
+    };
+    let Ok(fds) = p.fd() else {
+        return Vec::new();
+    };
+    let sockets: std::collections::HashSet<u64> = (fds.filter_map(Result::ok))
+        .filter_map(|fd| match fd.target {
+            FDTarget::Socket(inode) => Some(inode),
+            _ => None,
+        })
+        .collect();
+    if sockets.is_empty() {
+        return Vec::new();
+    }
+    let tables = [p.tcp(), p.tcp6()];
+    (tables.into_iter().flat_map(Result::unwrap_or_default))
+        .filter(|e| e.state == TcpState::Established && sockets.contains(&e.inode))
+        .map(|e| TcpLink {
+            local: e.local_address,
+            remote: e.remote_address,
+        })
+        .collect()
 }
 
 /// A running process's usage so far from /proc: never `environ`, never contents.

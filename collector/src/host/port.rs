@@ -24,6 +24,13 @@ pub struct FileFacts {
     pub len: u64,
 }
 
+/// An established TCP connection a process holds: its own end and the far end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpLink {
+    pub local: std::net::SocketAddr,
+    pub remote: std::net::SocketAddr,
+}
+
 /// The machine, as the core may see it.
 pub trait Host: Send + Sync {
     /// CLOCK_BOOTTIME now, ns: the kernel's event clock.
@@ -41,6 +48,9 @@ pub trait Host: Send + Sync {
     fn live(&self, pid: u32) -> Option<Live>;
     /// The files a process has open (its descriptors' targets).
     fn open_files(&self, pid: u32) -> Vec<PathBuf>;
+    /// The established TCP connections a process holds: its sockets' addresses, never what
+    /// they carry.
+    fn tcp_links(&self, pid: u32) -> Vec<TcpLink>;
     /// How many CPUs `pid` may run on (its affinity), None when it is gone.
     fn affinity(&self, pid: u32) -> Option<u32>;
     /// CPUs online on the machine.

@@ -148,6 +148,9 @@ pub trait EngineRun: Send {
     fn folds_helpers(&self) -> bool {
         true
     }
+    /// The engine's server process this run talks to, found by its connection to it (a
+    /// standing Prefect server), where the engine keeps its records.
+    fn served_by(&mut self, _server: u32) {}
     /// What `p` (in the run, in no task, just exec'd `image`) is.
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class;
     /// Whether the engine needs the working directory of a new process of the run that runs
@@ -190,11 +193,13 @@ pub const ENGINES: &[Engine] = &[
     prefect::ENGINE,
 ];
 
-/// The engine whose process starts a child that runs `image`: Prefect is recognised by the
-/// temporary API server a flow process starts, not by its own command line.
-pub fn of_parent(enabled: &[String], image: &Image) -> Option<&'static Engine> {
+/// The engine whose process (`parent`) starts a child that runs `image`: Prefect is
+/// recognised by the temporary API server a flow process starts, not by its own command
+/// line. `prefect server start --background` starts the same server, and is no flow.
+pub fn of_parent(enabled: &[String], image: &Image, parent: &Proc) -> Option<&'static Engine> {
     let on = |name: &str| enabled.iter().any(|n| n == name);
-    (on("prefect") && prefect::is_server(image)).then_some(&prefect::ENGINE)
+    let launcher = (parent.image.as_ref()).is_some_and(prefect::is_standing_server);
+    (on("prefect") && prefect::is_server(image) && !launcher).then_some(&prefect::ENGINE)
 }
 
 /// The engine an exec runs, among those enabled.

@@ -16,7 +16,10 @@ pub struct FlowRun {
     pub name: String,
     pub flow: String,
     pub start: Option<SystemTime>,
+    pub end: Option<SystemTime>,
     pub traceparent: Option<String>,
+    /// The task run of its parent flow that it runs as (a subflow's).
+    pub parent_task: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -65,7 +68,8 @@ impl Db {
     /// Flow runs that started at or after `since` (a fresh database may not have its tables
     /// yet: none then).
     pub fn flow_runs_since(&self, since: SystemTime) -> Vec<FlowRun> {
-        let sql = "SELECT fr.id, fr.name, f.name, fr.start_time, fr.labels FROM flow_run fr \
+        let sql = "SELECT fr.id, fr.name, f.name, fr.start_time, fr.labels, fr.end_time, \
+                   fr.parent_task_run_id FROM flow_run fr \
                    JOIN flow f ON f.id = fr.flow_id ORDER BY fr.created DESC LIMIT 500";
         let Ok(mut stmt) = self.conn.prepare(sql) else {
             return Vec::new();
@@ -76,7 +80,9 @@ impl Db {
                 name: r.get(1)?,
                 flow: r.get(2)?,
                 start: time(r.get(3)?),
+                end: time(r.get(5)?),
                 traceparent: traceparent(r.get(4)?),
+                parent_task: r.get(6)?,
             })
         });
         let mut runs: Vec<FlowRun> = rows
@@ -85,6 +91,12 @@ impl Db {
         runs.retain(|f| f.start.is_some_and(|s| s >= since));
         runs.sort_by_key(|f| f.start);
         runs
+    }
+
+    /// The flow run task run `id` belongs to.
+    pub fn flow_run_of_task(&self, id: &str) -> Option<String> {
+        let sql = "SELECT flow_run_id FROM task_run WHERE id = ?1";
+        self.conn.query_row(sql, [id], |r| r.get(0)).ok()
     }
 
     /// When task run `id` ended, if it has.

@@ -7,12 +7,16 @@
 //! process starts is a task named by the task run that started it (see `matching`): one
 //! that ran from the process's start to its end, its thread's own (the kernel says which
 //! thread forked) when it can be, else the first-started one no other thread holds. What the
-//! server and Prefect's imports start are helpers.
+//! server and Prefect's imports start are helpers. A flow that talks to a standing server
+//! (`prefect server start`) is recognised by its connection to it instead (see `standing`).
 mod assign;
 mod db;
 #[cfg(test)]
 mod fixtures;
 mod matching;
+mod standing;
+
+pub use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
 
 use std::{
     path::PathBuf,
@@ -55,6 +59,9 @@ struct Prefect {
     key: String,
     started: SystemTime,
     server: Option<u32>,
+    /// The server was running before the flow (`prefect server start`): its database is
+    /// open from the start, so one not found is one pipetrace cannot read.
+    standing: bool,
     db: Option<Db>,
     db_path: Option<PathBuf>,
     /// The first flow run of this process: names the run.
@@ -82,6 +89,7 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         script,
         started,
         server: None,
+        standing: false,
         db: None,
         db_path: None,
         flow: None,
@@ -104,10 +112,15 @@ impl Prefect {
     /// The flow runs of this process (started since it did).
     fn flow_runs(&mut self) -> Vec<FlowRun> {
         let since = self.started - Duration::from_secs(2);
-        let runs = self
-            .db()
-            .map(|db| db.flow_runs_since(since))
-            .unwrap_or_default();
+        let standing = self.standing;
+        let Some(db) = self.db() else {
+            return Vec::new();
+        };
+        let mut runs = db.flow_runs_since(since);
+        // A standing server's database holds every client's runs; a temporary one, ours.
+        if standing {
+            runs = standing::own_flow_runs(&runs, |t| db.flow_run_of_task(t));
+        }
         // Read again each time: Prefect adds the run's trace context just after it starts.
         if let Some(first) = runs.first() {
             self.flow = Some(first.clone());
@@ -129,6 +142,22 @@ impl Prefect {
 }
 
 impl Prefect {
+    /// A standing server with no database pipetrace can read (PostgreSQL, say): its flows'
+    /// processes are tasks named by their programs, and the log says why.
+    fn unreadable(&mut self) -> bool {
+        if !self.standing || self.db().is_some() {
+            return false;
+        }
+        if let Some(server) = self.server.take() {
+            log::warn!(
+                "prefect: the API server (pid {server}) of {} has no SQLite database open \
+                 that pipetrace can read: its tasks are named by their programs",
+                self.script
+            );
+        }
+        true
+    }
+
     fn remember_known(&mut self, p: Process) {
         if self.known.len() >= KNOWN {
             self.known.drain(..KNOWN / 2);
@@ -169,6 +198,9 @@ impl EngineRun for Prefect {
     }
 
     fn group_ended(&mut self, id: &str) -> bool {
+        if self.unreadable() {
+            return true;
+        }
         // Its processes' rows may land up to ROW_DELAY after they end, and they end first.
         let end = self.db().and_then(|db| db.task_run_end(id));
         end.is_some_and(|e| e + 2 * ROW_DELAY < self.host.now())
@@ -178,6 +210,11 @@ impl EngineRun for Prefect {
         self.flow.as_ref()?.traceparent.clone()
     }
 
+    fn served_by(&mut self, server: u32) {
+        self.server = Some(server);
+        self.standing = true;
+    }
+
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
         if is_server(image) {
             self.server = Some(p.key.pid);
@@ -185,6 +222,9 @@ impl EngineRun for Prefect {
         }
         if !place.parent_is_root {
             return Class::Undecided;
+        }
+        if self.unreadable() {
+            return Class::Task;
         }
         // What Prefect's imports start comes before any flow runs.
         match self.flow_runs().is_empty() {
@@ -198,6 +238,9 @@ impl EngineRun for Prefect {
     }
 
     fn resolve(&mut self, ended: &[Ended], force: bool) -> Vec<Option<TaskInfo>> {
+        if self.unreadable() {
+            return ended.iter().map(|e| Some(by_tool(e.proc))).collect();
+        }
         let now = self.host.now();
         let tasks = self.task_runs();
         let batch: Vec<Process> = ended.iter().map(process).collect();
