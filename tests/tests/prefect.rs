@@ -196,12 +196,11 @@ fn judge(home: &Path, spans: &[RecvSpan], failed: bool, temporary: bool) {
     assert_eq!(failures, usize::from(failed));
 }
 
-#[test]
-fn prefect_task_runs_name_their_processes() {
-    let home = tempfile::tempdir().unwrap();
-    let out = home.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .envs(prefect_env(home.path()))
+/// The flow that fails on purpose, run by `cmd` (pipetrace with its settings) under
+/// `pipetrace run`: its spans.
+fn failing_flow_under_run(mut cmd: std::process::Command, home: &Path) -> Vec<RecvSpan> {
+    let out = home.join("t.otlp.jsonl");
+    let o = cmd
         .args(["-o", out.to_str().unwrap(), "run", "--"])
         .arg(python())
         .arg(flow())
@@ -213,7 +212,16 @@ fn prefect_task_runs_name_their_processes() {
         "the flow fails on purpose: {}",
         stderr(&o)
     );
-    judge(home.path(), &read_jsonl(&out), true, true);
+    read_jsonl(&out)
+}
+
+#[test]
+fn prefect_task_runs_name_their_processes() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = pipetrace();
+    cmd.envs(prefect_env(home.path()));
+    let spans = failing_flow_under_run(cmd, home.path());
+    judge(home.path(), &spans, true, true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

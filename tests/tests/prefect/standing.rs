@@ -115,23 +115,11 @@ impl Drop for Server {
 fn pipetrace_run_finds_a_flow_of_a_standing_server() {
     let home = tempfile::tempdir().unwrap();
     let server = Server::start(home.path());
-    let out = home.path().join("t.otlp.jsonl");
     let mut cmd = pipetrace();
     server.flow(home.path(), &mut cmd);
-    let o = cmd
-        .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .arg(python())
-        .arg(flow())
-        .arg("fail")
-        .output()
-        .unwrap();
-    assert!(
-        !o.status.success(),
-        "the flow fails on purpose: {}",
-        stderr(&o)
-    );
+    let spans = super::failing_flow_under_run(cmd, home.path());
     drop(server);
-    judge(home.path(), &read_jsonl(&out), true, false);
+    judge(home.path(), &spans, true, false);
 }
 
 /// When the server starts: before the agent (its first look finds it), after it (its exec is
