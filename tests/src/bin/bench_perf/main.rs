@@ -113,7 +113,7 @@ async fn end_to_end(doc: &mut Doc, n: usize, cfg: &Path) {
         &format!("{:.0}", spans.len() as f64 / cpu.max(1e-9)),
         &format!(
             "{} spans of {n} processes over gRPC in {:.1} s using {cpu:.2} s of agent CPU \
-             (all its work: 4 kernel records per process, tree, attribution, span building, \
+             (all its work: 5 kernel records per process, tree, attribution, span building, \
              export)",
             spans.len(),
             t.elapsed().as_secs_f64()

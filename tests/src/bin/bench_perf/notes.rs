@@ -71,7 +71,7 @@ pub const NOTES: &str = "
   <= 50 MB real cost and flat from 1k to 1M processes, export >= 50k spans/s per core,
   exit-to-backend p99 <= 2 s.
 - The storm is the worst case: nothing but fork, exec and exit, one process after another
-  from a shell loop, with four kernel records and a task and a tool span per process. A
+  from a shell loop, with five kernel records and a task and a tool span per process. A
   real pipeline spends its time in its tools; the demo pipeline lasts about a second, so
   its ratio mostly shows this VM's noise (the range), not pipetrace. On two CPUs the storm
   keeps one busy and the agent runs on the other, so each microsecond of agent CPU per

@@ -48,7 +48,7 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
     doc.row(
         "agent CPU per process, storm",
         &format!("{:.0} µs", median(s.agent_cpu_us.clone())),
-        "all of the agent's work per process (4 kernel records, tree, attribution, span \
+        "all of the agent's work per process (5 kernel records, tree, attribution, span \
          building, file export), median over the repeats",
     );
     doc.row(
