@@ -237,21 +237,26 @@ async fn the_agent_finds_a_prefect_flow_by_its_server() {
         .status()
         .unwrap();
     assert!(st.success());
-    // Other tests run the same flow on this host: this run is the one of this flow run.
-    let (_, flow_run, _) = records(home.path());
+    let (_, spans) = flow_run_trace(&rx, home.path()).await;
+    agent.stop();
+    judge(home.path(), &spans, false, true);
+}
+
+/// What `rx` got once the run span of `home`'s flow run came: every span, and the spans of
+/// that run's trace (other tests run the same flow on this host).
+async fn flow_run_trace(rx: &Receiver, home: &Path) -> (Vec<RecvSpan>, Vec<RecvSpan>) {
+    let (_, flow_run, _) = records(home);
     let ours = |s: &RecvSpan| s.is_run() && s.str("pipetrace.run.label") == flow_run;
     let spans = rx
         .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
         .await;
-    let trace = spans
-        .iter()
-        .find(|s| ours(s))
-        .expect("the run span")
+    let trace = (spans.iter().find(|s| ours(s)))
+        .unwrap_or_else(|| panic!("no run span of flow run {flow_run}"))
         .trace_id
         .clone();
-    let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
-    agent.stop();
-    judge(home.path(), &spans, false, true);
+    let traced = (spans.iter()).filter(|s| s.trace_id == trace).cloned();
+    let traced = traced.collect();
+    (spans, traced)
 }
 
 /// The `__OTEL_TRACEPARENT` label Prefect stored on a run, as (trace, span) in hex.

@@ -9,14 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use pipetrace_e2e::{
-    Agent, pipetrace, read_jsonl,
-    receiver::Receiver,
-    spans::{RecvSpan, Trace},
-    stderr,
-};
+use pipetrace_e2e::{Agent, pipetrace, read_jsonl, receiver::Receiver, spans::Trace, stderr};
 
-use super::{assert_tagged_tools_under_their_task_runs, flow, judge, prefect_env, python, records};
+use super::{assert_tagged_tools_under_their_task_runs, flow, judge, prefect_env, python};
 
 fn data(script: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -148,11 +143,7 @@ async fn agent_finds_a_flow_of_a_standing_server(start: Start) {
         .status()
         .unwrap();
     assert!(st.success());
-    let (_, flow_run, _) = records(home.path());
-    let ours = |s: &RecvSpan| s.is_run() && s.str("pipetrace.run.label") == flow_run;
-    let spans = rx
-        .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
-        .await;
+    let (spans, traced) = super::flow_run_trace(&rx, home.path()).await;
     // The command that started the server (its port in its command line) is no flow.
     let port = server
         .url
@@ -164,13 +155,8 @@ async fn agent_finds_a_flow_of_a_standing_server(start: Start) {
         !(spans.iter()).any(|s| s.is_run() && s.str("process.command_line").contains(port)),
         "a run of the server's own"
     );
-    let trace = (spans.iter().find(|s| ours(s)))
-        .unwrap_or_else(|| panic!("no run span of flow run {flow_run}"))
-        .trace_id
-        .clone();
-    let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
     agent.stop();
-    judge(home.path(), &spans, false, false);
+    judge(home.path(), &traced, false, false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,25 +337,16 @@ async fn the_agent_finds_a_flow_run_that_flow_serve_starts() {
         server.flow(home.path(), &mut ask);
     }
     wait_for_flow_run_end(home.path());
-    let (_, flow_run, _) = records(home.path());
-    let ours = |s: &RecvSpan| s.is_run() && s.str("pipetrace.run.label") == flow_run;
-    let spans = rx
-        .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
-        .await;
+    let (_, spans) = super::flow_run_trace(&rx, home.path()).await;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(serving.id() as i32, libc::SIGTERM) };
     let _ = serving.wait();
-    let trace = (spans.iter().find(|s| ours(s)))
-        .unwrap_or_else(|| panic!("no run span of flow run {flow_run}"))
-        .trace_id
-        .clone();
-    let run = spans.iter().find(|s| ours(s)).unwrap();
+    let run = (spans.iter().find(|s| s.is_run())).expect("the run span");
     assert!(
         run.int("process.pid") != Some(i64::from(serving.id())),
         "the run is the flow-run process, not the serving one: {}",
         run.str("process.command_line")
     );
-    let spans: Vec<_> = spans.into_iter().filter(|s| s.trace_id == trace).collect();
     agent.stop();
     judge(home.path(), &spans, false, false);
 }
