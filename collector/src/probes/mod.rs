@@ -237,14 +237,16 @@ fn attach_sock(ebpf: &mut Ebpf, btf: &Btf, links: &mut Links) -> bool {
 }
 
 /// Block-I/O waits from the scheduler's own hooks (see probes/ebpf/src/iowait.rs for why
-/// not from delay accounting); a kernel without them loses that figure, nothing else.
+/// not from delay accounting), and a dead process's final CPU (final_cpu.rs); a kernel
+/// without them loses those figures, nothing else.
 fn attach_io_wait(ebpf: &mut Ebpf, btf: &Btf, links: &mut Links) -> bool {
     let attached = ["sched_switch", "sched_wakeup"]
         .into_iter()
         .try_for_each(|name| links.btf_tracepoint(ebpf, btf, name));
     if let Err(e) = &attached {
         log::warn!(
-            "tp_btf/sched_switch or sched_wakeup not attached ({e}): block-I/O waits are not measured"
+            "tp_btf/sched_switch or sched_wakeup not attached ({e}): block-I/O waits are not \
+             measured, and figures taken at exit lack the exit's own CPU"
         );
     }
     attached.is_ok()
