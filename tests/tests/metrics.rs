@@ -1,6 +1,6 @@
 //! Live OTLP metrics at a real receiver: names, units, attributes, temporality, and the
 //! bound on attribute sets.
-use std::{collections::BTreeMap, collections::BTreeSet, path::Path};
+use std::{collections::BTreeMap, collections::BTreeSet, path::Path, time::Duration};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use pipetrace_e2e::{
@@ -453,6 +453,26 @@ fn export_sizes(path: &Path) -> Vec<(usize, f64)> {
         .collect()
 }
 
+/// Waits until the newest export in `path` names nothing that contains `needle`; panics
+/// after `limit` (the series never ended).
+fn wait_for_an_export_without(path: &Path, needle: &str, limit: Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let last = text.lines().rev().find(|l| !l.trim().is_empty());
+        let whole =
+            last.is_some_and(|l| serde_json::from_str::<ExportMetricsServiceRequest>(l).is_ok());
+        if whole && !last.unwrap().contains(needle) {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "after {limit:?} the newest export still names a series of `{needle}`"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// A long-lived agent serving 1,000 runs, each a pipeline of its own: the export follows the
 /// work running now, not all the work ever seen, and the agent's memory stays flat.
 #[test]
@@ -474,14 +494,15 @@ fn a_thousand_runs_in_a_long_lived_agent_keep_the_metric_export_small() {
             .unwrap();
         assert!(st.success());
     }
-    // Let the last runs' final points and markers go out.
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    agent.stop();
+    // Let the last runs' final points and markers go out: on a loaded machine the agent may
+    // still be working through the runs' records for a while after the last one ended.
     let metrics = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().contains("metrics"))
         .expect("a metrics file");
+    wait_for_an_export_without(&metrics, "bounded-run-", Duration::from_secs(60));
+    agent.stop();
     let sizes = export_sizes(&metrics);
     assert!(sizes.len() >= 10, "{} exports", sizes.len());
     let spans = pipetrace_e2e::read_jsonl(&out);
