@@ -175,6 +175,9 @@ pub async fn run(
         undecodable: core.pipe.undecodable,
     };
     let Core { pipe, .. } = core;
+    // Every record is in: the probes detach (tens of ms of the kernel's grace periods)
+    // beside the flush and the report instead of after them.
+    let detach = std::thread::spawn(move || drop(taps));
     let ending = Ending {
         usage_missing: pipe.usage_missing,
         still_running: pipe.attr.tracked(),
@@ -182,6 +185,7 @@ pub async fn run(
         wall: started.elapsed(),
     };
     finish(cfg, pipe, (lost, ending), how.summary, cwd).await;
+    let _ = detach.join();
     Ok(exit_code(status))
 }
 
