@@ -45,6 +45,18 @@ impl Limits {
         }
     }
 
+    /// The allocation of a process already reaped: what [`Self::allocation`] finds for it,
+    /// the host's CPUs, without trying to read what is gone.
+    pub fn allocation_of_gone(&mut self, host: &dyn Host) -> Allocation {
+        let online = self.online_cpus(host);
+        Allocation {
+            cpus: f64::from(online),
+            source: "host",
+            memory_limit: None,
+            host_cpus: online,
+        }
+    }
+
     fn online_cpus(&mut self, host: &dyn Host) -> u32 {
         let now = host.uptime();
         match self.online {

@@ -64,6 +64,8 @@ pub struct Pipeline {
     history: History,
     /// Reads what tasks and runs are allowed (cgroups) as they start.
     limits: crate::cgroup::Limits,
+    /// Tasks and runs started in this batch whose allocation is still to be read.
+    unread_allocations: Vec<ProcKey>,
     /// Containers seen, with what their runtimes record.
     containers: crate::containers::Containers,
     /// The processes watched: the node's, or one cgroup's.
@@ -118,6 +120,7 @@ impl Pipeline {
             }),
             announced: HashSet::new(),
             limits: crate::cgroup::Limits::default(),
+            unread_allocations: Vec::new(),
             containers: Default::default(),
             scope: crate::scope::Scope::new(None),
             idle: None,
@@ -264,20 +267,35 @@ impl Pipeline {
         }
         self.attr.on_seed(&self.tree, &keys);
         self.take_from_attribution();
+        self.read_allocations();
     }
 
-    /// What the tasks and runs that just started are allowed, read while they run; and the
-    /// runs whose engine traces itself, joined to its trace before any of their spans is built.
+    /// The tasks and runs that just started, whose allocation is read once the batch is in
+    /// (see [`Self::read_allocations`]); and the runs whose engine traces itself, joined to
+    /// its trace before any of their spans is built.
     fn take_from_attribution(&mut self) {
-        for key in self.attr.take_started() {
-            let a = self.limits.allocation(&*self.host, key.pid);
-            self.attr.set_allocation(key, a);
-        }
+        let started = self.attr.take_started();
+        self.unread_allocations.extend(started);
         for (run, traceparent) in self.attr.take_joins() {
             self.builder.join(run, &traceparent);
         }
         for (run, shared) in self.attr.take_shares() {
             self.builder.share(run, shared);
+        }
+    }
+
+    /// What the tasks and runs started in the batch are allowed, read while they run. Read
+    /// after the batch, not at each exec: a task that was already reaped by then (most of a
+    /// fork storm's) has nothing left to read and gets the host's, without the reads.
+    fn read_allocations(&mut self) {
+        for key in std::mem::take(&mut self.unread_allocations) {
+            let reaped = self.awaiting.is_reaped(&key)
+                || self.tree.get(&key).is_none_or(|p| p.usage.is_some());
+            let a = match reaped {
+                true => self.limits.allocation_of_gone(&*self.host),
+                false => self.limits.allocation(&*self.host, key.pid),
+            };
+            self.attr.set_allocation(key, a);
         }
     }
 
@@ -288,6 +306,7 @@ impl Pipeline {
         for ev in batch.drain(..) {
             self.handle(ev);
         }
+        self.read_allocations();
         self.poll(false);
     }
 
@@ -487,6 +506,7 @@ impl Pipeline {
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
         // Runs named alike on every node since the last look: before any span is built.
         self.take_from_attribution();
+        self.read_allocations();
         for mut f in finished {
             match &mut f {
                 Finished::Task {

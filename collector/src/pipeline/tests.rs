@@ -242,6 +242,63 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
     );
 }
 
+/// A task reaped within the batch its exec came in has nothing left to read: it gets the
+/// host's allocation without a read of its cgroup; one still running gets its cgroup's.
+#[tokio::test]
+async fn allocations_are_read_after_the_batch_and_only_for_tasks_not_reaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.jsonl");
+    let fake = FakeHost::new(BOOT_UNIX_NS, 50 * S);
+    fake.write(
+        "/proc/self/mountinfo",
+        "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+    );
+    // Both limited: a read of the reaped one's would show as its limit.
+    for pid in [201, 202] {
+        fake.write(format!("/proc/{pid}/cgroup"), format!("0::/jobs/j{pid}\n"));
+        fake.write(
+            format!("/sys/fs/cgroup/jobs/j{pid}/memory.max"),
+            "1073741824\n",
+        );
+    }
+    let mut pipe = core(&fake, 200, &file);
+    let (root, evs) = start(200, key(1, 0), 50 * S, &["/bin/sh", "job.sh"]);
+    let mut batch: Vec<Event> = evs.into();
+    let (short, evs) = start(201, root, 51 * S, &["/bin/true"]);
+    batch.extend(evs);
+    batch.extend(end(short, 51 * S + 5000, 0));
+    let (long, evs) = start(202, root, 51 * S + 6000, &["/bin/sleep", "9"]);
+    batch.extend(evs);
+    pipe.ingest(&mut batch, 0);
+    end(long, 60 * S, 0)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    end(root, 61 * S, 0)
+        .into_iter()
+        .for_each(|e| pipe.handle(e));
+    fake.set_boottime(70 * S);
+    let spans = finish(pipe, &file).await;
+
+    let task = |name: &str| {
+        (spans.iter())
+            .find(|s| s.kind == Kind::Task && s.name.contains(name))
+            .unwrap_or_else(|| panic!("task {name}: {spans:#?}"))
+    };
+    let (short, long) = (task("true"), task("sleep"));
+    assert_eq!(
+        long.numbers.get(attr::MEMORY_LIMIT),
+        Some(&((1u64 << 30) as f64))
+    );
+    assert_eq!(short.numbers.get(attr::MEMORY_LIMIT), None);
+    assert_eq!(
+        short
+            .texts
+            .get(attr::CPU_ALLOCATION_SOURCE)
+            .map(String::as_str),
+        Some("host")
+    );
+}
+
 /// A workflow whose `grep_miss` step accepts grep's 1 (no match), whose `timed` step
 /// accepts the 1 of the grep it runs under `timeout`, whose `shelled` step runs grep under
 /// `sh -c` (ShellCommandRequirement) and accepts its 1, and whose `boom` fails.
