@@ -104,11 +104,6 @@ impl Awaiting {
         }
     }
 
-    /// Whether the reap-time report of an exited process came: it is gone from /proc.
-    pub fn is_reaped(&self, key: &ProcKey) -> bool {
-        self.entries.get(key).is_some_and(|e| e.usage.is_some())
-    }
-
     /// The longest a report that came took after its process's exit.
     pub fn slowest_report(&self) -> Duration {
         self.slowest

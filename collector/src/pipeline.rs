@@ -285,13 +285,13 @@ impl Pipeline {
     }
 
     /// What the tasks and runs started in the batch are allowed, read while they run. Read
-    /// after the batch, not at each exec: a task that was already reaped by then (most of a
-    /// fork storm's) has nothing left to read and gets the host's, without the reads.
+    /// after the batch, not at each exec: a task that already ended by then (most of a fork
+    /// storm's, each a few ms) is gone or about to be, and gets the host's without the
+    /// reads, as a failed read would give it.
     fn read_allocations(&mut self) {
         for key in std::mem::take(&mut self.unread_allocations) {
-            let reaped = self.awaiting.is_reaped(&key)
-                || self.tree.get(&key).is_none_or(|p| p.usage.is_some());
-            let a = match reaped {
+            let ended = self.tree.get(&key).is_none_or(|p| p.exit.is_some());
+            let a = match ended {
                 true => self.limits.allocation_of_gone(&*self.host),
                 false => self.limits.allocation(&*self.host, key.pid),
             };

@@ -15,9 +15,16 @@ pub struct Redactor {
     flag_value: Regex,
     /// `scheme://user:password@host`.
     url: Regex,
+    /// What each of the four above needs somewhere in its text (a secret word's core, or
+    /// `://`): a literal search that rules most arguments out at once.
+    hint: Regex,
     extra: Vec<Regex>,
     enabled: bool,
 }
+
+/// The replacements, with the kept prefix as group 1.
+const MASK_AFTER_1: &str = "${1}[REDACTED]";
+const MASK_AFTER_1_AT: &str = "${1}[REDACTED]@";
 
 #[derive(Debug, thiserror::Error)]
 #[error("redaction pattern `{pattern}` is not a valid regex: {source}")]
@@ -50,6 +57,8 @@ impl Redactor {
             .expect("static regex"),
             url: Regex::new(r"([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@")
                 .expect("static regex"),
+            hint: Regex::new(r"(?i)pass|pwd|token|secret|key|credential|://")
+                .expect("static regex"),
             extra,
             enabled,
         })
@@ -67,7 +76,7 @@ impl Redactor {
                 next_is_secret = false;
                 continue;
             }
-            next_is_secret = self.flag.is_match(a);
+            next_is_secret = self.hint.is_match(a) && self.flag.is_match(a);
             out.push(self.text(a));
         }
         out
@@ -78,12 +87,14 @@ impl Redactor {
         if !self.enabled {
             return s.to_string();
         }
-        let s = self.url.replace_all(s, format!("${{1}}{MASK}@"));
-        let s = self.inline.replace_all(&s, format!("${{1}}{MASK}"));
-        let mut s = self
-            .flag_value
-            .replace_all(&s, format!("${{1}}{MASK}"))
-            .into_owned();
+        let mut s = match self.hint.is_match(s) {
+            true => {
+                let s = self.url.replace_all(s, MASK_AFTER_1_AT);
+                let s = self.inline.replace_all(&s, MASK_AFTER_1);
+                self.flag_value.replace_all(&s, MASK_AFTER_1).into_owned()
+            }
+            false => s.to_string(),
+        };
         for re in &self.extra {
             s = re.replace_all(&s, MASK).into_owned();
         }
@@ -124,6 +135,40 @@ mod tests {
             joined.contains("https://bob:[REDACTED]@example.org/data"),
             "{joined}"
         );
+    }
+
+    /// Every secret word, in any case, gets past the literal pre-check in all three forms.
+    #[test]
+    fn every_secret_word_is_masked_in_every_form() {
+        let r = Redactor::new(true, &[]).unwrap();
+        let words = [
+            "password",
+            "PASSWD",
+            "Pwd",
+            "passphrase",
+            "Token",
+            "SECRET",
+            "api_key",
+            "API-KEY",
+            "apikey",
+            "access-token",
+            "auth_token",
+            "credential",
+            "Credentials",
+            "private_key",
+            "client-secret",
+            "AWS_SECRET_ACCESS_KEY",
+            "db_Password",
+        ];
+        for w in words {
+            let inline = r.text(&format!("{w}=hunter2"));
+            let shell = r.text(&format!("tool --{w} hunter2 -x"));
+            let argv = r.argv(&v(&["tool", &format!("--{w}"), "hunter2"]));
+            for out in [inline, shell, argv.join(" ")] {
+                assert!(!out.contains("hunter2"), "{w}: {out}");
+            }
+        }
+        assert_eq!(r.text("/bin/true"), "/bin/true");
     }
 
     #[test]

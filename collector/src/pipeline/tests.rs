@@ -242,10 +242,10 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
     );
 }
 
-/// A task reaped within the batch its exec came in has nothing left to read: it gets the
+/// A task that ended within the batch its exec came in is gone or about to be: it gets the
 /// host's allocation without a read of its cgroup; one still running gets its cgroup's.
 #[tokio::test]
-async fn allocations_are_read_after_the_batch_and_only_for_tasks_not_reaped() {
+async fn allocations_are_read_after_the_batch_and_only_for_tasks_still_running() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trace.jsonl");
     let fake = FakeHost::new(BOOT_UNIX_NS, 50 * S);
@@ -253,7 +253,7 @@ async fn allocations_are_read_after_the_batch_and_only_for_tasks_not_reaped() {
         "/proc/self/mountinfo",
         "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
     );
-    // Both limited: a read of the reaped one's would show as its limit.
+    // Both limited: a read of the ended one's would show as its limit.
     for pid in [201, 202] {
         fake.write(format!("/proc/{pid}/cgroup"), format!("0::/jobs/j{pid}\n"));
         fake.write(
