@@ -21,7 +21,7 @@ pub fn sched_process_fork(ctx: BtfTracePointContext) -> u32 {
     }
     // A process whose reap-time report the kernel skipped left its accumulator behind:
     // the pid's new process must not inherit it.
-    let _ = emit::ACC.remove(&(tgid as u32));
+    emit::forget_accumulator(tgid as u32);
     let Some(mut entry) = emit::EVENTS.reserve::<ForkEvent>(0) else {
         emit::count_lost(KIND_FORK);
         return 0;

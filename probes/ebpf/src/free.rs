@@ -22,7 +22,7 @@ pub fn sched_process_free(ctx: BtfTracePointContext) -> u32 {
     let tgid = tgid as u32;
     let Some(mut entry) = emit::EVENTS.reserve::<UsageEvent>(0) else {
         emit::count_lost(KIND_USAGE);
-        let _ = emit::ACC.remove(&tgid);
+        emit::forget_accumulator(tgid);
         return 0;
     };
     let ev = entry.as_mut_ptr();
@@ -37,7 +37,7 @@ pub fn sched_process_free(ctx: BtfTracePointContext) -> u32 {
         let none = [core::ptr::null(); 2];
         usage::fill(core::ptr::addr_of_mut!((*ev).figures), tgid, t, &o, none);
     }
-    let _ = emit::ACC.remove(&tgid);
+    emit::forget_accumulator(tgid);
     entry.submit(emit::submit_flags());
     0
 }
