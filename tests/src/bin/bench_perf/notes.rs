@@ -78,7 +78,8 @@ pub const NOTES: &str = "
   process only partly shows in the wall time; on a busier machine it all would.
 - `pipetrace run`'s ratio holds fixed costs the agent's does not: loading and verifying the
   probes, writing the report, the last flush, and detaching the classic tracepoints, which
-  waits for the kernel's RCU grace periods (BTF tracepoints detach at once).
+  waits for the kernel's RCU grace periods (BTF tracepoints detach at once; the detach runs
+  beside the flush and the report).
 - Where the time goes, in the kernel: the `probe` rows are the kernel's own counts
   (`kernel.bpf_stats_enabled`) of each program's runs and time inside it; the tracepoint's
   own dispatch is not in them, the storm's own CPU (alone and under the agent) shows it all.
@@ -89,8 +90,9 @@ pub const NOTES: &str = "
   agent's CPU, their callees included. The event loop (`Pipeline::ingest`) holds decoding,
   the tree and the attribution; `Pipeline::settle_exits`, `poll` and `emit` hold what a
   process's end costs once its usage report is in: span building (`SpanBuilder::build`),
-  the metrics and, per new task, reading its cgroup (`cgroup::membership`, an open and
-  read of /proc/PID/cgroup; the limits are cached per cgroup); the OTLP request is built
+  the metrics and, per new task still running when its batch is in, reading its cgroup
+  (`cgroup::membership`, an open and read of /proc/PID/cgroup; the limits are cached per
+  cgroup; a task that already ended gets the host's without a read); the OTLP request is built
   once from the SDK's spans and encoded with prost (`trace_request`, `encode_to_vec`),
   then grouped, queued and sent on the runtime's other threads. The kernel's share is
   those reads, the wake-ups and the writes.
