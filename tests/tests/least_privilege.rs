@@ -1,7 +1,8 @@
 //! The agent needs only the capabilities the systemd unit grants. Run as systemd runs it (root
 //! with exactly that bounding set, no new privileges), it loads its probes and measures a real
 //! command as exactly as wait4 does; each capability on the list is needed for something; the
-//! Helm chart and the compose stack grant the same list and nothing privileged.
+//! Helm chart and the compose stack grant the same list and nothing privileged; with only
+//! CAP_BPF and CAP_PERFMON `pipetrace run` still loads its probes and measures.
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
@@ -464,4 +465,59 @@ fn the_sysctl_file_turns_on_delay_accounting() {
     assert!(path.exists(), "{} does not exist", path.display());
     let unit = read("systemd/pipetrace.service");
     assert!(unit.contains("pipetrace-sysctl.conf") && unit.contains("/etc/sysctl.d"));
+}
+
+/// Least privilege: root's uid but only CAP_BPF and CAP_PERFMON (no CAP_SYS_ADMIN, nothing in
+/// the bounding set to regain it): the probes load and every figure is there.
+#[test]
+fn runs_with_only_cap_bpf_and_cap_perfmon() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let workload = env!("CARGO_BIN_EXE_workload");
+    let script = format!(
+        "grep CapEff /proc/self/status; exec {} run -o {} -- sh -c '{workload} burn 200; true'",
+        pipetrace_e2e::pipetrace_bin().display(),
+        out.display()
+    );
+    let caps = "-all,+bpf,+perfmon";
+    let o = std::process::Command::new("setpriv")
+        .args([
+            &format!("--inh-caps={caps}"),
+            &format!("--ambient-caps={caps}"),
+            &format!("--bounding-set={caps}"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", dir.path())
+        .output()
+        .expect("setpriv (util-linux)");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}{}", stderr(&o));
+    let eff = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+        .expect("CapEff line");
+    assert_eq!(
+        eff,
+        (1 << 38) | (1 << 39),
+        "exactly CAP_PERFMON and CAP_BPF"
+    );
+    let spans = read_jsonl(&out);
+    let tool = spans
+        .iter()
+        .find(|s| s.is_tool() && s.name == "workload")
+        .expect("the workload's span");
+    let why = || format!("the workload's usage is missing: {}", stderr(&o));
+    let cpu = tool
+        .num("pipetrace.cpu.user_time")
+        .unwrap_or_else(|| panic!("{}", why()));
+    assert!(cpu >= 0.15, "{cpu}");
+    assert!(
+        tool.num("pipetrace.memory.peak")
+            .unwrap_or_else(|| panic!("{}", why()))
+            > 0.0
+    );
 }
