@@ -193,18 +193,26 @@ async fn a_snakemake_run_is_named_from_its_records_on_the_host() {
     assert_eq!(tasks[0].start, BOOT_UNIX_NS + 101 * S);
 }
 
+/// A cgroup v2 host where each `(pid, job)` runs in /jobs/`job`, limited to 1 GiB.
+fn limited_jobs(fake: &FakeHost, jobs: &[(u32, &str)]) {
+    fake.write(
+        "/proc/self/mountinfo",
+        "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+    );
+    fake.write("/sys/fs/cgroup/jobs/memory.max", "max\n");
+    for (pid, job) in jobs {
+        fake.write(format!("/proc/{pid}/cgroup"), format!("0::/jobs/{job}\n"));
+        let limit = format!("/sys/fs/cgroup/jobs/{job}/memory.max");
+        fake.write(limit, "1073741824\n");
+    }
+}
+
 #[tokio::test]
 async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trace.jsonl");
     let fake = FakeHost::new(BOOT_UNIX_NS, 50 * S);
-    fake.write(
-        "/proc/self/mountinfo",
-        "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
-    );
-    fake.write("/proc/201/cgroup", "0::/jobs/j1\n");
-    fake.write("/sys/fs/cgroup/jobs/j1/memory.max", "1073741824\n");
-    fake.write("/sys/fs/cgroup/jobs/memory.max", "max\n");
+    limited_jobs(&fake, &[(201, "j1")]);
     let mut pipe = core(&fake, 200, &file);
     let (root, evs) = start(200, key(1, 0), 50 * S, &["/bin/sh", "job.sh"]);
     evs.into_iter().for_each(|e| pipe.handle(e));
@@ -249,18 +257,8 @@ async fn allocations_are_read_after_the_batch_and_only_for_tasks_still_running()
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trace.jsonl");
     let fake = FakeHost::new(BOOT_UNIX_NS, 50 * S);
-    fake.write(
-        "/proc/self/mountinfo",
-        "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
-    );
     // Both limited: a read of the ended one's would show as its limit.
-    for pid in [201, 202] {
-        fake.write(format!("/proc/{pid}/cgroup"), format!("0::/jobs/j{pid}\n"));
-        fake.write(
-            format!("/sys/fs/cgroup/jobs/j{pid}/memory.max"),
-            "1073741824\n",
-        );
-    }
+    limited_jobs(&fake, &[(201, "j201"), (202, "j202")]);
     let mut pipe = core(&fake, 200, &file);
     let (root, evs) = start(200, key(1, 0), 50 * S, &["/bin/sh", "job.sh"]);
     let mut batch: Vec<Event> = evs.into();
