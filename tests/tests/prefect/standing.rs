@@ -138,14 +138,7 @@ async fn flows_of_standing_servers() {
     let (a_dir, c_dir) = (home_a.path().to_path_buf(), home_c.path().to_path_buf());
     let mut failed = Vec::new();
     let rx = Arc::new(Receiver::start().await);
-    let state = own_state();
-    let agent = Agent::start_with(
-        &["--endpoint", &rx.grpc_url()],
-        &[(
-            "PIPETRACE_DIAGNOSIS__STATE_DIR",
-            state.path().to_str().unwrap(),
-        )],
-    );
+    let (agent, _state) = agent_of(&rx);
     let (a, c) = (a_dir.clone(), c_dir.clone());
     let a = std::thread::spawn(move || Server::start_as(&a, false));
     let c = std::thread::spawn(move || Server::start_as(&c, true));
@@ -157,14 +150,7 @@ async fn flows_of_standing_servers() {
     drop(c);
     agent.stop();
     let rx = Arc::new(Receiver::start().await);
-    let state = own_state();
-    let agent = Agent::start_with(
-        &["--endpoint", &rx.grpc_url()],
-        &[(
-            "PIPETRACE_DIAGNOSIS__STATE_DIR",
-            state.path().to_str().unwrap(),
-        )],
-    );
+    let (agent, _state) = agent_of(&rx);
     let before = agent_finds_a_flow(rx.clone(), a.clone(), a_dir.clone());
     case(&mut failed, "a server started before the agent", before).await;
     let served = flow_serve(rx.clone(), a.clone(), a_dir.clone());
@@ -182,6 +168,17 @@ async fn flows_of_standing_servers() {
     )
     .await;
     assert!(failed.is_empty(), "failed cases: {failed:#?}");
+}
+
+/// An agent that sends to `rx`, with a state directory of its own (kept while it runs).
+fn agent_of(rx: &Receiver) -> (Agent, tempfile::TempDir) {
+    let state = own_state();
+    let dir = (
+        "PIPETRACE_DIAGNOSIS__STATE_DIR",
+        state.path().to_str().unwrap(),
+    );
+    let agent = Agent::start_with(&["--endpoint", &rx.grpc_url()], &[dir]);
+    (agent, state)
 }
 
 /// Runs one case to its end; a panic (its message printed above) is noted in `failed`.
