@@ -6,6 +6,10 @@
 set -euo pipefail
 say() { printf 'slurm-up: %s\n' "$*" >&2; }
 host=$(hostname -s)
+# One at a time: two tests that bring it up at once both start munged, and one fails
+# ("Failed to lock /run/munge/munge.socket.2.lock").
+exec 9>/run/pipetrace-slurm-up.lock
+flock 9
 
 if ! pgrep -x munged >/dev/null; then
   mkdir -p /run/munge /var/log/munge /var/lib/munge /etc/munge

@@ -23,26 +23,46 @@ fn flow() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/prefect/flow.py")
 }
 
-/// Prefect's records: the top flow's name and its run's name, and every task run that is
-/// not a subflow's placeholder, by id -> name.
-fn records(home: &Path) -> (String, String, BTreeMap<String, String>) {
+/// The id of the one top flow run in `home`'s database (a temporary server's, or a standing
+/// server's that ran one flow).
+fn only_flow_run(home: &Path) -> String {
+    let runs = top_flow_runs(home);
+    assert_eq!(runs.len(), 1, "one top flow run: {runs:?}");
+    runs.into_iter().next().unwrap()
+}
+
+/// The ids of the top flow runs (no subflow's) in `home`'s database.
+fn top_flow_runs(home: &Path) -> std::collections::BTreeSet<String> {
+    let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+    let mut stmt = db
+        .prepare("SELECT id FROM flow_run WHERE parent_task_run_id IS NULL")
+        .unwrap();
+    let ids = stmt.query_map([], |r| r.get(0)).unwrap();
+    ids.map(Result::unwrap).collect()
+}
+
+/// Prefect's records of top flow run `flow_run`: its flow's name and its own name, and every
+/// task run of it and its subflows that is not a subflow's placeholder, by id -> name.
+fn records(home: &Path, flow_run: &str) -> (String, String, BTreeMap<String, String>) {
     let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
     let (flow, run): (String, String) = db
         .query_row(
             "SELECT f.name, fr.name FROM flow_run fr JOIN flow f ON f.id = fr.flow_id \
-             WHERE fr.parent_task_run_id IS NULL",
-            [],
+             WHERE fr.id = ?1",
+            [flow_run],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
     let mut stmt = db
         .prepare(
-            "SELECT id, name FROM task_run tr WHERE NOT EXISTS \
-             (SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id)",
+            "WITH RECURSIVE runs(id) AS (SELECT ?1 UNION SELECT c.id FROM flow_run c \
+             JOIN task_run t ON t.id = c.parent_task_run_id JOIN runs ON runs.id = t.flow_run_id) \
+             SELECT tr.id, tr.name FROM task_run tr JOIN runs ON runs.id = tr.flow_run_id \
+             WHERE NOT EXISTS (SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id)",
         )
         .unwrap();
     let tasks = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([flow_run], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -124,13 +144,13 @@ fn assert_tools_within_their_task_runs(home: &Path, t: &Trace) {
     }
 }
 
-/// Judges a run of `flow.py` (`failed`: asked to fail) by the database in `home`.
-/// `temporary`: the flow started Prefect's temporary server, a helper of the run.
-fn judge(home: &Path, spans: &[RecvSpan], failed: bool, temporary: bool) {
+/// Judges top flow run `run` of `flow.py` (`failed`: asked to fail) by the database in
+/// `home`. `temporary`: the flow started Prefect's temporary server, a helper of the run.
+fn judge(home: &Path, run: &str, spans: &[RecvSpan], failed: bool, temporary: bool) {
     let t = Trace::new(spans);
     t.assert_well_formed();
     t.assert_names_registered(&[]);
-    let (flow, flow_run, task_runs) = records(home);
+    let (flow, flow_run, task_runs) = records(home, run);
     // checksum, three sort_words, compress in the subflow, and flaky when asked to fail.
     assert_eq!(task_runs.len(), 5 + usize::from(failed), "{task_runs:?}");
     let run = spans.iter().find(|s| s.is_run()).unwrap();
@@ -221,7 +241,7 @@ fn prefect_task_runs_name_their_processes() {
     let mut cmd = pipetrace();
     cmd.envs(prefect_env(home.path()));
     let spans = failing_flow_under_run(cmd, home.path());
-    judge(home.path(), &spans, true, true);
+    judge(home.path(), &only_flow_run(home.path()), &spans, true, true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,15 +257,16 @@ async fn the_agent_finds_a_prefect_flow_by_its_server() {
         .status()
         .unwrap();
     assert!(st.success());
-    let (_, spans) = flow_run_trace(&rx, home.path()).await;
+    let run = only_flow_run(home.path());
+    let (_, spans) = flow_run_trace(&rx, home.path(), &run).await;
     agent.stop();
-    judge(home.path(), &spans, false, true);
+    judge(home.path(), &run, &spans, false, true);
 }
 
-/// What `rx` got once the run span of `home`'s flow run came: every span, and the spans of
-/// that run's trace (other tests run the same flow on this host).
-async fn flow_run_trace(rx: &Receiver, home: &Path) -> (Vec<RecvSpan>, Vec<RecvSpan>) {
-    let (_, flow_run, _) = records(home);
+/// What `rx` got once the run span of top flow run `run` in `home` came: every span, and the
+/// spans of that run's trace (other tests run the same flow on this host).
+async fn flow_run_trace(rx: &Receiver, home: &Path, run: &str) -> (Vec<RecvSpan>, Vec<RecvSpan>) {
+    let (_, flow_run, _) = records(home, run);
     let ours = |s: &RecvSpan| s.is_run() && s.str("pipetrace.run.label") == flow_run;
     let spans = rx
         .wait_for(Duration::from_secs(30), |s| s.iter().any(ours))
@@ -403,7 +424,7 @@ fn called_task_runs_keep_their_last_processes() {
     let (home, spans) = traced_flow("called.py", &["retried"]);
     let t = Trace::new(&spans);
     t.assert_well_formed();
-    let (_, _, task_runs) = records(home.path());
+    let (_, _, task_runs) = records(home.path(), &only_flow_run(home.path()));
     let ran = task_runs_that_ran(home.path());
     assert!(ran.len() < task_runs.len(), "one task run was a cache hit");
     let named: BTreeMap<String, String> = (t.tasks().into_iter())
@@ -430,7 +451,7 @@ fn the_flow_bodys_own_processes_are_no_task_runs() {
     let (home, spans) = traced_flow("body.py", &[]);
     let t = Trace::new(&spans);
     t.assert_well_formed();
-    let (flow, _, task_runs) = records(home.path());
+    let (flow, _, task_runs) = records(home.path(), &only_flow_run(home.path()));
     let run = spans.iter().find(|s| s.is_run()).unwrap();
     assert_eq!(
         (

@@ -1,17 +1,24 @@
 //! Flows that talk to a standing Prefect server (`prefect server start`, reached through
 //! `PREFECT_API_URL`), started before `pipetrace run` or the agent, or after the agent:
 //! judged by that server's database as the flows with Prefect's temporary server are.
+//!
+//! A server takes tens of seconds to start, so the cases share servers: one test runs them
+//! in sequence (see [`flows_of_standing_servers`]), each judged by its own flow runs only.
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
+    future::Future,
     net::{Ipv4Addr, TcpListener, TcpStream},
-    path::Path,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use pipetrace_e2e::{Agent, pipetrace, read_jsonl, receiver::Receiver, spans::Trace, stderr};
 
-use super::{assert_tagged_tools_under_their_task_runs, flow, judge, prefect_env, python};
+use super::{
+    assert_tagged_tools_under_their_task_runs, flow, judge, prefect_env, python, top_flow_runs,
+};
 
 fn data(script: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,10 +35,6 @@ struct Server {
 }
 
 impl Server {
-    fn start(home: &Path) -> Self {
-        Self::start_as(home, false)
-    }
-
     /// `--background`: the command starts the server as its child and exits.
     fn start_as(home: &Path, background: bool) -> Self {
         let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -106,36 +109,107 @@ impl Drop for Server {
     }
 }
 
-#[test]
-fn pipetrace_run_finds_a_flow_of_a_standing_server() {
-    let home = tempfile::tempdir().unwrap();
-    let server = Server::start(home.path());
+impl Server {
+    /// The port, as in the server's command line.
+    fn port(&self) -> &str {
+        (self.url.rsplit(':').next().unwrap()).trim_end_matches("/api")
+    }
+}
+
+/// The one top flow run that `home`'s database holds beyond `before`: the case's own.
+fn new_flow_run(home: &Path, before: &BTreeSet<String>) -> String {
+    let new: Vec<_> = top_flow_runs(home).difference(before).cloned().collect();
+    assert_eq!(new.len(), 1, "one new top flow run: {new:?}");
+    new.into_iter().next().unwrap()
+}
+
+/// A state directory of its own for one case's agent or `pipetrace run`, as a test of its
+/// own would have: no other case's task history.
+fn own_state() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Every case on as few servers as they allow: agent 1 watches before server A (foreground)
+/// and server C (`--background`) start; agent 2 starts after A. Each case runs, and a failed
+/// one is named at the end; each judges only the flow runs it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flows_of_standing_servers() {
+    let (home_a, home_c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a_dir, c_dir) = (home_a.path().to_path_buf(), home_c.path().to_path_buf());
+    let mut failed = Vec::new();
+    let rx = Arc::new(Receiver::start().await);
+    let (agent, _state) = agent_of(&rx);
+    let (a, c) = (a_dir.clone(), c_dir.clone());
+    let a = std::thread::spawn(move || Server::start_as(&a, false));
+    let c = std::thread::spawn(move || Server::start_as(&c, true));
+    let (a, c) = (Arc::new(a.join().unwrap()), Arc::new(c.join().unwrap()));
+    let after = agent_finds_a_flow(rx.clone(), a.clone(), a_dir.clone());
+    case(&mut failed, "a server started after the agent", after).await;
+    let bg = agent_finds_a_flow(rx.clone(), c.clone(), c_dir.clone());
+    case(&mut failed, "a server started in the background", bg).await;
+    drop(c);
+    agent.stop();
+    let rx = Arc::new(Receiver::start().await);
+    let (agent, _state) = agent_of(&rx);
+    let before = agent_finds_a_flow(rx.clone(), a.clone(), a_dir.clone());
+    case(&mut failed, "a server started before the agent", before).await;
+    let served = flow_serve(rx.clone(), a.clone(), a_dir.clone());
+    case(&mut failed, "a flow run that flow.serve() starts", served).await;
+    agent.stop();
+    let (s, h) = (a.clone(), a_dir.clone());
+    let run = async move { pipetrace_run_finds_a_flow(&s, &h) };
+    case(&mut failed, "pipetrace run", run).await;
+    let (s, h) = (a.clone(), a_dir.clone());
+    let other = async move { another_clients_flow_names_none_of_a_flows_processes(&s, &h) };
+    case(
+        &mut failed,
+        "another client's flow on the same server",
+        other,
+    )
+    .await;
+    assert!(failed.is_empty(), "failed cases: {failed:#?}");
+}
+
+/// An agent that sends to `rx`, with a state directory of its own (kept while it runs).
+fn agent_of(rx: &Receiver) -> (Agent, tempfile::TempDir) {
+    let state = own_state();
+    let dir = (
+        "PIPETRACE_DIAGNOSIS__STATE_DIR",
+        state.path().to_str().unwrap(),
+    );
+    let agent = Agent::start_with(&["--endpoint", &rx.grpc_url()], &[dir]);
+    (agent, state)
+}
+
+/// Runs one case to its end; a panic (its message printed above) is noted in `failed`.
+async fn case(failed: &mut Vec<String>, name: &str, f: impl Future<Output = ()> + Send + 'static) {
+    eprintln!("== case: {name}");
+    if let Err(e) = tokio::spawn(f).await {
+        let p = e.into_panic();
+        let msg = (p.downcast_ref::<String>().cloned())
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        failed.push(format!("{name}: {msg}"));
+    }
+}
+
+/// The failing flow under `pipetrace run`, a client of `server`.
+fn pipetrace_run_finds_a_flow(server: &Server, home: &Path) {
+    let before = top_flow_runs(home);
+    let state = own_state();
     let mut cmd = pipetrace();
-    server.flow(home.path(), &mut cmd);
-    let spans = super::failing_flow_under_run(cmd, home.path());
-    drop(server);
-    judge(home.path(), &spans, true, false);
+    cmd.env("PIPETRACE_DIAGNOSIS__STATE_DIR", state.path());
+    server.flow(home, &mut cmd);
+    let spans = super::failing_flow_under_run(cmd, home);
+    judge(home, &new_flow_run(home, &before), &spans, true, false);
 }
 
-/// When the server starts: before the agent (its first look finds it), after it (its exec is
-/// seen), or after it with `--background` (a child of a command that exits at once).
-#[derive(Clone, Copy, PartialEq)]
-enum Start {
-    Before,
-    After,
-    BackgroundAfter,
-}
-
-/// The flow under the agent, its server started as `start` says.
-async fn agent_finds_a_flow_of_a_standing_server(start: Start) {
-    let rx = Receiver::start().await;
-    let home = tempfile::tempdir().unwrap();
-    let mut server = (start == Start::Before).then(|| Server::start(home.path()));
-    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
-    let background = start == Start::BackgroundAfter;
-    let server = server.get_or_insert_with(|| Server::start_as(home.path(), background));
+/// The flow under the agent that sends to `rx`, a client of `server`, which started before
+/// or after the agent or in the background.
+async fn agent_finds_a_flow(rx: Arc<Receiver>, server: Arc<Server>, home: PathBuf) {
+    let before = top_flow_runs(&home);
     let mut cmd = Command::new(python());
-    server.flow(home.path(), &mut cmd);
+    server.flow(&home, &mut cmd);
     let st = cmd
         .arg(flow())
         .stdout(Stdio::null())
@@ -143,35 +217,15 @@ async fn agent_finds_a_flow_of_a_standing_server(start: Start) {
         .status()
         .unwrap();
     assert!(st.success());
-    let (spans, traced) = super::flow_run_trace(&rx, home.path()).await;
+    let run = new_flow_run(&home, &before);
+    let (spans, traced) = super::flow_run_trace(&rx, &home, &run).await;
     // The command that started the server (its port in its command line) is no flow.
-    let port = server
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches("/api");
     assert!(
-        !(spans.iter()).any(|s| s.is_run() && s.str("process.command_line").contains(port)),
+        !(spans.iter())
+            .any(|s| s.is_run() && s.str("process.command_line").contains(server.port())),
         "a run of the server's own"
     );
-    agent.stop();
-    judge(home.path(), &traced, false, false);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_finds_a_flow_of_a_server_started_before_it() {
-    agent_finds_a_flow_of_a_standing_server(Start::Before).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_finds_a_flow_of_a_server_started_after_it() {
-    agent_finds_a_flow_of_a_standing_server(Start::After).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_finds_a_flow_of_a_server_started_in_the_background() {
-    agent_finds_a_flow_of_a_standing_server(Start::BackgroundAfter).await;
+    judge(&home, &run, &traced, false, false);
 }
 
 /// Task runs of flow `flow`'s runs (and their subflows') that ran, by id -> name.
@@ -218,13 +272,13 @@ fn wait_for_flow_run(home: &Path, flow: &str) {
 /// A standing server's database holds every client's runs: another client's flow (ten
 /// mapped task runs on four threads) that runs while a traced flow's body starts processes
 /// between its own task runs names none of them.
-#[test]
-fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
-    let home = tempfile::tempdir().unwrap();
-    let server = Server::start(home.path());
-    let (out, mark) = (home.path().join("t.otlp.jsonl"), home.path().join("go"));
+fn another_clients_flow_names_none_of_a_flows_processes(server: &Server, home: &Path) {
+    // Its own output file: the server's home holds other cases' too.
+    let state = own_state();
+    let (out, mark) = (state.path().join("t.otlp.jsonl"), state.path().join("go"));
     let mut cmd = pipetrace();
-    server.flow(home.path(), &mut cmd);
+    cmd.env("PIPETRACE_DIAGNOSIS__STATE_DIR", state.path());
+    server.flow(home, &mut cmd);
     let traced = cmd
         .args(["-o", out.to_str().unwrap(), "run", "--"])
         .arg(python())
@@ -234,9 +288,9 @@ fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_flow_run(home.path(), "waits");
+    wait_for_flow_run(home, "waits");
     let mut other = Command::new(python());
-    server.flow(home.path(), &mut other);
+    server.flow(home, &mut other);
     let st = other
         .arg(data("mapped.py"))
         .stdout(Stdio::null())
@@ -247,7 +301,6 @@ fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
     std::fs::write(&mark, "").unwrap();
     let o = traced.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    drop(server);
     let spans = read_jsonl(&out);
     let t = Trace::new(&spans);
     t.assert_well_formed();
@@ -259,10 +312,7 @@ fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
         ),
         ("prefect", "waits")
     );
-    let (ours, theirs) = (
-        task_runs_of(home.path(), "waits"),
-        task_runs_of(home.path(), "mapped"),
-    );
+    let (ours, theirs) = (task_runs_of(home, "waits"), task_runs_of(home, "mapped"));
     assert_eq!(theirs.len(), 10);
     let mut found = BTreeMap::new();
     for task in t.tasks() {
@@ -279,38 +329,50 @@ fn another_clients_flow_on_the_same_server_names_none_of_a_flows_processes() {
     assert!(body.count() > 5, "the body ran while the other flow did");
 }
 
-/// Waits until the server's database says the top flow run ended.
-fn wait_for_flow_run_end(home: &Path) {
+/// Waits until the server's database holds one top flow run beyond `before` and says it
+/// ended: its id.
+fn wait_for_flow_run_end(home: &Path, before: &BTreeSet<String>) -> String {
     let deadline = Instant::now() + Duration::from_secs(180);
     while Instant::now() < deadline {
-        let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
-        let state: Option<String> = db
-            .query_row(
-                "SELECT state_type FROM flow_run WHERE parent_task_run_id IS NULL",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap_or(None);
-        if matches!(state.as_deref(), Some("COMPLETED" | "FAILED" | "CRASHED")) {
-            return;
+        let new: Vec<_> = top_flow_runs(home).difference(before).cloned().collect();
+        if let [run] = new.as_slice() {
+            let db = rusqlite::Connection::open(home.join("prefect.db")).unwrap();
+            let state: Option<String> = db
+                .query_row(
+                    "SELECT state_type FROM flow_run WHERE id = ?1",
+                    [run],
+                    |r| r.get(0),
+                )
+                .unwrap_or(None);
+            if matches!(state.as_deref(), Some("COMPLETED" | "FAILED" | "CRASHED")) {
+                return run.clone();
+            }
         }
         std::thread::sleep(Duration::from_millis(500));
     }
     panic!("the served flow run never ended");
 }
 
+/// A child process killed (and reaped) on drop, so that a failed case leaves none behind.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
 /// `flow.serve()`: the serving process starts each flow run in a process of its own (one
 /// multiprocessing spawns, after its resource tracker), which is the run; the serving
 /// process, connected to the server too, is none.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_finds_a_flow_run_that_flow_serve_starts() {
-    let rx = Receiver::start().await;
-    let home = tempfile::tempdir().unwrap();
-    let server = Server::start(home.path());
-    let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
+async fn flow_serve(rx: Arc<Receiver>, server: Arc<Server>, home: PathBuf) {
+    let home = home.as_path();
+    let before = top_flow_runs(home);
     let mut serve = Command::new(python());
-    server.flow(home.path(), &mut serve);
-    let mut serving = serve
+    server.flow(home, &mut serve);
+    let serving = serve
         .arg(data("served.py"))
         .current_dir(data(""))
         .env("PREFECT_RUNNER_POLL_FREQUENCY", "1")
@@ -318,8 +380,9 @@ async fn the_agent_finds_a_flow_run_that_flow_serve_starts() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let serving = Reaped(serving);
     let mut ask = Command::new(pipetrace_e2e::venv_program("prefect", "prefect"));
-    server.flow(home.path(), &mut ask);
+    server.flow(home, &mut ask);
     // The deployment exists once the serving process has registered it.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -334,19 +397,17 @@ async fn the_agent_finds_a_flow_run_that_flow_serve_starts() {
         assert!(Instant::now() < deadline, "no deployment to run");
         std::thread::sleep(Duration::from_secs(1));
         ask = Command::new(pipetrace_e2e::venv_program("prefect", "prefect"));
-        server.flow(home.path(), &mut ask);
+        server.flow(home, &mut ask);
     }
-    wait_for_flow_run_end(home.path());
-    let (_, spans) = super::flow_run_trace(&rx, home.path()).await;
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(serving.id() as i32, libc::SIGTERM) };
-    let _ = serving.wait();
-    let run = (spans.iter().find(|s| s.is_run())).expect("the run span");
+    let run = wait_for_flow_run_end(home, &before);
+    let (_, spans) = super::flow_run_trace(&rx, home, &run).await;
+    let serving_pid = serving.0.id();
+    drop(serving);
+    let run_span = (spans.iter().find(|s| s.is_run())).expect("the run span");
     assert!(
-        run.int("process.pid") != Some(i64::from(serving.id())),
+        run_span.int("process.pid") != Some(i64::from(serving_pid)),
         "the run is the flow-run process, not the serving one: {}",
-        run.str("process.command_line")
+        run_span.str("process.command_line")
     );
-    agent.stop();
-    judge(home.path(), &spans, false, false);
+    judge(home, &run, &spans, false, false);
 }
