@@ -45,8 +45,8 @@ impl Limits {
         }
     }
 
-    /// The allocation of a process already reaped: what [`Self::allocation`] finds for it,
-    /// the host's CPUs, without trying to read what is gone.
+    /// The allocation of a process that already ended: what [`Self::allocation`] finds once
+    /// it is reaped (the host's CPUs), without trying to read what is gone or about to be.
     pub fn allocation_of_gone(&mut self, host: &dyn Host) -> Allocation {
         let online = self.online_cpus(host);
         Allocation {

@@ -169,6 +169,8 @@ mod tests {
             }
         }
         assert_eq!(r.text("/bin/true"), "/bin/true");
+        assert_eq!(MASK_AFTER_1, format!("${{1}}{MASK}"));
+        assert_eq!(MASK_AFTER_1_AT, format!("${{1}}{MASK}@"));
     }
 
     #[test]
