@@ -7,9 +7,10 @@ set -euo pipefail
 say() { printf 'slurm-up: %s\n' "$*" >&2; }
 host=$(hostname -s)
 # One at a time: two tests that bring it up at once both start munged, and one fails
-# ("Failed to lock /run/munge/munge.socket.2.lock").
+# ("Failed to lock /run/munge/munge.socket.2.lock"). The daemons started below must not
+# inherit the lock's descriptor (9>&-): one that holds it would block every later caller.
 exec 9>/run/pipetrace-slurm-up.lock
-flock 9
+flock -w 300 9 || { say "another slurm-up.sh held /run/pipetrace-slurm-up.lock for 300 s"; exit 1; }
 
 if ! pgrep -x munged >/dev/null; then
   mkdir -p /run/munge /var/log/munge /var/lib/munge /etc/munge
@@ -19,7 +20,7 @@ if ! pgrep -x munged >/dev/null; then
     chown munge:munge /etc/munge/munge.key
     chmod 400 /etc/munge/munge.key
   fi
-  runuser -u munge -- /usr/sbin/munged
+  runuser -u munge -- /usr/sbin/munged 9>&-
   say "munged started"
 fi
 
@@ -48,8 +49,8 @@ CONF
   printf 'CgroupPlugin=cgroup/v1\n' >/etc/slurm/cgroup.conf
   say "wrote $conf"
 fi
-pgrep -x slurmctld >/dev/null || { slurmctld && say "slurmctld started"; }
-pgrep -x slurmd >/dev/null || { slurmd && say "slurmd started"; }
+pgrep -x slurmctld >/dev/null || { slurmctld 9>&- && say "slurmctld started"; }
+pgrep -x slurmd >/dev/null || { slurmd 9>&- && say "slurmd started"; }
 for _ in $(seq 50); do
   sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)' && exit 0
   sleep 0.2
