@@ -66,13 +66,8 @@ pub fn left(prev: Task, o: &KernelOffsets) {
         return;
     };
     let ev = entry.as_mut_ptr();
-    let mine = |offset| {
-        if unreleased > 0 {
-            field(leader, offset)
-        } else {
-            0
-        }
-    };
+    let summed = leader_summed(tgid, unreleased, rt);
+    let mine = |offset| if summed { 0 } else { field(leader, offset) };
     unsafe {
         (*ev).header = EventHeader {
             kind: KIND_FINAL_CPU,
@@ -85,4 +80,19 @@ pub fn left(prev: Task, o: &KernelOffsets) {
         (*ev).runtime_ns = rt + mine(o.task_sum_exec_runtime);
     }
     entry.submit(emit::submit_flags());
+}
+
+/// Whether the sums hold the leader's own figures. A process none of whose other threads
+/// exited sums only its leader, so a non-zero summed runtime says so by itself, whatever the
+/// thread count read beside it says (a storm once showed a process's CPU as nearly twice
+/// wait4's, as if counted both ways). Otherwise the count decides.
+#[inline(always)]
+fn leader_summed(tgid: u32, unreleased: i32, summed_runtime: u64) -> bool {
+    // SAFETY: a shared read of a map value; the counter is only ever added to.
+    let others = unsafe { emit::ACC.get(&tgid) }.map_or(0, |acc| acc.threads_exited);
+    if others == 0 {
+        summed_runtime > 0
+    } else {
+        unreleased == 0
+    }
 }
