@@ -64,8 +64,8 @@ fn pair_up(truth: &Path, spans: &Path) -> (Vec<Pair>, usize) {
 /// reap-time report did not come) are completed by the last switch's, and judged alike.
 fn judge(pairs: &[Pair]) {
     let (mut at_exit, mut exact) = (0, 0);
-    // The most any process's figures exceeded wait4's, at exit and at reap, in µs.
-    let mut excess = [0i64; 2];
+    // The most any process's figures exceeded wait4's, in µs.
+    let (mut most_over_at_exit, mut most_over_at_reap) = (0i64, 0i64);
     for Pair { truth, span } in pairs {
         assert!(
             span.attr(attr::USAGE_MISSING).is_none(),
@@ -88,14 +88,14 @@ fn judge(pairs: &[Pair]) {
         );
         if span.int(attr::USAGE_AT_EXIT) == Some(1) {
             at_exit += 1;
-            excess[0] = excess[0].max(cpu - t_cpu);
+            most_over_at_exit = most_over_at_exit.max(cpu - t_cpu);
             assert!(
                 (0..=1_000).contains(&(cpu - t_cpu)),
                 "figures at exit: CPU {cpu} µs vs wait4's {t_cpu} µs: {truth} {span:?}"
             );
             continue;
         }
-        excess[1] = excess[1].max(cpu - t_cpu);
+        most_over_at_reap = most_over_at_reap.max(cpu - t_cpu);
         assert!(
             (0..=1_000).contains(&(cpu - t_cpu)),
             "CPU {cpu} µs vs wait4's {t_cpu} µs: {truth} {span:?}"
@@ -105,10 +105,9 @@ fn judge(pairs: &[Pair]) {
     let reaped = pairs.len() - at_exit;
     eprintln!(
         "{} processes compared with wait4: {exact} of {reaped} reap-time figures equal to the \
-         microsecond, {at_exit} taken at exit; most over wait4's: {} µs at exit, {} µs at reap",
-        pairs.len(),
-        excess[0],
-        excess[1]
+         microsecond, {at_exit} taken at exit; most over wait4's: {most_over_at_exit} µs at \
+         exit, {most_over_at_reap} µs at reap",
+        pairs.len()
     );
     assert!(
         exact * 100 >= reaped * 99,
