@@ -16,6 +16,7 @@ pub mod poller;
 pub mod probes;
 pub mod redact;
 pub mod report;
+pub mod sched;
 pub mod scope;
 pub mod signals;
 pub mod source;

@@ -362,6 +362,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "The whole host's busy CPUs (averaged over each metrics.interval) below which it counts as idle.",
     ),
     (
+        "cpu_policy",
+        "The scheduling policy of pipetrace's own threads: batch (SCHED_BATCH: the same fair share of CPU, but its wake-ups never preempt the pipeline's processes; the ring buffer holds events until a CPU is free) or normal (SCHED_OTHER). Applied only when pipetrace starts with the default policy; the command of pipetrace run starts with the policy pipetrace started with.",
+    ),
+    (
         "self_telemetry",
         "pipetrace's own work, as telemetry of its own beside the pipelines'.",
     ),

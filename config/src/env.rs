@@ -135,11 +135,14 @@ pub fn otel(vars: &[(String, String)]) -> Layer {
 /// The prefix of pipetrace's own variables.
 const PREFIX: &str = "PIPETRACE_";
 
-/// PIPETRACE_ variables that are config keys: any with a `__` (a nested key) and
-/// PIPETRACE_SERVICE_NAME. The rest (PIPETRACE_LOG, PIPETRACE_BIN, PIPETRACE_CONFIG, ...)
-/// are the process's own settings.
+/// The top-level keys with a value of their own, each a PIPETRACE_ variable.
+const TOP_LEVEL: [&str; 2] = ["SERVICE_NAME", "CPU_POLICY"];
+
+/// PIPETRACE_ variables that are config keys: any with a `__` (a nested key) and the
+/// top-level ones. The rest (PIPETRACE_LOG, PIPETRACE_BIN, PIPETRACE_CONFIG, ...) are the
+/// process's own settings.
 fn is_config(rest: &str) -> bool {
-    rest.contains("__") || rest.eq_ignore_ascii_case("SERVICE_NAME")
+    rest.contains("__") || TOP_LEVEL.iter().any(|k| rest.eq_ignore_ascii_case(k))
 }
 
 /// figment's own provider for PIPETRACE_*: PIPETRACE_EXPORT__BATCH_SPANS=64 is
@@ -354,6 +357,7 @@ mod pipetrace_vars {
             ("PIPETRACE_HOST__IDLE_CPU_BELOW", "0.5"),
             ("PIPETRACE_EXPORT__OTLP__HEADERS__X-SCOPE-ORGID", "Lab"),
             ("PIPETRACE_SERVICE_NAME", "lab"),
+            ("PIPETRACE_CPU_POLICY", "normal"),
             ("PIPETRACE_LOG", "debug"),
             ("PIPETRACE_BIN", "/usr/bin/pipetrace"),
             ("PIPETRACE_CONFIG", "/etc/pipetrace.yaml"),
@@ -366,6 +370,7 @@ mod pipetrace_vars {
         assert_eq!(v["host"]["idle_cpu_below"], 0.5);
         assert_eq!(v["export"]["otlp"]["headers"]["x-scope-orgid"], "Lab");
         assert_eq!(v["service_name"], "lab");
+        assert_eq!(v["cpu_policy"], "normal");
         for process_only in ["log", "bin", "config"] {
             assert!(v.get(process_only).is_none(), "{process_only}");
         }

@@ -24,6 +24,21 @@ pub struct Config {
     pub host: Host,
     pub files: Files,
     pub self_telemetry: SelfTelemetry,
+    /// The scheduling policy of pipetrace's own threads.
+    pub cpu_policy: CpuPolicy,
+}
+
+/// How pipetrace's own threads share the CPUs with the work they watch.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuPolicy {
+    /// SCHED_BATCH: the same fair share of CPU, but waking up never preempts a running
+    /// process: the agent catches up when a CPU is free, and the ring buffer holds the
+    /// events meanwhile. Applied only when pipetrace starts with the default policy.
+    #[default]
+    Batch,
+    /// SCHED_OTHER, as started: woken, it may preempt the pipeline's processes.
+    Normal,
 }
 
 /// pipetrace's own work as telemetry of its own, beside the pipelines'.

@@ -544,3 +544,47 @@ fn doctor_shows_the_running_agents_figures() {
         "{out}"
     );
 }
+
+/// The scheduling policies seen from inside `pipetrace run` (with `prefix` before it): the
+/// command's own, and those of pipetrace's threads (the command's parent).
+fn policies_inside(dir: &Path, prefix: &[&str], env: &[(&str, &str)]) -> (String, Vec<String>) {
+    let script = "chrt -p $$; for t in /proc/$PPID/task/*; do chrt -p ${t##*/}; done";
+    let out = dir.join("t.otlp.jsonl");
+    let mut c = match prefix.split_first() {
+        Some((wrapper, args)) => {
+            let mut c = Command::new(wrapper);
+            c.args(args).arg(pipetrace_bin());
+            c
+        }
+        None => Command::new(pipetrace_bin()),
+    };
+    let o = (c.envs(env.iter().copied()))
+        .args(["-o", out.to_str().unwrap(), "run", "--no-summary", "--"])
+        .args(["sh", "-c", script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let policy = |l: &str| l.split("policy: ").nth(1).map(str::to_string);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut lines = text.lines().filter_map(policy);
+    let command = lines.next().expect("the command's policy");
+    (command, lines.collect())
+}
+
+/// pipetrace's own threads run SCHED_BATCH (`cpu_policy`, default batch): woken, they never
+/// preempt the pipeline. The command keeps the policy pipetrace started with; one chosen
+/// from outside (chrt) is kept, and `normal` leaves the default alone.
+#[test]
+fn pipetrace_runs_batch_and_its_command_keeps_the_policy_it_started_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let (command, own) = policies_inside(dir.path(), &[], &[]);
+    assert_eq!(command, "SCHED_OTHER");
+    assert!(own.len() > 1, "pipetrace's threads: {own:?}");
+    assert!(own.iter().all(|p| p == "SCHED_BATCH"), "{own:?}");
+    let (command, own) = policies_inside(dir.path(), &[], &[("PIPETRACE_CPU_POLICY", "normal")]);
+    assert_eq!(command, "SCHED_OTHER");
+    assert!(own.iter().all(|p| p == "SCHED_OTHER"), "{own:?}");
+    let (command, own) = policies_inside(dir.path(), &["chrt", "-i", "0"], &[]);
+    assert_eq!(command, "SCHED_IDLE");
+    assert!(own.iter().all(|p| p == "SCHED_IDLE"), "{own:?}");
+}

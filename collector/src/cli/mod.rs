@@ -187,6 +187,14 @@ pub fn main() -> i32 {
             // The wrapped command gets the default back (`run`'s pre_exec).
             // SAFETY: before any thread of the runtime starts.
             unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+            // Before the runtime's threads start, so that they inherit it.
+            if let Err(e) = crate::sched::apply(cfg.cpu_policy) {
+                log::warn!(
+                    "cpu_policy {:?} not applied ({e}): pipetrace's threads keep the policy \
+                     they started with",
+                    cfg.cpu_policy
+                );
+            }
             let rt = match tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()

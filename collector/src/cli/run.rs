@@ -279,10 +279,8 @@ async fn finish(
     }
 }
 
-/// Where the HTML report goes: the configured path, else beside the trace file, else a
-/// time-stamped file in the working directory.
 /// Starts the command. An ignored SIGPIPE would be inherited: `yes | head` in the pipeline
-/// must end as it does without us.
+/// must end as it does without us; so would pipetrace's own CPU policy.
 fn spawn(
     program: &str,
     args: &[String],
@@ -290,11 +288,13 @@ fn spawn(
 ) -> std::io::Result<tokio::process::Child> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
-    // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+    // SAFETY: only signal(2) and sched_setscheduler(2), async-signal-safe, between fork
+    // and exec.
     unsafe {
         cmd.pre_exec(|| {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            Ok(())
+            // pipetrace's own `cpu_policy` is not the command's.
+            crate::sched::restore()
         });
     }
     if let Some(dir) = cwd {
@@ -390,6 +390,8 @@ fn print_end(
     }
 }
 
+/// Where the HTML report goes: the configured path, else beside the trace file, else a
+/// time-stamped file in the working directory.
 fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathBuf {
     if let Some(p) = &cfg.report.path {
         return p.clone();
