@@ -67,6 +67,23 @@ pub fn ensure_tracefs() -> Result<PathBuf, ProbeError> {
     Ok(root.to_path_buf())
 }
 
+/// vmlinux's BTF for the BTF tracepoints' attach ids. Mapped where the kernel allows it
+/// (Linux 6.16+): sysfs hands the file out a page at a time, and reading its megabytes
+/// took thousands of reads, the largest part of a start after verifying the programs.
+fn kernel_btf() -> Result<Btf, ProbeError> {
+    let failed = |e: &dyn std::fmt::Display| ProbeError::Load(format!("{BTF_PATH}: {e}"));
+    let file = std::fs::File::open(BTF_PATH).map_err(|e| failed(&e))?;
+    // SAFETY: a private read-only mapping of a file the kernel never changes while it runs.
+    let parsed = match unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) } {
+        Ok(map) => Btf::parse(&map, aya::Endianness::default()),
+        Err(_) => Btf::parse(
+            &std::fs::read(BTF_PATH).map_err(|e| failed(&e))?,
+            aya::Endianness::default(),
+        ),
+    };
+    parsed.map_err(|e| failed(&e))
+}
+
 /// What the loaded probes can measure on this kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct Capabilities {
@@ -126,7 +143,7 @@ impl Probes {
             .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
             .load(PROBES)
             .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
-        let btf = Btf::from_sys_fs().map_err(|e| ProbeError::Load(e.to_string()))?;
+        let btf = kernel_btf()?;
         let mut links = Links::default();
         for name in [
             "sched_process_fork",
@@ -336,4 +353,29 @@ fn raise_memlock() {
     };
     // SAFETY: plain syscall with a valid pointer; failure is harmless on cgroup-accounted kernels.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mapped parse gives the BTF tracepoints the same attach ids as an independent
+    /// parser of the same file.
+    #[test]
+    fn mapped_kernel_btf_names_the_tracepoints_as_btf_rs_does() {
+        if !Path::new(BTF_PATH).exists() {
+            eprintln!("skipped: this kernel has no BTF");
+            return;
+        }
+        let btf = kernel_btf().expect("vmlinux BTF");
+        let other = btf_rs::Btf::from_file(BTF_PATH).expect("btf_rs parse");
+        for name in ["sched_process_exec", "sched_process_free", "sched_switch"] {
+            let typedef = format!("btf_trace_{name}");
+            let id = btf
+                .id_by_type_name_kind(&typedef, aya_obj::btf::BtfKind::Typedef)
+                .expect(&typedef);
+            let ids = other.resolve_ids_by_name(&typedef).expect(&typedef);
+            assert!(ids.contains(&id), "{typedef}: aya {id}, btf_rs {ids:?}");
+        }
+    }
 }
