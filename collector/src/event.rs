@@ -188,8 +188,8 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         }
         KIND_OOM => {
             let e: OomEvent = read(bytes, h.kind)?;
-            // The tracepoint gives memory in KiB.
-            let page = 1024;
+            // The probe gives memory in pages.
+            let page = crate::host::page_size();
             Ok(Event::Oom {
                 pid: h.tgid,
                 time_ns: h.time_ns,

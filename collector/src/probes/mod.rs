@@ -172,7 +172,7 @@ impl Probes {
         let io_wait =
             offsets.task_in_iowait != ABSENT && attach_io_wait(&mut ebpf, &btf, &mut links);
         // Diagnosis hooks; a kernel without them loses OOM or signal events, nothing else.
-        if let Err(e) = links.tracepoint(&mut ebpf, "oom", "mark_victim") {
+        if let Err(e) = links.btf_tracepoint(&mut ebpf, &btf, "mark_victim") {
             log::warn!("oom:mark_victim not attached ({e}): OOM kills are not reported");
         }
         if let Err(e) = links.btf_tracepoint(&mut ebpf, &btf, "signal_generate") {

@@ -173,6 +173,7 @@ fn accounting(structs: &Structs, o: &mut KernelOffsets) {
     let delay = |f| opt("task_delay_info", f);
     o.mm_hiwater_rss = opt("mm_struct", "hiwater_rss");
     o.mm_rss_stat = opt("mm_struct", "rss_stat");
+    o.mm_total_vm = opt("mm_struct", "total_vm");
     o.percpu_counter_count = opt("percpu_counter", "count");
     o.percpu_counter_size = structs.size("percpu_counter").unwrap_or(ABSENT);
     o.task_signal = task("signal");
@@ -227,12 +228,6 @@ fn tracepoints(tracefs: &Path, o: &mut KernelOffsets) {
     // 0, not ABSENT: the exit probe reads it as "no such field".
     o.exit_tp_group_dead = tracepoint_field(&exit, "group_dead").unwrap_or(0);
     o.sock_family = field(&format("events/sock/sock_send_length/format"), "family");
-    let oom = format("events/oom/mark_victim/format");
-    o.tp_oom_pid = field(&oom, "pid");
-    o.tp_oom_total_vm = field(&oom, "total_vm");
-    o.tp_oom_anon_rss = field(&oom, "anon_rss");
-    o.tp_oom_file_rss = field(&oom, "file_rss");
-    o.tp_oom_shmem_rss = field(&oom, "shmem_rss");
     let open_enter = format("events/syscalls/sys_enter_openat/format");
     o.tp_openat_filename = field(&open_enter, "filename");
     o.tp_openat_flags = field(&open_enter, "flags");

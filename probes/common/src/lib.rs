@@ -13,7 +13,7 @@ pub const KIND_EXEC: u32 = 2;
 pub const KIND_EXIT: u32 = 3;
 /// `sched_process_free` of a thread-group leader: the process's final resource usage.
 pub const KIND_USAGE: u32 = 4;
-/// `oom:mark_victim`: the OOM killer chose a process.
+/// `mark_victim`: the OOM killer chose a process.
 pub const KIND_OOM: u32 = 5;
 /// `signal:signal_generate` of a fatal signal, delivered: who sent what to whom.
 pub const KIND_SIGNAL: u32 = 6;
@@ -255,8 +255,8 @@ pub struct Opening {
 pub struct OomEvent {
     /// `tgid` is the victim's pid; `start_ns` is 0 (the tracepoint does not say).
     pub header: EventHeader,
-    /// The victim's memory when chosen, in KiB as the tracepoint gives it (0 where the kernel
-    /// does not say).
+    /// The victim's memory when chosen, in pages as the kernel counts it (0 where the
+    /// kernel does not say).
     pub total_vm: u64,
     pub anon_rss: u64,
     pub file_rss: u64,
@@ -371,12 +371,8 @@ pub struct KernelOffsets {
     /// sock_send_length's `family` record field (from tracefs): its presence says the
     /// kernel has the sock tracepoints.
     pub sock_family: u32,
-    /// oom:mark_victim record fields (from tracefs).
-    pub tp_oom_pid: u32,
-    pub tp_oom_total_vm: u32,
-    pub tp_oom_anon_rss: u32,
-    pub tp_oom_file_rss: u32,
-    pub tp_oom_shmem_rss: u32,
+    /// `mm_struct.total_vm`, for the BTF OOM probe (with `mm_rss_stat` for the rest).
+    pub mm_total_vm: u32,
     /// syscalls:sys_enter_openat / sys_exit_openat record fields (from tracefs).
     pub tp_openat_filename: u32,
     pub tp_openat_flags: u32,

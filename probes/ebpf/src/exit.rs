@@ -16,10 +16,6 @@ use crate::{
     usage,
 };
 
-/// RSS counters that make up resident memory: file, anonymous and shared-memory pages
-/// (`MM_FILEPAGES`, `MM_ANONPAGES`, `MM_SHMEMPAGES`; swap entries are not resident).
-const RSS_COUNTERS: [u32; 3] = [0, 1, 3];
-
 /// The image's high-water mark as the kernel computes it for maxrss: the larger of the
 /// recorded mark and the resident pages now. 0 when the mm is already gone.
 #[inline(always)]
@@ -32,12 +28,11 @@ fn image_peak(me: task::Task, o: &pipetrace_probes_common::KernelOffsets) -> u64
     if mm.is_null() {
         return 0;
     }
-    let mut rss: i64 = 0;
-    for i in RSS_COUNTERS {
-        let off = o.mm_rss_stat + i * o.percpu_counter_size + o.percpu_counter_count;
-        rss += task::read::<i64>(mm, off).unwrap_or(0).max(0);
-    }
-    field(mm, o.mm_hiwater_rss).max(rss as u64)
+    let rss = [task::RSS_FILE, task::RSS_ANON, task::RSS_SHMEM]
+        .map(|c| task::rss_pages(mm, o, c))
+        .iter()
+        .sum::<u64>();
+    field(mm, o.mm_hiwater_rss).max(rss)
 }
 
 #[tracepoint(category = "sched", name = "sched_process_exit")]

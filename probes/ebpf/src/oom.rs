@@ -1,26 +1,23 @@
-//! tracepoint/oom/mark_victim: the OOM killer chose a process, with its memory at that moment.
+//! tp_btf/mark_victim: the OOM killer chose a process, with its memory at that moment,
+//! read as the tracepoint's own record does (`mm->total_vm` and the rss counters'
+//! approximate values). A BTF tracepoint rather than the classic one: detaching a classic
+//! tracepoint waits for the kernel's RCU grace periods, tens of ms at every end of
+//! `pipetrace run`.
 use aya_ebpf::{
-    helpers::generated::bpf_ktime_get_boot_ns, macros::tracepoint, programs::TracePointContext,
+    helpers::generated::bpf_ktime_get_boot_ns, macros::btf_tracepoint,
+    programs::BtfTracePointContext,
 };
-use pipetrace_probes_common::{ABSENT, EventHeader, KIND_OOM, OomEvent};
+use pipetrace_probes_common::{EventHeader, KIND_OOM, OomEvent};
 
-use crate::emit;
+use crate::{emit, task};
 
-#[inline(always)]
-fn at(ctx: &TracePointContext, off: u32) -> u64 {
-    if off == ABSENT {
-        return 0;
-    }
-    unsafe { ctx.read_at::<u64>(off as usize) }.unwrap_or(0)
-}
-
-#[tracepoint(category = "oom", name = "mark_victim")]
-pub fn mark_victim(ctx: TracePointContext) -> u32 {
+/// `mark_victim(struct task_struct *task, uid_t uid)`.
+#[btf_tracepoint(function = "mark_victim")]
+pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
     let Some(o) = emit::offsets() else { return 0 };
-    if o.tp_oom_pid == ABSENT {
-        return 0;
-    }
-    let pid: i32 = unsafe { ctx.read_at(o.tp_oom_pid as usize) }.unwrap_or(0);
+    let victim: task::Task = ctx.arg(0);
+    let tgid: u32 = task::read(victim, o.task_tgid).unwrap_or(0);
+    let mm: *const u8 = task::read(victim, o.task_mm).unwrap_or(core::ptr::null());
     let Some(mut entry) = emit::EVENTS.reserve::<OomEvent>(0) else {
         emit::count_lost(KIND_OOM);
         return 0;
@@ -29,14 +26,14 @@ pub fn mark_victim(ctx: TracePointContext) -> u32 {
     unsafe {
         (*ev).header = EventHeader {
             kind: KIND_OOM,
-            tgid: pid as u32,
+            tgid,
             time_ns: bpf_ktime_get_boot_ns(),
             start_ns: 0,
         };
-        (*ev).total_vm = at(&ctx, o.tp_oom_total_vm);
-        (*ev).anon_rss = at(&ctx, o.tp_oom_anon_rss);
-        (*ev).file_rss = at(&ctx, o.tp_oom_file_rss);
-        (*ev).shmem_rss = at(&ctx, o.tp_oom_shmem_rss);
+        (*ev).total_vm = task::field(mm, o.mm_total_vm);
+        (*ev).anon_rss = task::rss_pages(mm, o, task::RSS_ANON);
+        (*ev).file_rss = task::rss_pages(mm, o, task::RSS_FILE);
+        (*ev).shmem_rss = task::rss_pages(mm, o, task::RSS_SHMEM);
     }
     // Rare and urgent: wake the reader now.
     entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);

@@ -58,3 +58,21 @@ pub fn thread_delays(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> 
         + field(d, o.delay_compact);
     (run, mem)
 }
+
+/// `MM_FILEPAGES`, `MM_ANONPAGES`, `MM_SHMEMPAGES`: the rss counters by their index (swap
+/// entries, 2, are not resident).
+pub const RSS_FILE: u32 = 0;
+pub const RSS_ANON: u32 = 1;
+pub const RSS_SHMEM: u32 = 3;
+
+/// An rss counter of `mm` in pages, as `get_mm_counter` reads it (the counter's approximate
+/// value, negative as 0); 0 where the kernel lays the counters out otherwise.
+#[inline(always)]
+pub fn rss_pages(mm: *const u8, o: &pipetrace_probes_common::KernelOffsets, counter: u32) -> u64 {
+    use pipetrace_probes_common::ABSENT;
+    if o.mm_rss_stat == ABSENT || o.percpu_counter_count == ABSENT {
+        return 0;
+    }
+    let off = o.mm_rss_stat + counter * o.percpu_counter_size + o.percpu_counter_count;
+    read::<i64>(mm, off).unwrap_or(0).max(0) as u64
+}

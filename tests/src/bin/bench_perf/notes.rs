@@ -77,9 +77,9 @@ pub const NOTES: &str = "
   keeps one busy and the agent runs on the other, so each microsecond of agent CPU per
   process only partly shows in the wall time; on a busier machine it all would.
 - `pipetrace run`'s ratio holds fixed costs the agent's does not: loading and verifying the
-  probes, writing the report, the last flush, and detaching the classic tracepoints, which
-  waits for the kernel's RCU grace periods (BTF tracepoints detach at once; the detach runs
-  beside the flush and the report).
+  probes, writing the report and the last flush. Every probe is a BTF tracepoint unless
+  `files.enabled`: those detach at once, where a classic tracepoint waits for the kernel's
+  RCU grace periods (tens of ms at every end).
 - Where the time goes, in the kernel: the `probe` rows are the kernel's own counts
   (`kernel.bpf_stats_enabled`) of each program's runs and time inside it; the tracepoint's
   own dispatch is not in them, the storm's own CPU (alone and under the agent) shows it all.
