@@ -46,7 +46,8 @@ fn set(policy: libc::c_int) -> std::io::Result<()> {
 }
 
 /// The calling thread's policy.
-pub fn current() -> libc::c_int {
+#[cfg(test)]
+fn current() -> libc::c_int {
     // SAFETY: a syscall on the calling thread.
     unsafe { libc::sched_getscheduler(0) }
 }

@@ -30,7 +30,8 @@ pub fn kept_memory_table(page: &std::path::Path) -> Result<String, String> {
     let old = std::fs::read_to_string(page)
         .map_err(|e| format!("cannot read {}: {e}; run once without it", page.display()))?;
     let start = old.find(MEMORY).map(|i| i + MEMORY.len());
-    let end = old.find(NOTES);
+    // The notes' heading only: their words may change from one version to the next.
+    let end = old.find(NOTES_HEADING);
     match (start, end) {
         (Some(s), Some(e)) if s <= e => Ok(old[s..e].to_string()),
         _ => Err(format!(
@@ -63,6 +64,9 @@ bench that keeps nothing, and `pipetrace run` writes its HTML report as usual.
 - *ring buffer*: its data size, `probes.ring_buffer_bytes`.
 
 ";
+
+/// Where the notes start, after the memory table.
+const NOTES_HEADING: &str = "\n## Reading the figures\n";
 
 pub const NOTES: &str = "
 ## Reading the figures
