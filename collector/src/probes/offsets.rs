@@ -228,6 +228,9 @@ fn tracepoints(tracefs: &Path, o: &mut KernelOffsets) {
     // 0, not ABSENT: the exit probe reads it as "no such field".
     o.exit_tp_group_dead = tracepoint_field(&exit, "group_dead").unwrap_or(0);
     o.sock_family = field(&format("events/sock/sock_send_length/format"), "family");
+    // The record gained the victim's memory when the prototype became (task, uid).
+    let oom = format("events/oom/mark_victim/format");
+    o.oom_task_arg = u32::from(tracepoint_field(&oom, "total_vm").is_some());
     let open_enter = format("events/syscalls/sys_enter_openat/format");
     o.tp_openat_filename = field(&open_enter, "filename");
     o.tp_openat_flags = field(&open_enter, "flags");

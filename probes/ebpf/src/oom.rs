@@ -11,12 +11,18 @@ use pipetrace_probes_common::{EventHeader, KIND_OOM, OomEvent};
 
 use crate::{emit, task};
 
-/// `mark_victim(struct task_struct *task, uid_t uid)`.
+/// `mark_victim(struct task_struct *task, uid_t uid)`; before Linux 6.9
+/// `mark_victim(int pid)`, with no memory to read.
 #[btf_tracepoint(function = "mark_victim")]
 pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
     let Some(o) = emit::offsets() else { return 0 };
-    let victim: task::Task = ctx.arg(0);
-    let tgid: u32 = task::read(victim, o.task_tgid).unwrap_or(0);
+    let (victim, tgid): (task::Task, u32) = match o.oom_task_arg != 0 {
+        true => {
+            let t: task::Task = ctx.arg(0);
+            (t, task::read(t, o.task_tgid).unwrap_or(0))
+        }
+        false => (core::ptr::null(), ctx.arg::<u64>(0) as u32),
+    };
     let mm: *const u8 = task::read(victim, o.task_mm).unwrap_or(core::ptr::null());
     let Some(mut entry) = emit::EVENTS.reserve::<OomEvent>(0) else {
         emit::count_lost(KIND_OOM);
