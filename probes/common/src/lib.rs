@@ -374,7 +374,7 @@ pub struct KernelOffsets {
     /// `mm_struct.total_vm`, for the BTF OOM probe (with `mm_rss_stat` for the rest).
     pub mm_total_vm: u32,
     /// 1 where mark_victim's first argument is the victim's task (its record has the
-    /// victim's memory, Linux 6.9+), 0 where it is the victim's pid.
+    /// victim's memory, newer kernels), 0 where it is the victim's pid.
     pub oom_task_arg: u32,
     /// syscalls:sys_enter_openat / sys_exit_openat record fields (from tracefs).
     pub tp_openat_filename: u32,

@@ -11,7 +11,7 @@ use pipetrace_probes_common::{EventHeader, KIND_OOM, OomEvent};
 
 use crate::{emit, task};
 
-/// `mark_victim(struct task_struct *task, uid_t uid)`; before Linux 6.9
+/// `mark_victim(struct task_struct *task, uid_t uid)`; on older kernels
 /// `mark_victim(int pid)`, with no memory to read.
 #[btf_tracepoint(function = "mark_victim")]
 pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
