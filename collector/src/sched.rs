@@ -13,11 +13,7 @@ static STARTED_WITH: OnceLock<libc::c_int> = OnceLock::new();
 /// called before the async runtime starts. A policy chosen from outside (`chrt`, a
 /// systemd `CPUSchedulingPolicy=`) is kept.
 pub fn apply(policy: CpuPolicy) -> std::io::Result<()> {
-    // SAFETY: plain syscalls on the calling thread.
-    let current = unsafe { libc::sched_getscheduler(0) };
-    if current < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let current = current()?;
     if policy == CpuPolicy::Normal || current != libc::SCHED_OTHER {
         return Ok(());
     }
@@ -46,10 +42,12 @@ fn set(policy: libc::c_int) -> std::io::Result<()> {
 }
 
 /// The calling thread's policy.
-#[cfg(test)]
-fn current() -> libc::c_int {
+fn current() -> std::io::Result<libc::c_int> {
     // SAFETY: a syscall on the calling thread.
-    unsafe { libc::sched_getscheduler(0) }
+    match unsafe { libc::sched_getscheduler(0) } {
+        p if p < 0 => Err(std::io::Error::last_os_error()),
+        p => Ok(p),
+    }
 }
 
 #[cfg(test)]
@@ -61,15 +59,15 @@ mod tests {
     fn batch_applies_to_threads_started_after_and_restores_to_the_start() {
         let normal = std::thread::spawn(|| {
             apply(CpuPolicy::Normal).unwrap();
-            current()
+            current().unwrap()
         });
         assert_eq!(normal.join().unwrap(), libc::SCHED_OTHER);
         let seen = std::thread::spawn(|| {
             apply(CpuPolicy::Batch).unwrap();
-            let child = std::thread::spawn(current).join().unwrap();
-            let before = current();
+            let child = std::thread::spawn(current).join().unwrap().unwrap();
+            let before = current().unwrap();
             restore().unwrap();
-            (before, child, current())
+            (before, child, current().unwrap())
         });
         let (before, child, after) = seen.join().unwrap();
         assert_eq!(before, libc::SCHED_BATCH);
