@@ -20,6 +20,8 @@ pub struct JsonLines {
     out: BufWriter<File>,
     /// A trace request's line, kept between writes for its capacity.
     line: Vec<u8>,
+    /// Bytes per span of the last trace line: the next one is reserved at once from it.
+    span_bytes: usize,
 }
 
 impl JsonLines {
@@ -29,6 +31,7 @@ impl JsonLines {
             path: path.to_path_buf(),
             out: f,
             line: Vec::new(),
+            span_bytes: 0,
         })
     }
 
@@ -42,8 +45,12 @@ impl JsonLines {
         resource: &ResourceAttributesWithSchema,
     ) -> std::io::Result<()> {
         self.line.clear();
+        // A batch's line is megabytes: grown by doubling it was copied or remapped at each
+        // step, a tenth of the agent's CPU in a storm. One reservation, an eighth to spare.
+        self.line.reserve(self.span_bytes * spans.len() / 8 * 9);
         super::otlp_json::write_spans(&mut self.line, spans, resource);
         self.line.push(b'\n');
+        self.span_bytes = self.line.len() / spans.len().max(1);
         let written = self
             .out
             .write_all(&self.line)
