@@ -68,7 +68,7 @@ bench: setup bench-tools
 	./target/release/bench-accounting
 
 # The performance bench (issue 5's figures, memory up to 1M processes in both modes: about
-# an hour on two CPUs), written to docs/performance.md.
+# two hours on two CPUs, 15 alternated repeats of each storm), written to docs/performance.md.
 bench-perf: setup bench-tools
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-perf --out docs/performance.md

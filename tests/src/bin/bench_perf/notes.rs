@@ -8,7 +8,8 @@ pub fn head(quick: bool, kept_memory: bool) -> String {
         "# Performance\n\nMeasured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
          CPUs, Linux {}, a release build. Figures, not assertions: a shared VM is noisy by a \
          few percent, so ratios are medians over repeats (each traced run against the untraced \
-         runs on both sides of it), with their ranges. Memory is \
+         runs on both sides of it), with a 95% confidence interval for the median and their \
+         ranges. Memory is \
          not load-sensitive{}.\n\n",
         match (quick, kept_memory) {
             (true, true) => " --quick --keep-memory",
@@ -73,7 +74,11 @@ pub const NOTES: &str = "
 
 - Targets: storm ratio <= 1.03 in both modes, real pipeline <= 1.01, 0 events lost, memory
   <= 50 MB real cost and flat from 1k to 1M processes, export >= 50k spans/s per core,
-  exit-to-backend p99 <= 2 s.
+  exit-to-backend p99 <= 2 s. A ratio's 95% interval says how far this run's median can
+  be from the true one: a median within a target but an interval across it is within
+  this VM's noise of the target, not clear of it. The storms alone vary by several per cent
+  from one to the next here (the host's other guests), so each repeat is paired with its
+  neighbours and the interval narrows only with more repeats (`--repeats`).
 - The storm is the worst case: nothing but fork, exec and exit, one process after another
   from a shell loop, with five kernel records and a task and a tool span per process. A
   real pipeline spends its time in its tools; the demo pipeline lasts about a second, so
