@@ -169,7 +169,17 @@ fn option<T>(out: &mut Vec<u8>, v: Option<&T>, each: fn(&mut Vec<u8>, &T)) {
 }
 
 fn string(out: &mut Vec<u8>, s: &str) {
-    serde_json::to_writer(&mut *out, s).expect("writing to memory");
+    // serde_json escapes only quotes, backslashes and control characters: a string without
+    // them (nearly every key and value) is written as it is, without its writer's per-call
+    // cost.
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        serde_json::to_writer(&mut *out, s).expect("writing to memory");
+        return;
+    }
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 fn key(out: &mut Vec<u8>, k: &str) {

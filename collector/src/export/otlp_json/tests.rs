@@ -155,3 +155,17 @@ fn spans_are_grouped_by_scope_in_the_order_scopes_first_come_and_none_is_lost() 
     }
     assert_eq!(rs[0].resource, theirs[0].resource);
 }
+
+#[test]
+fn strings_are_written_as_serde_json_writes_them() {
+    let mut all: Vec<String> = ["", "plain", "sp ace/slash", "é ü 🧬", "tab\there", "nl\n"]
+        .map(String::from)
+        .into();
+    all.extend(["q\"uote", "back\\slash", "\u{7f}del", "\u{1}ctl"].map(String::from));
+    all.extend((0u8..128).map(|b| format!("a{}z", char::from(b))));
+    for s in all {
+        let mut out = Vec::new();
+        string(&mut out, &s);
+        assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
+    }
+}
