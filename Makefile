@@ -67,8 +67,9 @@ bench: setup bench-tools
 	./target/release/bench-storm 20000 3 --memory $(BENCH_MEMORY_MAX)
 	./target/release/bench-accounting
 
-# The performance bench (issue 5's figures, memory up to 1M processes in both modes: about
-# two hours on two CPUs, 15 alternated repeats of each storm), written to docs/performance.md.
+# The performance bench (issue 5's figures, memory up to 1M processes in both modes, 20
+# alternated repeats of each storm: about two hours and a half on two CPUs), written to
+# docs/performance.md.
 bench-perf: setup bench-tools
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-perf --out docs/performance.md

@@ -135,7 +135,7 @@ struct Args {
     /// Keep the memory table of the page at `out` (measured by an earlier run) and measure
     /// the rest: the ladder is not load-sensitive and takes most of the hour.
     keep_memory: bool,
-    /// Alternated repeats of each storm (15 unless given): more narrow a noisy VM's median's
+    /// Alternated repeats of each storm (20 unless given): more narrow a noisy VM's median's
     /// interval.
     repeats: Option<usize>,
     out: Option<PathBuf>,
@@ -172,7 +172,7 @@ async fn main() {
     std::fs::write(&cfg, &rule).expect("write config");
     let (storm_n, repeats, counts): (usize, usize, &[usize]) = match a.quick {
         true => (2_000, 1, &[1_000, 2_000]),
-        false => (20_000, 15, &[1_000, 10_000, 100_000, 1_000_000]),
+        false => (20_000, 20, &[1_000, 10_000, 100_000, 1_000_000]),
     };
     let repeats = a.repeats.unwrap_or(repeats);
     let d = dir.path();
