@@ -16,7 +16,10 @@ use pipetrace_probes_common::{
     KIND_EXEC, PATH_LEN,
 };
 
-use crate::{emit, task};
+use crate::{
+    emit,
+    task::{self, Access, Direct},
+};
 
 /// Where an exec's record is built: too large for the BPF stack.
 #[map(name = "EXEC_SCRATCH")]
@@ -31,8 +34,8 @@ pub fn sched_process_exec(ctx: BtfTracePointContext) -> u32 {
     };
     let me: task::Task = ctx.arg(0);
     let bprm: *const u8 = ctx.arg(2);
-    let tgid: i32 = task::read(me, o.task_tgid).unwrap_or(0);
-    let parent: task::Task = task::read(me, o.task_real_parent).unwrap_or(core::ptr::null());
+    let tgid: i32 = Direct::at(me, o.task_tgid).unwrap_or(0);
+    let parent: task::Task = Direct::at(me, o.task_real_parent).unwrap_or(core::ptr::null());
     // SAFETY: `ev` is this CPU's scratch entry; programs on one CPU do not nest here.
     let len = unsafe {
         (*ev).head = ExecHead {
@@ -40,9 +43,9 @@ pub fn sched_process_exec(ctx: BtfTracePointContext) -> u32 {
                 kind: KIND_EXEC,
                 tgid: tgid as u32,
                 time_ns: bpf_ktime_get_boot_ns(),
-                start_ns: task::process_start(me, o),
+                start_ns: task::process_start::<Direct>(me, o),
             },
-            ppid: task::read::<i32>(parent, o.task_tgid).unwrap_or(0) as u32,
+            ppid: Direct::at::<i32>(parent, o.task_tgid).unwrap_or(0) as u32,
             uid: bpf_get_current_uid_gid() as u32,
             cgroup_id: bpf_get_current_cgroup_id(),
             ..Default::default()
@@ -75,9 +78,9 @@ unsafe fn read_argv(
     me: task::Task,
     o: &pipetrace_probes_common::KernelOffsets,
 ) {
-    let mm: *const u8 = task::read(me, o.task_mm).unwrap_or(core::ptr::null());
-    let start: u64 = task::read(mm, o.mm_arg_start).unwrap_or(0);
-    let end: u64 = task::read(mm, o.mm_arg_end).unwrap_or(0);
+    let mm: *const u8 = Direct::at(me, o.task_mm).unwrap_or(core::ptr::null());
+    let start: u64 = Direct::at(mm, o.mm_arg_start).unwrap_or(0);
+    let end: u64 = Direct::at(mm, o.mm_arg_end).unwrap_or(0);
     if start == 0 || end <= start {
         unsafe { (*ev).head.flags |= EXEC_ARGV_UNREADABLE };
         return;
@@ -113,7 +116,7 @@ unsafe fn read_filename(
     if o.binprm_filename == pipetrace_probes_common::ABSENT {
         return;
     }
-    let name: *const u8 = task::read(bprm, o.binprm_filename).unwrap_or(core::ptr::null());
+    let name: *const u8 = Direct::at(bprm, o.binprm_filename).unwrap_or(core::ptr::null());
     if name.is_null() {
         return;
     }

@@ -8,7 +8,7 @@ use pipetrace_probes_common::{ABSENT, EventHeader, FinalCpuEvent, KIND_FINAL_CPU
 
 use crate::{
     emit,
-    task::{self, Task, field},
+    task::{Access, Direct, Task, field},
 };
 
 /// `TASK_DEAD` in `task_struct.__state`, as sched_switch reports `prev_state`.
@@ -23,17 +23,17 @@ const TRIES: usize = 16;
 #[inline(always)]
 fn sums(sig: *const u8, o: &KernelOffsets) -> Option<(i32, [u64; 3])> {
     for _ in 0..TRIES {
-        let before: u32 = task::read(sig, o.sig_stats_seq)?;
+        let before: u32 = Direct::at(sig, o.sig_stats_seq)?;
         if before & 1 == 1 {
             continue;
         }
-        let threads: i32 = task::read(sig, o.sig_nr_threads)?;
+        let threads: i32 = Direct::at(sig, o.sig_nr_threads)?;
         let cpu = [
-            field(sig, o.sig_utime),
-            field(sig, o.sig_stime),
-            field(sig, o.sig_sum_sched_runtime),
+            field::<Direct>(sig, o.sig_utime),
+            field::<Direct>(sig, o.sig_stime),
+            field::<Direct>(sig, o.sig_sum_sched_runtime),
         ];
-        if task::read::<u32>(sig, o.sig_stats_seq)? == before {
+        if Direct::at::<u32>(sig, o.sig_stats_seq)? == before {
             return Some((threads, cpu));
         }
     }
@@ -46,12 +46,12 @@ pub fn left(prev: Task, o: &KernelOffsets) {
     if [o.sig_live, o.task_signal, o.sig_stats_seq, o.sig_nr_threads].contains(&ABSENT) {
         return;
     }
-    let sig: *const u8 = task::read(prev, o.task_signal).unwrap_or(core::ptr::null());
-    if sig.is_null() || task::read::<i32>(sig, o.sig_live).unwrap_or(1) != 0 {
+    let sig: *const u8 = Direct::at(prev, o.task_signal).unwrap_or(core::ptr::null());
+    if sig.is_null() || Direct::at::<i32>(sig, o.sig_live).unwrap_or(1) != 0 {
         return;
     }
-    let tgid: u32 = task::read(prev, o.task_tgid).unwrap_or(0);
-    let leader: Task = task::read(prev, o.task_group_leader).unwrap_or(prev);
+    let tgid: u32 = Direct::at(prev, o.task_tgid).unwrap_or(0);
+    let leader: Task = Direct::at(prev, o.task_group_leader).unwrap_or(prev);
     // Exited threads other than the leader were summed as they were released, before
     // their last switch; the leader is summed once its parent reaps it, which can come
     // before this switch: then no thread is left unreleased and its own are in the sums.
@@ -67,13 +67,19 @@ pub fn left(prev: Task, o: &KernelOffsets) {
     };
     let ev = entry.as_mut_ptr();
     let summed = leader_summed(tgid, unreleased, rt);
-    let mine = |offset| if summed { 0 } else { field(leader, offset) };
+    let mine = |offset| {
+        if summed {
+            0
+        } else {
+            field::<Direct>(leader, offset)
+        }
+    };
     unsafe {
         (*ev).header = EventHeader {
             kind: KIND_FINAL_CPU,
             tgid,
             time_ns: bpf_ktime_get_boot_ns(),
-            start_ns: task::read(leader, o.task_start_boottime).unwrap_or(0),
+            start_ns: Direct::at(leader, o.task_start_boottime).unwrap_or(0),
         };
         (*ev).utime_ns = ut + mine(o.task_utime);
         (*ev).stime_ns = st + mine(o.task_stime);

@@ -6,15 +6,18 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{EventHeader, ForkEvent, KIND_FORK};
 
-use crate::{emit, task};
+use crate::{
+    emit,
+    task::{self, Access, Direct},
+};
 
 #[btf_tracepoint(function = "sched_process_fork")]
 pub fn sched_process_fork(ctx: BtfTracePointContext) -> u32 {
     let Some(o) = emit::offsets() else { return 0 };
     let parent: task::Task = ctx.arg(0);
     let child: task::Task = ctx.arg(1);
-    let pid: i32 = task::read(child, o.task_pid).unwrap_or(0);
-    let tgid: i32 = task::read(child, o.task_tgid).unwrap_or(0);
+    let pid: i32 = Direct::at(child, o.task_pid).unwrap_or(0);
+    let tgid: i32 = Direct::at(child, o.task_tgid).unwrap_or(0);
     // A new thread shares its creator's tgid: it is not a process.
     if pid == 0 || pid != tgid {
         return 0;
@@ -32,11 +35,11 @@ pub fn sched_process_fork(ctx: BtfTracePointContext) -> u32 {
             kind: KIND_FORK,
             tgid: tgid as u32,
             time_ns: bpf_ktime_get_boot_ns(),
-            start_ns: task::read(child, o.task_start_boottime).unwrap_or(0),
+            start_ns: Direct::at(child, o.task_start_boottime).unwrap_or(0),
         };
-        (*ev).parent_tgid = task::read::<i32>(parent, o.task_tgid).unwrap_or(0) as u32;
-        (*ev).parent_tid = task::read::<i32>(parent, o.task_pid).unwrap_or(0) as u32;
-        (*ev).parent_start_ns = task::process_start(parent, &o);
+        (*ev).parent_tgid = Direct::at::<i32>(parent, o.task_tgid).unwrap_or(0) as u32;
+        (*ev).parent_tid = Direct::at::<i32>(parent, o.task_pid).unwrap_or(0) as u32;
+        (*ev).parent_start_ns = task::process_start::<Direct>(parent, o);
         (*ev).comm = bpf_get_current_comm().unwrap_or([0; 16]);
     }
     entry.submit(emit::submit_flags());

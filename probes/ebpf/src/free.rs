@@ -7,14 +7,18 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{EventHeader, KIND_USAGE, UsageEvent};
 
-use crate::{emit, task, usage};
+use crate::{
+    emit,
+    task::{self, Access, Direct},
+    usage,
+};
 
 #[btf_tracepoint(function = "sched_process_free")]
 pub fn sched_process_free(ctx: BtfTracePointContext) -> u32 {
     let Some(o) = emit::offsets() else { return 0 };
     let t: task::Task = ctx.arg(0);
-    let pid: i32 = task::read(t, o.task_pid).unwrap_or(0);
-    let tgid: i32 = task::read(t, o.task_tgid).unwrap_or(0);
+    let pid: i32 = Direct::at(t, o.task_pid).unwrap_or(0);
+    let tgid: i32 = Direct::at(t, o.task_tgid).unwrap_or(0);
     // Other threads summed theirs into ACC when they exited.
     if pid == 0 || pid != tgid {
         return 0;
@@ -31,11 +35,10 @@ pub fn sched_process_free(ctx: BtfTracePointContext) -> u32 {
             kind: KIND_USAGE,
             tgid,
             time_ns: bpf_ktime_get_boot_ns(),
-            start_ns: task::read(t, o.task_start_boottime).unwrap_or(0),
+            start_ns: Direct::at(t, o.task_start_boottime).unwrap_or(0),
         };
         // Every thread is reaped: signal_struct holds them all.
-        let none = [core::ptr::null(); 2];
-        usage::fill(core::ptr::addr_of_mut!((*ev).figures), tgid, t, &o, none);
+        usage::fill::<Direct>(core::ptr::addr_of_mut!((*ev).figures), tgid, t, o);
     }
     emit::forget_accumulator(tgid);
     entry.submit(emit::submit_flags());

@@ -11,7 +11,10 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{ABSENT, ACC_ENTRIES, KernelOffsets, LOST_ACCUMULATOR};
 
-use crate::{emit, final_cpu, task};
+use crate::{
+    emit, final_cpu,
+    task::{self, Access, Direct},
+};
 
 /// When each thread now asleep in I/O wait went to sleep, by thread id.
 #[map(name = "IO_WAIT")]
@@ -23,7 +26,7 @@ fn in_iowait(t: task::Task, o: &KernelOffsets) -> bool {
     if o.task_in_iowait == ABSENT {
         return false;
     }
-    let byte: u8 = task::read(t, o.task_in_iowait).unwrap_or(0);
+    let byte: u8 = Direct::at(t, o.task_in_iowait).unwrap_or(0);
     (byte >> (o.task_in_iowait_bit & 7)) & 1 == 1
 }
 
@@ -45,7 +48,7 @@ pub fn sched_switch(ctx: BtfTracePointContext) -> u32 {
     if !in_iowait(prev, o) {
         return 0;
     }
-    let tid: u32 = task::read(prev, o.task_pid).unwrap_or(0);
+    let tid: u32 = Direct::at(prev, o.task_pid).unwrap_or(0);
     let now = unsafe { bpf_ktime_get_boot_ns() };
     if tid != 0 && IO_WAIT.insert(&tid, &now, BPF_ANY as u64).is_err() {
         emit::count_lost(LOST_ACCUMULATOR);
@@ -61,13 +64,13 @@ pub fn sched_wakeup(ctx: BtfTracePointContext) -> u32 {
     if !in_iowait(p, o) {
         return 0;
     }
-    let tid: u32 = task::read(p, o.task_pid).unwrap_or(0);
+    let tid: u32 = Direct::at(p, o.task_pid).unwrap_or(0);
     let Some(start) = (unsafe { IO_WAIT.get(&tid) }).copied() else {
         return 0;
     };
     let _ = IO_WAIT.remove(&tid);
     let now = unsafe { bpf_ktime_get_boot_ns() };
-    let tgid: u32 = task::read(p, o.task_tgid).unwrap_or(0);
+    let tgid: u32 = Direct::at(p, o.task_tgid).unwrap_or(0);
     if tgid != 0
         && let Some(acc) = emit::accumulator(tgid)
     {

@@ -9,7 +9,10 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{EventHeader, KIND_OOM, OomEvent};
 
-use crate::{emit, task};
+use crate::{
+    emit,
+    task::{self, Probed},
+};
 
 /// `mark_victim(struct task_struct *task, uid_t uid)`; on older kernels
 /// `mark_victim(int pid)`, with no memory to read.
@@ -36,10 +39,10 @@ pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
             time_ns: bpf_ktime_get_boot_ns(),
             start_ns: 0,
         };
-        (*ev).total_vm = task::field(mm, o.mm_total_vm);
-        (*ev).anon_rss = task::rss_pages(mm, o, task::RSS_ANON);
-        (*ev).file_rss = task::rss_pages(mm, o, task::RSS_FILE);
-        (*ev).shmem_rss = task::rss_pages(mm, o, task::RSS_SHMEM);
+        (*ev).total_vm = task::field::<Probed>(mm, o.mm_total_vm);
+        (*ev).anon_rss = task::rss_pages::<Probed>(mm, o, task::RSS_ANON);
+        (*ev).file_rss = task::rss_pages::<Probed>(mm, o, task::RSS_FILE);
+        (*ev).shmem_rss = task::rss_pages::<Probed>(mm, o, task::RSS_SHMEM);
     }
     // Rare and urgent: wake the reader now.
     entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);

@@ -62,7 +62,7 @@ pub fn sys_exit_openat(ctx: TracePointContext) -> u32 {
             kind: KIND_OPEN,
             tgid: (id >> 32) as u32,
             time_ns: bpf_ktime_get_boot_ns(),
-            start_ns: task::process_start(task::current(), o),
+            start_ns: task::process_start::<task::Probed>(task::current(), o),
         };
         (*ev).flags = opening.flags;
         (*ev).path_len = 0;
