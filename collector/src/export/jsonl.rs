@@ -46,7 +46,8 @@ impl JsonLines {
     ) -> std::io::Result<()> {
         self.line.clear();
         // A batch's line is megabytes: grown by doubling it was copied or remapped at each
-        // step, a tenth of the agent's CPU in a storm. One reservation, an eighth to spare.
+        // step (several per cent of the agent's CPU in a storm). One reservation, an eighth
+        // to spare.
         self.line.reserve(self.span_bytes * spans.len() / 8 * 9);
         super::otlp_json::write_spans(&mut self.line, spans, resource);
         self.line.push(b'\n');
