@@ -11,7 +11,7 @@ use pipetrace_probes_common::{EventHeader, KIND_OOM, OomEvent};
 
 use crate::{
     emit,
-    task::{self, Probed},
+    task::{self, Access, Probed},
 };
 
 /// `mark_victim(struct task_struct *task, uid_t uid)`; on older kernels
@@ -22,11 +22,11 @@ pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
     let (victim, tgid): (task::Task, u32) = match o.oom_task_arg != 0 {
         true => {
             let t: task::Task = ctx.arg(0);
-            (t, task::read(t, o.task_tgid).unwrap_or(0))
+            (t, Probed::at(t, o.task_tgid).unwrap_or(0))
         }
         false => (core::ptr::null(), ctx.arg::<u64>(0) as u32),
     };
-    let mm: *const u8 = task::read(victim, o.task_mm).unwrap_or(core::ptr::null());
+    let mm: *const u8 = Probed::at(victim, o.task_mm).unwrap_or(core::ptr::null());
     let Some(mut entry) = emit::EVENTS.reserve::<OomEvent>(0) else {
         emit::count_lost(KIND_OOM);
         return 0;

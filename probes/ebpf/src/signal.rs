@@ -7,7 +7,10 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::{ABSENT, EventHeader, FATAL_SIGNALS, KIND_SIGNAL, SignalEvent};
 
-use crate::{emit, task};
+use crate::{
+    emit,
+    task::{self, Access, Probed},
+};
 
 /// `TRACE_SIGNAL_DELIVERED`: the signal was queued (not ignored, not already pending).
 const DELIVERED: i32 = 0;
@@ -38,7 +41,7 @@ pub fn signal_generate(ctx: BtfTracePointContext) -> u32 {
         NOINFO => SI_USER,
         PRIV => SI_KERNEL,
         _ if o.siginfo_code == ABSENT => SI_USER,
-        _ => task::read::<i32>(info as *const u8, o.siginfo_code).unwrap_or(SI_USER),
+        _ => Probed::at::<i32>(info as *const u8, o.siginfo_code).unwrap_or(SI_USER),
     };
     let target: task::Task = ctx.arg(2);
     let Some(mut entry) = emit::EVENTS.reserve::<SignalEvent>(0) else {
@@ -49,7 +52,7 @@ pub fn signal_generate(ctx: BtfTracePointContext) -> u32 {
     unsafe {
         (*ev).header = EventHeader {
             kind: KIND_SIGNAL,
-            tgid: task::read::<i32>(target, o.task_pid).unwrap_or(0) as u32,
+            tgid: Probed::at::<i32>(target, o.task_pid).unwrap_or(0) as u32,
             time_ns: bpf_ktime_get_boot_ns(),
             start_ns: 0,
         };

@@ -5,7 +5,10 @@ use aya_ebpf::{
 };
 use pipetrace_probes_common::ABSENT;
 
-use crate::{emit, task};
+use crate::{
+    emit,
+    task::{Access, Probed},
+};
 
 const AF_INET: u16 = 2;
 const AF_INET6: u16 = 10;
@@ -32,7 +35,7 @@ fn count(ctx: &BtfTracePointContext, send: bool) {
         return;
     }
     let sk: *const u8 = ctx.arg(0);
-    let family: u16 = task::read(sk, o.sk_family).unwrap_or(0);
+    let family: u16 = Probed::at(sk, o.sk_family).unwrap_or(0);
     if family != AF_INET && family != AF_INET6 {
         return;
     }

@@ -56,12 +56,6 @@ pub fn current_btf() -> Task {
     unsafe { bpf_get_current_task_btf() as Task }
 }
 
-/// A [`Probed`] read.
-#[inline(always)]
-pub fn read<T: Copy>(base: *const u8, offset: u32) -> Option<T> {
-    Probed::at(base, offset)
-}
-
 /// `start_boottime` of the task's thread-group leader: the process's start.
 #[inline(always)]
 pub fn process_start<A: Access>(task: Task, o: &pipetrace_probes_common::KernelOffsets) -> u64 {
