@@ -77,8 +77,8 @@ pub const NOTES: &str = "
   exit-to-backend p99 <= 2 s. A ratio's 95% interval says how far this run's median can
   be from the true one: a median within a target but an interval across it is within
   this VM's noise of the target, not clear of it. The storms alone vary by several per cent
-  from one to the next on this VM, so each repeat is paired with its
-  neighbours and the interval narrows only with more repeats (`--repeats`).
+  from one to the next on this VM, so each repeat is paired with its neighbours and the
+  interval narrows only with more repeats (`--repeats`).
 - The storm is the worst case: nothing but fork, exec and exit, one process after another
   from a shell loop, with five kernel records and a task and a tool span per process. A
   real pipeline spends its time in its tools; the demo pipeline lasts about a second, so
