@@ -23,6 +23,37 @@ pub struct Storms {
     /// bpftrace at its highest, and the lines it printed.
     pub bpftrace_mem: Option<memory::Mem>,
     pub bpftrace_lines: usize,
+    /// Each untraced storm's steal (fraction of the machine's CPU time), beside `alone`.
+    pub alone_steal: Vec<f64>,
+    /// Each ratio's three storms, in the order of `agent`, `run` and `bpftrace`.
+    pub agent_storms: Vec<Paired>,
+    pub run_storms: Vec<Paired>,
+    pub bpftrace_storms: Vec<Paired>,
+}
+
+/// A traced storm and the untraced ones just before and just after it.
+#[derive(Clone, Copy)]
+pub struct Paired {
+    pub traced: Timed,
+    pub before: Timed,
+    pub after: Timed,
+}
+
+/// One timed command: wall seconds, the CPU seconds of what it started, and the share of
+/// the machine's CPU time the hypervisor gave to others meanwhile (steal, /proc/stat).
+#[derive(Clone, Copy)]
+pub struct Timed {
+    pub wall: f64,
+    pub cpu: f64,
+    pub steal: f64,
+}
+
+/// Steal time so far (ms, all CPUs) and the number of CPUs; None where the kernel does not
+/// count it.
+fn steal_ms() -> Option<(u64, usize)> {
+    use procfs::CurrentSI;
+    let stats = procfs::KernelStats::current().ok()?;
+    Some((stats.total.steal_ms()?, stats.cpu_time.len().max(1)))
 }
 
 /// CPU seconds of this process's reaped children so far.
@@ -35,11 +66,23 @@ fn children_cpu() -> f64 {
     s(ru.ru_utime) + s(ru.ru_stime)
 }
 
-/// Wall seconds and the CPU seconds of what it started.
-fn timed(c: std::process::Command) -> (f64, f64) {
-    let cpu = children_cpu();
-    let wall = super::time(c).as_secs_f64();
-    (wall, children_cpu() - cpu)
+/// Times `run`, which runs one command to its end and returns its wall seconds.
+fn timed_by(run: impl FnOnce() -> f64) -> Timed {
+    let (cpu, steal) = (children_cpu(), steal_ms());
+    let wall = run();
+    let steal = match (steal, steal_ms()) {
+        (Some((a, cpus)), Some((b, _))) => (b - a) as f64 / 1e3 / (wall * cpus as f64),
+        _ => 0.0,
+    };
+    Timed {
+        wall,
+        cpu: children_cpu() - cpu,
+        steal,
+    }
+}
+
+fn timed(c: std::process::Command) -> Timed {
+    timed_by(|| super::time(c).as_secs_f64())
 }
 
 /// `repeats` rounds of the `n`-process storm four ways (three without bpftrace). Each traced
@@ -51,42 +94,62 @@ pub fn storms(n: usize, repeats: usize, cfg: &Path, dir: &Path, with_bpftrace: b
     super::time(storm(n / 10));
     let mut alone = timed(storm(n));
     for r in 0..repeats {
-        let before = alone.0;
-        s.storm_cpu_alone_us.push(alone.1 / n as f64 * 1e6);
-        let (agent, cpu_agent) = under_agent(n, cfg, dir, &mut s);
-        s.storm_cpu_agent_us.push(cpu_agent / n as f64 * 1e6);
+        let before = alone;
+        s.storm_cpu_alone_us.push(before.cpu / n as f64 * 1e6);
+        let agent = under_agent(n, cfg, dir, &mut s);
+        s.storm_cpu_agent_us.push(agent.cpu / n as f64 * 1e6);
+        let mid = timed(storm(n));
+        push(&mut s.agent, &mut s.agent_storms, agent, before, mid);
+        let run = timed_by(|| wrapped(n, cfg, dir));
         alone = timed(storm(n));
-        s.agent.push(agent / ((before + alone.0) / 2.0));
-        let mid = alone.0;
-        let run = wrapped(n, cfg, dir);
-        alone = timed(storm(n));
-        s.run.push(run / ((mid + alone.0) / 2.0));
+        push(&mut s.run, &mut s.run_storms, run, mid, alone);
+        let secs = |t: Timed| format!("{:.2} s ({:.1}% stolen)", t.wall, t.steal * 100.0);
         let mut line = format!(
-            "  repeat {}: alone {before:.2} s, agent {agent:.2} s, alone {mid:.2} s, run {run:.2} s, \
-             alone {:.2} s",
+            "  repeat {}: alone {}, agent {}, alone {}, run {}, alone {}",
             r + 1,
-            alone.0
+            secs(before),
+            secs(agent),
+            secs(mid),
+            secs(run),
+            secs(alone)
         );
         if let Some(b) = with_bpftrace
             .then(|| under_bpftrace(n, dir, &mut s))
             .flatten()
         {
-            let last = alone.0;
+            let last = alone;
             alone = timed(storm(n));
-            s.bpftrace.push(b / ((last + alone.0) / 2.0));
-            line += &format!(", bpftrace {b:.2} s, alone {:.2} s", alone.0);
+            push(&mut s.bpftrace, &mut s.bpftrace_storms, b, last, alone);
+            line += &format!(", bpftrace {}, alone {}", secs(b), secs(alone));
         }
         println!("{line}");
-        s.alone.extend([before, mid]);
+        s.alone.extend([before.wall, mid.wall]);
+        s.alone_steal.extend([before.steal, mid.steal]);
     }
     s
 }
 
-fn under_agent(n: usize, cfg: &Path, dir: &Path, s: &mut Storms) -> (f64, f64) {
+/// One repeat's ratio: the traced storm against the mean of its untraced neighbours.
+fn push(
+    ratios: &mut Vec<f64>,
+    storms: &mut Vec<Paired>,
+    traced: Timed,
+    before: Timed,
+    after: Timed,
+) {
+    ratios.push(traced.wall / ((before.wall + after.wall) / 2.0));
+    storms.push(Paired {
+        traced,
+        before,
+        after,
+    });
+}
+
+fn under_agent(n: usize, cfg: &Path, dir: &Path, s: &mut Storms) -> Timed {
     let out = dir.join("agent.otlp.jsonl");
     let agent = crate::Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let cpu = memory::cpu_seconds(agent.pid());
-    let (wall, storm_cpu) = timed(storm(n));
+    let storm = timed(storm(n));
     // Its work for the storm is done once the last spans are written (a batch waits
     // `export.batch_timeout`).
     std::thread::sleep(Duration::from_secs(2));
@@ -94,7 +157,7 @@ fn under_agent(n: usize, cfg: &Path, dir: &Path, s: &mut Storms) -> (f64, f64) {
         .push((memory::cpu_seconds(agent.pid()) - cpu) / n as f64 * 1e6);
     s.reports.push(agent.stop());
     let _ = std::fs::remove_file(&out);
-    (wall, storm_cpu)
+    storm
 }
 
 fn wrapped(n: usize, cfg: &Path, dir: &Path) -> f64 {
@@ -108,16 +171,56 @@ fn wrapped(n: usize, cfg: &Path, dir: &Path) -> f64 {
     wall
 }
 
-fn under_bpftrace(n: usize, dir: &Path, s: &mut Storms) -> Option<f64> {
+fn under_bpftrace(n: usize, dir: &Path, s: &mut Storms) -> Option<Timed> {
     let b = bpftrace::Bpftrace::start(dir)?;
-    let wall = super::time(storm(n)).as_secs_f64();
+    let storm = timed(storm(n));
     let (mem, lines) = b.stop();
     let top = s.bpftrace_mem.get_or_insert(mem);
     top.peak = top.peak.max(mem.peak);
     top.private = top.private.max(mem.private);
     top.pss = top.pss.max(mem.pss);
     s.bpftrace_lines = s.bpftrace_lines.max(lines);
-    Some(wall)
+    Some(storm)
+}
+
+/// How the untraced storms' wall time goes with steal: the least-squares slope (seconds
+/// per unit of steal share) and Pearson's correlation. None when either does not vary.
+pub fn steal_fit(steals: &[f64], walls: &[f64]) -> Option<(f64, f64)> {
+    let r = correlation(steals, walls)?;
+    let n = steals.len().min(walls.len()) as f64;
+    let (ms, mw) = (
+        steals.iter().sum::<f64>() / n,
+        walls.iter().sum::<f64>() / n,
+    );
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (s, w) in steals.iter().zip(walls) {
+        sxy += (s - ms) * (w - mw);
+        sxx += (s - ms) * (s - ms);
+    }
+    Some((sxy / sxx, r))
+}
+
+/// The ratios with each storm's wall time less what its steal explains (`slope` from
+/// [`steal_fit`] on the untraced storms).
+pub fn steal_adjusted(storms: &[Paired], slope: f64) -> Vec<f64> {
+    let adj = |t: Timed| t.wall - slope * t.steal;
+    storms
+        .iter()
+        .map(|p| adj(p.traced) / ((adj(p.before) + adj(p.after)) / 2.0))
+        .collect()
+}
+
+/// Pearson's correlation of two equally long series; None when either does not vary.
+pub fn correlation(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len().min(y.len()) as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
 /// `1.046 (95% CI 1.035..1.058, range 1.031..1.062)`: the median, the interval that holds
@@ -172,6 +275,39 @@ mod tests {
         assert_eq!(median_ci_ranks(10), Some((1, 8)));
         assert_eq!(median_ci_ranks(15), Some((3, 11)));
         assert_eq!(median_ci_ranks(20), Some((5, 14)));
+    }
+
+    #[test]
+    fn steal_is_taken_out_by_the_fitted_slope() {
+        // Untraced storms of 20 s plus 3 s per 1% of steal: the fit finds exactly that.
+        let steals = [0.0, 0.01, 0.02, 0.005];
+        let walls: Vec<f64> = steals.iter().map(|s| 20.0 + 300.0 * s).collect();
+        let (slope, r) = steal_fit(&steals, &walls).unwrap();
+        assert!((slope - 300.0).abs() < 1e-9 && (r - 1.0).abs() < 1e-12);
+        let t = |wall, steal| Timed {
+            wall,
+            cpu: 0.0,
+            steal,
+        };
+        // A traced storm 2% slower than its neighbours once each one's steal is out.
+        let p = Paired {
+            traced: t(20.4 + 300.0 * 0.02, 0.02),
+            before: t(20.0, 0.0),
+            after: t(20.0 + 300.0 * 0.01, 0.01),
+        };
+        let adjusted = steal_adjusted(&[p], slope);
+        assert!((adjusted[0] - 1.02).abs() < 1e-9, "{adjusted:?}");
+        assert_eq!(steal_fit(&[0.01; 4], &walls), None);
+    }
+
+    #[test]
+    fn correlation_is_pearsons() {
+        let x = [1.0, 2.0, 3.0, 4.0];
+        assert!((correlation(&x, &[2.0, 4.0, 6.0, 8.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert!((correlation(&x, &[8.0, 6.0, 4.0, 2.0]).unwrap() + 1.0).abs() < 1e-12);
+        // x = 1..4 against y = 1, 3, 2, 4: r = 0.8 (sxy 4, sxx 5, syy 5).
+        assert!((correlation(&x, &[1.0, 3.0, 2.0, 4.0]).unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!(correlation(&x, &[1.0; 4]), None);
     }
 
     #[test]

@@ -80,6 +80,24 @@ fn print_storms(s: &compare::Storms) {
             bpftrace::INSTALL
         ),
     }
+    if let Some((slope, r)) = compare::steal_fit(&s.alone_steal, &s.alone) {
+        let adjusted = |p: &[compare::Paired]| match p.is_empty() {
+            true => "-".to_string(),
+            false => compare::median_range(&compare::steal_adjusted(p, slope)),
+        };
+        println!(
+            "  steal (untraced storms):   median {:.1}% of the CPUs; wall follows it at r = \
+             {r:.2}, {:.2} s per 1%",
+            median(s.alone_steal.clone()) * 100.0,
+            slope / 100.0
+        );
+        println!(
+            "  ratios less steal:         agent {}, run {}, bpftrace {}",
+            adjusted(&s.agent_storms),
+            adjusted(&s.run_storms),
+            adjusted(&s.bpftrace_storms)
+        );
+    }
     println!(
         "  agent CPU per process:     {:.0} µs (median; all its work, file export included)",
         median(s.agent_cpu_us.clone())

@@ -78,7 +78,11 @@ pub const NOTES: &str = "
   be from the true one: a median within a target but an interval across it is within
   this VM's noise of the target, not clear of it. The storms alone vary by several per cent
   from one to the next on this VM, so each repeat is paired with its neighbours and the
-  interval narrows only with more repeats (`--repeats`).
+  interval narrows only with more repeats (`--repeats`). The steal row measures one cause:
+  the hypervisor running other guests while this one waits, and how closely the
+  untraced storms' wall times follow it. The rows `less steal` take out of every storm,
+  traced or not, the wall time that the fit on the untraced storms gives its steal: a
+  second estimate with less of the VM's noise, beside the plain ratio, not instead of it.
 - The storm is the worst case: nothing but fork, exec and exit, one process after another
   from a shell loop, with five kernel records and a task and a tool span per process. A
   real pipeline spends its time in its tools; the demo pipeline lasts about a second, so

@@ -45,6 +45,7 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
             ),
         ),
     }
+    steal(doc, &s, &what);
     doc.row(
         "agent CPU per process, storm",
         &format!("{:.0} µs", median(s.agent_cpu_us.clone())),
@@ -63,6 +64,47 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
     );
     if let Some(r) = s.reports.last() {
         doc.row("agent's final report, last storm", r, "");
+    }
+}
+
+/// How much of the machine the hypervisor took during the untraced storms, how much of
+/// their spread goes with it, and each ratio with that part of every storm taken out.
+fn steal(doc: &mut Doc, s: &compare::Storms, what: &str) {
+    let pct: Vec<f64> = s.alone_steal.iter().map(|x| x * 100.0).collect();
+    let Some((slope, r)) = compare::steal_fit(&s.alone_steal, &s.alone) else {
+        return;
+    };
+    let (lo, hi) = pct
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    doc.row(
+        "steal time during the untraced storms",
+        &format!(
+            "median {:.1}% (range {lo:.1}%..{hi:.1}%)",
+            median(pct.clone())
+        ),
+        &format!(
+            "the hypervisor's steal time (/proc/stat) over each untraced storm, as a share of \
+             the machine's CPU time: this VM ready to run while the host ran others; the \
+             storms' wall times go with it at r = {r:.2}, {:.2} s more per 1% (least squares)",
+            slope / 100.0
+        ),
+    );
+    for (mode, storms) in [
+        ("`pipetrace agent`", &s.agent_storms),
+        ("`pipetrace run`", &s.run_storms),
+        ("bpftrace", &s.bpftrace_storms),
+    ] {
+        if storms.is_empty() {
+            continue;
+        }
+        doc.row(
+            &format!("wall ratio less steal, {what}, {mode}"),
+            &compare::median_range(&compare::steal_adjusted(storms, slope)),
+            "the same repeats with each storm's wall time less what its steal explains (the \
+             fit above): a second estimate, assuming steal slows a traced storm as it slows \
+             an untraced one",
+        );
     }
 }
 
