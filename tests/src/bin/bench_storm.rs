@@ -97,6 +97,8 @@ fn print_storms(s: &compare::Storms) {
             adjusted(&s.run_storms),
             adjusted(&s.bpftrace_storms)
         );
+    } else {
+        println!("  steal (untraced storms):   constant or not counted: no ratios less steal");
     }
     println!(
         "  agent CPU per process:     {:.0} µs (median; all its work, file export included)",

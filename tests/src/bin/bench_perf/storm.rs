@@ -72,7 +72,13 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
 fn steal(doc: &mut Doc, s: &compare::Storms, what: &str) {
     let pct: Vec<f64> = s.alone_steal.iter().map(|x| x * 100.0).collect();
     let Some((slope, r)) = compare::steal_fit(&s.alone_steal, &s.alone) else {
-        return;
+        let value = match pct.first() {
+            Some(p) => format!("{p:.1}% in every storm"),
+            None => "not measured".into(),
+        };
+        let how = "the hypervisor's steal time (/proc/stat): constant, so the ratios above \
+                   need no estimate less steal";
+        return doc.row("steal time during the untraced storms", &value, how);
     };
     let (lo, hi) = pct
         .iter()
