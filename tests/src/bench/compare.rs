@@ -71,7 +71,7 @@ fn timed_by(run: impl FnOnce() -> f64) -> Timed {
     let (cpu, steal) = (children_cpu(), steal_ms());
     let wall = run();
     let steal = match (steal, steal_ms()) {
-        (Some((a, cpus)), Some((b, _))) => (b - a) as f64 / 1e3 / (wall * cpus as f64),
+        (Some((a, cpus)), Some((b, _))) => b.saturating_sub(a) as f64 / 1e3 / (wall * cpus as f64),
         _ => 0.0,
     };
     Timed {
