@@ -187,16 +187,7 @@ fn under_bpftrace(n: usize, dir: &Path, s: &mut Storms) -> Option<Timed> {
 /// per unit of steal share) and Pearson's correlation. None when either does not vary.
 pub fn steal_fit(steals: &[f64], walls: &[f64]) -> Option<(f64, f64)> {
     let r = correlation(steals, walls)?;
-    let n = steals.len().min(walls.len()) as f64;
-    let (ms, mw) = (
-        steals.iter().sum::<f64>() / n,
-        walls.iter().sum::<f64>() / n,
-    );
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (s, w) in steals.iter().zip(walls) {
-        sxy += (s - ms) * (w - mw);
-        sxx += (s - ms) * (s - ms);
-    }
+    let (sxy, sxx, _) = co_moments(steals, walls);
     Some((sxy / sxx, r))
 }
 
@@ -212,6 +203,12 @@ pub fn steal_adjusted(storms: &[Paired], slope: f64) -> Vec<f64> {
 
 /// Pearson's correlation of two equally long series; None when either does not vary.
 pub fn correlation(x: &[f64], y: &[f64]) -> Option<f64> {
+    let (sxy, sxx, syy) = co_moments(x, y);
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+/// The sums of products of deviations from the means: (xy, xx, yy).
+fn co_moments(x: &[f64], y: &[f64]) -> (f64, f64, f64) {
     let n = x.len().min(y.len()) as f64;
     let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
     let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
@@ -220,7 +217,7 @@ pub fn correlation(x: &[f64], y: &[f64]) -> Option<f64> {
         sxx += (a - mx) * (a - mx);
         syy += (b - my) * (b - my);
     }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+    (sxy, sxx, syy)
 }
 
 /// `1.046 (95% CI 1.035..1.058, range 1.031..1.062)`: the median, the interval that holds
