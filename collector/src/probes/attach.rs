@@ -52,11 +52,30 @@ impl Links {
             reason: e.to_string(),
         };
         let tp: &mut BtfTracePoint = prog(ebpf, program)?;
-        tp.load(tracepoint, btf).map_err(err)?;
+        if tp.fd().is_err() {
+            tp.load(tracepoint, btf).map_err(err)?;
+        }
         let id = tp.attach().map_err(err)?;
         self.0.push(Box::new(tp.take_link(id).map_err(err)?));
         Ok(())
     }
+}
+
+/// Loads the BTF tracepoint programs `wanted` (program, tracepoint) at once, one thread
+/// each: the kernel verifies each in its caller's context, so they share the CPUs. A
+/// program that fails here is loaded again when it is attached, which reports why.
+pub fn load_all(ebpf: &mut Ebpf, btf: &Btf, wanted: &[(&'static str, &'static str)]) {
+    std::thread::scope(|s| {
+        for (name, program) in ebpf.programs_mut() {
+            let Some(&(_, tracepoint)) = wanted.iter().find(|(p, _)| *p == name) else {
+                continue;
+            };
+            let Ok(tp) = <&mut BtfTracePoint>::try_from(program) else {
+                continue;
+            };
+            let _ = std::thread::Builder::new().spawn_scoped(s, move || tp.load(tracepoint, btf));
+        }
+    });
 }
 
 impl Drop for Links {

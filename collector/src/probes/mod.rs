@@ -10,8 +10,8 @@ use aya::{
     maps::{HashMap, MapData, PerCpuArray, RingBuf},
 };
 use pipetrace_probes_common::{
-    ABSENT, ACC_MAP, Accumulator, EVENTS_MAP, KIND_SLOTS, LOST_ACCUMULATOR, LOST_MAP,
-    OFFSETS_GLOBAL, WAKE_GLOBAL,
+    ABSENT, ACC_MAP, Accumulator, EVENTS_MAP, KIND_SLOTS, KernelOffsets, LOST_ACCUMULATOR,
+    LOST_MAP, OFFSETS_GLOBAL, WAKE_GLOBAL,
 };
 
 use attach::Links;
@@ -84,6 +84,57 @@ fn kernel_btf() -> Result<Btf, ProbeError> {
     parsed.map_err(|e| failed(&e))
 }
 
+/// The probes object with its maps, once the offsets come. The loader parses vmlinux's
+/// BTF on its own (10 MB) for CO-RE relocations, which Rust probes never carry: dropped
+/// at once, and `dropped` says so.
+fn load_object(
+    ring_buffer_bytes: u32,
+    wake_bytes: &u64,
+    offsets: std::sync::mpsc::Receiver<Result<KernelOffsets, OffsetError>>,
+    dropped: std::sync::mpsc::SyncSender<()>,
+) -> Result<(Ebpf, KernelOffsets), ProbeError> {
+    let mut loader = EbpfLoader::new();
+    loader.btf(None);
+    let _ = dropped.send(());
+    let offsets = offsets
+        .recv()
+        .map_err(|_| ProbeError::Missing("offsets"))??;
+    let ebpf = loader
+        .override_global(OFFSETS_GLOBAL, &offsets, true)
+        .override_global(WAKE_GLOBAL, wake_bytes, true)
+        .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
+        .load(PROBES)
+        .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
+    Ok((ebpf, offsets))
+}
+
+/// The BTF tracepoint programs this kernel will get, by program and tracepoint.
+fn btf_programs(o: &KernelOffsets) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![
+        ("sched_process_fork", "sched_process_fork"),
+        ("sched_process_exec", "sched_process_exec"),
+        ("sched_process_free", "sched_process_free"),
+        ("mark_victim", "mark_victim"),
+        ("signal_generate", "signal_generate"),
+    ];
+    if o.exit_tp_group_dead != 0 {
+        v.push(("sched_process_exit_btf", "sched_process_exit"));
+    }
+    if o.sock_family != ABSENT {
+        v.extend([
+            ("sock_send_length", "sock_send_length"),
+            ("sock_recv_length", "sock_recv_length"),
+        ]);
+    }
+    if o.task_in_iowait != ABSENT {
+        v.extend([
+            ("sched_switch", "sched_switch"),
+            ("sched_wakeup", "sched_wakeup"),
+        ]);
+    }
+    v
+}
+
 /// What the loaded probes can measure on this kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct Capabilities {
@@ -130,20 +181,30 @@ impl Probes {
     fn load_and_attach(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
         keep_large_buffers_mapped();
         let tracefs = ensure_tracefs()?;
-        let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs)?;
         raise_memlock();
         let wake_bytes = u64::from(ring_buffer_bytes / 4);
-        // The loader parses vmlinux's BTF on its own (10 MB) for CO-RE relocations, which
-        // Rust probes never carry: dropped before the BTF tracepoints parse it again, so
-        // that the two never share the start's peak.
-        let mut ebpf = EbpfLoader::new()
-            .btf(None)
-            .override_global(OFFSETS_GLOBAL, &offsets, true)
-            .override_global(WAKE_GLOBAL, &wake_bytes, true)
-            .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
-            .load(PROBES)
-            .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
-        let btf = kernel_btf()?;
+        let (mut ebpf, offsets, btf) = std::thread::scope(|s| {
+            // Our reads of vmlinux's BTF (the offsets, then the attach ids) run beside the
+            // loader's, each about a fifth of a start: the offsets go to the loader as soon
+            // as they are known; the attach ids wait until the loader has dropped its parse,
+            // so that the two parses never add up in the start's peak.
+            let (offsets_tx, offsets_rx) = std::sync::mpsc::sync_channel(1);
+            let (dropped_tx, dropped_rx) = std::sync::mpsc::sync_channel(1);
+            let ours = s.spawn(move || {
+                let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs);
+                let resolved = offsets.is_ok();
+                let _ = offsets_tx.send(offsets);
+                let _ = dropped_rx.recv();
+                resolved.then(kernel_btf)
+            });
+            let ebpf = load_object(ring_buffer_bytes, &wake_bytes, offsets_rx, dropped_tx);
+            let btf = ours.join().expect("the BTF thread does not panic");
+            let (ebpf, offsets) = ebpf?;
+            let btf = btf.ok_or(ProbeError::Missing("offsets"))??;
+            Ok::<_, ProbeError>((ebpf, offsets, btf))
+        })?;
+        // Each program's verification is a syscall of its own: side by side, on every CPU.
+        attach::load_all(&mut ebpf, &btf, &btf_programs(&offsets));
         let mut links = Links::default();
         for name in [
             "sched_process_fork",
