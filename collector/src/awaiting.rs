@@ -57,6 +57,11 @@ impl Awaiting {
         self.wait = wait;
     }
 
+    /// Waits no longer than `wait` from now on.
+    pub fn shorten_wait(&mut self, wait: Duration) {
+        self.wait = self.wait.min(wait);
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -205,6 +210,27 @@ mod tests {
         let got = a.ready(&tree, false);
         assert_eq!(got.len(), 1, "1.6 s of real waiting gives up on the report");
         assert!(got[0].1.is_none());
+    }
+
+    #[test]
+    fn a_shortened_wait_gives_up_on_old_exits_only_and_never_lengthens() {
+        let mut tree = Tree::default();
+        tree.fork(key(1), 0, key(0), "a".into());
+        tree.fork(key(2), 0, key(0), "b".into());
+        let mut a = Awaiting::new(Duration::from_secs(60));
+        a.exited(key(1), 0, None);
+        // Half a second passes before the second exit.
+        a.clock.last -= Duration::from_millis(500);
+        a.exited(key(2), 0, None);
+        assert!(a.ready(&tree, false).is_empty(), "both within 60 s");
+        a.shorten_wait(Duration::from_millis(200));
+        a.shorten_wait(Duration::from_secs(60));
+        let got = a.ready(&tree, false);
+        assert_eq!(got.iter().map(|(k, _)| k.pid).collect::<Vec<_>>(), [1]);
+        assert_eq!(a.keys().map(|k| k.pid).collect::<Vec<_>>(), [2]);
+        // The second exit's report may still come within the shorter wait.
+        assert!(a.reported(key(2), Usage::default()));
+        assert_eq!(a.ready(&tree, false).len(), 1);
     }
 
     #[test]

@@ -50,8 +50,6 @@ pub struct Pipeline {
     pub usage_missing: u64,
     /// Processes whose figures were taken at exit: the reap-time report did not come.
     pub usage_at_exit: u64,
-    /// Usage reports the kernel sent (matched or not): the end of a run waits while they come.
-    pub usage_reports: u64,
     /// Kernel figures dropped as impossible (a wait longer than a life times its threads).
     pub figures_dropped: u64,
     over_memory_limit: bool,
@@ -104,7 +102,6 @@ impl Pipeline {
             awaiting: Awaiting::new(Duration::from_secs(2)),
             usage_missing: 0,
             usage_at_exit: 0,
-            usage_reports: 0,
             figures_dropped: 0,
             over_memory_limit: false,
             procfs: false,
@@ -369,7 +366,6 @@ impl Pipeline {
                 runtime_ns,
             } => self.awaiting.final_cpu(key, utime_ns, stime_ns, runtime_ns),
             Event::Usage { key, usage } => {
-                self.usage_reports += 1;
                 // Settled in `poll`, once the process's exited descendants are.
                 if !self.awaiting.reported(key, usage) {
                     log::debug!("usage of {key:?} matches no exit waiting for it");
@@ -419,10 +415,11 @@ impl Pipeline {
         self.awaiting.slowest_report()
     }
 
-    /// Stops waiting for usage reports: every exit still waiting ends with its figures from
-    /// exit (counted), and what that finishes is exported.
-    pub fn stop_waiting_for_usage(&mut self) {
-        self.settle_exits(true);
+    /// Waits at most `wait` after each exit for its usage report from now on (never longer
+    /// than before); the exits already past it end with their figures from exit (counted),
+    /// and what that finishes is exported.
+    pub fn shorten_usage_wait(&mut self, wait: Duration) {
+        self.awaiting.shorten_wait(wait);
         self.poll(false);
     }
 
@@ -496,11 +493,6 @@ impl Pipeline {
                 limit_bytes >> 20
             );
         }
-    }
-
-    /// Processes that exited and wait for the kernel's usage report.
-    pub fn awaiting_usage(&self) -> usize {
-        self.awaiting.len()
     }
 
     fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {

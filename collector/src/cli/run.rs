@@ -305,11 +305,16 @@ fn spawn(
 
 /// Once the command has exited, the usage reports still due come within tens of
 /// milliseconds on a quiet machine; the kernel holds a few back far longer (measured on a
-/// storm: 0.3% of processes, none of them within 40 s). When none has come for this long,
-/// and for twice the slowest report of the run, the exits still waiting end with their
-/// figures from exit (counted as such) instead of waiting out `probes.usage_wait`: a loaded
-/// machine, whose reports come late, still gets its exact figures.
+/// storm: 0.3% of processes, none of them within 40 s). An exit waits for its report at
+/// most this long, or twice the slowest report of the run, after its exit; then it ends
+/// with its figures from exit (counted as such) instead of waiting out
+/// `probes.usage_wait`: a loaded machine, whose reports come late, still gets its exact
+/// figures, and an exit long past the slowest report does not hold the end.
 const REPORTS_QUIET: Duration = Duration::from_millis(100);
+
+/// How often the end drains the kernel's records: the run's end waits on this loop alone,
+/// and an empty drain costs microseconds.
+const END_DRAIN: Duration = Duration::from_millis(2);
 
 /// The root's exit event is queued before wait() returns, but a record another CPU is still
 /// committing can hold the queue for a moment: drains until the run span is out. Snakemake
@@ -317,24 +322,19 @@ const REPORTS_QUIET: Duration = Duration::from_millis(100);
 /// waits as best it can. Counted in drains, not by the clock: a paused VM must not cut the
 /// wait short.
 async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
-    let drain_every = core.events.drain_every();
+    // Polling /proc is not cheap: that source keeps its own pace.
+    let drain_every = match core.events.is_polling() {
+        true => core.events.drain_every(),
+        false => END_DRAIN,
+    };
     let grace = usage_wait.max(Duration::from_secs(2));
-    let (mut reports, mut quiet) = (core.pipe.usage_reports, 0u32);
     let mut drains = 0u32;
     loop {
         core.drain_now();
         drains += 1;
-        quiet = if core.pipe.usage_reports == reports {
-            quiet + 1
-        } else {
-            0
-        };
-        reports = core.pipe.usage_reports;
         let slowest = core.pipe.slowest_usage_report();
-        let quiet_for = REPORTS_QUIET.max(slowest * 2).min(usage_wait);
-        if drain_every * quiet >= quiet_for && core.pipe.awaiting_usage() > 0 {
-            core.pipe.stop_waiting_for_usage();
-        }
+        core.pipe
+            .shorten_usage_wait(REPORTS_QUIET.max(slowest * 2).min(usage_wait));
         let late = drain_every * drains > grace;
         if late {
             core.pipe.poll(true);
