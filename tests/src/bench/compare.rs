@@ -23,8 +23,9 @@ pub struct Storms {
     /// bpftrace at its highest, and the lines it printed.
     pub bpftrace_mem: Option<memory::Mem>,
     pub bpftrace_lines: usize,
-    /// Each untraced storm's steal (fraction of the machine's CPU time), beside `alone`.
-    pub alone_steal: Vec<f64>,
+    /// Every untraced storm once (those between two traced ones serve both as neighbours),
+    /// for the steal fit.
+    pub untraced: Vec<Timed>,
     /// Each ratio's three storms, in the order of `agent`, `run` and `bpftrace`.
     pub agent_storms: Vec<Paired>,
     pub run_storms: Vec<Paired>,
@@ -93,15 +94,18 @@ pub fn storms(n: usize, repeats: usize, cfg: &Path, dir: &Path, with_bpftrace: b
     // Warm caches (the binaries, the page cache) before timing anything.
     super::time(storm(n / 10));
     let mut alone = timed(storm(n));
+    s.untraced.push(alone);
     for r in 0..repeats {
         let before = alone;
         s.storm_cpu_alone_us.push(before.cpu / n as f64 * 1e6);
         let agent = under_agent(n, cfg, dir, &mut s);
         s.storm_cpu_agent_us.push(agent.cpu / n as f64 * 1e6);
         let mid = timed(storm(n));
+        s.untraced.push(mid);
         push(&mut s.agent, &mut s.agent_storms, agent, before, mid);
         let run = timed_by(|| wrapped(n, cfg, dir));
         alone = timed(storm(n));
+        s.untraced.push(alone);
         push(&mut s.run, &mut s.run_storms, run, mid, alone);
         let secs = |t: Timed| format!("{:.2} s ({:.1}% stolen)", t.wall, t.steal * 100.0);
         let mut line = format!(
@@ -119,12 +123,12 @@ pub fn storms(n: usize, repeats: usize, cfg: &Path, dir: &Path, with_bpftrace: b
         {
             let last = alone;
             alone = timed(storm(n));
+            s.untraced.push(alone);
             push(&mut s.bpftrace, &mut s.bpftrace_storms, b, last, alone);
             line += &format!(", bpftrace {}, alone {}", secs(b), secs(alone));
         }
         println!("{line}");
         s.alone.extend([before.wall, mid.wall]);
-        s.alone_steal.extend([before.steal, mid.steal]);
     }
     s
 }
@@ -181,6 +185,11 @@ fn under_bpftrace(n: usize, dir: &Path, s: &mut Storms) -> Option<Timed> {
     top.pss = top.pss.max(mem.pss);
     s.bpftrace_lines = s.bpftrace_lines.max(lines);
     Some(storm)
+}
+
+/// The untraced storms' steal shares and wall times, for [`steal_fit`].
+pub fn steal_and_wall(untraced: &[Timed]) -> (Vec<f64>, Vec<f64>) {
+    untraced.iter().map(|t| (t.steal, t.wall)).unzip()
 }
 
 /// How the untraced storms' wall time goes with steal: the least-squares slope (seconds

@@ -80,7 +80,8 @@ fn print_storms(s: &compare::Storms) {
             bpftrace::INSTALL
         ),
     }
-    if let Some((slope, r)) = compare::steal_fit(&s.alone_steal, &s.alone) {
+    let (steals, walls) = compare::steal_and_wall(&s.untraced);
+    if let Some((slope, r)) = compare::steal_fit(&steals, &walls) {
         let adjusted = |p: &[compare::Paired]| match p.is_empty() {
             true => "-".to_string(),
             false => compare::median_range(&compare::steal_adjusted(p, slope)),
@@ -88,7 +89,7 @@ fn print_storms(s: &compare::Storms) {
         println!(
             "  steal (untraced storms):   median {:.1}% of the CPUs; wall follows it at r = \
              {r:.2}, {:.2} s per 1%",
-            median(s.alone_steal.clone()) * 100.0,
+            median(steals.clone()) * 100.0,
             slope / 100.0
         );
         println!(

@@ -70,8 +70,9 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
 /// How much of the machine the hypervisor took during the untraced storms, how much of
 /// their spread goes with it, and each ratio with that part of every storm taken out.
 fn steal(doc: &mut Doc, s: &compare::Storms, what: &str) {
-    let pct: Vec<f64> = s.alone_steal.iter().map(|x| x * 100.0).collect();
-    let Some((slope, r)) = compare::steal_fit(&s.alone_steal, &s.alone) else {
+    let (steals, walls) = compare::steal_and_wall(&s.untraced);
+    let pct: Vec<f64> = steals.iter().map(|x| x * 100.0).collect();
+    let Some((slope, r)) = compare::steal_fit(&steals, &walls) else {
         let value = match pct.first() {
             Some(p) => format!("{p:.1}% in every storm"),
             None => "not measured".into(),
@@ -90,9 +91,11 @@ fn steal(doc: &mut Doc, s: &compare::Storms, what: &str) {
             median(pct.clone())
         ),
         &format!(
-            "the hypervisor's steal time (/proc/stat) over each untraced storm, as a share of \
-             the machine's CPU time: this VM ready to run while the host ran others; the \
-             storms' wall times go with it at r = {r:.2}, {:.2} s more per 1% (least squares)",
+            "the hypervisor's steal time (/proc/stat) over each of the {} untraced storms, as a \
+             share of the machine's CPU time: this VM ready to run while the host ran others; \
+             the storms' wall times go with it at r = {r:.2}, {:.2} s more per 1% (least \
+             squares)",
+            pct.len(),
             slope / 100.0
         ),
     );
