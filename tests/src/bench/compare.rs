@@ -29,6 +29,10 @@ pub struct Storms {
     /// Each ratio's three storms, in the order of `agent`, `run` and `bpftrace`.
     pub agent_storms: Vec<Paired>,
     pub run_storms: Vec<Paired>,
+    /// `pipetrace run`'s own start and end in each of its storms (seconds): from its start
+    /// to the storm's first line, and from the storm's last line to its exit.
+    pub run_start: Vec<f64>,
+    pub run_end: Vec<f64>,
     pub bpftrace_storms: Vec<Paired>,
 }
 
@@ -103,7 +107,14 @@ pub fn storms(n: usize, repeats: usize, cfg: &Path, dir: &Path, with_bpftrace: b
         let mid = timed(storm(n));
         s.untraced.push(mid);
         push(&mut s.agent, &mut s.agent_storms, agent, before, mid);
-        let run = timed_by(|| wrapped(n, cfg, dir));
+        let mut edges = (0.0, 0.0);
+        let run = timed_by(|| {
+            let (wall, start, end) = wrapped(n, cfg, dir);
+            edges = (start, end);
+            wall
+        });
+        s.run_start.push(edges.0);
+        s.run_end.push(edges.1);
         alone = timed(storm(n));
         s.untraced.push(alone);
         push(&mut s.run, &mut s.run_storms, run, mid, alone);
@@ -164,15 +175,46 @@ fn under_agent(n: usize, cfg: &Path, dir: &Path, s: &mut Storms) -> Timed {
     storm
 }
 
-fn wrapped(n: usize, cfg: &Path, dir: &Path) -> f64 {
+/// The storm under `pipetrace run`: its wall time, and `pipetrace run`'s own start and end
+/// around it, told by the storm's shell printing the wall clock (`$EPOCHREALTIME`, the same
+/// clock as `SystemTime`) as it starts and as it ends.
+fn wrapped(n: usize, cfg: &Path, dir: &Path) -> (f64, f64, f64) {
     let out = dir.join("run.otlp.jsonl");
+    let script = format!(
+        "echo $EPOCHREALTIME; {}; echo $EPOCHREALTIME",
+        storm_script(n)
+    );
     let mut c = crate::pipetrace();
     c.args(["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()])
-        .args(["run", "--", "bash", "-c", &storm_script(n)])
-        .stdout(Stdio::null());
-    let wall = super::time(c).as_secs_f64();
+        .args(["run", "--", "bash", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let clock = || {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.expect("a clock after 1970").as_secs_f64()
+    };
+    let (t0, started) = (clock(), std::time::Instant::now());
+    let o = c.output().expect("run");
+    let (wall, t1) = (started.elapsed().as_secs_f64(), clock());
+    assert!(o.status.success(), "workload failed: {:?}", o.status);
     let _ = std::fs::remove_file(&out);
-    wall
+    let said: Vec<f64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    match said[..] {
+        [first, last] => (wall, first - t0, t1 - last),
+        _ => panic!("the storm printed no start and end: {said:?}"),
+    }
+}
+
+/// The ratios with `pipetrace run`'s own start and end taken out of its storms' wall
+/// times: what tracing costs while the command runs.
+pub fn without_edges(s: &Storms) -> Vec<f64> {
+    let edges = s.run_start.iter().zip(&s.run_end);
+    (s.run_storms.iter().zip(edges))
+        .map(|(p, (a, b))| (p.traced.wall - a - b) / ((p.before.wall + p.after.wall) / 2.0))
+        .collect()
 }
 
 fn under_bpftrace(n: usize, dir: &Path, s: &mut Storms) -> Option<Timed> {

@@ -66,6 +66,12 @@ fn print_storms(s: &compare::Storms) {
         "  wall ratio, pipetrace run: {} (includes probe load, flush)",
         compare::median_range(&s.run)
     );
+    println!(
+        "    its start and end:       {:.0} and {:.0} ms (medians); less them: {}",
+        median(s.run_start.clone()) * 1e3,
+        median(s.run_end.clone()) * 1e3,
+        compare::median_range(&compare::without_edges(s))
+    );
     match &s.bpftrace_mem {
         Some(m) => println!(
             "  wall ratio, bpftrace:      {} (printing every exec and exit, {} lines; peak RSS \

@@ -24,6 +24,7 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
         &compare::median_range(&s.run),
         &format!("{how}; includes loading the probes, the end-of-run report and the flush"),
     );
+    edges(doc, &s, &what);
     match (&s.bpftrace_mem, bpftrace::version()) {
         (Some(m), Some(v)) => {
             doc.row(
@@ -65,6 +66,30 @@ pub fn ratios(doc: &mut Doc, n: usize, repeats: usize, cfg: &Path, dir: &Path) {
     if let Some(r) = s.reports.last() {
         doc.row("agent's final report, last storm", r, "");
     }
+}
+
+/// `pipetrace run`'s start and end in its storms, and its ratio without them.
+fn edges(doc: &mut Doc, s: &compare::Storms, what: &str) {
+    let (start, end) = (median(s.run_start.clone()), median(s.run_end.clone()));
+    let storm = median(s.alone.clone());
+    doc.row(
+        "`pipetrace run`'s start and end, in its storms",
+        &format!(
+            "start {:.0} ms, end {:.0} ms (medians): {:.1}% of the median untraced storm",
+            start * 1e3,
+            end * 1e3,
+            (start + end) / storm * 100.0
+        ),
+        "from `pipetrace run`'s start to the storm's first line, and from its last line to \
+         `pipetrace run`'s exit (the storm's shell prints the wall clock): loading and \
+         verifying the probes; the last usage reports, the flush, the report and the tree",
+    );
+    doc.row(
+        &format!("wall ratio less start and end, {what}, `pipetrace run`"),
+        &compare::median_range(&compare::without_edges(s)),
+        "the same repeats with `pipetrace run`'s start and end taken out of its storms' wall \
+         times: what tracing costs while the command runs, as the agent's ratio measures it",
+    );
 }
 
 /// How much of the machine the hypervisor took during the untraced storms, how much of
