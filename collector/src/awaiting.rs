@@ -57,11 +57,6 @@ impl Awaiting {
         self.wait = wait;
     }
 
-    /// Waits no longer than `wait` from now on.
-    pub fn shorten_wait(&mut self, wait: Duration) {
-        self.wait = self.wait.min(wait);
-    }
-
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -213,7 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shortened_wait_gives_up_on_old_exits_only_and_never_lengthens() {
+    fn a_shorter_wait_gives_up_on_old_exits_only() {
         let mut tree = Tree::default();
         tree.fork(key(1), 0, key(0), "a".into());
         tree.fork(key(2), 0, key(0), "b".into());
@@ -223,8 +218,7 @@ mod tests {
         a.clock.last -= Duration::from_millis(500);
         a.exited(key(2), 0, None);
         assert!(a.ready(&tree, false).is_empty(), "both within 60 s");
-        a.shorten_wait(Duration::from_millis(200));
-        a.shorten_wait(Duration::from_secs(60));
+        a.set_wait(Duration::from_millis(200));
         let got = a.ready(&tree, false);
         assert_eq!(got.iter().map(|(k, _)| k.pid).collect::<Vec<_>>(), [1]);
         assert_eq!(a.keys().map(|k| k.pid).collect::<Vec<_>>(), [2]);

@@ -415,11 +415,11 @@ impl Pipeline {
         self.awaiting.slowest_report()
     }
 
-    /// Waits at most `wait` after each exit for its usage report from now on (never longer
-    /// than before); the exits already past it end with their figures from exit (counted),
-    /// and what that finishes is exported.
-    pub fn shorten_usage_wait(&mut self, wait: Duration) {
-        self.awaiting.shorten_wait(wait);
+    /// From now on each exit waits `wait` after its exit for its usage report; the exits
+    /// already past it end with their figures from exit (counted), and what that finishes
+    /// is exported.
+    pub fn wait_for_usage(&mut self, wait: Duration) {
+        self.awaiting.set_wait(wait);
         self.poll(false);
     }
 

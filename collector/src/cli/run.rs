@@ -332,9 +332,10 @@ async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
     loop {
         core.drain_now();
         drains += 1;
+        // Set again at every drain: a slower report that comes meanwhile lengthens it.
         let slowest = core.pipe.slowest_usage_report();
         core.pipe
-            .shorten_usage_wait(REPORTS_QUIET.max(slowest * 2).min(usage_wait));
+            .wait_for_usage(REPORTS_QUIET.max(slowest * 2).min(usage_wait));
         let late = drain_every * drains > grace;
         if late {
             core.pipe.poll(true);
