@@ -84,6 +84,34 @@ fn kernel_btf() -> Result<Btf, ProbeError> {
     parsed.map_err(|e| failed(&e))
 }
 
+/// The probes object with its maps, the kernel offsets and vmlinux's BTF for the attach
+/// ids. Our reads of vmlinux's BTF (the offsets, then the attach ids) run beside the
+/// loader's, each about a fifth of a start: the offsets go to the loader as soon as they
+/// are known; the attach ids wait until the loader has dropped its parse, so that the two
+/// parses never add up in the start's peak.
+fn load_with_btf(
+    ring_buffer_bytes: u32,
+    tracefs: PathBuf,
+) -> Result<(Ebpf, KernelOffsets, Btf), ProbeError> {
+    let wake_bytes = u64::from(ring_buffer_bytes / 4);
+    std::thread::scope(|s| {
+        let (offsets_tx, offsets_rx) = std::sync::mpsc::sync_channel(1);
+        let (dropped_tx, dropped_rx) = std::sync::mpsc::sync_channel(1);
+        let ours = s.spawn(move || {
+            let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs);
+            let resolved = offsets.is_ok();
+            let _ = offsets_tx.send(offsets);
+            let _ = dropped_rx.recv();
+            resolved.then(kernel_btf)
+        });
+        let ebpf = load_object(ring_buffer_bytes, &wake_bytes, offsets_rx, dropped_tx);
+        let btf = ours.join().expect("the BTF thread does not panic");
+        let (ebpf, offsets) = ebpf?;
+        let btf = btf.ok_or(ProbeError::Missing("offsets"))??;
+        Ok((ebpf, offsets, btf))
+    })
+}
+
 /// The probes object with its maps, once the offsets come. The loader parses vmlinux's
 /// BTF on its own (10 MB) for CO-RE relocations, which Rust probes never carry: dropped
 /// at once, and `dropped` says so.
@@ -182,27 +210,7 @@ impl Probes {
         keep_large_buffers_mapped();
         let tracefs = ensure_tracefs()?;
         raise_memlock();
-        let wake_bytes = u64::from(ring_buffer_bytes / 4);
-        let (mut ebpf, offsets, btf) = std::thread::scope(|s| {
-            // Our reads of vmlinux's BTF (the offsets, then the attach ids) run beside the
-            // loader's, each about a fifth of a start: the offsets go to the loader as soon
-            // as they are known; the attach ids wait until the loader has dropped its parse,
-            // so that the two parses never add up in the start's peak.
-            let (offsets_tx, offsets_rx) = std::sync::mpsc::sync_channel(1);
-            let (dropped_tx, dropped_rx) = std::sync::mpsc::sync_channel(1);
-            let ours = s.spawn(move || {
-                let offsets = resolve_offsets(Path::new(BTF_PATH), &tracefs);
-                let resolved = offsets.is_ok();
-                let _ = offsets_tx.send(offsets);
-                let _ = dropped_rx.recv();
-                resolved.then(kernel_btf)
-            });
-            let ebpf = load_object(ring_buffer_bytes, &wake_bytes, offsets_rx, dropped_tx);
-            let btf = ours.join().expect("the BTF thread does not panic");
-            let (ebpf, offsets) = ebpf?;
-            let btf = btf.ok_or(ProbeError::Missing("offsets"))??;
-            Ok::<_, ProbeError>((ebpf, offsets, btf))
-        })?;
+        let (mut ebpf, offsets, btf) = load_with_btf(ring_buffer_bytes, tracefs)?;
         // Each program's verification is a syscall of its own: side by side, on every CPU.
         attach::load_all(&mut ebpf, &btf, &btf_programs(&offsets));
         let mut links = Links::default();
