@@ -326,6 +326,24 @@ mod tests {
     }
 
     #[test]
+    fn the_runs_start_and_end_come_out_of_its_storm_only() {
+        let t = |wall| Timed {
+            wall,
+            cpu: 0.0,
+            steal: 0.0,
+        };
+        let mut s = Storms::default();
+        // 20 s neighbours; the traced storm 20.4 s, 0.1 s of it the start and 0.2 s the end.
+        push(&mut s.run, &mut s.run_storms, t(20.4), t(19.0), t(21.0));
+        s.run_start.push(0.1);
+        s.run_end.push(0.2);
+        assert!((s.run[0] - 1.02).abs() < 1e-12);
+        let less = without_edges(&s);
+        assert_eq!(less.len(), 1);
+        assert!((less[0] - 1.005).abs() < 1e-12, "{less:?}");
+    }
+
+    #[test]
     fn steal_is_taken_out_by_the_fitted_slope() {
         // Untraced storms of 20 s plus 3 s per 1% of steal: the fit finds exactly that.
         let steals = [0.0, 0.01, 0.02, 0.005];
