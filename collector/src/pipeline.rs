@@ -415,12 +415,15 @@ impl Pipeline {
         self.awaiting.slowest_report()
     }
 
-    /// From now on each exit waits `wait` after its exit for its usage report; the exits
-    /// already past it end with their figures from exit (counted), and what that finishes
-    /// is exported.
+    /// From now on each exit waits `wait` after its exit for its usage report; the next
+    /// poll ends the exits already past it with their figures from exit (counted).
     pub fn wait_for_usage(&mut self, wait: Duration) {
         self.awaiting.set_wait(wait);
-        self.poll(false);
+    }
+
+    /// Processes that exited and wait for the kernel's usage report.
+    pub fn awaiting_usage(&self) -> usize {
+        self.awaiting.len()
     }
 
     /// Settles the exits whose usage report came, or (with `give_up`, or past the wait) all.

@@ -312,38 +312,45 @@ fn spawn(
 /// figures, and an exit long past the slowest report does not hold the end.
 const REPORTS_QUIET: Duration = Duration::from_millis(100);
 
-/// How often the end drains the kernel's records: the run's end waits on this loop alone,
-/// and an empty drain costs microseconds.
+/// How often the end drains the kernel's records while usage reports are due: the run's
+/// end waits on them alone, and an empty drain costs microseconds.
 const END_DRAIN: Duration = Duration::from_millis(2);
 
 /// The root's exit event is queued before wait() returns, but a record another CPU is still
 /// committing can hold the queue for a moment: drains until the run span is out. Snakemake
 /// logs a job's end just after it: gives the log that moment, then names whatever still
-/// waits as best it can. Counted in drains, not by the clock: a paused VM must not cut the
-/// wait short.
+/// waits as best it can. Counted in the pauses between drains, not by the clock: a paused
+/// VM must not cut the wait short.
 async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
+    let drain_every = core.events.drain_every();
     // Polling /proc is not cheap: that source keeps its own pace.
-    let drain_every = match core.events.is_polling() {
-        true => core.events.drain_every(),
+    let reports_pace = match core.events.is_polling() {
+        true => drain_every,
         false => END_DRAIN,
     };
     let grace = usage_wait.max(Duration::from_secs(2));
-    let mut drains = 0u32;
+    let mut waited = Duration::ZERO;
     loop {
-        core.drain_now();
-        drains += 1;
-        // Set again at every drain: a slower report that comes meanwhile lengthens it.
+        // Set at every drain from the run's slowest report so far: a slower report that
+        // came meanwhile lengthens it. The drain settles the exits past it.
         let slowest = core.pipe.slowest_usage_report();
         core.pipe
             .wait_for_usage(REPORTS_QUIET.max(slowest * 2).min(usage_wait));
-        let late = drain_every * drains > grace;
+        core.drain_now();
+        let late = waited > grace;
         if late {
             core.pipe.poll(true);
         }
         if (core.pipe.runs_finished > 0 && core.pipe.attr.pending() == 0) || late {
             break;
         }
-        tokio::time::sleep(drain_every).await;
+        // Fast while reports are due; the engines' records at the usual pace.
+        let pace = match core.pipe.awaiting_usage() {
+            0 => drain_every,
+            _ => reports_pace,
+        };
+        waited += pace;
+        tokio::time::sleep(pace).await;
     }
 }
 
