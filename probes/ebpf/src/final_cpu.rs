@@ -52,21 +52,24 @@ pub fn left(prev: Task, o: &KernelOffsets) {
     }
     let tgid: u32 = Direct::at(prev, o.task_tgid).unwrap_or(0);
     let leader: Task = Direct::at(prev, o.task_group_leader).unwrap_or(prev);
-    // Exited threads other than the leader were summed as they were released, before
-    // their last switch; the leader is summed once its parent reaps it, which can come
-    // before this switch: then no thread is left unreleased and its own are in the sums.
-    let Some((unreleased, [ut, st, rt])) = sums(sig, o) else {
-        return;
-    };
     if tgid == 0 {
         return;
     }
+    // Exited threads other than the leader were summed as they were released, before
+    // their last switch; the leader is summed once its parent reaps it, which can come
+    // before this switch: then no thread is left unreleased and its own are in the sums.
+    // Sums that a release kept writing (its CPU held by the hypervisor mid-write) give way
+    // to the leader's own figures: all of a single-threaded process's CPU, and user space
+    // takes them only if they exceed what the exit record read.
+    let (summed, [ut, st, rt]) = match sums(sig, o) {
+        Some((unreleased, cpu)) => (leader_summed(tgid, unreleased, cpu[2]), cpu),
+        None => (false, [0; 3]),
+    };
     let Some(mut entry) = emit::EVENTS.reserve::<FinalCpuEvent>(0) else {
         emit::count_lost(KIND_FINAL_CPU);
         return;
     };
     let ev = entry.as_mut_ptr();
-    let summed = leader_summed(tgid, unreleased, rt);
     let mine = |offset| {
         if summed {
             0
