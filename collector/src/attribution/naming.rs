@@ -77,17 +77,19 @@ pub fn shell_command(argv: &[String]) -> Option<&str> {
 /// Redirections keep it simple (`cmd > out` is still one command).
 pub fn is_single_command(script: &str) -> bool {
     let (mut single, mut double) = (false, false);
-    let b: Vec<char> = script.trim().chars().collect();
+    // Bytes, not chars: every character looked at is ASCII, and no byte of a multi-byte
+    // character is (this runs for every process that ends in a task).
+    let b = script.trim().as_bytes();
     for (i, &c) in b.iter().enumerate() {
         match c {
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
             _ if single => {}
-            '`' => return false,
-            '$' if b.get(i + 1) == Some(&'(') => return false,
+            b'`' => return false,
+            b'$' if b.get(i + 1) == Some(&b'(') => return false,
             _ if double => {}
-            ';' | '|' | '\n' | '(' | ')' => return false,
-            '&' if b.get(i + 1) != Some(&'>') && (i == 0 || b[i - 1] != '>') => return false,
+            b';' | b'|' | b'\n' | b'(' | b')' => return false,
+            b'&' if b.get(i + 1) != Some(&b'>') && (i == 0 || b[i - 1] != b'>') => return false,
             _ => {}
         }
     }
@@ -489,6 +491,10 @@ mod tests {
         assert!(!is_single_command("echo $(date)"));
         assert!(!is_single_command("a | b"));
         assert!(is_single_command("echo '$(not run)'"));
+        // Multi-byte characters around the bytes that matter.
+        assert!(is_single_command("échö 'ü;ß' > ü.txt 2>&1"));
+        assert!(!is_single_command("ü&ß"));
+        assert!(!is_single_command("é $(ü)"));
     }
 
     #[test]

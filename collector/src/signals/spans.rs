@@ -30,7 +30,8 @@ impl SpanBuilder {
         let img = p.image.as_ref();
         let exe = img.map(|i| naming::executable_name(&i.path).to_string());
         let tool = naming::proc_tool_name(p);
-        let mut a = Vec::with_capacity(12);
+        // A tool span has about 30 attributes: room for them at once, not grown twice.
+        let mut a = Vec::with_capacity(40);
         a.push(KeyValue::new(attr::TOOL_NAME, tool.clone()));
         a.push(KeyValue::new(attr::PROCESS_PARENT_PID, p.ppid as i64));
         if let (Some(img), Some(exe)) = (img, exe) {
@@ -105,11 +106,13 @@ impl SpanBuilder {
         info: &TaskInfo,
         totals: &Totals,
     ) -> ReadySpan {
-        let mut a = vec![
+        // A task span has 30 attributes or more: room for them at once, not grown four times.
+        let mut a = Vec::with_capacity(48);
+        a.extend([
             KeyValue::new(attr::CICD_PIPELINE_TASK_NAME, info.name.clone()),
             KeyValue::new(attr::CICD_PIPELINE_TASK_RUN_ID, info.run_id.clone()),
             KeyValue::new(attr::CICD_PIPELINE_RUN_ID, self.run_id(run)),
-        ];
+        ]);
         task_attrs(info, &mut a);
         self.process_attrs(p, true, &mut a);
         let (m, d) = (self.measured, &self.diagnosis);
