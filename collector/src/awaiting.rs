@@ -112,38 +112,43 @@ impl Awaiting {
     /// What can be settled now, descendants before ancestors: reported ones, and with
     /// `force` or past the wait, the rest with their figures from exit (if any).
     pub fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
-        let mut out = Vec::new();
         let now_t = self.clock.advance();
-        loop {
-            let mut blocked = crate::event::ProcSet::<ProcKey>::default();
-            for k in self.entries.keys() {
-                blocked.extend(tree.ancestors(k).map(|a| a.key));
-            }
-            let wait = self.wait;
-            let now: Vec<ProcKey> = self
-                .entries
-                .iter()
-                .filter(|(k, e)| {
-                    !blocked.contains(k) && (e.usage.is_some() || force || now_t - e.since >= wait)
-                })
-                .map(|(k, _)| *k)
-                .collect();
-            if now.is_empty() {
-                return out;
-            }
-            for k in now {
-                let e = self.entries.remove(&k).expect("listed above");
-                if e.usage.is_none() && !force {
-                    log::debug!("{k:?}: no usage report after {:?}", now_t - e.since);
-                }
-                let at_exit = e.at_exit.map(|u| Usage { at_exit: true, ..u });
-                let usage = e.usage.or(at_exit).map(|u| Usage {
-                    image_peak_bytes: e.image_peak_bytes,
-                    ..u
-                });
-                out.push((k, usage));
+        let wait = self.wait;
+        let due = |e: &Entry| e.usage.is_some() || force || now_t - e.since >= wait;
+        // How many waiting processes each process is an ancestor of: it waits while any does.
+        let mut below = crate::event::ProcMap::<ProcKey, u32>::default();
+        for k in self.entries.keys() {
+            for a in tree.ancestors(k) {
+                *below.entry(a.key).or_default() += 1;
             }
         }
+        let mut now: Vec<ProcKey> = self
+            .entries
+            .iter()
+            .filter(|(k, e)| !below.contains_key(*k) && due(e))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut out = Vec::with_capacity(now.len());
+        while let Some(k) = now.pop() {
+            let e = self.entries.remove(&k).expect("listed once");
+            for a in tree.ancestors(&k) {
+                let n = below.get_mut(&a.key).expect("counted above");
+                *n -= 1;
+                if *n == 0 && self.entries.get(&a.key).is_some_and(due) {
+                    now.push(a.key);
+                }
+            }
+            if e.usage.is_none() && !force {
+                log::debug!("{k:?}: no usage report after {:?}", now_t - e.since);
+            }
+            let at_exit = e.at_exit.map(|u| Usage { at_exit: true, ..u });
+            let usage = e.usage.or(at_exit).map(|u| Usage {
+                image_peak_bytes: e.image_peak_bytes,
+                ..u
+            });
+            out.push((k, usage));
+        }
+        out
     }
 }
 
@@ -174,6 +179,31 @@ mod tests {
         assert_eq!(order, [2, 1]);
         assert!(a.is_empty());
         assert!(!a.reported(key(3), Usage::default()));
+    }
+
+    #[test]
+    fn an_ancestor_waits_for_every_waiting_descendant() {
+        // 1 -> 2 -> {3, 4}, and 5 beside 1: 4's report is late.
+        let mut tree = Tree::default();
+        tree.fork(key(1), 0, key(0), "a".into());
+        tree.fork(key(2), 0, key(1), "b".into());
+        tree.fork(key(3), 0, key(2), "c".into());
+        tree.fork(key(4), 0, key(2), "d".into());
+        tree.fork(key(5), 0, key(0), "e".into());
+        let mut a = Awaiting::new(Duration::from_secs(60));
+        for pid in [3, 4, 2, 1, 5] {
+            a.exited(key(pid), 0, None);
+        }
+        for pid in [1, 2, 3, 5] {
+            assert!(a.reported(key(pid), Usage::default()));
+        }
+        let mut first: Vec<u32> = a.ready(&tree, false).iter().map(|(k, _)| k.pid).collect();
+        first.sort();
+        assert_eq!(first, [3, 5], "2 and 1 wait for 4");
+        assert!(a.reported(key(4), Usage::default()));
+        let then: Vec<u32> = a.ready(&tree, false).iter().map(|(k, _)| k.pid).collect();
+        assert_eq!(then, [4, 2, 1]);
+        assert!(a.is_empty());
     }
 
     #[test]

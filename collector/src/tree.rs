@@ -299,7 +299,7 @@ impl Tree {
     }
 
     /// Records an exec; creates the process if its fork was not seen (it predates the agent).
-    pub fn exec(&mut self, e: &Exec, cwd: Option<PathBuf>) {
+    pub fn exec(&mut self, e: Exec, cwd: Option<PathBuf>) {
         if !self.procs.contains_key(&e.key) {
             let parent = self.by_pid.get(&e.ppid).copied();
             let comm = e
@@ -313,18 +313,21 @@ impl Tree {
         let p = self.procs.get_mut(&e.key).expect("inserted above");
         let path = match (&cwd, e.filename.starts_with('/')) {
             (Some(dir), false) => dir.join(&e.filename).display().to_string(),
-            _ => e.filename.clone(),
+            _ => e.filename,
         };
         let image = Image {
             path,
-            argv: e.argv.clone(),
+            argv: e.argv,
             argv_truncated: e.argv_truncated,
             cwd,
         };
-        if let Some(old) = p.image.replace(image.clone()) {
+        // The first exec (most processes' only one) is both the first image and the latest.
+        if p.first_image.is_none() {
+            p.first_image = Some(image.clone());
+        }
+        if let Some(old) = p.image.replace(image) {
             p.earlier.push(old.path);
         }
-        p.first_image.get_or_insert(image);
         p.cgroup_id = e.cgroup_id;
     }
 

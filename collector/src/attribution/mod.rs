@@ -455,39 +455,41 @@ impl Attributor {
 
     pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
-        let Some(image) = p.image.clone() else { return };
+        let Some(image) = p.image.as_ref() else {
+            return;
+        };
         if !self.members.contains_key(&key) {
             self.claim_run_root(key);
         }
         if let Some(parent) = p.parent.and_then(|k| tree.get(&k))
-            && let Some(engine) = engines::of_parent(&self.engines, &image, parent)
+            && let Some(engine) = engines::of_parent(&self.engines, image, parent)
         {
             self.engine_by_child(parent, key, engine);
         }
-        self.note_server(key, &image);
+        self.note_server(key, image);
         self.flow_of_standing_server(tree, key);
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
                 let step = runs::first_of_step(tree, p);
                 let argo = runs::first_in_argo_pod(tree, p);
-                self.maybe_start_agent_run(key, &image, started, step, argo);
+                self.maybe_start_agent_run(key, image, started, step, argo);
             }
             return;
         };
         match m.role {
             Role::RunRoot => {
                 let started = self.unix_time(p.start_ns);
-                self.root_exec(key, &image, started);
+                self.root_exec(key, image, started);
             }
             Role::Member if m.task.is_none() && self.under_scheduler(m.run) => {
-                match engines::detect(&self.engines, &image) {
+                match engines::detect(&self.engines, image) {
                     Some(e) => self.engine_under_scheduler(p, m.run, e),
-                    None => self.maybe_start_task(tree, key, m.run, &image),
+                    None => self.maybe_start_task(tree, key, m.run, image),
                 }
             }
-            Role::Member if m.task.is_none() => self.maybe_start_task(tree, key, m.run, &image),
-            Role::Member => self.maybe_helper_in_task(tree, key, m.run, &image),
+            Role::Member if m.task.is_none() => self.maybe_start_task(tree, key, m.run, image),
+            Role::Member => self.maybe_helper_in_task(tree, key, m.run, image),
             Role::TaskRoot | Role::Helper | Role::Folded => {}
         }
     }

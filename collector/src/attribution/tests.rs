@@ -64,7 +64,7 @@ impl Sim {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             argv_truncated: false,
         };
-        self.tree.exec(&e, Some("/work/proj".into()));
+        self.tree.exec(e, Some("/work/proj".into()));
         self.attr.on_exec(&self.tree, key(pid));
     }
 

@@ -22,23 +22,24 @@ impl Pipeline {
             .then(|| self.host.cwd(e.key.pid))
             .flatten();
         let moved = self.tree.cgroup_changed(&e.key, e.cgroup_id) || by_runtime;
-        self.tree.exec(&e, cwd);
+        let (key, start_ns, uid) = (e.key, e.start_ns, e.uid);
+        self.tree.exec(e, cwd);
         if moved {
-            match self.containers.of_pid_under(&*self.host, e.key.pid, stepd) {
-                Ok(c) => self.tree.set_container(&e.key, c),
+            match self.containers.of_pid_under(&*self.host, key.pid, stepd) {
+                Ok(c) => self.tree.set_container(&key, c),
                 // Ended before its cgroup was read (a runtime's short-lived helper):
                 // its children read theirs when they exec.
-                Err(_) => self.tree.forget_cgroup(&e.key),
+                Err(_) => self.tree.forget_cgroup(&key),
             }
         }
-        if self.attr.creates_allocation(&self.tree, e.key) {
-            let started = self.builder.host().system_time(e.start_ns);
+        if self.attr.creates_allocation(&self.tree, key) {
+            let started = self.builder.host().system_time(start_ns);
             let unix = started.duration_since(std::time::UNIX_EPOCH);
             let secs = unix.map_or(0, |d| d.as_secs() as i64);
-            let cell = self.host.slurm_allocation(e.key.pid, e.uid, secs);
-            self.attr.set_client_allocation(e.key, cell);
+            let cell = self.host.slurm_allocation(key.pid, uid, secs);
+            self.attr.set_client_allocation(key, cell);
         }
-        self.attr.on_exec(&self.tree, e.key);
+        self.attr.on_exec(&self.tree, key);
         self.take_from_attribution();
     }
 
