@@ -2,7 +2,7 @@
 //! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
 //! process's environment, never asks the network.
 mod cloud;
-#[cfg(test)]
+#[cfg(any(test, feature = "fake-host"))]
 pub mod fake;
 mod idle;
 mod live;

@@ -13,8 +13,8 @@
 //! 3. kernel events lost at the highest exec rate, with the default ring buffer and
 //!    smaller ones;
 //! 4. memory of both modes at 1k, 10k, 100k and 1M processes;
-//! 5. where the agent's CPU goes (perf), end-to-end spans per second per core and
-//!    exit-to-backend latency, and OTLP export alone.
+//! 5. where the agent's CPU goes (perf, and its core alone on a synthetic storm), end-to-end
+//!    spans per second per core and exit-to-backend latency, and OTLP export alone.
 use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
@@ -29,6 +29,7 @@ use pipetrace_e2e::{
     receiver::Receiver,
 };
 
+mod core_alone;
 mod export;
 mod memory;
 mod notes;
@@ -197,6 +198,7 @@ async fn main() {
         storm::ratios(&mut doc, storm_n, repeats, &cfg, d);
         storm::probes(&mut doc, storm_n / 4, &cfg, d);
         profile::agent(&mut doc, storm_n / 4, &cfg, d);
+        core_alone::row(&mut doc, storm_n);
         pipeline_ratio(&mut doc, repeats * 3, &cfg, d);
         memory::lost_at_max_rate(&mut doc, storm_n, &rule, d);
     });
