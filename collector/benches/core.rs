@@ -10,9 +10,9 @@ use std::time::Duration;
 use pipetrace::{
     accounting::Usage,
     attribution::{Attributor, Mode},
-    event::{Event, Exec, ProcKey},
+    event::{Event, ProcKey},
     export::Sink,
-    host::{HostInfo, fake::FakeHost},
+    host::fake::{self, FakeHost},
     pipeline::Pipeline,
     redact::Redactor,
     signals::{SpanBuilder, metrics::Metrics},
@@ -63,15 +63,16 @@ async fn round(n: u32, per_batch: usize) -> f64 {
     let shell = key(1000, 100 * S);
     let mut batch = Vec::new();
     let cpu0 = cpu_seconds();
-    batch.extend(start(
+    batch.extend(fake::fork_exec(
         shell,
         key(1, 0),
+        100 * S,
         &["/bin/bash", "-c", "while :; do /bin/true; done", TAG],
     ));
     for i in 0..n {
         let at = 101 * S + u64::from(i) * 1_000_000;
         let k = key(2000 + i, at);
-        batch.extend(start(k, shell, &["/bin/true"]));
+        batch.extend(fake::fork_exec(k, shell, at, &["/bin/true"]));
         batch.extend(end(k, at + 500_000));
         if batch.len() >= per_batch * 5 {
             fake.set_boottime(at + 1_000_000);
@@ -101,15 +102,7 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Pipeline {
         ..Default::default()
     };
     let cfg = pipetrace_config::load(Some(&cfg_file), &flags).expect("config");
-    let info = HostInfo {
-        boot_id: "b".into(),
-        host_id: "h".into(),
-        host_name: "node1".into(),
-        arch: None,
-        os_version: None,
-        cloud: Default::default(),
-        boot_to_unix_ns: BOOT_UNIX_NS as i128,
-    };
+    let info = fake.info();
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).expect("redactor"));
     let sink = Sink::start(&cfg, &info, file.to_path_buf()).expect("file sink");
     let resource = pipetrace::export::resource(&cfg, &info);
@@ -126,30 +119,6 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Pipeline {
 
 fn key(pid: u32, start_ns: u64) -> ProcKey {
     ProcKey::from_ns(pid, start_ns)
-}
-
-/// A process forked by `parent` that execs `argv` at once.
-fn start(k: ProcKey, parent: ProcKey, argv: &[&str]) -> [Event; 2] {
-    let at = k.start_ticks * 10_000_000;
-    let fork = Event::Fork {
-        key: k,
-        start_ns: at,
-        parent,
-        parent_tid: parent.pid,
-        comm: "bash".into(),
-    };
-    let exec = Event::Exec(Exec {
-        key: k,
-        start_ns: at,
-        time_ns: at + 100_000,
-        ppid: parent.pid,
-        uid: 1000,
-        cgroup_id: 7,
-        filename: argv[0].into(),
-        argv: argv.iter().map(|a| a.to_string()).collect(),
-        argv_truncated: false,
-    });
-    [fork, exec]
 }
 
 /// Its exit with the figures read there, its last CPU, and the reap-time report.

@@ -54,6 +54,19 @@ impl FakeHost {
         Arc::new(self.clone())
     }
 
+    /// Who this machine is, as the resource and span builder see it (node `node1`).
+    pub fn info(&self) -> super::HostInfo {
+        super::HostInfo {
+            boot_id: "b".into(),
+            host_id: "h".into(),
+            host_name: "node1".into(),
+            arch: None,
+            os_version: None,
+            cloud: Default::default(),
+            boot_to_unix_ns: self.state().boot_unix_ns as i128,
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.0.lock().unwrap()
     }
@@ -246,4 +259,33 @@ impl Host for FakeHost {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         Ok(path.to_path_buf())
     }
+}
+
+/// The kernel's two records of a process forked by `parent` at `at` (boot clock, ns) that
+/// execs `argv` at once.
+pub fn fork_exec(
+    k: crate::event::ProcKey,
+    parent: crate::event::ProcKey,
+    at: u64,
+    argv: &[&str],
+) -> [crate::event::Event; 2] {
+    let fork = crate::event::Event::Fork {
+        key: k,
+        start_ns: at,
+        parent,
+        parent_tid: parent.pid,
+        comm: "x".into(),
+    };
+    let exec = crate::event::Event::Exec(crate::event::Exec {
+        key: k,
+        start_ns: at,
+        time_ns: at + 1000,
+        ppid: parent.pid,
+        uid: 1000,
+        cgroup_id: 7,
+        filename: argv[0].into(),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        argv_truncated: false,
+    });
+    [fork, exec]
 }

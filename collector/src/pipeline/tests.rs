@@ -10,8 +10,11 @@ use super::Pipeline;
 use crate::{
     accounting::Usage,
     attribution::{Attributor, Mode},
-    event::{Event, Exec, ProcKey},
-    host::{HostInfo, ProcSnapshot, fake::FakeHost},
+    event::{Event, ProcKey},
+    host::{
+        ProcSnapshot,
+        fake::{self, FakeHost},
+    },
     redact::Redactor,
     report::ReportSpan,
     signals::{Kind, SpanBuilder, metrics::Metrics},
@@ -22,23 +25,11 @@ const S: u64 = 1_000_000_000;
 const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
 const WORKDIR: &str = "/data/variants";
 
-fn host_info() -> HostInfo {
-    HostInfo {
-        boot_id: "b".into(),
-        host_id: "h".into(),
-        host_name: "node1".into(),
-        arch: None,
-        os_version: None,
-        cloud: Default::default(),
-        boot_to_unix_ns: BOOT_UNIX_NS as i128,
-    }
-}
-
 /// A core of `pipetrace run` for root `root_pid`, writing its spans to `file`.
 fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
     let mut cfg = pipetrace_config::Config::default();
     cfg.export.file = Some(file.to_path_buf());
-    let info = host_info();
+    let info = fake.info();
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).unwrap());
     let exporter = crate::export::Sink::start(&cfg, &info, file.to_path_buf()).unwrap();
     let resource = crate::export::resource(&cfg, &info);
@@ -62,25 +53,7 @@ fn key(pid: u32, start_ns: u64) -> ProcKey {
 /// A process forked by `parent` at `at` that execs `argv` at once.
 fn start(pid: u32, parent: ProcKey, at: u64, argv: &[&str]) -> (ProcKey, [Event; 2]) {
     let k = key(pid, at);
-    let fork = Event::Fork {
-        key: k,
-        start_ns: at,
-        parent,
-        parent_tid: parent.pid,
-        comm: "x".into(),
-    };
-    let exec = Event::Exec(Exec {
-        key: k,
-        start_ns: at,
-        time_ns: at + 1000,
-        ppid: parent.pid,
-        uid: 1000,
-        cgroup_id: 7,
-        filename: argv[0].into(),
-        argv: argv.iter().map(|a| a.to_string()).collect(),
-        argv_truncated: false,
-    });
-    (k, [fork, exec])
+    (k, fake::fork_exec(k, parent, at, argv))
 }
 
 /// Its end at `at`, then the kernel's usage report as its parent reaps it.
