@@ -5,6 +5,10 @@ use std::{path::Path, process::Command};
 
 use super::Doc;
 
+/// Processes per batch: about what the agent reads at a time in a storm (1,000 a second,
+/// read every `probes::reader::TICK`, 100 ms).
+const BATCH: usize = 100;
+
 pub fn row(doc: &mut Doc, n: usize) {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -12,13 +16,20 @@ pub fn row(doc: &mut Doc, n: usize) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["bench", "-q", "-p", "pipetrace", "--features", "fake-host"])
-        .args(["--bench", "core", "--", &n.to_string(), "5"])
+        .args([
+            "--bench",
+            "core",
+            "--",
+            &n.to_string(),
+            "5",
+            &BATCH.to_string(),
+        ])
         .current_dir(workspace)
         .output();
     let figure = "agent core CPU per process, synthetic storm";
     let how = format!(
         "the core alone (tree, attribution, span building, trace file) fed a {n}-process \
-         storm's records in batches of 40 processes on a fake host, 5 rounds (`cargo bench -p \
+         storm's records in batches of {BATCH} processes on a fake host, 5 rounds (`cargo bench -p \
          pipetrace --features fake-host --bench core`): the rest of the agent's CPU per \
          process is reading the ring buffer, the wake-ups and the kernel's side of the writes"
     );
