@@ -20,9 +20,9 @@ use pipetrace::{
 
 const S: u64 = 1_000_000_000;
 const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
-/// Processes per batch (by default): a storm of about 1,000 a second read every 100 ms, as
-/// the agent reads it.
-const BATCH: usize = 100;
+/// Processes per batch (by default): a storm of about 1,000 a second read every 40 ms, as the
+/// agent reads it.
+const BATCH: usize = 40;
 const TAG: &str = "pipetrace-storm";
 
 fn main() {

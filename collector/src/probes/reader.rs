@@ -48,10 +48,10 @@ impl EventReader {
 }
 
 /// How long records may wait before user space looks, when the probes do not wake it.
-/// Shorter than the event loop's poll ticks (200 ms and more), which restart it: at 250 ms
-/// the ring was mostly drained at a quarter full instead (more memory, more CPU); at 40 ms
-/// the agent spent about a sixth more CPU per storm process than at 100.
-pub const TICK: Duration = Duration::from_millis(100);
+/// Not longer: a `script:` job's script is read as its process is first seen, and Snakemake
+/// deletes it once the job ends; at 100 ms (a sixth less agent CPU in a storm) a corpus
+/// test's short Python script jobs lost their names in one run of four.
+pub const TICK: Duration = Duration::from_millis(40);
 
 fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
     let mut bad = 0;

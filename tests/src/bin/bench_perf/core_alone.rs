@@ -6,8 +6,8 @@ use std::{path::Path, process::Command};
 use super::Doc;
 
 /// Processes per batch: about what the agent reads at a time in a storm (1,000 a second,
-/// read every `probes::reader::TICK`, 100 ms).
-const BATCH: usize = 100;
+/// read every `probes::reader::TICK`, 40 ms).
+const BATCH: usize = 40;
 
 pub fn row(doc: &mut Doc, n: usize) {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))

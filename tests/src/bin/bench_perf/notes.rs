@@ -108,10 +108,12 @@ pub const NOTES: &str = "
   cgroup; a task that already ended gets the host's without a read); the OTLP request is built
   once from the SDK's spans and encoded with prost (`trace_request`, `encode_to_vec`),
   then grouped, queued and sent on the runtime's other threads. The kernel's share is
-  those reads, the wake-ups and the writes. The core row is the same work without the
-  kernel: the core fed a storm's records on a fake host, measured by its CPU time rather
-  than the wall clock, so two builds compare by it within a few per cent on this VM where
-  the storms' own times vary by more.
+  those reads, the wake-ups and the writes. The agent reads the ring buffer every 40 ms
+  unless the probes wake it (at a quarter full), so a storm comes in batches of about 40
+  processes and each read's fixed costs spread over them. The core row is the same work
+  without the kernel: the core fed a storm's records on a fake host, measured by its CPU
+  time rather than the wall clock, so two builds compare by it within a few per cent on
+  this VM where the storms' own times vary by more.
 - Where the memory goes: the agent holds what runs now and a task's aggregates until it
   ends; `pipetrace run` also holds the end-of-run tree, table and report (bounded lists).
   Both hold the export's batches in flight (`export.batch_spans` spans each, with their
