@@ -20,9 +20,6 @@ use pipetrace::{
 
 const S: u64 = 1_000_000_000;
 const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
-/// Processes per batch (by default): a storm of about 1,000 a second read every 40 ms, as the
-/// agent reads it.
-const BATCH: usize = 40;
 const TAG: &str = "pipetrace-storm";
 
 fn main() {
@@ -31,7 +28,12 @@ fn main() {
         .next()
         .map_or(20_000, |a| a.parse().expect("PROCESSES"));
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("ROUNDS"));
-    let batch: usize = args.next().map_or(BATCH, |a| a.parse().expect("BATCH"));
+    // By default what the agent reads at a time from a storm of about 1,000 a second.
+    let batch: usize = args
+        .next()
+        .map_or(pipetrace::probes::TICK.as_millis() as usize, |a| {
+            a.parse().expect("BATCH")
+        });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -16,7 +16,7 @@ use pipetrace_probes_common::{
 
 use attach::Links;
 pub use offsets::{OffsetError, resolve as resolve_offsets};
-pub use reader::EventReader;
+pub use reader::{EventReader, TICK};
 
 /// The probes object, built by build.rs from probes/ebpf.
 static PROBES: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/pipetrace-probes"));

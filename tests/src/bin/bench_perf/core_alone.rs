@@ -5,10 +5,6 @@ use std::{path::Path, process::Command};
 
 use super::Doc;
 
-/// Processes per batch: about what the agent reads at a time in a storm (1,000 a second,
-/// read every `probes::reader::TICK`, 40 ms).
-const BATCH: usize = 40;
-
 pub fn row(doc: &mut Doc, n: usize) {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -16,20 +12,14 @@ pub fn row(doc: &mut Doc, n: usize) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["bench", "-q", "-p", "pipetrace", "--features", "fake-host"])
-        .args([
-            "--bench",
-            "core",
-            "--",
-            &n.to_string(),
-            "5",
-            &BATCH.to_string(),
-        ])
+        .args(["--bench", "core", "--", &n.to_string(), "5"])
         .current_dir(workspace)
         .output();
     let figure = "agent core CPU per process, synthetic storm";
     let how = format!(
         "the core alone (tree, attribution, span building, trace file) fed a {n}-process \
-         storm's records in batches of {BATCH} processes on a fake host, 5 rounds (`cargo bench -p \
+         storm's records on a fake host in batches of what the agent reads at a time (a drain \
+         tick of a storm of about 1,000 a second), 5 rounds (`cargo bench -p \
          pipetrace --features fake-host --bench core`): the rest of the agent's CPU per \
          process is reading the ring buffer, the wake-ups and the kernel's side of the writes"
     );
