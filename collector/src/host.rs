@@ -5,6 +5,7 @@ mod cloud;
 #[cfg(any(test, feature = "fake-host"))]
 pub mod fake;
 mod idle;
+mod kept;
 mod live;
 pub mod port;
 

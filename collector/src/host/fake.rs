@@ -28,6 +28,9 @@ struct State {
     busy_ticks: u64,
     open: BTreeMap<u32, Vec<PathBuf>>,
     links: BTreeMap<u32, Vec<TcpLink>>,
+    /// Directories whose files are kept as written, and the copies by file name.
+    keep_dirs: Vec<PathBuf>,
+    kept: BTreeMap<std::ffi::OsString, Vec<u8>>,
 }
 
 /// A fake machine; clones share it (the test keeps one, the core another).
@@ -115,10 +118,17 @@ impl FakeHost {
         self.state().busy_ticks = ticks;
     }
 
-    /// Writes a file, changed now.
+    /// Writes a file, changed now (and keeps a copy, if its directory is kept).
     pub fn write(&self, path: impl AsRef<Path>, bytes: impl Into<Vec<u8>>) {
-        let now = self.now();
-        (self.state().files).insert(path.as_ref().to_path_buf(), (bytes.into(), now));
+        let (path, bytes, now) = (path.as_ref(), bytes.into(), self.now());
+        let mut s = self.state();
+        let kept = path
+            .parent()
+            .is_some_and(|d| s.keep_dirs.iter().any(|k| k == d));
+        if let (true, Some(name)) = (kept, path.file_name()) {
+            s.kept.insert(name.to_os_string(), bytes.clone());
+        }
+        s.files.insert(path.to_path_buf(), (bytes, now));
     }
 
     /// Appends to a file, changed now.
@@ -258,6 +268,17 @@ impl Host for FakeHost {
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         Ok(path.to_path_buf())
+    }
+
+    fn keep_written(&self, dir: &Path) {
+        let mut s = self.state();
+        if !s.keep_dirs.iter().any(|d| d == dir) {
+            s.keep_dirs.push(dir.to_path_buf());
+        }
+    }
+
+    fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>> {
+        self.state().kept.get(name).cloned()
     }
 }
 

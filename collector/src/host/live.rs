@@ -119,6 +119,14 @@ impl Host for LiveHost {
         fs::read_link(path)
     }
 
+    fn keep_written(&self, dir: &Path) {
+        super::kept::keep_written(dir)
+    }
+
+    fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>> {
+        super::kept::kept(name)
+    }
+
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
         fs::canonicalize(path)
     }

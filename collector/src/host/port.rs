@@ -77,6 +77,13 @@ pub trait Host: Send + Sync {
     fn facts(&self, path: &Path) -> io::Result<FileFacts>;
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Keeps, from now on, a copy of each file written into `dir` (created later, in its
+    /// parent, too): an engine's records that live shorter than the agent takes to look.
+    /// Bounded; the copies never leave the agent.
+    fn keep_written(&self, dir: &Path);
+    /// The copy kept of a file written into such a directory, by its file name (its first
+    /// MiB).
+    fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>>;
 
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         let bytes = self.read(path)?;

@@ -184,6 +184,9 @@ fn job_command(p: &Proc) -> Option<String> {
     Some(metadata::normalize(strip_shell_prefix(script)))
 }
 
+/// Where Snakemake writes each `script:` job's script, in the working directory.
+const SCRIPTS_DIR: &str = ".snakemake/scripts";
+
 /// The script a `script:` job runs: `.snakemake/scripts/tmpXXXXXXXX.NAME` -> `NAME`.
 fn script_name(command: &str) -> Option<&str> {
     let at = command.find(".snakemake/scripts/tmp")? + ".snakemake/scripts/".len();
@@ -328,6 +331,9 @@ impl EngineRun for Snakemake {
             return Class::Helper;
         };
         self.follow_jobs_dir(image);
+        // From the first job on (`.snakemake` exists, and a `workdir:` is known), every
+        // script is kept as written: a job that ends before it is seen still has it.
+        self.host.keep_written(&self.workdir.join(SCRIPTS_DIR));
         if script_name(command).is_some()
             && let Some(text) = script::outputs_text(&self.host, &self.workdir, command)
         {

@@ -3,7 +3,9 @@
 //! preamble holding the job's own input, output, params and wildcards: bash as
 //! `declare -A snakemake_output=( [0]="sh/s1.txt" )` (9: unquoted), Python as a pickled
 //! `snakemake` object whose paths are plain strings in the bytes' text. The copy lives only
-//! while the job runs, so it is read as the job's process starts.
+//! while the job runs: it is read as the job's process is first seen, and where the job
+//! ended before that (a short job, a loaded machine), from the host's copy taken as
+//! Snakemake wrote it (the run asks the host to keep `.snakemake/scripts`).
 //!
 //! Records of jobs of one script tell nothing else apart: their start is when Snakemake
 //! marked the job, which does not order the processes (each executor thread starts its own).
@@ -33,10 +35,14 @@ pub fn path_in(command: &str) -> Option<&str> {
 }
 
 /// The part of the job's script that names its outputs, read through `host` (relative
-/// paths from `workdir`). None when the script is gone or unreadable.
+/// paths from `workdir`), or from the host's copy once Snakemake deleted it. None when
+/// neither is there.
 pub fn outputs_text(host: &SharedHost, workdir: &Path, command: &str) -> Option<String> {
     let path = workdir.join(path_in(command)?);
-    let bytes = host.read_from(&path, 0, READ_AT_MOST).ok()?;
+    let bytes = match host.read_from(&path, 0, READ_AT_MOST) {
+        Ok(b) => b,
+        Err(_) => host.kept(path.file_name()?)?,
+    };
     let text = String::from_utf8_lossy(&bytes);
     let from = (OUTPUTS_FROM.iter())
         .find_map(|m| text.find(m))

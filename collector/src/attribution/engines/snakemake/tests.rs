@@ -407,19 +407,22 @@ fn started_script_job(
         "#!/usr/bin/env bash\ndeclare -A snakemake_input=( )\ndeclare -A snakemake_output=( [0]={output} )\n"
     );
     fs::write(&path, preamble).unwrap();
-    let p = job_proc(
-        pid,
-        &format!("set -euo pipefail;  bash {}", path.display()),
-        0,
-    );
+    let p = seen_script_job(a, pid, &path);
+    // The script is gone once the job ends.
+    fs::remove_file(path).unwrap();
+    p
+}
+
+/// The process of a job running `script`, as the adapter is told of it: a task.
+fn seen_script_job(a: &mut dyn EngineRun, pid: u32, script: &Path) -> Proc {
+    let command = format!("set -euo pipefail;  bash {}", script.display());
+    let p = job_proc(pid, &command, 0);
     let place = Place {
         parent_is_root: true,
         under_run: true,
     };
     let image = p.first_image.clone().unwrap();
     assert!(matches!(a.classify(&p, &image, place), Class::Task));
-    // The script is gone once the job ends.
-    fs::remove_file(path).unwrap();
     p
 }
 
@@ -441,6 +444,48 @@ fn script_jobs_of_one_rule_take_the_record_their_own_script_names() {
     assert_eq!(got[0], None, "its own record is not written yet: it waits");
     write_record(dir.path(), "sh/s2.txt", "sh", None, code, 1001.152);
     let got = resolve(a.as_mut(), &[(s2, 1001.208), (s7, 1001.201)], false);
+    let wildcards: Vec<_> = (got.iter())
+        .map(|i| i.as_ref().and_then(|i| i.wildcards.as_deref()))
+        .collect();
+    assert_eq!(wildcards, [Some("s=s2"), Some("s=s7")]);
+}
+
+/// A script job shorter than the agent's look at its start: Snakemake deleted its script
+/// before the job's process was seen. The host kept it as it was written (the run asked for
+/// `.snakemake/scripts` at its first job), so the job still takes the record its script
+/// names, not the one nearest in start.
+#[test]
+fn a_script_deleted_before_its_job_is_seen_is_read_from_the_hosts_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = "    script: \"scripts/work.sh\"\n";
+    let blocks = sample_block("sh", "sh/s2.txt", 3, "s2")
+        + &sample_block("sh", "sh/s7.txt", 8, "s7")
+        + &sample_block("sh", "sh/s9.txt", 10, "s9");
+    write_log(dir.path(), &blocks);
+    for (out, t) in [
+        ("sh/s2.txt", 1001.152),
+        ("sh/s7.txt", 1001.159),
+        ("sh/s9.txt", 1001.3),
+    ] {
+        write_record(dir.path(), out, "sh", None, code, t);
+    }
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let first = started_script_job(a.as_mut(), dir.path(), 31, "tmpaaaa1111", "sh/s2.txt");
+    // Written, kept, deleted: all before the agent looks.
+    let script = dir.path().join(".snakemake/scripts/tmpcccc3333.work.sh");
+    let preamble = "declare -A snakemake_output=( [0]=sh/s7.txt )\n";
+    fs::write(&script, preamble).unwrap();
+    let host = crate::host::port::live();
+    let name = script.file_name().unwrap().to_owned();
+    let kept = (0..400).any(|_| {
+        std::thread::sleep(Duration::from_millis(5));
+        host.kept(&name).is_some()
+    });
+    assert!(kept, "the host keeps the script as it is written");
+    fs::remove_file(&script).unwrap();
+    let late = seen_script_job(a.as_mut(), 32, &script);
+    // Started nearest to s9's record: only its script tells it is s7.
+    let got = resolve(a.as_mut(), &[(first, 1001.208), (late, 1001.29)], false);
     let wildcards: Vec<_> = (got.iter())
         .map(|i| i.as_ref().and_then(|i| i.wildcards.as_deref()))
         .collect();
