@@ -184,10 +184,19 @@ fn read_present(dir: &Path) {
     }
 }
 
+/// Reads a regular file only: not through a symbolic link a user put there, and never a
+/// FIFO, whose open would wait for a writer.
 fn read_one(path: &Path) {
-    let (Some(name), Ok(f)) = (path.file_name(), std::fs::File::open(path)) else {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = (std::fs::OpenOptions::new().read(true))
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let (Some(name), Ok(f)) = (path.file_name(), opened) else {
         return;
     };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return;
+    }
     let mut bytes = Vec::new();
     if f.take(FILE_BYTES as u64).read_to_end(&mut bytes).is_err() {
         return;
@@ -232,6 +241,24 @@ mod tests {
             "a deleted file's copy stays"
         );
         assert_eq!(kept(OsStr::new("never-written")), None);
+    }
+
+    #[test]
+    fn links_and_fifos_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, b"not an engine's").unwrap();
+        let link = dir.path().join("tmplink0000.x.py");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let fifo = dir.path().join("tmpfifo0000.x.py");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        keep_written(dir.path());
+        read_one(&link);
+        read_one(&fifo);
+        assert_eq!(kept(OsStr::new("tmplink0000.x.py")), None);
+        assert_eq!(kept(OsStr::new("tmpfifo0000.x.py")), None);
     }
 
     #[test]
