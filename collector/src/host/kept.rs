@@ -144,8 +144,11 @@ pub fn kept(name: &OsStr) -> Option<Vec<u8>> {
 fn serve(mut inotify: Inotify) {
     let mut buf = vec![0u8; 64 << 10];
     loop {
-        let Ok(events) = inotify.read_events_blocking(&mut buf) else {
-            return;
+        let events = match inotify.read_events_blocking(&mut buf) {
+            Ok(events) => events,
+            // A signal handler installed without SA_RESTART must not end the watch.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return log::warn!("engines' short-lived records no longer kept: {e}"),
         };
         for e in events {
             let Some(name) = e.name else { continue };
