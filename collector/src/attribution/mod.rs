@@ -482,15 +482,11 @@ impl Attributor {
                 let started = self.unix_time(p.start_ns);
                 self.root_exec(key, image, started);
             }
-            Role::Member if m.task.is_none() && self.under_scheduler(m.run) => {
-                match engines::detect(&self.engines, image) {
-                    Some(e) => self.engine_under_scheduler(p, m.run, e),
-                    None => self.maybe_start_task(tree, key, m.run, image),
-                }
-            }
-            Role::Member if m.task.is_none() => self.maybe_start_task(tree, key, m.run, image),
-            Role::Member => self.maybe_helper_in_task(tree, key, m.run, image),
-            Role::TaskRoot | Role::Helper | Role::Folded => {}
+            Role::Member => self.member_exec(tree, key, m, image),
+            // A process is what it executed last: a helper may exec a task (a JVM's spawn
+            // helper becomes the task's wrapper) or the task's own script.
+            Role::Helper => self.helper_exec(tree, key, m, image),
+            Role::TaskRoot | Role::Folded => {}
         }
     }
 

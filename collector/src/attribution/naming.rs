@@ -222,6 +222,20 @@ pub fn is_shim(image: &crate::tree::Image) -> bool {
     shim(&image.path) || image.argv.iter().take(2).any(|a| shim(a))
 }
 
+/// Programs that start one command as their child and wait for it, adding nothing of their
+/// own (`time`, `timeout`, `conda run`, `apptainer exec`): the command is the tool, the
+/// wrapper no level. Wrappers that exec in place (`env`, `nice`, `ionice`, `taskset`) need
+/// no such rule: a process is what it executed last.
+pub fn is_wrapper(image: &crate::tree::Image) -> bool {
+    let sub = image.argv.get(1).map(String::as_str).unwrap_or("");
+    match program_name(&image.path, &image.argv) {
+        "time" | "timeout" => true,
+        "conda" | "mamba" | "micromamba" => sub == "run",
+        "singularity" | "apptainer" => matches!(sub, "exec" | "run"),
+        _ => false,
+    }
+}
+
 /// The tool name of a command line whose program is `exe`, safe for display.
 /// Commands the POSIX shells and bash run themselves, never as a program.
 const SHELL_BUILTINS: &[&str] = &[

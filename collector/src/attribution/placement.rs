@@ -12,13 +12,23 @@ impl Attributor {
     /// only wraps one command.
     pub(super) fn transparent(&self, tree: &Tree, p: &Proc) -> bool {
         match &p.image {
-            None => p
-                .parent
-                .and_then(|k| tree.get(&k))
-                .and_then(|parent| parent.image.as_ref())
+            // A subshell of a subshell runs the shell that forked the first.
+            None => (tree.ancestors(&p.key))
+                .find_map(|a| a.image.as_ref())
                 .is_some_and(|img| is_shell(&img.path)),
-            Some(img) => shell_command(&img.argv).is_some_and(is_single_command),
+            Some(img) => {
+                shell_command(&img.argv).is_some_and(is_single_command)
+                    || naming::is_wrapper(img)
+                    || self.is_task_script(p.key, img)
+            }
         }
+    }
+
+    /// Whether `img`, run by member `key`, is its task's own script as the engine's wrapper
+    /// starts it (a Nextflow task's `.command.sh`): the task span stands for it.
+    fn is_task_script(&self, key: ProcKey, img: &crate::tree::Image) -> bool {
+        let run = self.members.get(&key).and_then(|m| self.runs.get(&m.run));
+        run.is_some_and(|r| r.adapter.task_script(img))
     }
 
     /// A task root that is a `sh -c` job script: the task span stands for it. Judged by what
@@ -27,8 +37,13 @@ impl Attributor {
     pub(super) fn task_root_is_script(p: &Proc) -> bool {
         let first = p.first_image.as_ref();
         let script = first.and_then(|img| shell_command(&img.argv).map(naming::strip_shell_prefix));
+        // A shell running a script file (`bash -ue .command.run`) is a script too, while it
+        // runs one (a version manager's shim execs the program it stands for).
+        let file = (p.image.as_ref())
+            .is_some_and(|img| is_shell(&img.path) && shell_command(&img.argv).is_none());
         match script {
             Some(script) if !is_single_command(script) => true,
+            None if file => true,
             _ => p
                 .image
                 .as_ref()
@@ -55,6 +70,9 @@ impl Attributor {
                     return EntityRef::Task(a.key);
                 }
                 Role::TaskRoot => return EntityRef::Tool(a.key),
+                // The task's work the engine's plumbing started (a task script its metrics
+                // wrapper runs) hangs under its task.
+                Role::Helper if task.is_some() => continue,
                 Role::Helper => return EntityRef::Engine(m.run),
                 Role::Member | Role::Folded if self.transparent(tree, a) => continue,
                 Role::Member | Role::Folded => return EntityRef::Tool(a.key),

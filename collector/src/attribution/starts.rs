@@ -1,12 +1,84 @@
 //! Where tasks start: a process of a run that no task holds yet is a task, the engine's
-//! own work, or neither yet, as a task rule or the run's engine says at its exec.
-use super::{Attributor, Class, EntityRef, Membership, Place, ProcKey, Role, naming};
+//! own work, or neither yet, as a task rule or the run's engine says at its exec. Every
+//! exec decides again: a process is what it executed last.
+use super::{Attributor, Class, EntityRef, Membership, Place, ProcKey, Role, engines, naming};
 use crate::{
     accounting::Rollup,
-    tree::{Image, Tree},
+    tree::{Image, Proc, Tree},
 };
 
+/// The nearest ancestor of `key` that exec'd (a forked subshell runs its parent's program),
+/// with its image.
+fn runner<'t>(tree: &'t Tree, key: &ProcKey) -> Option<(&'t Proc, &'t Image)> {
+    tree.ancestors(key)
+        .find_map(|a| a.image.as_ref().map(|img| (a, img)))
+}
+
 impl Attributor {
+    /// A member of a run exec'd `image`: the engine's plumbing, a task, or what it was.
+    pub(super) fn member_exec(&mut self, tree: &Tree, key: ProcKey, m: Membership, image: &Image) {
+        if self.plumbing_exec(tree, key, m, image) {
+            return;
+        }
+        if m.task.is_some() {
+            return self.maybe_helper_in_task(tree, key, m.run, image);
+        }
+        if self.under_scheduler(m.run)
+            && let Some(e) = engines::detect(&self.engines, image)
+            && let Some(p) = tree.get(&key)
+        {
+            return self.engine_under_scheduler(p, m.run, e);
+        }
+        self.maybe_start_task(tree, key, m.run, image);
+    }
+
+    /// Whether `image` is the engine's own per-task plumbing (a task wrapper's staging,
+    /// output capture, metrics sampling), made a helper: never a tool, never a failure.
+    fn plumbing_exec(&mut self, tree: &Tree, key: ProcKey, m: Membership, image: &Image) -> bool {
+        let Some((runner, runs)) = runner(tree, &key) else {
+            return false;
+        };
+        let run = self.runs.get(&m.run);
+        if !run.is_some_and(|r| r.adapter.plumbing(image, runs, runner.key == m.run)) {
+            return false;
+        }
+        let helper = Membership {
+            task: None,
+            role: Role::Helper,
+            ..m
+        };
+        self.members.insert(key, helper);
+        true
+    }
+
+    /// A helper exec'd `image`. One the engine classified itself (its parent is the run's
+    /// root or undecided) is decided again; one that inherited the role from a helper
+    /// stays one, unless it runs a task's own script, which is the task's work.
+    pub(super) fn helper_exec(&mut self, tree: &Tree, key: ProcKey, m: Membership, image: &Image) {
+        let Some(p) = tree.get(&key) else { return };
+        let parent = p.parent.and_then(|k| self.members.get(&k).copied());
+        let classified = parent
+            .is_some_and(|pm| pm.task.is_none() && matches!(pm.role, Role::RunRoot | Role::Member));
+        let script = (self.runs.get(&m.run)).is_some_and(|r| r.adapter.task_script(image));
+        if !classified && !script {
+            return;
+        }
+        let task = match script {
+            true => (tree.ancestors(&key))
+                .map(|a| (a.key, self.members.get(&a.key)))
+                .find(|(_, am)| am.is_some_and(|am| am.role == Role::TaskRoot && am.run == m.run))
+                .map(|(k, _)| k),
+            false => None,
+        };
+        let member = Membership {
+            task,
+            role: Role::Member,
+            ..m
+        };
+        self.members.insert(key, member);
+        self.member_exec(tree, key, member, image);
+    }
+
     pub(super) fn maybe_start_task(
         &mut self,
         tree: &Tree,

@@ -4,6 +4,7 @@ use super::*;
 use crate::event::Exec;
 use naming::{executable_name, tool_name_of};
 
+mod nextflow;
 mod standing;
 
 struct Sim {
@@ -52,6 +53,10 @@ impl Sim {
     }
 
     fn exec(&mut self, pid: u32, path: &str, argv: &[&str]) {
+        self.exec_in(pid, path, argv, "/work/proj");
+    }
+
+    fn exec_in(&mut self, pid: u32, path: &str, argv: &[&str], cwd: &str) {
         self.t += 1;
         let e = Exec {
             key: key(pid),
@@ -64,7 +69,7 @@ impl Sim {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             argv_truncated: false,
         };
-        self.tree.exec(e, Some("/work/proj".into()));
+        self.tree.exec(e, Some(cwd.into()));
         self.attr.on_exec(&self.tree, key(pid));
     }
 

@@ -163,6 +163,19 @@ pub trait EngineRun: Send {
     fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {
         false
     }
+    /// Whether `image`, exec'd in the run by a process whose nearest ancestor that exec'd
+    /// runs `runner` (the run's root, when `runner_is_root`), is the engine's own per-task
+    /// plumbing: what its task wrapper runs for itself (staging, output capture, metrics
+    /// sampling), counted in the engine span, never a tool of the task.
+    fn plumbing(&self, _image: &Image, _runner: &Image, _runner_is_root: bool) -> bool {
+        false
+    }
+    /// Whether `image` runs a task's own script, as the engine's wrapper starts it: it and
+    /// what it starts are the task's work, even under the wrapper's plumbing, and the script
+    /// itself is no tool (the commands it runs are).
+    fn task_script(&self, _image: &Image) -> bool {
+        false
+    }
     /// The name a running task will most likely end with, if the records tell already
     /// (without records of its own: its tool's).
     fn provisional(&mut self, task: &Proc) -> Option<String> {

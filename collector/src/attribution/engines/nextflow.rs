@@ -118,12 +118,17 @@ fn running_record(history: &str) -> Option<String> {
     (cols.len() == 7 && *status == "-" && plausible).then(|| format!("nextflow/{session}/{name}"))
 }
 
-/// Whether a shell runs a task's `.command.run`.
-fn runs_command_run(image: &Image) -> bool {
-    let script = || image.argv.iter().skip(1).find(|a| !a.starts_with('-'));
+/// Whether a shell runs the script file `name` (`bash -ue .command.run`, `bash
+/// .command.run nxf_trace`, `bash -C -e -u -o pipefail /work/ab/cd.../.command.sh`).
+fn runs_script(image: &Image, name: &str) -> bool {
     naming::shell_command(&image.argv).is_none()
         && naming::is_shell(&image.path)
-        && script().is_some_and(|s| naming::executable_name(s) == ".command.run")
+        && naming::tool_name_of(naming::executable_name(&image.path), &image.argv) == name
+}
+
+/// Whether a shell runs a task's `.command.run`.
+fn runs_command_run(image: &Image) -> bool {
+    runs_script(image, ".command.run")
 }
 
 /// The `.command.run` a task's shell runs, made absolute with its working directory (None
@@ -213,7 +218,20 @@ impl EngineRun for Nextflow {
         self.task_root.is_none() || self.identity.is_none()
     }
 
-    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {
+    /// What a task's `.command.run` runs for itself, outside its script: staging, `tee`s of
+    /// its output, `nxf_date`, `touch .command.begin`, and with task metrics on the
+    /// wrapper re-entered (`bash .command.run nxf_trace`) sampling /proc every second.
+    fn plumbing(&self, image: &Image, runner: &Image, runner_is_root: bool) -> bool {
+        let wrapper = runs_command_run(runner) || (self.task_root.is_some() && runner_is_root);
+        wrapper && !self.task_script(image)
+    }
+
+    /// The task's script, as `.command.run` (or its metrics wrapper) runs it.
+    fn task_script(&self, image: &Image) -> bool {
+        runs_script(image, ".command.sh")
+    }
+
+    fn classify(&mut self, p: &Proc, image: &Image, _place: Place) -> Class {
         if self.identity.is_none() && self.task_root.is_none() {
             self.identity = (self.launch.as_deref()).and_then(|l| running_in(&*self.host, l));
         }
@@ -223,8 +241,8 @@ impl EngineRun for Nextflow {
             return Class::Undecided;
         }
         if let Some(t) = &self.task_root {
-            // The task's own `.command.run` is the run: what it starts is the task.
-            return match place.parent_is_root {
+            // The task's own `.command.run` is the run: its script is the task.
+            return match self.task_script(image) {
                 true => {
                     self.named.insert(p.key, t.clone());
                     Class::Task
@@ -244,8 +262,13 @@ impl EngineRun for Nextflow {
         }
     }
 
+    /// `PROC (tag)`, as the task's span will be named.
     fn provisional(&mut self, task: &Proc) -> Option<String> {
-        self.named.get(&task.key).map(|t| t.name.clone())
+        let t = self.named.get(&task.key)?;
+        Some(match &t.tag {
+            Some(tag) => format!("{} ({tag})", t.name),
+            None => t.name.clone(),
+        })
     }
 
     fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
