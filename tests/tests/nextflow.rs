@@ -1,9 +1,12 @@
 //! Nextflow cannot run on these machines (its launcher downloads its jar), so these tests use
-//! a STAND-IN executor (tests/data/nextflow/nextflow, a bash script, clearly not Nextflow)
-//! that runs tasks the way Nextflow's documented work-directory layout says: `bash -ue
-//! .command.run` in `work/<2 hex>/<30 hex>`, the task named in `.command.run`'s header in
-//! both formats (`### name:` after `### ---`, and the older `# NEXTFLOW TASK:`). The tasks
-//! are judged by those headers as written on disk, not by names in the test.
+//! a STAND-IN (tests/data/nextflow, clearly not Nextflow) that behaves as Nextflow does seen
+//! from the kernel: its launcher execs a real JVM, which starts each task from a thread pool
+//! with `ProcessBuilder` (`/bin/bash -ue .command.run` in `work/<2 hex>/<30 hex>`, through
+//! `jspawnhelper` under Java's default POSIX_SPAWN), and `.command.run` is Nextflow's wrapper
+//! rewritten: staging, teed output, `.exitcode`, and with task metrics on the wrapper run
+//! again as `nxf_trace`, sampling /proc every second. Judged by what the run left on disk:
+//! `.command.run` headers, `.exitcode`, the commands of `.command.sh`; never by names written
+//! into the test.
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -17,15 +20,19 @@ use pipetrace_e2e::{
     stderr,
 };
 
-// Real tasks run for seconds; these for a little while too (a task gone before its working
-// directory can be read is named by its tool: docs/engines.md).
-const TASKS: &str = "new\tNFCORE:QC:SORT_LINES (sample_a)\tsleep 0.3; sort -r ../../../in.txt > out.txt\n\
-old\tCOUNT (sample_b)\tsleep 0.3; wc -l ../../../in.txt > out.txt\n\
-traced\tMULTIQC\tsleep 0.3; cat ../../../in.txt | tr a-z A-Z > out.txt\n";
+// Each task runs past a few of the metrics sampler's ticks (its first, then one a second).
+// The last fails (sort of a missing file): with `errorStrategy 'finish'` the run ends in
+// error once the tasks already submitted finished.
+const TASKS: &str = "new\tNFCORE:QC:SORT_LINES (sample_a)\tsleep 1.5; sort -r in.txt > out.txt\n\
+old\tCOUNT (sample_b)\tsleep 1.2; wc -l in.txt > out.txt\n\
+-\tMULTIQC\tsleep 1.2; cat in.txt | tr a-z A-Z > out.txt\n\
+-\tNFCORE:QC:BROKEN (sample_c)\tsleep 0.5; sort missing.txt > out.txt\n";
 
-fn pipeline() -> tempfile::TempDir {
+const FAILED_ARGS: [&str; 2] = ["-process.errorStrategy=finish", "-process.maxForks=4"];
+
+fn pipeline(tasks: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tasks.tsv"), TASKS).unwrap();
+    std::fs::write(dir.path().join("tasks.tsv"), tasks).unwrap();
     std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
     dir
 }
@@ -34,12 +41,38 @@ fn stand_in() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow")
 }
 
-/// What each work directory's `.command.run` says: work-dir hash -> the header's name.
-fn headers(dir: &Path) -> BTreeMap<String, String> {
+/// One task as its work directory records it.
+struct OnDisk {
+    /// The header's `PROC (tag)`.
+    name: String,
+    /// `.exitcode`.
+    exit: Option<i32>,
+    /// The programs `.command.sh` runs, one per command, in order.
+    programs: Vec<String>,
+}
+
+/// The commands of a task script: its lines after the shebang, split at `;`, `|`, `&`, each
+/// command's first word (redirections and assignments aside), builtins left out.
+fn programs(script: &str) -> Vec<String> {
+    let body = script.lines().filter(|l| !l.starts_with("#!"));
+    let commands = body.flat_map(|l| l.split([';', '|', '&']).collect::<Vec<_>>());
+    let first = |c: &str| {
+        let w = c
+            .split_whitespace()
+            .find(|w| !w.contains('=') && !w.starts_with('>'));
+        w.map(str::to_string)
+    };
+    let builtin = |w: &String| matches!(w.as_str(), "echo" | "exit" | "true" | "cd" | "set");
+    commands.filter_map(first).filter(|w| !builtin(w)).collect()
+}
+
+/// Every work directory's task, by its hash.
+fn on_disk(dir: &Path) -> BTreeMap<String, OnDisk> {
     let mut out = BTreeMap::new();
     for prefix in std::fs::read_dir(dir.join("work")).unwrap().flatten() {
         for task in std::fs::read_dir(prefix.path()).unwrap().flatten() {
-            let text = std::fs::read_to_string(task.path().join(".command.run")).unwrap();
+            let read = |f: &str| std::fs::read_to_string(task.path().join(f));
+            let text = read(".command.run").unwrap();
             let name = text.lines().find_map(|l| {
                 l.strip_prefix("### name: ")
                     .map(|n| n.trim_matches('\''))
@@ -50,7 +83,12 @@ fn headers(dir: &Path) -> BTreeMap<String, String> {
                 prefix.file_name().to_string_lossy(),
                 task.file_name().to_string_lossy()
             );
-            out.insert(hash, name.expect("a header").to_string());
+            let task = OnDisk {
+                name: name.expect("a header").to_string(),
+                exit: read(".exitcode").ok().and_then(|c| c.trim().parse().ok()),
+                programs: programs(&read(".command.sh").unwrap()),
+            };
+            out.insert(hash, task);
         }
     }
     out
@@ -62,95 +100,142 @@ fn judge(dir: &Path, spans: &[RecvSpan]) {
     t.assert_names_registered(&[]);
     let run = spans.iter().find(|s| s.is_run()).unwrap();
     assert_eq!(run.str("pipetrace.run.engine"), "nextflow");
-    let want = headers(dir);
-    assert_eq!(want.len(), 3);
-    let got: BTreeMap<String, String> = t
-        .tasks()
-        .iter()
-        .map(|s| {
-            (
-                s.str("cicd.pipeline.task.run.id").to_string(),
-                s.name.clone(),
-            )
-        })
+    let want = on_disk(dir);
+    assert!(want.len() >= 3, "the run's tasks left their directories");
+    let by_hash: BTreeMap<&str, &RecvSpan> = (t.tasks().into_iter())
+        .map(|s| (s.str("cicd.pipeline.task.run.id"), s))
+        .collect();
+    let got: BTreeMap<&str, &str> = (by_hash.iter())
+        .map(|(h, s)| (*h, s.name.as_str()))
+        .collect();
+    let named: BTreeMap<&str, &str> = (want.iter())
+        .map(|(h, d)| (h.as_str(), d.name.as_str()))
         .collect();
     assert_eq!(
-        got, want,
+        got, named,
         "tasks by work directory, named as .command.run names them"
     );
-    for task in t.tasks() {
+    assert_eq!(t.tasks().len(), want.len(), "one span per task");
+    for (hash, disk) in &want {
+        let task = by_hash[hash.as_str()];
         let tag = task.attr("pipetrace.task.tag").map(|v| v.str().to_string());
-        let expected = task
-            .name
-            .strip_suffix(')')
-            .and_then(|n| n.split_once(" ("))
-            .map(|x| x.1.to_string());
+        let expected =
+            (disk.name.strip_suffix(')').and_then(|n| n.split_once(" ("))).map(|x| x.1.to_string());
         assert_eq!(tag, expected, "{}", task.name);
-    }
-    // Each task's own tool ran under it: its script names its program.
-    for (program, task) in [
-        ("sort", "NFCORE:QC:SORT_LINES"),
-        ("wc", "COUNT"),
-        ("tr", "MULTIQC"),
-    ] {
-        let tool = t
-            .tools()
-            .into_iter()
-            .find(|s| s.str("pipetrace.tool.name") == program);
-        let tool = tool.unwrap_or_else(|| panic!("no {program} tool"));
+        let failed = disk.exit != Some(0);
         assert_eq!(
-            t.task_of(tool).map(|s| s.str("cicd.pipeline.task.name")),
-            Some(task)
+            task.status == 2,
+            failed,
+            "{} exited {:?}",
+            task.name,
+            disk.exit
         );
+        // Its tools are exactly the commands of its script: none of the wrapper's plumbing
+        // (tee, date, ps, grep, awk on /proc, .command.run again), no .command.sh of its own.
+        let mut tools: Vec<&str> = (t.tools().into_iter())
+            .filter(|s| t.task_of(s).map(|k| k.span_id.as_str()) == Some(task.span_id.as_str()))
+            .map(|s| s.str("pipetrace.tool.name"))
+            .collect();
+        let mut programs: Vec<&str> = disk.programs.iter().map(String::as_str).collect();
+        tools.sort();
+        programs.sort();
+        assert_eq!(tools, programs, "{}: its script's commands", task.name);
     }
+    // The wrapper's plumbing went into the engine span, counted, never a failure.
     let engine = spans
         .iter()
-        .find(|s| s.attr("pipetrace.engine.helpers").is_some());
-    assert!(engine.is_some(), "the engine's uname probe is a helper");
+        .find(|s| s.attr("pipetrace.engine.helpers").is_some())
+        .expect("an engine span");
+    let helpers = engine.int("pipetrace.engine.helpers").unwrap();
     assert!(
-        t.tools()
-            .iter()
-            .all(|s| s.str("pipetrace.tool.name") != "uname")
+        helpers >= 2 * want.len() as i64,
+        "{helpers}: a tee, a touch... a task"
     );
+    assert_ne!(engine.status, 2);
+    let failed_tools = t.tools().iter().filter(|s| s.status == 2).count();
+    let failed_tasks = want.values().filter(|d| d.exit != Some(0)).count();
+    assert_eq!(
+        failed_tools, failed_tasks,
+        "only the failed task's command failed"
+    );
+    // A few spans per real tool: the run, the engine, each task and its commands.
+    let commands: usize = want.values().map(|d| d.programs.len()).sum();
+    let kept = spans
+        .iter()
+        .filter(|s| s.is_run() || s.is_task() || s.is_tool());
+    assert_eq!(kept.count(), 1 + want.len() + commands);
 }
 
-#[test]
-fn nextflow_tasks_are_named_by_their_command_run() {
-    let dir = pipeline();
+/// `pipetrace run` over the stand-in, its JVM launching tasks as `mechanism` says.
+fn traced_run(mechanism: &str, extra: &[&str]) -> (tempfile::TempDir, Vec<RecvSpan>, bool) {
+    let dir = pipeline(TASKS);
     let out = dir.path().join("t.otlp.jsonl");
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--"])
         .arg(stand_in())
         .args(["run", "nf-core/demo"])
+        .args(FAILED_ARGS)
+        .args(extra)
+        .env(
+            "NXF_OPTS",
+            format!("-Djdk.lang.Process.launchMechanism={mechanism}"),
+        )
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
     let spans = read_jsonl(&out);
+    assert!(!spans.is_empty(), "{}", stderr(&o));
+    (dir, spans, o.status.success())
+}
+
+fn a_real_jvm_run_is_named_by_its_records(mechanism: &str, extra: &[&str]) {
+    let (dir, spans, ok) = traced_run(mechanism, extra);
+    assert!(!ok, "a task failed: the run fails");
     let run = spans.iter().find(|s| s.is_run()).unwrap();
     assert_eq!(run.str("cicd.pipeline.name"), "nf-core/demo");
+    assert_eq!(run.status, 2, "the run failed");
     judge(dir.path(), &spans);
+}
+
+/// Java's default on Linux: `jspawnhelper` first, which execs the wrapper in its own pid.
+#[test]
+fn tasks_a_jvm_spawns_through_jspawnhelper_are_named_with_task_metrics_on() {
+    a_real_jvm_run_is_named_by_its_records("POSIX_SPAWN", &["-with-trace"]);
+}
+
+#[test]
+fn tasks_a_jvm_vforks_are_named_with_task_metrics_on() {
+    a_real_jvm_run_is_named_by_its_records("VFORK", &["-with-report"]);
+}
+
+#[test]
+fn tasks_a_jvm_forks_are_named_without_task_metrics() {
+    a_real_jvm_run_is_named_by_its_records("FORK", &[]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_agent_names_nextflow_tasks_and_scheduler_started_ones() {
     let rx = Receiver::start().await;
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
-    let dir = pipeline();
+    let dir = pipeline(TASKS);
     let pipeline_name = format!("nf-demo-{}", std::process::id());
     let st = std::process::Command::new(stand_in())
-        .args(["run", &pipeline_name])
+        .args(["run", &pipeline_name, "-with-trace"])
+        .args(FAILED_ARGS)
         .current_dir(dir.path())
         .status()
         .unwrap();
-    assert!(st.success());
+    assert!(!st.success(), "a task failed");
     let mine = rx.run_trace(&pipeline_name, Duration::from_secs(30)).await;
     let trace = mine[0].trace_id.clone();
     judge(dir.path(), &mine);
 
-    // A batch scheduler on this node runs one task's .command.run itself, no Nextflow here.
-    let (hash, name) = headers(dir.path()).into_iter().next().unwrap();
-    let work = dir.path().join("work").join(&hash);
+    // A batch scheduler on this node runs one task's .command.run itself, no Nextflow here
+    // (on a fresh node: no output of an earlier attempt, which `bash -C` would not clobber).
+    let disk = on_disk(dir.path());
+    let (hash, task) = disk.iter().find(|(_, d)| d.exit == Some(0)).unwrap();
+    let work = dir.path().join("work").join(hash);
+    std::fs::remove_file(work.join("out.txt")).unwrap();
     let st = std::process::Command::new("/bin/bash")
         .args(["-ue", ".command.run"])
         .current_dir(&work)
@@ -163,10 +248,22 @@ async fn a_node_agent_names_nextflow_tasks_and_scheduler_started_ones() {
     let spans = rx
         .wait_for(Duration::from_secs(30), |s| s.iter().any(task_of_node))
         .await;
-    let task = spans.iter().find(|s| task_of_node(s)).unwrap();
+    let span = spans.iter().find(|s| task_of_node(s)).unwrap();
     assert_eq!(
-        task.name, name,
+        span.name, task.name,
         "named on the node from the same .command.run"
+    );
+    let t = Trace::new(&spans);
+    let mut tools: Vec<&str> = (t.tools().into_iter())
+        .filter(|s| t.task_of(s).map(|k| &k.span_id) == Some(&span.span_id))
+        .map(|s| s.str("pipetrace.tool.name"))
+        .collect();
+    tools.sort();
+    let mut programs: Vec<&str> = task.programs.iter().map(String::as_str).collect();
+    programs.sort();
+    assert_eq!(
+        tools, programs,
+        "its script's commands, none of the wrapper's"
     );
     agent.stop();
 }

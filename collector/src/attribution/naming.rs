@@ -50,6 +50,17 @@ pub fn is_shell(path: &str) -> bool {
     family(executable_name(path)) == Family::Shell
 }
 
+/// Whether an image runs a shell: the shell itself, or a script the kernel started through
+/// its `#!` line (the path is the script's, the interpreter argv[0], the script after it:
+/// how Slurm starts a batch script).
+pub fn runs_shell(image: &crate::tree::Image) -> bool {
+    let interpreted = || {
+        let (first, rest) = image.argv.split_first()?;
+        Some(is_shell(first) && rest.contains(&image.path))
+    };
+    is_shell(&image.path) || interpreted().unwrap_or(false)
+}
+
 /// Whether a program is a Python interpreter (`python3`, `python3.11`, `pypy3`).
 pub fn is_python(path: &str) -> bool {
     family(executable_name(path)) == Family::Python
@@ -450,6 +461,20 @@ mod tests {
         assert!(cleaned.ends_with('…'));
         assert_eq!(name(&["/tmp/a\nb.py"]), "a b.py");
         assert_eq!(name(&["python3", "/tmp/two\nlines.py"]), "two lines.py");
+    }
+
+    #[test]
+    fn a_script_started_by_its_shebang_runs_its_shell() {
+        let image = |path: &str, argv: &[&str]| crate::tree::Image {
+            path: path.into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            ..Default::default()
+        };
+        let spool = "/var/spool/slurmd/job00042/slurm_script";
+        assert!(runs_shell(&image(spool, &["/bin/bash", spool])));
+        assert!(runs_shell(&image("/bin/sh", &["sh", "-c", "x"])));
+        assert!(!runs_shell(&image(spool, &["/usr/bin/python3", spool])));
+        assert!(!runs_shell(&image("/usr/bin/sort", &["bash", "x"])));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! script is the task span itself.
 use super::{
     Attributor, EntityRef, ProcKey, Role,
-    naming::{self, is_shell, is_single_command, shell_command},
+    naming::{self, is_single_command, shell_command},
 };
 use crate::tree::{Proc, Tree};
 
@@ -15,7 +15,7 @@ impl Attributor {
             // A subshell of a subshell runs the shell that forked the first.
             None => (tree.ancestors(&p.key))
                 .find_map(|a| a.image.as_ref())
-                .is_some_and(|img| is_shell(&img.path)),
+                .is_some_and(naming::runs_shell),
             Some(img) => {
                 shell_command(&img.argv).is_some_and(is_single_command)
                     || naming::is_wrapper(img)
@@ -40,7 +40,7 @@ impl Attributor {
         // A shell running a script file (`bash -ue .command.run`) is a script too, while it
         // runs one (a version manager's shim execs the program it stands for).
         let file = (p.image.as_ref())
-            .is_some_and(|img| is_shell(&img.path) && shell_command(&img.argv).is_none());
+            .is_some_and(|img| naming::runs_shell(img) && shell_command(&img.argv).is_none());
         match script {
             Some(script) if !is_single_command(script) => true,
             None if file => true,

@@ -121,9 +121,10 @@ fn running_record(history: &str) -> Option<String> {
 /// Whether a shell runs the script file `name` (`bash -ue .command.run`, `bash
 /// .command.run nxf_trace`, `bash -C -e -u -o pipefail /work/ab/cd.../.command.sh`).
 fn runs_script(image: &Image, name: &str) -> bool {
+    let shell = naming::executable_name(image.argv.first().map_or("", String::as_str));
     naming::shell_command(&image.argv).is_none()
-        && naming::is_shell(&image.path)
-        && naming::tool_name_of(naming::executable_name(&image.path), &image.argv) == name
+        && naming::runs_shell(image)
+        && naming::tool_name_of(shell, &image.argv) == name
 }
 
 /// Whether a shell runs a task's `.command.run`.
