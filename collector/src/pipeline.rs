@@ -410,6 +410,15 @@ impl Pipeline {
             .collect();
         let finished = self.attr.poll(force, &settling);
         self.emit(finished);
+        if force {
+            // Spans waiting for a parent that will not come now go out as they are.
+            let mut ready = Vec::new();
+            self.folder.drain(&mut ready);
+            if let Some(s) = self.summary.as_mut() {
+                ready.iter().for_each(|r| s.record(r));
+            }
+            self.outgoing.extend(ready);
+        }
         self.exporter.send_all(std::mem::take(&mut self.outgoing));
     }
 

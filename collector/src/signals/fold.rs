@@ -182,6 +182,34 @@ impl Folder {
         }
     }
 
+    /// Everything still waiting goes out (the agent stops before these runs ended): each
+    /// part's root then stands for the run span not seen.
+    pub fn drain(&mut self, out: &mut Vec<ReadySpan>) {
+        let traces: Vec<TraceId> = self.traces.keys().copied().collect();
+        for trace in traces {
+            let Some(t) = self.traces.get_mut(&trace) else {
+                continue;
+            };
+            let waiting: Vec<Waiting> = t.waiting.drain().map(|(_, w)| w).collect();
+            for w in waiting {
+                let spans = (w.groups.into_values().map(Group::into_span))
+                    .chain(w.kept)
+                    .collect();
+                self.place(trace, spans, out);
+            }
+            let t = self.traces.remove(&trace).unwrap_or_default();
+            for (i, p) in t.parts.iter().enumerate() {
+                let first = out
+                    .iter()
+                    .find(|s| s.span.span_context.trace_id() == p.trace);
+                if let Some(mut first) = first.map(|s| s.span.clone()) {
+                    first.name = "run".into();
+                    out.push(part_root(&first, None, p, i + 1));
+                }
+            }
+        }
+    }
+
     /// The run ended: what waited goes out, then each part's root, then the run span.
     fn finish(&mut self, trace: TraceId, mut run: ReadySpan, out: &mut Vec<ReadySpan>) {
         let Some(mut t) = self.traces.remove(&trace) else {
@@ -198,7 +226,7 @@ impl Folder {
         let t = self.traces.remove(&trace).unwrap_or_default();
         let run_ctx = run.span.span_context.clone();
         for (i, p) in t.parts.iter().enumerate() {
-            out.push(part_root(&run.span, &run_ctx, p, i + 1));
+            out.push(part_root(&run.span, Some(&run_ctx), p, i + 1));
         }
         if !t.parts.is_empty() {
             let n = i64::try_from(t.parts.len()).unwrap_or(i64::MAX);
@@ -256,7 +284,7 @@ fn into_part(d: &mut SpanData, part: &mut Part, with: &HashSet<SpanId>) {
 }
 
 /// The root span of part `n`, linked to the run span.
-fn part_root(run: &SpanData, run_ctx: &SpanContext, p: &Part, n: usize) -> ReadySpan {
+fn part_root(run: &SpanData, run_ctx: Option<&SpanContext>, p: &Part, n: usize) -> ReadySpan {
     let mut span = run.clone();
     span.span_context = SpanContext::new(
         p.trace,
@@ -276,9 +304,9 @@ fn part_root(run: &SpanData, run_ctx: &SpanContext, p: &Part, n: usize) -> Ready
     span.attributes.push(KeyValue::new(attr::TRACE_PART, n));
     span.events = Default::default();
     span.links = Default::default();
-    span.links
-        .links
-        .push(Link::new(run_ctx.clone(), Vec::new(), 0));
+    if let Some(ctx) = run_ctx {
+        span.links.links.push(Link::new(ctx.clone(), Vec::new(), 0));
+    }
     span.status = Status::Ok;
     ReadySpan {
         kind: Kind::Started,

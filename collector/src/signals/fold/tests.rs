@@ -206,3 +206,20 @@ fn what_cannot_fold_goes_into_linked_parts_with_its_task_nothing_dropped() {
         assert_eq!(link.span_context.trace_id(), TRACE);
     }
 }
+
+#[test]
+fn an_agent_stopping_mid_run_sends_what_waited() {
+    let mut f = Folder::new(20_000, Duration::from_secs(1));
+    let mut out = Vec::new();
+    for i in 0..400u64 {
+        f.push(span(Kind::Tool, 100 + i, 50, "true", (i, i + 1)), &mut out);
+    }
+    let sent = out.len();
+    assert!(sent < 400, "past half the budget the rest waits for its parent");
+    f.drain(&mut out);
+    let counted: i64 = (out.iter())
+        .filter(|s| s.kind == Kind::Tool)
+        .map(|s| int(s, attr::FOLD_SPANS).unwrap_or(1))
+        .sum();
+    assert_eq!(counted, 400, "every tool out at the stop");
+}
