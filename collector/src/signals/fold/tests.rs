@@ -215,7 +215,10 @@ fn an_agent_stopping_mid_run_sends_what_waited() {
         f.push(span(Kind::Tool, 100 + i, 50, "true", (i, i + 1)), &mut out);
     }
     let sent = out.len();
-    assert!(sent < 400, "past half the budget the rest waits for its parent");
+    assert!(
+        sent < 400,
+        "past half the budget the rest waits for its parent"
+    );
     f.drain(&mut out);
     let counted: i64 = (out.iter())
         .filter(|s| s.kind == Kind::Tool)
