@@ -55,7 +55,9 @@ lint:
 # Figures, not assertions: the fork/exec storm alone, under the agent, under `pipetrace run`
 # and under bpftrace (when installed); the probes' run counts and times; memory of both modes
 # at 1k, 10k, 100k and 1M processes (a few minutes per mode at the top; BENCH_MEMORY_MAX
-# stops earlier); then pipetrace's figures beside Snakemake's benchmark: and wait4.
+# stops earlier); spans and bytes per trace under the trace budget at 1k, 20k, 100k and 1M
+# processes and for the Snakemake and Nextflow test pipelines; then pipetrace's figures
+# beside Snakemake's benchmark: and wait4.
 BENCH_MEMORY_MAX ?= 1000000
 # bpftrace (the comparison) and bpftool (the probes' own run counts), from Debian.
 bench-tools:

@@ -130,3 +130,25 @@ pub fn row(mode: &str, r: &Rung) -> String {
 pub const HEADER: &str = "| mode | processes | peak RSS | real cost at peak | private | \
     real cost (Pss) | ring buffer (mapped twice) | agent CPU per process | storm rate |\n\
     |---|---|---|---|---|---|---|---|---|";
+
+/// One `pipetrace run` of a storm of `n` processes under the default trace budget, its
+/// spans over OTLP/gRPC to a sink that keeps only each trace's size: those sizes, and the
+/// run's wall time in seconds.
+pub fn trace_sizes(n: usize, dir: &Path) -> (crate::tempo::TraceSizes, f64) {
+    traced_sizes(&["bash", "-c", &storm_script(n)], dir)
+}
+
+/// `pipetrace run -- COMMAND` in `dir` under the default trace budget, to a sink that keeps
+/// each trace's size: those sizes and the run's wall time in seconds.
+pub fn traced_sizes(command: &[&str], dir: &Path) -> (crate::tempo::TraceSizes, f64) {
+    let sink = Sink::start();
+    let t = Instant::now();
+    let o = crate::pipetrace()
+        .current_dir(dir)
+        .args(["--endpoint", sink.url(), "run", "--no-summary", "--"])
+        .args(command)
+        .output()
+        .expect("start pipetrace run");
+    assert!(o.status.success(), "{}", crate::stderr(&o));
+    (sink.sizes(), t.elapsed().as_secs_f64())
+}

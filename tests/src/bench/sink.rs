@@ -19,6 +19,8 @@ use opentelemetry_proto::tonic::collector::{
 #[derive(Clone, Default)]
 struct Counts {
     spans: Arc<AtomicU64>,
+    /// Each trace's size as Grafana Tempo counts it (a few numbers per trace).
+    sizes: Arc<std::sync::Mutex<crate::tempo::TraceSizes>>,
 }
 
 #[tonic::async_trait]
@@ -27,7 +29,9 @@ impl TraceService for Counts {
         &self,
         req: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let n: usize = (req.into_inner().resource_spans.iter())
+        let req = req.into_inner();
+        self.sizes.lock().expect("sizes lock").add(&req);
+        let n: usize = (req.resource_spans.iter())
             .flat_map(|r| &r.scope_spans)
             .map(|s| s.spans.len())
             .sum();
@@ -81,6 +85,11 @@ impl Sink {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Each trace received so far, as Grafana Tempo counts it.
+    pub fn sizes(&self) -> crate::tempo::TraceSizes {
+        self.counts.sizes.lock().expect("sizes lock").clone()
     }
 
     /// Spans received so far.

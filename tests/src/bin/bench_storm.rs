@@ -12,7 +12,8 @@
 //! range are printed, with the agent's CPU per process, the kernel's count of each probe's
 //! runs and run time, and the agent's own report. Then memory in both modes at 1k, 10k,
 //! 100k and 1M processes (`--memory MAX` stops earlier; 0 skips it), and a long-lived
-//! agent serving 1,000 short runs, the size of its metric export over time. `--files`
+//! agent serving 1,000 short runs, the size of its metric export over time; spans and
+//! bytes per trace under the default trace budget. `--files`
 //! turns on file capture (`files.enabled`) in both modes, for its cost.
 use std::{path::Path, time::Duration};
 
@@ -172,8 +173,45 @@ fn print_memory(max: usize, dir: &Path) {
     println!("  agent report: {said}");
 }
 
-const STORM_RULE: &str =
-    "attribution:\n  run_rules:\n    - match: { argv: 'pipetrace-storm' }\n      name: storm\n";
+/// Every process its own span (no trace budget): the per-process cost measured here, and
+/// the spans the memory ladder waits for; [`print_trace_sizes`] shows the budget's traces.
+const STORM_RULE: &str = "export:\n  max_trace_bytes: 0\nattribution:\n  run_rules:\n    \
+     - match: { argv: 'pipetrace-storm' }\n      name: storm\n";
+
+/// Spans and OTLP protobuf bytes per trace, as Grafana Tempo counts them, of `pipetrace run`
+/// storms of each count under the default trace budget (`export.max_trace_bytes`).
+fn print_trace_sizes(max: usize, dir: &Path) {
+    let counts = [1_000, 20_000, 100_000, 1_000_000];
+    println!("traces under the default budget (5,000,000 bytes; pipetrace run, OTLP/gRPC):");
+    println!("  processes   traces   spans (all)   largest trace: spans, bytes");
+    let row = |what: &str, (sizes, wall): (pipetrace_e2e::tempo::TraceSizes, f64)| {
+        let spans: usize = sizes.traces.values().map(|(_, s)| s).sum();
+        let largest = sizes.traces.values().max_by_key(|(b, _)| *b);
+        let (bytes, in_it) = largest.map_or((0, 0), |(b, s)| (*b, *s));
+        let traces = sizes.traces.len();
+        println!(
+            "  {what:>9}   {traces:>6}   {spans:>11}   {in_it:>6}, {bytes:>9}   ({wall:.1} s)"
+        );
+    };
+    for n in counts.into_iter().filter(|&c| c <= max) {
+        row(&n.to_string(), ladder::trace_sizes(n, dir));
+    }
+    // The demo's Snakemake pipeline, and the Nextflow stand-in's tasks with metrics on.
+    let demo = pipetrace_e2e::demo_pipeline();
+    row(
+        "snakemake",
+        ladder::traced_sizes(&["snakemake", "--cores", "2"], demo.path()),
+    );
+    let nf = tempfile::tempdir().expect("tempdir");
+    let tasks: String = (0..8)
+        .map(|i| format!("-\tSTEP (s{i})\tsleep 1.2; sort -r in.txt | head -2 > out.txt\n"))
+        .collect();
+    std::fs::write(nf.path().join("tasks.tsv"), tasks).expect("write tasks");
+    std::fs::write(nf.path().join("in.txt"), "b\na\nc\n").expect("write input");
+    let stand_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow");
+    let nextflow = [stand_in.to_str().unwrap(), "run", "demo", "-with-trace"];
+    row("nextflow", ladder::traced_sizes(&nextflow, nf.path()));
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -201,6 +239,7 @@ fn main() {
     print_probes(n, &cfg, dir.path());
     if !files {
         print_memory(memory_max, dir.path());
+        print_trace_sizes(memory_max, dir.path());
         export_over_runs(1000, dir.path());
     }
 }

@@ -166,8 +166,10 @@ fn args() -> Args {
 async fn main() {
     let a = args();
     let dir = tempfile::tempdir().expect("tempdir");
+    // Every process its own span (no trace budget): the per-process cost these figures
+    // measure, comparable across runs; bench-storm prints what the budget makes of a trace.
     let rule = format!(
-        "attribution:\n  run_rules:\n    - match: {{ argv: '{STORM_TAG}' }}\n      name: storm\n"
+        "export:\n  max_trace_bytes: 0\nattribution:\n  run_rules:\n    - match: {{ argv: '{STORM_TAG}' }}\n      name: storm\n"
     );
     let cfg = dir.path().join("bench.yaml");
     std::fs::write(&cfg, &rule).expect("write config");
