@@ -58,6 +58,8 @@ struct Part {
     spans: HashSet<SpanId>,
     start: Option<std::time::SystemTime>,
     end: Option<std::time::SystemTime>,
+    /// Its first span, for a root made without the run span (an agent stopping mid-run).
+    first: Option<SpanData>,
 }
 
 /// Derived ids for part `n` of `trace`: stable, distinct from every span's.
@@ -172,6 +174,7 @@ impl Folder {
                     spans: HashSet::new(),
                     start: None,
                     end: None,
+                    first: None,
                 });
             }
             let part = t.parts.last_mut().expect("pushed above");
@@ -187,22 +190,9 @@ impl Folder {
     pub fn drain(&mut self, out: &mut Vec<ReadySpan>) {
         let traces: Vec<TraceId> = self.traces.keys().copied().collect();
         for trace in traces {
-            let Some(t) = self.traces.get_mut(&trace) else {
-                continue;
-            };
-            let waiting: Vec<Waiting> = t.waiting.drain().map(|(_, w)| w).collect();
-            for w in waiting {
-                let spans = (w.groups.into_values().map(Group::into_span))
-                    .chain(w.kept)
-                    .collect();
-                self.place(trace, spans, out);
-            }
-            let t = self.traces.remove(&trace).unwrap_or_default();
+            let t = self.flush_waiting(trace, out);
             for (i, p) in t.parts.iter().enumerate() {
-                let first = out
-                    .iter()
-                    .find(|s| s.span.span_context.trace_id() == p.trace);
-                if let Some(mut first) = first.map(|s| s.span.clone()) {
+                if let Some(mut first) = p.first.clone() {
                     first.name = "run".into();
                     out.push(part_root(&first, None, p, i + 1));
                 }
@@ -212,18 +202,7 @@ impl Folder {
 
     /// The run ended: what waited goes out, then each part's root, then the run span.
     fn finish(&mut self, trace: TraceId, mut run: ReadySpan, out: &mut Vec<ReadySpan>) {
-        let Some(mut t) = self.traces.remove(&trace) else {
-            return out.push(run);
-        };
-        let waiting: Vec<Waiting> = t.waiting.drain().map(|(_, w)| w).collect();
-        self.traces.insert(trace, t);
-        for w in waiting {
-            let spans = (w.groups.into_values().map(Group::into_span))
-                .chain(w.kept)
-                .collect();
-            self.place(trace, spans, out);
-        }
-        let t = self.traces.remove(&trace).unwrap_or_default();
+        let t = self.flush_waiting(trace, out);
         let run_ctx = run.span.span_context.clone();
         for (i, p) in t.parts.iter().enumerate() {
             out.push(part_root(&run.span, Some(&run_ctx), p, i + 1));
@@ -235,6 +214,21 @@ impl Folder {
                 .push(KeyValue::new(attr::TRACE_PARTS, n));
         }
         out.push(run);
+    }
+
+    /// Every span still waiting in `trace` goes out, placed; the trace is done with.
+    fn flush_waiting(&mut self, trace: TraceId, out: &mut Vec<ReadySpan>) -> RunTrace {
+        let waiting: Vec<Waiting> = match self.traces.get_mut(&trace) {
+            Some(t) => t.waiting.drain().map(|(_, w)| w).collect(),
+            None => Vec::new(),
+        };
+        for w in waiting {
+            let spans = (w.groups.into_values().map(Group::into_span))
+                .chain(w.kept)
+                .collect();
+            self.place(trace, spans, out);
+        }
+        self.traces.remove(&trace).unwrap_or_default()
     }
 }
 
@@ -279,6 +273,9 @@ fn into_part(d: &mut SpanData, part: &mut Part, with: &HashSet<SpanId>) {
         d.parent_span_is_remote = false;
     }
     part.spans.insert(id);
+    if part.first.is_none() {
+        part.first = Some(d.clone());
+    }
     part.start = Some(part.start.map_or(d.start_time, |s| s.min(d.start_time)));
     part.end = Some(part.end.map_or(d.end_time, |e| e.max(d.end_time)));
 }
