@@ -57,4 +57,8 @@ async fn twenty_thousand_processes_make_traces_tempo_keeps_counting_every_one() 
         text.contains("folded into"),
         "the summary says what was folded: {text}"
     );
+    assert!(
+        text.contains(&format!("pipetrace: {} tasks (1 failed)", n + 1)),
+        "the summary counts every task through the folded spans: {text}"
+    );
 }

@@ -61,8 +61,9 @@ struct Attrs {
 }
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
-pub const TASK_KEYS: [&str; 14] = [
+pub const TASK_KEYS: [&str; 15] = [
     attr::CICD_PIPELINE_TASK_NAME,
+    attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,
     attr::MEMORY_PEAK,
@@ -147,8 +148,10 @@ fn unix_nanos(t: std::time::SystemTime) -> u64 {
 }
 
 /// What a span is, from the attributes each kind carries.
-fn kind_of(texts: &BTreeMap<String, String>) -> Kind {
-    if texts.contains_key(attr::STARTED_NAME) {
+fn kind_of(texts: &BTreeMap<String, String>, numbers: &BTreeMap<String, f64>) -> Kind {
+    // A further trace's root (`pipetrace.trace.part`) only holds spans, as a started span
+    // only announces.
+    if texts.contains_key(attr::STARTED_NAME) || numbers.contains_key(attr::TRACE_PART) {
         Kind::Started
     } else if texts.contains_key(attr::RUN_ENGINE) {
         Kind::Run
@@ -180,7 +183,7 @@ impl ReportSpan {
 
     pub fn from_sdk(s: &SpanData) -> Self {
         let a = sdk_attrs(&s.attributes, None);
-        let kind = kind_of(&a.texts);
+        let kind = kind_of(&a.texts, &a.numbers);
         Self::of_sdk(s, kind, a)
     }
 
@@ -229,7 +232,7 @@ impl ReportSpan {
             trace: hex(&s.trace_id),
             id: hex(&s.span_id),
             parent: (!s.parent_span_id.is_empty()).then(|| hex(&s.parent_span_id)),
-            kind: kind_of(&texts),
+            kind: kind_of(&texts, &numbers),
             name: s.name.clone(),
             start: s.start_time_unix_nano,
             end: s.end_time_unix_nano,

@@ -51,7 +51,8 @@ impl Table {
             return;
         }
         let r = self.rows.entry(name).or_default();
-        r.jobs += 1;
+        // A folded span stands for its repeats (short, successful jobs of one task).
+        r.jobs += (s.num(attr::FOLD_SPANS) as u64).max(1);
         r.wall += s.secs();
         r.cpu += s.cpu();
         let peak = s.num(attr::MEMORY_PEAK) as u64;
