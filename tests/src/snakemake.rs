@@ -250,9 +250,16 @@ pub fn jobs_dir(workdir: &Path) -> PathBuf {
 }
 
 /// The log of the latest run in `workdir` (the launch directory).
+/// 7 and 9 keep it there whatever a `workdir:` says; 8.30 keeps it where the jobs run.
 pub fn newest_log(workdir: &Path) -> PathBuf {
-    let logs = std::fs::read_dir(workdir.join(".snakemake/log")).expect("the run's log");
-    logs.flatten().map(|e| e.path()).max().expect("a log file")
+    let dirs = [workdir.to_path_buf(), jobs_dir(workdir)];
+    let logs = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d.join(".snakemake/log")).into_iter());
+    // Named by their start time: the greatest name is the latest.
+    (logs.flatten().flatten().map(|e| e.path()))
+        .max_by_key(|p| p.file_name().map(|n| n.to_os_string()))
+        .expect("the run's log")
 }
 
 impl Records {

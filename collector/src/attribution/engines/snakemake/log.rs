@@ -271,7 +271,9 @@ fn ended(l: &str) -> Option<&str> {
 /// Follows one Snakemake run's log file.
 pub struct LogFile {
     host: SharedHost,
-    workdir: PathBuf,
+    /// Where it may be: the launch directory, and where a `workdir:` directive moved the
+    /// jobs (8.30 keeps its log there; 7 and 9 in the launch directory).
+    workdirs: Vec<PathBuf>,
     not_before: SystemTime,
     file: Option<PathBuf>,
     offset: u64,
@@ -282,7 +284,7 @@ impl LogFile {
     pub fn new(workdir: PathBuf, run_started: SystemTime, host: SharedHost) -> Self {
         Self {
             host,
-            workdir,
+            workdirs: vec![workdir],
             // mtimes and our clock may differ by a little; a run's log is never older.
             not_before: run_started - Duration::from_secs(2),
             file: None,
@@ -291,9 +293,17 @@ impl LogFile {
         }
     }
 
+    /// The jobs run in `workdir` too (a `workdir:` directive): the log may be there.
+    pub fn also_in(&mut self, workdir: &std::path::Path) {
+        if !self.workdirs.iter().any(|d| d == workdir) {
+            self.workdirs.push(workdir.to_path_buf());
+        }
+    }
+
     fn find_file(&self) -> Option<PathBuf> {
-        let dir = self.workdir.join(".snakemake/log");
-        let newest = self.host.list(&dir).ok()?.into_iter().filter_map(|p| {
+        let dirs = self.workdirs.iter().map(|d| d.join(".snakemake/log"));
+        let files = dirs.flat_map(|d| self.host.list(&d).unwrap_or_default());
+        let newest = files.filter_map(|p| {
             let modified = self.host.facts(&p).ok()?.modified;
             let name = p.file_name()?.to_str()?;
             (name.ends_with(".snakemake.log") && modified >= self.not_before)

@@ -37,6 +37,8 @@ pub struct Record {
 /// How many records older than the run are looked at again by name (each a `stat` per
 /// look): a directory of more outputs than this relies on the log's blocks for the rest.
 const STALE_MAX: usize = 4096;
+/// Up to this many are looked at on every refresh; more, once a second at most.
+const STALE_EVERY_TIME: usize = 256;
 
 /// The longest file name Snakemake writes: a longer record name is split into `@` folders
 /// of this many characters (its `PC_NAME_MAX` less one, 255 on Linux's file systems).
@@ -57,6 +59,7 @@ pub struct Metadata {
     /// than the run (relative to the metadata folder; see the module's note).
     expected: HashSet<PathBuf>,
     stale: HashSet<PathBuf>,
+    stale_looked: Option<SystemTime>,
     pub records: Vec<Record>,
 }
 
@@ -152,6 +155,7 @@ impl Metadata {
             subdirs: HashMap::new(),
             expected: HashSet::new(),
             stale: HashSet::new(),
+            stale_looked: None,
             records: Vec::new(),
         }
     }
@@ -220,7 +224,7 @@ impl Metadata {
                 self.consider(&path, meta.modified);
             }
         }
-        self.look_by_name();
+        self.look_by_name(now);
     }
 
     /// Reads a record written since the run started, unless read as it is already.
@@ -237,8 +241,15 @@ impl Metadata {
     }
 
     /// The records rewritten in place, which no folder's time tells of.
-    fn look_by_name(&mut self) {
-        let names: Vec<PathBuf> = self.expected.iter().chain(&self.stale).cloned().collect();
+    fn look_by_name(&mut self, now: SystemTime) {
+        let due = (self.stale_looked)
+            .is_none_or(|t| now.duration_since(t).unwrap_or_default() >= Duration::from_secs(1));
+        let stale = self.stale.len() <= STALE_EVERY_TIME || due;
+        if stale {
+            self.stale_looked = Some(now);
+        }
+        let stale = self.stale.iter().filter(|_| stale);
+        let names: Vec<PathBuf> = self.expected.iter().chain(stale).cloned().collect();
         for rel in names {
             let path = self.dir.join(&rel);
             if let Ok(f) = self.host.facts(&path)

@@ -208,7 +208,7 @@ fn script_name(command: &str) -> Option<&str> {
 impl Snakemake {
     /// Snakemake starts every job in the workflow's working directory: where the first job
     /// starts is where the records are (a `workdir:` directive moves it; 7 and 9 keep
-    /// the log where Snakemake was started).
+    /// the log where Snakemake was started, 8.30 moves it too).
     fn follow_jobs_dir(&mut self, image: &Image) {
         if self.jobs_dir_known {
             return;
@@ -218,7 +218,7 @@ impl Snakemake {
         };
         self.jobs_dir_known = true;
         if *cwd != self.workdir && self.host.facts(&cwd.join(".snakemake/metadata")).is_ok() {
-            self.records.metadata.move_to(cwd);
+            self.records.move_to(cwd);
             self.workdir = cwd.clone();
         }
     }

@@ -85,6 +85,13 @@ impl Records {
         }
     }
 
+    /// The jobs run in `workdir` (a `workdir:` directive): the metadata is there, and the
+    /// log may be (8.30; 7 and 9 keep it where Snakemake started).
+    pub fn move_to(&mut self, workdir: &Path) {
+        self.metadata.move_to(workdir);
+        self.log.also_in(workdir);
+    }
+
     /// Reads what the engine wrote since the last call.
     pub fn refresh(&mut self) {
         for e in self.log.read_new() {

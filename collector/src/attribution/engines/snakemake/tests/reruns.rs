@@ -195,3 +195,28 @@ fn a_job_of_dynamic_outputs_is_named_by_its_records() {
         .expect("named at once by its record and block");
     assert_eq!((info.name.as_str(), info.run_id.as_str()), ("cluster", "2"));
 }
+
+/// Measured on 8.30: with `workdir: "work"` the log too goes to `work/.snakemake/log`
+/// (7 and 9 keep it in the launch directory).
+#[test]
+fn a_workdir_directive_on_8_moves_the_log_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    write_log(&work, &sample_block("make", "out/a.txt", 3, "a"));
+    write_record(
+        &work,
+        "out/a.txt",
+        "make",
+        Some("echo a > out/a.txt"),
+        "",
+        1001.0,
+    );
+    let mut a = adapter(dir.path(), &["snakemake", "-c2"]);
+    let mut p = job_proc(97, "set -euo pipefail;  echo a > out/a.txt", 0);
+    let image = p.first_image.as_mut().unwrap();
+    image.cwd = Some(work.clone());
+    task(a.as_mut(), &p);
+    let got = resolve(a.as_mut(), &[(p, 1001.0)], false);
+    let info = got[0].clone().expect("its block in work/.snakemake/log");
+    assert_eq!(info.wildcards.as_deref(), Some("s=a"));
+}
