@@ -17,7 +17,7 @@ use pipetrace_semconv::attr;
 
 use crate::host::HostInfo;
 pub use otlp::OutboxStats;
-pub use sink::Sink;
+pub use sink::{Kept, Sink};
 pub use stats::{SinkStats, StreamStats};
 
 #[derive(Debug, thiserror::Error)]

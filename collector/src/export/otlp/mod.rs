@@ -6,6 +6,7 @@ mod outbox;
 mod raw;
 mod retry;
 mod spool;
+pub mod unsent;
 
 pub use client::{BySignal, Client, OtlpError, SendError};
 pub use outbox::{Batch, Outbox, OutboxStats};
@@ -100,13 +101,21 @@ impl Connections {
         self.senders.iter().map(|s| s.outbox.spill()).sum()
     }
 
-    /// Closes every outbox and sends until `deadline`. True when everything was sent.
-    pub async fn shutdown(self, deadline: tokio::time::Instant) -> bool {
-        let mut all = true;
+    /// Closes every outbox and sends until `deadline`. True when everything was sent. What
+    /// is unsent then is handed back with `keep` (spans first), else spooled or dropped.
+    pub async fn shutdown(
+        self,
+        deadline: tokio::time::Instant,
+        keep: bool,
+    ) -> (bool, Vec<Arc<Batch>>) {
+        let (mut all, mut left) = (true, Vec::new());
         for s in self.senders {
-            all &= s.shutdown(deadline).await;
+            let (sent, rest) = s.shutdown(deadline, keep).await;
+            all &= sent;
+            left.extend(rest);
         }
-        all
+        left.sort_by_key(|b| b.kind != SignalKind::Traces);
+        (all, left)
     }
 }
 
@@ -124,21 +133,31 @@ impl Sender {
 
     /// Sends what is pushed to `outbox` over `client`.
     pub fn over(outbox: Arc<Outbox>, client: Arc<Client>, retry: Retry) -> Self {
-        let task = tokio::spawn(outbox.clone().run_sender(client, retry));
+        let task = tokio::spawn(outbox.clone().run_senders(client, retry));
         Self { outbox, task }
     }
 
-    /// Closes the outbox and sends until `deadline`; what is left goes to the spool or is
-    /// counted as dropped. True when everything was sent.
-    pub async fn shutdown(self, deadline: tokio::time::Instant) -> bool {
-        self.outbox.close();
+    /// Closes the outbox and sends until `deadline`; what is left is handed back with
+    /// `keep`, else goes to the spool or is counted as dropped. True when everything was
+    /// sent.
+    pub async fn shutdown(
+        self,
+        deadline: tokio::time::Instant,
+        keep: bool,
+    ) -> (bool, Vec<Arc<Batch>>) {
+        self.outbox.close(deadline);
         let mut task = self.task;
         match tokio::time::timeout_at(deadline, &mut task).await {
-            Ok(_) => true,
+            Ok(_) => (true, Vec::new()),
             Err(_) => {
                 task.abort();
-                self.outbox.spill();
-                false
+                match keep {
+                    true => (false, self.outbox.take_queued()),
+                    false => {
+                        self.outbox.spill();
+                        (false, Vec::new())
+                    }
+                }
             }
         }
     }
