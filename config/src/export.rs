@@ -217,6 +217,9 @@ pub struct Export {
     pub otlp: Otlp,
     /// OTLP JSON lines file. Written when set, and by default when no OTLP endpoint is set.
     pub file: Option<PathBuf>,
+    /// OpenTelemetry's span and attribute limits (OTEL_*_LIMIT), applied as spans are
+    /// encoded for export, to the file and over OTLP alike.
+    pub limits: crate::Limits,
     /// Finished spans waiting to be batched at most; past it, spans are dropped and counted.
     pub queue_spans: usize,
     /// Encoded batches waiting to be sent at most, traces and metrics each; past it, batches
@@ -240,6 +243,7 @@ impl Default for Export {
         Self {
             otlp: Otlp::default(),
             file: None,
+            limits: crate::Limits::default(),
             queue_spans: 200_000,
             queue_bytes: ByteSize::mib(64),
             batch_spans: 2048,

@@ -30,6 +30,7 @@ pub mod attr {
     pub const PROCESS_IMAGES: &str = "pipetrace.process.images";
     pub const PROCESS_FORKED_ONLY: &str = "pipetrace.process.forked_only";
     pub const COLLECTION_MODE: &str = "pipetrace.collection.mode";
+    pub const ATTRIBUTES_TRUNCATED: &str = "pipetrace.attributes.truncated";
     pub const SERVICE_NAME: &str = "service.name";
     pub const HOST_NAME: &str = "host.name";
     pub const HOST_ID: &str = "host.id";
@@ -146,6 +147,7 @@ pub mod attr {
         PROCESS_IMAGES,
         PROCESS_FORKED_ONLY,
         COLLECTION_MODE,
+        ATTRIBUTES_TRUNCATED,
         SERVICE_NAME,
         HOST_NAME,
         HOST_ID,

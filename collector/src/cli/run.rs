@@ -280,6 +280,9 @@ async fn finish(
     };
     let summary = summary.filter(|_| print_summary);
     print_end(cfg, summary.as_ref(), &delivery, &ending);
+    if let Some(line) = stats.limits.describe() {
+        eprintln!("{line}");
+    }
     if let Some(k) = &kept {
         eprint!("{}", super::send::kept_lines(cfg, k));
     }

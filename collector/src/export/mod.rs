@@ -1,6 +1,7 @@
 //! Export: one sink for spans and metrics, batched to OTLP and/or OTLP JSON lines files.
 mod feed;
 mod jsonl;
+pub mod limits;
 pub mod otlp;
 pub(crate) mod otlp_json;
 pub mod own;

@@ -110,6 +110,7 @@ impl Sink {
             stats: stats.clone(),
             batch_max: cfg.export.batch_spans,
             batch_wait: cfg.export.batch_timeout,
+            limits: cfg.export.limits.span(),
         };
         let url = |k| endpoints.get(k).as_ref().map(|e| e.url.clone());
         let own = match (cfg.self_telemetry.traces, &connections.client.traces) {
