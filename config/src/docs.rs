@@ -210,11 +210,15 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.spool",
-        "Batches that could not be sent, kept on disk and sent later (also after a restart).",
+        "Batches that could not be sent, kept on disk (bounded, every drop counted) and sent later by this or the next pipetrace (also after a restart).",
+    ),
+    (
+        "export.spool.enabled",
+        "Keep batches on disk at all (off: what cannot be sent is dropped and counted).",
     ),
     (
         "export.spool.dir",
-        "Where; null: no spool (what cannot be sent is dropped and counted).",
+        "Where; null: spool/ in diagnosis.state_dir (no spool when that is null too). A default folder that cannot be used is warned of and left out; one set here stops pipetrace with exit code 2.",
     ),
     (
         "export.spool.max_size",

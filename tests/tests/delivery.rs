@@ -152,3 +152,27 @@ async fn a_run_whose_backend_never_answered_is_delivered_by_pipetrace_send() {
     );
     assert!(!file.exists(), "sent in full, the file is removed: {err}");
 }
+
+/// A file that is not one a run kept, or none at all: exit 2, saying what to do.
+#[test]
+fn pipetrace_send_refuses_a_foreign_or_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("t.otlp.jsonl");
+    std::fs::write(&foreign, "{\"resourceSpans\":[]}\n").unwrap();
+    let o = pipetrace()
+        .args(["--endpoint", "http://127.0.0.1:1", "send"])
+        .arg(&foreign)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a file of undelivered telemetry"), "{err}");
+    let o = pipetrace()
+        .arg("send")
+        .arg(dir.path().join("missing.unsent.pb"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+}

@@ -109,3 +109,20 @@ async fn the_span_attribute_count_limit_drops_and_counts() {
         assert!(spans.iter().any(|s| s.dropped_attributes > 10), "{what}");
     }
 }
+
+/// A limit that is no count starts nothing, and the error names the variable.
+#[test]
+fn a_limit_that_is_no_count_is_a_usage_error_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let o = pipetrace()
+        .env("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "many")
+        .args(["run", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"), "{err}");
+    assert!(!marker.exists(), "the command ran");
+}

@@ -75,6 +75,8 @@ fn received(rx: &Receiver) -> Vec<String> {
 
 const HTTP: (&str, &str) = ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
 const FAST_RETRY: (&str, &str) = ("PIPETRACE_EXPORT__RETRY__INITIAL_INTERVAL", "100ms");
+/// The spool is on by default: the bound's drops need it off.
+const NO_SPOOL: (&str, &str) = ("PIPETRACE_EXPORT__SPOOL__ENABLED", "false");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_429_502_503_are_retried_honouring_retry_after() {
@@ -176,7 +178,8 @@ async fn grpc_unavailable_is_retried() {
     );
 }
 
-/// Past `export.queue_bytes` with no spool, batches are dropped, and every one is counted.
+/// Past `export.queue_bytes` with the spool off, batches are dropped, and every one is
+/// counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn beyond_the_bound_every_drop_is_counted() {
     let port = free_port();
@@ -188,6 +191,7 @@ async fn beyond_the_bound_every_drop_is_counted() {
         ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
         ("PIPETRACE_METRICS__ENABLED", "false"),
+        NO_SPOOL,
     ];
     let (want, o) = run(
         dir.path(),
@@ -215,6 +219,7 @@ async fn beyond_the_bound_every_metric_export_dropped_is_counted() {
         ("PIPETRACE_EXPORT__QUEUE_BYTES", "1"),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
         ("PIPETRACE_METRICS__INTERVAL", "200ms"),
+        NO_SPOOL,
     ];
     let url = format!("http://127.0.0.1:{port}");
     let (_, o) = run(dir.path(), &url, &env, "sleep 1.5");
@@ -470,14 +475,11 @@ fn bad_tls_settings_start_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
     let (gp, hp) = (free_port(), free_port());
-    let spool = tempfile::tempdir().unwrap();
+    // The default spool: `spool/` in the state directory (this test process's own).
+    let spool = pipetrace_e2e::state_dir().join("spool");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{gp}");
     let mut env = vec![
-        (
-            "PIPETRACE_EXPORT__SPOOL__DIR",
-            spool.path().to_str().unwrap(),
-        ),
         ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
         ("PIPETRACE_EXPORT__RETRY__INITIAL_INTERVAL", "10s"),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
@@ -502,11 +504,8 @@ async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
         ..Default::default()
     })
     .await;
-    let env = [(
-        "PIPETRACE_EXPORT__SPOOL__DIR",
-        spool.path().to_str().unwrap(),
-    )];
-    let (_, o) = run(dir.path(), &url, &env, "true");
+    assert!(spooled_files(&spool) > 0, "spooled by default");
+    let (_, o) = run(dir.path(), &url, &[], "true");
     assert!(o.status.success(), "{}", stderr(&o));
     let unsent = dir.path().join("t.unsent.pb");
     if unsent.exists() {
@@ -519,4 +518,5 @@ async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
     }
     let got: BTreeSet<String> = received(&rx).into_iter().collect();
     assert!(first.is_subset(&got));
+    assert_eq!(spooled_files(&spool), 0, "the spool is empty once sent");
 }

@@ -21,7 +21,7 @@ use super::{
     Destinations, ExportError, Place,
     feed::{Feed, Outputs},
     jsonl::JsonLines,
-    otlp::{Batch, BySignal, Connections, unsent},
+    otlp::{Batch, BySignal, Connections, SpoolAt, unsent},
     own::OwnSink,
     paths,
     stats::{SinkStats, StreamStats},
@@ -84,7 +84,11 @@ impl Sink {
             metrics: otlp.resolve(SignalKind::Metrics).filter(|_| metrics_on),
         };
         let stats = Arc::new(SinkStats::default());
-        let connections = Connections::start(&endpoints, &cfg.export, &stats.by_signal())?;
+        let spool = SpoolAt {
+            dir: (cfg.export.spool).folder(cfg.diagnosis.state_dir.as_deref()),
+            named: cfg.export.spool.dir.is_some(),
+        };
+        let connections = Connections::start(&endpoints, &cfg.export, &spool, &stats.by_signal())?;
         let trace_file =
             (cfg.export.file.clone()).or(endpoints.traces.is_none().then_some(default_file));
         let metrics_file = (trace_file.as_deref())

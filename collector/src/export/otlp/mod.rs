@@ -31,6 +31,31 @@ pub enum StartError {
     Spool(#[from] SpoolError),
 }
 
+/// The spool's folder, and whether the config named it (else it is the default one).
+pub struct SpoolAt {
+    pub dir: Option<std::path::PathBuf>,
+    pub named: bool,
+}
+
+impl SpoolAt {
+    /// Opens the spool of `kinds`. A folder the config named must work; the default one
+    /// (in the state directory, which a user without rights on it may not write) is left
+    /// out with a warning instead.
+    fn open(&self, max_bytes: u64, kinds: &[SignalKind]) -> Result<Option<Spool>, SpoolError> {
+        let Some(dir) = &self.dir else {
+            return Ok(None);
+        };
+        match Spool::open(dir, max_bytes, kinds) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if self.named => Err(e),
+            Err(e) => {
+                log::warn!("{e}; going on without a spool");
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// Every connection the configured endpoints need, and which one carries each signal.
 pub struct Connections {
     senders: Vec<Sender>,
@@ -59,6 +84,7 @@ impl Connections {
     pub fn start(
         endpoints: &BySignal<Option<Endpoint>>,
         cfg: &Export,
+        spool: &SpoolAt,
         stats: &BySignal<Arc<OutboxStats>>,
     ) -> Result<Self, StartError> {
         let mut groups: Vec<(&Endpoint, Vec<SignalKind>)> = Vec::new();
@@ -82,10 +108,7 @@ impl Connections {
                 *urls.get_mut(k) = endpoints.get(k).as_ref().map(|e| e.url.clone());
             }
             let client = Arc::new(Client::new(ep, urls)?);
-            let spool = match &cfg.spool.dir {
-                Some(d) => Some(Spool::open(d, cfg.spool.max_size.as_u64(), &kinds)?),
-                None => None,
-            };
+            let spool = spool.open(cfg.spool.max_size.as_u64(), &kinds)?;
             let sender = Sender::start(client.clone(), spool, stats.clone(), cfg);
             for &k in &kinds {
                 *me.outbox.get_mut(k) = Some(sender.outbox.clone());
