@@ -59,8 +59,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install --quiet --locked cargo-fuzz
 fi
 
-# Current Snakemake (9, from PyPI) in its own venv, beside Debian's 7: the tests run every
-# workflow of the corpus on both.
+# Current Snakemake (9, from PyPI) in its own venv, beside Debian's 7 and 8.30 below: the
+# tests run every workflow of the corpus on all three.
 snakemake9="$HOME/.local/share/pipetrace/snakemake9"
 if ! "$snakemake9/bin/snakemake" --version 2>/dev/null | grep -q '^9\.'; then
   say "installing Snakemake 9 from PyPI into $snakemake9 (about 20 s)"
@@ -72,6 +72,16 @@ fi
 if ! "$snakemake9/bin/python" -c 'import snakemake_executor_plugin_cluster_generic' 2>/dev/null; then
   say "installing Snakemake 9's cluster-generic executor plugin"
   "$snakemake9/bin/pip" install --quiet --disable-pip-version-check snakemake-executor-plugin-cluster-generic
+fi
+
+# Snakemake 8.30 (PyPI) in its own venv: its records are written as 7's are
+# (a new file renamed over the old) and its log as 9's. Only local runs: no executor plugin.
+snakemake8="$HOME/.local/share/pipetrace/snakemake8"
+if ! "$snakemake8/bin/snakemake" --version 2>/dev/null | grep -q '^8\.30\.'; then
+  say "installing Snakemake 8.30 from PyPI into $snakemake8 (about 20 s)"
+  rm -rf "$snakemake8"
+  python3 -m venv "$snakemake8"
+  "$snakemake8/bin/pip" install --quiet --disable-pip-version-check 'snakemake==8.30.*'
 fi
 
 # Prefect 3 (PyPI) in its own venv, with its OpenTelemetry extra: the tests run flows with

@@ -33,6 +33,8 @@ pub struct Pipeline {
     exporter: Sink,
     /// Spans finished in this poll: sent together at its end (one wake-up of the sink).
     outgoing: Vec<crate::signals::ReadySpan>,
+    /// Keeps each run's trace within `export.max_trace_bytes`.
+    folder: crate::signals::fold::Folder,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
     announced: HashSet<ProcKey>,
     /// Kept in `pipetrace run` for the terminal tree; the agent keeps none.
@@ -94,6 +96,7 @@ impl Pipeline {
             builder,
             exporter,
             outgoing: Vec::new(),
+            folder: crate::signals::fold::Folder::new(0, Duration::ZERO),
             summary,
             events: 0,
             unknown_exits: 0,
@@ -407,6 +410,15 @@ impl Pipeline {
             .collect();
         let finished = self.attr.poll(force, &settling);
         self.emit(finished);
+        if force {
+            // Spans waiting for a parent that will not come now go out as they are.
+            let mut ready = Vec::new();
+            self.folder.drain(&mut ready);
+            if let Some(s) = self.summary.as_mut() {
+                ready.iter().for_each(|r| s.record(r));
+            }
+            self.outgoing.extend(ready);
+        }
         self.exporter.send_all(std::mem::take(&mut self.outgoing));
     }
 
@@ -551,12 +563,23 @@ impl Pipeline {
                 self.runs_finished += 1;
                 self.builder.forget(proc.key);
             }
-            if let Some(s) = self.summary.as_mut() {
-                s.record(&signal);
-            }
             self.metrics.on_finished(&f);
-            self.outgoing.push(signal);
+            let mut ready = Vec::new();
+            self.folder.push(signal, &mut ready);
+            for signal in ready {
+                if let Some(s) = self.summary.as_mut() {
+                    s.record(&signal);
+                }
+                self.outgoing.push(signal);
+            }
         }
+    }
+
+    /// Each run's trace at most `max_bytes` of OTLP protobuf (0: no limit), spans shorter
+    /// than `fold_under` folding with their repeats past half of it.
+    pub fn with_trace_budget(mut self, max_bytes: u64, fold_under: Duration) -> Self {
+        self.folder = crate::signals::fold::Folder::new(max_bytes, fold_under);
+        self
     }
 
     pub fn exporter(&self) -> &Sink {

@@ -228,6 +228,14 @@ pub const KEYS: &[(&str, &str)] = &[
         "export.memory_limit",
         "Past this resident memory, telemetry waiting in memory goes to the spool, or is dropped and counted.",
     ),
+    (
+        "export.max_trace_bytes",
+        "A run's trace at most, as OTLP protobuf (Grafana Tempo's max_bytes_per_trace is 5000000 by default). Past half of it, repeated short spans fold; what still does not fit goes into further traces linked to the run span (docs/trace-size.md). 0: no limit.",
+    ),
+    (
+        "export.fold_under",
+        "Spans shorter than this may fold with their repeats once a trace is past half its budget; longer ones keep their own span.",
+    ),
     ("attribution", "What becomes a run, a task and a tool."),
     (
         "attribution.engines",

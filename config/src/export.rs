@@ -252,6 +252,14 @@ pub struct Export {
     /// Past this resident memory, telemetry waiting in memory goes to the spool, or is
     /// dropped and counted. The ring buffer (mapped twice) and the process table stay.
     pub memory_limit: ByteSize,
+    /// A run's trace at most, as OTLP protobuf: Grafana Tempo refuses a trace past its
+    /// `max_bytes_per_trace` (5,000,000 by default). Past half of it, repeated short spans
+    /// fold; what still does not fit goes into further traces linked to the run. 0: no limit.
+    pub max_trace_bytes: u64,
+    /// Spans shorter than this may fold with their repeats once a trace is past half its
+    /// budget; longer ones keep their own.
+    #[serde(with = "humantime_serde")]
+    pub fold_under: Duration,
 }
 
 impl Default for Export {
@@ -268,6 +276,8 @@ impl Default for Export {
             retry: Retry::default(),
             spool: Spool::default(),
             memory_limit: ByteSize::mib(256),
+            max_trace_bytes: 5_000_000,
+            fold_under: Duration::from_secs(1),
         }
     }
 }

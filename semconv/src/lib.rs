@@ -84,6 +84,11 @@ pub mod attr {
     pub const NETWORK_TRANSMIT_BYTES: &str = "pipetrace.network.transmit_bytes";
     pub const NETWORK_RECEIVE_BYTES: &str = "pipetrace.network.receive_bytes";
     pub const USAGE_PROCESSES: &str = "pipetrace.usage.processes";
+    pub const FOLD_SPANS: &str = "pipetrace.fold.spans";
+    pub const FOLD_SLOWEST_PID: &str = "pipetrace.fold.slowest.pid";
+    pub const FOLD_SLOWEST_DURATION: &str = "pipetrace.fold.slowest.duration";
+    pub const TRACE_PART: &str = "pipetrace.trace.part";
+    pub const TRACE_PARTS: &str = "pipetrace.trace.parts";
     pub const USAGE_MISSING: &str = "pipetrace.usage.missing";
     pub const USAGE_AT_EXIT: &str = "pipetrace.usage.at_exit";
     pub const USAGE_IMPOSSIBLE: &str = "pipetrace.usage.impossible";
@@ -200,6 +205,11 @@ pub mod attr {
         NETWORK_TRANSMIT_BYTES,
         NETWORK_RECEIVE_BYTES,
         USAGE_PROCESSES,
+        FOLD_SPANS,
+        FOLD_SLOWEST_PID,
+        FOLD_SLOWEST_DURATION,
+        TRACE_PART,
+        TRACE_PARTS,
         USAGE_MISSING,
         USAGE_AT_EXIT,
         USAGE_IMPOSSIBLE,

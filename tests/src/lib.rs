@@ -7,6 +7,7 @@ pub mod podman;
 pub mod receiver;
 pub mod snakemake;
 pub mod spans;
+pub mod tempo;
 pub mod tls;
 mod tls_server;
 

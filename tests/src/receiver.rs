@@ -46,6 +46,8 @@ struct Store {
     metrics: Arc<Mutex<Vec<RecvPoint>>>,
     /// `name=value` of every `x-` request header seen (auth and tenant headers).
     headers: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// Each trace's size as Grafana Tempo counts it.
+    sizes: Arc<Mutex<crate::tempo::TraceSizes>>,
 }
 
 impl Store {
@@ -73,6 +75,7 @@ impl Store {
     }
 
     fn add(&self, req: ExportTraceServiceRequest) {
+        self.sizes.lock().expect("sizes lock").add(&req);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -330,6 +333,11 @@ impl Receiver {
     /// When each trace request came, and whether it was taken.
     pub fn trace_requests(&self) -> Vec<(Instant, bool)> {
         self.store.requests.lock().expect("requests lock").clone()
+    }
+
+    /// Each trace taken, as Grafana Tempo counts it.
+    pub fn trace_sizes(&self) -> crate::tempo::TraceSizes {
+        self.store.sizes.lock().expect("sizes lock").clone()
     }
 
     pub fn spans(&self) -> Vec<RecvSpan> {

@@ -1,5 +1,5 @@
 //! Snakemake's own records of a run, read independently of pipetrace's adapter, and the
-//! corpus of workflows (tests/workflows/snakemake) the tests run on Snakemake 7 and 9.
+//! corpus of workflows (tests/workflows/snakemake) the tests run on Snakemake 7, 8 and 9.
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -7,10 +7,12 @@ use std::{
 
 use base64::Engine as _;
 
-/// A Snakemake the tests run: Debian's 7, or 9 from PyPI in the venv scripts/setup.sh makes.
+/// A Snakemake the tests run: Debian's 7.21, or 8.30 and 9 from PyPI in the venvs
+/// scripts/setup.sh makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
     Seven,
+    Eight,
     Nine,
 }
 
@@ -18,7 +20,17 @@ impl Version {
     pub fn program(self) -> PathBuf {
         match self {
             Version::Seven => "/usr/bin/snakemake".into(),
+            Version::Eight => crate::venv_program("snakemake8", "snakemake"),
             Version::Nine => crate::venv_program("snakemake9", "snakemake"),
+        }
+    }
+
+    /// Its major version, as a case's `versions` names it.
+    pub fn major(self) -> u64 {
+        match self {
+            Version::Seven => 7,
+            Version::Eight => 8,
+            Version::Nine => 9,
         }
     }
 }
@@ -29,6 +41,8 @@ pub struct Case {
     pub dir: PathBuf,
     /// Snakemake's runs, one after the other in the same directory.
     pub runs: Vec<Invocation>,
+    /// The major versions it runs on (`versions`; all when absent): `dynamic()` is 7's only.
+    pub versions: Option<Vec<u64>>,
 }
 
 /// One run of Snakemake: its arguments and the exit status it returns.
@@ -36,14 +50,36 @@ pub struct Case {
 pub struct Invocation {
     pub args: Vec<String>,
     pub exit: i32,
+    /// What is removed before it runs (`.snakemake/` always stays).
+    pub clean: Clean,
+}
+
+/// A case's `clean`: nothing, the paths listed, or (`true`) everything the earlier runs
+/// made outside `.snakemake/`, back to the case's own files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Clean {
+    #[default]
+    Nothing,
+    Paths(Vec<String>),
+    All,
 }
 
 impl Invocation {
     fn of(json: &serde_json::Value) -> Self {
         let args = json["args"].as_array().expect("args").iter();
+        let clean = match &json["clean"] {
+            serde_json::Value::Bool(true) => Clean::All,
+            serde_json::Value::Array(paths) => Clean::Paths(
+                (paths.iter())
+                    .map(|p| p.as_str().expect("a path").to_string())
+                    .collect(),
+            ),
+            _ => Clean::Nothing,
+        };
         Self {
             args: args.map(|a| a.as_str().expect("arg").to_string()).collect(),
             exit: json["exit"].as_i64().expect("exit") as i32,
+            clean,
         }
     }
 }
@@ -64,6 +100,36 @@ impl Case {
         assert!(status.success());
         dir
     }
+
+    /// Whether it runs on version `v`.
+    pub fn runs_on(&self, v: Version) -> bool {
+        (self.versions.as_ref()).is_none_or(|vs| vs.contains(&v.major()))
+    }
+
+    /// Removes, in its copy `workdir`, what `inv` asks removed before it runs: outputs go,
+    /// Snakemake's `.snakemake/` (records, logs) stays, as a user rerunning in place has it.
+    pub fn clean(&self, workdir: &Path, inv: &Invocation) {
+        let remove = |p: &Path| {
+            let _ = match p.is_dir() && !p.is_symlink() {
+                true => std::fs::remove_dir_all(p),
+                false => std::fs::remove_file(p),
+            };
+        };
+        match &inv.clean {
+            Clean::Nothing => {}
+            Clean::Paths(paths) => paths.iter().for_each(|p| remove(&workdir.join(p))),
+            Clean::All => {
+                for e in std::fs::read_dir(workdir).unwrap().flatten() {
+                    let name = e.file_name();
+                    let own = self.dir.join(&name).exists();
+                    if name != ".snakemake" && !own && !name.to_string_lossy().starts_with("trace-")
+                    {
+                        remove(&e.path());
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Every workflow of the corpus (those named in `CORPUS_ONLY`, comma-separated, if set).
@@ -80,8 +146,14 @@ pub fn corpus() -> Vec<Case> {
         let case: serde_json::Value = serde_json::from_str(&text).expect("case.json is JSON");
         // `then`: the runs after the first, in the same directory.
         let then = case["then"].as_array().into_iter().flatten();
+        let versions = (case["versions"].as_array()).map(|vs| {
+            vs.iter()
+                .map(|v| v.as_u64().expect("a major version"))
+                .collect()
+        });
         out.push(Case {
             name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+            versions,
             runs: std::iter::once(Invocation::of(&case))
                 .chain(then.map(Invocation::of))
                 .collect(),
@@ -134,9 +206,13 @@ pub struct Block {
 }
 
 impl Block {
-    /// A block's `input: a, b` / `output: ...` field, as paths.
+    /// A block's `input: a, b` / `output: ...` field, as paths (flags like `(pipe)` off).
     fn paths(field: &str) -> Vec<String> {
-        field.split(", ").map(|p| p.trim().to_string()).collect()
+        let path = |p: &str| match p.rsplit_once(" (") {
+            Some((p, flag)) if flag.ends_with(')') => p.to_string(),
+            _ => p.to_string(),
+        };
+        field.split(", ").map(|p| path(p.trim())).collect()
     }
 }
 
@@ -154,6 +230,9 @@ pub struct Records {
     pub recorded_rules: std::collections::BTreeSet<String>,
     /// The log's `Error in rule X:` blocks: rules.
     pub failed: Vec<String>,
+    /// Jobs of rules with a `message:`: the log has `Job N: <message>` for each, no block;
+    /// their metadata records (no block lists their outputs) give the rule, no wildcards.
+    pub message_jobs: Vec<(String, String)>,
     /// Rules whose jobs the log says ran in Snakemake's own process tree (`localrule X:`),
     /// not submitted elsewhere.
     pub local_rules: std::collections::BTreeSet<String>,
@@ -197,7 +276,9 @@ impl Records {
             let cmd = json["shellcmd"].as_str().map(normalize);
             r.metadata.push((rule, cmd));
         }
-        let benchmarks = r.read_log(&std::fs::read_to_string(log).unwrap());
+        let text = std::fs::read_to_string(log).unwrap();
+        let benchmarks = r.read_log(&text);
+        r.message_jobs = message_jobs(&text, &r.blocks, &jobs, since);
         // A job benchmarked with `repeat(..., n)` runs its command n times in one attempt:
         // its benchmark file has a row per run.
         for (i, file) in benchmarks {
@@ -288,10 +369,39 @@ impl Records {
             .iter()
             .filter(|(r, _)| rules.contains(r.as_str()))
             .cloned()
+            .chain(self.message_jobs.iter().cloned())
             .collect();
         v.sort();
         v
     }
+}
+
+/// The jobs a log shows only by their message (`Job N: ...`, a rule with `message:`), as
+/// (rule, "") from the records of jobs that ended since `since` that no block lists an
+/// output of: one per job (a job writes the same record for each of its outputs).
+fn message_jobs(log: &str, blocks: &[Block], jobs: &Path, since: f64) -> Vec<(String, String)> {
+    let is_message = |l: &str| {
+        l.strip_prefix("Job ")
+            .and_then(|r| r.split_once(": "))
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if !log.lines().any(is_message) {
+        return Vec::new();
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for (output, json) in metadata(jobs) {
+        let rule = json["rule"].as_str().unwrap().to_string();
+        let blocked = (blocks.iter()).any(|b| b.rule == rule && b.outputs.contains(&output));
+        if json["endtime"].as_f64().unwrap_or(0.0) < since || blocked {
+            continue;
+        }
+        let start = json["starttime"].to_string();
+        if seen.insert((rule.clone(), start)) {
+            out.push((rule, String::new()));
+        }
+    }
+    out
 }
 
 /// How many of each item, to print a difference readably.

@@ -300,6 +300,8 @@ async fn ten_thousand_processes_make_a_handful_of_series() {
     let o = pipetrace()
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.grpc_url())
         .env("PIPETRACE_METRICS__INTERVAL", "500ms")
+        // Every process its own span, to count them (with a trace budget they fold).
+        .env("PIPETRACE_EXPORT__MAX_TRACE_BYTES", "0")
         .args([
             "run",
             "--",

@@ -53,7 +53,7 @@ fn cluster_run(v: Version) -> (Vec<RecvSpan>, Vec<RecvSpan>, tempfile::TempDir) 
     let submit = "sbatch -o /dev/null -J pipetrace-cluster-test";
     let args = match v {
         Version::Seven => format!("--cluster '{submit}'"),
-        Version::Nine => {
+        Version::Eight | Version::Nine => {
             format!("--executor cluster-generic --cluster-generic-submit-cmd '{submit}'")
         }
     };

@@ -1,11 +1,14 @@
-//! Every process, however short: a shell loop of 5,000 `/bin/true` yields exactly 5,000 tools.
+//! Every process, however short: a shell loop of 5,000 `/bin/true` yields exactly 5,000 tools
+//! when the trace has no byte budget (`export.max_trace_bytes: 0`; with one, such repeats
+//! fold: tests/tests/trace_budget.rs).
 use pipetrace_e2e::{run_shell, stderr};
 
 #[test]
 fn five_thousand_short_processes_five_thousand_tool_spans() {
     let dir = tempfile::tempdir().unwrap();
     let script = "i=0; while [ $i -lt 5000 ]; do /bin/true; i=$((i+1)); done";
-    let (spans, run) = run_shell(dir.path(), "bash", script, &[]);
+    let exact = [("PIPETRACE_EXPORT__MAX_TRACE_BYTES", "0")];
+    let (spans, run) = run_shell(dir.path(), "bash", script, &exact);
     assert!(run.status.success(), "{}", stderr(&run));
     let text = stderr(&run);
     assert!(!text.contains("WARNING"), "no loss may be reported: {text}");

@@ -123,7 +123,9 @@ fn a_storm_under_pipetrace_run_has_every_processes_figures() {
         dir.path().join("t.otlp.jsonl"),
     );
     let _load = second_storm();
+    // Every process its own span, to pair each with its truth (a trace budget folds them).
     let o = pipetrace()
+        .env("PIPETRACE_EXPORT__MAX_TRACE_BYTES", "0")
         .args(["-o", out.to_str().unwrap(), "run", "--no-summary", "--"])
         .args([
             "sh",
@@ -148,7 +150,7 @@ fn a_storm_under_the_agent_has_every_processes_figures() {
     let cfg = dir.path().join("agent.yaml");
     std::fs::write(
         &cfg,
-        "attribution:\n  run_rules:\n    - match: { executable: storm-of }\n      name: storm\n",
+        "export:\n  max_trace_bytes: 0\nattribution:\n  run_rules:\n    - match: { executable: storm-of }\n      name: storm\n",
     )
     .unwrap();
     let agent = Agent::start(&["-c", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);

@@ -70,6 +70,7 @@ pub(super) fn pipeline(
     // The attribution and the rest of the core read through one host.
     let pipe = Pipeline::new(attr.host(), attr, builder, exporter, metrics, summary)
         .with_usage_wait(cfg.probes.usage_wait)
+        .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
         .with_diagnosis(&cfg.diagnosis)
         .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);

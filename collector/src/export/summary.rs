@@ -127,6 +127,19 @@ pub struct Summary {
     pub report: Vec<ReportSpan>,
     /// Tasks left out of [`Self::report`].
     pub report_omitted: u64,
+    /// Spans that stand for several (`pipetrace.fold.spans`), and how many they stand for.
+    pub folded: (u64, u64),
+    /// Further traces of the run (`pipetrace.trace.parts`).
+    pub parts: u64,
+}
+
+/// An integer attribute of a span.
+fn int_of(span: &opentelemetry_sdk::trace::SpanData, key: &str) -> Option<i64> {
+    let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
+    match kv.map(|kv| &kv.value) {
+        Some(opentelemetry::Value::I64(n)) => Some(*n),
+        _ => None,
+    }
 }
 
 /// `21 helpers (1 exited non-zero)`, from an engine span's attributes.
@@ -168,13 +181,19 @@ impl Summary {
             Status::Error { description } => Some(description.to_string()),
             _ => None,
         };
+        // A folded span counts every span it stands for.
+        let n = int_of(span, attr::FOLD_SPANS).map_or(1, |n| n.max(1) as u64);
+        if n > 1 {
+            self.folded = (self.folded.0 + 1, self.folded.1 + n);
+        }
         match s.kind {
             Kind::Run => {
                 self.run = Some(span.span_context.span_id());
                 self.trace_id = Some(span.span_context.trace_id().to_string());
+                self.parts = int_of(span, attr::TRACE_PARTS).unwrap_or(0) as u64;
             }
             Kind::Task => {
-                self.tasks += 1;
+                self.tasks += n;
                 self.failed_tasks += u64::from(error.is_some());
                 let r = ReportSpan::from_sdk_keeping(span, Kind::Task, &TASK_KEYS);
                 self.table.record_task(&r);
@@ -184,7 +203,7 @@ impl Summary {
                 }
             }
             Kind::Tool => {
-                self.tools += 1;
+                self.tools += n;
                 self.failed_tools += u64::from(error.is_some());
             }
             Kind::Engine | Kind::Started => {}
@@ -306,8 +325,30 @@ impl Summary {
         if let Some(t) = &self.trace_id {
             let _ = writeln!(out, "pipetrace: trace id {t}");
         }
+        self.render_folds(&mut out);
         d.render(&mut out);
         out
+    }
+}
+
+impl Summary {
+    /// What the trace budget folded or split, where it did.
+    fn render_folds(&self, out: &mut String) {
+        let (spans, stood_for) = self.folded;
+        if spans > 0 {
+            let _ = writeln!(
+                out,
+                "pipetrace: {stood_for} short repeated tasks and tools folded into {spans} spans \
+                 (export.max_trace_bytes)"
+            );
+        }
+        if self.parts > 0 {
+            let _ = writeln!(
+                out,
+                "pipetrace: the run's trace continues in {} more traces, linked to its run span",
+                self.parts
+            );
+        }
     }
 }
 

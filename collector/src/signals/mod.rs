@@ -2,6 +2,7 @@
 mod containers;
 mod diagnosis;
 mod files;
+pub mod fold;
 pub mod ids;
 pub mod metrics;
 mod spans;

@@ -5,7 +5,8 @@
 //! block with its jobid and, for shell jobs, its `shell:` command. 8/9 also log the failed
 //! command exactly (`Command '...' returned non-zero exit status N.`, or `... died with
 //! <Signals.SIGKILL: 9>.` for a job killed by a signal) and, with `-p`, `Shell command: ...`
-//! after a job's block.
+//! after a job's block. A job of a rule with a `message:` is logged as `Job N: <message>`
+//! instead of a block (7 to 9): no rule, paths or wildcards.
 use std::{
     path::PathBuf,
     time::{Duration, SystemTime},
@@ -43,6 +44,8 @@ pub enum Entry {
     Job(Job),
     Ended(String),
     Failed(Failure),
+    /// A job logged by its rule's message: its jobid.
+    Message(String),
 }
 
 /// The block being read.
@@ -141,6 +144,11 @@ impl Parser {
                 true => self.failed_command = failed_command(rest),
                 false => self.command = Some(rest.to_string()),
             }
+            return;
+        }
+        if let Some(id) = message_job(l) {
+            self.close();
+            self.out.push(Entry::Message(id.to_string()));
             return;
         }
         if let Some(id) = ended(l) {
@@ -242,6 +250,12 @@ impl Parser {
 fn split_field(field: &str) -> (&str, &str) {
     let f = field.trim();
     f.split_once(": ").unwrap_or((f.trim_end_matches(':'), ""))
+}
+
+/// `Job N: <message>`: a job of a rule with a `message:`.
+fn message_job(l: &str) -> Option<&str> {
+    let (id, _) = l.strip_prefix("Job ")?.split_once(": ")?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
 }
 
 /// `Finished job N.` (7) or `Finished jobid: N (Rule: X)` (8/9).

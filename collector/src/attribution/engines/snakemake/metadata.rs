@@ -2,8 +2,14 @@
 //! per output (its name the output path in URL-safe base64, split into folders when long)
 //! with the job's `rule`, its exact rendered `shellcmd`, and its `starttime` and `endtime`
 //! (Unix seconds). A job with several outputs writes the same record for each.
+//!
+//! 7 and 8 write each record to a temporary file renamed over the record; 9 rewrites an
+//! existing record in place, which leaves its folder's time as it was: a rerun in the same
+//! directory (or a retried job) rewrites records without a new file. Those are looked at by
+//! name: the record of each output the log's job blocks list, and the records older than
+//! the run (a rerun may rewrite any of them; up to [`STALE_MAX`]).
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     path::{Path, PathBuf},
     time::{Duration, SystemTime},
 };
@@ -28,6 +34,14 @@ pub struct Record {
     pub claimed: bool,
 }
 
+/// How many records older than the run are looked at again by name (each a `stat` per
+/// look): a directory of more outputs than this relies on the log's blocks for the rest.
+const STALE_MAX: usize = 4096;
+
+/// The longest file name Snakemake writes: a longer record name is split into `@` folders
+/// of this many characters (its `PC_NAME_MAX` less one, 255 on Linux's file systems).
+const NAME_CHUNK: usize = 254;
+
 /// The records of one run's working directory written since the run started.
 pub struct Metadata {
     host: SharedHost,
@@ -39,7 +53,28 @@ pub struct Metadata {
     dirs: HashMap<PathBuf, (SystemTime, SystemTime)>,
     /// The folders in each (long output paths are split into folders).
     subdirs: HashMap<PathBuf, Vec<PathBuf>>,
+    /// Records looked at by name until read anew: of outputs of logged jobs, and older
+    /// than the run (relative to the metadata folder; see the module's note).
+    expected: HashSet<PathBuf>,
+    stale: HashSet<PathBuf>,
     pub records: Vec<Record>,
+}
+
+/// Where Snakemake keeps the record of `output`, relative to the metadata folder: its
+/// URL-safe base64, split into `@`-prefixed folders when longer than a file name.
+pub fn record_path(output: &str) -> PathBuf {
+    let name = base64::engine::general_purpose::URL_SAFE.encode(output);
+    let chunks: Vec<&str> = (name.as_bytes().chunks(NAME_CHUNK))
+        .map(|c| std::str::from_utf8(c).unwrap_or_default())
+        .collect();
+    let mut path = PathBuf::new();
+    for (i, c) in chunks.iter().enumerate() {
+        match i + 1 < chunks.len() {
+            true => path.push(format!("@{c}")),
+            false => path.push(c),
+        }
+    }
+    path
 }
 
 /// The output path a record's file name encodes, relative to the metadata folder.
@@ -115,8 +150,18 @@ impl Metadata {
             read: HashMap::new(),
             dirs: HashMap::new(),
             subdirs: HashMap::new(),
+            expected: HashSet::new(),
+            stale: HashSet::new(),
             records: Vec::new(),
         }
+    }
+
+    /// A job the log shows started: its outputs' records are looked at by name until
+    /// written (in place, on 9, where they were there before).
+    pub fn expect(&mut self, outputs: &[String]) {
+        // 7's `dynamic()` outputs are logged as patterns (`{*}`): no record of that name.
+        let named = outputs.iter().filter(|o| !o.contains("{*}"));
+        self.expected.extend(named.map(|o| record_path(o)));
     }
 
     /// Follows the records to another working directory (a Snakefile's `workdir:`), from
@@ -126,6 +171,7 @@ impl Metadata {
         self.read.clear();
         self.dirs.clear();
         self.subdirs.clear();
+        self.stale.clear();
     }
 
     /// Reads the records written or rewritten since the last call.
@@ -163,12 +209,42 @@ impl Metadata {
                     stack.push(path);
                     continue;
                 }
-                let modified = meta.modified;
-                if modified < self.not_before || self.read.get(&path) == Some(&modified) {
+                if meta.modified < self.not_before {
+                    if self.stale.len() < STALE_MAX
+                        && let Ok(rel) = path.strip_prefix(&self.dir)
+                    {
+                        self.stale.insert(rel.to_path_buf());
+                    }
                     continue;
                 }
-                self.read.insert(path.clone(), modified);
-                self.add(&path);
+                self.consider(&path, meta.modified);
+            }
+        }
+        self.look_by_name();
+    }
+
+    /// Reads a record written since the run started, unless read as it is already.
+    fn consider(&mut self, path: &Path, modified: SystemTime) {
+        if modified < self.not_before || self.read.get(path) == Some(&modified) {
+            return;
+        }
+        if let Ok(rel) = path.strip_prefix(&self.dir) {
+            self.expected.remove(rel);
+            self.stale.remove(rel);
+        }
+        self.read.insert(path.to_path_buf(), modified);
+        self.add(path);
+    }
+
+    /// The records rewritten in place, which no folder's time tells of.
+    fn look_by_name(&mut self) {
+        let names: Vec<PathBuf> = self.expected.iter().chain(&self.stale).cloned().collect();
+        for rel in names {
+            let path = self.dir.join(&rel);
+            if let Ok(f) = self.host.facts(&path)
+                && !f.is_dir
+            {
+                self.consider(&path, f.modified);
             }
         }
     }
@@ -186,11 +262,11 @@ impl Metadata {
         let Some(rule) = json.get("rule").and_then(|v| v.as_str()) else {
             return;
         };
-        let (Some(start), Some(end)) =
-            (seconds(json.get("starttime")), seconds(json.get("endtime")))
-        else {
+        let Some(end) = seconds(json.get("endtime")) else {
             return;
         };
+        // 7 records a job of `dynamic()` outputs with no start (`"starttime": null`).
+        let start = seconds(json.get("starttime")).unwrap_or(end);
         let shellcmd = json
             .get("shellcmd")
             .and_then(|v| v.as_str())
@@ -251,6 +327,11 @@ mod tests {
         fs::create_dir_all(dir.join(format!("@{head}"))).unwrap();
         let rec = r#"{"rule": "l", "shellcmd": "touch x", "starttime": 5.0, "endtime": 6.0}"#;
         fs::write(dir.join(format!("@{head}")).join(tail), rec).unwrap();
+        assert_eq!(
+            record_path(&long),
+            Path::new(&format!("@{head}")).join(tail),
+            "where Snakemake writes it"
+        );
         m.refresh();
         let l = m
             .records

@@ -17,6 +17,7 @@
 //! task of it (see [`cluster`]).
 mod cluster;
 mod log;
+mod long;
 mod metadata;
 mod records;
 mod script;
@@ -61,6 +62,9 @@ struct Snakemake {
     /// Of each running `script:` job, its script's outputs (read as it started: the
     /// script is gone once the job ends).
     script_outputs: HashMap<ProcKey, String>,
+    /// Of each running job whose command was too long for a command line, that command as
+    /// its script file holds it (read as it started: the file goes when the job ends).
+    long_commands: HashMap<ProcKey, String>,
 }
 
 /// A job as `--target-jobs` names it: `RULE:KEY=VALUE,KEY=VALUE`.
@@ -173,6 +177,7 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         host,
         workdir,
         script_outputs: HashMap::new(),
+        long_commands: HashMap::new(),
     })
 }
 
@@ -180,8 +185,14 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
 /// the strict-mode prefix, white space normalized.
 fn job_command(p: &Proc) -> Option<String> {
     let img = p.first_image.as_ref()?;
-    let script = shell_command(&img.argv)?;
+    let script = job_script(&img.argv)?;
     Some(metadata::normalize(strip_shell_prefix(script)))
+}
+
+/// A job shell's script: its `-c` argument, or the file of a command too long for one that
+/// it runs (a job seen only once its shell ran `bash .../shell_tmp.X/script.sh`).
+fn job_script(argv: &[String]) -> Option<&str> {
+    shell_command(argv).or_else(|| argv.iter().skip(1).find_map(|a| long::script_in(a)))
 }
 
 /// Where Snakemake writes each `script:` job's script, in the working directory.
@@ -219,7 +230,11 @@ impl Snakemake {
                 ..t.info()
             });
         }
-        let command = job_command(e.proc)?;
+        let long = self.long_commands.remove(&e.proc.key);
+        let command = match &long {
+            Some(c) => c.clone(),
+            None => job_command(e.proc)?,
+        };
         let truncated = e
             .proc
             .first_image
@@ -240,16 +255,18 @@ impl Snakemake {
             self.records.claim_target(&t.rule, &ran);
             return Some(t.info());
         }
-        let found = self
-            .records
-            .exact(&ran)
-            .or_else(|| self.records.script(&ran));
+        let found = (self.records.exact(&ran))
+            .or_else(|| self.records.script(&ran))
+            .or_else(|| long::script_in(&command).and_then(|_| self.records.long(&ran)));
         if found.is_some() || !(e.overdue || force) {
-            // Asked again later: what its script said is kept for then.
-            if found.is_none()
-                && let Some(text) = script_outputs
-            {
-                self.script_outputs.insert(e.proc.key, text);
+            // Asked again later: what its scripts said is kept for then.
+            if found.is_none() {
+                if let Some(text) = script_outputs {
+                    self.script_outputs.insert(e.proc.key, text);
+                }
+                if let Some(text) = long {
+                    self.long_commands.insert(e.proc.key, text);
+                }
             }
             return found;
         }
@@ -325,7 +342,7 @@ impl EngineRun for Snakemake {
             return Class::Helper;
         }
         let Some(command) = (place.parent_is_root)
-            .then(|| shell_command(&image.argv))
+            .then(|| job_script(&image.argv))
             .flatten()
         else {
             return Class::Helper;
@@ -338,6 +355,11 @@ impl EngineRun for Snakemake {
             && let Some(text) = script::outputs_text(&self.host, &self.workdir, command)
         {
             self.script_outputs.insert(p.key, text);
+        }
+        if let Some(path) = long::script_in(command)
+            && let Some(text) = long::read(&self.host, &self.workdir, path)
+        {
+            self.long_commands.insert(p.key, text);
         }
         Class::Task
     }
@@ -360,7 +382,10 @@ impl EngineRun for Snakemake {
         if let Some(t) = &self.target {
             return Some(t.rule.clone());
         }
-        let command = job_command(task)?;
+        let command = match self.long_commands.get(&task.key) {
+            Some(c) => c.clone(),
+            None => job_command(task)?,
+        };
         if let Some(t) = Target::of(&shell_words(&command)) {
             return Some(t.rule);
         }

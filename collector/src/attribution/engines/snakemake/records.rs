@@ -5,6 +5,7 @@ use std::{collections::HashSet, path::Path, time::Duration, time::SystemTime};
 
 use super::{
     log::{Entry, Failure, Job, LogFile},
+    long,
     metadata::{Metadata, Record},
     script,
 };
@@ -22,6 +23,8 @@ pub struct Records {
     ended: HashSet<String>,
     /// The log shows each job's block (not `--quiet`): a record waits for its block.
     blocks_expected: bool,
+    /// Jobs logged by their rule's message (no block) not named yet.
+    messages: usize,
 }
 
 /// What a job process ran, as the records spell it.
@@ -78,6 +81,7 @@ impl Records {
             failures: Vec::new(),
             ended: HashSet::new(),
             blocks_expected,
+            messages: 0,
         }
     }
 
@@ -85,11 +89,15 @@ impl Records {
     pub fn refresh(&mut self) {
         for e in self.log.read_new() {
             match e {
-                Entry::Job(j) => self.jobs.push((j, false)),
+                Entry::Job(j) => {
+                    self.metadata.expect(&j.outputs);
+                    self.jobs.push((j, false));
+                }
                 Entry::Ended(id) => {
                     self.ended.insert(id);
                 }
                 Entry::Failed(f) => self.failures.push((f, false)),
+                Entry::Message(_) => self.messages += 1,
             }
         }
         self.metadata.refresh();
@@ -105,7 +113,7 @@ impl Records {
         if let Some((_, r)) = record {
             // The log's job block gives the wildcards and job id: a record read before its
             // block (the log is written as it goes, a busy machine reads it late) waits.
-            if !ran.last_look && self.blocks_expected && block_of(&self.jobs, r).is_none() {
+            if waits(&self.jobs, &mut self.messages, self.blocks_expected, r, ran) {
                 return None;
             }
             r.claimed = true;
@@ -188,7 +196,23 @@ impl Records {
                 false => None,
             };
         };
-        if !ran.last_look && self.blocks_expected && block_of(&self.jobs, r).is_none() {
+        if waits(&self.jobs, &mut self.messages, self.blocks_expected, r, ran) {
+            return None;
+        }
+        r.claimed = true;
+        let r = r.clone();
+        Some(self.info_from_record(&r))
+    }
+
+    /// A job whose command was too long for a command line, its script file gone before it
+    /// was read: the record of a command that long (`long::runs_from_file`) whose times
+    /// cover the process, nearest in start.
+    pub fn long(&mut self, ran: &Ran) -> Option<TaskInfo> {
+        let r = (self.metadata.records.iter_mut())
+            .filter(|r| !r.claimed && r.start <= ran.end + SLACK && ran.start <= r.end + SLACK)
+            .filter(|r| r.shellcmd.as_deref().is_some_and(long::runs_from_file))
+            .min_by_key(|r| abs_diff(r.start, ran.start))?;
+        if waits(&self.jobs, &mut self.messages, self.blocks_expected, r, ran) {
             return None;
         }
         r.claimed = true;
@@ -283,6 +307,27 @@ impl Records {
     }
 }
 
+/// Whether record `r` waits for its job's block: the log is written as it goes, and a
+/// busy machine reads a block late (the log's last block is read once a line follows it).
+/// A job of a rule with a `message:` has no block: a record of a rule no block names is
+/// one while the log shows such a job not named yet.
+fn waits(
+    jobs: &[(Job, bool)],
+    messages: &mut usize,
+    blocks_expected: bool,
+    r: &Record,
+    ran: &Ran,
+) -> bool {
+    if ran.last_look || !blocks_expected || block_of(jobs, r).is_some() {
+        return false;
+    }
+    if *messages > 0 && !jobs.iter().any(|(j, _)| j.rule == r.rule) {
+        *messages -= 1;
+        return false;
+    }
+    true
+}
+
 /// A job block names the process it is: marked so that no guess reuses it.
 fn take((job, taken): &mut (Job, bool)) -> TaskInfo {
     *taken = true;
@@ -291,8 +336,20 @@ fn take((job, taken): &mut (Job, bool)) -> TaskInfo {
 
 /// Where the log's block of the job that wrote record `r` is (see [`block_of`]).
 fn block_at(jobs: &[(Job, bool)], r: &Record) -> Option<usize> {
+    let listed = |o: &String| r.outputs.iter().any(|ro| names_output(o, ro));
     jobs.iter()
-        .rposition(|(j, _)| j.rule == r.rule && j.outputs.iter().any(|o| r.outputs.contains(o)))
+        .rposition(|(j, _)| j.rule == r.rule && j.outputs.iter().any(listed))
+}
+
+/// Whether a block's output names `path`: the same path, or (7's `dynamic()` outputs,
+/// logged as `clusters/{*}.txt`) a pattern it fits.
+fn names_output(listed: &str, path: &str) -> bool {
+    match listed.split_once("{*}") {
+        Some((head, tail)) => {
+            path.len() >= head.len() + tail.len() && path.starts_with(head) && path.ends_with(tail)
+        }
+        None => listed == path,
+    }
 }
 
 /// The log's block of the job that wrote record `r`: the same rule and an output in common

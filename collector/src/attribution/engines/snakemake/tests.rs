@@ -14,6 +14,7 @@ use crate::{
 };
 
 mod interrupted;
+mod reruns;
 mod script_jobs;
 
 fn write_record(dir: &Path, output: &str, rule: &str, shellcmd: Option<&str>, code: &str, t: f64) {

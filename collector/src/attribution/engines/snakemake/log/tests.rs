@@ -127,3 +127,20 @@ fn a_failure_message_of_another_ending_stops_at_the_error_block() {
     assert_eq!(jobs(&entries).len(), 2, "{entries:?}");
     assert!(entries.contains(&Entry::Ended("1".into())));
 }
+
+/// Snakemake 9.27, jobs of rules with a `message:` (7 and 8 alike, with blank lines).
+const V9_MESSAGES: &str = "[Sat Nov 28 09:08:10 2026]\nJob 2: Preparing sample a into msg/a.txt\nReason: Missing output files: msg/a.txt\n[Sat Nov 28 09:08:10 2026]\nJob 6: Gathering everything\nReason: Missing output files: msg/all.txt\n[Sat Nov 28 09:08:10 2026]\nFinished jobid: 2 (Rule: prepare)\nJob stats:\n";
+
+#[test]
+fn jobs_logged_by_their_message_are_read_as_such() {
+    let (entries, _) = parse_blocks(V9_MESSAGES);
+    let messages: Vec<_> = (entries.iter())
+        .filter_map(|e| match e {
+            Entry::Message(id) => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(messages, ["2", "6"]);
+    assert!(jobs(&entries).is_empty());
+    assert!(entries.contains(&Entry::Ended("2".into())));
+}
