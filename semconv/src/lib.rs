@@ -276,6 +276,8 @@ pub mod metric {
     pub const AGENT_MEMORY_RSS: &str = "pipetrace.agent.memory.rss";
     pub const AGENT_EXPORT_RETRIES: &str = "pipetrace.agent.export.retries";
     pub const AGENT_SPANS_SPOOLED: &str = "pipetrace.agent.spans.spooled";
+    pub const AGENT_ATTRIBUTES_TRUNCATED: &str = "pipetrace.agent.attributes.truncated";
+    pub const AGENT_LIMITS_DROPPED: &str = "pipetrace.agent.limits.dropped";
     pub const AGENT_EXPORT_QUEUE_USAGE: &str = "pipetrace.agent.export.queue.usage";
     pub const ALL: &[&str] = &[
         PROCESS_CPU_TIME,
@@ -306,6 +308,8 @@ pub mod metric {
         AGENT_MEMORY_RSS,
         AGENT_EXPORT_RETRIES,
         AGENT_SPANS_SPOOLED,
+        AGENT_ATTRIBUTES_TRUNCATED,
+        AGENT_LIMITS_DROPPED,
         AGENT_EXPORT_QUEUE_USAGE,
     ];
 }

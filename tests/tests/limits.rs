@@ -11,6 +11,12 @@ use pipetrace_e2e::{
 /// `pipetrace run -o DIR/t.otlp.jsonl --endpoint URL -- sh -c SCRIPT` with `env`: the
 /// spans of the file and those the receiver got.
 async fn run(env: &[(&str, &str)], script: &str) -> (Vec<RecvSpan>, Vec<RecvSpan>, String) {
+    let (file, rx, err) = run_into(env, script).await;
+    (file, rx.spans(), err)
+}
+
+/// [`run`], handing back the receiver.
+async fn run_into(env: &[(&str, &str)], script: &str) -> (Vec<RecvSpan>, Receiver, String) {
     let rx = Receiver::start().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.otlp.jsonl");
@@ -23,7 +29,7 @@ async fn run(env: &[(&str, &str)], script: &str) -> (Vec<RecvSpan>, Vec<RecvSpan
         .unwrap();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
-    (read_jsonl(&file), rx.spans(), err)
+    (read_jsonl(&file), rx, err)
 }
 
 /// The longest string in a value (each string of a list).
@@ -47,9 +53,14 @@ fn truncated(s: &RecvSpan) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_value_length_limit_bounds_every_attribute_and_marks_the_cut() {
     let long = "x".repeat(4000);
-    let script = format!("/bin/echo {long} >/dev/null");
-    let env = [("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "2048")];
-    let (file, got, err) = run(&env, &script).await;
+    // The echo's span leaves before the run's last metrics, which count the cut.
+    let script = format!("/bin/echo {long} >/dev/null; sleep 0.5");
+    let env = [
+        ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "2048"),
+        ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "10ms"),
+    ];
+    let (file, rx, err) = run_into(&env, &script).await;
+    let got = rx.spans();
     for (what, spans) in [("file", &file), ("OTLP", &got)] {
         assert!(spans.len() >= 2, "{what}: {} spans: {err}", spans.len());
         for s in spans.iter() {
@@ -80,6 +91,12 @@ async fn the_value_length_limit_bounds_every_attribute_and_marks_the_cut() {
         );
     }
     assert!(err.contains("export.limits (OTEL_*_LIMIT) cut "), "{err}");
+    // The agent's own counter of cut values (the echo's and the run's command lines).
+    let cut = (rx.metrics().into_iter())
+        .filter(|p| p.name == "pipetrace.agent.attributes.truncated")
+        .map(|p| p.value)
+        .fold(0.0, f64::max);
+    assert!(cut >= 1.0, "{cut} values counted as cut: {err}");
 }
 
 /// A small span attribute count: no span carries more, and what was left out is counted

@@ -22,6 +22,12 @@ pub struct LimitStats {
 }
 
 impl LimitStats {
+    /// Attributes, events and links left out past their counts.
+    pub fn dropped(&self) -> u64 {
+        let n = |a: &AtomicU64| a.load(Relaxed);
+        n(&self.attributes_dropped) + n(&self.events_dropped) + n(&self.links_dropped)
+    }
+
     /// The run's last line about it, when the limits cut anything.
     pub fn describe(&self) -> Option<String> {
         let n = |a: &AtomicU64| a.load(Relaxed);
@@ -157,8 +163,8 @@ mod tests {
     #[test]
     fn long_values_are_cut_and_marked_and_counts_drop_what_passes_them() {
         let mut attrs = vec![
-            kv("process.command_line", "x".repeat(4097)),
-            kv("process.pid", 7i64),
+            kv(attr::PROCESS_COMMAND_LINE, "x".repeat(4097)),
+            kv(attr::PROCESS_PID, 7i64),
             kv(
                 "files",
                 Value::Array(Array::String(vec!["é".repeat(1100).into()])),
@@ -177,7 +183,7 @@ mod tests {
         assert_eq!(
             mark.value,
             Value::Array(Array::String(vec![
-                "process.command_line".into(),
+                attr::PROCESS_COMMAND_LINE.into(),
                 "files".into()
             ]))
         );
