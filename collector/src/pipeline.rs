@@ -475,6 +475,8 @@ impl Pipeline {
             export_retries: st.retries(),
             spans_spooled: st.spans.otlp.spooled.load(Relaxed),
             export_queue_bytes: st.queued_bytes(),
+            attributes_truncated: st.limits.values_truncated.load(Relaxed),
+            limits_dropped: st.limits.dropped(),
             metric_exports_failed: st.metrics.failed(),
             metric_exports_dropped: st.metrics.dropped(),
             metric_exports_spooled: st.metrics.otlp.spooled.load(Relaxed),

@@ -143,6 +143,42 @@ pub const KEYS: &[(&str, &str)] = &[
         "OTLP JSON lines file; metrics and the report go beside it. Written when set, and by default when no endpoint is set (pipetrace run: ./pipetrace-<time>.otlp.jsonl; the agent: /var/lib/pipetrace/traces.otlp.jsonl).",
     ),
     (
+        "export.limits",
+        "OpenTelemetry's span and attribute limits, as its OTEL_*_LIMIT variables name them, applied as spans are encoded (the file and OTLP alike). A value cut to its length is listed in the span's (event's, link's) pipetrace.attributes.truncated; attributes, events and links past a count are dropped and counted in the span's dropped counts. Grafana Tempo cuts values over its max_attribute_bytes (2048 by default): set attribute_value_length: 2048 (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT=2048) to cut them here, marked.",
+    ),
+    (
+        "export.limits.attribute_value_length",
+        "Bytes of a string value (and of each string of an array) at most, cut at a UTF-8 character boundary (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT); null: no limit, the specification's default.",
+    ),
+    (
+        "export.limits.attribute_count",
+        "Attributes per span, event and link at most (OTEL_ATTRIBUTE_COUNT_LIMIT); null: 128.",
+    ),
+    (
+        "export.limits.span_attribute_value_length",
+        "As attribute_value_length, for spans (their events and links too), over it (OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT).",
+    ),
+    (
+        "export.limits.span_attribute_count",
+        "Attributes per span, over attribute_count (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT).",
+    ),
+    (
+        "export.limits.span_event_count",
+        "Events per span (OTEL_SPAN_EVENT_COUNT_LIMIT); null: 128.",
+    ),
+    (
+        "export.limits.span_link_count",
+        "Links per span (OTEL_SPAN_LINK_COUNT_LIMIT); null: 128.",
+    ),
+    (
+        "export.limits.event_attribute_count",
+        "Attributes per span event, over attribute_count (OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT).",
+    ),
+    (
+        "export.limits.link_attribute_count",
+        "Attributes per span link, over attribute_count (OTEL_LINK_ATTRIBUTE_COUNT_LIMIT).",
+    ),
+    (
         "export.queue_spans",
         "Finished spans waiting to be batched, at most; past it, spans are dropped and counted.",
     ),
@@ -174,11 +210,15 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.spool",
-        "Batches that could not be sent, kept on disk and sent later (also after a restart).",
+        "Batches that could not be sent, kept on disk (bounded, every drop counted) and sent later by this or the next pipetrace (also after a restart).",
+    ),
+    (
+        "export.spool.enabled",
+        "Keep batches on disk at all (off: what cannot be sent is dropped and counted).",
     ),
     (
         "export.spool.dir",
-        "Where; null: no spool (what cannot be sent is dropped and counted).",
+        "Where; null: spool/ in diagnosis.state_dir (no spool when that is null too). A default folder that cannot be used is warned of and left out; one set here stops pipetrace with exit code 2.",
     ),
     (
         "export.spool.max_size",

@@ -91,8 +91,20 @@ fn otel_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
         "OTEL_METRIC_EXPORT_INTERVAL" => {
             (path(&["metrics", "interval"]), otlp_value("TIMEOUT", raw))
         }
+        _ if name.ends_with("_LIMIT") => limit_setting(name, raw)?,
         _ => return otlp_setting(name, raw),
     })
+}
+
+/// The span and attribute limits (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, ...): a count, or the
+/// text as given, which the model then refuses naming the variable.
+fn limit_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
+    let (_, key) = crate::limits::VARIABLES.iter().find(|(v, _)| *v == name)?;
+    let value = match raw.trim().parse::<u64>() {
+        Ok(n) => Value::from(n),
+        Err(_) => Value::String(raw.trim().into()),
+    };
+    Some((path(&["export", "limits", key]), value))
 }
 
 /// OTEL_EXPORTER_OTLP_{X}, _TRACES_{X} and _METRICS_{X}: export.otlp[.traces|.metrics].{x}.
@@ -318,6 +330,24 @@ mod tests {
             m["export"]["otlp"]["metrics"]["endpoint"],
             "http://m:4318/v1/metrics"
         );
+    }
+
+    #[test]
+    fn otel_limit_variables_map_to_their_keys() {
+        let v = vars(&[
+            ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "2048"),
+            ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", " 16 "),
+            ("OTEL_LINK_ATTRIBUTE_COUNT_LIMIT", "many"),
+            ("OTEL_UNKNOWN_LIMIT", "1"),
+        ]);
+        let l = &v["export"]["limits"];
+        assert_eq!(l["attribute_value_length"], 2048);
+        assert_eq!(l["span_attribute_count"], 16);
+        assert_eq!(
+            l["link_attribute_count"], "many",
+            "refused by the model, named"
+        );
+        assert_eq!(l.as_object().unwrap().len(), 3);
     }
 
     #[test]

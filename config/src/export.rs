@@ -193,10 +193,13 @@ impl Default for Retry {
 }
 
 /// Batches that do not fit in memory, or are still unsent when the agent stops, go to files
-/// here and are sent first by the next agent. Off unless `dir` is set.
+/// here and are sent first by the next agent. On by default, in the state directory: a
+/// collector restarting must not lose what the agent holds.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Spool {
+    pub enabled: bool,
+    /// Where; None: `spool/` in `diagnosis.state_dir`.
     pub dir: Option<PathBuf>,
     /// Past this, new batches are dropped and counted.
     pub max_size: ByteSize,
@@ -205,9 +208,22 @@ pub struct Spool {
 impl Default for Spool {
     fn default() -> Self {
         Self {
+            enabled: true,
             dir: None,
             max_size: ByteSize::mib(512),
         }
+    }
+}
+
+impl Spool {
+    /// Where batches wait on disk: `dir`, else `spool/` in the state directory; none when
+    /// off or when there is neither.
+    pub fn folder(&self, state_dir: Option<&std::path::Path>) -> Option<PathBuf> {
+        let dir = self
+            .dir
+            .clone()
+            .or_else(|| state_dir.map(|d| d.join("spool")));
+        dir.filter(|_| self.enabled)
     }
 }
 
@@ -217,6 +233,9 @@ pub struct Export {
     pub otlp: Otlp,
     /// OTLP JSON lines file. Written when set, and by default when no OTLP endpoint is set.
     pub file: Option<PathBuf>,
+    /// OpenTelemetry's span and attribute limits (OTEL_*_LIMIT), applied as spans are
+    /// encoded for export, to the file and over OTLP alike.
+    pub limits: crate::Limits,
     /// Finished spans waiting to be batched at most; past it, spans are dropped and counted.
     pub queue_spans: usize,
     /// Encoded batches waiting to be sent at most, traces and metrics each; past it, batches
@@ -248,6 +267,7 @@ impl Default for Export {
         Self {
             otlp: Otlp::default(),
             file: None,
+            limits: crate::Limits::default(),
             queue_spans: 200_000,
             queue_bytes: ByteSize::mib(64),
             batch_spans: 2048,
@@ -265,6 +285,24 @@ impl Default for Export {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_spool_is_in_the_state_directory_unless_set_or_off() {
+        let state = std::path::Path::new("/var/lib/pipetrace");
+        let on = Spool::default();
+        assert_eq!(on.folder(Some(state)), Some(state.join("spool")));
+        assert_eq!(on.folder(None), None);
+        let set = Spool {
+            dir: Some("/spool".into()),
+            ..Default::default()
+        };
+        assert_eq!(set.folder(Some(state)), Some("/spool".into()));
+        let off = Spool {
+            enabled: false,
+            ..set
+        };
+        assert_eq!(off.folder(Some(state)), None);
+    }
 
     #[test]
     fn per_signal_settings_win_and_http_gets_the_path() {

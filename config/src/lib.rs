@@ -3,11 +3,13 @@ mod docs;
 pub mod env;
 pub mod export;
 pub mod layer;
+pub mod limits;
 pub mod load;
 pub mod model;
 #[cfg(test)]
 mod testing;
 
 pub use export::*;
+pub use limits::{Limits, SpanLimits};
 pub use load::{ConfigError, Flags, load};
 pub use model::*;

@@ -30,6 +30,7 @@ pub mod attr {
     pub const PROCESS_IMAGES: &str = "pipetrace.process.images";
     pub const PROCESS_FORKED_ONLY: &str = "pipetrace.process.forked_only";
     pub const COLLECTION_MODE: &str = "pipetrace.collection.mode";
+    pub const ATTRIBUTES_TRUNCATED: &str = "pipetrace.attributes.truncated";
     pub const SERVICE_NAME: &str = "service.name";
     pub const HOST_NAME: &str = "host.name";
     pub const HOST_ID: &str = "host.id";
@@ -151,6 +152,7 @@ pub mod attr {
         PROCESS_IMAGES,
         PROCESS_FORKED_ONLY,
         COLLECTION_MODE,
+        ATTRIBUTES_TRUNCATED,
         SERVICE_NAME,
         HOST_NAME,
         HOST_ID,
@@ -274,6 +276,8 @@ pub mod metric {
     pub const AGENT_MEMORY_RSS: &str = "pipetrace.agent.memory.rss";
     pub const AGENT_EXPORT_RETRIES: &str = "pipetrace.agent.export.retries";
     pub const AGENT_SPANS_SPOOLED: &str = "pipetrace.agent.spans.spooled";
+    pub const AGENT_ATTRIBUTES_TRUNCATED: &str = "pipetrace.agent.attributes.truncated";
+    pub const AGENT_LIMITS_DROPPED: &str = "pipetrace.agent.limits.dropped";
     pub const AGENT_EXPORT_QUEUE_USAGE: &str = "pipetrace.agent.export.queue.usage";
     pub const ALL: &[&str] = &[
         PROCESS_CPU_TIME,
@@ -304,6 +308,8 @@ pub mod metric {
         AGENT_MEMORY_RSS,
         AGENT_EXPORT_RETRIES,
         AGENT_SPANS_SPOOLED,
+        AGENT_ATTRIBUTES_TRUNCATED,
+        AGENT_LIMITS_DROPPED,
         AGENT_EXPORT_QUEUE_USAGE,
     ];
 }

@@ -37,6 +37,9 @@ pub enum Fault {
 #[derive(Clone, Default)]
 struct Store {
     faults: Arc<Mutex<VecDeque<Fault>>>,
+    /// Export calls of either signal still to refuse as unavailable (a collector
+    /// restarting), and how many of each signal were refused.
+    refusing: Arc<Mutex<(usize, usize, usize)>>,
     /// When each trace request came, and whether it was taken.
     requests: Arc<Mutex<Vec<(Instant, bool)>>>,
     spans: Arc<Mutex<Vec<RecvSpan>>>,
@@ -48,6 +51,21 @@ struct Store {
 }
 
 impl Store {
+    /// Whether to refuse this call as unavailable (one of the first ones).
+    fn refuse(&self, traces: bool) -> bool {
+        let mut r = self.refusing.lock().expect("refusing lock");
+        if r.0 == 0 {
+            return false;
+        }
+        r.0 -= 1;
+        if traces {
+            r.1 += 1
+        } else {
+            r.2 += 1
+        }
+        true
+    }
+
     /// The planted fault for this trace request, if any (the request is then not taken).
     fn fault(&self) -> Option<Fault> {
         let f = self.faults.lock().expect("faults lock").pop_front();
@@ -89,6 +107,9 @@ impl TraceService for Store {
                 .iter()
                 .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
         );
+        if self.refuse(true) {
+            return Err(tonic::Status::unavailable("restarting"));
+        }
         match self.fault() {
             Some(Fault::Grpc(code)) => return Err(tonic::Status::new(code, "planted fault")),
             Some(Fault::Http { .. }) => return Err(tonic::Status::unavailable("planted fault")),
@@ -112,6 +133,9 @@ async fn http_traces(
             .iter()
             .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
     );
+    if store.refuse(true) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     if let Some(f) = store.fault() {
         let (status, retry_after) = match f {
             Fault::Http {
@@ -148,6 +172,9 @@ impl MetricsService for Store {
         &self,
         request: tonic::Request<ExportMetricsServiceRequest>,
     ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        if self.refuse(false) {
+            return Err(tonic::Status::unavailable("restarting"));
+        }
         let points = flatten_metrics(request.into_inner());
         self.metrics.lock().expect("store lock").extend(points);
         Ok(tonic::Response::new(ExportMetricsServiceResponse {
@@ -157,6 +184,9 @@ impl MetricsService for Store {
 }
 
 async fn http_metrics(State(store): State<Store>, body: Bytes) -> (StatusCode, Vec<u8>) {
+    if store.refuse(false) {
+        return (StatusCode::SERVICE_UNAVAILABLE, Vec::new());
+    }
     match ExportMetricsServiceRequest::decode(body) {
         Ok(req) => {
             let points = flatten_metrics(req);
@@ -285,6 +315,19 @@ impl Receiver {
             .lock()
             .expect("faults lock")
             .extend(faults);
+    }
+
+    /// Refuses the next `n` export calls of either signal as unavailable (gRPC UNAVAILABLE,
+    /// HTTP 503), as a collector that is restarting does.
+    pub fn refuse_first(&self, n: usize) {
+        self.store.refusing.lock().expect("refusing lock").0 = n;
+    }
+
+    /// Calls refused by [`Self::refuse_first`] so far: (traces, metrics), and how many
+    /// are still to refuse.
+    pub fn refused(&self) -> (usize, usize, usize) {
+        let r = *self.store.refusing.lock().expect("refusing lock");
+        (r.1, r.2, r.0)
     }
 
     /// When each trace request came, and whether it was taken.

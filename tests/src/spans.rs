@@ -35,6 +35,8 @@ pub struct RecvSpan {
     pub start: u64,
     pub end: u64,
     pub attrs: BTreeMap<String, Val>,
+    /// Attributes the exporter left out (OTLP's `dropped_attributes_count`).
+    pub dropped_attributes: u32,
     /// OTLP status code: 0 unset, 1 ok, 2 error.
     pub status: i32,
     pub status_message: String,
@@ -131,6 +133,7 @@ pub fn flatten(req: ExportTraceServiceRequest) -> Vec<RecvSpan> {
                     start: s.start_time_unix_nano,
                     end: s.end_time_unix_nano,
                     attrs: attrs(s.attributes),
+                    dropped_attributes: s.dropped_attributes_count,
                     status: status.code,
                     status_message: status.message,
                     resource: resource.clone(),

@@ -41,12 +41,42 @@ fn no_span_dropped(err: &str) -> bool {
     !err.contains("WARNING") || err.contains(", 0 spans dropped,")
 }
 
+/// What the run's last lines say it kept for `pipetrace send`: (spans, metric exports).
+fn kept(err: &str) -> (usize, usize) {
+    let line = (err.lines())
+        .find_map(|l| {
+            l.strip_prefix("pipetrace: ")?
+                .split_once(" not delivered by the end")
+        })
+        .map_or("0 spans and 0 metric exports", |(l, _)| l);
+    let n: Vec<usize> = (line.split_whitespace())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (n[0], n[1])
+}
+
+/// The count before `what` in the run's warning line (`7 spans dropped`).
+fn dropped(err: &str, what: &str) -> usize {
+    let line = err
+        .lines()
+        .find(|l| l.contains("WARNING"))
+        .unwrap_or_default();
+    let at = line
+        .find(what)
+        .unwrap_or_else(|| panic!("no `{what}` in: {err}"));
+    let n = line[..at].trim_end().rsplit(' ').next().unwrap_or_default();
+    n.parse()
+        .unwrap_or_else(|_| panic!("no count before `{what}`: {err}"))
+}
+
 fn received(rx: &Receiver) -> Vec<String> {
     rx.spans().into_iter().map(|s| s.span_id).collect()
 }
 
 const HTTP: (&str, &str) = ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
 const FAST_RETRY: (&str, &str) = ("PIPETRACE_EXPORT__RETRY__INITIAL_INTERVAL", "100ms");
+/// The spool is on by default: the bound's drops need it off.
+const NO_SPOOL: (&str, &str) = ("PIPETRACE_EXPORT__SPOOL__ENABLED", "false");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_429_502_503_are_retried_honouring_retry_after() {
@@ -148,7 +178,8 @@ async fn grpc_unavailable_is_retried() {
     );
 }
 
-/// Past `export.queue_bytes` with no spool, batches are dropped, and every one is counted.
+/// Past `export.queue_bytes` with the spool off, batches are dropped, and every one is
+/// counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn beyond_the_bound_every_drop_is_counted() {
     let port = free_port();
@@ -160,6 +191,7 @@ async fn beyond_the_bound_every_drop_is_counted() {
         ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
         ("PIPETRACE_METRICS__ENABLED", "false"),
+        NO_SPOOL,
     ];
     let (want, o) = run(
         dir.path(),
@@ -170,11 +202,10 @@ async fn beyond_the_bound_every_drop_is_counted() {
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(want.len() >= 13, "{} spans", want.len());
-    assert!(
-        err.contains(&format!("{} spans dropped", want.len())),
-        "all {} spans counted as dropped: {err}",
-        want.len()
-    );
+    // Dropped as they came, but for the last batch: kept at the end for `pipetrace send`.
+    let (dropped, kept) = (dropped(&err, " spans dropped"), kept(&err).0);
+    assert!(dropped > 0, "{err}");
+    assert_eq!(dropped + kept, want.len(), "every span counted: {err}");
 }
 
 /// Metric exports take the same bounded path: past the bound with no spool, each one is
@@ -188,6 +219,7 @@ async fn beyond_the_bound_every_metric_export_dropped_is_counted() {
         ("PIPETRACE_EXPORT__QUEUE_BYTES", "1"),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
         ("PIPETRACE_METRICS__INTERVAL", "200ms"),
+        NO_SPOOL,
     ];
     let url = format!("http://127.0.0.1:{port}");
     let (_, o) = run(dir.path(), &url, &env, "sleep 1.5");
@@ -203,10 +235,9 @@ async fn beyond_the_bound_every_metric_export_dropped_is_counted() {
         err.contains(&format!("0 metric exports sent over OTLP to {url}")),
         "{err}"
     );
-    assert!(
-        err.contains(&format!(", {n} metric exports dropped")),
-        "all {n} metric exports counted as dropped: {err}"
-    );
+    let (dropped, kept) = (dropped(&err, " metric exports dropped"), kept(&err).1);
+    assert!(dropped > 0, "{err}");
+    assert_eq!(dropped + kept, n, "every metric export counted: {err}");
 }
 
 fn spooled_files(dir: &Path) -> usize {
@@ -219,8 +250,9 @@ fn spooled_files(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// A backend away when the run ends: its spans wait on disk, and the next pipetrace sends
-/// them once the backend is back.
+/// A backend away during a run: what does not fit in memory waits on disk and the next
+/// pipetrace sends it once the backend is back; what was still in memory at the end is
+/// kept in the file the run names, for `pipetrace send`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
     let (gp, hp) = (free_port(), free_port());
@@ -230,16 +262,18 @@ async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
         FAST_RETRY,
         ("PIPETRACE_EXPORT__SPOOL__DIR", spool_dir),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
+        ("PIPETRACE_EXPORT__QUEUE_BYTES", "1"),
+        ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
     ];
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{gp}");
-    let (first, o) = run(dir.path(), &url, &env, "true; true");
+    let script = "for i in 1 2 3 4 5 6; do true; sleep 0.3; done";
+    let (first, o) = run(dir.path(), &url, &env, script);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(
-        spans_line(&err).contains(&format!("{} spooled to disk", first.len())),
-        "{err}"
-    );
+    let spooled = spooled_count(&err);
+    assert!(spooled > 0, "{err}");
+    assert_eq!(spooled + kept(&err).0, first.len(), "{err}");
     assert!(no_span_dropped(&err), "{err}");
     assert!(spooled_files(spool.path()) > 0);
 
@@ -248,12 +282,18 @@ async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
         ..Default::default()
     })
     .await;
-    let (second, o) = run(dir.path(), &url, &env, "true");
+    let (second, o) = run(dir.path(), &url, &env[..2], "true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = pipetrace()
+        .args(["--endpoint", &url, "send"])
+        .arg(dir.path().join("t.unsent.pb"))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let got: BTreeSet<String> = received(&rx).into_iter().collect();
     assert!(
         first.is_subset(&got),
-        "the first run's spans came from the spool"
+        "the first run's spans came from the spool and the kept file"
     );
     assert!(second.is_subset(&got));
     assert_eq!(
@@ -261,6 +301,15 @@ async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
         0,
         "the spool is empty once sent"
     );
+}
+
+/// `N spooled to disk` on the summary's spans line.
+fn spooled_count(err: &str) -> usize {
+    let line = spans_line(err);
+    let at = line
+        .find(" spooled to disk")
+        .unwrap_or_else(|| panic!("{err}"));
+    line[..at].rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 /// The backend is down for five minutes in the middle of a run: nothing is lost.
@@ -347,7 +396,7 @@ async fn mutual_tls_over_grpc_from_the_environment() {
     assert!(!rx.metrics().is_empty(), "metrics over the same TLS");
 
     // Without a client certificate the backend refuses the handshake: nothing arrives, and
-    // every span is counted.
+    // every span is kept for `pipetrace send`.
     let rx = Receiver::start_with(Options {
         tls: Some(&certs),
         ..Default::default()
@@ -362,10 +411,7 @@ async fn mutual_tls_over_grpc_from_the_environment() {
     assert!(o.status.success(), "{:?} {}", o.status, stderr(&o));
     assert!(rx.spans().is_empty());
     let err = stderr(&o);
-    assert!(
-        err.contains(&format!("{} spans dropped", want.len())),
-        "{err}"
-    );
+    assert_eq!(kept(&err).0, want.len(), "{err}");
 }
 
 /// The same with the YAML settings, over HTTP/protobuf.
@@ -429,14 +475,11 @@ fn bad_tls_settings_start_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
     let (gp, hp) = (free_port(), free_port());
-    let spool = tempfile::tempdir().unwrap();
+    // The default spool: `spool/` in the state directory (this test process's own).
+    let spool = pipetrace_e2e::state_dir().join("spool");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{gp}");
     let mut env = vec![
-        (
-            "PIPETRACE_EXPORT__SPOOL__DIR",
-            spool.path().to_str().unwrap(),
-        ),
         ("PIPETRACE_EXPORT__BATCH_TIMEOUT", "100ms"),
         ("PIPETRACE_EXPORT__RETRY__INITIAL_INTERVAL", "10s"),
         ("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s"),
@@ -451,10 +494,9 @@ async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("over export.memory_limit"), "{err}");
-    assert!(
-        spans_line(&err).contains(&format!("{} spooled to disk", first.len())),
-        "{err}"
-    );
+    // Spooled while it ran; what was still in memory at the end is kept for `pipetrace send`.
+    assert_eq!(spooled_count(&err) + kept(&err).0, first.len(), "{err}");
+    assert!(spooled_count(&err) > 0, "{err}");
     assert!(no_span_dropped(&err), "{err}");
     // Nothing was lost: the next run sends them.
     let rx = Receiver::start_with(Options {
@@ -462,12 +504,19 @@ async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
         ..Default::default()
     })
     .await;
-    let env = [(
-        "PIPETRACE_EXPORT__SPOOL__DIR",
-        spool.path().to_str().unwrap(),
-    )];
-    let (_, o) = run(dir.path(), &url, &env, "true");
+    assert!(spooled_files(&spool) > 0, "spooled by default");
+    let (_, o) = run(dir.path(), &url, &[], "true");
     assert!(o.status.success(), "{}", stderr(&o));
+    let unsent = dir.path().join("t.unsent.pb");
+    if unsent.exists() {
+        let o = pipetrace()
+            .args(["--endpoint", &url, "send"])
+            .arg(&unsent)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
     let got: BTreeSet<String> = received(&rx).into_iter().collect();
     assert!(first.is_subset(&got));
+    assert_eq!(spooled_files(&spool), 0, "the spool is empty once sent");
 }

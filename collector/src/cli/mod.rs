@@ -7,6 +7,7 @@ mod forward;
 mod logging;
 mod report_cmd;
 mod run;
+mod send;
 mod serve;
 mod stop;
 mod top;
@@ -98,6 +99,12 @@ enum Command {
     },
     /// What the node's agent sees running now, on a full screen updated every second.
     Top,
+    /// Send what a run could not deliver (the file its last lines name) to the OTLP
+    /// endpoint of --endpoint / OTEL_EXPORTER_OTLP_*, and say what arrived.
+    Send {
+        /// The file `pipetrace run` kept undelivered spans and metrics in.
+        file: PathBuf,
+    },
     /// Trace the bundled demo pipeline (Snakemake with bwa, samtools and python).
     Demo {
         /// Where to write the demo pipeline and its results.
@@ -182,7 +189,9 @@ pub fn main() -> i32 {
                 Ok(c) => c,
                 Err(e) => return config_failed(e),
             };
-            own_spans(&cfg);
+            if !matches!(command, Command::Send { .. }) {
+                own_spans(&cfg);
+            }
             // A backend that closes its socket must not end the agent: writes get EPIPE.
             // The wrapped command gets the default back (`run`'s pre_exec).
             // SAFETY: before any thread of the runtime starts.
@@ -221,6 +230,7 @@ pub fn main() -> i32 {
                     }
                     Command::Agent => agent::run(&cfg).await,
                     Command::Demo { dir } => demo::run(cfg, dir).await,
+                    Command::Send { file } => send::run(&cfg, file).await,
                     _ => unreachable!("handled above"),
                 }
             });

@@ -100,7 +100,7 @@ fn announce(argv: &[String], to_: &Destinations) {
     );
 }
 
-fn default_file(dir: Option<&Path>) -> PathBuf {
+pub(super) fn default_file(dir: Option<&Path>) -> PathBuf {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace([':', '-'], "");
@@ -251,11 +251,19 @@ async fn finish(
 ) {
     let (exporter, summary) = pipe.into_parts();
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
-    if !exporter.shutdown(cfg.export.flush_timeout).await {
+    // What the backend has not taken by the end is kept for `pipetrace send`, not lost.
+    let keep = (dest.spans.otlp.is_some() || dest.metrics.otlp.is_some())
+        .then(|| super::send::unsent_path(cfg, dest.spans.file.as_deref(), cwd));
+    let timeout = cfg.export.flush_timeout;
+    let (flushed, kept) = match &keep {
+        Some(file) => exporter.shutdown_keeping(timeout, file).await,
+        None => (exporter.shutdown(timeout).await, None),
+    };
+    if !flushed {
         eprintln!(
-            "pipetrace: telemetry not fully sent within {}; the rest is spooled or counted \
-             as dropped below",
-            humantime::format_duration(cfg.export.flush_timeout)
+            "pipetrace: telemetry not fully sent within {}; the rest is kept, spooled or \
+             counted as dropped below",
+            humantime::format_duration(timeout)
         );
     }
     let report = match (&summary, cfg.report.html) {
@@ -273,6 +281,12 @@ async fn finish(
     };
     let summary = summary.filter(|_| print_summary);
     print_end(cfg, summary.as_ref(), &delivery, &ending);
+    if let Some(line) = stats.limits.describe() {
+        eprintln!("{line}");
+    }
+    if let Some(k) = &kept {
+        eprint!("{}", super::send::kept_lines(cfg, k));
+    }
     match report {
         Some(Ok(path)) => eprintln!("pipetrace: report written to {}", path.display()),
         Some(Err(e)) => eprintln!("pipetrace: {e}"),

@@ -39,6 +39,8 @@ pub(super) struct Feed {
     pub stats: Arc<SinkStats>,
     pub batch_max: usize,
     pub batch_wait: Duration,
+    /// OTel's span and attribute limits, applied before any output.
+    pub limits: pipetrace_config::SpanLimits,
 }
 
 impl Feed {
@@ -92,8 +94,12 @@ impl Feed {
         if batch.is_empty() {
             return;
         }
-        let spans = std::mem::replace(batch, Vec::with_capacity(self.batch_max));
+        let mut spans = std::mem::replace(batch, Vec::with_capacity(self.batch_max));
         let n = spans.len() as u64;
+        // Once, before the file and OTLP: both carry the same spans.
+        for s in &mut spans {
+            super::limits::apply(s, &self.limits, &self.stats.limits);
+        }
         if let Some(f) = self.out.files.traces.as_mut() {
             let written = f.write_spans(&spans, &self.resource);
             count_written(&self.stats.spans, f, n, written);

@@ -1,6 +1,7 @@
 //! Export: one sink for spans and metrics, batched to OTLP and/or OTLP JSON lines files.
 mod feed;
 mod jsonl;
+pub mod limits;
 pub mod otlp;
 pub(crate) mod otlp_json;
 pub mod own;
@@ -17,7 +18,7 @@ use pipetrace_semconv::attr;
 
 use crate::host::HostInfo;
 pub use otlp::OutboxStats;
-pub use sink::Sink;
+pub use sink::{Kept, Sink};
 pub use stats::{SinkStats, StreamStats};
 
 #[derive(Debug, thiserror::Error)]

@@ -30,6 +30,12 @@ pub fn report_beside(trace: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}.report.html"))
 }
 
+/// Where `pipetrace run` keeps what it could not deliver, beside a trace file.
+pub fn unsent_beside(trace: &Path) -> PathBuf {
+    let (stem, _) = split(trace);
+    PathBuf::from(format!("{stem}.unsent.pb"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +72,9 @@ mod tests {
                 "{trace}"
             );
         }
+        assert_eq!(
+            unsent_beside(Path::new("d/x.otlp.jsonl")),
+            Path::new("d/x.unsent.pb")
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The one sink of everything pipetrace exports: finished spans and metric requests, each
 //! queued (bounded), to OTLP over one connection per endpoint and/or to their files.
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering::Relaxed},
@@ -21,7 +21,7 @@ use super::{
     Destinations, ExportError, Place,
     feed::{Feed, Outputs},
     jsonl::JsonLines,
-    otlp::{BySignal, Connections},
+    otlp::{Batch, BySignal, Connections, SpoolAt, unsent},
     own::OwnSink,
     paths,
     stats::{SinkStats, StreamStats},
@@ -84,7 +84,11 @@ impl Sink {
             metrics: otlp.resolve(SignalKind::Metrics).filter(|_| metrics_on),
         };
         let stats = Arc::new(SinkStats::default());
-        let connections = Connections::start(&endpoints, &cfg.export, &stats.by_signal())?;
+        let spool = SpoolAt {
+            dir: (cfg.export.spool).folder(cfg.diagnosis.state_dir.as_deref()),
+            named: cfg.export.spool.dir.is_some(),
+        };
+        let connections = Connections::start(&endpoints, &cfg.export, &spool, &stats.by_signal())?;
         let trace_file =
             (cfg.export.file.clone()).or(endpoints.traces.is_none().then_some(default_file));
         let metrics_file = (trace_file.as_deref())
@@ -110,6 +114,7 @@ impl Sink {
             stats: stats.clone(),
             batch_max: cfg.export.batch_spans,
             batch_wait: cfg.export.batch_timeout,
+            limits: cfg.export.limits.span(),
         };
         let url = |k| endpoints.get(k).as_ref().map(|e| e.url.clone());
         let own = match (cfg.self_telemetry.traces, &connections.client.traces) {
@@ -191,18 +196,61 @@ impl Sink {
     }
 
     /// Sends what is queued, waiting at most `timeout`. Returns false if time ran out; what
-    /// is still unsent then goes to the spool, or is counted as dropped. The agent's own
-    /// spans go last: sending the rest makes some.
+    /// is still unsent then goes to the spool, or is counted as dropped.
     pub async fn shutdown(self, timeout: Duration) -> bool {
+        self.close(timeout, None).await.0
+    }
+
+    /// As [`Self::shutdown`], but what is still unsent when time runs out is kept in
+    /// `file` for `pipetrace send` (the end of `pipetrace run`: nothing of the run lost).
+    pub async fn shutdown_keeping(self, timeout: Duration, file: &Path) -> (bool, Option<Kept>) {
+        self.close(timeout, Some(file)).await
+    }
+
+    /// Both signals leave side by side until the deadline. The agent's own spans go last:
+    /// sending the rest makes some.
+    async fn close(self, timeout: Duration, keep: Option<&Path>) -> (bool, Option<Kept>) {
         let deadline = tokio::time::Instant::now() + timeout;
         drop((self.spans, self.metrics));
         let fed = tokio::time::timeout_at(deadline, self.feed).await.is_ok();
-        let sent = self.connections.shutdown(deadline).await;
+        let (sent, left) = self.connections.shutdown(deadline, keep.is_some()).await;
+        let kept = keep
+            .filter(|_| !left.is_empty())
+            .map(|file| keep_in(file, &left, &self.stats));
         let own = match self.own {
             Some(o) => o.shutdown(deadline).await,
             None => true,
         };
-        fed && sent && own
+        (fed && sent && own, kept)
+    }
+}
+
+/// What `pipetrace run` could not deliver by its end, kept in a file for `pipetrace send`.
+#[derive(Debug)]
+pub struct Kept {
+    pub path: PathBuf,
+    pub spans: u64,
+    pub metric_exports: u64,
+    /// The file could not be written: those items are counted as dropped.
+    pub error: Option<String>,
+}
+
+/// Writes the unsent batches to `file`, counting them kept (or dropped when it fails).
+fn keep_in(file: &Path, left: &[Arc<Batch>], stats: &SinkStats) -> Kept {
+    let written = unsent::write(file, left.iter().map(|b| &**b));
+    let of = |k: SignalKind| (left.iter().filter(|b| b.kind == k)).map(|b| b.items).sum();
+    let (spans, metric_exports): (u64, u64) = (of(SignalKind::Traces), of(SignalKind::Metrics));
+    for (n, s) in [(spans, &stats.spans), (metric_exports, &stats.metrics)] {
+        match &written {
+            Ok(()) => s.otlp.kept.fetch_add(n, Relaxed),
+            Err(_) => s.otlp.dropped.fetch_add(n, Relaxed),
+        };
+    }
+    Kept {
+        path: file.to_path_buf(),
+        spans,
+        metric_exports,
+        error: written.err().map(|e| e.to_string()),
     }
 }
 

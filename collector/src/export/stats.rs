@@ -41,6 +41,8 @@ pub struct SinkStats {
     pub metrics: StreamStats,
     /// The agent's own spans (`self_telemetry.traces`).
     pub own_spans: StreamStats,
+    /// What `export.limits` cut from the pipeline's spans.
+    pub limits: super::limits::LimitStats,
 }
 
 impl SinkStats {

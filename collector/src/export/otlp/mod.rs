@@ -6,6 +6,7 @@ mod outbox;
 mod raw;
 mod retry;
 mod spool;
+pub mod unsent;
 
 pub use client::{BySignal, Client, OtlpError, SendError};
 pub use outbox::{Batch, Outbox, OutboxStats};
@@ -28,6 +29,31 @@ pub enum StartError {
     Otlp(#[from] OtlpError),
     #[error(transparent)]
     Spool(#[from] SpoolError),
+}
+
+/// The spool's folder, and whether the config named it (else it is the default one).
+pub struct SpoolAt {
+    pub dir: Option<std::path::PathBuf>,
+    pub named: bool,
+}
+
+impl SpoolAt {
+    /// Opens the spool of `kinds`. A folder the config named must work; the default one
+    /// (in the state directory, which a user without rights on it may not write) is left
+    /// out with a warning instead.
+    fn open(&self, max_bytes: u64, kinds: &[SignalKind]) -> Result<Option<Spool>, SpoolError> {
+        let Some(dir) = &self.dir else {
+            return Ok(None);
+        };
+        match Spool::open(dir, max_bytes, kinds) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if self.named => Err(e),
+            Err(e) => {
+                log::warn!("{e}; going on without a spool");
+                Ok(None)
+            }
+        }
+    }
 }
 
 /// Every connection the configured endpoints need, and which one carries each signal.
@@ -58,6 +84,7 @@ impl Connections {
     pub fn start(
         endpoints: &BySignal<Option<Endpoint>>,
         cfg: &Export,
+        spool: &SpoolAt,
         stats: &BySignal<Arc<OutboxStats>>,
     ) -> Result<Self, StartError> {
         let mut groups: Vec<(&Endpoint, Vec<SignalKind>)> = Vec::new();
@@ -81,10 +108,7 @@ impl Connections {
                 *urls.get_mut(k) = endpoints.get(k).as_ref().map(|e| e.url.clone());
             }
             let client = Arc::new(Client::new(ep, urls)?);
-            let spool = match &cfg.spool.dir {
-                Some(d) => Some(Spool::open(d, cfg.spool.max_size.as_u64(), &kinds)?),
-                None => None,
-            };
+            let spool = spool.open(cfg.spool.max_size.as_u64(), &kinds)?;
             let sender = Sender::start(client.clone(), spool, stats.clone(), cfg);
             for &k in &kinds {
                 *me.outbox.get_mut(k) = Some(sender.outbox.clone());
@@ -100,13 +124,21 @@ impl Connections {
         self.senders.iter().map(|s| s.outbox.spill()).sum()
     }
 
-    /// Closes every outbox and sends until `deadline`. True when everything was sent.
-    pub async fn shutdown(self, deadline: tokio::time::Instant) -> bool {
-        let mut all = true;
+    /// Closes every outbox and sends until `deadline`. True when everything was sent. What
+    /// is unsent then is handed back with `keep` (spans first), else spooled or dropped.
+    pub async fn shutdown(
+        self,
+        deadline: tokio::time::Instant,
+        keep: bool,
+    ) -> (bool, Vec<Arc<Batch>>) {
+        let (mut all, mut left) = (true, Vec::new());
         for s in self.senders {
-            all &= s.shutdown(deadline).await;
+            let (sent, rest) = s.shutdown(deadline, keep).await;
+            all &= sent;
+            left.extend(rest);
         }
-        all
+        left.sort_by_key(|b| b.kind != SignalKind::Traces);
+        (all, left)
     }
 }
 
@@ -124,21 +156,31 @@ impl Sender {
 
     /// Sends what is pushed to `outbox` over `client`.
     pub fn over(outbox: Arc<Outbox>, client: Arc<Client>, retry: Retry) -> Self {
-        let task = tokio::spawn(outbox.clone().run_sender(client, retry));
+        let task = tokio::spawn(outbox.clone().run_senders(client, retry));
         Self { outbox, task }
     }
 
-    /// Closes the outbox and sends until `deadline`; what is left goes to the spool or is
-    /// counted as dropped. True when everything was sent.
-    pub async fn shutdown(self, deadline: tokio::time::Instant) -> bool {
-        self.outbox.close();
+    /// Closes the outbox and sends until `deadline`; what is left is handed back with
+    /// `keep`, else goes to the spool or is counted as dropped. True when everything was
+    /// sent.
+    pub async fn shutdown(
+        self,
+        deadline: tokio::time::Instant,
+        keep: bool,
+    ) -> (bool, Vec<Arc<Batch>>) {
+        self.outbox.close(deadline);
         let mut task = self.task;
         match tokio::time::timeout_at(deadline, &mut task).await {
-            Ok(_) => true,
+            Ok(_) => (true, Vec::new()),
             Err(_) => {
                 task.abort();
-                self.outbox.spill();
-                false
+                match keep {
+                    true => (false, self.outbox.take_queued()),
+                    false => {
+                        self.outbox.spill();
+                        (false, Vec::new())
+                    }
+                }
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Encoded batches waiting to be sent over one connection, of every signal it carries,
-//! bounded in bytes. Past the bound a batch goes to the spool, or is dropped and counted. One
-//! sender takes the oldest batch and retries it with backoff while the failure is retryable,
-//! so a backend that is away loses nothing that fits.
+//! bounded in bytes per signal. Past the bound a batch goes to the spool, or is dropped and
+//! counted. Each signal has its own lane and its own sender, which takes the lane's oldest
+//! batch and retries it with backoff while the failure is retryable: a backend that is away
+//! loses nothing that fits, and one signal's retries never hold the other's batches (metric
+//! exports retried through a flush once left every span unsent).
 use std::{
     collections::VecDeque,
     path::PathBuf,
@@ -13,12 +15,13 @@ use std::{
 };
 
 use pipetrace_config::{Retry, SignalKind};
-use tokio::sync::Notify;
+use tokio::{sync::Notify, time::Instant};
 use tracing::{Instrument, Span, field::Empty};
 
 use super::{Backoff, BySignal, Client, SendError, Spool};
 
 /// One encoded OTLP request of one signal, and how many spans (or metric requests) it holds.
+#[derive(Debug)]
 pub struct Batch {
     pub kind: SignalKind,
     pub items: u64,
@@ -26,7 +29,7 @@ pub struct Batch {
 }
 
 /// What became of the items pushed; every one ends in exactly one of sent, failed, dropped,
-/// or (for now) queued or spooled.
+/// kept (in a file for `pipetrace send`), or (for now) queued or spooled.
 #[derive(Debug, Default)]
 pub struct OutboxStats {
     pub sent: AtomicU64,
@@ -38,15 +41,25 @@ pub struct OutboxStats {
     pub dropped: AtomicU64,
     /// Written to the spool (to be sent by this agent or the next).
     pub spooled: AtomicU64,
+    /// Unsent when `pipetrace run` ended: kept in its file for `pipetrace send`.
+    pub kept: AtomicU64,
     /// Bytes in memory now.
     pub queued_bytes: AtomicU64,
 }
 
+/// Waits between retries during the final flush are at most this share of the flush window:
+/// a backend that restarts within the window still gets everything (the usual backoff grows
+/// to 8 s and more, which left a 15 s window two or three tries).
+const FLUSH_TRIES: u32 = 10;
+
 struct State {
-    queue: VecDeque<Arc<Batch>>,
-    bytes: u64,
+    /// Each signal's lane.
+    queues: BySignal<VecDeque<Arc<Batch>>>,
+    bytes: BySignal<u64>,
     spool: Option<Spool>,
     closed: bool,
+    /// While flushing: the longest wait between retries, so that the window holds several.
+    flush_wait: Option<Duration>,
 }
 
 pub struct Outbox {
@@ -54,7 +67,11 @@ pub struct Outbox {
     /// A spool is open: its file work runs on tokio's blocking threads, never on the async
     /// workers that also read the kernel's events.
     spooling: bool,
-    wake: Notify,
+    /// Wakes each signal's sender.
+    wake: BySignal<Notify>,
+    /// Wakes the senders waiting out a backoff when the flush starts.
+    closing: Notify,
+    /// Bytes in memory at most, per signal.
     max_bytes: u64,
     /// Each signal's counters (one set when the outbox carries one stream).
     stats: BySignal<Arc<OutboxStats>>,
@@ -85,6 +102,10 @@ impl Next {
 struct Trying {
     backoff: Backoff,
     failing: bool,
+    /// The final flush has started: waits keep within its window.
+    flushing: bool,
+    /// The server asked for the current wait (Retry-After): the flush does not cut it short.
+    asked: bool,
     retry: Retry,
 }
 
@@ -93,12 +114,14 @@ impl Outbox {
         Self {
             spooling: spool.is_some(),
             state: Mutex::new(State {
-                queue: VecDeque::new(),
-                bytes: 0,
+                queues: BySignal::default(),
+                bytes: BySignal::default(),
                 spool,
                 closed: false,
+                flush_wait: None,
             }),
-            wake: Notify::new(),
+            wake: BySignal::default(),
+            closing: Notify::new(),
             max_bytes,
             stats,
             traced: true,
@@ -140,19 +163,19 @@ impl Outbox {
     /// it back for the spool.
     fn queue_or_return(&self, batch: Batch) -> Option<Batch> {
         let mut st = self.lock();
-        let len = batch.body.len() as u64;
-        if st.bytes + len > self.max_bytes && !st.queue.is_empty() {
+        let (len, kind) = (batch.body.len() as u64, batch.kind);
+        if st.bytes.get(kind) + len > self.max_bytes && !st.queues.get(kind).is_empty() {
             if self.spooling {
                 return Some(batch);
             }
             self.overflow(&mut st, &batch);
             return None;
         }
-        st.bytes += len;
-        self.stats(batch.kind).queued_bytes.fetch_add(len, Relaxed);
-        st.queue.push_back(Arc::new(batch));
+        *st.bytes.get_mut(kind) += len;
+        self.stats(kind).queued_bytes.fetch_add(len, Relaxed);
+        st.queues.get_mut(kind).push_back(Arc::new(batch));
         drop(st);
-        self.wake.notify_one();
+        self.wake.get(kind).notify_one();
         None
     }
 
@@ -163,7 +186,7 @@ impl Outbox {
         let stats = self.stats(batch.kind);
         if kept {
             stats.spooled.fetch_add(batch.items, Relaxed);
-            self.wake.notify_one();
+            self.wake.get(batch.kind).notify_one();
         } else {
             stats.dropped.fetch_add(batch.items, Relaxed);
         }
@@ -172,35 +195,60 @@ impl Outbox {
     /// A batch leaves memory.
     fn unqueue(&self, st: &mut State, b: &Batch) {
         let len = b.body.len() as u64;
-        st.bytes -= len;
+        *st.bytes.get_mut(b.kind) -= len;
         self.stats(b.kind).queued_bytes.fetch_sub(len, Relaxed);
     }
 
     /// Moves every batch in memory to the spool (or drops them, counted): used when the
     /// agent is over its memory limit, and for what is unsent when it stops.
     pub fn spill(&self) -> u64 {
-        let mut st = self.lock();
         let mut moved = 0;
-        while let Some(b) = st.queue.pop_front() {
-            self.unqueue(&mut st, &b);
+        for b in self.take_queued() {
+            let mut st = self.lock();
             self.overflow(&mut st, &b);
             moved += b.items;
         }
         moved
     }
 
-    /// No more pushes: the sender stops once all is sent.
-    pub fn close(&self) {
-        self.lock().closed = true;
-        self.wake.notify_one();
+    /// Takes every batch waiting in memory out of the outbox, spans first: what
+    /// `pipetrace run` keeps in its file when its flush window ends.
+    pub fn take_queued(&self) -> Vec<Arc<Batch>> {
+        let mut st = self.lock();
+        let mut taken = Vec::new();
+        for kind in [SignalKind::Traces, SignalKind::Metrics] {
+            while let Some(b) = st.queues.get_mut(kind).pop_front() {
+                self.unqueue(&mut st, &b);
+                taken.push(b);
+            }
+        }
+        taken
     }
 
-    fn next(&self) -> Result<Option<Next>, ()> {
+    /// No more pushes: each sender stops once its lane is sent. The flush ends at
+    /// `deadline`: waits between retries keep within a tenth of the time left.
+    pub fn close(&self, deadline: Instant) {
         let mut st = self.lock();
-        if let Some(b) = st.queue.front() {
+        st.closed = true;
+        let window = deadline.saturating_duration_since(Instant::now());
+        st.flush_wait = Some(window / FLUSH_TRIES);
+        drop(st);
+        self.wake.traces.notify_one();
+        self.wake.metrics.notify_one();
+        self.closing.notify_waiters();
+    }
+
+    /// The longest wait between retries now: none outside a flush.
+    fn flush_wait(&self) -> Option<Duration> {
+        self.lock().flush_wait
+    }
+
+    fn next(&self, kind: SignalKind) -> Result<Option<Next>, ()> {
+        let mut st = self.lock();
+        if let Some(b) = st.queues.get(kind).front() {
             return Ok(Some(Next::Memory(b.clone())));
         }
-        if let Some(s) = st.spool.as_mut().and_then(|s| s.oldest()) {
+        if let Some(s) = st.spool.as_mut().and_then(|s| s.oldest_of(kind)) {
             return Ok(Some(Next::Disk {
                 path: s.path,
                 len: (8 + s.body.len()) as u64,
@@ -219,8 +267,9 @@ impl Outbox {
         match n {
             Next::Memory(b) => {
                 // A spill may have taken it meanwhile.
-                if st.queue.front().is_some_and(|f| Arc::ptr_eq(f, b)) {
-                    st.queue.pop_front();
+                let queue = st.queues.get_mut(b.kind);
+                if queue.front().is_some_and(|f| Arc::ptr_eq(f, b)) {
+                    queue.pop_front();
                     self.unqueue(&mut st, b);
                 }
             }
@@ -233,12 +282,12 @@ impl Outbox {
     }
 
     /// What to send next, read from the spool on a blocking thread when there is one.
-    async fn next_batch(self: &Arc<Self>) -> Result<Option<Next>, ()> {
+    async fn next_batch(self: &Arc<Self>, kind: SignalKind) -> Result<Option<Next>, ()> {
         if !self.spooling {
-            return self.next();
+            return self.next(kind);
         }
         let me = self.clone();
-        tokio::task::spawn_blocking(move || me.next())
+        tokio::task::spawn_blocking(move || me.next(kind))
             .await
             .unwrap_or(Err(()))
     }
@@ -253,16 +302,33 @@ impl Outbox {
         let _ = tokio::task::spawn_blocking(move || me.done(&next)).await;
     }
 
-    /// Sends until closed and empty. Retryable failures wait and try the same batch again.
-    pub async fn run_sender(self: Arc<Self>, client: Arc<Client>, retry: Retry) {
+    /// Sends both signals' lanes until closed and empty, each with a sender of its own.
+    pub async fn run_senders(self: Arc<Self>, client: Arc<Client>, retry: Retry) {
+        let traces = self
+            .clone()
+            .run_sender(SignalKind::Traces, client.clone(), retry.clone());
+        let metrics = self.run_sender(SignalKind::Metrics, client, retry);
+        tokio::join!(traces, metrics);
+    }
+
+    /// Sends one signal's lane until closed and empty. Retryable failures wait and try the
+    /// same batch again; while flushing, the waits keep within the flush window.
+    async fn run_sender(self: Arc<Self>, kind: SignalKind, client: Arc<Client>, retry: Retry) {
         let mut trying = Trying {
             backoff: Backoff::new(&retry),
             failing: false,
+            flushing: false,
+            asked: false,
             retry,
         };
         loop {
-            let woken = self.wake.notified();
-            let next = match self.next_batch().await {
+            let woken = self.wake.get(kind).notified();
+            // Registered before the attempt looks at the flush: a close in between still
+            // wakes a wait.
+            let closing = self.closing.notified();
+            tokio::pin!(closing);
+            closing.as_mut().enable();
+            let next = match self.next_batch(kind).await {
                 Err(()) => return,
                 Ok(None) => {
                     woken.await;
@@ -282,8 +348,11 @@ impl Outbox {
                 span.record("retry_in_ms", w.as_millis() as u64);
             }
             drop(span);
-            if let Some(w) = wait {
-                tokio::time::sleep(w).await;
+            let Some(w) = wait else { continue };
+            // The flush's start cuts a long backoff short.
+            tokio::select! {
+                _ = tokio::time::sleep(w) => {}
+                _ = &mut closing, if !trying.flushing && !trying.asked => {}
             }
         }
     }
@@ -323,6 +392,22 @@ impl Outbox {
         }
     }
 
+    /// The wait before trying again. During the final flush the backoff starts afresh and
+    /// keeps within a tenth of the window, so that several tries fit in it; a server's own
+    /// Retry-After still stands.
+    fn retry_wait(&self, t: &mut Trying, retry_after: Option<Duration>) -> Duration {
+        let cap = self.flush_wait();
+        if cap.is_some() && !std::mem::replace(&mut t.flushing, true) {
+            t.backoff.reset();
+        }
+        let w = t.backoff.next(retry_after);
+        t.asked = retry_after.is_some();
+        match (cap, retry_after) {
+            (Some(cap), None) => w.min(cap),
+            _ => w,
+        }
+    }
+
     /// Counts what one attempt did, and says how long to wait before trying it again.
     async fn judge(
         self: &Arc<Self>,
@@ -351,7 +436,7 @@ impl Outbox {
                         e.message
                     );
                 }
-                Some(t.backoff.next(e.retry_after))
+                Some(self.retry_wait(t, e.retry_after))
             }
             Err(e) => {
                 log::warn!(
@@ -382,15 +467,49 @@ mod tests {
     #[tokio::test]
     async fn each_signal_is_counted_apart_in_one_outbox() {
         let stats = BySignal::<Arc<OutboxStats>>::default();
-        // Room for one batch: the second is dropped (no spool), counted on its own signal.
+        // Room for one batch per signal: the second of traces is dropped (no spool), counted
+        // on its own signal; metrics have room of their own.
         let o = Arc::new(Outbox::new(10, None, stats.clone()));
         o.push(batch(SignalKind::Traces, 3)).await;
+        o.push(batch(SignalKind::Traces, 2)).await;
         o.push(batch(SignalKind::Metrics, 1)).await;
-        assert_eq!(stats.metrics.dropped.load(Relaxed), 1);
-        assert_eq!(stats.traces.dropped.load(Relaxed), 0);
+        assert_eq!(stats.traces.dropped.load(Relaxed), 2);
+        assert_eq!(stats.metrics.dropped.load(Relaxed), 0);
         assert_eq!(stats.traces.queued_bytes.load(Relaxed), 10);
-        assert_eq!(o.spill(), 3);
-        assert_eq!(stats.traces.dropped.load(Relaxed), 3);
+        assert_eq!(o.spill(), 4);
+        assert_eq!(stats.traces.dropped.load(Relaxed), 5);
+        assert_eq!(stats.metrics.dropped.load(Relaxed), 1);
         assert_eq!(stats.traces.queued_bytes.load(Relaxed), 0);
+    }
+
+    /// A flush window of 10 s: a backoff grown long starts again and keeps under 1 s, but
+    /// the server's own Retry-After stands.
+    #[tokio::test]
+    async fn the_flush_keeps_retries_within_its_window() {
+        let o = Outbox::new(10, None, BySignal::default());
+        let retry = Retry::default();
+        let mut t = Trying {
+            backoff: Backoff::new(&retry),
+            failing: true,
+            flushing: false,
+            asked: false,
+            retry,
+        };
+        for _ in 0..6 {
+            t.backoff.next(None);
+        }
+        assert!(
+            o.retry_wait(&mut t, None) >= Duration::from_secs(15),
+            "before the flush"
+        );
+        o.close(Instant::now() + Duration::from_secs(10));
+        let waits: Vec<Duration> = (0..8).map(|_| o.retry_wait(&mut t, None)).collect();
+        assert!(waits[0] <= Duration::from_secs(1), "{waits:?}");
+        assert!(
+            waits.iter().all(|w| *w <= Duration::from_secs(1)),
+            "{waits:?}"
+        );
+        let asked = o.retry_wait(&mut t, Some(Duration::from_secs(5)));
+        assert_eq!(asked, Duration::from_secs(5));
     }
 }

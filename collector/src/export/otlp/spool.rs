@@ -74,6 +74,17 @@ impl Spool {
         })
     }
 
+    /// The oldest batch of `kind`, if this agent owns its folder.
+    pub fn oldest_of(&mut self, kind: SignalKind) -> Option<Spooled> {
+        let (path, items, body) = self.lane(kind)?.oldest()?;
+        Some(Spooled {
+            kind,
+            path,
+            items,
+            body,
+        })
+    }
+
     pub fn remove(&mut self, kind: SignalKind, path: &Path, len: u64) {
         if let Some(l) = self.lane(kind) {
             l.remove(path, len);

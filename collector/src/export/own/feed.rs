@@ -71,7 +71,7 @@ impl OwnSink {
     pub async fn shutdown(self, deadline: Instant) -> bool {
         super::detach();
         let fed = tokio::time::timeout_at(deadline, self.feed).await.is_ok();
-        self.sender.shutdown(deadline).await && fed
+        self.sender.shutdown(deadline, false).await.0 && fed
     }
 }
 

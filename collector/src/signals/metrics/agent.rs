@@ -44,6 +44,10 @@ pub struct AgentFigures {
     pub spans_spooled: u64,
     /// Encoded telemetry waiting in memory.
     pub export_queue_bytes: u64,
+    /// Attribute values cut to `export.limits`' value length.
+    pub attributes_truncated: u64,
+    /// Attributes, events and links left out past `export.limits`' counts.
+    pub limits_dropped: u64,
     /// How long the node has been idle, seconds (0 before `host.idle_after`); none outside
     /// a node agent, or when the host's CPU figures could not be read.
     pub host_idle_s: Option<u64>,
@@ -72,7 +76,7 @@ type Figure = (
 );
 
 /// Counted since the agent started.
-const COUNTERS: [Figure; 13] = [
+const COUNTERS: [Figure; 15] = [
     (
         metric::AGENT_EVENTS_LOST,
         "{event}",
@@ -150,6 +154,18 @@ const COUNTERS: [Figure; 13] = [
         "{span}",
         "Spans written to the on-disk spool",
         |f| f.spans_spooled,
+    ),
+    (
+        metric::AGENT_ATTRIBUTES_TRUNCATED,
+        "{attribute}",
+        "Attribute values cut to export.limits' value length",
+        |f| f.attributes_truncated,
+    ),
+    (
+        metric::AGENT_LIMITS_DROPPED,
+        "{item}",
+        "Attributes, events and links left out past export.limits' counts",
+        |f| f.limits_dropped,
     ),
 ];
 
