@@ -8,7 +8,8 @@ fn a_report_of_an_agents_file_has_one_section_per_run() {
     let (agent, out) = own_agent(
         dir.path(),
         "agent",
-        "attribution:\n  run_rules:\n\
+        // No engine: the agent watches the whole host, where other tests run Snakemake.
+        "attribution:\n  engines: []\n  run_rules:\n\
          \x20   - match: { argv: 'pipetrace-report-first' }\n      name: first\n\
          \x20   - match: { argv: 'pipetrace-report-second' }\n      name: second\n",
     );
