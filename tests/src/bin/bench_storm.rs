@@ -2,7 +2,7 @@
 //!
 //!     make bench        (or: cargo build --release -p pipetrace -p pipetrace-e2e &&
 //!                        ./target/release/bench-storm [PROCESSES] [REPEATS] [--files]
-//!                        [--memory MAX])
+//!                        [--memory MAX] [--traces-only])
 //!
 //! A shell loop starts PROCESSES `/bin/true` processes. Each repeat times it four ways, back
 //! to back so that drift on a shared machine hits all alike: alone; under a freshly started
@@ -223,6 +223,10 @@ fn main() {
         .and_then(|i| args.get(i + 1)?.parse().ok())
         .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().expect("tempdir");
+    // `--traces-only`: the trace budget's rows alone, up to `--memory MAX` processes.
+    if args.iter().any(|a| a == "--traces-only") {
+        return print_trace_sizes(memory_max, dir.path());
+    }
     let cfg = dir.path().join("bench.yaml");
     let capture = if files {
         "files:\n  enabled: true\n"
