@@ -162,6 +162,12 @@ fn start(image: &Image, started: SystemTime, host: crate::host::SharedHost) -> B
         host.clone(),
         !quiet_hides_jobs(&image.argv),
     );
+    // A rerun in place: the scripts folder is there from the start. Kept from now, a run of
+    // script jobs alone keeps its first jobs' scripts too, however short they are.
+    let scripts = workdir.join(SCRIPTS_DIR);
+    if target.is_none() && host.list(&scripts).is_ok() {
+        host.keep_written(&scripts);
+    }
     Box::new(Snakemake {
         // A `--target-jobs` run (a `run:` job, a cluster job) was told its directory.
         jobs_dir_known: target.is_some(),

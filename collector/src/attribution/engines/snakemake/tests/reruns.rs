@@ -220,3 +220,30 @@ fn a_workdir_directive_on_8_moves_the_log_too() {
     let info = got[0].clone().expect("its block in work/.snakemake/log");
     assert_eq!(info.wildcards.as_deref(), Some("s=a"));
 }
+
+/// A rerun in place starts with `.snakemake/scripts` already there: its scripts are kept
+/// from the run's start, before its first job (a run of script jobs alone, whose first
+/// jobs may end before they are seen); a first run's are kept from its first job on.
+#[test]
+fn a_rerun_keeps_scripts_from_its_start() {
+    use crate::host::Host as _;
+    let host = crate::host::fake::FakeHost::new(0, 1_000_000_000);
+    let image = |dir: &str| Image {
+        path: "/usr/bin/snakemake".into(),
+        argv: ["snakemake", "--cores", "2"].map(String::from).to_vec(),
+        cwd: Some(dir.into()),
+        ..Default::default()
+    };
+    host.write("/rerun/.snakemake/scripts/tmpold.count.py", "run 1");
+    let _rerun = (ENGINE.start)(&image("/rerun"), SystemTime::now(), host.shared());
+    let _first = (ENGINE.start)(&image("/first"), SystemTime::now(), host.shared());
+    host.write("/rerun/.snakemake/scripts/tmpnew.count.py", "run 2");
+    host.write("/first/.snakemake/scripts/tmpone.count.py", "run 1");
+    let kept = |n: &str| host.kept(std::ffi::OsStr::new(n));
+    assert_eq!(kept("tmpnew.count.py"), Some(b"run 2".to_vec()));
+    assert_eq!(
+        kept("tmpone.count.py"),
+        None,
+        "a first run waits for its first job"
+    );
+}
