@@ -567,7 +567,8 @@ impl Pipeline {
             }
             self.metrics.on_finished(&f);
             let mut ready = Vec::new();
-            self.folder.push(signal, &mut ready);
+            let ends_run = matches!(f, Finished::Run { .. });
+            self.folder.push_span(signal, ends_run, &mut ready);
             for signal in ready {
                 if let Some(s) = self.summary.as_mut() {
                     s.record(&signal);

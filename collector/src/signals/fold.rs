@@ -89,11 +89,19 @@ impl Folder {
 
     /// A built span: out now (into `out`), or later, folded or placed with its parent.
     pub fn push(&mut self, s: ReadySpan, out: &mut Vec<ReadySpan>) {
+        let ends_run = s.kind == Kind::Run;
+        self.push_span(s, ends_run, out);
+    }
+
+    /// As [`Self::push`], `ends_run` saying it is the span of a run's root: on a node that
+    /// holds a part of a run rooted elsewhere (a Slurm step), that is a task span, and
+    /// what waited in the trace goes out with it.
+    pub fn push_span(&mut self, s: ReadySpan, ends_run: bool, out: &mut Vec<ReadySpan>) {
         if self.max == 0 {
             return out.push(s);
         }
         let trace = s.span.span_context.trace_id();
-        if s.kind == Kind::Run {
+        if ends_run {
             return self.finish(trace, s, out);
         }
         let half = self.max / 2;

@@ -226,3 +226,24 @@ fn an_agent_stopping_mid_run_sends_what_waited() {
         .sum();
     assert_eq!(counted, 400, "every tool out at the stop");
 }
+
+/// A node's part of a run rooted on another node ends with a task span of that run: what
+/// waited in the trace goes out with it, nothing is held for a run span that never comes.
+#[test]
+fn a_part_of_a_run_rooted_elsewhere_ends_with_its_own_span() {
+    let mut f = Folder::new(20_000, Duration::from_secs(1));
+    let mut out = Vec::new();
+    for i in 0..400u64 {
+        f.push(span(Kind::Tool, 100 + i, 50, "true", (i, i + 1)), &mut out);
+    }
+    let mut part = task(50, "step", 401, (0, 500));
+    part.span.parent_span_id = SpanId::from_bytes(9u64.to_be_bytes());
+    f.push_span(part, true, &mut out);
+    let counted: i64 = (out.iter())
+        .filter(|s| s.kind == Kind::Tool)
+        .map(|s| int(s, attr::FOLD_SPANS).unwrap_or(1))
+        .sum();
+    assert_eq!(counted, 400, "every tool out with the part's own span");
+    assert_eq!(out.last().unwrap().kind, Kind::Task);
+    assert!(f.traces.is_empty(), "nothing kept of the trace");
+}
