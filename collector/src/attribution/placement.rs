@@ -5,7 +5,14 @@ use super::{
     Attributor, EntityRef, ProcKey, Role,
     naming::{self, is_single_command, shell_command},
 };
-use crate::tree::{Proc, Tree};
+use crate::tree::{Image, Proc, Tree};
+
+/// The nearest ancestor of `key` that exec'd (a forked subshell runs its parent's program),
+/// with its image.
+pub(super) fn runner<'t>(tree: &'t Tree, key: &ProcKey) -> Option<(&'t Proc, &'t Image)> {
+    tree.ancestors(key)
+        .find_map(|a| a.image.as_ref().map(|img| (a, img)))
+}
 
 impl Attributor {
     /// A member whose span would be empty: a subshell that never exec'd, or a shell that
@@ -13,9 +20,7 @@ impl Attributor {
     pub(super) fn transparent(&self, tree: &Tree, p: &Proc) -> bool {
         match &p.image {
             // A subshell of a subshell runs the shell that forked the first.
-            None => (tree.ancestors(&p.key))
-                .find_map(|a| a.image.as_ref())
-                .is_some_and(naming::runs_shell),
+            None => runner(tree, &p.key).is_some_and(|(_, img)| naming::runs_shell(img)),
             Some(img) => {
                 shell_command(&img.argv).is_some_and(is_single_command)
                     || naming::is_wrapper(img)

@@ -1,18 +1,14 @@
 //! Where tasks start: a process of a run that no task holds yet is a task, the engine's
 //! own work, or neither yet, as a task rule or the run's engine says at its exec. Every
 //! exec decides again: a process is what it executed last.
-use super::{Attributor, Class, EntityRef, Membership, Place, ProcKey, Role, engines, naming};
+use super::{
+    Attributor, Class, EntityRef, Membership, Place, ProcKey, Role, engines, naming,
+    placement::runner,
+};
 use crate::{
     accounting::Rollup,
-    tree::{Image, Proc, Tree},
+    tree::{Image, Tree},
 };
-
-/// The nearest ancestor of `key` that exec'd (a forked subshell runs its parent's program),
-/// with its image.
-fn runner<'t>(tree: &'t Tree, key: &ProcKey) -> Option<(&'t Proc, &'t Image)> {
-    tree.ancestors(key)
-        .find_map(|a| a.image.as_ref().map(|img| (a, img)))
-}
 
 impl Attributor {
     /// A member of a run exec'd `image`: the engine's plumbing, a task, or what it was.
