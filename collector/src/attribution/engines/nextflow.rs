@@ -138,7 +138,9 @@ fn command_run(image: &Image) -> Option<std::path::PathBuf> {
     if !runs_command_run(image) {
         return None;
     }
-    let script = image.argv.iter().skip(1).find(|a| !a.starts_with('-'))?;
+    // The operand `runs_command_run` found (past `-o pipefail`-style option values).
+    let script =
+        (image.argv.iter().skip(1)).find(|a| naming::executable_name(a) == ".command.run")?;
     let path = Path::new(script);
     match (path.is_absolute(), &image.cwd) {
         (true, _) => Some(path.to_path_buf()),
@@ -416,5 +418,13 @@ mod tests {
             ..image
         };
         assert!(command_run(&traced).is_some());
+        // nf-core's process.shell: the option's value is no script.
+        let shell = Image {
+            argv: ["bash", "-C", "-e", "-u", "-o", "pipefail", ".command.run"]
+                .map(String::from)
+                .to_vec(),
+            ..traced
+        };
+        assert_eq!(command_run(&shell), Some(work.join(".command.run")));
     }
 }
