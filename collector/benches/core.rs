@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use pipetrace::{
-    accounting::Usage,
+    accounting::{CpuTimes, Usage},
     attribution::{Attributor, Mode},
     event::{Event, ProcKey},
     export::Sink,
@@ -141,9 +141,12 @@ fn end(k: ProcKey, at: u64) -> [Event; 3] {
         },
         Event::FinalCpu {
             key: k,
-            utime_ns: 300_000,
-            stime_ns: 600_000,
-            runtime_ns: 900_000,
+            cpu: CpuTimes {
+                utime: 300_000,
+                stime: 600_000,
+                rtime: 900_000,
+                prev: (0, 0),
+            },
         },
         Event::Usage { key: k, usage },
     ]

@@ -3,7 +3,11 @@
 //! settled only once its exited descendants are: a task's figures then hold every tool.
 use std::time::{Duration, Instant};
 
-use crate::{accounting::Usage, event::ProcKey, tree::Tree};
+use crate::{
+    accounting::{CpuTimes, Usage},
+    event::ProcKey,
+    tree::Tree,
+};
 
 struct Entry {
     since: Duration,
@@ -85,9 +89,9 @@ impl Awaiting {
 
     /// The CPU a process finally used, booked as its last thread left its CPU: completes
     /// the figures from exit, in case the reap-time report does not come.
-    pub fn final_cpu(&mut self, key: ProcKey, utime: u64, stime: u64, rtime: u64) {
+    pub fn final_cpu(&mut self, key: ProcKey, cpu: &CpuTimes) {
         if let Some(u) = self.entries.get_mut(&key).and_then(|e| e.at_exit.as_mut()) {
-            u.take_final_cpu(utime, stime, rtime);
+            u.take_final_cpu(cpu);
         }
     }
 
@@ -296,16 +300,22 @@ mod tests {
         for pid in 1..=3 {
             a.exited(key(pid), 0, Some(exit(10, 30)));
         }
+        let cpu = |utime, stime, rtime| CpuTimes {
+            utime,
+            stime,
+            rtime,
+            prev: (0, 0),
+        };
         // The way out (a heap unmapped) booked 60 ns more; the ticks say a quarter user.
-        a.final_cpu(key(1), 4, 12, 100);
+        a.final_cpu(key(1), &cpu(4, 12, 100));
         // A thread that left while another was still being released: less, kept out.
-        a.final_cpu(key(2), 1, 1, 20);
-        a.final_cpu(key(3), 4, 12, 100);
+        a.final_cpu(key(2), &cpu(1, 1, 20));
+        a.final_cpu(key(3), &cpu(4, 12, 100));
         assert!(
             a.reported(key(3), exit(20, 81)),
             "the reap-time report wins"
         );
-        a.final_cpu(key(9), 4, 12, 100);
+        a.final_cpu(key(9), &cpu(4, 12, 100));
         let mut got = a.ready(&tree, true);
         got.sort_by_key(|(k, _)| k.pid);
         let cpu = |i: usize| {

@@ -5,7 +5,10 @@ use pipetrace_probes_common::{
     OpenEvent, SignalEvent, UsageEvent,
 };
 
-use crate::{accounting::Usage, host::ns_per_tick};
+use crate::{
+    accounting::{CpuTimes, Usage},
+    host::ns_per_tick,
+};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
@@ -61,12 +64,10 @@ pub enum Event {
     },
     /// A thread of the process left its CPU for good after every thread had exited: the
     /// CPU it finally used, in the kernel's units (tick-sampled user and system, exact
-    /// runtime; nanoseconds), for the figures from exit.
+    /// runtime, the split last reported; nanoseconds), for the figures from exit.
     FinalCpu {
         key: ProcKey,
-        utime_ns: u64,
-        stime_ns: u64,
-        runtime_ns: u64,
+        cpu: CpuTimes,
     },
     /// The process was reaped: its final resource usage.
     Usage {
@@ -181,9 +182,12 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             let e: FinalCpuEvent = read(bytes, h.kind)?;
             Ok(Event::FinalCpu {
                 key,
-                utime_ns: e.utime_ns,
-                stime_ns: e.stime_ns,
-                runtime_ns: e.runtime_ns,
+                cpu: CpuTimes {
+                    utime: e.utime_ns,
+                    stime: e.stime_ns,
+                    rtime: e.runtime_ns,
+                    prev: (e.prev_utime_ns, e.prev_stime_ns),
+                },
             })
         }
         KIND_OOM => {

@@ -362,12 +362,7 @@ impl Pipeline {
                 self.signalled(target, time_ns, sig, code, sender);
             }
             Event::Open { key, path, flags } => self.opened(key, &path, flags),
-            Event::FinalCpu {
-                key,
-                utime_ns,
-                stime_ns,
-                runtime_ns,
-            } => self.awaiting.final_cpu(key, utime_ns, stime_ns, runtime_ns),
+            Event::FinalCpu { key, cpu } => self.awaiting.final_cpu(key, &cpu),
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.
                 if !self.awaiting.reported(key, usage) {

@@ -19,11 +19,18 @@ fn traced(dir: &Path, args: &[&str]) -> (RecvSpan, Value) {
 
 /// As [`traced`], the workload left unreaped for `reap_after_ms` after it ended.
 fn traced_reaped_after(dir: &Path, args: &[&str], reap_after_ms: Option<u64>) -> (RecvSpan, Value) {
+    traced_with(dir, args, &[("RUSAGE_OF_REAP_AFTER_MS", reap_after_ms)])
+}
+
+/// Runs ARGS under the agent with `rusage-of`'s options set (see tests/src/bin/rusage_of.rs).
+fn traced_with(dir: &Path, args: &[&str], options: &[(&str, Option<u64>)]) -> (RecvSpan, Value) {
     let out = dir.join("t.otlp.jsonl");
     let ru = dir.join("rusage.json");
     let mut cmd = pipetrace();
-    if let Some(ms) = reap_after_ms {
-        cmd.env("RUSAGE_OF_REAP_AFTER_MS", ms.to_string());
+    for (name, value) in options {
+        if let Some(v) = value {
+            cmd.env(name, v.to_string());
+        }
     }
     let o = cmd
         .arg("run")
@@ -169,13 +176,18 @@ fn a_cpu_burner_single_and_multi_threaded() {
 
 /// A parent that reaps late (here 3 s, past `probes.usage_wait`) gets no reap-time report in
 /// time: the figures taken as the last thread exited stand in, and match wait4's. CPU to the
-/// microsecond, the exit's own way out included: unmapping 128 MiB takes milliseconds after
-/// the exit tracepoint.
+/// microsecond, the exit's own way out included (unmapping 128 MiB takes milliseconds after
+/// the exit tracepoint), and the split held to what a /proc read reported mid-run.
 #[test]
 fn figures_taken_at_exit_match_wait4_when_the_reap_comes_late() {
     let dir = tempfile::tempdir().unwrap();
     for args in [&["threads", "3", "200"][..], &["alloc", "128"][..]] {
-        let (tool, truth) = traced_reaped_after(dir.path(), args, Some(3000));
+        // Read as `ps` would while it runs: the kernel's final split keeps what was read.
+        let options = [
+            ("RUSAGE_OF_REAP_AFTER_MS", Some(3000)),
+            ("RUSAGE_OF_READ_STAT_MS", Some(5)),
+        ];
+        let (tool, truth) = traced_with(dir.path(), args, &options);
         assert_eq!(tool.int(attr::USAGE_AT_EXIT), Some(1), "{args:?}: {tool:?}");
         for (ours, theirs) in [
             (attr::CPU_USER_TIME, "user_s"),

@@ -6,7 +6,7 @@ mod usage;
 
 pub use by_container::{ByContainer, ContainerPart};
 pub use rollup::{Allocation, Rollup};
-pub use usage::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage, split_cpu};
+pub use usage::{CpuTimes, IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage};
 
 /// Which counters this kernel and these probes measure; the rest are left out of exports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

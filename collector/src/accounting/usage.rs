@@ -49,18 +49,16 @@ pub struct Usage {
 
 impl Usage {
     pub fn from_figures(e: &Figures, page_size: u64) -> Self {
-        // After wait4 the kernel keeps the split it reported (monotonic with every earlier
-        // /proc read); a process reaped without wait4 gets the same computation afresh.
         // The leader's own plus its exited threads'.
         // Kernel records are trusted for meaning, not for range: nothing here may overflow.
         let io = |i: usize| e.io[i].saturating_add(e.acc.io[i]);
-        let (user, system) = if e.runtime_ns > 0
-            && e.prev_utime_ns.checked_add(e.prev_stime_ns) == Some(e.runtime_ns)
-        {
-            (e.prev_utime_ns, e.prev_stime_ns)
-        } else {
-            split_cpu(e.utime_ns, e.stime_ns, e.runtime_ns)
-        };
+        let (user, system) = CpuTimes {
+            utime: e.utime_ns,
+            stime: e.stime_ns,
+            rtime: e.runtime_ns,
+            prev: (e.prev_utime_ns, e.prev_stime_ns),
+        }
+        .split();
         Self {
             cpu_user_ns: user,
             cpu_system_ns: system,
@@ -129,13 +127,13 @@ impl Usage {
         dropped
     }
 
-    /// Takes the CPU the kernel booked by the last switch of a thread of this process
-    /// (`utime`, `stime`, `rtime` as [`split_cpu`] takes them) where it is more than these
-    /// figures hold: figures taken at exit lack the way out. Never lowers them: a thread
-    /// leaving while another's release is still under way reports less than the end.
-    pub fn take_final_cpu(&mut self, utime: u64, stime: u64, rtime: u64) {
-        if rtime > self.cpu_user_ns.saturating_add(self.cpu_system_ns) {
-            (self.cpu_user_ns, self.cpu_system_ns) = split_cpu(utime, stime, rtime);
+    /// Takes the CPU the kernel booked by the last switch of a thread of this process where
+    /// it is more than these figures hold: figures taken at exit lack the way out. Never
+    /// lowers them: a thread leaving while another's release is still under way reports
+    /// less than the end.
+    pub fn take_final_cpu(&mut self, cpu: &CpuTimes) {
+        if cpu.rtime > self.cpu_user_ns.saturating_add(self.cpu_system_ns) {
+            (self.cpu_user_ns, self.cpu_system_ns) = cpu.split();
         }
     }
 
@@ -181,18 +179,41 @@ impl Usage {
     }
 }
 
-/// Splits the exact CPU time (`rtime`) by the tick-sampled user/system ratio, as the
-/// kernel does for getrusage and wait4 (`cputime_adjust`), so the two agree.
-pub fn split_cpu(utime: u64, stime: u64, rtime: u64) -> (u64, u64) {
-    if stime == 0 {
-        return (rtime, 0);
+/// A process's CPU as the kernel keeps it, nanoseconds: tick-sampled user and system time,
+/// the exact runtime they split, and the split the kernel last reported
+/// (`signal_struct.prev_cputime`, kept by every /proc read, getrusage and wait4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub utime: u64,
+    pub stime: u64,
+    pub rtime: u64,
+    pub prev: (u64, u64),
+}
+
+impl CpuTimes {
+    /// User and system time as wait4 reports them (`cputime_adjust`): the exact runtime
+    /// split by the samples' ratio, never below a split reported before. Anyone reading
+    /// /proc/PID/stat mid-run (`ps`, `top`, another agent) moves the final split; without
+    /// the earlier split, ours and wait4's then differ by microseconds.
+    pub fn split(&self) -> (u64, u64) {
+        let (prev_user, prev_system) = self.prev;
+        let rtime = self.rtime;
+        if prev_user.saturating_add(prev_system) >= rtime {
+            return self.prev;
+        }
+        let mut system = match (self.utime, self.stime) {
+            (_, 0) => 0,
+            (0, _) => rtime,
+            (u, s) => (u128::from(s) * u128::from(rtime) / (u128::from(s) + u128::from(u))) as u64,
+        };
+        system = system.max(prev_system).min(rtime);
+        let mut user = rtime - system;
+        if user < prev_user {
+            user = prev_user;
+            system = rtime - user;
+        }
+        (user, system)
     }
-    if utime == 0 {
-        return (0, rtime);
-    }
-    let s =
-        (u128::from(stime) * u128::from(rtime) / (u128::from(stime) + u128::from(utime))) as u64;
-    (rtime - s, s)
 }
 
 #[cfg(test)]
@@ -260,13 +281,47 @@ mod tests {
         assert_eq!(u.impossible, IMPOSSIBLE_RUN_QUEUE);
     }
 
+    fn split(utime: u64, stime: u64, rtime: u64, prev: (u64, u64)) -> (u64, u64) {
+        CpuTimes {
+            utime,
+            stime,
+            rtime,
+            prev,
+        }
+        .split()
+    }
+
     #[test]
     fn cpu_split_follows_the_kernel() {
         // No tick landed in system mode: all of the exact time is user time.
-        assert_eq!(split_cpu(4_000_000, 0, 5_123_456), (5_123_456, 0));
-        assert_eq!(split_cpu(0, 0, 700), (700, 0));
-        assert_eq!(split_cpu(0, 8, 900), (0, 900));
+        assert_eq!(split(4_000_000, 0, 5_123_456, (0, 0)), (5_123_456, 0));
+        assert_eq!(split(0, 0, 700, (0, 0)), (700, 0));
+        assert_eq!(split(0, 8, 900, (0, 0)), (0, 900));
         // 3:1 samples split 4 ms exactly 3:1.
-        assert_eq!(split_cpu(3, 1, 4_000_000), (3_000_000, 1_000_000));
+        assert_eq!(split(3, 1, 4_000_000, (0, 0)), (3_000_000, 1_000_000));
+    }
+
+    #[test]
+    fn an_earlier_reported_split_holds_as_the_kernel_keeps_it() {
+        // A /proc read mid-run reported 1 ms system of 2 ms; the final samples say 3:1 of
+        // 4 ms, 1 ms system: system stays at least what was reported, user takes the rest.
+        assert_eq!(
+            split(3, 1, 4_000_000, (1_000_000, 1_000_000)),
+            (3_000_000, 1_000_000)
+        );
+        assert_eq!(
+            split(3, 1, 4_000_000, (500_000, 1_500_000)),
+            (2_500_000, 1_500_000)
+        );
+        // User time reported before cannot fall either.
+        assert_eq!(
+            split(1, 3, 4_000_000, (1_800_000, 200_000)),
+            (1_800_000, 2_200_000)
+        );
+        // Once wait4 or a read saw the whole runtime, its split is the split.
+        assert_eq!(
+            split(3, 1, 4_000_000, (2_000_000, 2_000_000)),
+            (2_000_000, 2_000_000)
+        );
     }
 }

@@ -226,6 +226,9 @@ pub struct FinalCpuEvent {
     pub utime_ns: u64,
     pub stime_ns: u64,
     pub runtime_ns: u64,
+    /// `signal_struct.prev_cputime`: the split the kernel last reported, which wait4 keeps.
+    pub prev_utime_ns: u64,
+    pub prev_stime_ns: u64,
 }
 
 /// A file a process opened (`openat` returned a descriptor).

@@ -87,6 +87,8 @@ pub fn left(prev: Task, o: &KernelOffsets) {
         (*ev).utime_ns = ut + mine(o.task_utime);
         (*ev).stime_ns = st + mine(o.task_stime);
         (*ev).runtime_ns = rt + mine(o.task_sum_exec_runtime);
+        (*ev).prev_utime_ns = field::<Direct>(sig, o.sig_prev_utime);
+        (*ev).prev_stime_ns = field::<Direct>(sig, o.sig_prev_stime);
     }
     entry.submit(emit::submit_flags());
 }

@@ -2,6 +2,8 @@
 //! rusage for it as JSON: the truth the accounting tests compare pipetrace with.
 //! `RUSAGE_OF_REAP_AFTER_MS=N`: leave the ended child unreaped for N ms first, as a parent
 //! busy elsewhere does (the kernel's reap-time report then comes that late).
+//! `RUSAGE_OF_READ_STAT_MS=N`: read /proc/PID/stat every N ms while the child runs, as `ps`
+//! and `top` do: each read fixes a user/system split the kernel's final one may not go below.
 use std::{ffi::CString, os::unix::ffi::OsStrExt};
 
 fn main() {
@@ -26,6 +28,12 @@ fn main() {
         }
     }
     assert!(pid > 0, "fork failed");
+    if let Some(ms) = std::env::var("RUSAGE_OF_READ_STAT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::spawn(move || read_stat_while_alive(pid, ms));
+    }
     if let Some(ms) = std::env::var("RUSAGE_OF_REAP_AFTER_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -73,4 +81,17 @@ fn main() {
         128 + libc::WTERMSIG(status)
     };
     std::process::exit(code);
+}
+
+/// Reads the child's /proc stat until it is a zombie (or gone).
+fn read_stat_while_alive(pid: libc::pid_t, every_ms: u64) {
+    let path = format!("/proc/{pid}/stat");
+    while let Ok(stat) = std::fs::read_to_string(&path) {
+        // The state follows the command's closing parenthesis.
+        let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
+        if state == Some("Z") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(every_ms));
+    }
 }
