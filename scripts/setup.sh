@@ -9,8 +9,10 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # runc, and a static BusyBox for a rootfs (no image can be pulled here), for the container
 # tests; Slurm and munge for the batch-scheduler tests (scripts/slurm-up.sh starts them); tmux
 # for the live view's test in a real terminal; a JDK (javac, java) for the Nextflow stand-in, a real
-# JVM that launches tasks as Nextflow's does.
-declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [javac]=default-jdk-headless)
+# JVM that launches tasks as Nextflow's does; debootstrap to build the agent's and pipelines'
+# images from Debian's packages (`make image`); Prometheus and Alertmanager, which the deployment
+# tests run against a real agent (installed without starting their services).
+declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [javac]=default-jdk-headless [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager)
 missing=()
 for bin in "${!pkg_for[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")
@@ -19,6 +21,9 @@ if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # No service starts at install (Prometheus would take port 9090): tests start their own.
+  policy=/usr/sbin/policy-rc.d
+  [[ -e $policy ]] || { printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && trap 'rm -f "$policy"' EXIT; }
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
