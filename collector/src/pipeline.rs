@@ -560,7 +560,7 @@ impl Pipeline {
                 self.runs_finished += 1;
                 self.builder.forget(proc.key);
             }
-            self.metrics.on_finished(&f);
+            self.metrics.on_finished(&f, &self.attr);
             let mut ready = Vec::new();
             let ends_run = matches!(f, Finished::Run { .. });
             self.folder.push_span(signal, ends_run, &mut ready);

@@ -327,6 +327,22 @@ pub const KEYS: &[(&str, &str)] = &[
         "Attribute sets (pipeline, task, tool) kept at most; the rest share one overflow series, so no total is lost.",
     ),
     (
+        "metrics.prometheus",
+        "The same metrics served for Prometheus to scrape, named as Prometheus' own OTLP translation names them, so one set of rules and dashboards serves both paths.",
+    ),
+    (
+        "metrics.prometheus.listen",
+        "Address:port of a GET /metrics endpoint (OpenMetrics text), e.g. 127.0.0.1:9464; null: none. Needs metrics.enabled.",
+    ),
+    (
+        "metrics.prometheus.promote_resource_attributes",
+        "Resource attributes put on every series as labels (dots become underscores), as Prometheus' otlp.promote_resource_attributes does; every resource attribute is on target_info.",
+    ),
+    (
+        "metrics.prometheus.keep_ended",
+        "How long the counters of a series whose work ended (a tool killed a second after it started) stay at their final value: at least two scrape intervals, so that a scrape sees it and alerts on counters fire.",
+    ),
+    (
         "diagnosis",
         "Verdicts on tasks and tools: bottlenecks, rightsizing, stalls, slower than usual.",
     ),
@@ -457,7 +473,9 @@ fn section(m: &serde_yaml::Mapping, path: &str, depth: usize, out: &mut String) 
             other => {
                 let text = serde_yaml::to_string(other).unwrap_or_default();
                 let text = text.trim_end();
-                match text.contains('\n') {
+                // A sequence goes in block form even with one entry (`key: - a` is no YAML).
+                let block = matches!(other, Value::Sequence(s) if !s.is_empty());
+                match block || text.contains('\n') {
                     true => {
                         out.push_str(&format!("{pad}{key}:\n"));
                         for l in text.lines() {

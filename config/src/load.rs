@@ -178,6 +178,24 @@ fn validate_metrics(cfg: &Config) -> Checked {
     if cfg.diagnosis.slower_factor <= 1.0 {
         return fail("diagnosis.slower_factor", "must be above 1 (try 2)");
     }
+    validate_prometheus(&cfg.metrics)
+}
+
+fn validate_prometheus(m: &crate::Metrics) -> Checked {
+    let Some(listen) = &m.prometheus.listen else {
+        return Ok(());
+    };
+    if listen.parse::<std::net::SocketAddr>().is_err() {
+        let why =
+            format!("`{listen}` is not an address and port (try 127.0.0.1:9464 or [::]:9464)");
+        return fail("metrics.prometheus.listen", why);
+    }
+    if !m.enabled {
+        return fail(
+            "metrics.prometheus.listen",
+            "serves the metrics, which metrics.enabled: false turns off; enable them or unset it",
+        );
+    }
     Ok(())
 }
 

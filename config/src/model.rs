@@ -320,6 +320,8 @@ pub struct Metrics {
     pub temporality: Temporality,
     /// Attribute sets (pipeline, task, tool) kept at most; the rest share one overflow series.
     pub max_series: usize,
+    /// The same metrics served for Prometheus to scrape.
+    pub prometheus: Prometheus,
 }
 
 impl Default for Metrics {
@@ -329,6 +331,30 @@ impl Default for Metrics {
             interval: Duration::from_secs(5),
             temporality: Temporality::Cumulative,
             max_series: 1000,
+            prometheus: Prometheus::default(),
+        }
+    }
+}
+
+/// A scrape endpoint (`GET /metrics`, OpenMetrics text) beside or instead of OTLP metrics.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Prometheus {
+    /// Address and port to serve on, e.g. 127.0.0.1:9464; None: no endpoint.
+    pub listen: Option<String>,
+    /// Resource attributes put on every series as labels (all of them are on `target_info`).
+    pub promote_resource_attributes: Vec<String>,
+    /// How long an ended series' counters stay at their final value for scrapes to see.
+    #[serde(with = "humantime_serde")]
+    pub keep_ended: Duration,
+}
+
+impl Default for Prometheus {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            promote_resource_attributes: vec!["host.name".into()],
+            keep_ended: Duration::from_secs(300),
         }
     }
 }

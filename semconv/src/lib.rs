@@ -259,6 +259,7 @@ pub mod metric {
     pub const OOM_KILLS: &str = "pipetrace.process.oom_kills";
     pub const TASKS_RUNNING: &str = "pipetrace.tasks.running";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
+    pub const TASKS_FAILED: &str = "pipetrace.tasks.failed";
     pub const HOST_IDLE: &str = "pipetrace.host.idle";
     pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
     pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
@@ -291,6 +292,7 @@ pub mod metric {
         OOM_KILLS,
         TASKS_RUNNING,
         TASKS_STALLED,
+        TASKS_FAILED,
         HOST_IDLE,
         AGENT_EVENTS_LOST,
         AGENT_RECORDS_UNDECODABLE,

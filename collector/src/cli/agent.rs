@@ -54,6 +54,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
             None
         }
     };
+    // A taken port starts nothing: bound before the probes load.
+    let prometheus = crate::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
     let Prepared {
         host,
         events,
@@ -93,7 +95,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     } else {
         "ebpf"
     };
-    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250));
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250))
+        .with_prometheus(prometheus)?;
     let stop = async {
         tokio::select! {
             _ = term.recv() => {}

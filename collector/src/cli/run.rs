@@ -132,6 +132,8 @@ pub async fn run(
     let Some((program, args)) = argv.split_first() else {
         return Err(UsageError("nothing to run: pipetrace run -- COMMAND [ARGS...]".into()).into());
     };
+    // A taken port starts nothing: bound before the probes load.
+    let prometheus = crate::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
     let Prepared {
         host,
         events,
@@ -162,7 +164,8 @@ pub async fn run(
     let keep = how.summary || cfg.report.html;
     let pipe =
         pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
-    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200))
+        .with_prometheus(prometheus)?;
     let status = until_it_exits(&mut core, (child, root_pid), &forwarder, cfg).await?;
     let stopped = match forwarder.stop_requested() {
         true => stop_the_rest(&mut core, how.keep_running).await,

@@ -6,6 +6,7 @@ pub mod otlp;
 pub(crate) mod otlp_json;
 pub mod own;
 pub mod paths;
+pub mod prometheus;
 mod sink;
 mod stats;
 pub mod summary;

@@ -64,6 +64,8 @@ pub struct Metrics {
     last: HashMap<ProcKey, (SeriesKey, Counters)>,
     /// Memory limits of running tasks, by (pipeline, task).
     limits: HashMap<(String, String), u64>,
+    /// Failed tasks by (pipeline, task) since the agent started: counted, and as exported.
+    failed: proto::Failed,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     /// When the agent's own counters started.
     started: SystemTime,
@@ -80,6 +82,7 @@ impl Metrics {
     ) -> Self {
         Self {
             started: host.now(),
+            failed: proto::Failed::default(),
             host,
             cfg: cfg.clone(),
             measured,
@@ -154,11 +157,15 @@ impl Metrics {
     }
 
     /// Names tasks as they finish, and releases what waited for the name.
-    pub fn on_finished(&mut self, f: &Finished) {
+    pub fn on_finished(&mut self, f: &Finished, attr: &Attributor) {
         match f {
             Finished::Task {
                 proc, run, info, ..
             } => {
+                if info.failed(proc) {
+                    let pipeline = attr.run_name(*run).unwrap_or_default().to_string();
+                    self.failed.count(pipeline, info.name.clone());
+                }
                 let label = self
                     .labels
                     .entry(proc.key)
@@ -330,7 +337,12 @@ impl Metrics {
         let mut req = proto::request(
             &self.table,
             &self.limits,
-            proto::TaskCounts { running, stalled },
+            proto::TaskCounts {
+                running,
+                stalled,
+                failed: &self.failed,
+                since: self.started,
+            },
             &self.resource,
             self.cfg.temporality,
             self.measured,
@@ -345,6 +357,7 @@ impl Metrics {
             scope.metrics.extend(own);
         }
         self.table.retired.clear();
+        self.failed.exported();
         let running = self.running_series();
         for (k, s) in self.table.series.iter_mut() {
             s.exported = s.total();
@@ -492,12 +505,13 @@ mod tests {
             start_ticks: 1,
         };
         for pid in 1..=3 {
-            m.on_finished(&Finished::Task {
+            let task = Finished::Task {
                 proc: crate::tree::Proc::in_test(key(pid), 0),
                 run: key(100),
                 info: crate::attribution::TaskInfo::named("t".into()),
                 usage: Box::default(),
-            });
+            };
+            m.on_finished(&task, &attr);
         }
         assert_eq!(m.labelled().count(), 3);
         // None of them is in the attribution any more: their processes are all gone.
@@ -508,5 +522,77 @@ mod tests {
             0,
             "one label per task ever run otherwise"
         );
+    }
+
+    /// The failed-task points of a request: (task, value).
+    fn failed_points(req: &ExportMetricsServiceRequest) -> Vec<(String, i64)> {
+        use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value};
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let Some(m) = metrics
+            .iter()
+            .find(|m| m.name == pipetrace_semconv::metric::TASKS_FAILED)
+        else {
+            return Vec::new();
+        };
+        let Some(Data::Sum(sum)) = &m.data else {
+            panic!("a sum")
+        };
+        assert!(sum.is_monotonic);
+        (sum.data_points.iter())
+            .map(|p| {
+                let task = (p.attributes.iter())
+                    .find(|a| a.key == pipetrace_semconv::attr::CICD_PIPELINE_TASK_NAME)
+                    .map(|a| format!("{:?}", a.value))
+                    .unwrap_or_default();
+                let Some(Value::AsInt(v)) = p.value else {
+                    panic!("an integer")
+                };
+                (task, v)
+            })
+            .collect()
+    }
+
+    fn end_task(m: &mut Metrics, attr: &Attributor, pid: u32, name: &str, code: u32) {
+        let key = |pid| ProcKey {
+            pid,
+            start_ticks: 1,
+        };
+        let mut proc = crate::tree::Proc::in_test(key(pid), 0);
+        proc.exit = Some(crate::tree::Exit {
+            time_ns: 2,
+            status: code << 8,
+        });
+        let task = Finished::Task {
+            proc,
+            run: key(100),
+            info: crate::attribution::TaskInfo::named(name.into()),
+            usage: Box::default(),
+        };
+        m.on_finished(&task, attr);
+    }
+
+    #[test]
+    fn failed_tasks_are_counted_by_name_and_a_success_is_not() {
+        use pipetrace_config::Temporality::{Cumulative, Delta};
+        let host = crate::host::fake::FakeHost::default();
+        let cfg = pipetrace_config::Attribution::default();
+        let attr = Attributor::new(crate::attribution::Mode::Agent, &cfg, 0, host.shared());
+        let attr = attr.unwrap();
+        let f = AgentFigures::default();
+        // Per export: the value a cumulative and a delta export carry.
+        for (temporality, expected) in [(Cumulative, [2, 2, 3]), (Delta, [2, 0, 1])] {
+            let mut m = metrics(temporality);
+            assert!(failed_points(&m.collect(&f, NONE).unwrap()).is_empty());
+            end_task(&mut m, &attr, 1, "align", 1);
+            end_task(&mut m, &attr, 2, "align", 0);
+            end_task(&mut m, &attr, 3, "align", 2);
+            let mut got = vec![failed_points(&m.collect(&f, NONE).unwrap())];
+            got.push(failed_points(&m.collect(&f, NONE).unwrap()));
+            end_task(&mut m, &attr, 4, "align", 1);
+            got.push(failed_points(&m.collect(&f, NONE).unwrap()));
+            let values: Vec<i64> = got.iter().map(|p| p[0].1).collect();
+            assert_eq!(values, expected, "{temporality:?}: {got:?}");
+            assert!(got[0][0].0.contains("align"), "{got:?}");
+        }
     }
 }

@@ -159,10 +159,30 @@ impl Builder {
     }
 }
 
-/// Running tasks by (pipeline, task name): how many run, how many of those are stalled.
+/// Tasks by (pipeline, task name): how many run, how many of those are stalled, and how
+/// many failed since `since`.
 pub struct TaskCounts<'a> {
     pub running: &'a BTreeMap<(String, String), u64>,
     pub stalled: &'a BTreeMap<(String, String), u64>,
+    pub failed: &'a Failed,
+    pub since: SystemTime,
+}
+
+/// Failed tasks by (pipeline, task name): the total, and the total at the last export.
+#[derive(Default)]
+pub struct Failed(BTreeMap<(String, String), (u64, u64)>);
+
+impl Failed {
+    pub fn count(&mut self, pipeline: String, task: String) {
+        self.0.entry((pipeline, task)).or_default().0 += 1;
+    }
+
+    /// What was counted went out.
+    pub fn exported(&mut self) {
+        for (total, exported) in self.0.values_mut() {
+            *exported = *total;
+        }
+    }
 }
 
 pub fn request(
@@ -376,7 +396,43 @@ fn task_gauges(
         g.unit = "{task}".into();
         metrics.push(g);
     }
+    metrics.extend(tasks_failed(b, tasks.failed, tasks.since));
     metrics
+}
+
+/// Failed tasks, a counter per (pipeline, task) from the agent's start (or the change since
+/// the last export).
+fn tasks_failed(b: &Builder, failed: &Failed, since: SystemTime) -> Option<Metric> {
+    if failed.0.is_empty() {
+        return None;
+    }
+    let delta = b.temporality == Temporality::Delta;
+    let data_points = (failed.0.iter())
+        .map(|((pipeline, task), (total, exported))| {
+            let a = vec![
+                s(attr::CICD_PIPELINE_NAME, pipeline),
+                s(attr::CICD_PIPELINE_TASK_NAME, task),
+            ];
+            let v = if delta { total - exported } else { *total };
+            b.point(a, since, v)
+        })
+        .collect();
+    let temporality = if delta {
+        AggregationTemporality::Delta
+    } else {
+        AggregationTemporality::Cumulative
+    };
+    Some(Metric {
+        name: metric::TASKS_FAILED.into(),
+        unit: "{task}".into(),
+        description: "Tasks that failed".into(),
+        data: Some(Data::Sum(Sum {
+            data_points,
+            aggregation_temporality: temporality as i32,
+            is_monotonic: true,
+        })),
+        ..Default::default()
+    })
 }
 
 fn gauge(name: &str, description: &str, data_points: Vec<NumberDataPoint>) -> Metric {
@@ -400,6 +456,8 @@ mod tests {
             TaskCounts {
                 running: &BTreeMap::new(),
                 stalled: &BTreeMap::new(),
+                failed: &Failed::default(),
+                since: SystemTime::now(),
             },
             &Resource::default(),
             Temporality::Cumulative,
