@@ -11,8 +11,9 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # for the live view's test in a real terminal; a JDK (javac, java) for the Nextflow stand-in, a real
 # JVM that launches tasks as Nextflow's does; debootstrap to build the agent's and pipelines'
 # images from Debian's packages (`make image`); Prometheus and Alertmanager, which the deployment
-# tests run against a real agent (installed without starting their services).
-declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [javac]=default-jdk-headless [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager)
+# tests run against a real agent (installed without starting their services); Node.js and npm
+# for Grafana's TraceQL grammar, which checks the dashboards' Tempo queries.
+declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [javac]=default-jdk-headless [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm)
 missing=()
 for bin in "${!pkg_for[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")
@@ -102,6 +103,13 @@ fi
 if ! python3 -c 'import rotel' 2>/dev/null; then
   say "installing the rotel collector (PyPI)"
   python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --pre 'rotel==0.0.1a15'
+fi
+
+# Grafana's TraceQL grammar (npm), pinned by tests/traceql's lock file.
+traceql="$(dirname "$0")/../tests/traceql"
+if [ ! -d "$traceql/node_modules/@grafana/lezer-traceql" ]; then
+  say "installing Grafana's TraceQL grammar (npm)"
+  npm ci --prefix "$traceql" --no-audit --no-fund --silent
 fi
 
 # Tracepoints are found through tracefs (pipetrace mounts it too when it can).

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cgroup;
 pub mod metrics;
 pub mod podman;
+pub mod prometheus;
 pub mod receiver;
 pub mod snakemake;
 pub mod spans;
@@ -254,12 +255,16 @@ impl Agent {
             }
         });
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut said = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match lines.recv_timeout(left) {
                 Ok(line) if line.contains("pipetrace agent watching") => break,
-                Ok(_) => {}
-                Err(_) => panic!("the agent never said it was watching"),
+                Ok(line) => said.push(line),
+                Err(_) => panic!(
+                    "the agent never said it was watching; it said:\n{}",
+                    said.join("\n")
+                ),
             }
         }
         Self { child, lines }

@@ -53,6 +53,7 @@ impl Store {
             let resource = rm.resource.as_ref().map(|r| &r.attributes[..]);
             let resource = resource.unwrap_or_default();
             self.target = labels(resource);
+            merge_duplicates(&mut self.target);
             let promoted: Vec<KeyValue> = (resource.iter())
                 .filter(|kv| promote.contains(&kv.key))
                 .cloned()
