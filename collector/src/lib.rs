@@ -9,6 +9,7 @@ pub mod diagnosis;
 pub mod event;
 pub mod export;
 pub mod files;
+pub mod gpu;
 pub mod host;
 pub mod live;
 pub mod pipeline;

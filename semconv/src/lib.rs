@@ -66,6 +66,16 @@ pub mod attr {
     pub const CPU_ALLOCATION_SOURCE: &str = "pipetrace.cpu.allocation_source";
     pub const CPU_UTILIZATION: &str = "pipetrace.cpu.utilization";
     pub const MEMORY_PEAK: &str = "pipetrace.memory.peak";
+    pub const GPU_IDS: &str = "pipetrace.gpu.ids";
+    pub const GPU_NAMES: &str = "pipetrace.gpu.names";
+    pub const GPU_MEMORY_PEAK: &str = "pipetrace.gpu.memory.peak";
+    pub const GPU_UTILIZATION: &str = "pipetrace.gpu.utilization";
+    pub const GPU_MEMORY_UTILIZATION: &str = "pipetrace.gpu.memory_utilization";
+    pub const GPU_TIME: &str = "pipetrace.gpu.time";
+    pub const GPU_THROTTLE_REASON: &str = "pipetrace.gpu.throttle_reason";
+    pub const HW_ID: &str = "hw.id";
+    pub const HW_NAME: &str = "hw.name";
+    pub const HW_TYPE: &str = "hw.type";
     pub const MEMORY_MAXRSS: &str = "pipetrace.memory.maxrss";
     pub const MEMORY_LIMIT: &str = "pipetrace.memory.limit";
     pub const MEMORY_MINOR_FAULTS: &str = "pipetrace.memory.minor_faults";
@@ -187,6 +197,16 @@ pub mod attr {
         CPU_ALLOCATION_SOURCE,
         CPU_UTILIZATION,
         MEMORY_PEAK,
+        GPU_IDS,
+        GPU_NAMES,
+        GPU_MEMORY_PEAK,
+        GPU_UTILIZATION,
+        GPU_MEMORY_UTILIZATION,
+        GPU_TIME,
+        GPU_THROTTLE_REASON,
+        HW_ID,
+        HW_NAME,
+        HW_TYPE,
         MEMORY_MAXRSS,
         MEMORY_LIMIT,
         MEMORY_MINOR_FAULTS,
@@ -260,6 +280,15 @@ pub mod metric {
     pub const TASKS_RUNNING: &str = "pipetrace.tasks.running";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
     pub const TASKS_FAILED: &str = "pipetrace.tasks.failed";
+    pub const PROCESS_GPU_MEMORY_USAGE: &str = "pipetrace.process.gpu.memory.usage";
+    pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
+    pub const HW_GPU_MEMORY_UTILIZATION: &str = "hw.gpu.memory.utilization";
+    pub const HW_GPU_MEMORY_USAGE: &str = "hw.gpu.memory.usage";
+    pub const HW_GPU_MEMORY_LIMIT: &str = "hw.gpu.memory.limit";
+    pub const HW_POWER: &str = "hw.power";
+    pub const HW_TEMPERATURE: &str = "hw.temperature";
+    pub const GPU_CLOCK_SM: &str = "pipetrace.gpu.clock.sm";
+    pub const GPU_THROTTLED: &str = "pipetrace.gpu.throttled";
     pub const HOST_IDLE: &str = "pipetrace.host.idle";
     pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
     pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
@@ -293,6 +322,15 @@ pub mod metric {
         TASKS_RUNNING,
         TASKS_STALLED,
         TASKS_FAILED,
+        PROCESS_GPU_MEMORY_USAGE,
+        HW_GPU_UTILIZATION,
+        HW_GPU_MEMORY_UTILIZATION,
+        HW_GPU_MEMORY_USAGE,
+        HW_GPU_MEMORY_LIMIT,
+        HW_POWER,
+        HW_TEMPERATURE,
+        GPU_CLOCK_SM,
+        GPU_THROTTLED,
         HOST_IDLE,
         AGENT_EVENTS_LOST,
         AGENT_RECORDS_UNDECODABLE,

@@ -1,10 +1,12 @@
 //! Resource accounting: per-process kernel usage, and its roll-up into tasks and runs.
 mod by_container;
+mod gpu;
 pub mod live;
 mod rollup;
 mod usage;
 
 pub use by_container::{ByContainer, ContainerPart};
+pub use gpu::GpuFigures;
 pub use rollup::{Allocation, Rollup};
 pub use usage::{CpuTimes, IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage};
 

@@ -154,6 +154,45 @@ pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
             int(u.net_rx_bytes),
         ));
     }
+    gpu_attrs(&u.gpu, out);
+}
+
+/// Its GPUs and what it did on them, where a process held a GPU context.
+pub fn gpu_attrs(g: &crate::accounting::GpuFigures, out: &mut Vec<KeyValue>) {
+    use opentelemetry::{Array, StringValue, Value};
+    if !g.used() {
+        return;
+    }
+    let gpus = crate::gpu::inventory();
+    let (mut ids, mut names) = (Vec::new(), Vec::new());
+    for i in g.indices() {
+        let known = gpus.iter().find(|x| x.index == i);
+        ids.push(StringValue::from(
+            known.map_or(i.to_string(), |x| x.uuid.clone()),
+        ));
+        names.push(StringValue::from(
+            known.map_or("GPU".into(), |x| x.name.clone()),
+        ));
+    }
+    out.push(KeyValue::new(
+        attr::GPU_IDS,
+        Value::Array(Array::String(ids)),
+    ));
+    out.push(KeyValue::new(
+        attr::GPU_NAMES,
+        Value::Array(Array::String(names)),
+    ));
+    out.push(KeyValue::new(
+        attr::GPU_MEMORY_PEAK,
+        int(g.memory_peak_bytes),
+    ));
+    out.push(KeyValue::new(attr::GPU_TIME, g.on_gpu_us as f64 / 1e6));
+    if let Some(u) = g.sm_utilization() {
+        out.push(KeyValue::new(attr::GPU_UTILIZATION, u));
+    }
+    if let Some(u) = g.memory_utilization() {
+        out.push(KeyValue::new(attr::GPU_MEMORY_UTILIZATION, u));
+    }
 }
 
 /// What it cost at the configured prices: what it used (CPU-hours, peak GiB-hours), and for

@@ -322,6 +322,11 @@ impl Metrics {
         Some(l)
     }
 
+    /// The series a running process was last sampled into.
+    pub fn series_of(&self, key: &ProcKey) -> Option<&SeriesKey> {
+        self.last.get(key).map(|(k, _)| k)
+    }
+
     /// The OTLP request for now, with the agent's own figures; None when metrics are off.
     pub fn collect(
         &mut self,
