@@ -545,6 +545,7 @@ impl Pipeline {
             usage_missing: self.usage_missing,
             usage_at_exit: self.usage_at_exit,
             figures_dropped: self.figures_dropped,
+            gpu_errors: self.gpu.as_ref().map_or(0, |g| g.errors),
             series_overflowed: self.metrics.overflowed(),
             processes_known: self.tree.len() as u64,
             processes_tracked: self.attr.tracked() as u64,

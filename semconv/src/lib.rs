@@ -299,6 +299,7 @@ pub mod metric {
     pub const AGENT_METRIC_EXPORTS_SPOOLED: &str = "pipetrace.agent.metric_exports.spooled";
     pub const AGENT_USAGE_MISSING: &str = "pipetrace.agent.usage.missing";
     pub const AGENT_USAGE_AT_EXIT: &str = "pipetrace.agent.usage.at_exit";
+    pub const AGENT_GPU_ERRORS: &str = "pipetrace.agent.gpu.errors";
     pub const AGENT_FIGURES_DROPPED: &str = "pipetrace.agent.figures.dropped";
     pub const AGENT_SERIES_OVERFLOWED: &str = "pipetrace.agent.metric_series.overflowed";
     pub const AGENT_PROCESSES_KNOWN: &str = "pipetrace.agent.processes.known";
@@ -341,6 +342,7 @@ pub mod metric {
         AGENT_METRIC_EXPORTS_SPOOLED,
         AGENT_USAGE_MISSING,
         AGENT_USAGE_AT_EXIT,
+        AGENT_GPU_ERRORS,
         AGENT_FIGURES_DROPPED,
         AGENT_SERIES_OVERFLOWED,
         AGENT_PROCESSES_KNOWN,
