@@ -73,6 +73,10 @@ pub mod attr {
     pub const GPU_MEMORY_UTILIZATION: &str = "pipetrace.gpu.memory_utilization";
     pub const GPU_TIME: &str = "pipetrace.gpu.time";
     pub const GPU_THROTTLE_REASON: &str = "pipetrace.gpu.throttle_reason";
+    pub const GPU_ALLOCATED: &str = "pipetrace.gpu.allocated";
+    pub const GPU_RIGHTSIZING: &str = "pipetrace.gpu.rightsizing";
+    pub const GPU_RECOMMENDATION: &str = "pipetrace.gpu.recommendation";
+    pub const GPU_RECOMMENDATION_COUNT: &str = "pipetrace.gpu.recommendation.count";
     pub const HW_ID: &str = "hw.id";
     pub const HW_NAME: &str = "hw.name";
     pub const HW_TYPE: &str = "hw.type";
@@ -204,6 +208,10 @@ pub mod attr {
         GPU_MEMORY_UTILIZATION,
         GPU_TIME,
         GPU_THROTTLE_REASON,
+        GPU_ALLOCATED,
+        GPU_RIGHTSIZING,
+        GPU_RECOMMENDATION,
+        GPU_RECOMMENDATION_COUNT,
         HW_ID,
         HW_NAME,
         HW_TYPE,

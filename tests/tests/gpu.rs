@@ -202,3 +202,109 @@ fn a_gpu_no_run_uses_is_only_listed_and_no_library_changes_nothing() {
     assert!(spans.iter().filter(|s| s.is_tool()).count() >= 2);
     assert!(spans.iter().all(|s| s.attr(attr::GPU_IDS).is_none()));
 }
+
+/// A v1 devices cgroup letting its processes open the usual character devices and
+/// /dev/nvidia0 and /dev/nvidia1 only, as Slurm's ConstrainDevices does for a 2-GPU gres.
+struct GpuCgroup(PathBuf);
+
+impl GpuCgroup {
+    fn new() -> Self {
+        let dir = Path::new("/sys/fs/cgroup/devices")
+            .join(format!("pipetrace-test-gpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a v1 devices cgroup (cgroups are v1 hybrid here)");
+        let write = |f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
+        write("devices.deny", "a");
+        for rule in [
+            "c 1:* rwm",
+            "c 5:* rwm",
+            "c 136:* rwm",
+            "c 195:0 rw",
+            "c 195:1 rw",
+            "c 195:255 rw",
+        ] {
+            write("devices.allow", rule);
+        }
+        Self(dir)
+    }
+}
+
+impl Drop for GpuCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_snakemake_task_given_two_gpus_that_used_one_is_told_to_ask_for_one() {
+    let (dir, lib) = setup();
+    let state = dir.path().join("state.json");
+    fake_gpu::write(&state, vec![device(0, vec![]), device(1, vec![])]);
+    let cg = GpuCgroup::new();
+    let work = dir.path().join("wf");
+    std::fs::create_dir_all(&work).unwrap();
+    let pidfile = dir.path().join("trainer.pid");
+    std::fs::write(
+        work.join("Snakefile"),
+        format!(
+            "rule all:\n    input: 'model.pt'\nrule train:\n    output: 'model.pt'\n    \
+             shell: 'sleep 4 & echo $! > {}; wait; touch {{output}}'\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec snakemake --cores 1",
+        cg.0.display()
+    );
+    let child = pipetrace()
+        .env("FAKE_NVML_STATE", &state)
+        .env("PIPETRACE_GPU__LIBRARY", &lib)
+        .env("PIPETRACE_METRICS__INTERVAL", "200ms")
+        .args(["run", "--output"])
+        .arg(dir.path().join("t.otlp.jsonl"))
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let trainer: u32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the task never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    fake_gpu::write(
+        &state,
+        vec![
+            device(0, vec![process(trainer, 5 * GIB, 91, 30)]),
+            device(1, vec![]),
+        ],
+    );
+    let (spans, _) = finish(child, dir.path());
+    // Snakemake's own record names the task.
+    let records = pipetrace_e2e::snakemake::metadata(&work);
+    assert!(
+        records.iter().any(|(_, m)| m["rule"] == "train"),
+        "{records:?}"
+    );
+    let task = (spans.iter())
+        .find(|s| s.is_task() && s.str(attr::CICD_PIPELINE_TASK_NAME) == "train")
+        .expect("the train task");
+    assert_eq!(task.int(attr::GPU_ALLOCATED), Some(2), "{task:?}");
+    assert_eq!(task.str(attr::GPU_RIGHTSIZING), "over-allocated");
+    assert_eq!(task.int(attr::GPU_RECOMMENDATION_COUNT), Some(1));
+    assert!(
+        task.str(attr::GPU_RECOMMENDATION)
+            .contains("given 2 GPUs, used 1"),
+        "{task:?}"
+    );
+    assert_eq!(task.int(attr::GPU_MEMORY_PEAK), Some(5 * GIB as i64));
+    assert_eq!(task.str(attr::BOTTLENECK), "gpu-bound", "{task:?}");
+    drop(cg);
+}

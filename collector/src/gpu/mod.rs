@@ -21,6 +21,8 @@ pub struct Gpu {
     pub index: u32,
     pub uuid: String,
     pub name: String,
+    /// Its device file's minor number (/dev/nvidiaN), as a devices cgroup names it.
+    pub minor: Option<u32>,
 }
 
 /// One of the driver's per-process utilisation samples.
@@ -69,6 +71,18 @@ static INVENTORY: OnceLock<Vec<Gpu>> = OnceLock::new();
 
 pub fn inventory() -> &'static [Gpu] {
     INVENTORY.get().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// The NVML indices of the GPUs whose device minors are in `minors` (bit N: /dev/nvidiaN);
+/// a GPU whose minor is unknown is taken to have its index as minor.
+pub fn indices_of_minors(minors: u64) -> u64 {
+    let by_minor = |g: &Gpu| g.minor.unwrap_or(g.index);
+    match inventory() {
+        [] => minors,
+        gpus => (gpus.iter())
+            .filter(|g| by_minor(g) < 64 && minors & (1 << by_minor(g)) != 0)
+            .fold(0, |m, g| m | 1u64.checked_shl(g.index).unwrap_or(0)),
+    }
 }
 
 fn set_inventory(gpus: &[Gpu]) {

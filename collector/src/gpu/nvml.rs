@@ -38,6 +38,7 @@ impl Driver for NvmlDriver {
                 index,
                 uuid: d.uuid().unwrap_or_default(),
                 name: d.name().unwrap_or_else(|_| "GPU".into()),
+                minor: d.minor_number().ok(),
             });
         }
         Ok(out)

@@ -25,6 +25,7 @@ impl Script {
                 index,
                 uuid: format!("GPU-{index}"),
                 name: "Test GPU".into(),
+                minor: Some(index),
             };
             s.0.lock().unwrap().gpus.push((g, Vec::new(), false));
         }

@@ -182,6 +182,18 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(dev: nvmlDevice_t, i: *mut c_uint) -
     }))
 }
 
+/// /dev/nvidiaN: the minor is the index here.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
+    dev: nvmlDevice_t,
+    minor: *mut c_uint,
+) -> nvmlReturn_t {
+    ret(with_device(dev, |_| {
+        unsafe { *minor = (dev as usize - 1) as c_uint };
+        Ok(())
+    }))
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetName(
     dev: nvmlDevice_t,
