@@ -28,6 +28,12 @@ pub struct TaskNow {
     pub stalled: bool,
     /// What the task's earlier runs took (its history's median), where known.
     pub usual_s: Option<f64>,
+    /// GPU memory its processes hold now, and their SM utilisation so far (where a
+    /// process of it holds a GPU context).
+    #[serde(default)]
+    pub gpu_memory: u64,
+    #[serde(default)]
+    pub gpu_utilization: Option<f64>,
 }
 
 /// The run now: its name, how long it has run, its tasks done and failed, those running.
@@ -68,7 +74,12 @@ struct Sum {
     io_bytes: u64,
     rss: u64,
     tools: BTreeSet<String>,
+    gpu_memory: u64,
+    gpu: crate::accounting::GpuFigures,
 }
+
+/// A running process's GPU memory now and GPU figures so far, where it holds a context.
+pub type GpuNow<'a> = dyn Fn(u32) -> Option<(u64, crate::accounting::GpuFigures)> + 'a;
 
 impl Watcher {
     /// Each run now, in the order they started. `read` gives a running process's figures
@@ -80,6 +91,7 @@ impl Watcher {
         tree: &Tree,
         now_ns: u64,
         read: &dyn Fn(u32) -> Option<Live>,
+        gpu: &GpuNow,
         judge: &mut Judge,
     ) -> Vec<Now> {
         let mut sums: HashMap<ProcKey, (ProcKey, Sum)> = HashMap::new();
@@ -100,6 +112,10 @@ impl Watcher {
             s.cpu_ns += l.cpu_user_ns + l.cpu_system_ns;
             s.io_bytes += l.disk_read_bytes + l.disk_write_bytes;
             s.rss += l.rss_bytes;
+            if let Some((bytes, figures)) = gpu(key.pid) {
+                s.gpu_memory += bytes;
+                s.gpu.add(&figures);
+            }
             if key != task || s.tools.is_empty() {
                 s.tools.insert(Attributor::tool_of(p));
             }
@@ -169,6 +185,7 @@ impl Watcher {
         if tools.len() > 1 {
             tools.retain(|t| *t != own);
         }
+        let gpu_utilization = s.gpu.sm_utilization();
         let next = Last {
             at_ns: now_ns,
             cpu_ns: s.cpu_ns,
@@ -186,6 +203,8 @@ impl Watcher {
             stalled,
             usual_s,
             name,
+            gpu_memory: s.gpu_memory,
+            gpu_utilization,
         }
     }
 }
@@ -235,6 +254,10 @@ pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
             bytes(t.io_rate),
             t.tools.join(", ")
         );
+        if t.gpu_memory > 0 || t.gpu_utilization.is_some() {
+            let busy = t.gpu_utilization.map_or("-".into(), |u| format!("{:.0}%", 100.0 * u));
+            line += &format!("  gpu {busy} {}", bytes(t.gpu_memory as f64));
+        }
         if t.stalled {
             line.push_str("  STALLED");
         }
@@ -300,5 +323,20 @@ mod tests {
         assert!(l[2].ends_with("over its usual 1m40s"), "{}", l[2]);
         assert_eq!(l[3], "  … and 1 more running");
         assert!(lines(&now, 12, 2).iter().all(|x| x.chars().count() <= 12));
+    }
+
+    #[test]
+    fn a_task_on_a_gpu_shows_its_gpu_use_and_one_without_shows_none() {
+        let mut train = task("train", 30.0);
+        train.gpu_memory = 8 << 30;
+        train.gpu_utilization = Some(0.93);
+        let now = Now {
+            run: "demo".into(),
+            tasks: vec![train, task("qc", 2.0)],
+            ..Default::default()
+        };
+        let l = lines(&now, 200, 5);
+        assert!(l[1].contains("  gpu 93% 8.0 GiB"), "{}", l[1]);
+        assert!(!l[2].contains("gpu"), "{}", l[2]);
     }
 }

@@ -62,6 +62,8 @@ impl Pipeline {
         self.attr.name_running(&self.tree, now);
         let host = &*self.host;
         let read = |pid| host.live(pid);
-        watcher.look(&self.attr, &self.tree, now, &read, &mut judge)
+        let gpus = self.gpu.as_ref();
+        let gpu = |pid| gpus.and_then(|g| g.now(pid));
+        watcher.look(&self.attr, &self.tree, now, &read, &gpu, &mut judge)
     }
 }
