@@ -255,7 +255,9 @@ pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
             t.tools.join(", ")
         );
         if t.gpu_memory > 0 || t.gpu_utilization.is_some() {
-            let busy = t.gpu_utilization.map_or("-".into(), |u| format!("{:.0}%", 100.0 * u));
+            let busy = t
+                .gpu_utilization
+                .map_or("-".into(), |u| format!("{:.0}%", 100.0 * u));
             line += &format!("  gpu {busy} {}", bytes(t.gpu_memory as f64));
         }
         if t.stalled {
