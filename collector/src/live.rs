@@ -44,6 +44,20 @@ pub struct Now {
     pub done: u32,
     pub failed: u32,
     pub tasks: Vec<TaskNow>,
+    /// Tasks the run will run in all, where its engine says (then `done` is the engine's),
+    /// and those not started yet.
+    #[serde(default)]
+    pub total: Option<u32>,
+    #[serde(default)]
+    pub queued: Option<u32>,
+}
+
+impl Now {
+    /// Tasks not started yet, where the engine says how many there are in all.
+    pub fn not_started(&self) -> Option<u32> {
+        let started = self.done + self.tasks.len() as u32;
+        self.total.map(|t| t.saturating_sub(started))
+    }
 }
 
 /// What a task held at the last look, to turn counters into rates.
@@ -146,6 +160,8 @@ impl Watcher {
                     done,
                     failed,
                     tasks: mine.map(|(_, _, t)| t.clone()).collect(),
+                    total: None,
+                    queued: None,
                 },
             ));
         }
@@ -235,13 +251,24 @@ fn duration(s: f64) -> String {
 /// The view as text lines at most `width` characters wide: the run, then at most `max`
 /// running tasks (the rest counted).
 pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
+    let counts = match (now.total, now.not_started()) {
+        (Some(total), Some(queued)) => format!(
+            "{} running, {queued} queued, {} of {total} done, {} failed",
+            now.tasks.len(),
+            now.done,
+            now.failed
+        ),
+        _ => format!(
+            "{} running, {} done, {} failed",
+            now.tasks.len(),
+            now.done,
+            now.failed
+        ),
+    };
     let mut out = vec![format!(
-        "pipetrace ▸ {}  {}  {} running, {} done, {} failed",
+        "pipetrace ▸ {}  {}  {counts}",
         now.run,
         duration(now.elapsed_s),
-        now.tasks.len(),
-        now.done,
-        now.failed
     )];
     for t in now.tasks.iter().take(max) {
         let mut line = format!(
@@ -311,6 +338,8 @@ mod tests {
             done: 5,
             failed: 1,
             tasks: vec![fresh, slow, task("x", 1.0)],
+            total: None,
+            queued: None,
         };
         let l = lines(&now, 200, 2);
         assert_eq!(l[0], "pipetrace ▸ demo  1h02m  3 running, 5 done, 1 failed");
@@ -325,6 +354,24 @@ mod tests {
         assert!(l[2].ends_with("over its usual 1m40s"), "{}", l[2]);
         assert_eq!(l[3], "  … and 1 more running");
         assert!(lines(&now, 12, 2).iter().all(|x| x.chars().count() <= 12));
+    }
+
+    #[test]
+    fn a_run_whose_engine_says_how_many_tasks_shows_the_queued_ones() {
+        let now = Now {
+            run: "wgs".into(),
+            elapsed_s: 5.0,
+            done: 2,
+            tasks: vec![task("align", 1.0)],
+            total: Some(6),
+            ..Default::default()
+        };
+        assert_eq!(now.not_started(), Some(3));
+        let l = lines(&now, 200, 5);
+        assert_eq!(
+            l[0],
+            "pipetrace ▸ wgs  5s  1 running, 3 queued, 2 of 6 done, 0 failed"
+        );
     }
 
     #[test]

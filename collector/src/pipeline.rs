@@ -506,8 +506,34 @@ impl Pipeline {
             (req.resource_metrics.first_mut()).and_then(|r| r.scope_metrics.first_mut())
         {
             scope.metrics.extend(self.gpu_metrics());
+            let progress = self.progress();
+            scope
+                .metrics
+                .extend(crate::signals::metrics::progress::metrics(
+                    &progress,
+                    self.host.now(),
+                ));
         }
         Some(req)
+    }
+
+    /// How far each run is whose engine says: done, in all, running now.
+    pub fn progress(&mut self) -> Vec<crate::signals::metrics::progress::Progress> {
+        let (running, _) = self.stalls.counts();
+        (self.attr.progress().into_iter())
+            .map(|(_, pipeline, done, total)| {
+                let on = (running.iter())
+                    .filter(|((p, _), _)| *p == pipeline)
+                    .map(|(_, n)| *n as u32)
+                    .sum();
+                crate::signals::metrics::progress::Progress {
+                    pipeline,
+                    done,
+                    total,
+                    running: on,
+                }
+            })
+            .collect()
     }
 
     /// GPU memory each series holds now, and the GPUs the runs used at the last look.

@@ -288,6 +288,9 @@ pub mod metric {
     pub const TASKS_RUNNING: &str = "pipetrace.tasks.running";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
     pub const TASKS_FAILED: &str = "pipetrace.tasks.failed";
+    pub const TASKS_DONE: &str = "pipetrace.tasks.done";
+    pub const TASKS_TOTAL: &str = "pipetrace.tasks.total";
+    pub const TASKS_QUEUED: &str = "pipetrace.tasks.queued";
     pub const PROCESS_GPU_MEMORY_USAGE: &str = "pipetrace.process.gpu.memory.usage";
     pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
     pub const HW_GPU_MEMORY_UTILIZATION: &str = "hw.gpu.memory.utilization";
@@ -331,6 +334,9 @@ pub mod metric {
         TASKS_RUNNING,
         TASKS_STALLED,
         TASKS_FAILED,
+        TASKS_DONE,
+        TASKS_TOTAL,
+        TASKS_QUEUED,
         PROCESS_GPU_MEMORY_USAGE,
         HW_GPU_UTILIZATION,
         HW_GPU_MEMORY_UTILIZATION,

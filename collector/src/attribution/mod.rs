@@ -318,6 +318,17 @@ impl Attributor {
         Some((r.info.name.clone(), r.info.tasks, r.info.failed))
     }
 
+    /// Tasks done of all it will run, for each run whose engine says (pipeline name, done,
+    /// total).
+    pub fn progress(&mut self) -> Vec<(ProcKey, String, u32, u32)> {
+        (self.runs.iter_mut())
+            .filter_map(|(k, r)| {
+                let (done, total) = r.adapter.progress()?;
+                Some((*k, r.info.name.clone(), done, total))
+            })
+            .collect()
+    }
+
     /// What makes the run's pipeline itself (its history key).
     pub fn run_key(&self, run: ProcKey) -> Option<&str> {
         self.runs.get(&run).map(|r| r.info.key.as_str())

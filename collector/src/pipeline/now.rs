@@ -64,6 +64,15 @@ impl Pipeline {
         let read = |pid| host.live(pid);
         let gpus = self.gpu.as_ref();
         let gpu = |pid| gpus.and_then(|g| g.now(pid));
-        watcher.look(&self.attr, &self.tree, now, &read, &gpu, &mut judge)
+        let mut runs = watcher.look(&self.attr, &self.tree, now, &read, &gpu, &mut judge);
+        // Where the engine says how many tasks there are, its count of those done stands.
+        let progress = self.attr.progress();
+        for r in &mut runs {
+            if let Some((_, _, done, total)) = progress.iter().find(|p| p.1 == r.run) {
+                (r.done, r.total) = (*done, Some(*total));
+                r.queued = r.not_started();
+            }
+        }
+        runs
     }
 }
