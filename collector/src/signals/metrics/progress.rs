@@ -23,6 +23,9 @@ impl Progress {
     }
 }
 
+/// A metric: its name, description, and its value for a run.
+type Figure = (&'static str, &'static str, fn(&Progress) -> u32);
+
 pub fn metrics(runs: &[Progress], now: SystemTime) -> Vec<Metric> {
     if runs.is_empty() {
         return Vec::new();
@@ -30,7 +33,7 @@ pub fn metrics(runs: &[Progress], now: SystemTime) -> Vec<Metric> {
     let now = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let figures: [(&str, &str, fn(&Progress) -> u32); 3] = [
+    let figures: [Figure; 3] = [
         (metric::TASKS_DONE, "Tasks done", |p| p.done),
         (metric::TASKS_TOTAL, "Tasks the run will run", |p| p.total),
         (
