@@ -158,21 +158,6 @@ pub fn memory_cgroup(host: &dyn Host, pid: u32) -> (Option<String>, Option<u64>)
     (path, limit)
 }
 
-/// CPUs online on this host: what any process here could use at most.
-pub fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as u32
-}
-
-pub fn affinity(pid: u32) -> Option<u32> {
-    // SAFETY: a zeroed cpu_set_t is valid; the kernel fills at most its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::sched_getaffinity(pid as i32, size_of::<libc::cpu_set_t>(), &mut set) };
-    // SAFETY: `set` was filled by the kernel.
-    (rc == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as u32)
-}
-
 /// The process's cgroup directory for `controller` and every ancestor up to the mount,
 /// innermost first: a limit anywhere above applies too.
 pub fn cgroup_dirs(

@@ -8,6 +8,7 @@ pub mod containers;
 pub mod diagnosis;
 pub mod event;
 pub mod export;
+pub mod facts;
 pub mod files;
 pub mod gpu;
 pub mod host;

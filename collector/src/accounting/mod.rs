@@ -1,9 +1,13 @@
 //! Resource accounting: per-process kernel usage, and its roll-up into tasks and runs.
 mod by_container;
 mod gpu;
-pub mod live;
 mod rollup;
 mod usage;
+
+/// Usage of a process still running: the host reads it (`Host::live`), so it lives there.
+pub mod live {
+    pub use crate::host::Live;
+}
 
 pub use by_container::{ByContainer, ContainerPart};
 pub use gpu::GpuFigures;

@@ -237,7 +237,7 @@ pub struct Attributor {
     /// Inputs and outputs listed per task (`files.max_per_task`).
     pub files_per_task: usize,
     /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
-    clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
+    clients: HashMap<ProcKey, crate::host::slurm_alloc::AllocCell>,
     /// Running tasks' likely names, found by `name_running`.
     running_names: crate::event::ProcMap<ProcKey, String>,
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
@@ -426,7 +426,7 @@ impl Attributor {
     pub fn set_client_allocation(
         &mut self,
         key: ProcKey,
-        cell: crate::containers::slurm_alloc::AllocCell,
+        cell: crate::host::slurm_alloc::AllocCell,
     ) {
         self.clients.insert(key, cell);
     }
