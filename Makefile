@@ -80,5 +80,7 @@ bench-accounting: setup
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-accounting
 
+# The generated pages: the semconv registry and docs/configuration.md (tests fail when stale).
 docs:
 	$(CARGO) run -q -p pipetrace-semconv --bin semconv-docs
+	$(CARGO) run -q -p pipetrace-config --bin config-docs
