@@ -85,7 +85,14 @@ const DIRECT_IO: &[&str] = &[
     "UdpSocket",
     "UnixStream",
     "inotify",
+    "Connection::open",
 ];
+
+/// Files allowed direct I/O despite THROUGH_HOST_ONLY, each with why.
+const DIRECT_IO_EXCEPTIONS: &[(&str, &str)] = &[(
+    "attribution/engines/prefect/db.rs",
+    "SQLite opens Prefect's database itself; the host says which file (Host::open_files)",
+)];
 
 type Module = Vec<String>;
 
@@ -471,7 +478,11 @@ fn top_level_modules_import_only_from_layers_below_their_own() {
 fn the_core_touches_the_machine_only_through_host() {
     let mut found = Vec::new();
     for s in sources() {
-        if !THROUGH_HOST_ONLY.contains(&s.module[0].as_str()) {
+        let rel = s.path.strip_prefix(src_dir()).unwrap();
+        let excepted = DIRECT_IO_EXCEPTIONS
+            .iter()
+            .any(|(f, _)| rel == Path::new(f));
+        if !THROUGH_HOST_ONLY.contains(&s.module[0].as_str()) || excepted {
             continue;
         }
         for (n, line) in s.code.lines().enumerate() {
