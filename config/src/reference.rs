@@ -11,7 +11,7 @@ use crate::docs::KEYS;
 /// Where the page lives, from the workspace root.
 pub const PAGE: &str = "docs/configuration.md";
 
-const HEAD: &str = "# Configuration reference
+const HEAD: &str = r#"# Configuration reference
 
 Every setting pipetrace reads, with its default, its environment variable and what it means:
 for whoever writes a `pipetrace.yaml` or sets the agent's environment. This page is generated
@@ -29,7 +29,57 @@ key it resembles. Durations are written as `5s`, `10m`, `1h`.
 
 - `pipetrace config print-default > pipetrace.yaml`: every setting with its default, commented.
 - `pipetrace config validate pipetrace.yaml`: checks a file; exits 2 naming the key at fault.
-";
+
+## OpenTelemetry's variables
+
+The OpenTelemetry SDK's variables are honoured: `OTEL_EXPORTER_OTLP_ENDPOINT`, `_PROTOCOL` (`grpc`, `http/protobuf`),
+`_HEADERS`, `_TIMEOUT` (ms), `_COMPRESSION` (`gzip`, `zstd`) and their `_TRACES_` and
+`_METRICS_` forms (a signal's endpoint is used as is; a general one gets `/v1/traces` or
+`/v1/metrics` for HTTP), `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE` (`cumulative`,
+`delta`), `OTEL_METRIC_EXPORT_INTERVAL` (ms), `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+and the span and attribute limits `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`,
+`OTEL_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT`,
+`OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_EVENT_COUNT_LIMIT`, `OTEL_SPAN_LINK_COUNT_LIMIT`,
+`OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT`, `OTEL_LINK_ATTRIBUTE_COUNT_LIMIT` (`export.limits.*`; the
+`SPAN_` ones win; defaults: no value length limit, 128 of each count). A value cut to its
+length (in bytes, at a UTF-8 character boundary) is listed in `pipetrace.attributes.truncated`;
+what passes a count is counted in the span's dropped counts. Grafana Tempo cuts attributes
+over its `max_attribute_bytes` (2048) unmarked: `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT=2048` cuts
+them here, marked. Any key can be set as `PIPETRACE_<PATH>` with `__` between levels
+(`PIPETRACE_EXPORT__BATCH_SPANS=512`). An unknown key or a bad value stops pipetrace with exit
+code 2 and one line naming the file and the key, before anything starts.
+
+## An example
+
+```yaml
+export:
+  otlp:
+    endpoint: http://tempo:4317
+    protocol: grpc
+    headers: { x-scope-orgid: lab }
+attribution:
+  task_rules:
+    - match: { executable: step.py, argv: "--sample" }
+      name: "step {argv3}"
+redaction:
+  patterns: ["ACC-[0-9]+"]
+metrics:
+  interval: 5s
+  temporality: delta      # cumulative (default) or delta (Datadog)
+  max_series: 1000        # (pipeline, task, tool) sets; the rest share an overflow series
+probes:
+  usage_wait: 2s          # how long an exited process waits for its reap-time figures (then: those taken at exit)
+cpu_policy: batch         # pipetrace's own threads never preempt the pipeline when they wake; normal: as started
+diagnosis:
+  stall_after: 5m         # no CPU, no I/O, nothing starting or ending: a stall
+  state_dir: /var/lib/pipetrace   # task history for slower-than-usual
+cost:
+  currency: USD
+  host_type: c5.2xlarge   # unset: the detected host.type (EC2), else the `default` row
+  prices:
+    c5.2xlarge: { cpu_hour: 0.0425, gib_hour: 0.0053 }
+```
+"#;
 
 /// The page for `defaults` (`Config::default()` as YAML).
 pub fn markdown(defaults: &Value) -> String {
