@@ -534,3 +534,19 @@ fn the_reader_sees_the_imports_it_must() {
     ]));
     assert_eq!(found.len(), 1, "a circle of two is found");
 }
+
+#[test]
+fn docs_architecture_md_shows_the_layers_this_test_enforces() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let page = fs::read_to_string(page).unwrap();
+    for (layer, modules) in LAYERS {
+        let row = page
+            .lines()
+            .find(|l| l.starts_with(&format!("| {layer} |")))
+            .unwrap_or_else(|| panic!("docs/architecture.md has no row for the layer `{layer}`"));
+        let cell = row.split('|').nth(2).unwrap_or_default();
+        let shown: BTreeSet<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let want: BTreeSet<&str> = modules.iter().copied().collect();
+        assert_eq!(shown, want, "docs/architecture.md, layer `{layer}`");
+    }
+}
