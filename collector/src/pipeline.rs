@@ -548,7 +548,7 @@ impl Pipeline {
                 *held.entry(k.clone()).or_insert(0) += bytes;
             }
         }
-        crate::gpu::metrics::metrics(&held, &gpu.devices, self.host.now())
+        crate::signals::metrics::gpu::metrics(&held, &gpu.devices, self.host.now())
     }
 
     /// What the agent lost, dropped, retried and holds now.

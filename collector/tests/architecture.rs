@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("machine", &["host"]),
     ("placement", &["containers"]),
     ("figures", &["accounting"]),
-    ("events and limits", &["event", "cgroup"]),
+    ("events and limits", &["event", "cgroup", "gpu"]),
     ("process tree", &["tree"]),
     (
         "meaning and input",
@@ -30,7 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "poller",
         ],
     ),
-    ("signals and sources", &["signals", "gpu", "live", "source"]),
+    ("signals and sources", &["signals", "live", "source"]),
     ("views", &["report", "status"]),
     ("export", &["export"]),
     ("the loop", &["pipeline"]),
@@ -43,9 +43,6 @@ const KNOWN_CIRCLES: &[(&str, &str)] = &[
     // attribution's task records carry diagnosis's Stall and Slower; diagnosis::watch
     // drives the Attributor.
     ("attribution", "diagnosis"),
-    // gpu::metrics keys its series with signals::metrics::SeriesKey; signals puts the GPU
-    // figures on spans and metrics.
-    ("gpu", "signals"),
     // `pipetrace send` reuses run's usage error and default file name; run names send's
     // unsent file.
     ("cli::run", "cli::send"),

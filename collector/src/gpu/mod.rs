@@ -3,7 +3,6 @@
 //! and its share of the driver's per-process utilisation samples, read since the last look
 //! so none is missed or counted twice. A GPU is looked at only while a run's process holds
 //! a context on it (its process list says so); no device setting is ever changed.
-pub mod metrics;
 mod nvml;
 mod sampler;
 #[cfg(test)]

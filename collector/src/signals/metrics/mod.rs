@@ -9,6 +9,7 @@
 //! The sampler runs every interval even with `metrics.enabled: false`: stall detection
 //! needs it. Only the export is off then.
 mod agent;
+pub mod gpu;
 pub mod progress;
 mod proto;
 mod series;

@@ -11,8 +11,8 @@ use opentelemetry_proto::tonic::{
 };
 use pipetrace_semconv::{attr, metric};
 
-use super::sampler::DeviceNow;
-use crate::signals::metrics::SeriesKey;
+use super::SeriesKey;
+use crate::gpu::DeviceNow;
 
 fn s(key: &str, v: &str) -> KeyValue {
     KeyValue {
