@@ -11,6 +11,7 @@ pub mod export;
 pub mod files;
 pub mod host;
 pub mod live;
+pub mod pidns;
 pub mod pipeline;
 pub mod poller;
 pub mod probes;
