@@ -10,10 +10,11 @@ pub const HOST_PID_NS: u64 = 0xEFFF_FFFC;
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "the agent runs in a PID namespace of its own ({0}; the host's is pid:[{HOST_PID_NS}]): the \
-     kernel reports host PIDs, which its /proc cannot see, so it would trace nothing. Run it in \
-     the host's PID namespace: `hostPID: true` in Kubernetes (a pod's shareProcessNamespace is \
-     not enough), `--pid=host` with podman or docker, `pid: host` in compose"
+    "pipetrace runs in a PID namespace of its own ({0}; the host's is pid:[{HOST_PID_NS}]): the \
+     kernel reports host PIDs, which its /proc cannot see, so its eBPF probes would trace \
+     nothing. Run it in the host's PID namespace: `hostPID: true` in Kubernetes (a pod's \
+     shareProcessNamespace is not enough), `--pid=host` with podman or docker, `pid: host` in \
+     compose"
 )]
 pub struct PrivatePidNamespace(pub String);
 

@@ -789,3 +789,62 @@ fn the_image_is_the_one_the_dockerfile_describes() {
     );
     assert!(dockerfile.contains("--no-install-recommends ca-certificates "));
 }
+
+/// `pipetrace run` in a container with a PID namespace of its own: the probes' host PIDs
+/// name nothing there (measured before: such a run exported no span at all, silently). It
+/// says so and polls its namespace's /proc, which sees the command's processes; with
+/// `probes.strict` it refuses instead.
+#[test]
+fn pipetrace_run_in_a_containers_own_pid_namespace_polls_and_says_why() {
+    let image = agent_image();
+    let out = tempfile::tempdir().unwrap();
+    let volume = format!("-v={}:/out", out.path().display());
+    let caps = [
+        "--cap-drop=all",
+        "--cap-add=CAP_BPF",
+        "--cap-add=CAP_PERFMON",
+        "--cap-add=CAP_SYS_PTRACE",
+        "--cap-add=CAP_DAC_READ_SEARCH",
+        "--security-opt=seccomp=unconfined",
+        "-v=/sys/kernel/btf:/sys/kernel/btf:ro",
+        "-v=/sys/kernel/tracing:/sys/kernel/tracing:ro",
+    ];
+    let run = |strict: &str| {
+        let mut args = podman_run(&["--rm", "--network=none", &volume]);
+        args.extend(caps.iter().map(|c| c.to_string()));
+        args.push(format!("-e=PIPETRACE_PROBES__STRICT={strict}"));
+        args.push(image.clone());
+        args.extend(
+            [
+                "run",
+                "--no-summary",
+                "-o",
+                "/out/t.otlp.jsonl",
+                "--",
+                "sh",
+                "-c",
+            ]
+            .map(String::from),
+        );
+        args.push("sleep 0.6; true".into());
+        let o = output(podman().args(&args));
+        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        (o.status.success(), said)
+    };
+    let (ok, said) = run("false");
+    assert!(ok, "{said}");
+    assert!(said.contains("PID namespace of its own"), "{said}");
+    assert!(said.contains("polling /proc"), "{said}");
+    let spans = pipetrace_e2e::read_jsonl(&out.path().join("t.otlp.jsonl"));
+    let sleep = (spans.iter())
+        .find(|s| s.is_tool() && s.str(attr::TOOL_NAME) == "sleep")
+        .unwrap_or_else(|| panic!("no sleep span: {spans:?}"));
+    assert_eq!(sleep.str(attr::COLLECTION_MODE), "procfs", "{sleep:?}");
+
+    let (ok, said) = run("true");
+    assert!(!ok, "with probes.strict it ran:\n{said}");
+    assert!(
+        said.contains("--pid=host") && said.contains("probes.strict"),
+        "{said}"
+    );
+}
