@@ -50,6 +50,11 @@ discard() {
   rm -rf --one-file-system "$1"
 }
 
+# What an interrupted build left (nothing else builds while the lock is held).
+for stale in "$CACHE"/rootfs.* "$CACHE"/*.part; do
+  [[ -e $stale ]] && discard "$stale"
+done
+
 # The cached rootfs tarball for a package list: made once, by debootstrap.
 rootfs() {
   local packages=$1
