@@ -847,4 +847,17 @@ fn pipetrace_run_in_a_containers_own_pid_namespace_polls_and_says_why() {
         said.contains("--pid=host") && said.contains("probes.strict"),
         "{said}"
     );
+
+    // `pipetrace doctor` says so too, and how to fix it.
+    let mut args = podman_run(&["--rm", "--network=none"]);
+    args.extend(caps.iter().map(|c| c.to_string()));
+    args.extend([image.clone(), "doctor".into()]);
+    let o = output(podman().args(&args));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{said}");
+    let line = (said.lines())
+        .find(|l| l.contains("PID namespace"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.contains("FAIL"), "{said}");
+    assert!(said.contains("hostPID: true"), "{said}");
 }
