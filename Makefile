@@ -16,7 +16,7 @@ demo: setup
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
 # Two slots per CPU and one more: see the ci profile in .config/nextest.toml.
 test: setup lint fuzz-smoke unit-unprivileged
-	$(CARGO) build -p pipetrace
+	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
 
 # The core's unit tests need no root, no kernel and no /proc of their own: run them as
@@ -80,8 +80,10 @@ bench-accounting: setup
 	$(CARGO) build --release -p pipetrace -p pipetrace-e2e
 	./target/release/bench-accounting
 
+# The generated pages: the semconv registry and docs/configuration.md (tests fail when stale).
 docs:
 	$(CARGO) run -q -p pipetrace-semconv --bin semconv-docs
+	$(CARGO) run -q -p pipetrace-config --bin config-docs
 
 # The agent's container image, localhost/pipetrace:<version> and :latest, with podman from a
 # debootstrap'd minimal Debian bookworm (no registry is pulled; the rootfs is cached under

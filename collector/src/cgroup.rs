@@ -23,7 +23,16 @@ pub struct Limits {
     mounts: Option<(Duration, String)>,
     /// CPUs online, read at: asked for every task that starts, and `sysconf` reads /sys.
     online: Option<(Duration, u32)>,
-    by_membership: HashMap<String, (Duration, Option<f64>, Option<u64>)>,
+    by_membership: HashMap<String, Read>,
+}
+
+/// What was read for one cgroup membership, and when.
+#[derive(Clone, Copy)]
+struct Read {
+    at: Duration,
+    quota: Option<f64>,
+    memory: Option<u64>,
+    gpus: Option<u64>,
 }
 
 impl Limits {
@@ -31,7 +40,8 @@ impl Limits {
     pub fn allocation(&mut self, host: &dyn Host, pid: u32) -> Allocation {
         let online = self.online_cpus(host);
         let affinity = host.affinity(pid).unwrap_or(online);
-        let (quota, memory_limit) = self.limits(host, membership(host, pid));
+        let read = self.limits(host, membership(host, pid));
+        let (quota, memory_limit) = (read.quota, read.memory);
         let (cpus, source) = match quota {
             Some(q) if q < f64::from(affinity) => (q, "cgroup.cpu.max"),
             _ if affinity < online => (f64::from(affinity), "cpuset"),
@@ -42,6 +52,7 @@ impl Limits {
             source,
             memory_limit,
             host_cpus: online,
+            gpus: read.gpus,
         }
     }
 
@@ -54,6 +65,7 @@ impl Limits {
             source: "host",
             memory_limit: None,
             host_cpus: online,
+            gpus: None,
         }
     }
 
@@ -69,13 +81,13 @@ impl Limits {
         }
     }
 
-    fn limits(&mut self, host: &dyn Host, membership: String) -> (Option<f64>, Option<u64>) {
+    fn limits(&mut self, host: &dyn Host, membership: String) -> Read {
         let now = host.uptime();
         let young = |at: &Duration| now.saturating_sub(*at) < CACHE_FOR;
-        if let Some((at, q, m)) = self.by_membership.get(&membership)
-            && young(at)
+        if let Some(r) = self.by_membership.get(&membership)
+            && young(&r.at)
         {
-            return (*q, *m);
+            return *r;
         }
         if !self.mounts.as_ref().is_some_and(|(at, _)| young(at)) {
             self.mounts = Some((now, mountinfo(host)));
@@ -89,12 +101,47 @@ impl Limits {
         let memory = (dirs("memory").iter())
             .filter_map(|d| memory_limit(host, d))
             .min();
+        // The innermost devices cgroup holds the rules in force (v1 copies them down).
+        let gpus = dirs("devices").first().and_then(|d| gpu_devices(host, d));
         if self.by_membership.len() > 4096 {
             self.by_membership.clear();
         }
-        self.by_membership.insert(membership, (now, quota, memory));
-        (quota, memory)
+        let read = Read {
+            at: now,
+            quota,
+            memory,
+            gpus,
+        };
+        self.by_membership.insert(membership, read);
+        read
     }
+}
+
+/// NVIDIA's character-device major: /dev/nvidiaN is 195:N (255: the control device).
+const NVIDIA_MAJOR: &str = "195";
+
+/// The GPUs a v1 devices cgroup lets its processes open, bit N for /dev/nvidiaN, as Slurm
+/// (`ConstrainDevices`) and Kubernetes' device plugin allocate them. None where every device
+/// is allowed, or the cgroup says nothing (cgroup v2 keeps its rules in eBPF programs).
+pub fn gpu_devices(host: &dyn Host, dir: &Path) -> Option<u64> {
+    let list = host.read_to_string(&dir.join("devices.list")).ok()?;
+    let mut mask = 0u64;
+    for line in list.lines() {
+        let mut w = line.split_whitespace();
+        let (kind, dev) = (w.next()?, w.next()?);
+        let (major, minor) = dev.split_once(':')?;
+        if kind == "a" || (major == NVIDIA_MAJOR || major == "*") && minor == "*" {
+            return None;
+        }
+        if kind == "c"
+            && major == NVIDIA_MAJOR
+            && let Ok(n) = minor.parse::<u32>()
+            && n < 64
+        {
+            mask |= 1 << n;
+        }
+    }
+    Some(mask)
 }
 
 /// The memory cgroup of `pid` (path within its hierarchy) and its limit, if any.
@@ -109,21 +156,6 @@ pub fn memory_cgroup(host: &dyn Host, pid: u32) -> (Option<String>, Option<u64>)
         (ctrls.split(',').any(|c| c == "memory") || ctrls.is_empty()).then(|| path.to_string())
     });
     (path, limit)
-}
-
-/// CPUs online on this host: what any process here could use at most.
-pub fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as u32
-}
-
-pub fn affinity(pid: u32) -> Option<u32> {
-    // SAFETY: a zeroed cpu_set_t is valid; the kernel fills at most its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::sched_getaffinity(pid as i32, size_of::<libc::cpu_set_t>(), &mut set) };
-    // SAFETY: `set` was filled by the kernel.
-    (rc == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as u32)
 }
 
 /// The process's cgroup directory for `controller` and every ancestor up to the mount,
@@ -294,5 +326,22 @@ mod tests {
     fn this_process_has_at_least_one_cpu() {
         let a = Limits::default().allocation(&LiveHost, std::process::id());
         assert!(a.cpus >= 0.01, "{a:?}");
+    }
+
+    #[test]
+    fn gpus_allowed_by_a_v1_devices_cgroup_are_read_from_its_list() {
+        let host = crate::host::fake::FakeHost::default();
+        let dir = Path::new("/sys/fs/cgroup/devices/slurm/uid_0/job_7");
+        let list = |text: &str| {
+            host.write(dir.join("devices.list"), text);
+            gpu_devices(&host, dir)
+        };
+        // Slurm's ConstrainDevices with two GPUs of a gres: /dev/nvidia0 and 2, the control
+        // device (255) and the usual character devices.
+        let slurm = "c 1:3 rwm\nc 136:* rwm\nc 195:255 rwm\nc 195:0 rwm\nc 195:2 rwm\n";
+        assert_eq!(list(slurm), Some(0b101));
+        assert_eq!(list("c 1:3 rwm\n"), Some(0), "no GPU allowed");
+        assert_eq!(list("a *:* rwm\n"), None, "every device: no allocation");
+        assert_eq!(list("c 195:* rwm\n"), None, "every GPU");
     }
 }

@@ -5,9 +5,10 @@ use pipetrace_probes_common::{
     OpenEvent, SignalEvent, UsageEvent,
 };
 
+pub use crate::facts::split_argv;
 use crate::{
     accounting::{CpuTimes, Usage},
-    host::ns_per_tick,
+    facts::{ns_per_tick, page_size},
 };
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -131,18 +132,6 @@ pub fn cstr(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-/// argv as the kernel lays it out: NUL-terminated strings back to back.
-pub fn split_argv(bytes: &[u8]) -> Vec<String> {
-    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
-    if bytes.is_empty() {
-        return Vec::new();
-    }
-    bytes
-        .split(|&b| b == 0)
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
 pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     if bytes.len() < size_of::<EventHeader>() {
         return Err(DecodeError::Short(bytes.len()));
@@ -167,15 +156,15 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 key,
                 time_ns: h.time_ns,
                 status: e.exit_code,
-                image_peak_bytes: e.image_peak_pages.saturating_mul(crate::host::page_size()),
-                at_exit: Some(Usage::from_figures(&e.figures, crate::host::page_size())),
+                image_peak_bytes: e.image_peak_pages.saturating_mul(page_size()),
+                at_exit: Some(Usage::from_figures(&e.figures, page_size())),
             })
         }
         KIND_USAGE => {
             let e: UsageEvent = read(bytes, h.kind)?;
             Ok(Event::Usage {
                 key,
-                usage: Usage::from_figures(&e.figures, crate::host::page_size()),
+                usage: Usage::from_figures(&e.figures, page_size()),
             })
         }
         KIND_FINAL_CPU => {
@@ -193,7 +182,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         KIND_OOM => {
             let e: OomEvent = read(bytes, h.kind)?;
             // The probe gives memory in pages.
-            let page = crate::host::page_size();
+            let page = page_size();
             Ok(Event::Oom {
                 pid: h.tgid,
                 time_ns: h.time_ns,

@@ -7,7 +7,11 @@ pub mod fake;
 mod idle;
 mod kept;
 mod live;
+pub mod pidns;
 pub mod port;
+pub mod slurm_alloc;
+pub mod slurm_jobs;
+mod usage_now;
 
 use std::{
     fs,
@@ -15,20 +19,16 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+pub use crate::facts::{ns_per_tick, page_size};
 pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
 pub use idle::IdleClock;
 pub use live::LiveHost;
 pub use port::{FileFacts, Host, SharedHost, TcpLink};
+pub use slurm_jobs::{JobRecord, RecordCell};
+pub use usage_now::Live;
 
 /// OTel `os.type`: the only one pipetrace runs on.
 pub const OS_TYPE: &str = "linux";
-
-/// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
-/// ticks so that a process seen first by the /proc scan and later by the probes is one process.
-pub fn ns_per_tick() -> u64 {
-    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *NS.get_or_init(|| 1_000_000_000 / procfs::ticks_per_second().max(1))
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -183,7 +183,7 @@ pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
         start_ticks: stat.starttime,
         comm: stat.comm,
         exe: p.exe().ok(),
-        argv: crate::event::split_argv(&cmdline),
+        argv: crate::facts::split_argv(&cmdline),
         cwd: p.cwd().ok(),
     })
 }
@@ -232,11 +232,6 @@ pub fn session(pid: u32) -> Option<u32> {
 
 pub fn cwd(pid: u32) -> Option<PathBuf> {
     fs::read_link(format!("/proc/{pid}/cwd")).ok()
-}
-
-/// The kernel's page size (memory counters come in pages).
-pub fn page_size() -> u64 {
-    procfs::page_size()
 }
 
 #[cfg(test)]

@@ -28,6 +28,12 @@ pub struct TaskNow {
     pub stalled: bool,
     /// What the task's earlier runs took (its history's median), where known.
     pub usual_s: Option<f64>,
+    /// GPU memory its processes hold now, and their SM utilisation so far (where a
+    /// process of it holds a GPU context).
+    #[serde(default)]
+    pub gpu_memory: u64,
+    #[serde(default)]
+    pub gpu_utilization: Option<f64>,
 }
 
 /// The run now: its name, how long it has run, its tasks done and failed, those running.
@@ -38,6 +44,20 @@ pub struct Now {
     pub done: u32,
     pub failed: u32,
     pub tasks: Vec<TaskNow>,
+    /// Tasks the run will run in all, where its engine says (then `done` is the engine's),
+    /// and those not started yet.
+    #[serde(default)]
+    pub total: Option<u32>,
+    #[serde(default)]
+    pub queued: Option<u32>,
+}
+
+impl Now {
+    /// Tasks not started yet, where the engine says how many there are in all.
+    pub fn not_started(&self) -> Option<u32> {
+        let started = self.done + self.tasks.len() as u32;
+        self.total.map(|t| t.saturating_sub(started))
+    }
 }
 
 /// What a task held at the last look, to turn counters into rates.
@@ -68,7 +88,12 @@ struct Sum {
     io_bytes: u64,
     rss: u64,
     tools: BTreeSet<String>,
+    gpu_memory: u64,
+    gpu: crate::accounting::GpuFigures,
 }
+
+/// A running process's GPU memory now and GPU figures so far, where it holds a context.
+pub type GpuNow<'a> = dyn Fn(u32) -> Option<(u64, crate::accounting::GpuFigures)> + 'a;
 
 impl Watcher {
     /// Each run now, in the order they started. `read` gives a running process's figures
@@ -80,6 +105,7 @@ impl Watcher {
         tree: &Tree,
         now_ns: u64,
         read: &dyn Fn(u32) -> Option<Live>,
+        gpu: &GpuNow,
         judge: &mut Judge,
     ) -> Vec<Now> {
         let mut sums: HashMap<ProcKey, (ProcKey, Sum)> = HashMap::new();
@@ -100,6 +126,10 @@ impl Watcher {
             s.cpu_ns += l.cpu_user_ns + l.cpu_system_ns;
             s.io_bytes += l.disk_read_bytes + l.disk_write_bytes;
             s.rss += l.rss_bytes;
+            if let Some((bytes, figures)) = gpu(key.pid) {
+                s.gpu_memory += bytes;
+                s.gpu.add(&figures);
+            }
             if key != task || s.tools.is_empty() {
                 s.tools.insert(Attributor::tool_of(p));
             }
@@ -130,6 +160,8 @@ impl Watcher {
                     done,
                     failed,
                     tasks: mine.map(|(_, _, t)| t.clone()).collect(),
+                    total: None,
+                    queued: None,
                 },
             ));
         }
@@ -169,6 +201,7 @@ impl Watcher {
         if tools.len() > 1 {
             tools.retain(|t| *t != own);
         }
+        let gpu_utilization = s.gpu.sm_utilization();
         let next = Last {
             at_ns: now_ns,
             cpu_ns: s.cpu_ns,
@@ -186,6 +219,8 @@ impl Watcher {
             stalled,
             usual_s,
             name,
+            gpu_memory: s.gpu_memory,
+            gpu_utilization,
         }
     }
 }
@@ -216,13 +251,24 @@ fn duration(s: f64) -> String {
 /// The view as text lines at most `width` characters wide: the run, then at most `max`
 /// running tasks (the rest counted).
 pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
+    let counts = match (now.total, now.not_started()) {
+        (Some(total), Some(queued)) => format!(
+            "{} running, {queued} queued, {} of {total} done, {} failed",
+            now.tasks.len(),
+            now.done,
+            now.failed
+        ),
+        _ => format!(
+            "{} running, {} done, {} failed",
+            now.tasks.len(),
+            now.done,
+            now.failed
+        ),
+    };
     let mut out = vec![format!(
-        "pipetrace ▸ {}  {}  {} running, {} done, {} failed",
+        "pipetrace ▸ {}  {}  {counts}",
         now.run,
         duration(now.elapsed_s),
-        now.tasks.len(),
-        now.done,
-        now.failed
     )];
     for t in now.tasks.iter().take(max) {
         let mut line = format!(
@@ -235,6 +281,12 @@ pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
             bytes(t.io_rate),
             t.tools.join(", ")
         );
+        if t.gpu_memory > 0 || t.gpu_utilization.is_some() {
+            let busy = t
+                .gpu_utilization
+                .map_or("-".into(), |u| format!("{:.0}%", 100.0 * u));
+            line += &format!("  gpu {busy} {}", bytes(t.gpu_memory as f64));
+        }
         if t.stalled {
             line.push_str("  STALLED");
         }
@@ -286,6 +338,8 @@ mod tests {
             done: 5,
             failed: 1,
             tasks: vec![fresh, slow, task("x", 1.0)],
+            total: None,
+            queued: None,
         };
         let l = lines(&now, 200, 2);
         assert_eq!(l[0], "pipetrace ▸ demo  1h02m  3 running, 5 done, 1 failed");
@@ -300,5 +354,38 @@ mod tests {
         assert!(l[2].ends_with("over its usual 1m40s"), "{}", l[2]);
         assert_eq!(l[3], "  … and 1 more running");
         assert!(lines(&now, 12, 2).iter().all(|x| x.chars().count() <= 12));
+    }
+
+    #[test]
+    fn a_run_whose_engine_says_how_many_tasks_shows_the_queued_ones() {
+        let now = Now {
+            run: "wgs".into(),
+            elapsed_s: 5.0,
+            done: 2,
+            tasks: vec![task("align", 1.0)],
+            total: Some(6),
+            ..Default::default()
+        };
+        assert_eq!(now.not_started(), Some(3));
+        let l = lines(&now, 200, 5);
+        assert_eq!(
+            l[0],
+            "pipetrace ▸ wgs  5s  1 running, 3 queued, 2 of 6 done, 0 failed"
+        );
+    }
+
+    #[test]
+    fn a_task_on_a_gpu_shows_its_gpu_use_and_one_without_shows_none() {
+        let mut train = task("train", 30.0);
+        train.gpu_memory = 8 << 30;
+        train.gpu_utilization = Some(0.93);
+        let now = Now {
+            run: "demo".into(),
+            tasks: vec![train, task("qc", 2.0)],
+            ..Default::default()
+        };
+        let l = lines(&now, 200, 5);
+        assert!(l[1].contains("  gpu 93% 8.0 GiB"), "{}", l[1]);
+        assert!(!l[2].contains("gpu"), "{}", l[2]);
     }
 }

@@ -73,6 +73,10 @@ pub struct Pipeline {
     /// A node agent's judge of the host's idleness, and what it last said.
     idle: Option<host::IdleClock>,
     host_idle: Option<Duration>,
+    /// Per-process GPU figures, where NVIDIA's driver is, looked at every metrics interval
+    /// (µs).
+    gpu: Option<crate::gpu::GpuSampler>,
+    gpu_interval_us: u64,
     /// Runs finished at the last idleness check: a run that came and went between two
     /// checks was work too.
     runs_finished_seen: u64,
@@ -125,6 +129,8 @@ impl Pipeline {
             scope: crate::scope::Scope::new(None),
             idle: None,
             host_idle: None,
+            gpu: None,
+            gpu_interval_us: 0,
             runs_finished_seen: 0,
             files: crate::files::Filter::default(),
         }
@@ -187,6 +193,39 @@ impl Pipeline {
     }
 
     /// Events come from polling /proc: every process is marked so.
+    /// Samples GPUs through `driver` (NVML): per-process figures on the spans, live metrics.
+    pub fn with_gpu(
+        mut self,
+        driver: Option<Box<dyn crate::gpu::Driver>>,
+        interval: Duration,
+    ) -> Self {
+        self.gpu_interval_us = interval.as_micros() as u64;
+        self.gpu = driver.and_then(|d| match crate::gpu::GpuSampler::new(d) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                log::warn!("NVML answers but lists no GPU ({e}): GPU figures off");
+                None
+            }
+        });
+        self
+    }
+
+    /// The GPU sampler, if GPUs are looked at.
+    pub fn gpu(&self) -> Option<&crate::gpu::GpuSampler> {
+        self.gpu.as_ref()
+    }
+
+    /// Looks at the GPUs a run's process holds a context on.
+    fn sample_gpus(&mut self) {
+        let Some(gpu) = self.gpu.as_mut() else { return };
+        let (tree, attr) = (&self.tree, &self.attr);
+        let ours = |pid: u32| (tree.by_pid(pid)).is_some_and(|p| attr.membership(&p.key).is_some());
+        let now_us = (self.host.now())
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        gpu.tick(&ours, now_us, self.gpu_interval_us);
+    }
+
     pub fn with_procfs(mut self, procfs: bool) -> Self {
         self.procfs = procfs;
         self
@@ -385,6 +424,12 @@ impl Pipeline {
             let dropped = u.drop_impossible_delays(end.saturating_sub(p.start_ns), since_boot);
             self.figures_dropped += u64::from(dropped);
         }
+        // What it did on GPUs, looked at while it ran (taken even without kernel figures:
+        // nothing of an ended pid may stay behind for the next process with its pid).
+        let gpu = self.gpu.as_mut().and_then(|g| g.take(key.pid));
+        if let (Some(u), Some(g)) = (usage.as_mut(), gpu) {
+            u.gpu = g;
+        }
         self.tree.settle(&key, usage);
         let finished = self.attr.on_exit(&self.tree, key);
         self.metrics.on_exit(&self.attr, &self.tree, key);
@@ -451,11 +496,59 @@ impl Pipeline {
         let now = self.host.boottime_ns();
         self.attr.name_running(&self.tree, now);
         let parts = (self.metrics).sample(&*self.host, &self.attr, &self.tree, now, net);
+        self.sample_gpus();
         self.stalls.observe(&self.attr, &self.tree, &parts, now);
         self.announce_started();
         self.observe_idle();
         let figures = self.agent_figures(lost_events);
-        self.metrics.collect(&figures, self.stalls.counts())
+        let mut req = self.metrics.collect(&figures, self.stalls.counts())?;
+        if let Some(scope) =
+            (req.resource_metrics.first_mut()).and_then(|r| r.scope_metrics.first_mut())
+        {
+            scope.metrics.extend(self.gpu_metrics());
+            let progress = self.progress();
+            scope
+                .metrics
+                .extend(crate::signals::metrics::progress::metrics(
+                    &progress,
+                    self.host.now(),
+                ));
+        }
+        Some(req)
+    }
+
+    /// How far each run is whose engine says: done, in all, running now.
+    pub fn progress(&mut self) -> Vec<crate::signals::metrics::progress::Progress> {
+        let (running, _) = self.stalls.counts();
+        (self.attr.progress().into_iter())
+            .map(|(_, pipeline, done, total)| {
+                let on = (running.iter())
+                    .filter(|((p, _), _)| *p == pipeline)
+                    .map(|(_, n)| *n as u32)
+                    .sum();
+                crate::signals::metrics::progress::Progress {
+                    pipeline,
+                    done,
+                    total,
+                    running: on,
+                }
+            })
+            .collect()
+    }
+
+    /// GPU memory each series holds now, and the GPUs the runs used at the last look.
+    fn gpu_metrics(&self) -> Vec<opentelemetry_proto::tonic::metrics::v1::Metric> {
+        let Some(gpu) = self.gpu.as_ref() else {
+            return Vec::new();
+        };
+        let mut held = std::collections::BTreeMap::new();
+        for (pid, bytes) in gpu.holding() {
+            let series = (self.tree.by_pid(pid)).and_then(|p| self.metrics.series_of(&p.key));
+            if let Some(k) = series {
+                *held.entry(k.clone()).or_insert(0) += bytes;
+            }
+        }
+        crate::gpu::metrics::metrics(&held, &gpu.devices, self.host.now())
     }
 
     /// What the agent lost, dropped, retried and holds now.
@@ -478,6 +571,7 @@ impl Pipeline {
             usage_missing: self.usage_missing,
             usage_at_exit: self.usage_at_exit,
             figures_dropped: self.figures_dropped,
+            gpu_errors: self.gpu.as_ref().map_or(0, |g| g.errors),
             series_overflowed: self.metrics.overflowed(),
             processes_known: self.tree.len() as u64,
             processes_tracked: self.attr.tracked() as u64,

@@ -395,6 +395,14 @@ pub const KEYS: &[(&str, &str)] = &[
         "slower than usual: at least this many times the median of the task's earlier runs (and min_wall longer), once 3 runs have it.",
     ),
     (
+        "diagnosis.gpu_bound",
+        "gpu-bound: its kernels kept the GPU's streaming multiprocessors busy at least this share of its time on the GPU (NVML's per-process samples).",
+    ),
+    (
+        "diagnosis.gpu_starved_below",
+        "gpu-starved: it held a GPU whose SMs were busy less than this share of the time, while its CPU, storage or memory was the limit: the GPU waits on the rest.",
+    ),
+    (
         "cost",
         "A price on runs, tasks and tools; off until prices has an entry.",
     ),
@@ -428,6 +436,18 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "cpu_policy",
         "The scheduling policy of pipetrace's own threads: batch (SCHED_BATCH: the same fair share of CPU, but its wake-ups never preempt the pipeline's processes; the ring buffer holds events until a CPU is free) or normal (SCHED_OTHER). Applied only when pipetrace starts with the default policy; the command of pipetrace run starts with the policy pipetrace started with.",
+    ),
+    (
+        "gpu",
+        "Per-process GPU figures (which GPUs, GPU memory, SM and memory-controller utilisation) from NVIDIA's driver, looked at only while a run's process holds a GPU context.",
+    ),
+    (
+        "gpu.enabled",
+        "Load NVML at start when it is there; without an NVIDIA driver nothing changes.",
+    ),
+    (
+        "gpu.library",
+        "The NVML library: a name the dynamic loader searches for, or a path.",
     ),
     (
         "self_telemetry",

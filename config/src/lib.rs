@@ -6,6 +6,7 @@ pub mod layer;
 pub mod limits;
 pub mod load;
 pub mod model;
+pub mod reference;
 #[cfg(test)]
 mod testing;
 

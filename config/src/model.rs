@@ -23,9 +23,29 @@ pub struct Config {
     pub report: Report,
     pub host: Host,
     pub files: Files,
+    pub gpu: Gpu,
     pub self_telemetry: SelfTelemetry,
     /// The scheduling policy of pipetrace's own threads.
     pub cpu_policy: CpuPolicy,
+}
+
+/// Per-process GPU figures from NVIDIA's driver (NVML), where it is installed.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Gpu {
+    /// Look for NVML at start; without it (no NVIDIA driver) nothing changes.
+    pub enabled: bool,
+    /// The NVML library: a name the loader searches for, or a path.
+    pub library: String,
+}
+
+impl Default for Gpu {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            library: "libnvidia-ml.so.1".into(),
+        }
+    }
 }
 
 /// How pipetrace's own threads share the CPUs with the work they watch.
@@ -243,6 +263,11 @@ pub struct Diagnosis {
     /// slower than usual: at least this many times the median of the task's history (and
     /// `min_wall` longer), once it has three runs or more.
     pub slower_factor: f64,
+    /// gpu-bound: share of its GPU time its kernels kept the SMs busy at least this.
+    pub gpu_bound: f64,
+    /// gpu-starved: held a GPU with the SMs busy less than this share of the time, while
+    /// its CPU, storage or memory was the limit.
+    pub gpu_starved_below: f64,
 }
 
 impl Default for Diagnosis {
@@ -260,6 +285,8 @@ impl Default for Diagnosis {
             state_dir: Some(PathBuf::from("/var/lib/pipetrace")),
             history_runs: 20,
             slower_factor: 2.0,
+            gpu_bound: 0.7,
+            gpu_starved_below: 0.2,
         }
     }
 }

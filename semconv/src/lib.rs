@@ -66,6 +66,20 @@ pub mod attr {
     pub const CPU_ALLOCATION_SOURCE: &str = "pipetrace.cpu.allocation_source";
     pub const CPU_UTILIZATION: &str = "pipetrace.cpu.utilization";
     pub const MEMORY_PEAK: &str = "pipetrace.memory.peak";
+    pub const GPU_IDS: &str = "pipetrace.gpu.ids";
+    pub const GPU_NAMES: &str = "pipetrace.gpu.names";
+    pub const GPU_MEMORY_PEAK: &str = "pipetrace.gpu.memory.peak";
+    pub const GPU_UTILIZATION: &str = "pipetrace.gpu.utilization";
+    pub const GPU_MEMORY_UTILIZATION: &str = "pipetrace.gpu.memory_utilization";
+    pub const GPU_TIME: &str = "pipetrace.gpu.time";
+    pub const GPU_THROTTLE_REASON: &str = "pipetrace.gpu.throttle_reason";
+    pub const GPU_ALLOCATED: &str = "pipetrace.gpu.allocated";
+    pub const GPU_RIGHTSIZING: &str = "pipetrace.gpu.rightsizing";
+    pub const GPU_RECOMMENDATION: &str = "pipetrace.gpu.recommendation";
+    pub const GPU_RECOMMENDATION_COUNT: &str = "pipetrace.gpu.recommendation.count";
+    pub const HW_ID: &str = "hw.id";
+    pub const HW_NAME: &str = "hw.name";
+    pub const HW_TYPE: &str = "hw.type";
     pub const MEMORY_MAXRSS: &str = "pipetrace.memory.maxrss";
     pub const MEMORY_LIMIT: &str = "pipetrace.memory.limit";
     pub const MEMORY_MINOR_FAULTS: &str = "pipetrace.memory.minor_faults";
@@ -187,6 +201,20 @@ pub mod attr {
         CPU_ALLOCATION_SOURCE,
         CPU_UTILIZATION,
         MEMORY_PEAK,
+        GPU_IDS,
+        GPU_NAMES,
+        GPU_MEMORY_PEAK,
+        GPU_UTILIZATION,
+        GPU_MEMORY_UTILIZATION,
+        GPU_TIME,
+        GPU_THROTTLE_REASON,
+        GPU_ALLOCATED,
+        GPU_RIGHTSIZING,
+        GPU_RECOMMENDATION,
+        GPU_RECOMMENDATION_COUNT,
+        HW_ID,
+        HW_NAME,
+        HW_TYPE,
         MEMORY_MAXRSS,
         MEMORY_LIMIT,
         MEMORY_MINOR_FAULTS,
@@ -260,6 +288,18 @@ pub mod metric {
     pub const TASKS_RUNNING: &str = "pipetrace.tasks.running";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
     pub const TASKS_FAILED: &str = "pipetrace.tasks.failed";
+    pub const TASKS_DONE: &str = "pipetrace.tasks.done";
+    pub const TASKS_TOTAL: &str = "pipetrace.tasks.total";
+    pub const TASKS_QUEUED: &str = "pipetrace.tasks.queued";
+    pub const PROCESS_GPU_MEMORY_USAGE: &str = "pipetrace.process.gpu.memory.usage";
+    pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
+    pub const HW_GPU_MEMORY_UTILIZATION: &str = "hw.gpu.memory.utilization";
+    pub const HW_GPU_MEMORY_USAGE: &str = "hw.gpu.memory.usage";
+    pub const HW_GPU_MEMORY_LIMIT: &str = "hw.gpu.memory.limit";
+    pub const HW_POWER: &str = "hw.power";
+    pub const HW_TEMPERATURE: &str = "hw.temperature";
+    pub const GPU_CLOCK_SM: &str = "pipetrace.gpu.clock.sm";
+    pub const GPU_THROTTLED: &str = "pipetrace.gpu.throttled";
     pub const HOST_IDLE: &str = "pipetrace.host.idle";
     pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
     pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
@@ -270,6 +310,7 @@ pub mod metric {
     pub const AGENT_METRIC_EXPORTS_SPOOLED: &str = "pipetrace.agent.metric_exports.spooled";
     pub const AGENT_USAGE_MISSING: &str = "pipetrace.agent.usage.missing";
     pub const AGENT_USAGE_AT_EXIT: &str = "pipetrace.agent.usage.at_exit";
+    pub const AGENT_GPU_ERRORS: &str = "pipetrace.agent.gpu.errors";
     pub const AGENT_FIGURES_DROPPED: &str = "pipetrace.agent.figures.dropped";
     pub const AGENT_SERIES_OVERFLOWED: &str = "pipetrace.agent.metric_series.overflowed";
     pub const AGENT_PROCESSES_KNOWN: &str = "pipetrace.agent.processes.known";
@@ -293,6 +334,18 @@ pub mod metric {
         TASKS_RUNNING,
         TASKS_STALLED,
         TASKS_FAILED,
+        TASKS_DONE,
+        TASKS_TOTAL,
+        TASKS_QUEUED,
+        PROCESS_GPU_MEMORY_USAGE,
+        HW_GPU_UTILIZATION,
+        HW_GPU_MEMORY_UTILIZATION,
+        HW_GPU_MEMORY_USAGE,
+        HW_GPU_MEMORY_LIMIT,
+        HW_POWER,
+        HW_TEMPERATURE,
+        GPU_CLOCK_SM,
+        GPU_THROTTLED,
         HOST_IDLE,
         AGENT_EVENTS_LOST,
         AGENT_RECORDS_UNDECODABLE,
@@ -303,6 +356,7 @@ pub mod metric {
         AGENT_METRIC_EXPORTS_SPOOLED,
         AGENT_USAGE_MISSING,
         AGENT_USAGE_AT_EXIT,
+        AGENT_GPU_ERRORS,
         AGENT_FIGURES_DROPPED,
         AGENT_SERIES_OVERFLOWED,
         AGENT_PROCESSES_KNOWN,

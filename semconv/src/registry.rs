@@ -46,6 +46,8 @@ impl Registry {
     pub fn to_markdown(&self) -> String {
         let mut out = String::from(
             "# pipetrace semantic conventions\n\n\
+             Every attribute, event and metric name pipetrace emits, with its type and meaning: \
+             for whoever queries, dashboards or alerts on pipetrace's data.\n\n\
              Generated from `semconv/model/registry.yaml` by \
              `cargo run -p pipetrace-semconv --bin semconv-docs`; do not edit.\n",
         );

@@ -2,6 +2,7 @@
 //! demo pipeline in a scratch directory.
 pub mod bench;
 pub mod cgroup;
+pub mod fake_gpu;
 pub mod metrics;
 pub mod podman;
 pub mod prometheus;

@@ -1,10 +1,16 @@
 //! Resource accounting: per-process kernel usage, and its roll-up into tasks and runs.
 mod by_container;
-pub mod live;
+mod gpu;
 mod rollup;
 mod usage;
 
+/// Usage of a process still running: the host reads it (`Host::live`), so it lives there.
+pub mod live {
+    pub use crate::host::Live;
+}
+
 pub use by_container::{ByContainer, ContainerPart};
+pub use gpu::GpuFigures;
 pub use rollup::{Allocation, Rollup};
 pub use usage::{CpuTimes, IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage};
 

@@ -43,6 +43,8 @@ pub struct Allocation {
     pub memory_limit: Option<u64>,
     /// CPUs online on the host then: more CPU time than these allow is a broken figure.
     pub host_cpus: u32,
+    /// GPUs its devices cgroup allows (bit N: /dev/nvidiaN), where it restricts them.
+    pub gpus: Option<u64>,
 }
 
 impl Rollup {
@@ -170,6 +172,7 @@ mod tests {
             source: "host",
             memory_limit: None,
             host_cpus: 4,
+            gpus: None,
         };
         assert_eq!(r.cpu_utilization(1_000, &a), Some(1.0));
         assert_eq!(r.cpu_utilization(0, &a), None);

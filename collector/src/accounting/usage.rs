@@ -45,6 +45,8 @@ pub struct Usage {
     pub at_exit: bool,
     /// Waits the kernel reported that no process could have, dropped (`IMPOSSIBLE_*` bits).
     pub impossible: u8,
+    /// Its GPU use, from the driver (empty without NVIDIA's driver or a GPU).
+    pub gpu: super::GpuFigures,
 }
 
 impl Usage {
@@ -83,6 +85,7 @@ impl Usage {
             threads: e.acc.threads_exited.saturating_add(1),
             at_exit: false,
             impossible: 0,
+            gpu: super::GpuFigures::default(),
         }
     }
 
@@ -176,6 +179,7 @@ impl Usage {
         self.threads += o.threads;
         self.at_exit |= o.at_exit;
         self.impossible |= o.impossible;
+        self.gpu.add(&o.gpu);
     }
 }
 

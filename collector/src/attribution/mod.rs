@@ -237,7 +237,7 @@ pub struct Attributor {
     /// Inputs and outputs listed per task (`files.max_per_task`).
     pub files_per_task: usize,
     /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
-    clients: HashMap<ProcKey, crate::containers::slurm_alloc::AllocCell>,
+    clients: HashMap<ProcKey, crate::host::slurm_alloc::AllocCell>,
     /// Running tasks' likely names, found by `name_running`.
     running_names: crate::event::ProcMap<ProcKey, String>,
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
@@ -316,6 +316,17 @@ impl Attributor {
     pub fn run_now(&self, run: ProcKey) -> Option<(String, u32, u32)> {
         let r = self.runs.get(&run)?;
         Some((r.info.name.clone(), r.info.tasks, r.info.failed))
+    }
+
+    /// Tasks done of all it will run, for each run whose engine says (pipeline name, done,
+    /// total).
+    pub fn progress(&mut self) -> Vec<(ProcKey, String, u32, u32)> {
+        (self.runs.iter_mut())
+            .filter_map(|(k, r)| {
+                let (done, total) = r.adapter.progress()?;
+                Some((*k, r.info.name.clone(), done, total))
+            })
+            .collect()
     }
 
     /// What makes the run's pipeline itself (its history key).
@@ -415,7 +426,7 @@ impl Attributor {
     pub fn set_client_allocation(
         &mut self,
         key: ProcKey,
-        cell: crate::containers::slurm_alloc::AllocCell,
+        cell: crate::host::slurm_alloc::AllocCell,
     ) {
         self.clients.insert(key, cell);
     }

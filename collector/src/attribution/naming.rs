@@ -1,26 +1,6 @@
 //! What to call a process: the program, or for an interpreter the script it runs.
 
-/// File name of a path (`/usr/bin/samtools` -> `samtools`).
-pub fn executable_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// A program run through a descriptor or its own image (`/proc/self/exe` as BusyBox runs its
-/// applets, `/proc/self/fd/N` as runc and fexecve do) is named by its argv[0] instead.
-fn is_anonymous_path(path: &str) -> bool {
-    path == "/proc/self/exe"
-        || path.starts_with("/proc/self/fd/")
-        || path.starts_with("/dev/fd/")
-        || (path.starts_with("/proc/") && path.ends_with("/exe"))
-}
-
-/// The executable's name for naming: argv[0]'s where the path names no program.
-pub fn program_name<'a>(path: &'a str, argv: &'a [String]) -> &'a str {
-    match argv.first() {
-        Some(a0) if is_anonymous_path(path) && !a0.is_empty() => executable_name(a0),
-        _ => executable_name(path),
-    }
-}
+pub use crate::facts::{executable_name, program_name};
 
 #[derive(Debug, PartialEq, Eq)]
 enum Family {

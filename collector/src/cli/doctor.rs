@@ -224,7 +224,7 @@ fn check_privileges(r: &mut Report) {
 /// The probes report host PIDs: in a PID namespace of its own (a container or pod without
 /// hostPID) pipetrace cannot find them in its /proc.
 fn check_pid_namespace(r: &mut Report) {
-    match crate::pidns::check() {
+    match crate::host::pidns::check() {
         Ok(()) => r.ok("PID namespace", "the host's".into()),
         Err(e) => r.fail(
             "PID namespace",

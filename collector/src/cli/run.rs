@@ -73,8 +73,23 @@ pub(super) fn pipeline(
         .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
         .with_diagnosis(&cfg.diagnosis)
         .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
-        .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
+        .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?)
+        .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval);
     Ok(pipe)
+}
+
+/// NVML where NVIDIA's driver is; nothing (and one line in the log) where it is not.
+fn gpu_driver(cfg: &pipetrace_config::Gpu) -> Option<Box<dyn crate::gpu::Driver>> {
+    if !cfg.enabled {
+        return None;
+    }
+    match crate::gpu::load(&cfg.library) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            log::info!("no GPU figures: NVML ({}) not usable: {e}", cfg.library);
+            None
+        }
+    }
 }
 
 /// The first line: what is traced and where its data will go.

@@ -6,19 +6,17 @@ mod cgroup_path;
 mod kubelet;
 mod records;
 mod slurm;
-pub mod slurm_alloc;
-pub mod slurm_jobs;
 
 use std::{collections::HashMap, path::Path, sync::Arc};
 
 use crate::host::Host;
 
+pub use crate::host::{JobRecord, RecordCell};
 pub use argo::ArgoPod;
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
 pub use kubelet::K8s;
 pub use records::Details;
 pub use slurm::SlurmStep;
-pub use slurm_jobs::{JobRecord, RecordCell};
 
 /// A container a process runs in; or, for a Slurm job step's processes, the step (`id`
 /// empty when the step is not also in a container).
@@ -42,7 +40,7 @@ pub fn is_runtime(tool: &str) -> bool {
 
 /// Whether a program (its path and argv, as exec'd) starts containers or steps.
 pub fn runs_runtime(path: &str, argv: &[String]) -> bool {
-    is_runtime(crate::attribution::naming::program_name(path, argv))
+    is_runtime(crate::facts::program_name(path, argv))
 }
 
 /// Containers seen so far, by id: each runtime record is read once.

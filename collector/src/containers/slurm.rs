@@ -9,7 +9,7 @@ pub struct SlurmStep {
     pub task: Option<u32>,
     pub uid: Option<u32>,
     /// What Slurm says of the job beyond its cgroup, once it has answered.
-    pub record: Option<super::slurm_jobs::RecordCell>,
+    pub record: Option<super::RecordCell>,
 }
 
 impl SlurmStep {

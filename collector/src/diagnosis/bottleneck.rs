@@ -10,6 +10,8 @@ pub enum Kind {
     IoBound,
     MemoryBound,
     NetworkBound,
+    GpuBound,
+    GpuStarved,
     Idle,
     Mixed,
 }
@@ -21,6 +23,8 @@ impl Kind {
             Kind::IoBound => "io-bound",
             Kind::MemoryBound => "memory-bound",
             Kind::NetworkBound => "network-bound",
+            Kind::GpuBound => "gpu-bound",
+            Kind::GpuStarved => "gpu-starved",
             Kind::Idle => "idle",
             Kind::Mixed => "mixed",
         }
@@ -45,6 +49,53 @@ pub fn judge(
     if wall_ns < t.min_wall.as_nanos() as u64 || cpus <= 0.0 {
         return None;
     }
+    let host = host_verdict(u, wall_ns, cpus, measured, t);
+    Some(match gpu_verdict(u, &host, t) {
+        Some(g) => g,
+        None => host,
+    })
+}
+
+/// What its GPU says where it held one: kept busy (gpu-bound), or left waiting while the
+/// CPU, storage or memory was the limit (gpu-starved). None: its GPU decides nothing.
+fn gpu_verdict(u: &Usage, host: &Bottleneck, t: &Diagnosis) -> Option<Bottleneck> {
+    let g = &u.gpu;
+    let sm = g.sm_utilization()?;
+    let on_gpu = g.on_gpu_us as f64 / 1e6;
+    if sm >= t.gpu_bound {
+        let reason = format!(
+            "kept its GPU's streaming multiprocessors busy {:.0}% of its {on_gpu:.1} s on it",
+            100.0 * sm
+        );
+        return Some(Bottleneck {
+            kind: Kind::GpuBound,
+            reason,
+        });
+    }
+    let limited = matches!(
+        host.kind,
+        Kind::CpuBound | Kind::IoBound | Kind::MemoryBound
+    );
+    (sm < t.gpu_starved_below && limited).then(|| Bottleneck {
+        kind: Kind::GpuStarved,
+        reason: format!(
+            "held a GPU {on_gpu:.1} s with its SMs busy {:.0}% of it, while {} ({}): the GPU \
+             waits on the rest",
+            100.0 * sm,
+            host.kind.as_str(),
+            host.reason
+        ),
+    })
+}
+
+/// The verdict from the kernel's figures: CPU, waits, network.
+fn host_verdict(
+    u: &Usage,
+    wall_ns: u64,
+    cpus: f64,
+    measured: Measured,
+    t: &Diagnosis,
+) -> Bottleneck {
     let l = Life::of(u, wall_ns, cpus);
     let (kind, reason) = if measured.delay_accounting && l.mem_wait / l.unstarved >= t.memory_bound
     {
@@ -81,7 +132,7 @@ pub fn judge(
     } else {
         (Kind::Mixed, l.mixed(u))
     };
-    Some(Bottleneck { kind, reason })
+    Bottleneck { kind, reason }
 }
 
 /// A life's figures in seconds, as the verdicts weigh them.
@@ -237,6 +288,48 @@ mod tests {
 
     fn kind(u: Usage, wall_s: f64, cpus: f64) -> Option<Kind> {
         judge(&u, (wall_s * 1e9) as u64, cpus, ALL, &Diagnosis::default()).map(|b| b.kind)
+    }
+
+    fn on_gpu(mut u: Usage, seconds: u64, sm: f64) -> Usage {
+        u.gpu = crate::accounting::GpuFigures {
+            devices: 1,
+            memory_peak_bytes: 1 << 30,
+            on_gpu_us: seconds * 1_000_000,
+            sm_busy_us: (seconds as f64 * sm * 1e6) as u64,
+            memory_busy_us: 0,
+        };
+        u
+    }
+
+    #[test]
+    fn a_gpu_kept_busy_is_gpu_bound_and_one_left_waiting_on_the_cpu_is_starved() {
+        // A feeder process: one core busy, the GPU's SMs busy 90%: the GPU is the limit.
+        let busy = on_gpu(usage(9.5, 0.0, 0.0, 0), 10, 0.9);
+        assert_eq!(kind(busy, 10.0, 1.0), Some(Kind::GpuBound));
+        // The CPU decodes images while the GPU waits: starved.
+        let starved = on_gpu(usage(9.5, 0.0, 0.0, 0), 10, 0.05);
+        let b = judge(&starved, 10_000_000_000, 1.0, ALL, &Diagnosis::default()).unwrap();
+        assert_eq!(b.kind, Kind::GpuStarved);
+        assert!(
+            b.reason.contains("cpu-bound") && b.reason.contains("5%"),
+            "{}",
+            b.reason
+        );
+        // Storage as the limit starves it too.
+        assert_eq!(
+            kind(on_gpu(usage(1.0, 6.0, 0.0, 0), 10, 0.0), 10.0, 1.0),
+            Some(Kind::GpuStarved)
+        );
+        // A context held while sleeping: idle, not starved (nothing else was the limit).
+        assert_eq!(
+            kind(on_gpu(usage(0.1, 0.0, 0.0, 0), 10, 0.0), 10.0, 1.0),
+            Some(Kind::Idle)
+        );
+        // In between: the kernel's verdict stands.
+        assert_eq!(
+            kind(on_gpu(usage(9.5, 0.0, 0.0, 0), 10, 0.5), 10.0, 1.0),
+            Some(Kind::CpuBound)
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod watch;
 
 pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
 pub use history::{History, Job, MIN_RUNS, Slower};
-pub use rightsizing::{Rightsizing, judge as rightsizing};
+pub use rightsizing::{GpuRightsizing, Rightsizing, gpus as gpu_rightsizing, judge as rightsizing};
 pub use stalls::{Stall, Stalls};
 
 pub fn gib(bytes: u64) -> String {

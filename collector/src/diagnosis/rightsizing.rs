@@ -4,7 +4,67 @@
 use pipetrace_config::Diagnosis;
 
 use super::gib;
-use crate::accounting::Allocation;
+use crate::accounting::{Allocation, GpuFigures};
+
+/// A task's GPUs against the GPUs it was given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuRightsizing {
+    /// GPUs its devices cgroup allowed.
+    pub allocated: u32,
+    pub over_allocated: bool,
+    pub recommend_gpus: u32,
+    /// "train: given 2 GPUs, used 1 with its SMs busy 4% of the time: ask for 1 GPU".
+    pub sentence: String,
+}
+
+/// `allocated`: NVML indices its devices cgroup allowed (bit per GPU); `used`: its GPU
+/// figures. Over-allocated when it never touched some of its GPUs, or kept them busy less
+/// than `diagnosis.gpu_starved_below` of its time on them; it should ask for the GPUs it
+/// used.
+pub fn gpus(
+    name: &str,
+    allocated: u64,
+    used: &GpuFigures,
+    wall_ns: u64,
+    t: &Diagnosis,
+) -> Option<GpuRightsizing> {
+    if allocated == 0 || wall_ns < t.min_wall.as_nanos() as u64 {
+        return None;
+    }
+    let given = allocated.count_ones();
+    let touched = (used.devices & allocated).count_ones();
+    let sm = used.sm_utilization().unwrap_or(0.0);
+    let idle = sm < t.gpu_starved_below;
+    let plural = |n: u32| if n == 1 { "GPU" } else { "GPUs" };
+    let sentence = if idle {
+        format!(
+            "{name}: given {given} {}, used {touched} with the SMs busy {:.0}% of its time on \
+             them: it barely used them; share one (MPS, MIG) or ask for none",
+            plural(given),
+            100.0 * sm
+        )
+    } else if touched < given {
+        format!(
+            "{name}: given {given} {}, used {touched} ({:.0}% busy): ask for {touched} {}",
+            plural(given),
+            100.0 * sm,
+            plural(touched)
+        )
+    } else {
+        format!(
+            "{name}: used its {given} {} ({:.0}% busy)",
+            plural(given),
+            100.0 * sm
+        )
+    };
+    let (over, recommend) = (idle || touched < given, touched);
+    Some(GpuRightsizing {
+        allocated: given,
+        over_allocated: over,
+        recommend_gpus: recommend,
+        sentence,
+    })
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rightsizing {
@@ -95,6 +155,7 @@ mod tests {
             source,
             memory_limit: mem,
             host_cpus: 64,
+            gpus: None,
         }
     }
 
@@ -169,5 +230,40 @@ mod tests {
         )
         .unwrap();
         assert!(r.over_allocated, "{r:?}");
+    }
+
+    #[test]
+    fn a_task_given_gpus_it_barely_used_is_told_so() {
+        let d = Diagnosis::default();
+        let s = 1_000_000_000;
+        let used = |devices, sm: f64| GpuFigures {
+            devices,
+            on_gpu_us: 10_000_000,
+            sm_busy_us: (sm * 1e7) as u64,
+            ..Default::default()
+        };
+        // Two GPUs given, one used and kept busy: ask for one.
+        let v = gpus("train", 0b11, &used(0b01, 0.9), 10 * s, &d).unwrap();
+        assert!(v.over_allocated && v.recommend_gpus == 1, "{v:?}");
+        assert!(
+            v.sentence.contains("given 2 GPUs, used 1") && v.sentence.contains("ask for 1 GPU"),
+            "{}",
+            v.sentence
+        );
+        // Both used, busy: fits.
+        let v = gpus("train", 0b11, &used(0b11, 0.8), 10 * s, &d).unwrap();
+        assert!(!v.over_allocated && v.recommend_gpus == 2, "{v:?}");
+        // One given, 3% busy: barely used.
+        let v = gpus("infer", 0b1, &used(0b1, 0.03), 10 * s, &d).unwrap();
+        assert!(
+            v.over_allocated && v.sentence.contains("barely used"),
+            "{}",
+            v.sentence
+        );
+        // Given one and never touched it.
+        let v = gpus("qc", 0b1, &GpuFigures::default(), 10 * s, &d).unwrap();
+        assert!(v.over_allocated && v.recommend_gpus == 0, "{v:?}");
+        // No GPU given: no verdict.
+        assert_eq!(gpus("qc", 0, &used(0b1, 0.9), 10 * s, &d), None);
     }
 }

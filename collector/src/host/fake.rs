@@ -12,10 +12,7 @@ use super::{
     HostError, ProcSnapshot,
     port::{FileFacts, Host, SharedHost, TcpLink},
 };
-use crate::{
-    accounting::live::Live,
-    containers::{RecordCell, slurm_alloc::AllocCell},
-};
+use super::{slurm_alloc::AllocCell, slurm_jobs::RecordCell, usage_now::Live};
 
 #[derive(Default)]
 struct State {

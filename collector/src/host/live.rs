@@ -13,9 +13,10 @@ use super::{
     HostError, ProcSnapshot,
     port::{FileFacts, Host, TcpLink},
 };
-use crate::{
-    accounting::live::Live,
-    containers::{RecordCell, slurm_alloc::AllocCell},
+use super::{
+    slurm_alloc::{self, AllocCell},
+    slurm_jobs::{self, RecordCell},
+    usage_now::Live,
 };
 
 /// This machine: /proc, its files, its clocks.
@@ -62,11 +63,11 @@ impl Host for LiveHost {
     }
 
     fn affinity(&self, pid: u32) -> Option<u32> {
-        crate::cgroup::affinity(pid)
+        affinity(pid)
     }
 
     fn online_cpus(&self) -> u32 {
-        crate::cgroup::online_cpus()
+        online_cpus()
     }
 
     fn cpu_busy_ticks(&self) -> Result<u64, HostError> {
@@ -82,11 +83,11 @@ impl Host for LiveHost {
     }
 
     fn slurm_allocation(&self, pid: u32, uid: u32, started: i64) -> AllocCell {
-        crate::containers::slurm_alloc::lookup(pid, uid, started)
+        slurm_alloc::lookup(pid, uid, started)
     }
 
     fn slurm_job(&self, job: u64) -> RecordCell {
-        crate::containers::slurm_jobs::cell(job)
+        slurm_jobs::cell(job)
     }
 
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
@@ -203,4 +204,19 @@ pub(super) fn busy_ticks() -> Result<u64, HostError> {
         .map(|v| v.unwrap_or(0))
         .sum();
     Ok(t.user + t.nice + t.system + extra)
+}
+
+/// CPUs online on this host: what any process here could use at most.
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as u32
+}
+
+fn affinity(pid: u32) -> Option<u32> {
+    // SAFETY: a zeroed cpu_set_t is valid; the kernel fills at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::sched_getaffinity(pid as i32, size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: `set` was filled by the kernel.
+    (rc == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as u32)
 }

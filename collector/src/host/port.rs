@@ -10,10 +10,7 @@ use std::{
 };
 
 use super::{HostError, ProcSnapshot};
-use crate::{
-    accounting::live::Live,
-    containers::{RecordCell, slurm_alloc::AllocCell},
-};
+use super::{slurm_alloc::AllocCell, slurm_jobs::RecordCell, usage_now::Live};
 
 /// A file's facts the core looks at: when it changed, who owns it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

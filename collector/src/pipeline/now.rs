@@ -62,6 +62,17 @@ impl Pipeline {
         self.attr.name_running(&self.tree, now);
         let host = &*self.host;
         let read = |pid| host.live(pid);
-        watcher.look(&self.attr, &self.tree, now, &read, &mut judge)
+        let gpus = self.gpu.as_ref();
+        let gpu = |pid| gpus.and_then(|g| g.now(pid));
+        let mut runs = watcher.look(&self.attr, &self.tree, now, &read, &gpu, &mut judge);
+        // Where the engine says how many tasks there are, its count of those done stands.
+        let progress = self.attr.progress();
+        for r in &mut runs {
+            if let Some((_, _, done, total)) = progress.iter().find(|p| p.1 == r.run) {
+                (r.done, r.total) = (*done, Some(*total));
+                r.queued = r.not_started();
+            }
+        }
+        runs
     }
 }

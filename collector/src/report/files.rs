@@ -6,7 +6,7 @@ use pipetrace_semconv::attr;
 
 use super::{
     Kind, ReportSpan,
-    html::{MAX_LISTED, esc, more},
+    markup::{MAX_LISTED, esc, more},
 };
 
 /// A task's inputs and outputs: the listed paths and how many there were in all (the count

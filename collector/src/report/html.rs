@@ -4,15 +4,12 @@ use std::{collections::HashMap, fmt::Write as _};
 
 use pipetrace_semconv::attr;
 
-use super::{Kind, ReportSpan, table::Table};
+use super::{
+    Kind, ReportSpan,
+    markup::{MAX_LISTED, esc, more},
+    table::Table,
+};
 use crate::diagnosis::gib;
-
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn color(s: &ReportSpan) -> &'static str {
     if s.error.is_some() {
@@ -162,19 +159,6 @@ fn place(s: &ReportSpan, by_id: &HashMap<&str, &ReportSpan>) -> String {
     match task_of(s, by_id) {
         Some(t) if s.kind == Kind::Tool => format!("{} › {}", t.name, s.name),
         _ => s.name.clone(),
-    }
-}
-
-/// Rows listed at most per table of happenings; the rest are counted.
-pub(super) const MAX_LISTED: usize = 500;
-
-pub(super) fn more(n: usize, out: &mut String) {
-    if n > MAX_LISTED {
-        let _ = write!(
-            out,
-            "<p>… and {} more; the trace has them.</p>",
-            n - MAX_LISTED
-        );
     }
 }
 

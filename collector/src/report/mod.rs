@@ -5,6 +5,7 @@
 mod events;
 mod files;
 mod html;
+mod markup;
 mod model;
 mod read;
 pub mod table;

@@ -154,6 +154,72 @@ pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
             int(u.net_rx_bytes),
         ));
     }
+    gpu_attrs(&u.gpu, out);
+}
+
+/// A task given GPUs by its devices cgroup: how many, and whether it used them.
+fn gpu_rightsizing_attrs(
+    name: &str,
+    minors: u64,
+    used: &crate::accounting::GpuFigures,
+    wall_ns: u64,
+    d: &Diagnosis,
+    out: &mut Vec<KeyValue>,
+) {
+    let given = crate::gpu::indices_of_minors(minors);
+    let Some(v) = diagnosis::gpu_rightsizing(name, given, used, wall_ns, d) else {
+        return;
+    };
+    let flag = if v.over_allocated {
+        "over-allocated"
+    } else {
+        "fits"
+    };
+    out.push(KeyValue::new(attr::GPU_ALLOCATED, i64::from(v.allocated)));
+    out.push(KeyValue::new(attr::GPU_RIGHTSIZING, flag));
+    out.push(KeyValue::new(attr::GPU_RECOMMENDATION, v.sentence));
+    out.push(KeyValue::new(
+        attr::GPU_RECOMMENDATION_COUNT,
+        i64::from(v.recommend_gpus),
+    ));
+}
+
+/// Its GPUs and what it did on them, where a process held a GPU context.
+pub fn gpu_attrs(g: &crate::accounting::GpuFigures, out: &mut Vec<KeyValue>) {
+    use opentelemetry::{Array, StringValue, Value};
+    if !g.used() {
+        return;
+    }
+    let gpus = crate::gpu::inventory();
+    let (mut ids, mut names) = (Vec::new(), Vec::new());
+    for i in g.indices() {
+        let known = gpus.iter().find(|x| x.index == i);
+        ids.push(StringValue::from(
+            known.map_or(i.to_string(), |x| x.uuid.clone()),
+        ));
+        names.push(StringValue::from(
+            known.map_or("GPU".into(), |x| x.name.clone()),
+        ));
+    }
+    out.push(KeyValue::new(
+        attr::GPU_IDS,
+        Value::Array(Array::String(ids)),
+    ));
+    out.push(KeyValue::new(
+        attr::GPU_NAMES,
+        Value::Array(Array::String(names)),
+    ));
+    out.push(KeyValue::new(
+        attr::GPU_MEMORY_PEAK,
+        int(g.memory_peak_bytes),
+    ));
+    out.push(KeyValue::new(attr::GPU_TIME, g.on_gpu_us as f64 / 1e6));
+    if let Some(u) = g.sm_utilization() {
+        out.push(KeyValue::new(attr::GPU_UTILIZATION, u));
+    }
+    if let Some(u) = g.memory_utilization() {
+        out.push(KeyValue::new(attr::GPU_MEMORY_UTILIZATION, u));
+    }
 }
 
 /// What it cost at the configured prices: what it used (CPU-hours, peak GiB-hours), and for
@@ -254,6 +320,9 @@ pub fn totals_attrs(
             }
         }
     }
+    if let (Some(name), Some(minors)) = (task, t.allocation.as_ref().and_then(|a| a.gpus)) {
+        gpu_rightsizing_attrs(name, minors, &r.totals.gpu, wall_ns, d, out);
+    }
     out.push(KeyValue::new(attr::USAGE_PROCESSES, int(r.processes)));
     out.push(KeyValue::new(attr::USAGE_MISSING, int(r.missing)));
     if r.at_exit > 0 {
@@ -287,6 +356,7 @@ mod tests {
                 source: "host",
                 memory_limit: None,
                 host_cpus: 2,
+                gpus: None,
             }),
             quiet_ns: 2 * s,
             ..Default::default()

@@ -119,6 +119,10 @@ pub trait EngineRun: Send {
     fn run_label(&self) -> Option<String> {
         None
     }
+    /// Tasks done of all the run will run, where the engine says (Snakemake's log).
+    fn progress(&mut self) -> Option<(u32, u32)> {
+        None
+    }
     /// Whether an engine task may start several processes (siblings): each is then a tool of
     /// one task span per engine task (`TaskInfo::run_id`), exported once the task ended.
     fn groups_tasks(&self) -> bool {

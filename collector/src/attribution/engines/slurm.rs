@@ -6,7 +6,8 @@ use super::{Class, EngineRun, Place, Shared};
 use crate::attribution::TaskInfo;
 use crate::{
     attribution::naming,
-    containers::{SlurmStep, slurm_alloc::AllocCell},
+    containers::SlurmStep,
+    host::slurm_alloc::AllocCell,
     tree::{Image, Proc},
 };
 

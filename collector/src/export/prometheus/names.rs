@@ -124,25 +124,27 @@ fn per_unit(u: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use pipetrace_semconv::{attr, metric};
+
     use super::*;
 
     #[test]
     fn names_follow_prometheus_otlp_translation() {
         let m = metric;
         assert_eq!(
-            m("pipetrace.process.disk.wait_time", "s", Kind::Counter),
+            m(metric::DISK_WAIT_TIME, "s", Kind::Counter),
             "pipetrace_process_disk_wait_time_seconds_total"
         );
         assert_eq!(
-            m("process.memory.usage", "By", Kind::UpDown),
+            m(metric::PROCESS_MEMORY_USAGE, "By", Kind::UpDown),
             "process_memory_usage_bytes"
         );
         assert_eq!(
-            m("pipetrace.process.oom_kills", "{kill}", Kind::Counter),
+            m(metric::OOM_KILLS, "{kill}", Kind::Counter),
             "pipetrace_process_oom_kills_total"
         );
         assert_eq!(
-            m("pipetrace.tasks.running", "{task}", Kind::Gauge),
+            m(metric::TASKS_RUNNING, "{task}", Kind::Gauge),
             "pipetrace_tasks_running"
         );
         // A unit already in the name is not repeated; `total` moves to the end.
@@ -162,8 +164,11 @@ mod tests {
 
     #[test]
     fn labels_follow_prometheus_otlp_translation() {
-        assert_eq!(label("cicd.pipeline.task.name"), "cicd_pipeline_task_name");
-        assert_eq!(label("host.name"), "host_name");
+        assert_eq!(
+            label(attr::CICD_PIPELINE_TASK_NAME),
+            "cicd_pipeline_task_name"
+        );
+        assert_eq!(label(attr::HOST_NAME), "host_name");
         assert_eq!(label("0abc"), "key_0abc");
         assert_eq!(label("_x"), "key_x");
         assert_eq!(label("__x"), "__x");

@@ -7,6 +7,8 @@ use opentelemetry_proto::tonic::{
     resource::v1::Resource,
 };
 
+use pipetrace_semconv::{attr, metric};
+
 use super::*;
 
 fn kv(k: &str, v: &str) -> KeyValue {
@@ -20,7 +22,7 @@ fn kv(k: &str, v: &str) -> KeyValue {
 
 fn point(task: &str, v: i64, stale: bool) -> NumberDataPoint {
     NumberDataPoint {
-        attributes: vec![kv("cicd.pipeline.task.name", task)],
+        attributes: vec![kv(attr::CICD_PIPELINE_TASK_NAME, task)],
         value: (!stale).then_some(Value::AsInt(v)),
         flags: u32::from(stale),
         ..Default::default()
@@ -66,7 +68,10 @@ fn request(metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(Resource {
-                attributes: vec![kv("host.name", "node-7"), kv("service.name", "pipetrace")],
+                attributes: vec![
+                    kv(attr::HOST_NAME, "node-7"),
+                    kv(attr::SERVICE_NAME, "pipetrace"),
+                ],
                 ..Default::default()
             }),
             scope_metrics: vec![ScopeMetrics {
@@ -88,7 +93,7 @@ fn store_keeping(requests: &[ExportMetricsServiceRequest], keep: std::time::Dura
         ..Store::default()
     };
     for r in requests {
-        s.update(r, &["host.name".to_string()]);
+        s.update(r, &[attr::HOST_NAME.to_string()]);
     }
     s
 }
@@ -97,23 +102,20 @@ fn store_keeping(requests: &[ExportMetricsServiceRequest], keep: std::time::Dura
 fn series_are_named_and_labelled_as_prometheus_translates_otlp() {
     let s = store_after(&[request(vec![
         sum(
-            "pipetrace.process.oom_kills",
+            metric::OOM_KILLS,
             "{kill}",
             true,
             false,
             vec![point("sort", 2, false)],
         ),
         sum(
-            "process.memory.usage",
+            metric::PROCESS_MEMORY_USAGE,
             "By",
             false,
             false,
             vec![point("sort", 4096, false)],
         ),
-        gauge(
-            "pipetrace.tasks.running",
-            vec![point("align \"x\"", 1, false)],
-        ),
+        gauge(metric::TASKS_RUNNING, vec![point("align \"x\"", 1, false)]),
     ])]);
     let om = text::render(&s, true);
     let expected = [
@@ -212,7 +214,7 @@ async fn a_scrape_reads_the_latest_export_and_a_taken_port_is_refused() {
     };
     let endpoint = Bound::bind(&cfg).unwrap().unwrap().serve().unwrap();
     endpoint.update(&request(vec![gauge(
-        "pipetrace.tasks.stalled",
+        metric::TASKS_STALLED,
         vec![point("a", 1, false)],
     )]));
     let url = format!("http://{}/metrics", endpoint.addr);

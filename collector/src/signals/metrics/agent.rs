@@ -32,6 +32,8 @@ pub struct AgentFigures {
     pub usage_at_exit: u64,
     /// Kernel figures dropped as physically impossible.
     pub figures_dropped: u64,
+    /// GPUs that stopped answering NVML.
+    pub gpu_errors: u64,
     /// Metric attribute sets placed in the overflow series.
     pub series_overflowed: u64,
     /// Processes known (the whole host's tree) and in runs now.
@@ -76,7 +78,7 @@ type Figure = (
 );
 
 /// Counted since the agent started.
-const COUNTERS: [Figure; 15] = [
+const COUNTERS: [Figure; 16] = [
     (
         metric::AGENT_EVENTS_LOST,
         "{event}",
@@ -130,6 +132,12 @@ const COUNTERS: [Figure; 15] = [
         "{process}",
         "Processes whose figures were taken at exit: no reap-time report came",
         |f| f.usage_at_exit,
+    ),
+    (
+        metric::AGENT_GPU_ERRORS,
+        "{error}",
+        "GPUs that stopped answering NVML",
+        |f| f.gpu_errors,
     ),
     (
         metric::AGENT_FIGURES_DROPPED,

@@ -9,6 +9,7 @@
 //! The sampler runs every interval even with `metrics.enabled: false`: stall detection
 //! needs it. Only the export is off then.
 mod agent;
+pub mod progress;
 mod proto;
 mod series;
 
@@ -320,6 +321,11 @@ impl Metrics {
         let l = attr.running_name(&t)?.to_string();
         self.labels.insert(t, (m.run, l.clone()));
         Some(l)
+    }
+
+    /// The series a running process was last sampled into.
+    pub fn series_of(&self, key: &ProcKey) -> Option<&SeriesKey> {
+        self.last.get(key).map(|(k, _)| k)
     }
 
     /// The OTLP request for now, with the agent's own figures; None when metrics are off.

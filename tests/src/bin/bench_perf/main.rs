@@ -220,6 +220,7 @@ async fn main() {
     doc.md.push_str(&table);
     doc.md.push_str(notes::NOTES);
     if let Some(path) = a.out {
+        doc.md.push_str(&notes::by_hand(&path));
         std::fs::write(&path, &doc.md).expect("write the figures");
         println!("written to {}", path.display());
     }

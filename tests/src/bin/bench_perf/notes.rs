@@ -5,7 +5,10 @@ pub fn head(quick: bool, kept_memory: bool) -> String {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!(
-        "# Performance\n\nMeasured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
+        "# Performance\n\nWhat pipetrace costs a pipeline's machine (wall time, CPU, memory, \
+         events lost, export rate, latency), for whoever decides whether to run it: the latest \
+         figures, replaced by each `make bench-perf` run (history is in git).\n\n\
+         Measured by `make bench-perf` (`bench-perf{}`) on this machine: {cpus} \
          CPUs, Linux {}, a release build. Figures, not assertions: a shared VM is noisy by a \
          few percent, so ratios are medians over repeats (each traced run against the untraced \
          runs on both sides of it), with a 95% confidence interval for the median and their \
@@ -65,6 +68,20 @@ bench that keeps nothing, and `pipetrace run` writes its HTML report as usual.
 - *ring buffer*: its data size, `probes.ring_buffer_bytes`.
 
 ";
+
+/// Where the page's hand-written measurements start (after the notes): made by other
+/// commands than this bench, kept as they are when it rewrites the page.
+pub const BY_HAND_HEADING: &str = "\n## Measured by other commands\n";
+
+/// The hand-written end of a page this bench wrote, from its heading on; none when the
+/// page or the heading is not there.
+pub fn by_hand(page: &std::path::Path) -> String {
+    let old = std::fs::read_to_string(page).unwrap_or_default();
+    match old.find(BY_HAND_HEADING) {
+        Some(i) => old[i..].to_string(),
+        None => String::new(),
+    }
+}
 
 /// Where the notes start, after the memory table.
 const NOTES_HEADING: &str = "\n## Reading the figures\n";

@@ -46,6 +46,12 @@ pub enum Entry {
     Failed(Failure),
     /// A job logged by its rule's message: its jobid.
     Message(String),
+    /// How far the run is: jobs done of all it will run (`N of M steps (P%) done`, or the
+    /// `total` of the `Job stats:` table before any finished).
+    Progress {
+        done: u32,
+        total: u32,
+    },
 }
 
 /// The block being read.
@@ -83,6 +89,16 @@ struct Parser {
     failed_command: Option<String>,
     /// How far the open block is indented (4 inside a group job).
     indent: usize,
+    /// Inside a `Job stats:` table.
+    stats: bool,
+}
+
+/// `N of M steps (P%) done`.
+fn steps_done(l: &str) -> Option<(u32, u32)> {
+    let rest = l.strip_suffix(" done")?;
+    let (counts, _) = rest.split_once(" steps (")?;
+    let (done, total) = counts.split_once(" of ")?;
+    Some((done.trim().parse().ok()?, total.trim().parse().ok()?))
 }
 
 fn header(l: &str) -> Option<&str> {
@@ -143,6 +159,29 @@ impl Parser {
             match command_end(rest).is_some() {
                 true => self.failed_command = failed_command(rest),
                 false => self.command = Some(rest.to_string()),
+            }
+            return;
+        }
+        if let Some((done, total)) = steps_done(l) {
+            self.close();
+            self.out.push(Entry::Progress { done, total });
+            return;
+        }
+        if l == "Job stats:" || l == "Job counts:" {
+            self.close();
+            self.stats = true;
+            return;
+        }
+        if self.stats {
+            // The table's last row counts every job the run will run.
+            let mut w = l.split_whitespace();
+            match (w.next(), w.next().and_then(|n| n.parse().ok())) {
+                (Some("total"), Some(total)) => {
+                    self.out.push(Entry::Progress { done: 0, total });
+                    self.stats = false;
+                }
+                (None, _) => self.stats = false,
+                _ => {}
             }
             return;
         }

@@ -299,6 +299,11 @@ impl EngineRun for Snakemake {
         self.name.clone()
     }
 
+    fn progress(&mut self) -> Option<(u32, u32)> {
+        self.records.refresh();
+        self.records.progress
+    }
+
     fn pipeline_key(&self) -> String {
         self.key.clone()
     }

@@ -25,6 +25,8 @@ pub struct Records {
     blocks_expected: bool,
     /// Jobs logged by their rule's message (no block) not named yet.
     messages: usize,
+    /// Jobs done of all the run will run, as the log last said.
+    pub progress: Option<(u32, u32)>,
 }
 
 /// What a job process ran, as the records spell it.
@@ -82,6 +84,7 @@ impl Records {
             ended: HashSet::new(),
             blocks_expected,
             messages: 0,
+            progress: None,
         }
     }
 
@@ -105,6 +108,11 @@ impl Records {
                 }
                 Entry::Failed(f) => self.failures.push((f, false)),
                 Entry::Message(_) => self.messages += 1,
+                // A table logged late never takes back steps already done.
+                Entry::Progress { done, total } => {
+                    let before = self.progress.map_or(0, |p| p.0);
+                    self.progress = Some((done.max(before), total));
+                }
             }
         }
         self.metadata.refresh();

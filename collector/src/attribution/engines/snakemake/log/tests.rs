@@ -144,3 +144,23 @@ fn jobs_logged_by_their_message_are_read_as_such() {
     assert!(jobs(&entries).is_empty());
     assert!(entries.contains(&Entry::Ended("2".into())));
 }
+
+#[test]
+fn progress_from_the_job_stats_table_then_the_steps_done() {
+    let v7 = "Building DAG of jobs...\nUsing shell: /usr/bin/bash\nJob stats:\njob        count    min threads    max threads\n-------  -------  -------------  -------------\nall            1              1              1\nmake           4              1              1\ntotal          5              1              1\n\nSelect jobs to execute...\n\n[Sat Nov 28 12:00:01 2026]\nrule make:\n    output: out/a.txt\n    jobid: 1\n\n[Sat Nov 28 12:00:02 2026]\nFinished job 1.\n1 of 5 steps (20%) done\n";
+    let (entries, _) = parse_blocks(v7);
+    let progress: Vec<&Entry> = (entries.iter())
+        .filter(|e| matches!(e, Entry::Progress { .. }))
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            &Entry::Progress { done: 0, total: 5 },
+            &Entry::Progress { done: 1, total: 5 }
+        ]
+    );
+    assert_eq!(jobs(&entries).len(), 1, "the table is no job");
+    // Snakemake 9 says it the same way.
+    let (entries, _) = parse_blocks(V9);
+    assert!(entries.contains(&Entry::Progress { done: 1, total: 26 }));
+}

@@ -68,7 +68,7 @@ fn look(sid: u32, uid: u32, started: i64) -> Option<u64> {
 
 /// The session a process belongs to.
 fn session_of(pid: u32) -> Option<u32> {
-    crate::host::session(pid)
+    super::session(pid)
 }
 
 /// `squeue` of the user's jobs, any state: id, session, batch flag, submit time.

@@ -1,0 +1,552 @@
+//! The import rules of docs/architecture.md, read from the source tree (no build of the
+//! crate's code is inspected, only its text): the top-level modules stand in the layers
+//! below and import only from layers under their own; no modules under one parent import
+//! each other in a circle; and the modules that reason about processes touch files,
+//! processes and the network only through `host`. Test code (`tests.rs`, `tests/`,
+//! `#[cfg(test)]` items and the fake host) may import anything.
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// The crate's top-level modules, bottom layer first. A module may import modules of lower
+/// layers only. Keep docs/architecture.md's diagram in step with this table.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("base", &["facts", "files", "redact", "sched"]),
+    ("machine", &["host"]),
+    ("placement", &["containers"]),
+    ("figures", &["accounting"]),
+    ("events and limits", &["event", "cgroup"]),
+    ("process tree", &["tree"]),
+    (
+        "meaning and input",
+        &[
+            "attribution",
+            "diagnosis",
+            "awaiting",
+            "scope",
+            "probes",
+            "poller",
+        ],
+    ),
+    ("signals and sources", &["signals", "gpu", "live", "source"]),
+    ("views", &["report", "status"]),
+    ("export", &["export"]),
+    ("the loop", &["pipeline"]),
+    ("commands", &["cli"]),
+];
+
+/// Circles known and not yet broken: each pair may import each other (and nothing else
+/// may join them). Remove a pair once its circle is gone.
+const KNOWN_CIRCLES: &[(&str, &str)] = &[
+    // attribution's task records carry diagnosis's Stall and Slower; diagnosis::watch
+    // drives the Attributor.
+    ("attribution", "diagnosis"),
+    // gpu::metrics keys its series with signals::metrics::SeriesKey; signals puts the GPU
+    // figures on spans and metrics.
+    ("gpu", "signals"),
+    // `pipetrace send` reuses run's usage error and default file name; run names send's
+    // unsent file.
+    ("cli::run", "cli::send"),
+];
+
+/// Modules that decide what processes are and mean: they read the machine only through
+/// the `Host` they are handed, so that unit tests drive them on a fake host.
+const THROUGH_HOST_ONLY: &[&str] = &[
+    "attribution",
+    "signals",
+    "tree",
+    "containers",
+    "accounting",
+    "event",
+    "cgroup",
+    "awaiting",
+    "live",
+];
+
+/// What touches the filesystem, starts processes or opens sockets.
+const DIRECT_IO: &[&str] = &[
+    "std::fs",
+    "fs::read",
+    "fs::write",
+    "fs::create_dir",
+    "fs::remove",
+    "fs::rename",
+    "File::open",
+    "File::create",
+    "OpenOptions",
+    "read_dir(",
+    "procfs::",
+    "std::process::Command",
+    "Command::new",
+    "TcpStream",
+    "TcpListener",
+    "UdpSocket",
+    "UnixStream",
+    "inotify",
+    "Connection::open",
+];
+
+/// Files allowed direct I/O despite THROUGH_HOST_ONLY, each with why.
+const DIRECT_IO_EXCEPTIONS: &[(&str, &str)] = &[(
+    "attribution/engines/prefect/db.rs",
+    "SQLite opens Prefect's database itself; the host says which file (Host::open_files)",
+)];
+
+type Module = Vec<String>;
+
+struct Source {
+    module: Module,
+    path: PathBuf,
+    /// The file's code without comments and without its test-only items.
+    code: String,
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Test code: unit-test files, their directories, and the fake host (a test double behind
+/// `cfg(any(test, feature = "fake-host"))`).
+fn is_test_file(rel: &[String]) -> bool {
+    rel.iter().any(|c| c == "tests" || c == "tests.rs")
+        || rel.last().is_some_and(|f| f == "fixtures.rs")
+        || rel == ["host", "fake.rs"]
+}
+
+fn module_of(rel: &[String]) -> Module {
+    let mut m: Module = rel.to_vec();
+    let last = m.pop().unwrap();
+    if last != "mod.rs" {
+        m.push(last.trim_end_matches(".rs").to_string());
+    }
+    m
+}
+
+/// The code without `//` comments (doc links are no imports) and without the items under a
+/// top-level `#[cfg(test)]` (rustfmt puts a module's closing brace in column 0).
+fn code_of(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            let Some(item) = lines.next() else { break };
+            if item.trim_end().ends_with('{') {
+                let indent = item.len() - item.trim_start().len();
+                for l in lines.by_ref() {
+                    if l.len() - l.trim_start().len() == indent && l.trim() == "}" {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        let code = match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        out.push_str(code);
+        out.push('\n');
+    }
+    out
+}
+
+fn sources() -> Vec<Source> {
+    let root = src_dir();
+    let mut files = Vec::new();
+    rs_files(&root, &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let rel: Vec<String> = path
+            .strip_prefix(&root)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        if rel == ["lib.rs"] || rel == ["main.rs"] || is_test_file(&rel) {
+            continue;
+        }
+        let code = code_of(&fs::read_to_string(&path).unwrap());
+        out.push(Source {
+            module: module_of(&rel),
+            path,
+            code,
+        });
+    }
+    out
+}
+
+fn ident_end(s: &str) -> usize {
+    s.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len())
+}
+
+/// The paths a use tree names (`a::{b, c::d}` -> `a::b`, `a::c::d`), each as segments.
+fn expand_tree(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+    let mut depth = 0;
+    let mut start = 0;
+    let mut items = Vec::new();
+    for (i, c) in tree.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&tree[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&tree[start..]);
+    for item in items.into_iter().map(str::trim).filter(|i| !i.is_empty()) {
+        let item = item.split(" as ").next().unwrap().trim();
+        match item.find('{') {
+            Some(b) => {
+                let mut p = prefix.to_vec();
+                p.extend(segments(&item[..b]));
+                let end = item.rfind('}').unwrap_or(item.len()).max(b + 1);
+                expand_tree(&p, &item[b + 1..end], out);
+            }
+            None => {
+                let mut p = prefix.to_vec();
+                p.extend(segments(item));
+                out.push(p);
+            }
+        }
+    }
+}
+
+fn segments(path: &str) -> Vec<String> {
+    path.split("::")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Every path the code names that starts at `crate`, `super` or one of the module's own
+/// children, made absolute (segments from the crate root).
+fn referenced(src: &Source, modules: &BTreeSet<Module>) -> Vec<Vec<String>> {
+    let mut raw: Vec<Vec<String>> = Vec::new();
+    let code = &src.code;
+    // use statements, with their trees.
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("use ") {
+        let before_ok = i == 0 || !rest[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let after = &rest[i + 4..];
+        if let (true, Some(end)) = (before_ok, after.find(';')) {
+            expand_tree(&[], &after[..end], &mut raw);
+        }
+        rest = after;
+    }
+    // paths in code: crate::a::b, super::a.
+    for root in ["crate::", "super::"] {
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find(root) {
+            let tail = &rest[i..];
+            let mut len = 0;
+            loop {
+                let seg = &tail[len..];
+                let n = ident_end(seg);
+                len += n;
+                if n == 0 || !tail[len..].starts_with("::") {
+                    break;
+                }
+                len += 2;
+            }
+            raw.push(segments(&tail[..len]));
+            rest = &rest[i + root.len()..];
+        }
+    }
+    raw.into_iter()
+        .filter_map(|p| {
+            let first = p.first()?.as_str();
+            let mut abs: Vec<String> = match first {
+                "crate" => p[1..].to_vec(),
+                "super" => {
+                    let ups = p.iter().take_while(|s| *s == "super").count();
+                    let base = &src.module[..src.module.len().saturating_sub(ups)];
+                    base.iter()
+                        .cloned()
+                        .chain(p[ups..].iter().cloned())
+                        .collect()
+                }
+                "self" => src
+                    .module
+                    .iter()
+                    .cloned()
+                    .chain(p[1..].iter().cloned())
+                    .collect(),
+                child => {
+                    let mut m = src.module.clone();
+                    m.push(child.to_string());
+                    if !modules.contains(&m) {
+                        return None;
+                    }
+                    src.module
+                        .iter()
+                        .cloned()
+                        .chain(p.iter().cloned())
+                        .collect()
+                }
+            };
+            while !abs.is_empty() && !modules.contains(&abs) {
+                abs.pop();
+            }
+            (!abs.is_empty()).then_some(abs)
+        })
+        .collect()
+}
+
+/// Module -> the modules it names.
+fn graph() -> (Vec<Source>, BTreeMap<Module, BTreeSet<Module>>) {
+    let srcs = sources();
+    let modules: BTreeSet<Module> = srcs.iter().map(|s| s.module.clone()).collect();
+    let mut g: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for s in &srcs {
+        let e = g.entry(s.module.clone()).or_default();
+        for t in referenced(s, &modules) {
+            if t != s.module {
+                e.insert(t);
+            }
+        }
+    }
+    (srcs, g)
+}
+
+fn name(m: &[String]) -> String {
+    m.join("::")
+}
+
+/// The strongly connected parts with more than one node (Tarjan).
+fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    struct T<'a> {
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        out: Vec<BTreeSet<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let i = t.index.len();
+        t.index.insert(v, i);
+        t.low.insert(v, i);
+        t.stack.push(v);
+        for w in t.g.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if t.stack.contains(&w) {
+                let iw = t.index[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut part = BTreeSet::new();
+            while let Some(w) = t.stack.pop() {
+                part.insert(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if part.len() > 1 {
+                t.out.push(part);
+            }
+        }
+    }
+    let mut t = T {
+        g,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        out: Vec::new(),
+    };
+    for v in g.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+fn is_known(part: &BTreeSet<String>) -> bool {
+    KNOWN_CIRCLES
+        .iter()
+        .any(|(a, b)| part.len() == 2 && part.contains(*a) && part.contains(*b))
+}
+
+/// For each parent module, its children as nodes: an edge when anything under one child
+/// names anything under another. Edges between a module and its own ancestors (children
+/// using their parent's re-exports) are no circle.
+fn sibling_graphs(
+    g: &BTreeMap<Module, BTreeSet<Module>>,
+) -> BTreeMap<Module, BTreeMap<String, BTreeSet<String>>> {
+    let mut out: BTreeMap<Module, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (from, tos) in g {
+        for to in tos {
+            let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+            if common == from.len() || common == to.len() {
+                continue;
+            }
+            let parent = from[..common].to_vec();
+            let a = name(&from[..=common]);
+            let b = name(&to[..=common]);
+            out.entry(parent)
+                .or_default()
+                .entry(a)
+                .or_default()
+                .insert(b);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_modules_under_one_parent_import_each_other_in_a_circle() {
+    let (_, g) = graph();
+    let mut found = Vec::new();
+    for (parent, sg) in sibling_graphs(&g) {
+        for part in circles(&sg) {
+            if !is_known(&part) {
+                found.push(format!("under `{}`: {:?}", name(&parent), part));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles (see docs/architecture.md):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn top_level_modules_import_only_from_layers_below_their_own() {
+    let (srcs, g) = graph();
+    let layer_of = |m: &str| LAYERS.iter().position(|(_, ms)| ms.contains(&m));
+    let mut wrong = Vec::new();
+    for top in srcs
+        .iter()
+        .map(|s| s.module[0].as_str())
+        .collect::<BTreeSet<_>>()
+    {
+        if layer_of(top).is_none() {
+            wrong.push(format!(
+                "`{top}` is in no layer: place it in LAYERS and docs/architecture.md"
+            ));
+        }
+    }
+    for (from, tos) in &g {
+        for to in tos {
+            let (a, b) = (from[0].as_str(), to[0].as_str());
+            if a == b || KNOWN_CIRCLES.contains(&(a, b)) || KNOWN_CIRCLES.contains(&(b, a)) {
+                continue;
+            }
+            if let (Some(la), Some(lb)) = (layer_of(a), layer_of(b))
+                && lb >= la
+            {
+                wrong.push(format!(
+                    "`{}` ({}) imports `{}` ({}), which is not below it",
+                    name(from),
+                    LAYERS[la].0,
+                    name(to),
+                    LAYERS[lb].0
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_core_touches_the_machine_only_through_host() {
+    let mut found = Vec::new();
+    for s in sources() {
+        let rel = s.path.strip_prefix(src_dir()).unwrap();
+        let excepted = DIRECT_IO_EXCEPTIONS
+            .iter()
+            .any(|(f, _)| rel == Path::new(f));
+        if !THROUGH_HOST_ONLY.contains(&s.module[0].as_str()) || excepted {
+            continue;
+        }
+        for (n, line) in s.code.lines().enumerate() {
+            if let Some(what) = DIRECT_IO.iter().find(|w| line.contains(*w)) {
+                found.push(format!(
+                    "{}:{}: `{what}`: {}",
+                    s.path.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "I/O outside `host` (go through the Host trait):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_reader_sees_the_imports_it_must() {
+    // The rules above are only as good as the reading of the source: it must see these.
+    let (_, g) = graph();
+    let has = |a: &str, b: &str| {
+        g.get(&segments(a))
+            .is_some_and(|t| t.contains(&segments(b)))
+    };
+    assert!(has("tree", "containers"), "tree's Proc holds a Container");
+    assert!(
+        has("event", "facts"),
+        "event converts with facts::ns_per_tick"
+    );
+    assert!(
+        has("report::html", "report::markup"),
+        "html escapes with markup::esc"
+    );
+    assert!(
+        has("report::table", "report::files"),
+        "table lists each task's files"
+    );
+    assert!(
+        has("containers", "host"),
+        "containers read records through Host"
+    );
+    let found = circles(&BTreeMap::from([
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::from(["a".to_string()])),
+    ]));
+    assert_eq!(found.len(), 1, "a circle of two is found");
+}
+
+#[test]
+fn docs_architecture_md_shows_the_layers_this_test_enforces() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let page = fs::read_to_string(page).unwrap();
+    for (layer, modules) in LAYERS {
+        let row = page
+            .lines()
+            .find(|l| l.starts_with(&format!("| {layer} |")))
+            .unwrap_or_else(|| panic!("docs/architecture.md has no row for the layer `{layer}`"));
+        let cell = row.split('|').nth(2).unwrap_or_default();
+        let shown: BTreeSet<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let want: BTreeSet<&str> = modules.iter().copied().collect();
+        assert_eq!(shown, want, "docs/architecture.md, layer `{layer}`");
+    }
+}

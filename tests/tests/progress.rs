@@ -1,0 +1,116 @@
+//! Queued, running and done while a Snakemake run goes: `pipetrace status` and the live
+//! metrics count them as Snakemake's own log does (`N of M steps (P%) done`).
+use std::{
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use pipetrace_e2e::{
+    metrics::flatten_metrics, own_agent, pipetrace, snakemake::newest_log, stderr,
+};
+use pipetrace_semconv::{attr, metric};
+use serde_json::Value;
+
+/// What Snakemake's log says last: (done, total).
+fn log_progress(workdir: &Path) -> Option<(u32, u32)> {
+    let log = std::fs::read_to_string(newest_log(workdir)).ok()?;
+    let last = log.lines().rev().find(|l| l.ends_with("%) done"))?;
+    let (counts, _) = last.split_once(" steps (")?;
+    let (done, total) = counts.split_once(" of ")?;
+    Some((done.parse().ok()?, total.parse().ok()?))
+}
+
+/// This agent's view of run `name` in `pipetrace status --json`.
+fn status_of(agent_pid: u32, name: &str) -> Option<Value> {
+    let o = pipetrace().args(["status", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let agents: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mine = agents.as_array()?.iter().find(|a| a["pid"] == agent_pid)?;
+    mine["runs"]
+        .as_array()?
+        .iter()
+        .find(|r| r["run"] == name)
+        .cloned()
+}
+
+#[test]
+fn status_and_metrics_count_queued_running_and_done_as_snakemakes_log_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, out) = own_agent(dir.path(), "agent", "metrics:\n  interval: 500ms\n");
+    let name = format!("progress-{}", std::process::id());
+    let wf = dir.path().join(&name);
+    std::fs::create_dir_all(&wf).unwrap();
+    std::fs::write(
+        wf.join("Snakefile"),
+        "rule all:\n    input: expand('out/{i}.txt', i=range(6))\n\
+         rule step:\n    output: 'out/{i}.txt'\n    shell: 'sleep 2.5; echo {wildcards.i} > {output}'\n",
+    )
+    .unwrap();
+    let mut run = Command::new("snakemake")
+        .args(["--cores", "1"])
+        .current_dir(&wf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // A moment where the agent's view and Snakemake's log agree on what is done: then the
+    // queued are those neither done nor running, one at a time with --cores 1.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut seen, mut last) = (None, Vec::new());
+    while seen.is_none() && Instant::now() < deadline && run.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(250));
+        let (now, log) = (status_of(agent.pid(), &name), log_progress(&wf));
+        last.push(format!("{now:?} / {log:?}"));
+        let (Some(now), Some((done, total))) = (now, log) else {
+            continue;
+        };
+        let running = now["tasks"].as_array().map_or(0, Vec::len) as u64;
+        if now["done"] == done && done >= 1 && running == 1 {
+            seen = Some((now, done, total));
+        }
+    }
+    let (now, done, total) = seen.unwrap_or_else(|| {
+        panic!(
+            "the agent's view never matched Snakemake's log:\n{}",
+            last.join("\n")
+        )
+    });
+    // Six jobs and the target rule `all`.
+    assert_eq!(total, 7);
+    assert_eq!(now["total"], total, "{now}");
+    assert_eq!(
+        now["queued"].as_u64().unwrap_or(u64::MAX),
+        u64::from(total - done - 1),
+        "{now}"
+    );
+    assert!(run.wait().unwrap().success());
+    agent.stop();
+    // The live metrics carried the same counts.
+    let metrics = std::fs::read_to_string(out.with_file_name("agent.metrics.otlp.jsonl")).unwrap();
+    let points: Vec<_> = (metrics.lines())
+        .flat_map(|l| flatten_metrics(serde_json::from_str(l).unwrap()))
+        .filter(|p| p.str(attr::CICD_PIPELINE_NAME) == name)
+        .collect();
+    let of = |m: &str| {
+        points
+            .iter()
+            .filter(|p| p.name == m)
+            .map(|p| p.value)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        of(metric::TASKS_TOTAL).iter().all(|v| *v == 7.0) && !of(metric::TASKS_TOTAL).is_empty()
+    );
+    assert!(
+        of(metric::TASKS_QUEUED).iter().any(|v| *v >= 1.0),
+        "{:?}",
+        of(metric::TASKS_QUEUED)
+    );
+    let done_seen = of(metric::TASKS_DONE);
+    assert!(
+        done_seen.windows(2).all(|w| w[0] <= w[1]),
+        "done never goes back: {done_seen:?}"
+    );
+    assert!(done_seen.last().is_some_and(|d| *d >= 5.0), "{done_seen:?}");
+}
