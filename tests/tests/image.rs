@@ -2,9 +2,10 @@
 //! podman, as deploy/ runs it: as the Helm chart's node agent (its DaemonSet translated flag
 //! by flag into `podman run`) tracing a Snakemake pipeline on the host; as the sidecar of
 //! deploy/sidecar/pod.yaml in a pod beside a pipeline's container (Debian's Snakemake in a
-//! debootstrap'd image), exporting its own pod's run and nothing of a second pod; and
-//! refusing to start, saying why, in a pod's own PID namespace. Judged by Snakemake's own
-//! records. The images hold the binary under test (`pipetrace_bin()`), tagged
+//! debootstrap'd image), exporting its own pod's run and nothing of a second pod;
+//! refusing to start, saying why, in a pod's own PID namespace, where `pipetrace run` polls
+//! /proc and `doctor` names the fix; and matching deploy/docker/Dockerfile. Judged by
+//! Snakemake's own records. The images hold the binary under test (`pipetrace_bin()`), tagged
 //! `localhost/pipetrace:e2e`; the debootstrap'd root filesystems are cached
 //! (~/.cache/pipetrace-images), so only a fresh machine fetches Debian's packages.
 use std::{
