@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs
+.PHONY: setup demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -84,3 +84,10 @@ bench-accounting: setup
 docs:
 	$(CARGO) run -q -p pipetrace-semconv --bin semconv-docs
 	$(CARGO) run -q -p pipetrace-config --bin config-docs
+
+# The agent's container image, localhost/pipetrace:<version> and :latest, with podman from a
+# debootstrap'd minimal Debian bookworm (no registry is pulled; the rootfs is cached under
+# ~/.cache/pipetrace-images) and the release binary. docs/deploy.md says how to run it.
+image: setup
+	$(CARGO) build --release -p pipetrace
+	scripts/image.sh agent $${CARGO_TARGET_DIR:-target}/release/pipetrace

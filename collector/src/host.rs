@@ -7,6 +7,7 @@ pub mod fake;
 mod idle;
 mod kept;
 mod live;
+pub mod pidns;
 pub mod port;
 pub mod slurm_alloc;
 pub mod slurm_jobs;

@@ -20,6 +20,11 @@ pub enum SourceError {
     Strict(ProbeError),
     #[error(transparent)]
     Probe(#[from] ProbeError),
+    #[error(
+        "{0}\n  probes.strict is set, so pipetrace does not fall back to polling /proc; unset \
+         it (PIPETRACE_PROBES__STRICT=false) to run degraded"
+    )]
+    PidNamespace(crate::host::pidns::PrivatePidNamespace),
 }
 
 /// The stream of events.
@@ -38,29 +43,40 @@ pub enum Taps {
 
 /// Loads the probes (with the open probes when `files`), or falls back to polling with a
 /// warning that says why.
+/// In a PID namespace of its own (`pipetrace run` in a container without the host's), the
+/// probes' host PIDs name nothing here: measured, such a run exported no span at all. It
+/// polls this namespace's /proc instead, or refuses with `probes.strict`.
 pub fn open(cfg: &pipetrace_config::Probes, files: bool) -> Result<(Events, Taps), SourceError> {
+    if let Err(e) = crate::host::pidns::check() {
+        if cfg.strict {
+            return Err(SourceError::PidNamespace(e));
+        }
+        return Ok(poll(cfg, &e.to_string()));
+    }
     match Probes::load(cfg.ring_buffer_bytes, files) {
         Ok(mut probes) => {
             let reader = probes.take_reader()?;
             Ok((Events::Kernel(reader), Taps::Kernel(Box::new(probes))))
         }
         Err(e) if cfg.strict => Err(SourceError::Strict(e)),
-        Err(e) => {
-            log::warn!(
-                "the eBPF probes cannot run: {e}\n  pipetrace falls back to polling /proc every \
-                 {}: processes shorter than that may be missed, figures are the last sample, \
-                 exit codes are unknown, and spans say pipetrace.collection.mode=procfs. Set \
-                 probes.strict: true to refuse instead.",
-                humantime::format_duration(cfg.poll_interval)
-            );
-            let mut tick = tokio::time::interval(cfg.poll_interval);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            Ok((
-                Events::Poll(Poller::new(cfg.poll_interval), tick),
-                Taps::Poll,
-            ))
-        }
+        Err(e) => Ok(poll(cfg, &format!("the eBPF probes cannot run: {e}"))),
     }
+}
+
+/// Polling /proc, with a warning that says `why`.
+fn poll(cfg: &pipetrace_config::Probes, why: &str) -> (Events, Taps) {
+    log::warn!(
+        "{why}\n  pipetrace falls back to polling /proc every {}: processes shorter than that \
+         may be missed, figures are the last sample, exit codes are unknown, and spans say \
+         pipetrace.collection.mode=procfs. Set probes.strict: true to refuse instead.",
+        humantime::format_duration(cfg.poll_interval)
+    );
+    let mut tick = tokio::time::interval(cfg.poll_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    (
+        Events::Poll(Poller::new(cfg.poll_interval), tick),
+        Taps::Poll,
+    )
 }
 
 impl Events {

@@ -41,6 +41,9 @@ fn log_figures(pipe: &Pipeline, lost: u64) {
 }
 
 pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
+    // The probes' PIDs are the host's: in a PID namespace of its own the agent would load
+    // them and trace nothing. Refused before anything is loaded, saying how to run it.
+    crate::host::pidns::check()?;
     // One agent per state directory (per node with the default): refused before anything
     // is loaded or exported.
     let lock_dir = (cfg.diagnosis.state_dir.clone()).unwrap_or_else(|| PathBuf::from(RUNTIME_DIR));

@@ -128,6 +128,7 @@ pub fn run(state_dir: &Path) -> i32 {
     println!("pipetrace doctor");
     check_kernel(&mut r);
     check_privileges(&mut r);
+    check_pid_namespace(&mut r);
     check_probes(&mut r);
     agent_section(state_dir);
     if r.failed {
@@ -220,6 +221,21 @@ fn check_privileges(r: &mut Report) {
 }
 
 /// The real probes, loaded and attached, and what they can measure here.
+/// The probes report host PIDs: in a PID namespace of its own (a container or pod without
+/// hostPID) pipetrace cannot find them in its /proc.
+fn check_pid_namespace(r: &mut Report) {
+    match crate::host::pidns::check() {
+        Ok(()) => r.ok("PID namespace", "the host's".into()),
+        Err(e) => r.fail(
+            "PID namespace",
+            e.0.clone(),
+            "run it in the host's PID namespace: hostPID: true in Kubernetes, --pid=host with \
+             podman or docker, pid: host in compose (the agent refuses to start without it; \
+             pipetrace run polls /proc)",
+        ),
+    }
+}
+
 fn check_probes(r: &mut Report) {
     // The definitive check: load and attach the real probes, then let them go.
     match Probes::load(1 << 20, true) {

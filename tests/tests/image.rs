@@ -1,0 +1,865 @@
+//! The agent's container image (scripts/image.sh, what `make image` runs) run for real with
+//! podman, as deploy/ runs it: as the Helm chart's node agent (its DaemonSet translated flag
+//! by flag into `podman run`) tracing a Snakemake pipeline on the host; as the sidecar of
+//! deploy/sidecar/pod.yaml in a pod beside a pipeline's container (Debian's Snakemake in a
+//! debootstrap'd image), exporting its own pod's run and nothing of a second pod;
+//! refusing to start, saying why, in a pod's own PID namespace, where `pipetrace run` polls
+//! /proc and `doctor` names the fix; and matching deploy/docker/Dockerfile. Judged by
+//! Snakemake's own records. The images hold the binary under test (`pipetrace_bin()`), tagged
+//! `localhost/pipetrace:e2e`; the debootstrap'd root filesystems are cached
+//! (~/.cache/pipetrace-images), so only a fresh machine fetches Debian's packages.
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use pipetrace_e2e::{
+    pipetrace_bin,
+    receiver::Receiver,
+    snakemake::Records,
+    spans::{RecvSpan, Val},
+    stderr,
+};
+use pipetrace_semconv::attr;
+use serde_yaml::Value as Yaml;
+
+/// The tag of the image of the binary under test (a debug build, unlike `make image`'s).
+const AGENT_TAG: &str = "localhost/pipetrace:e2e";
+const PIPELINE_TAG: &str = "localhost/pipetrace-pipeline:latest";
+/// The node the chart's `NODE_NAME` (the downward API's `spec.nodeName`) names.
+const NODE: &str = "e2e-node";
+
+fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p)
+}
+
+/// Panics, saying how to install it, when `program` is missing: nothing is skipped.
+fn require(program: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "{program} is not installed: run scripts/setup.sh (as root), which installs it"
+    );
+}
+
+/// podman as the tests run it: runc and the cgroupfs manager (crun fails on this host's
+/// hybrid cgroups), and containers' open-files and process limits within this host's hard
+/// limits (podman's defaults are above them; a pod's infra container takes no `--ulimit`).
+fn podman() -> Command {
+    static CONF: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let conf = CONF.get_or_init(|| {
+        // One file for every test process: written beside, then moved in place.
+        let p = std::env::temp_dir().join("pipetrace-e2e.containers.conf");
+        let part = p.with_extension(format!("{}", std::process::id()));
+        let text =
+            "[containers]\ndefault_ulimits = [\"nofile=20000:20000\", \"nproc=32768:32768\"]\n";
+        std::fs::write(&part, text).unwrap();
+        std::fs::rename(&part, &p).unwrap();
+        p
+    });
+    let mut c = Command::new("podman");
+    c.env("CONTAINERS_CONF", conf);
+    c.args(["--cgroup-manager=cgroupfs", "--runtime", "runc"]);
+    c
+}
+
+fn output(c: &mut Command) -> Output {
+    c.output()
+        .unwrap_or_else(|e| panic!("start {:?}: {e}", c.get_program()))
+}
+
+/// `podman run` arguments up to the container's own: never pulling.
+fn podman_run(more: &[&str]) -> Vec<String> {
+    let mut run = vec!["run".to_string(), "--pull=never".to_string()];
+    run.extend(more.iter().map(|a| a.to_string()));
+    run
+}
+
+/// Runs podman with `args`; its stdout, trimmed, or a panic with its stderr.
+fn podman_ok(args: &[&str]) -> String {
+    let o = output(podman().args(args));
+    assert!(o.status.success(), "podman {args:?}: {}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// scripts/image.sh ARGS (what `make image` runs); the tag it built.
+fn build_image(args: &[&str]) -> String {
+    require("podman");
+    require("debootstrap");
+    let start = Instant::now();
+    let o = output(Command::new(repo("scripts/image.sh")).args(args));
+    assert!(
+        o.status.success(),
+        "scripts/image.sh {args:?}:\n{}",
+        stderr(&o)
+    );
+    eprintln!(
+        "scripts/image.sh {args:?}: {:.1} s\n{}",
+        start.elapsed().as_secs_f64(),
+        stderr(&o)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    out.lines()
+        .last()
+        .expect("the script prints the tag")
+        .to_string()
+}
+
+fn agent_image() -> String {
+    let bin = pipetrace_bin();
+    build_image(&["agent", bin.to_str().unwrap(), AGENT_TAG])
+}
+
+fn pipeline_image() -> String {
+    build_image(&["pipeline", PIPELINE_TAG])
+}
+
+/// Containers and pods of the test, removed when it ends however it ends.
+#[derive(Default)]
+struct Cleanup {
+    containers: Vec<String>,
+    pods: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for c in &self.containers {
+            let _ = podman().args(["rm", "-f", "-t", "2", c]).output();
+        }
+        for p in &self.pods {
+            let _ = podman().args(["pod", "rm", "-f", "-t", "2", p]).output();
+        }
+    }
+}
+
+/// Until the container's log says the agent watches; panics with its log if it exits or
+/// takes more than 60 s.
+fn wait_watching(name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let o = output(podman().args(["logs", name]));
+        let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        if log.contains("pipetrace agent watching") {
+            return;
+        }
+        let state = podman_ok(&["inspect", "--format", "{{.State.Status}}", name]);
+        assert!(
+            state == "running" || state == "created" || state == "configured",
+            "the agent container {name} is {state}:\n{log}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the agent never said it was watching:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// SIGTERM, as the kubelet stops it; asserts a clean exit. Its log.
+fn stop_agent(name: &str) -> String {
+    podman_ok(&["stop", "-t", "30", name]);
+    let code = podman_ok(&["inspect", "--format", "{{.State.ExitCode}}", name]);
+    let o = output(podman().args(["logs", name]));
+    let log = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert_eq!(code, "0", "the agent exits cleanly on SIGTERM:\n{log}");
+    log
+}
+
+/// A small Snakemake pipeline over `samples`: rules with wildcards, shell commands of
+/// coreutils.
+fn snakefile(samples: &[&str]) -> String {
+    format!(
+        r#"SAMPLES = {samples:?}
+
+rule all:
+    input: expand("counted/{{s}}.txt", s=SAMPLES)
+
+rule make:
+    output: "raw/{{s}}.txt"
+    shell: "seq 1 20000 > {{output}} && sleep 0.3"
+
+rule count:
+    input: "raw/{{s}}.txt"
+    output: "counted/{{s}}.txt"
+    shell: "sort -n {{input}} | wc -l > {{output}}"
+"#
+    )
+}
+
+/// The task spans' (rule, wildcards), sorted, beside Snakemake's own records of the run in
+/// `workdir` (its log's job blocks of rules that left metadata records).
+fn assert_tasks_as_snakemake_names_them(spans: &[RecvSpan], workdir: &Path) {
+    let records = Records::read(workdir);
+    let expected = records.attempts();
+    assert!(
+        !expected.is_empty(),
+        "Snakemake recorded no job: {records:?}"
+    );
+    let mut tasks: Vec<(String, String)> = spans
+        .iter()
+        .filter(|s| s.is_task())
+        .map(|s| {
+            (
+                s.str(attr::CICD_PIPELINE_TASK_NAME).to_string(),
+                s.str(attr::TASK_WILDCARDS).to_string(),
+            )
+        })
+        .collect();
+    tasks.sort();
+    assert_eq!(tasks, expected, "tasks against Snakemake's records");
+    for s in spans.iter().filter(|s| s.is_tool()) {
+        assert_eq!(s.str(attr::COLLECTION_MODE), "ebpf", "{s:?}");
+    }
+    for tool in ["seq", "sort", "wc"] {
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.is_tool() && s.str(attr::TOOL_NAME) == tool),
+            "no {tool} span: {spans:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The Helm chart's DaemonSet, rendered with its default values, as `podman run` flags.
+
+fn read(p: &str) -> String {
+    std::fs::read_to_string(repo(p)).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn yaml(what: &str, text: &str) -> Yaml {
+    serde_yaml::from_str(text).unwrap_or_else(|e| panic!("{what} is not valid YAML: {e}\n{text}"))
+}
+
+/// The DaemonSet as Helm renders it with `values`, for what this test reads: `{{ if
+/// .Values.X }}` blocks kept or left out, `{{ .Values.X | quote }}` filled in, any other
+/// `{{ }}` made `x`. Anything else (else, range) fails rather than be guessed.
+fn daemonset(values: &Yaml) -> Yaml {
+    let p = "deploy/helm/pipetrace/templates/daemonset.yaml";
+    let value = |path: &str| path.split('.').fold(values, |v, k| &v[k]).clone();
+    let mut taken: Vec<bool> = Vec::new();
+    let mut kept = Vec::new();
+    for line in read(p).lines() {
+        let t = line.trim();
+        let action = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}"));
+        let action = action.filter(|a| !a.contains("{{"));
+        match action.map(|a| a.trim_matches(|c: char| c == '-' || c.is_whitespace())) {
+            Some(a) if a.starts_with("if .Values.") => {
+                let on = match value(&a["if .Values.".len()..]) {
+                    Yaml::Bool(b) => b,
+                    Yaml::String(s) => !s.is_empty(),
+                    Yaml::Mapping(m) => !m.is_empty(),
+                    Yaml::Sequence(s) => !s.is_empty(),
+                    Yaml::Null => false,
+                    other => panic!("{p}: {a} on {other:?}"),
+                };
+                taken.push(on);
+            }
+            Some("end") => {
+                taken.pop().expect("end without if");
+            }
+            Some(a) if a.starts_with("else") || a.starts_with("range") => {
+                panic!("{p}: {a}: this test cannot render it")
+            }
+            _ if !taken.iter().all(|t| *t) => {}
+            _ => {
+                let mut out = String::new();
+                let mut rest = line;
+                while let Some(start) = rest.find("{{") {
+                    out.push_str(&rest[..start]);
+                    let end = rest[start..].find("}}").expect("an unclosed {{") + start + 2;
+                    let inner =
+                        rest[start + 2..end - 2].trim_matches(|c: char| c == '-' || c == ' ');
+                    match inner
+                        .strip_prefix(".Values.")
+                        .and_then(|r| r.strip_suffix(" | quote"))
+                    {
+                        Some(path) => {
+                            let v = value(path);
+                            let v = v.as_str().unwrap_or_else(|| panic!("{path}: {v:?}"));
+                            out.push_str(&serde_json::to_string(v).unwrap());
+                        }
+                        None => out.push('x'),
+                    }
+                    rest = &rest[end..];
+                }
+                kept.push(out + rest);
+            }
+        }
+    }
+    assert!(taken.is_empty(), "{p}: an if without end");
+    yaml(p, &kept.join("\n"))
+}
+
+/// `--cap-drop`/`--cap-add`, `--security-opt` flags of a container's securityContext; and
+/// that nothing privileged is asked for.
+fn security_flags(sc: &Yaml) -> Vec<String> {
+    assert_ne!(sc["privileged"].as_bool(), Some(true), "{sc:?}");
+    let mut flags = Vec::new();
+    let caps = &sc["capabilities"];
+    let drop: Vec<&str> = (caps["drop"].as_sequence().expect("capabilities.drop"))
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(drop, ["ALL"], "{sc:?}");
+    flags.push("--cap-drop=all".to_string());
+    for c in caps["add"].as_sequence().expect("capabilities.add") {
+        flags.push(format!("--cap-add=CAP_{}", c.as_str().unwrap()));
+    }
+    if sc["allowPrivilegeEscalation"].as_bool() == Some(false) {
+        flags.push("--security-opt=no-new-privileges".into());
+    }
+    match sc["appArmorProfile"]["type"].as_str() {
+        Some("Unconfined") => flags.push("--security-opt=apparmor=unconfined".into()),
+        None => {}
+        Some(other) => panic!("appArmorProfile {other}: not translated"),
+    }
+    // Kubernetes runs a pod without a seccompProfile unconfined (podman's default profile
+    // would refuse bpf() without CAP_SYS_ADMIN).
+    assert!(sc["seccompProfile"].is_null(), "{sc:?}");
+    flags.push("--security-opt=seccomp=unconfined".into());
+    flags
+}
+
+/// A volume's source on this machine: a hostPath (made when missing, as the kubelet makes
+/// a `DirectoryOrCreate` and the runtime an unchecked one), a configMap's files written to
+/// `scratch`, an emptyDir as a folder of `scratch` shared by the pod's containers.
+fn volume_source(
+    volume: &Yaml,
+    config_maps: &BTreeMap<String, BTreeMap<String, String>>,
+    scratch: &Path,
+) -> PathBuf {
+    let name = volume["name"].as_str().unwrap();
+    if let Some(path) = volume["hostPath"]["path"].as_str() {
+        std::fs::create_dir_all(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        return path.into();
+    }
+    let dir = scratch.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    if let Some(cm) = volume["configMap"]["name"].as_str() {
+        let data = config_maps
+            .get(cm)
+            .unwrap_or_else(|| panic!("no ConfigMap {cm}"));
+        for (file, text) in data {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        return dir;
+    }
+    assert!(
+        !volume["emptyDir"].is_null(),
+        "volume {volume:?}: not translated"
+    );
+    dir
+}
+
+/// `-v SOURCE:PATH:OPTIONS` for each of a container's volumeMounts.
+fn mount_flags(
+    container: &Yaml,
+    volumes: &Yaml,
+    config_maps: &BTreeMap<String, BTreeMap<String, String>>,
+    scratch: &Path,
+) -> Vec<String> {
+    let mut flags = Vec::new();
+    for m in container["volumeMounts"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+    {
+        let name = m["name"].as_str().unwrap();
+        let volume = (volumes.as_sequence().expect("volumes").iter())
+            .find(|v| v["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no volume {name}"));
+        let source = volume_source(volume, config_maps, scratch);
+        let mut opts = vec![if m["readOnly"].as_bool() == Some(true) {
+            "ro"
+        } else {
+            "rw"
+        }];
+        match m["mountPropagation"].as_str() {
+            Some("HostToContainer") => opts.push("rslave"),
+            None => {}
+            Some(other) => panic!("mountPropagation {other}: not translated"),
+        }
+        flags.push(format!(
+            "-v={}:{}:{}",
+            source.display(),
+            m["mountPath"].as_str().unwrap(),
+            opts.join(",")
+        ));
+    }
+    flags
+}
+
+/// `-e NAME=VALUE` for each env entry; `value_of` gives those the template fills in (and
+/// the downward API's).
+fn env_flags(container: &Yaml, value_of: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    for e in container["env"].as_sequence().into_iter().flatten() {
+        let name = e["name"].as_str().unwrap().to_string();
+        let value = match (value_of(&name), e["value"].as_str()) {
+            (Some(v), _) => v,
+            (None, Some(v)) if v != "x" => v.to_string(),
+            _ => panic!("env {name}: no value to give it"),
+        };
+        vars.push((name, value));
+    }
+    // Kubernetes expands $(VAR) of variables defined before or after.
+    let expanded: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| {
+            let v = vars
+                .iter()
+                .fold(v.clone(), |v, (n, val)| v.replace(&format!("$({n})"), val));
+            (k.clone(), v)
+        })
+        .collect();
+    expanded
+        .iter()
+        .map(|(k, v)| format!("-e={k}={v}"))
+        .collect()
+}
+
+fn memory_flag(container: &Yaml) -> Vec<String> {
+    match container["resources"]["limits"]["memory"].as_str() {
+        Some(m) => vec![format!(
+            "--memory={}",
+            m.strip_suffix("Mi").map(|n| format!("{n}m")).unwrap()
+        )],
+        None => vec![],
+    }
+}
+
+fn args_of(container: &Yaml) -> Vec<String> {
+    (container["args"].as_sequence().expect("args").iter())
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The chart's agent as `podman run` arguments, up to the image and its args; the
+/// receiver's gRPC URL as its endpoint. Host network: the receiver listens on the host's
+/// loopback (the chart's pod reaches its endpoint through the cluster's network).
+/// `pipeline_dir`: the chart's `pipelineDir`, where the host's pipelines run.
+fn node_agent_run(rx: &Receiver, scratch: &Path, name: &str, pipeline_dir: &Path) -> Vec<String> {
+    let mut values = yaml("values.yaml", &read("deploy/helm/pipetrace/values.yaml"));
+    assert_eq!(
+        values["pipelineDir"].as_str(),
+        Some(""),
+        "the chart's default"
+    );
+    values["pipelineDir"] = Yaml::String(pipeline_dir.to_str().unwrap().to_string());
+    let ds = daemonset(&values);
+    let spec = &ds["spec"]["template"]["spec"];
+    assert_eq!(spec["hostPID"].as_bool(), Some(true), "{spec:?}");
+    let agent = (spec["containers"].as_sequence().unwrap().iter())
+        .find(|c| c["name"].as_str() == Some("pipetrace"))
+        .expect("the pipetrace container");
+    let config = serde_yaml::to_string(&values["config"]).unwrap();
+    let maps = BTreeMap::from([(
+        "x-config".to_string(),
+        BTreeMap::from([("config.yaml".to_string(), config)]),
+    )]);
+    let protocol = values["otlp"]["protocol"].as_str().unwrap().to_string();
+    let mut run = podman_run(&["-d", "--pid=host", "--network=host"]);
+    run.push(format!("--name={name}"));
+    run.extend(security_flags(&agent["securityContext"]));
+    run.extend(memory_flag(agent));
+    run.extend(mount_flags(agent, &spec["volumes"], &maps, scratch));
+    run.extend(env_flags(agent, |n| match n {
+        "OTEL_EXPORTER_OTLP_ENDPOINT" => Some(rx.grpc_url()),
+        "OTEL_EXPORTER_OTLP_PROTOCOL" => Some(protocol.clone()),
+        "NODE_NAME" => Some(NODE.to_string()),
+        _ => None,
+    }));
+    run.push(agent_image());
+    run.extend(args_of(agent));
+    run
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_image_as_the_charts_node_agent_traces_a_snakemake_pipeline_on_the_host() {
+    let rx = Receiver::start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let mut cleanup = Cleanup::default();
+    let name = format!("pipetrace-node-{}", std::process::id());
+    // The node's folder for pipelines (the chart's pipelineDir), one run's folder in it.
+    let pipelines = tempfile::tempdir().unwrap();
+    let run_name = format!("rnaseq-{}", std::process::id());
+    let dir = pipelines.path().join(&run_name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = node_agent_run(&rx, scratch.path(), &name, pipelines.path());
+    cleanup.containers.push(name.clone());
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    podman_ok(&args);
+    wait_watching(&name);
+    // Exactly the chart's capabilities, as the kernel holds them for the agent.
+    let pid = podman_ok(&["inspect", "--format", "{{.State.Pid}}", &name]);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let eff = (status.lines())
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+        .unwrap();
+    // CAP_DAC_READ_SEARCH 2, CAP_SYS_PTRACE 19, CAP_PERFMON 38, CAP_BPF 39.
+    assert_eq!(
+        eff,
+        (1 << 2) | (1 << 19) | (1 << 38) | (1 << 39),
+        "{status}"
+    );
+
+    std::fs::write(dir.join("Snakefile"), snakefile(&["A", "B"])).unwrap();
+    let o = output(
+        Command::new("/usr/bin/snakemake")
+            .args(["--cores", "2"])
+            .current_dir(&dir),
+    );
+    assert!(o.status.success(), "snakemake: {}", stderr(&o));
+    let spans = rx.run_trace(&run_name, Duration::from_secs(30)).await;
+    let log = stop_agent(&name);
+    assert_tasks_as_snakemake_names_them(&spans, &dir);
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(
+        run.resource.get("k8s.node.name"),
+        Some(&Val::Str(NODE.into())),
+        "the chart's OTEL_RESOURCE_ATTRIBUTES: {:?}\n{log}",
+        run.resource
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// deploy/sidecar/pod.yaml, as podman pods.
+
+/// The ConfigMaps and the Pod of deploy/sidecar/pod.yaml.
+fn sidecar_manifest() -> (BTreeMap<String, BTreeMap<String, String>>, Yaml) {
+    let text = read("deploy/sidecar/pod.yaml");
+    let mut maps = BTreeMap::new();
+    let mut pod = None;
+    for doc in text.split("\n---\n") {
+        let v = yaml("deploy/sidecar/pod.yaml", doc);
+        match v["kind"].as_str() {
+            Some("ConfigMap") => {
+                let data: BTreeMap<String, String> =
+                    serde_yaml::from_value(v["data"].clone()).unwrap();
+                maps.insert(v["metadata"]["name"].as_str().unwrap().to_string(), data);
+            }
+            Some("Pod") => pod = Some(v),
+            other => panic!("pod.yaml: a {other:?}"),
+        }
+    }
+    (maps, pod.expect("pod.yaml has a Pod"))
+}
+
+/// A podman pod as the manifest's Pod asks (hostPID: the pod's PID namespace, shared by its
+/// containers, is the host's; `--pid=host` alone leaves each container one of its own), or
+/// with a PID namespace of its own shared by its containers (`shareProcessNamespace`) when
+/// `host_pid` is false. Host network: the test's receiver is on the host's loopback. The
+/// infra container is the pipeline image sleeping (no pause image can be pulled here).
+fn pod_create(name: &str, host_pid: bool, cleanup: &mut Cleanup) {
+    let pipeline = pipeline_image();
+    let mut args = vec!["pod", "create", "--name", name, "--share=pid,net,uts,ipc"];
+    if host_pid {
+        args.push("--pid=host");
+    }
+    args.extend([
+        "--network=host",
+        "--infra-image",
+        &pipeline,
+        "--infra-command",
+        "sleep infinity",
+    ]);
+    podman_ok(&args);
+    cleanup.pods.push(name.to_string());
+}
+
+fn container<'a>(pod: &'a Yaml, name: &str) -> &'a Yaml {
+    let spec = &pod["spec"];
+    (spec["initContainers"].as_sequence().into_iter().flatten())
+        .chain(spec["containers"].as_sequence().into_iter().flatten())
+        .find(|c| c["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("pod.yaml has no container {name}"))
+}
+
+/// Starts the manifest's sidecar in pod `pod_name`, exporting to `rx`; its container name.
+fn start_sidecar(
+    rx: &Receiver,
+    pod_name: &str,
+    manifest: &(BTreeMap<String, BTreeMap<String, String>>, Yaml),
+    scratch: &Path,
+) -> String {
+    let (maps, pod) = manifest;
+    let sidecar = container(pod, "pipetrace");
+    let name = format!("{pod_name}-pipetrace");
+    let mut run = podman_run(&["-d"]);
+    run.push(format!("--pod={pod_name}"));
+    run.push(format!("--name={name}"));
+    run.extend(security_flags(&sidecar["securityContext"]));
+    run.extend(mount_flags(sidecar, &pod["spec"]["volumes"], maps, scratch));
+    run.extend(env_flags(sidecar, |n| {
+        (n == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| rx.grpc_url())
+    }));
+    run.push(agent_image());
+    run.extend(args_of(sidecar));
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    podman_ok(&args);
+    name
+}
+
+/// Runs the manifest's pipeline container in `pod_name` until it exits, with `scratch`'s
+/// emptyDir volumes (the `work` folder holding the Snakefile, as the pod's init step would
+/// put it there); its container id.
+fn run_pipeline(pod_name: &str, pod: &Yaml, scratch: &Path) -> String {
+    let pipeline = container(pod, "pipeline");
+    let cidfile = scratch.join(format!("{pod_name}.cid"));
+    let mut run = podman_run(&[]);
+    run.push(format!("--pod={pod_name}"));
+    run.push(format!("--name={pod_name}-pipeline"));
+    run.push(format!("--cidfile={}", cidfile.display()));
+    run.extend(mount_flags(
+        pipeline,
+        &pod["spec"]["volumes"],
+        &BTreeMap::new(),
+        scratch,
+    ));
+    run.push(pipeline_image());
+    for a in pipeline["command"].as_sequence().expect("command") {
+        run.push(a.as_str().unwrap().to_string());
+    }
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    podman_ok(&args);
+    pipetrace_e2e::podman::container_id(&cidfile)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sidecar_exports_its_own_pods_pipeline_and_nothing_of_the_pod_beside_it() {
+    let rx = Receiver::start().await;
+    let manifest = sidecar_manifest();
+    let pod = manifest.1.clone();
+    assert_eq!(pod["spec"]["hostPID"].as_bool(), Some(true), "{pod:?}");
+    let mut cleanup = Cleanup::default();
+    let id = std::process::id();
+    let (mine, other) = (
+        format!("pipetrace-mine-{id}"),
+        format!("pipetrace-other-{id}"),
+    );
+    let (mine_dir, other_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (dir, samples) in [(&mine_dir, ["A", "B"]), (&other_dir, ["C", "D"])] {
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        std::fs::write(dir.path().join("work/Snakefile"), snakefile(&samples)).unwrap();
+    }
+    pod_create(&mine, true, &mut cleanup);
+    pod_create(&other, true, &mut cleanup);
+    let sidecar = start_sidecar(&rx, &mine, &manifest, mine_dir.path());
+    cleanup.containers.push(sidecar.clone());
+    wait_watching(&sidecar);
+    // Side by side: the other pod's pipeline runs while this one's does.
+    let (other_name, other_pod, other_scratch) =
+        (other.clone(), pod.clone(), other_dir.path().to_path_buf());
+    let beside = std::thread::spawn(move || run_pipeline(&other_name, &other_pod, &other_scratch));
+    let mine_id = run_pipeline(&mine, &pod, mine_dir.path());
+    let other_id = beside.join().unwrap();
+    // The pipeline's container is done: the kubelet stops the sidecar (SIGTERM).
+    rx.run_trace("work", Duration::from_secs(30)).await;
+    let log = stop_agent(&sidecar);
+    let all = rx.spans();
+    let runs: Vec<&RecvSpan> = all.iter().filter(|s| s.is_run()).collect();
+    assert_eq!(runs.len(), 1, "one run, this pod's: {runs:?}\n{log}");
+    // Every tool ran in this pod's pipeline container; no span names the other pod's.
+    for s in &all {
+        let id = s.str(attr::CONTAINER_ID);
+        assert_ne!(id, other_id, "of the other pod: {s:?}");
+        if s.is_tool() {
+            assert_eq!(id, mine_id, "a tool not of this pod's pipeline: {s:?}");
+        }
+    }
+    assert_tasks_as_snakemake_names_them(&all, &mine_dir.path().join("work"));
+    // The other pod's pipeline ran, and its records say so.
+    let theirs = Records::read(&other_dir.path().join("work")).attempts();
+    assert!(theirs.iter().any(|(_, w)| w == "s=C"), "{theirs:?}");
+}
+
+/// A pod with a PID namespace of its own shared by its containers (Kubernetes'
+/// `shareProcessNamespace` without `hostPID`): the kernel's PIDs are the host's, which the
+/// agent's /proc cannot see. Measured before the refusal: the sidecar loaded its probes, took
+/// 144 events of its pod's Snakemake run and exported nothing. It now refuses, saying how
+/// to run it.
+#[test]
+fn in_a_pods_own_pid_namespace_the_agent_refuses_to_start_and_says_why() {
+    let manifest = sidecar_manifest();
+    let mut cleanup = Cleanup::default();
+    let name = format!("pipetrace-ownpid-{}", std::process::id());
+    let scratch = tempfile::tempdir().unwrap();
+    pod_create(&name, false, &mut cleanup);
+    // The pod's containers share a PID namespace that is not the host's.
+    let ns = |extra: &[&str]| {
+        let mut args = podman_run(&["--rm", "--entrypoint", "/bin/readlink"]);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args.extend([agent_image(), "/proc/self/ns/pid".to_string()]);
+        podman_ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (in_pod, host) = (ns(&["--pod", &name]), ns(&["--pid=host"]));
+    assert_eq!(host, "pid:[4026531836]");
+    assert_ne!(in_pod, host);
+    let rx_url = "http://127.0.0.1:1";
+    let (maps, pod) = &manifest;
+    let sidecar = container(pod, "pipetrace");
+    let cname = format!("{name}-pipetrace");
+    cleanup.containers.push(cname.clone());
+    let mut run = podman_run(&[]);
+    run.push(format!("--pod={name}"));
+    run.push(format!("--name={cname}"));
+    run.extend(security_flags(&sidecar["securityContext"]));
+    run.extend(mount_flags(
+        sidecar,
+        &pod["spec"]["volumes"],
+        maps,
+        scratch.path(),
+    ));
+    run.extend(env_flags(sidecar, |n| {
+        (n == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| rx_url.to_string())
+    }));
+    run.push(agent_image());
+    run.extend(args_of(sidecar));
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    let start = Instant::now();
+    let o = output(podman().args(&args));
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(
+        !o.status.success(),
+        "the agent ran in a PID namespace of its own:\n{said}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(30), "{said}");
+    for needle in [
+        "PID namespace of its own",
+        "host PIDs",
+        "hostPID: true",
+        "--pid=host",
+    ] {
+        assert!(said.contains(needle), "{needle}: {said}");
+    }
+    assert!(!said.contains("pipetrace agent watching"), "{said}");
+}
+
+/// deploy/docker/Dockerfile builds the same image where a registry is reachable: the
+/// image.sh image has its final stage's entrypoint, command, user, working directory and
+/// binary path, and the folders it makes.
+#[test]
+fn the_image_is_the_one_the_dockerfile_describes() {
+    let image = agent_image();
+    let dockerfile = read("deploy/docker/Dockerfile");
+    let last_stage = dockerfile.rsplit("\nFROM ").next().unwrap();
+    let instr = |name: &str| -> String {
+        let prefix = format!("{name} ");
+        let line = (last_stage.lines())
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .next_back()
+            .unwrap_or_else(|| panic!("the Dockerfile's last stage has no {name}"));
+        line.trim().to_string()
+    };
+    let inspect = |format: &str| podman_ok(&["image", "inspect", "--format", format, &image]);
+    let json = |text: &str| -> Vec<String> {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    };
+    assert_eq!(
+        json(&inspect("{{json .Config.Entrypoint}}")),
+        json(&instr("ENTRYPOINT"))
+    );
+    assert_eq!(json(&inspect("{{json .Config.Cmd}}")), json(&instr("CMD")));
+    assert_eq!(inspect("{{.Config.User}}"), instr("USER"));
+    assert_eq!(inspect("{{.Config.WorkingDir}}"), instr("WORKDIR"));
+    let copy = instr("COPY --from=build");
+    let bin = copy.split_whitespace().last().unwrap();
+    assert_eq!(json(&instr("ENTRYPOINT"))[0], bin);
+    let dirs = instr("RUN mkdir -p");
+    let mut check: Vec<&str> = vec!["run", "--rm", "--pull=never", "--network=none"];
+    check.extend(["--entrypoint", "/bin/sh", &image, "-c"]);
+    let script = format!(
+        "test -x {bin} && for d in {dirs}; do test -d $d || exit 1; done && {bin} --version"
+    );
+    check.push(&script);
+    let version = podman_ok(&check);
+    let ours = output(Command::new(pipetrace_bin()).arg("--version"));
+    assert_eq!(version, String::from_utf8_lossy(&ours.stdout).trim());
+    // Both install the same Debian packages besides the base system.
+    let image_sh = read("scripts/image.sh");
+    assert!(
+        image_sh.contains("AGENT_PACKAGES=ca-certificates\n"),
+        "scripts/image.sh"
+    );
+    assert!(dockerfile.contains("--no-install-recommends ca-certificates "));
+}
+
+/// `pipetrace run` in a container with a PID namespace of its own: the probes' host PIDs
+/// name nothing there (measured before: such a run exported no span at all, silently). It
+/// says so and polls its namespace's /proc, which sees the command's processes; with
+/// `probes.strict` it refuses instead.
+#[test]
+fn pipetrace_run_in_a_containers_own_pid_namespace_polls_and_says_why() {
+    let image = agent_image();
+    let out = tempfile::tempdir().unwrap();
+    let volume = format!("-v={}:/out", out.path().display());
+    let caps = [
+        "--cap-drop=all",
+        "--cap-add=CAP_BPF",
+        "--cap-add=CAP_PERFMON",
+        "--cap-add=CAP_SYS_PTRACE",
+        "--cap-add=CAP_DAC_READ_SEARCH",
+        "--security-opt=seccomp=unconfined",
+        "-v=/sys/kernel/btf:/sys/kernel/btf:ro",
+        "-v=/sys/kernel/tracing:/sys/kernel/tracing:ro",
+    ];
+    let run = |strict: &str| {
+        let mut args = podman_run(&["--rm", "--network=none", &volume]);
+        args.extend(caps.iter().map(|c| c.to_string()));
+        args.push(format!("-e=PIPETRACE_PROBES__STRICT={strict}"));
+        args.push(image.clone());
+        args.extend(
+            [
+                "run",
+                "--no-summary",
+                "-o",
+                "/out/t.otlp.jsonl",
+                "--",
+                "sh",
+                "-c",
+            ]
+            .map(String::from),
+        );
+        args.push("sleep 0.6; true".into());
+        let o = output(podman().args(&args));
+        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        (o.status.success(), said)
+    };
+    let (ok, said) = run("false");
+    assert!(ok, "{said}");
+    assert!(said.contains("PID namespace of its own"), "{said}");
+    assert!(said.contains("polling /proc"), "{said}");
+    let spans = pipetrace_e2e::read_jsonl(&out.path().join("t.otlp.jsonl"));
+    // Polled, the sleep is a tool, or the task itself when the shell was not seen first.
+    let sleep = (spans.iter())
+        .find(|s| !s.is_run() && s.name == "sleep")
+        .unwrap_or_else(|| panic!("no sleep span: {spans:?}"));
+    assert_eq!(sleep.str(attr::COLLECTION_MODE), "procfs", "{sleep:?}");
+
+    let (ok, said) = run("true");
+    assert!(!ok, "with probes.strict it ran:\n{said}");
+    assert!(
+        said.contains("--pid=host") && said.contains("probes.strict"),
+        "{said}"
+    );
+
+    // `pipetrace doctor` says so too, and how to fix it.
+    let mut args = podman_run(&["--rm", "--network=none"]);
+    args.extend(caps.iter().map(|c| c.to_string()));
+    args.extend([image.clone(), "doctor".into()]);
+    let o = output(podman().args(&args));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{said}");
+    let line = (said.lines())
+        .find(|l| l.contains("PID namespace"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.contains("FAIL"), "{said}");
+    assert!(said.contains("hostPID: true"), "{said}");
+}
