@@ -256,6 +256,8 @@ fn daemonset(values: &Yaml) -> Yaml {
                     Yaml::Mapping(m) => !m.is_empty(),
                     Yaml::Sequence(s) => !s.is_empty(),
                     Yaml::Null => false,
+                    // Helm takes 0 as false.
+                    Yaml::Number(n) => n.as_f64() != Some(0.0),
                     other => panic!("{p}: {a} on {other:?}"),
                 };
                 taken.push(on);
