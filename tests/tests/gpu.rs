@@ -53,6 +53,12 @@ fn pids(dir: &Path) -> (u32, u32) {
 }
 
 fn finish(child: Child, dir: &Path) -> (Vec<RecvSpan>, Vec<RecvPoint>) {
+    let (spans, points, _) = finish_saying(child, dir);
+    (spans, points)
+}
+
+/// As [`finish`], with what `pipetrace run` printed (its summary and table).
+fn finish_saying(child: Child, dir: &Path) -> (Vec<RecvSpan>, Vec<RecvPoint>, String) {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let spans = read_jsonl(&dir.join("t.otlp.jsonl"));
@@ -60,7 +66,8 @@ fn finish(child: Child, dir: &Path) -> (Vec<RecvSpan>, Vec<RecvPoint>) {
     let points = (text.lines())
         .flat_map(|l| flatten_metrics(serde_json::from_str(l).unwrap()))
         .collect();
-    (spans, points)
+    let said = String::from_utf8_lossy(&o.stdout).to_string() + &stderr(&o);
+    (spans, points, said)
 }
 
 fn tool(spans: &[RecvSpan], pid: u32) -> &RecvSpan {
@@ -264,7 +271,7 @@ fn a_snakemake_task_given_two_gpus_that_used_one_is_told_to_ask_for_one() {
         .arg(dir.path().join("t.otlp.jsonl"))
         .args(["--", "sh", "-c", &script])
         .current_dir(&work)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -286,7 +293,17 @@ fn a_snakemake_task_given_two_gpus_that_used_one_is_told_to_ask_for_one() {
             device(1, vec![]),
         ],
     );
-    let (spans, _) = finish(child, dir.path());
+    let (spans, _, said) = finish_saying(child, dir.path());
+    // The end-of-run table and the HTML report show the task's GPU use and the advice.
+    let table = (said.split_once("gpu busy/mem"))
+        .unwrap_or_else(|| panic!("no GPU column in the table:\n{said}"))
+        .1;
+    let row = (table.lines())
+        .find(|l| l.starts_with("train "))
+        .unwrap_or_else(|| panic!("no table row for train:\n{said}"));
+    assert!(row.contains("5.0 GiB") && row.contains("given 2 GPUs, used 1"), "{row}");
+    let html = std::fs::read_to_string(dir.path().join("t.report.html")).unwrap();
+    assert!(html.contains("<th>GPU busy, memory</th>"), "the report's task table");
     // Snakemake's own record names the task.
     let records = pipetrace_e2e::snakemake::metadata(&work);
     assert!(

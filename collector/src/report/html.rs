@@ -309,16 +309,24 @@ fn section(spans: &[ReportSpan], summed: Option<&Table>, out: &mut String) {
             esc(r.text(attr::CICD_PIPELINE_RUN_ID).unwrap_or("-"))
         );
     }
-    out.push_str(
+    let gpu = table.has_gpu();
+    let _ = write!(
+        out,
         "<h2>Tasks</h2><table><tr><th>task</th><th>jobs</th><th>wall s</th><th>cpu s</th>\
-         <th>peak memory</th><th>disk I/O</th><th>bottleneck</th><th>failed</th><th>advice</th></tr>",
+         <th>peak memory</th>{}<th>disk I/O</th><th>bottleneck</th><th>failed</th>\
+         <th>advice</th></tr>",
+        if gpu { "<th>GPU busy, memory</th>" } else { "" }
     );
     let rows = table.rows();
     for r in &rows {
+        let gpu_cell = match gpu {
+            true => format!("<td>{}</td>", esc(r.gpu.as_deref().unwrap_or("-"))),
+            false => String::new(),
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>{gpu_cell}\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(r.name),
             r.jobs,
             r.wall,

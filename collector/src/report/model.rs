@@ -61,7 +61,7 @@ struct Attrs {
 }
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
-pub const TASK_KEYS: [&str; 15] = [
+pub const TASK_KEYS: [&str; 20] = [
     attr::CICD_PIPELINE_TASK_NAME,
     attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
@@ -77,6 +77,11 @@ pub const TASK_KEYS: [&str; 15] = [
     attr::TASK_INPUTS_COUNT,
     attr::TASK_OUTPUTS,
     attr::TASK_OUTPUTS_COUNT,
+    attr::GPU_TIME,
+    attr::GPU_UTILIZATION,
+    attr::GPU_MEMORY_PEAK,
+    attr::GPU_RIGHTSIZING,
+    attr::GPU_RECOMMENDATION,
 ];
 
 /// What the page draws of a tool (a run may have many thousands).

@@ -21,6 +21,21 @@ struct Row {
     /// (peak, sentence) of the job with the largest peak.
     advice: Option<(u64, String)>,
     over_allocated: u64,
+    /// GPU seconds, of them busy (utilisation times time), the largest GPU memory peak.
+    gpu_time: f64,
+    gpu_busy: f64,
+    gpu_peak: u64,
+    /// What a job given GPUs it barely used should ask for.
+    gpu_advice: Option<String>,
+}
+
+impl Row {
+    fn gpu(&self) -> Option<String> {
+        (self.gpu_time > 0.0).then(|| {
+            let busy = 100.0 * self.gpu_busy / self.gpu_time;
+            format!("{busy:.0}% {}", gib(self.gpu_peak))
+        })
+    }
 }
 
 #[derive(Default)]
@@ -59,6 +74,13 @@ impl Table {
         r.peak = r.peak.max(peak);
         r.disk += (s.num(attr::DISK_READ_BYTES) + s.num(attr::DISK_WRITE_BYTES)) as u64;
         r.failed += u64::from(s.error.is_some());
+        let gpu_time = s.num(attr::GPU_TIME);
+        r.gpu_time += gpu_time;
+        r.gpu_busy += gpu_time * s.num(attr::GPU_UTILIZATION);
+        r.gpu_peak = r.gpu_peak.max(s.num(attr::GPU_MEMORY_PEAK) as u64);
+        if s.text(attr::GPU_RIGHTSIZING) == Some("over-allocated") {
+            r.gpu_advice = s.text(attr::GPU_RECOMMENDATION).map(str::to_string);
+        }
         if let Some(b) = s.text(attr::BOTTLENECK) {
             *r.bottlenecks.entry(b.to_string()).or_default() += 1;
         }
@@ -90,11 +112,13 @@ impl Table {
                 failed: r.failed,
                 // Advice only when every job of the task asked for too much: one that used
                 // its request is reason enough to keep it.
-                advice: match &r.advice {
-                    Some((_, s)) if r.over_allocated == r.jobs => s.as_str(),
-                    Some(_) => "fits its request",
-                    None => "-",
+                advice: match (&r.advice, &r.gpu_advice) {
+                    (Some((_, s)), _) if r.over_allocated == r.jobs => s.as_str(),
+                    (_, Some(gpu)) => gpu.as_str(),
+                    (Some(_), None) => "fits its request",
+                    (None, None) => "-",
                 },
+                gpu: r.gpu(),
             })
             .collect()
     }
@@ -103,16 +127,32 @@ impl Table {
         self.rows.is_empty()
     }
 
+    /// Whether a task used a GPU: the table shows a GPU column then.
+    pub fn has_gpu(&self) -> bool {
+        self.rows.values().any(|r| r.gpu_time > 0.0)
+    }
+
     pub fn render(&self, out: &mut String) {
+        let gpu = self.has_gpu();
+        let gpu_head = if gpu {
+            format!(" {:>14}", "gpu busy/mem")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{:<20} {:>5} {:>9} {:>9} {:>9} {:>9}  {:<13} {:>6}  advice",
+            "{:<20} {:>5} {:>9} {:>9} {:>9}{gpu_head} {:>9}  {:<13} {:>6}  advice",
             "task", "jobs", "wall s", "cpu s", "peak mem", "disk I/O", "bottleneck", "failed"
         );
         for r in self.rows() {
+            let gpu_cell = match (gpu, &r.gpu) {
+                (true, Some(g)) => format!(" {g:>14}"),
+                (true, None) => format!(" {:>14}", "-"),
+                (false, _) => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "{:<20} {:>5} {:>9.2} {:>9.2} {:>9} {:>9}  {:<13} {:>6}  {}",
+                "{:<20} {:>5} {:>9.2} {:>9.2} {:>9}{gpu_cell} {:>9}  {:<13} {:>6}  {}",
                 truncate(r.name, 20),
                 r.jobs,
                 r.wall,
@@ -139,6 +179,8 @@ pub struct RowView<'a> {
     pub bottleneck: &'a str,
     pub failed: u64,
     pub advice: &'a str,
+    /// GPU utilisation and memory peak, where a job used a GPU.
+    pub gpu: Option<String>,
 }
 
 fn truncate(s: &str, n: usize) -> String {
