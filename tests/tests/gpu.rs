@@ -301,9 +301,15 @@ fn a_snakemake_task_given_two_gpus_that_used_one_is_told_to_ask_for_one() {
     let row = (table.lines())
         .find(|l| l.starts_with("train "))
         .unwrap_or_else(|| panic!("no table row for train:\n{said}"));
-    assert!(row.contains("5.0 GiB") && row.contains("given 2 GPUs, used 1"), "{row}");
+    assert!(
+        row.contains("5.0 GiB") && row.contains("given 2 GPUs, used 1"),
+        "{row}"
+    );
     let html = std::fs::read_to_string(dir.path().join("t.report.html")).unwrap();
-    assert!(html.contains("<th>GPU busy, memory</th>"), "the report's task table");
+    assert!(
+        html.contains("<th>GPU busy, memory</th>"),
+        "the report's task table"
+    );
     // Snakemake's own record names the task.
     let records = pipetrace_e2e::snakemake::metadata(&work);
     assert!(
