@@ -232,12 +232,21 @@ impl Metadata {
         if modified < self.not_before || self.read.get(path) == Some(&modified) {
             return;
         }
-        if let Ok(rel) = path.strip_prefix(&self.dir) {
+        let rel = path.strip_prefix(&self.dir).ok().map(Path::to_path_buf);
+        // A record caught mid-write (Snakemake 9 rewrites in place: truncated, then written,
+        // often within one tick of the file's time) is looked at again by name until it reads
+        // whole, rather than taken as read.
+        if !self.add(path) {
+            if let Some(rel) = rel {
+                self.expected.insert(rel);
+            }
+            return;
+        }
+        if let Some(rel) = &rel {
             self.expected.remove(rel);
             self.stale.remove(rel);
         }
         self.read.insert(path.to_path_buf(), modified);
-        self.add(path);
     }
 
     /// The records rewritten in place, which no folder's time tells of.
@@ -260,21 +269,22 @@ impl Metadata {
         }
     }
 
-    fn add(&mut self, path: &Path) {
+    /// Takes the record at `path`; false when it does not read whole yet (being written).
+    fn add(&mut self, path: &Path) -> bool {
         let Some(output) = path.strip_prefix(&self.dir).ok().and_then(output_of) else {
-            return;
+            return true;
         };
         let Ok(text) = self.host.read_to_string(path) else {
-            return;
+            return false;
         };
         let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
-            return;
+            return false;
         };
         let Some(rule) = json.get("rule").and_then(|v| v.as_str()) else {
-            return;
+            return true;
         };
         let Some(end) = seconds(json.get("endtime")) else {
-            return;
+            return true;
         };
         // 7 records a job of `dynamic()` outputs with no start (`"starttime": null`).
         let start = seconds(json.get("starttime")).unwrap_or(end);
@@ -290,7 +300,7 @@ impl Metadata {
         let same = |r: &&mut Record| r.rule == rule && r.start == start && r.shellcmd == shellcmd;
         if let Some(r) = self.records.iter_mut().find(same) {
             r.outputs.push(output);
-            return;
+            return true;
         }
         self.records.push(Record {
             rule: rule.to_string(),
@@ -301,6 +311,7 @@ impl Metadata {
             outputs: vec![output],
             claimed: false,
         });
+        true
     }
 }
 
@@ -313,6 +324,40 @@ mod tests {
         let name = base64::engine::general_purpose::URL_SAFE.encode(output);
         fs::create_dir_all(dir).unwrap();
         fs::write(dir.join(name), json).unwrap();
+    }
+
+    /// Snakemake 9 rewrites a record in place: a look between the truncation and the write,
+    /// within one tick of the file's time, reads it empty. It is looked at again until whole.
+    #[test]
+    fn a_record_caught_mid_write_is_read_again_though_its_time_did_not_move() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".snakemake/metadata");
+        write(&dir, "out/s6.txt", "");
+        let path = dir.join(base64::engine::general_purpose::URL_SAFE.encode("out/s6.txt"));
+        let when = SystemTime::now();
+        let touch = || {
+            fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap()
+        };
+        touch();
+        let mut m = Metadata::new(
+            tmp.path(),
+            SystemTime::UNIX_EPOCH,
+            crate::host::port::live(),
+        );
+        m.refresh();
+        assert!(m.records.is_empty(), "nothing whole to read yet");
+        let rec = r#"{"rule": "py_job", "shellcmd": null, "code": "x", "starttime": 5.0, "endtime": 6.0}"#;
+        fs::write(&path, rec).unwrap();
+        touch();
+        m.refresh();
+        assert_eq!(m.records.len(), 1, "read again once whole");
+        m.refresh();
+        assert_eq!(m.records.len(), 1, "and then once only");
     }
 
     #[test]
