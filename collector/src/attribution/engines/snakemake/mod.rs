@@ -299,8 +299,9 @@ impl EngineRun for Snakemake {
         self.name.clone()
     }
 
+    /// As the log was last read for naming: reading it here, at the run's very start, could
+    /// take the previous run's log of a rerun in place before Snakemake has begun its own.
     fn progress(&mut self) -> Option<(u32, u32)> {
-        self.records.refresh();
         self.records.progress
     }
 
