@@ -314,6 +314,9 @@ pub struct LogFile {
     /// jobs (8.30 keeps its log there; 7 and 9 in the launch directory).
     workdirs: Vec<PathBuf>,
     not_before: SystemTime,
+    /// When the run started: a log last written before then is the previous run's unless
+    /// no other comes (a rerun in place starts its own log a moment after it starts).
+    run_started: SystemTime,
     file: Option<PathBuf>,
     offset: u64,
     pending: String,
@@ -326,6 +329,7 @@ impl LogFile {
             workdirs: vec![workdir],
             // mtimes and our clock may differ by a little; a run's log is never older.
             not_before: run_started - Duration::from_secs(2),
+            run_started,
             file: None,
             offset: 0,
             pending: String::new(),
@@ -348,7 +352,11 @@ impl LogFile {
             (name.ends_with(".snakemake.log") && modified >= self.not_before)
                 .then_some((modified, p))
         });
-        newest.max_by_key(|(m, _)| *m).map(|(_, p)| p)
+        let (modified, path) = newest.max_by_key(|(m, _)| *m)?;
+        // Older than the run itself: the previous run's, while this run may not have begun
+        // its own yet. Taken only once the run is a few seconds old (clocks may differ).
+        let young = self.host.now() < self.run_started + Duration::from_secs(5);
+        (modified >= self.run_started || !young).then_some(path)
     }
 
     /// The entries written since the last call.

@@ -164,3 +164,39 @@ fn progress_from_the_job_stats_table_then_the_steps_done() {
     let (entries, _) = parse_blocks(V9);
     assert!(entries.contains(&Entry::Progress { done: 1, total: 26 }));
 }
+
+/// A rerun in place: the previous run's log was written a moment before this run started.
+/// It is not taken while this run may still begin its own, which is read once there.
+#[test]
+fn a_rerun_reads_its_own_log_not_the_previous_runs() {
+    use crate::host::Host;
+    let host = crate::host::fake::FakeHost::new(1_700_000_000_000_000_000, 10_000_000_000);
+    let dir = std::path::PathBuf::from("/w");
+    let logs = dir.join(".snakemake/log");
+    host.write(
+        logs.join("2026-11-28T100000.000000.snakemake.log"),
+        "rule old:\n    jobid: 1\n\n",
+    );
+    host.advance(Duration::from_secs(1));
+    let started = host.now();
+    let mut log = LogFile::new(dir, started, host.shared());
+    assert!(
+        log.read_new().is_empty(),
+        "the previous run's log is not this run's"
+    );
+    host.advance(Duration::from_millis(500));
+    host.write(
+        logs.join("2026-11-28T100001.000000.snakemake.log"),
+        "rule new:\n    jobid: 1\n\n",
+    );
+    let rules: Vec<String> = (log.read_new().into_iter())
+        .filter_map(|e| {
+            if let Entry::Job(j) = e {
+                Some(j.rule)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(rules, ["new"]);
+}
