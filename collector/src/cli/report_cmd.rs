@@ -23,6 +23,7 @@ pub fn run(file: &Path, html: Option<&Path>) -> i32 {
         }
         table.render(&mut out);
     }
+    report::who::ByWho::of(&spans).render(&mut out);
     print!("{out}");
     let path = html
         .map(Path::to_path_buf)

@@ -313,6 +313,7 @@ impl Summary {
             out.push('\n');
             self.table.render(&mut out);
         }
+        crate::report::who::ByWho::of(&self.report).render(&mut out);
         let _ = writeln!(
             out,
             "\npipetrace: {} tasks ({} failed), {} tools ({} exited non-zero) in {:.1}s",

@@ -234,6 +234,7 @@ fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64) -> String
         .map_or("pipetrace report".to_string(), |r| r.name.clone());
     let mut out = head(&title);
     section(spans, summed, &mut out);
+    out.push_str(&super::who::ByWho::of(spans).html());
     if omitted > 0 {
         let _ = write!(
             out,
@@ -277,6 +278,7 @@ pub fn render(spans: &[ReportSpan]) -> String {
         section(run, None, &mut out);
         out.push_str("</section>");
     }
+    out.push_str(&super::who::ByWho::of(spans).html());
     out.push_str("</body></html>\n");
     out
 }
