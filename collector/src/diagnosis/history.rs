@@ -36,6 +36,10 @@ pub struct Job<'a> {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct PipelineHistory {
     tasks: BTreeMap<String, Vec<Record>>,
+    /// The runs themselves, one record each (those that succeeded): for the expected end
+    /// of a run.
+    #[serde(default)]
+    runs: Vec<Record>,
     /// Per task, the judgement of the run its last job came from: earlier runs do not change
     /// while one run adds its jobs, so its later jobs are judged without going over the
     /// records again (a fan-out of thousands of jobs).
@@ -217,6 +221,30 @@ impl History {
         })
     }
 
+    /// What a run of `pipeline` usually takes: the median of its last runs that succeeded,
+    /// once [`MIN_RUNS`] have.
+    pub fn usual_run(&mut self, pipeline: &str) -> Option<f64> {
+        self.dir.as_ref()?;
+        usual_of(&self.pipeline(pipeline).runs, "")
+    }
+
+    /// Adds a finished run (`job.task` is not read): only one that succeeded.
+    pub fn record_run(&mut self, job: &Job) {
+        if self.dir.is_none() || !job.succeeded || job.pipeline.is_empty() {
+            return;
+        }
+        let keep = self.keep;
+        let h = self.pipeline(job.pipeline);
+        h.runs.push(Record {
+            wall_s: job.wall_s,
+            cpu_s: job.cpu_s,
+            peak_bytes: job.peak_bytes,
+            run: job.run.to_string(),
+        });
+        keep_last_runs(&mut h.runs, keep);
+        self.dirty.insert(job.pipeline.to_string());
+    }
+
     /// Writes what changed; a failure is logged and the history stays in memory.
     pub fn save(&mut self) {
         let Some(dir) = self.dir.clone() else { return };
@@ -279,6 +307,26 @@ mod tests {
             peak_bytes: 1,
             succeeded,
         }
+    }
+
+    #[test]
+    fn a_runs_usual_time_is_the_median_of_its_last_runs_that_succeeded_and_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::new(&cfg(d.path()));
+        for (i, wall, ok) in [(1, 10.0, true), (2, 500.0, false), (3, 12.0, true)] {
+            h.record_run(&job(&format!("r{i}"), wall, ok));
+        }
+        assert_eq!(h.usual_run("rna/seq"), None, "two runs that succeeded");
+        h.record_run(&job("r4", 30.0, true));
+        assert_eq!(
+            h.usual_run("rna/seq"),
+            Some(12.0),
+            "a failed run is not usual"
+        );
+        assert_eq!(h.usual("rna/seq", "align"), None, "runs are not a task");
+        h.save();
+        let mut again = History::new(&cfg(d.path()));
+        assert_eq!(again.usual_run("rna/seq"), Some(12.0), "read back");
     }
 
     #[test]
