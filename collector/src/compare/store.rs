@@ -21,7 +21,10 @@ pub enum StoreError {
     },
     #[error("run id `{id}` is the start of several kept runs ({which}): give more of it")]
     Ambiguous { id: String, which: String },
-    #[error("cannot read run {path}: {reason}; it is rewritten by no one: remove it")]
+    #[error(
+        "cannot read the kept run {path} ({reason}): remove that file, and compare the run's \
+         trace file instead"
+    )]
     Unreadable { path: String, reason: String },
 }
 

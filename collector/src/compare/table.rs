@@ -59,7 +59,7 @@ pub fn render(c: &Comparison, out: &mut String) {
     let _ = writeln!(out, "noise judged by {by}; * moved beyond noise\n");
     let _ = writeln!(
         out,
-        "{:<28} {:>22} {:>22} {:>22} {:>22} {:>7}",
+        "{:<28} {:>18} {:>18} {:>20} {:>20} {:>7}",
         "task", "wall", "cpu", "peak mem", "disk write", "failed"
     );
     for t in &c.tasks {
@@ -69,7 +69,7 @@ pub fn render(c: &Comparison, out: &mut String) {
         let failed = format!("{}→{}", t.failed.0, t.failed.1);
         let _ = writeln!(
             out,
-            "{name:<28} {w:>22} {u:>22} {p:>22} {d:>22} {failed:>7}"
+            "{name:<28} {w:>18} {u:>18} {p:>20} {d:>20} {failed:>7}"
         );
     }
     for t in c.tasks.iter().filter(|t| t.moved) {

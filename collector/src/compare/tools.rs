@@ -71,11 +71,16 @@ fn one(name: &str, a: Option<&Tool>, b: Option<&Tool>) -> ToolChange {
         _ => Vec::new(),
     };
     let up = |m: Metric| moved.contains(&m) && get(fb, m) > get(fa, m);
+    let gain = |m: Metric| get(fb, m) - get(fa, m);
+    let more = |x: Metric, y: Metric| gain(x) >= gain(y);
     let down = |m: Metric| moved.contains(&m) && get(fb, m) < get(fa, m);
     let change = match (a, b) {
         (None, _) => Change::New,
         (_, None) => Change::Gone,
-        _ if up(Metric::DiskWait) => Change::MoreIoWait,
+        // Both up: the one that took more of the extra time names it.
+        _ if up(Metric::DiskWait) && !(up(Metric::Cpu) && more(Metric::Cpu, Metric::DiskWait)) => {
+            Change::MoreIoWait
+        }
         _ if up(Metric::Cpu) || up(Metric::Wall) => Change::Slower,
         _ if down(Metric::Cpu) || down(Metric::Wall) => Change::Faster,
         _ => Change::Same,
@@ -118,7 +123,7 @@ mod tests {
         .into();
         let b: BTreeMap<String, Tool> = [
             ("bash".into(), tool(0.01, 12.0, 0.0)),
-            ("gzip".into(), tool(11.0, 11.5, 0.0)),
+            ("gzip".into(), tool(11.0, 11.5, 2.0)),
             ("cat".into(), tool(0.1, 0.2, 3.0)),
             ("new".into(), tool(2.0, 2.0, 0.0)),
         ]
@@ -128,6 +133,11 @@ mod tests {
         assert_eq!(c[0].name, "gzip");
         assert_eq!(of("gzip").change, Change::Slower);
         assert_eq!(of("cat").change, Change::MoreIoWait);
+        // gzip waited 2 s more for the disk, but its 10 s more CPU is what slowed it.
+        assert_eq!(
+            of("gzip").moved,
+            [Metric::Wall, Metric::Cpu, Metric::DiskWait]
+        );
         assert_eq!(of("new").change, Change::New);
         assert_eq!(of("old").change, Change::Gone);
         // The shell waited on gzip: slower by wall, yet it used no more of the machine.
