@@ -191,3 +191,52 @@ fn against_the_usual_each_job_meets_its_task_name() {
     assert_eq!(c.moved, ["pack (s=A)"]);
     assert_eq!(c.tasks.len(), 2);
 }
+
+fn kept(pipeline: &str, task: &str, walls: &[(&str, f64)]) -> crate::diagnosis::HistoryKept {
+    let runs = (walls.iter())
+        .map(|(run, w)| crate::diagnosis::RunFigures {
+            run: run.to_string(),
+            wall_s: *w,
+            cpu_s: *w,
+            peak_bytes: 50e6,
+        })
+        .collect();
+    crate::diagnosis::HistoryKept {
+        pipeline: pipeline.into(),
+        tasks: [(task.to_string(), runs)].into(),
+    }
+}
+
+#[test]
+fn the_history_of_a_run_is_the_one_with_its_records_and_its_usual_leaves_it_out() {
+    let b = run("b", &[("pack (s=A)", 30.0, ("gzip", 29.0))]);
+    let other = kept("other", "pack", &[("x", 1.0), ("y", 1.0), ("z", 1.0)]);
+    let mine = kept(
+        "mine",
+        "pack",
+        &[("r1", 10.0), ("r2", 11.0), ("r3", 9.0), ("b", 30.0)],
+    );
+    let all = [other, mine];
+    let h = find_history(&all, &[&b]).unwrap();
+    assert_eq!(h.pipeline, "mine", "the file holding run b's own records");
+    let u = usual_of(h, "b").unwrap();
+    assert_eq!(
+        u.run.tasks[0].figures[&Metric::Wall],
+        10.0,
+        "b itself left out"
+    );
+    let s = spreads(h, &["b"]);
+    assert_eq!(s["pack"][&Metric::Wall].runs, 3);
+    let c = compare(&u.run, &b, true, &s, Some(h.pipeline.clone())).unwrap();
+    assert_eq!(c.moved, ["pack (s=A)"]);
+    let wall = &c.tasks[0].figures[0];
+    assert!(
+        matches!(wall.verdict.basis, Basis::History { runs: 3, .. }),
+        "{wall:?}"
+    );
+    // A run the history never saw: the pipeline with most of its task names.
+    let stranger = run("s", &[("pack (s=Z)", 1.0, ("gzip", 0.5))]);
+    assert!(find_history(&all, &[&stranger]).is_some());
+    let unrelated = run("u", &[("align", 1.0, ("bwa", 0.5))]);
+    assert!(find_history(&all, &[&unrelated]).is_none());
+}

@@ -96,7 +96,7 @@ pub fn usual_of(h: &HistoryKept, exclude: &str) -> Option<Usual> {
     }
     (!tasks.is_empty()).then(|| Usual {
         run: Run {
-            label: format!("usual of {}", h.pipeline),
+            label: format!("usual of {} (up to {most} earlier runs)", h.pipeline),
             name: h.pipeline.clone(),
             tasks,
             ..Run::default()
