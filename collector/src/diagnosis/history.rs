@@ -259,6 +259,82 @@ impl History {
     }
 }
 
+/// One earlier run of a task as `pipetrace compare` reads it: the medians of its jobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFigures {
+    pub run: String,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub peak_bytes: f64,
+}
+
+/// A pipeline's history file, read back for `pipetrace compare`: per task, its runs.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The file's name less `.json` (the pipeline's name, made safe for a file).
+    pub pipeline: String,
+    pub tasks: BTreeMap<String, Vec<RunFigures>>,
+}
+
+impl Kept {
+    /// Whether run `trace` left records here.
+    pub fn has_run(&self, trace: &str) -> bool {
+        (self.tasks.values()).any(|runs| runs.iter().any(|r| r.run == trace))
+    }
+}
+
+/// Every pipeline's history under `state_dir` (unreadable files are skipped: they are
+/// rewritten by the next run).
+pub fn read_all(state_dir: &Path) -> Vec<Kept> {
+    let Ok(dir) = std::fs::read_dir(state_dir.join("history")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pipeline) = name.strip_suffix(".json") else {
+            continue;
+        };
+        let Some(h) = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|t| serde_json::from_str::<PipelineHistory>(&t).ok())
+        else {
+            continue;
+        };
+        let tasks = (h.tasks.iter())
+            .map(|(task, records)| (task.clone(), per_run(records)))
+            .collect();
+        out.push(Kept {
+            pipeline: pipeline.to_string(),
+            tasks,
+        });
+    }
+    out.sort_by(|a, b| a.pipeline.cmp(&b.pipeline));
+    out
+}
+
+/// Each run's medians, runs in the order they were kept.
+fn per_run(records: &[Record]) -> Vec<RunFigures> {
+    let mut runs: Vec<(&str, Vec<&Record>)> = Vec::new();
+    for r in records.iter().filter(|r| !r.run.is_empty()) {
+        match runs.iter_mut().find(|(run, _)| *run == r.run) {
+            Some((_, v)) => v.push(r),
+            None => runs.push((&r.run, vec![r])),
+        }
+    }
+    let med = |v: &[&Record], f: fn(&Record) -> f64| {
+        median(&mut v.iter().map(|r| f(r)).collect::<Vec<_>>())
+    };
+    (runs.into_iter())
+        .map(|(run, v)| RunFigures {
+            run: run.to_string(),
+            wall_s: med(&v, |r| r.wall_s),
+            cpu_s: med(&v, |r| r.cpu_s),
+            peak_bytes: med(&v, |r| r.peak_bytes as f64),
+        })
+        .collect()
+}
+
 /// Drops the records of all but the last `keep` runs (by first appearance, oldest first).
 fn keep_last_runs(records: &mut Vec<Record>, keep: usize) {
     let mut runs: Vec<&str> = Vec::new();
@@ -378,6 +454,25 @@ mod tests {
             .filter(|r| r.wall_s == 0.01)
             .count();
         assert_eq!(killed, 0, "a killed job is not history");
+    }
+
+    #[test]
+    fn compare_reads_each_run_of_a_task_as_the_medians_of_its_jobs() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::new(&cfg(d.path()));
+        for (run, w) in [("r1", 1.0), ("r1", 3.0), ("r1", 2.0), ("r2", 5.0)] {
+            h.record(&job(run, w, true));
+        }
+        h.save();
+        let all = read_all(d.path());
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].pipeline, "rna_seq");
+        let runs = &all[0].tasks["align"];
+        assert_eq!(
+            runs.iter().map(|r| r.wall_s).collect::<Vec<_>>(),
+            [2.0, 5.0]
+        );
+        assert!(all[0].has_run("r2") && !all[0].has_run("r3"));
     }
 
     #[test]

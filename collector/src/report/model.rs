@@ -61,7 +61,8 @@ struct Attrs {
 }
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
-pub const TASK_KEYS: [&str; 20] = [
+/// (Waits and cost too, for `pipetrace compare`'s kept runs.)
+pub const TASK_KEYS: [&str; 25] = [
     attr::CICD_PIPELINE_TASK_NAME,
     attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
@@ -82,15 +83,26 @@ pub const TASK_KEYS: [&str; 20] = [
     attr::GPU_MEMORY_PEAK,
     attr::GPU_RIGHTSIZING,
     attr::GPU_RECOMMENDATION,
+    attr::CPU_RUN_QUEUE_DELAY,
+    attr::DISK_WAIT_TIME,
+    attr::MEMORY_WAIT_TIME,
+    attr::COST,
+    attr::COST_CURRENCY,
 ];
 
-/// What the page draws of a tool (a run may have many thousands).
-pub const TOOL_KEYS: [&str; 5] = [
+/// What the page draws of a tool (a run may have many thousands), and the I/O and waits
+/// `pipetrace compare` reads of it.
+pub const TOOL_KEYS: [&str; 10] = [
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,
     attr::MEMORY_PEAK,
     attr::BOTTLENECK,
     attr::BOTTLENECK_REASON,
+    attr::DISK_READ_BYTES,
+    attr::DISK_WRITE_BYTES,
+    attr::CPU_RUN_QUEUE_DELAY,
+    attr::DISK_WAIT_TIME,
+    attr::MEMORY_WAIT_TIME,
 ];
 
 /// The attributes in `keep` (all of them when None).
