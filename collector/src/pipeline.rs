@@ -40,6 +40,8 @@ pub struct Pipeline {
     announced: HashSet<ProcKey>,
     /// Kept in `pipetrace run` for the terminal tree; the agent keeps none.
     pub summary: Option<Summary>,
+    /// The agent's runs, kept for `pipetrace compare RUN_ID` as they end.
+    keeper: Option<crate::compare::keeper::Keeper>,
     pub events: u64,
     /// Exits of processes the tree never saw (started before the agent, exited at once).
     pub unknown_exits: u64,
@@ -103,6 +105,7 @@ impl Pipeline {
             outgoing: Vec::new(),
             folder: crate::signals::fold::Folder::new(0, Duration::ZERO),
             summary,
+            keeper: None,
             events: 0,
             unknown_exits: 0,
             runs_finished: 0,
@@ -596,6 +599,9 @@ impl Pipeline {
                 if let Some(s) = self.summary.as_mut() {
                     s.record(&signal);
                 }
+                if let Some(k) = self.keeper.as_mut() {
+                    k.record(&signal);
+                }
                 self.outgoing.push(signal);
             }
         }
@@ -605,6 +611,12 @@ impl Pipeline {
     /// than `fold_under` folding with their repeats past half of it.
     pub fn with_trace_budget(mut self, max_bytes: u64, fold_under: Duration) -> Self {
         self.folder = crate::signals::fold::Folder::new(max_bytes, fold_under);
+        self
+    }
+
+    /// Keeps each run as it ends for `pipetrace compare RUN_ID` (the agent's).
+    pub fn keeping_runs(mut self, state_dir: Option<&std::path::Path>) -> Self {
+        self.keeper = state_dir.map(crate::compare::keeper::Keeper::new);
         self
     }
 

@@ -260,3 +260,47 @@ fn bad_input(r: &Runs) {
     assert!(o.status.success(), "{}", stderr(&o));
     says(&[plain.to_str().unwrap(), a], "no task in common");
 }
+
+/// The agent keeps the runs it sees too: two runs of the workflow under a node agent, then
+/// compared by the run ids in its state directory.
+#[test]
+fn runs_an_agent_saw_are_compared_by_their_run_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, out) = pipetrace_e2e::own_agent(dir.path(), "agent", "");
+    let wf = dir
+        .path()
+        .join(format!("agent-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&wf).unwrap();
+    std::fs::write(wf.join("Snakefile"), snakefile()).unwrap();
+    for extra in [&[][..], &["--forceall", "--config", "big=A"][..]] {
+        let o = std::process::Command::new("snakemake")
+            .args(["--cores", "1"])
+            .args(extra)
+            .current_dir(&wf)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (jobs, slowed) = jobs_of(&wf);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    agent.stop();
+    let wf_name = wf.file_name().unwrap().to_string_lossy().to_string();
+    let mut runs: Vec<(u64, String)> = (pipetrace_e2e::read_jsonl(&out).iter())
+        .filter(|s| s.is_run() && s.str(pipetrace_semconv::attr::CICD_PIPELINE_NAME) == wf_name)
+        .map(|s| (s.start, s.trace_id.clone()))
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let state = dir.path().join("agent-state");
+    let o = pipetrace()
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
+        .args(["compare", &runs[0].1, &runs[1].1, "--json"])
+        .output()
+        .unwrap();
+    let c = json_of(&o);
+    let matched: BTreeSet<String> = (c["tasks"].as_array().unwrap().iter())
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(matched, jobs, "{c:#}");
+    assert_eq!(names(&c["moved"]), [slowed], "{c:#}");
+}

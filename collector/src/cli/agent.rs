@@ -73,8 +73,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         .unwrap_or_default();
     let machine = crate::host::port::live();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
-    let mut pipe =
-        pipeline(cfg, &host, attr, builder, exporter, false)?.with_procfs(events.is_polling());
+    let mut pipe = pipeline(cfg, &host, attr, builder, exporter, false)?
+        .with_procfs(events.is_polling())
+        .keeping_runs(cfg.diagnosis.state_dir.as_deref());
     // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a
     // sidecar) sees neither the node's runs nor only its own CPU.
     if cfg.probes.scope_cgroup.is_none() {

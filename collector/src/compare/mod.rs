@@ -2,6 +2,7 @@
 //! by task: what moved beyond noise, and the tools that explain it. See docs/compare.md.
 mod html;
 mod judge;
+pub mod keeper;
 mod matching;
 mod model;
 pub mod store;

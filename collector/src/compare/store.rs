@@ -1,5 +1,5 @@
-//! Runs kept for `pipetrace compare RUN_ID`: each run `pipetrace run` ends is summed up per
-//! task and tool in `runs/<trace id>.json` under the state directory; the newest
+//! Runs kept for `pipetrace compare RUN_ID`: each run `pipetrace run` ends (or the agent sees
+//! end, `keeper`) is summed up per task and tool in `runs/<trace id>.json` under the state directory; the newest
 //! [`MAX_RUNS`] are kept.
 use std::path::{Path, PathBuf};
 
@@ -11,7 +11,7 @@ pub const MAX_RUNS: usize = 50;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
-        "no run `{id}` in {dir}: give a trace id that `pipetrace run` printed ({known}), or a \
+        "no run `{id}` in {dir}: give a trace id of a run `pipetrace run` or the agent kept ({known}), or a \
          trace file"
     )]
     NoSuchRun {
