@@ -121,3 +121,58 @@ fn status_and_metrics_count_queued_running_and_done_as_snakemakes_log_does() {
     );
     assert!(done_seen.last().is_some_and(|d| *d >= 5.0), "{done_seen:?}");
 }
+
+/// The expected end of a run: from the fourth run of a pipeline on, its `run started` span
+/// carries what its last runs took (the median of the first three, as their run spans say).
+#[test]
+fn a_run_started_span_carries_what_the_pipelines_runs_usually_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join(format!("usual-{}", std::process::id()));
+    std::fs::create_dir_all(&wf).unwrap();
+    std::fs::write(
+        wf.join("Snakefile"),
+        "rule all:\n    input: 'a.txt'\nrule a:\n    output: 'a.txt'\n    shell: 'sleep 1.2; touch {output}'\n",
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let mut runs = Vec::new();
+    for i in 0..4 {
+        let file = dir.path().join(format!("t{i}.otlp.jsonl"));
+        let o = pipetrace()
+            .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
+            // Sampled often: the run is announced while its task runs.
+            .env("PIPETRACE_METRICS__INTERVAL", "250ms")
+            .args(["run", "--output"])
+            .arg(&file)
+            .args(["--", "snakemake", "--cores", "1", "--forceall"])
+            .current_dir(&wf)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        runs.push(pipetrace_e2e::read_jsonl(&file));
+    }
+    let started = |spans: &[pipetrace_e2e::spans::RecvSpan]| {
+        (spans.iter())
+            .find(|s| s.name == "run started")
+            .cloned()
+            .expect("a run started span")
+    };
+    for earlier in &runs[..3] {
+        let s = started(earlier);
+        assert_eq!(
+            s.num(attr::HISTORY_USUAL_DURATION),
+            None,
+            "too few runs yet: {s:?}"
+        );
+    }
+    let mut walls: Vec<f64> = (runs[..3].iter())
+        .map(|spans| {
+            let r = spans.iter().find(|s| s.is_run()).expect("the run span");
+            (r.end - r.start) as f64 / 1e9
+        })
+        .collect();
+    walls.sort_by(f64::total_cmp);
+    let s = started(&runs[3]);
+    let usual = s.num(attr::HISTORY_USUAL_DURATION).expect("the usual");
+    assert!((usual - walls[1]).abs() < 1e-3, "{usual} against {walls:?}");
+}

@@ -24,15 +24,21 @@ impl Pipeline {
             .collect();
         let running = |p: &&Proc| p.exit.is_none();
         for (run, name) in runs {
+            let key = self.attr.run_key(run).filter(|k| !k.is_empty());
+            let usual = key.and_then(|k| self.history.usual_run(k));
             if let Some(p) = self.tree.get(&run).filter(running) {
-                let s = self.builder.started(run, EntityRef::Run(run), p, &name);
+                let s = self
+                    .builder
+                    .started(run, EntityRef::Run(run), p, &name, usual);
                 self.exporter.send(s);
                 self.announced.insert(run);
             }
         }
         for (task, run, name) in tasks {
             if let Some(p) = self.tree.get(&task).filter(running) {
-                let s = self.builder.started(run, EntityRef::Task(task), p, &name);
+                let s = self
+                    .builder
+                    .started(run, EntityRef::Task(task), p, &name, None);
                 self.exporter.send(s);
                 self.announced.insert(task);
             }

@@ -12,13 +12,14 @@ use crate::{attribution::EntityRef, tree::Proc};
 
 impl SpanBuilder {
     /// The span saying that `entity` (a run or a task of run `run`, whose root is `p`),
-    /// known as `name`, runs.
+    /// known as `name`, runs; with what it usually takes, where its history says.
     pub fn started(
         &self,
         run: crate::event::ProcKey,
         entity: EntityRef,
         p: &Proc,
         name: &str,
+        usual_s: Option<f64>,
     ) -> ReadySpan {
         let what = match entity {
             EntityRef::Run(_) => "run started",
@@ -30,6 +31,10 @@ impl SpanBuilder {
         ];
         // As the root's own span will say (it runs: no exit yet).
         self.process_attrs(p, matches!(entity, EntityRef::Task(_)), &mut a);
+        // Its expected end, for a backend that shows what runs.
+        if let Some(u) = usual_s {
+            a.push(KeyValue::new(attr::HISTORY_USUAL_DURATION, u));
+        }
         let ids = Ids {
             trace: self.trace_id(run),
             span: SpanId::from_bytes(ids::span_id(&self.host.boot_id, what, p.key)),
