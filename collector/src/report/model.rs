@@ -61,11 +61,17 @@ struct Attrs {
 }
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
-pub const TASK_KEYS: [&str; 20] = [
+/// The rest are what the machines (`sizing`) are chosen on.
+pub const TASK_KEYS: [&str; 25] = [
     attr::CICD_PIPELINE_TASK_NAME,
     attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,
+    attr::CPU_RUN_QUEUE_DELAY,
+    attr::CPU_ALLOCATED,
+    attr::NETWORK_RECEIVE_BYTES,
+    attr::NETWORK_TRANSMIT_BYTES,
+    attr::GPU_IDS,
     attr::MEMORY_PEAK,
     attr::DISK_READ_BYTES,
     attr::DISK_WRITE_BYTES,
