@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{
     need::{GIB, Need, Needs},
-    table::{Catalog, Family, Instance},
+    table::{Catalog, Instance},
 };
 
 /// One machine for a task, in one cloud region.
@@ -203,11 +203,10 @@ fn per_task(tasks: &[TaskFit], catalog: &Catalog) -> Vec<RegionTotal> {
     totals
 }
 
-/// The family words for a choice, for the table: `compute`, `storage (local NVMe)`.
+/// The family words for a choice, for the table: `compute`, `storage+NVMe`.
 pub fn family_words(i: &Instance) -> String {
-    match (i.family, i.nvme_gib > 0.0) {
-        (Family::Storage, _) => "storage, local NVMe".into(),
-        (f, true) => format!("{}, local NVMe", f.as_str()),
-        (f, false) => f.as_str().into(),
+    match i.nvme_gib > 0.0 {
+        true => format!("{}+NVMe", i.family.as_str()),
+        false => i.family.as_str().into(),
     }
 }

@@ -55,14 +55,14 @@ pub fn text(s: &Sizing, out: &mut String) {
     let _ = writeln!(out, "\n{}", heading(s));
     let _ = writeln!(
         out,
-        "{:<20} {:<28} {:<52} spot",
+        "{:<20} {:<28} {:<56} spot",
         "task", "needs", "on demand"
     );
     let mut line = |name: &str, f: &Fit| {
         let _ = writeln!(
             out,
-            "{:<20} {:<28} {:<52} {}",
-            name,
+            "{:<20} {:<28} {:<56} {}",
+            short(name, 20),
             needs(f),
             machine(f.cheapest.as_ref(), false),
             machine(f.cheapest_spot.as_ref(), true)
@@ -91,6 +91,13 @@ pub fn text(s: &Sizing, out: &mut String) {
             "the whole run on one {}: ${:.4} on demand, ${:.4} spot for its wall time",
             c.instance.name, c.on_demand_cost_usd, c.spot_cost_usd
         );
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    match s.chars().count() > n {
+        true => s.chars().take(n - 1).chain(['…']).collect(),
+        false => s.to_string(),
     }
 }
 

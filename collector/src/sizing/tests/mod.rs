@@ -1,4 +1,7 @@
-//! Fitting synthetic tasks to the shipped table and to tables of the test's own.
+//! Fitting synthetic tasks to the shipped table and to tables of the test's own; the
+//! refresh script on sample price files (`refresh`).
+mod refresh;
+
 use std::collections::BTreeMap;
 
 use pipetrace_semconv::attr;
