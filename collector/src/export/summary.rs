@@ -191,11 +191,9 @@ impl Summary {
         }
         match s.kind {
             Kind::Run => {
-                self.needs.run_wall_s = Some(
-                    (span.end_time.duration_since(span.start_time))
-                        .unwrap_or_default()
-                        .as_secs_f64(),
-                );
+                // As the report reads it back from the file, to the last digit.
+                self.needs
+                    .record(&ReportSpan::from_sdk_keeping(span, Kind::Run, &[]));
                 self.run = Some(span.span_context.span_id());
                 self.trace_id = Some(span.span_context.trace_id().to_string());
                 self.parts = int_of(span, attr::TRACE_PARTS).unwrap_or(0) as u64;

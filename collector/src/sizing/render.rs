@@ -55,13 +55,13 @@ pub fn text(s: &Sizing, out: &mut String) {
     let _ = writeln!(out, "\n{}", heading(s));
     let _ = writeln!(
         out,
-        "{:<20} {:<28} {:<56} spot",
+        "{:<20} {:<30} {:<56} spot",
         "task", "needs", "on demand"
     );
     let mut line = |name: &str, f: &Fit| {
         let _ = writeln!(
             out,
-            "{:<20} {:<28} {:<56} {}",
+            "{:<20} {:<30} {:<56} {}",
             short(name, 20),
             needs(f),
             machine(f.cheapest.as_ref(), false),
