@@ -313,11 +313,11 @@ async fn finish(
         lost,
     };
     let summary = summary.filter(|_| print_summary);
-    let mut machines = String::new();
+    let mut machine_lines = String::new();
     if let Some(s) = &sizing {
-        crate::sizing::text(s, &mut machines);
+        crate::sizing::text(s, &mut machine_lines);
     }
-    print_end(cfg, summary.as_ref(), (&delivery, &machines), &ending);
+    print_end(cfg, summary.as_ref(), (&delivery, &machine_lines), &ending);
     if let Some(line) = stats.limits.describe() {
         eprintln!("{line}");
     }
