@@ -31,12 +31,12 @@ pub struct Need {
     pub network_bytes_per_s: f64,
     pub gpus: u32,
     pub gpu_memory_peak_bytes: u64,
-    /// The bottleneck most of its jobs had.
+    /// The bottleneck of most of its wall time.
     pub bottleneck: Option<String>,
     /// Why it needs local NVMe, if it does.
     pub local_disk: Option<String>,
     #[serde(skip)]
-    verdicts: BTreeMap<String, u64>,
+    verdicts: BTreeMap<String, f64>,
 }
 
 /// Needs per task name, summed as spans come (a run may have many thousands of tasks).
@@ -95,8 +95,9 @@ impl Needs {
         }
         let verdict = s.text(attr::BOTTLENECK);
         if let Some(b) = verdict {
-            *n.verdicts.entry(b.to_string()).or_default() += 1;
-            n.bottleneck = (n.verdicts.iter().max_by_key(|(_, c)| **c)).map(|(b, _)| b.clone());
+            *n.verdicts.entry(b.to_string()).or_default() += wall;
+            let most = n.verdicts.iter().max_by(|a, b| a.1.total_cmp(b.1));
+            n.bottleneck = most.map(|(b, _)| b.clone());
         }
         if verdict == Some("io-bound") {
             n.local_disk = Some("io-bound".into());

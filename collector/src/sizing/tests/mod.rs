@@ -266,3 +266,23 @@ fn the_machines_show_in_text_html_and_json() {
     );
     assert_eq!(json["tasks"][0]["task"], "bwa");
 }
+
+#[test]
+fn a_task_of_many_jobs_needs_what_its_largest_job_needed_figure_by_figure() {
+    let mut big_cpu = task("align", 100.0, 6.0, 1.0, "cpu-bound");
+    big_cpu
+        .numbers
+        .insert(attr::CPU_RUN_QUEUE_DELAY.into(), 200.0);
+    let mut folded = task("align", 10.0, 1.0, 9.0, "mixed");
+    folded.numbers.insert(attr::FOLD_SPANS.into(), 4.0);
+    let needs = Needs::of(&[big_cpu, folded]);
+    let n = &needs.tasks["align"];
+    assert_eq!((n.jobs, n.wall_s), (5, 110.0));
+    assert_eq!(
+        n.cpus_used, 8.0,
+        "CPU time and the wait for a CPU, over wall"
+    );
+    assert_eq!(n.memory_peak_bytes, (9.0 * GIB) as u64);
+    assert_eq!(n.vcpus(0.2), 10);
+    assert_eq!(n.bottleneck.as_deref(), Some("cpu-bound"));
+}
