@@ -171,6 +171,8 @@ pub struct ProcSnapshot {
     pub exe: Option<PathBuf>,
     pub argv: Vec<String>,
     pub cwd: Option<PathBuf>,
+    /// Its real user id.
+    pub uid: Option<u32>,
 }
 
 pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
@@ -185,6 +187,7 @@ pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
         exe: p.exe().ok(),
         argv: crate::facts::split_argv(&cmdline),
         cwd: p.cwd().ok(),
+        uid: p.status().ok().map(|s| s.ruid),
     })
 }
 

@@ -102,7 +102,10 @@ fn exec_event(pid: u32, key: ProcKey, ppid: u32, start_ns: u64, now: u64) -> Exe
         start_ns,
         time_ns: now.max(start_ns),
         ppid,
-        uid: 0,
+        // As the kernel's exec record has it: the real user.
+        uid: procfs::process::Process::new(pid as i32)
+            .and_then(|p| p.status())
+            .map_or(0, |s| s.ruid),
         cgroup_id: 0,
         filename,
         argv: crate::event::split_argv(&cmdline),

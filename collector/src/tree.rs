@@ -88,6 +88,8 @@ pub struct Proc {
     pub container: Option<std::sync::Arc<crate::containers::Container>>,
     /// The files it opened (`files.enabled`), kept ones only; None until the first.
     pub files: Option<Box<crate::files::Files>>,
+    /// The real user id it runs as (its parent's until it execs; None: not known).
+    pub uid: Option<u32>,
 }
 
 /// The OOM killer's choice of a process.
@@ -162,6 +164,7 @@ impl Proc {
             signals: Vec::new(),
             forked_by: 0,
             cgroup_id: 0,
+            uid: None,
             container: None,
             files: None,
         }
@@ -240,6 +243,7 @@ impl Tree {
             p.first_image = Some(image.clone());
             p.image = Some(image);
             p.seeded = true;
+            p.uid = s.uid;
             self.insert(p);
         }
     }
@@ -268,6 +272,7 @@ impl Tree {
         if let Some(parent) = known.and_then(|k| self.procs.get(&k)) {
             p.cgroup_id = parent.cgroup_id;
             p.container = parent.container.clone();
+            p.uid = parent.uid;
         }
         self.insert(p);
     }
@@ -329,6 +334,7 @@ impl Tree {
             p.earlier.push(old.path);
         }
         p.cgroup_id = e.cgroup_id;
+        p.uid = Some(e.uid);
     }
 
     /// Marks the exit. Returns false for a process the tree does not know.

@@ -416,6 +416,14 @@ pub const KEYS: &[(&str, &str)] = &[
         "Rows by host type: cpu_hour (per CPU-hour) and gib_hour (per GiB-hour of memory).",
     ),
     (
+        "cost.centre_attribute",
+        "The resource attribute (resource_attributes, OTEL_RESOURCE_ATTRIBUTES) whose value is the cost centre (pipetrace.cost.centre) of what runs here, where no Slurm account or container label says.",
+    ),
+    (
+        "cost.centre_label",
+        "The container label whose value is the cost centre of what runs in that container.",
+    ),
+    (
         "report",
         "The self-contained HTML report pipetrace run writes at the end.",
     ),

@@ -180,6 +180,12 @@ pub struct Cost {
     /// the `default` row.
     pub host_type: String,
     pub prices: BTreeMap<String, Price>,
+    /// The resource attribute (`resource_attributes`, `OTEL_RESOURCE_ATTRIBUTES`) whose
+    /// value is the cost centre of what runs here, where no Slurm account or container
+    /// label says otherwise.
+    pub centre_attribute: String,
+    /// The container label whose value is the cost centre of what runs in the container.
+    pub centre_label: String,
 }
 
 impl Default for Cost {
@@ -188,6 +194,8 @@ impl Default for Cost {
             currency: "USD".into(),
             host_type: Self::DEFAULT_HOST_TYPE.into(),
             prices: BTreeMap::new(),
+            centre_attribute: "pipetrace.cost.centre".into(),
+            centre_label: "cost-centre".into(),
         }
     }
 }

@@ -122,6 +122,9 @@ pub mod attr {
     pub const COST: &str = "pipetrace.cost";
     pub const COST_ALLOCATED: &str = "pipetrace.cost.allocated";
     pub const COST_CURRENCY: &str = "pipetrace.cost.currency";
+    pub const COST_CENTRE: &str = "pipetrace.cost.centre";
+    pub const USER_ID: &str = "user.id";
+    pub const USER_NAME: &str = "user.name";
     pub const BOTTLENECK: &str = "pipetrace.bottleneck";
     pub const BOTTLENECK_REASON: &str = "pipetrace.bottleneck.reason";
     pub const RIGHTSIZING: &str = "pipetrace.rightsizing";
@@ -257,6 +260,9 @@ pub mod attr {
         COST,
         COST_ALLOCATED,
         COST_CURRENCY,
+        COST_CENTRE,
+        USER_ID,
+        USER_NAME,
         BOTTLENECK,
         BOTTLENECK_REASON,
         RIGHTSIZING,

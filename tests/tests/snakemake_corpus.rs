@@ -238,17 +238,9 @@ fn judge(case: &Case, v: Version, run: &Ran) {
     }
 }
 
-/// Known open defect, left out here only: under `make test`'s load, the third run of
-/// `script_rerun` on Snakemake 9 under `pipetrace run` names one `script:` job by its program
-/// (`python3`) in three of five runs (measured 2026-11-28; it passes alone, on 7 and 8, and on
-/// 9 under the agent, which keep running it). The cause is not found yet: the fixes for a
-/// record read mid-write and for the previous run's log did not end it.
-const KNOWN_OPEN: &[(Version, &str)] = &[(Version::Nine, "script_rerun")];
-
 fn under_run(v: Version) {
     let _load = pipetrace_e2e::CpuLoad::start();
-    let open = |c: &pipetrace_e2e::snakemake::Case| KNOWN_OPEN.contains(&(v, c.name.as_str()));
-    for case in corpus().into_iter().filter(|c| c.runs_on(v) && !open(c)) {
+    for case in corpus().into_iter().filter(|c| c.runs_on(v)) {
         let dir = case.copy();
         let mut runs = Vec::new();
         for (index, inv) in case.runs.iter().enumerate() {

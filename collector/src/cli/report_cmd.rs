@@ -38,7 +38,9 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     if ask.json {
         println!("{}", json(&runs, &size));
     } else {
-        print!("{}", tables(&runs, &size));
+        let mut out = tables(&runs, &size);
+        report::who::ByWho::of(&spans).render(&mut out);
+        print!("{out}");
     }
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));

@@ -47,7 +47,11 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         builder: SpanBuilder::new(host.clone(), redactor)
             .with_measured(measured)
             .with_diagnosis(cfg.diagnosis.clone())
-            .with_cost(cfg.cost.clone()),
+            .with_cost(cfg.cost.clone())
+            .with_who(
+                crate::host::port::live(),
+                crate::signals::who::Centre::of_config(cfg),
+            ),
         host,
         events,
         taps,

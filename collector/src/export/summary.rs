@@ -322,6 +322,7 @@ impl Summary {
             self.table.render(&mut out);
             out.push_str(machines);
         }
+        crate::report::who::ByWho::of(&self.report).render(&mut out);
         let _ = writeln!(
             out,
             "\npipetrace: {} tasks ({} failed), {} tools ({} exited non-zero) in {:.1}s",

@@ -28,6 +28,7 @@ struct State {
     /// Directories whose files are kept as written, and the copies by file name.
     keep_dirs: Vec<PathBuf>,
     kept: BTreeMap<std::ffi::OsString, Vec<u8>>,
+    users: BTreeMap<u32, String>,
 }
 
 /// A fake machine; clones share it (the test keeps one, the core another).
@@ -85,6 +86,10 @@ impl FakeHost {
     /// The Unix time a boot-clock time stands for.
     pub fn wall(&self, boottime_ns: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_nanos(self.state().boot_unix_ns + boottime_ns)
+    }
+
+    pub fn add_user(&self, uid: u32, name: &str) {
+        self.state().users.insert(uid, name.to_string());
     }
 
     pub fn add_process(&self, p: ProcSnapshot) {
@@ -276,6 +281,10 @@ impl Host for FakeHost {
 
     fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>> {
         self.state().kept.get(name).cloned()
+    }
+
+    fn user_name(&self, uid: u32) -> Option<String> {
+        self.state().users.get(&uid).cloned()
     }
 }
 

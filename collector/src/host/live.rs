@@ -128,6 +128,11 @@ impl Host for LiveHost {
         super::kept::kept(name)
     }
 
+    fn user_name(&self, uid: u32) -> Option<String> {
+        let user = uzers::get_user_by_uid(uid)?;
+        Some(user.name().to_string_lossy().into_owned())
+    }
+
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
         fs::canonicalize(path)
     }

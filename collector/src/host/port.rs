@@ -81,6 +81,8 @@ pub trait Host: Send + Sync {
     /// The copy kept of a file written into such a directory, by its file name (its first
     /// MiB).
     fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>>;
+    /// The name of user `uid` in the host's user database (NSS: /etc/passwd, LDAP, SSSD).
+    fn user_name(&self, uid: u32) -> Option<String>;
 
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         let bytes = self.read(path)?;

@@ -11,6 +11,8 @@ pub struct JobRecord {
     /// (the array's job id, this job's index in it), for a job of a job array.
     pub array: Option<(u64, u32)>,
     pub user: Option<String>,
+    /// The account it is charged to (`--account`, or the user's default association).
+    pub account: Option<String>,
 }
 
 /// A job's record: empty until Slurm has answered (and for good if it never does).
@@ -75,7 +77,7 @@ fn start_asker() -> mpsc::SyncSender<(u64, RecordCell)> {
 fn ask(job: u64) -> Option<JobRecord> {
     let o = std::process::Command::new("timeout")
         .args(["--kill-after=1", "5", "squeue", "--noheader", "--array"])
-        .args(["--format", "%A %F %K %t %u", "--jobs"])
+        .args(["--format", "%A %F %K %t %u %a", "--jobs"])
         .arg(job.to_string())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -88,23 +90,23 @@ fn ask(job: u64) -> Option<JobRecord> {
     found
 }
 
-/// The line of `squeue --array --format '%A %F %K %t %u'` about `job` itself: its array's
-/// job id (its own id for a job of no array), its index (`N/A` for none), its state and its
-/// user's name. A job of an array lists the array's other jobs too, and the array's pending
+/// The line of `squeue --array --format '%A %F %K %t %u %a'` about `job` itself: its array's
+/// job id (its own id for a job of no array), its index (`N/A` for none), its state, its
+/// user's name and its account (`(null)` for none). A job of an array lists the array's other jobs too, and the array's pending
 /// jobs share the id of the array's last job until each starts: the one not pending is it.
 fn parse(text: &str, job: u64) -> Option<JobRecord> {
-    let mut ours: Vec<[&str; 4]> = text
+    let mut ours: Vec<[&str; 5]> = text
         .lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
-            let [id, array_job, index, state, user] = f[..] else {
+            let [id, array_job, index, state, user, account] = f[..] else {
                 return None;
             };
-            (id.parse::<u64>().ok()? == job).then_some([array_job, index, state, user])
+            (id.parse::<u64>().ok()? == job).then_some([array_job, index, state, user, account])
         })
         .collect();
-    ours.sort_by_key(|[_, _, state, _]| *state == "PD");
-    let [array_job, index, _, user] = *ours.first()?;
+    ours.sort_by_key(|[_, _, state, _, _]| *state == "PD");
+    let [array_job, index, _, user, account] = *ours.first()?;
     let array = match (array_job.parse().ok(), index.parse().ok()) {
         (Some(j), Some(i)) => Some((j, i)),
         _ => None,
@@ -112,6 +114,7 @@ fn parse(text: &str, job: u64) -> Option<JobRecord> {
     Some(JobRecord {
         array,
         user: Some(user.to_string()),
+        account: (account != "(null)").then(|| account.to_string()),
     })
 }
 
@@ -122,17 +125,19 @@ mod tests {
     #[test]
     fn squeue_names_the_asked_jobs_array_place_and_user_among_its_siblings() {
         // The array's other jobs are listed too; its pending ones share the last job's id.
-        let text = "40 40 3 PD alice\n43 40 2 CG alice\n42 40 1 R alice\n40 40 4 R alice\n";
+        let text = "40 40 3 PD alice lab\n43 40 2 CG alice lab\n42 40 1 R alice lab\n40 40 4 R alice lab\n";
         let r = parse(text, 42).unwrap();
         assert_eq!((r.array, r.user.as_deref()), (Some((40, 1)), Some("alice")));
+        assert_eq!(r.account.as_deref(), Some("lab"));
         assert_eq!(
             parse(text, 40).unwrap().array,
             Some((40, 4)),
             "not the pending one"
         );
-        let plain = parse("4242 4242 N/A R root\n", 4242).unwrap();
+        let plain = parse("4242 4242 N/A R root (null)\n", 4242).unwrap();
         assert_eq!((plain.array, plain.user.as_deref()), (None, Some("root")));
+        assert_eq!(plain.account, None, "no account");
         assert_eq!(parse("", 7), None);
-        assert_eq!(parse("7 7 N/A R", 7), None, "a short line");
+        assert_eq!(parse("7 7 N/A R alice", 7), None, "a short line");
     }
 }

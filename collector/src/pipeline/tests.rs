@@ -109,6 +109,7 @@ async fn a_snakemake_run_is_named_from_its_records_on_the_host() {
         exe: None,
         argv: vec!["python3".into()],
         cwd: Some(WORKDIR.into()),
+        uid: Some(1000),
     });
     let mut pipe = core(&fake, 100, &file);
     let shell = "sort -k2 calls/A.vcf > sorted/A.vcf";
@@ -301,6 +302,7 @@ async fn cwltool_run(wf: &str, steps: &[StepRun<'_>]) -> Vec<ReportSpan> {
         exe: None,
         argv: vec!["python3".into()],
         cwd: Some(WORKDIR.into()),
+        uid: Some(1000),
     });
     fake.write(format!("{WORKDIR}/wf.cwl"), wf);
     let mut pipe = core(&fake, 200, &file);

@@ -238,6 +238,7 @@ fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64, extra: Mo
         .map_or("pipetrace report".to_string(), |r| r.name.clone());
     let mut out = head(&title);
     section(spans, summed, extra, &mut out);
+    out.push_str(&super::who::ByWho::of(spans).html());
     if omitted > 0 {
         let _ = write!(
             out,
@@ -286,6 +287,7 @@ pub fn render_with(spans: &[ReportSpan], extra: More) -> String {
         section(run, None, extra, &mut out);
         out.push_str("</section>");
     }
+    out.push_str(&super::who::ByWho::of(spans).html());
     out.push_str("</body></html>\n");
     out
 }

@@ -9,6 +9,7 @@ mod markup;
 mod model;
 mod read;
 pub mod table;
+pub mod who;
 
 pub use files::TaskFiles;
 pub use html::{render as html, render_run as html_of_run, render_with as html_with};

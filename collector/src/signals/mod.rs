@@ -9,6 +9,7 @@ mod spans;
 mod started;
 mod task;
 mod usage;
+pub mod who;
 
 use std::borrow::Cow;
 
@@ -75,6 +76,9 @@ pub struct SpanBuilder {
     measured: Measured,
     diagnosis: pipetrace_config::Diagnosis,
     cost: pipetrace_config::Cost,
+    /// Who ran each process, and who pays.
+    users: Option<who::Users>,
+    centre: who::Centre,
     /// Runs joined to the engine's own trace: its trace, and the engine's span of the run.
     joined: std::collections::HashMap<ProcKey, (TraceId, SpanId)>,
     /// Runs every node names alike (a Slurm job): ids derived from that identity.
@@ -176,6 +180,8 @@ impl SpanBuilder {
             measured: Measured::default(),
             diagnosis: Default::default(),
             cost: Default::default(),
+            users: None,
+            centre: Default::default(),
             joined: Default::default(),
             shared: Default::default(),
         }
@@ -194,6 +200,13 @@ impl SpanBuilder {
                 pipetrace_config::Cost::DEFAULT_HOST_TYPE
             );
         }
+        self
+    }
+
+    /// Users named by the host's database; cost centres as configured.
+    pub fn with_who(mut self, host: crate::host::SharedHost, centre: who::Centre) -> Self {
+        self.users = Some(who::Users::new(host));
+        self.centre = centre;
         self
     }
 
@@ -300,6 +313,7 @@ impl SpanBuilder {
         if let Some(c) = &p.container {
             usage::container_attrs(c, out);
         }
+        who::who_attrs(p, self.users.as_ref(), &self.centre, out);
     }
 
     fn span(

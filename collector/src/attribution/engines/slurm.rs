@@ -212,6 +212,7 @@ mod tests {
         let _ = cell.set(crate::containers::JobRecord {
             array: Some((40, 2)),
             user: Some("alice".into()),
+            account: None,
         });
         s.record = Some(cell);
         let job = SlurmJob::start(&s, &image("/x/slurm_script")).unwrap();

@@ -40,6 +40,7 @@ fn running_server(host: &FakeHost) {
         exe: Some("/usr/bin/python3.11".into()),
         argv: server_argv(),
         cwd: None,
+        uid: None,
     });
 }
 

@@ -30,6 +30,8 @@ pub struct Record {
     /// The rule's code, kept for jobs of no shell command: it names the script a
     /// `script:` job ran.
     pub code: Option<Code>,
+    /// Snakemake's identity of the job (`job_hash`, 7 on): unique among a run's jobs.
+    pub job: Option<u64>,
     /// Taken by the process (or the in-engine task) it names.
     pub claimed: bool,
 }
@@ -40,6 +42,25 @@ const STALE_MAX: usize = 4096;
 /// Up to this many are looked at on every refresh; more, once a second at most.
 const STALE_EVERY_TIME: usize = 256;
 
+/// A record's file written this long before the run started may still be the run's
+/// (clocks and Snakemake's own stamps may differ by this much).
+const FILE_SLACK: Duration = Duration::from_secs(2);
+/// A job of the run started after the run did: a record of a job started earlier than
+/// this before the run is an earlier run's (its marker's time is the coarse file clock).
+const START_SLACK: Duration = Duration::from_millis(100);
+
+/// What reading a record found.
+#[derive(Debug, PartialEq)]
+enum Took {
+    /// This run's record, taken (or a file that is not a record: nothing to wait for).
+    Whole,
+    /// Not whole yet: being written.
+    Partial,
+    /// A job started before this run: an earlier run's record, which this run may yet
+    /// rewrite in place (9) where it stands.
+    Earlier,
+}
+
 /// The longest file name Snakemake writes: a longer record name is split into `@` folders
 /// of this many characters (its `PC_NAME_MAX` less one, 255 on Linux's file systems).
 const NAME_CHUNK: usize = 254;
@@ -49,6 +70,8 @@ pub struct Metadata {
     host: SharedHost,
     dir: PathBuf,
     not_before: SystemTime,
+    /// When the run started: a record of a job started before is not its.
+    started: SystemTime,
     /// Files read, with their modification time then.
     read: HashMap<PathBuf, SystemTime>,
     /// Folders listed: their modification time, and when they were listed.
@@ -145,11 +168,12 @@ pub fn normalize(command: &str) -> String {
 }
 
 impl Metadata {
-    pub fn new(workdir: &Path, not_before: SystemTime, host: SharedHost) -> Self {
+    pub fn new(workdir: &Path, started: SystemTime, host: SharedHost) -> Self {
         Self {
             host,
             dir: workdir.join(".snakemake/metadata"),
-            not_before,
+            not_before: started.checked_sub(FILE_SLACK).unwrap_or(started),
+            started,
             read: HashMap::new(),
             dirs: HashMap::new(),
             subdirs: HashMap::new(),
@@ -232,19 +256,29 @@ impl Metadata {
         if modified < self.not_before || self.read.get(path) == Some(&modified) {
             return;
         }
-        let rel = path.strip_prefix(&self.dir).ok().map(Path::to_path_buf);
-        // A record caught mid-write (Snakemake 9 rewrites in place: truncated, then written,
-        // often within one tick of the file's time) is looked at again by name until it reads
-        // whole, rather than taken as read.
-        if !self.add(path) {
-            if let Some(rel) = rel {
-                self.expected.insert(rel);
-            }
+        let Some(rel) = path.strip_prefix(&self.dir).ok().map(Path::to_path_buf) else {
             return;
-        }
-        if let Some(rel) = &rel {
-            self.expected.remove(rel);
-            self.stale.remove(rel);
+        };
+        match self.add(path) {
+            // A record caught mid-write (Snakemake 9 rewrites in place: truncated, then
+            // written, often within one tick of the file's time) is looked at again by name
+            // until it reads whole, rather than taken as read.
+            Took::Partial => {
+                self.expected.insert(rel);
+                return;
+            }
+            // An earlier run's, written just before this one started (a rerun in place): a
+            // job of this run may rewrite it in place, which no folder's time tells of. Its
+            // job's record is still awaited.
+            Took::Earlier => {
+                if self.stale.len() < STALE_MAX {
+                    self.stale.insert(rel);
+                }
+            }
+            Took::Whole => {
+                self.expected.remove(&rel);
+                self.stale.remove(&rel);
+            }
         }
         self.read.insert(path.to_path_buf(), modified);
     }
@@ -269,25 +303,28 @@ impl Metadata {
         }
     }
 
-    /// Takes the record at `path`; false when it does not read whole yet (being written).
-    fn add(&mut self, path: &Path) -> bool {
+    /// Takes the record at `path`, if it is whole and this run's.
+    fn add(&mut self, path: &Path) -> Took {
         let Some(output) = path.strip_prefix(&self.dir).ok().and_then(output_of) else {
-            return true;
+            return Took::Whole;
         };
         let Ok(text) = self.host.read_to_string(path) else {
-            return false;
+            return Took::Partial;
         };
         let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
-            return false;
+            return Took::Partial;
         };
         let Some(rule) = json.get("rule").and_then(|v| v.as_str()) else {
-            return true;
+            return Took::Whole;
         };
         let Some(end) = seconds(json.get("endtime")) else {
-            return true;
+            return Took::Whole;
         };
         // 7 records a job of `dynamic()` outputs with no start (`"starttime": null`).
         let start = seconds(json.get("starttime")).unwrap_or(end);
+        if start + START_SLACK < self.started {
+            return Took::Earlier;
+        }
         let shellcmd = json
             .get("shellcmd")
             .and_then(|v| v.as_str())
@@ -296,11 +333,22 @@ impl Metadata {
         let code = (json.get("code").and_then(|v| v.as_str()))
             .filter(|_| shellcmd.is_none())
             .map(Code::of);
-        // The other outputs of the same job carry the same record.
-        let same = |r: &&mut Record| r.rule == rule && r.start == start && r.shellcmd == shellcmd;
+        let job = json.get("job_hash").and_then(|v| v.as_u64());
+        // The other outputs of the same job carry the same record. Its identity, where the
+        // record has one: two jobs of one `script:` rule (no shell command) can start within
+        // one tick of the file clock, their start times equal (measured on 9).
+        let same = |r: &&mut Record| {
+            r.rule == rule
+                && match (r.job, job) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => r.start == start && r.shellcmd == shellcmd,
+                }
+        };
         if let Some(r) = self.records.iter_mut().find(same) {
-            r.outputs.push(output);
-            return true;
+            if !r.outputs.contains(&output) {
+                r.outputs.push(output);
+            }
+            return Took::Whole;
         }
         self.records.push(Record {
             rule: rule.to_string(),
@@ -308,10 +356,11 @@ impl Metadata {
             start,
             end,
             code,
+            job,
             outputs: vec![output],
             claimed: false,
         });
-        true
+        Took::Whole
     }
 }
 
@@ -358,6 +407,83 @@ mod tests {
         assert_eq!(m.records.len(), 1, "read again once whole");
         m.refresh();
         assert_eq!(m.records.len(), 1, "and then once only");
+    }
+
+    /// A rerun in place on 9: the record of an earlier run, written just before this run
+    /// started, is not this run's (though its file is recent), and the job's own record,
+    /// rewritten in place where it stands (its folder's time unmoved), is read.
+    #[test]
+    fn an_earlier_runs_record_does_not_stand_in_for_the_one_rewritten_in_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".snakemake/metadata");
+        let secs = |t: SystemTime| {
+            t.duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs_f64()
+        };
+        let started = SystemTime::now() - Duration::from_secs(1);
+        let rec = |start: f64| {
+            format!(
+                r#"{{"rule": "py_job", "shellcmd": null, "code": "x", "starttime": {start}, "endtime": {}}}"#,
+                start + 0.2
+            )
+        };
+        let earlier = secs(started) - 1.5;
+        write(&dir, "out/s2.py.txt", &rec(earlier));
+        let path = dir.join(record_path("out/s2.py.txt"));
+        let set_time = |p: &Path, t: SystemTime| {
+            fs::File::open(p).unwrap().set_modified(t).unwrap();
+        };
+        set_time(&path, started - Duration::from_millis(500));
+        // The folder's time long settled: only a look by name finds a rewrite in place.
+        set_time(&dir, started - Duration::from_secs(60));
+        let mut m = Metadata::new(tmp.path(), started, crate::host::port::live());
+        m.expect(&["out/s2.py.txt".to_string()]);
+        m.refresh();
+        assert!(m.records.is_empty(), "an earlier run's: {:?}", m.records);
+        fs::write(&path, rec(secs(started) + 0.5)).unwrap();
+        set_time(&dir, started - Duration::from_secs(60));
+        m.refresh();
+        assert_eq!(
+            m.records.len(),
+            1,
+            "the job's own record, rewritten in place"
+        );
+        assert!(m.records[0].start > started);
+    }
+
+    /// Two jobs of one `script:` rule whose start times fell within one tick of the file
+    /// clock: two records (by `job_hash`), each with its own output, not one of both.
+    #[test]
+    fn jobs_of_one_script_rule_started_in_one_tick_stay_apart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".snakemake/metadata");
+        let rec = |hash: u64| {
+            format!(
+                r#"{{"rule": "py_job", "shellcmd": null, "code": "x", "starttime": 5.25, "endtime": 6.0, "job_hash": {hash}}}"#
+            )
+        };
+        write(&dir, "out/s1.py.txt", &rec(101));
+        write(&dir, "out/s2.py.txt", &rec(102));
+        write(&dir, "out/s2.log", &rec(102));
+        let mut m = Metadata::new(
+            tmp.path(),
+            SystemTime::UNIX_EPOCH,
+            crate::host::port::live(),
+        );
+        m.refresh();
+        let mut outputs: Vec<Vec<String>> = (m.records.iter())
+            .map(|r| {
+                let mut o = r.outputs.clone();
+                o.sort();
+                o
+            })
+            .collect();
+        outputs.sort();
+        assert_eq!(
+            outputs,
+            [vec!["out/s1.py.txt"], vec!["out/s2.log", "out/s2.py.txt"]]
+        );
     }
 
     #[test]

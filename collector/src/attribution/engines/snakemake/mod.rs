@@ -363,10 +363,20 @@ impl EngineRun for Snakemake {
         // From the first job on (`.snakemake` exists, and a `workdir:` is known), every
         // script is kept as written: a job that ends before it is seen still has it.
         self.host.keep_written(&self.workdir.join(SCRIPTS_DIR));
-        if script_name(command).is_some()
-            && let Some(text) = script::outputs_text(&self.host, &self.workdir, command)
-        {
-            self.script_outputs.insert(p.key, text);
+        if script_name(command).is_some() {
+            let text = script::outputs_text(&self.host, &self.workdir, command);
+            ::log::debug!(
+                "snakemake: job {} runs {command:?}: its script {}",
+                p.key.pid,
+                if text.is_some() {
+                    "read"
+                } else {
+                    "gone, no copy kept"
+                }
+            );
+            if let Some(text) = text {
+                self.script_outputs.insert(p.key, text);
+            }
         }
         if let Some(path) = long::script_in(command)
             && let Some(text) = long::read(&self.host, &self.workdir, path)
@@ -412,7 +422,14 @@ impl EngineRun for Snakemake {
             .map(|e| {
                 let named = self.name_one(e, force);
                 let named = match named {
-                    None if e.overdue || force => Some(unnamed(e.proc)),
+                    None if e.overdue || force => {
+                        ::log::debug!(
+                            "snakemake: job {} named by its command: no record fits; {}",
+                            e.proc.key.pid,
+                            self.records.describe()
+                        );
+                        Some(unnamed(e.proc))
+                    }
                     other => other,
                 };
                 named.map(|mut info| {

@@ -78,7 +78,7 @@ impl Records {
     ) -> Self {
         Self {
             log: LogFile::new(workdir.to_path_buf(), started, host.clone()),
-            metadata: Metadata::new(workdir, started - SLACK, host),
+            metadata: Metadata::new(workdir, started, host),
             jobs: Vec::new(),
             failures: Vec::new(),
             ended: HashSet::new(),
@@ -155,6 +155,29 @@ impl Records {
         self.repeat(ran)
     }
 
+    /// What the records hold, in a line, for a debug log of a job no record named.
+    pub fn describe(&self) -> String {
+        let secs = |t: SystemTime| {
+            t.duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64()
+        };
+        let records: Vec<String> = (self.metadata.records.iter())
+            .map(|r| {
+                let (start, end, claimed) = (secs(r.start), secs(r.end), r.claimed);
+                format!(
+                    "{} {:?} {start:.3}-{end:.3} claimed {claimed}",
+                    r.rule, r.outputs
+                )
+            })
+            .collect();
+        format!(
+            "{} job blocks; records: {}",
+            self.jobs.len(),
+            records.join("; ")
+        )
+    }
+
     /// A job benchmarked with `repeat(..., n)` runs its exact command n times in one
     /// attempt: a run within a taken record's time that ran its very command is that job.
     /// A `script:` job writes its script anew for each run: the run whose script names
@@ -215,6 +238,12 @@ impl Records {
             return None;
         }
         r.claimed = true;
+        ::log::debug!(
+            "snakemake: a {name} job (script read: {}, last look: {}) took the record of {:?}",
+            ran.script_outputs.is_some(),
+            ran.last_look,
+            r.outputs
+        );
         let r = r.clone();
         Some(self.info_from_record(&r))
     }
