@@ -4,6 +4,7 @@ pub mod attribution;
 pub mod awaiting;
 pub mod cgroup;
 pub mod cli;
+pub mod compare;
 pub mod containers;
 pub mod diagnosis;
 pub mod event;

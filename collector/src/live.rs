@@ -50,9 +50,29 @@ pub struct Now {
     pub total: Option<u32>,
     #[serde(default)]
     pub queued: Option<u32>,
+    /// What the pipeline's earlier runs usually took (the median of its last runs that
+    /// succeeded), and the time this one has left by that, or by its pace so far.
+    #[serde(default)]
+    pub usual_s: Option<f64>,
+    #[serde(default)]
+    pub left_s: Option<f64>,
 }
 
 impl Now {
+    /// The time left: the usual run's time less what this one has run; without a history,
+    /// the tasks not done at the pace of those done (where the engine says how many).
+    pub fn expect_end(&mut self, usual_s: Option<f64>) {
+        self.usual_s = usual_s;
+        self.left_s = match (usual_s, self.total) {
+            (Some(u), _) => Some(u - self.elapsed_s).filter(|l| *l > 0.0),
+            (None, Some(total)) if self.done > 0 => {
+                let per_task = self.elapsed_s / f64::from(self.done);
+                Some(per_task * f64::from(total.saturating_sub(self.done)))
+            }
+            _ => None,
+        };
+    }
+
     /// Tasks not started yet, where the engine says how many there are in all.
     pub fn not_started(&self) -> Option<u32> {
         let started = self.done + self.tasks.len() as u32;
@@ -162,6 +182,8 @@ impl Watcher {
                     tasks: mine.map(|(_, _, t)| t.clone()).collect(),
                     total: None,
                     queued: None,
+                    usual_s: None,
+                    left_s: None,
                 },
             ));
         }
@@ -265,8 +287,13 @@ pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
             now.failed
         ),
     };
+    let expected = match (now.left_s, now.usual_s) {
+        (Some(left), _) => format!("  ~{} left", duration(left)),
+        (None, Some(u)) => format!("  over its usual {}", duration(u)),
+        (None, None) => String::new(),
+    };
     let mut out = vec![format!(
-        "pipetrace ▸ {}  {}  {counts}",
+        "pipetrace ▸ {}  {}  {counts}{expected}",
         now.run,
         duration(now.elapsed_s),
     )];
@@ -338,8 +365,7 @@ mod tests {
             done: 5,
             failed: 1,
             tasks: vec![fresh, slow, task("x", 1.0)],
-            total: None,
-            queued: None,
+            ..Default::default()
         };
         let l = lines(&now, 200, 2);
         assert_eq!(l[0], "pipetrace ▸ demo  1h02m  3 running, 5 done, 1 failed");
@@ -372,6 +398,21 @@ mod tests {
             l[0],
             "pipetrace ▸ wgs  5s  1 running, 3 queued, 2 of 6 done, 0 failed"
         );
+        let mut paced = now.clone();
+        paced.expect_end(None);
+        assert_eq!(paced.left_s, Some(10.0), "4 tasks to go at 2.5 s each");
+        assert!(lines(&paced, 200, 5)[0].ends_with("0 failed  ~10s left"));
+        let mut usual = now.clone();
+        usual.expect_end(Some(65.0));
+        assert_eq!(usual.left_s, Some(60.0), "the history's usual wins");
+        assert!(lines(&usual, 200, 5)[0].ends_with("~1m00s left"));
+        let mut late = now.clone();
+        late.expect_end(Some(4.0));
+        assert_eq!(late.left_s, None);
+        assert!(lines(&late, 200, 5)[0].ends_with("over its usual 4s"));
+        let mut unknown = Now { total: None, ..now };
+        unknown.expect_end(None);
+        assert_eq!(unknown.left_s, None, "nothing to judge by");
     }
 
     #[test]

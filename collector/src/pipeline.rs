@@ -570,7 +570,7 @@ impl Pipeline {
                         usage.slower = self.history.record(&job);
                     }
                 }
-                Finished::Run { .. } => self.history.save(),
+                Finished::Run { proc, info, usage } => self.record_run(proc, info, usage),
                 Finished::Engine { .. } => {}
                 Finished::Tool { proc, stalls, .. } => {
                     let end = proc.end_ns();

@@ -384,7 +384,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "diagnosis.state_dir",
-        "Where task history is kept, per pipeline and task (and the agent's lock: one agent per state directory); null: no history.",
+        "Where task history is kept, per pipeline and task, with the last 50 runs of `pipetrace run` for `pipetrace compare` (and the agent's lock: one agent per state directory); null: no history.",
     ),
     (
         "diagnosis.history_runs",

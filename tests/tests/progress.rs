@@ -84,6 +84,13 @@ fn status_and_metrics_count_queued_running_and_done_as_snakemakes_log_does() {
         u64::from(total - done - 1),
         "{now}"
     );
+    // No history yet: the time left is the tasks not done at the pace of those done.
+    let elapsed = now["elapsed_s"].as_f64().unwrap();
+    let pace = elapsed / f64::from(done) * f64::from(total - done);
+    let left = now["left_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no time left: {now}"));
+    assert!((left - pace).abs() < 1e-6, "{left} against {pace}: {now}");
     assert!(run.wait().unwrap().success());
     agent.stop();
     // The live metrics carried the same counts.

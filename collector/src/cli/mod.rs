@@ -1,5 +1,6 @@
 //! The `pipetrace` command line. Errors become one clear line and an exit code here.
 mod agent;
+mod compare;
 mod config_cmd;
 mod demo;
 mod doctor;
@@ -94,6 +95,23 @@ enum Command {
         /// Print the machines of each run as JSON instead of the tables.
         #[arg(long)]
         json: bool,
+    },
+    /// Two runs side by side, task by task: what moved beyond noise and the tools behind it.
+    Compare {
+        /// A trace file (`FILE#N` for its Nth run), or a run id kept in the state directory.
+        a: String,
+        /// The run to compare A with, given as A is.
+        #[arg(required_unless_present = "usual")]
+        b: Option<String>,
+        /// Compare A with the usual of its pipeline, from the task history.
+        #[arg(long, conflicts_with = "b")]
+        usual: bool,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the comparison as an HTML page here.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// What the node's agent sees running now, once: every run with its running tasks.
     Status {
@@ -199,6 +217,20 @@ pub fn main() -> i32 {
             }
             Err(e) => config_failed(e),
         },
+        Command::Compare {
+            a,
+            b,
+            usual,
+            json,
+            html,
+        } => compare::run(&compare::Args {
+            a,
+            b: b.as_deref(),
+            usual: *usual,
+            json: *json,
+            html: html.as_deref(),
+            state_dir: cli.load(None).ok().and_then(|c| c.diagnosis.state_dir),
+        }),
         Command::Status { json } => top::status(*json),
         Command::Top => top::top(),
         command => {

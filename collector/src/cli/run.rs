@@ -316,6 +316,9 @@ async fn finish(
         stats: &stats,
         lost,
     };
+    if let (Some(s), Some(dir)) = (&summary, &cfg.diagnosis.state_dir) {
+        keep_for_compare(s, dir);
+    }
     let summary = summary.filter(|_| print_summary);
     let mut machine_lines = String::new();
     if let Some(s) = &sizing {
@@ -332,6 +335,18 @@ async fn finish(
         Some(Ok(path)) => eprintln!("pipetrace: report written to {}", path.display()),
         Some(Err(e)) => eprintln!("pipetrace: {e}"),
         _ => {}
+    }
+}
+
+/// Sums the run up per task and tool for `pipetrace compare RUN_ID`; a failure is logged.
+fn keep_for_compare(s: &crate::export::summary::Summary, state_dir: &Path) {
+    let Some(trace) = s.trace_id() else { return };
+    let run = crate::compare::Run::of_spans(trace, &s.report);
+    if let Err(e) = crate::compare::store::save(state_dir, &run) {
+        log::warn!(
+            "cannot keep the run for `pipetrace compare` in {}: {e}",
+            state_dir.display()
+        );
     }
 }
 

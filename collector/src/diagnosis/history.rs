@@ -36,6 +36,10 @@ pub struct Job<'a> {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct PipelineHistory {
     tasks: BTreeMap<String, Vec<Record>>,
+    /// The runs themselves, one record each (those that succeeded): for the expected end
+    /// of a run.
+    #[serde(default)]
+    runs: Vec<Record>,
     /// Per task, the judgement of the run its last job came from: earlier runs do not change
     /// while one run adds its jobs, so its later jobs are judged without going over the
     /// records again (a fan-out of thousands of jobs).
@@ -217,6 +221,30 @@ impl History {
         })
     }
 
+    /// What a run of `pipeline` usually takes: the median of its last runs that succeeded,
+    /// once [`MIN_RUNS`] have.
+    pub fn usual_run(&mut self, pipeline: &str) -> Option<f64> {
+        self.dir.as_ref()?;
+        usual_of(&self.pipeline(pipeline).runs, "")
+    }
+
+    /// Adds a finished run (`job.task` is not read): only one that succeeded.
+    pub fn record_run(&mut self, job: &Job) {
+        if self.dir.is_none() || !job.succeeded || job.pipeline.is_empty() {
+            return;
+        }
+        let keep = self.keep;
+        let h = self.pipeline(job.pipeline);
+        h.runs.push(Record {
+            wall_s: job.wall_s,
+            cpu_s: job.cpu_s,
+            peak_bytes: job.peak_bytes,
+            run: job.run.to_string(),
+        });
+        keep_last_runs(&mut h.runs, keep);
+        self.dirty.insert(job.pipeline.to_string());
+    }
+
     /// Writes what changed; a failure is logged and the history stays in memory.
     pub fn save(&mut self) {
         let Some(dir) = self.dir.clone() else { return };
@@ -229,6 +257,82 @@ impl History {
             }
         }
     }
+}
+
+/// One earlier run of a task as `pipetrace compare` reads it: the medians of its jobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFigures {
+    pub run: String,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub peak_bytes: f64,
+}
+
+/// A pipeline's history file, read back for `pipetrace compare`: per task, its runs.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The file's name less `.json` (the pipeline's name, made safe for a file).
+    pub pipeline: String,
+    pub tasks: BTreeMap<String, Vec<RunFigures>>,
+}
+
+impl Kept {
+    /// Whether run `trace` left records here.
+    pub fn has_run(&self, trace: &str) -> bool {
+        (self.tasks.values()).any(|runs| runs.iter().any(|r| r.run == trace))
+    }
+}
+
+/// Every pipeline's history under `state_dir` (unreadable files are skipped: they are
+/// rewritten by the next run).
+pub fn read_all(state_dir: &Path) -> Vec<Kept> {
+    let Ok(dir) = std::fs::read_dir(state_dir.join("history")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pipeline) = name.strip_suffix(".json") else {
+            continue;
+        };
+        let Some(h) = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|t| serde_json::from_str::<PipelineHistory>(&t).ok())
+        else {
+            continue;
+        };
+        let tasks = (h.tasks.iter())
+            .map(|(task, records)| (task.clone(), per_run(records)))
+            .collect();
+        out.push(Kept {
+            pipeline: pipeline.to_string(),
+            tasks,
+        });
+    }
+    out.sort_by(|a, b| a.pipeline.cmp(&b.pipeline));
+    out
+}
+
+/// Each run's medians, runs in the order they were kept.
+fn per_run(records: &[Record]) -> Vec<RunFigures> {
+    let mut runs: Vec<(&str, Vec<&Record>)> = Vec::new();
+    for r in records.iter().filter(|r| !r.run.is_empty()) {
+        match runs.iter_mut().find(|(run, _)| *run == r.run) {
+            Some((_, v)) => v.push(r),
+            None => runs.push((&r.run, vec![r])),
+        }
+    }
+    let med = |v: &[&Record], f: fn(&Record) -> f64| {
+        median(&mut v.iter().map(|r| f(r)).collect::<Vec<_>>())
+    };
+    (runs.into_iter())
+        .map(|(run, v)| RunFigures {
+            run: run.to_string(),
+            wall_s: med(&v, |r| r.wall_s),
+            cpu_s: med(&v, |r| r.cpu_s),
+            peak_bytes: med(&v, |r| r.peak_bytes as f64),
+        })
+        .collect()
 }
 
 /// Drops the records of all but the last `keep` runs (by first appearance, oldest first).
@@ -282,6 +386,26 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_usual_time_is_the_median_of_its_last_runs_that_succeeded_and_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::new(&cfg(d.path()));
+        for (i, wall, ok) in [(1, 10.0, true), (2, 500.0, false), (3, 12.0, true)] {
+            h.record_run(&job(&format!("r{i}"), wall, ok));
+        }
+        assert_eq!(h.usual_run("rna/seq"), None, "two runs that succeeded");
+        h.record_run(&job("r4", 30.0, true));
+        assert_eq!(
+            h.usual_run("rna/seq"),
+            Some(12.0),
+            "a failed run is not usual"
+        );
+        assert_eq!(h.usual("rna/seq", "align"), None, "runs are not a task");
+        h.save();
+        let mut again = History::new(&cfg(d.path()));
+        assert_eq!(again.usual_run("rna/seq"), Some(12.0), "read back");
+    }
+
+    #[test]
     fn a_task_far_slower_than_its_median_is_flagged_and_history_is_bounded() {
         let d = tempfile::tempdir().unwrap();
         let mut h = History::new(&cfg(d.path()));
@@ -330,6 +454,25 @@ mod tests {
             .filter(|r| r.wall_s == 0.01)
             .count();
         assert_eq!(killed, 0, "a killed job is not history");
+    }
+
+    #[test]
+    fn compare_reads_each_run_of_a_task_as_the_medians_of_its_jobs() {
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::new(&cfg(d.path()));
+        for (run, w) in [("r1", 1.0), ("r1", 3.0), ("r1", 2.0), ("r2", 5.0)] {
+            h.record(&job(run, w, true));
+        }
+        h.save();
+        let all = read_all(d.path());
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].pipeline, "rna_seq");
+        let runs = &all[0].tasks["align"];
+        assert_eq!(
+            runs.iter().map(|r| r.wall_s).collect::<Vec<_>>(),
+            [2.0, 5.0]
+        );
+        assert!(all[0].has_run("r2") && !all[0].has_run("r3"));
     }
 
     #[test]

@@ -44,6 +44,29 @@ impl Pipeline {
         !self.attr.named_runs().any(|(k, _)| k == run)
     }
 
+    /// A finished run into its pipeline's history (the expected end of later runs), then
+    /// the history to disk.
+    pub(super) fn record_run(
+        &mut self,
+        proc: &Proc,
+        info: &crate::attribution::RunInfo,
+        usage: &crate::attribution::Totals,
+    ) {
+        let run_id = self.builder.trace_id(proc.key).to_string();
+        let exited_0 = (proc.exit.as_ref()).is_none_or(|e| !e.known() || e.code() == 0);
+        let r = &usage.rollup;
+        self.history.record_run(&crate::diagnosis::Job {
+            pipeline: &info.key,
+            task: "",
+            run: &run_id,
+            wall_s: proc.end_ns().saturating_sub(proc.start_ns) as f64 / 1e9,
+            cpu_s: r.totals.cpu_ns() as f64 / 1e9,
+            peak_bytes: r.peak_memory(),
+            succeeded: exited_0 && info.failed == 0,
+        });
+        self.history.save();
+    }
+
     /// What runs now, for the live view: each run's running tasks read from /proc.
     pub fn live_now(&mut self, watcher: &mut crate::live::Watcher) -> Vec<crate::live::Now> {
         let mut keys: HashMap<ProcKey, String> = HashMap::new();
@@ -72,6 +95,17 @@ impl Pipeline {
                 (r.done, r.total) = (*done, Some(*total));
                 r.queued = r.not_started();
             }
+        }
+        // Runs are listed by name; their pipelines' history by key.
+        let named: HashMap<&str, &str> = (self.attr.named_runs())
+            .filter_map(|(k, n)| Some((n, keys.get(&k)?.as_str())))
+            .filter(|(_, k)| !k.is_empty())
+            .collect();
+        for r in &mut runs {
+            let usual = named
+                .get(r.run.as_str())
+                .and_then(|k| self.history.usual_run(k));
+            r.expect_end(usual);
         }
         runs
     }

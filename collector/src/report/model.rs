@@ -61,8 +61,9 @@ struct Attrs {
 }
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
-/// The rest are what the machines (`sizing`) are chosen on.
-pub const TASK_KEYS: [&str; 25] = [
+/// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
+/// and GPUs for the machines, `sizing`.)
+pub const TASK_KEYS: [&str; 29] = [
     attr::CICD_PIPELINE_TASK_NAME,
     attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
@@ -88,15 +89,25 @@ pub const TASK_KEYS: [&str; 25] = [
     attr::GPU_MEMORY_PEAK,
     attr::GPU_RIGHTSIZING,
     attr::GPU_RECOMMENDATION,
+    attr::DISK_WAIT_TIME,
+    attr::MEMORY_WAIT_TIME,
+    attr::COST,
+    attr::COST_CURRENCY,
 ];
 
-/// What the page draws of a tool (a run may have many thousands).
-pub const TOOL_KEYS: [&str; 5] = [
+/// What the page draws of a tool (a run may have many thousands), and the I/O and waits
+/// `pipetrace compare` reads of it.
+pub const TOOL_KEYS: [&str; 10] = [
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,
     attr::MEMORY_PEAK,
     attr::BOTTLENECK,
     attr::BOTTLENECK_REASON,
+    attr::DISK_READ_BYTES,
+    attr::DISK_WRITE_BYTES,
+    attr::CPU_RUN_QUEUE_DELAY,
+    attr::DISK_WAIT_TIME,
+    attr::MEMORY_WAIT_TIME,
 ];
 
 /// The attributes in `keep` (all of them when None).

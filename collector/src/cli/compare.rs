@@ -1,0 +1,171 @@
+//! `pipetrace compare A B` and `pipetrace compare A --usual`: reads each side (a trace file,
+//! one run of it, or a run kept in the state directory), judges by the history where there
+//! is one, and prints the table or JSON, and writes the page if asked.
+use std::path::{Path, PathBuf};
+
+use crate::{
+    compare::{self, Run, store},
+    report,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error(transparent)]
+    Read(#[from] report::ReadError),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Compare(#[from] compare::CompareError),
+    #[error(
+        "`{0}` is neither a file nor a kept run id: give a trace file pipetrace wrote \
+         (`*.otlp.jsonl`, `FILE#N` for its Nth run) or a trace id `pipetrace run` printed"
+    )]
+    Neither(String),
+    #[error(
+        "no file `{0}`, nor a kept run of that id: give a trace file pipetrace wrote \
+         (`*.otlp.jsonl`) or a trace id `pipetrace run` printed"
+    )]
+    Missing(String),
+    #[error("{file} holds {n} runs; pick one as {file}#N:\n{runs}")]
+    Several {
+        file: String,
+        n: usize,
+        runs: String,
+    },
+    #[error("{file} has no run #{want}; it holds {n}:\n{runs}")]
+    NoSuchNumber {
+        file: String,
+        want: String,
+        n: usize,
+        runs: String,
+    },
+    #[error(
+        "no task history of the pipeline of {0} in {1}: run the pipeline under pipetrace a few \
+         times (with diagnosis.state_dir set) or compare two runs"
+    )]
+    NoHistory(String, String),
+    #[error("the history of {0} has no run other than {1}: run the pipeline again first")]
+    NoEarlierRun(String, String),
+    #[error("give two runs (A B), or one with --usual")]
+    OneSide,
+    #[error("cannot write {0}: {1}")]
+    Write(String, std::io::Error),
+}
+
+pub struct Args<'a> {
+    pub a: &'a str,
+    pub b: Option<&'a str>,
+    pub usual: bool,
+    pub json: bool,
+    pub html: Option<&'a Path>,
+    pub state_dir: Option<PathBuf>,
+}
+
+pub fn run(args: &Args) -> i32 {
+    match compare_runs(args) {
+        Ok(out) => {
+            print!("{out}");
+            0
+        }
+        Err(e) => {
+            eprintln!("pipetrace: {e}");
+            super::EXIT_USAGE
+        }
+    }
+}
+
+fn compare_runs(args: &Args) -> Result<String, InputError> {
+    let state = args.state_dir.as_deref();
+    let a = side(args.a, state)?;
+    let kept = state
+        .map(crate::diagnosis::read_history)
+        .unwrap_or_default();
+    let c = match (args.b, args.usual) {
+        (Some(b), _) => {
+            let b = side(b, state)?;
+            let h = compare::find_history(&kept, &[&a, &b]);
+            let spreads = h.map(|h| compare::spreads(h, &[&a.trace, &b.trace]));
+            let name = h.map(|h| h.pipeline.clone());
+            compare::compare(&a, &b, false, &spreads.unwrap_or_default(), name)?
+        }
+        (None, true) => {
+            let dir = state.map_or("(no diagnosis.state_dir)".into(), |d| {
+                d.join("history").display().to_string()
+            });
+            let h = compare::find_history(&kept, &[&a])
+                .ok_or_else(|| InputError::NoHistory(a.label.clone(), dir))?;
+            let usual = compare::usual_of(h, &a.trace)
+                .ok_or_else(|| InputError::NoEarlierRun(h.pipeline.clone(), a.label.clone()))?;
+            let spreads = compare::spreads(h, &[&a.trace]);
+            compare::compare(&usual.run, &a, true, &spreads, Some(h.pipeline.clone()))?
+        }
+        (None, false) => return Err(InputError::OneSide),
+    };
+    if let Some(path) = args.html {
+        std::fs::write(path, compare::html(&c))
+            .map_err(|e| InputError::Write(path.display().to_string(), e))?;
+        eprintln!("pipetrace: comparison written to {}", path.display());
+    }
+    let mut out = String::new();
+    match args.json {
+        true => out = serde_json::to_string_pretty(&c).expect("plain data") + "\n",
+        false => compare::table(&c, &mut out),
+    }
+    Ok(out)
+}
+
+/// One side: `FILE`, `FILE#N`, or a kept run id.
+fn side(input: &str, state: Option<&Path>) -> Result<Run, InputError> {
+    let (file, number) = match input.rsplit_once('#') {
+        Some((f, n)) if Path::new(f).is_file() => (f, Some(n)),
+        _ => (input, None),
+    };
+    if Path::new(file).is_file() {
+        return of_file(input, file, number);
+    }
+    match state {
+        Some(dir) if store::looks_like_id(input) => Ok(store::load(dir, input)?),
+        _ if Path::new(file).exists() => Err(InputError::Neither(input.into())),
+        _ => Err(InputError::Missing(input.into())),
+    }
+}
+
+fn of_file(label: &str, file: &str, number: Option<&str>) -> Result<Run, InputError> {
+    let spans = report::read_file(Path::new(file))?;
+    let runs = report::by_run(&spans);
+    let list = || {
+        let line = |(i, r): (usize, &Vec<report::ReportSpan>)| {
+            let run = r.iter().find(|s| s.kind == report::Kind::Run);
+            let name = run.map_or("(no run span)", |s| s.name.as_str());
+            let trace = r.first().map_or("", |s| s.trace.as_str());
+            format!("  #{}  {name}  trace {trace}", i + 1)
+        };
+        runs.iter()
+            .enumerate()
+            .map(line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let pick = match number {
+        None if runs.len() == 1 => 0,
+        None => {
+            return Err(InputError::Several {
+                file: file.into(),
+                n: runs.len(),
+                runs: list(),
+            });
+        }
+        Some(n) => match n.parse::<usize>() {
+            Ok(i) if (1..=runs.len()).contains(&i) => i - 1,
+            _ => {
+                return Err(InputError::NoSuchNumber {
+                    file: file.into(),
+                    want: n.into(),
+                    n: runs.len(),
+                    runs: list(),
+                });
+            }
+        },
+    };
+    Ok(Run::of_spans(label, &runs[pick]))
+}
