@@ -149,6 +149,18 @@ fn the_slowed_task_and_the_tool_behind_it_stand_out_and_nothing_else_is_flagged(
     );
     assert!(names(&c["only_a"]).is_empty() && names(&c["only_b"]).is_empty());
     assert_eq!(names(&c["moved"]), [r.slowed.as_str()], "{c:#}");
+    // Both runs by this test's user, as the user database names it: one run, every job.
+    let me = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let me = String::from_utf8(me.stdout).unwrap().trim().to_string();
+    for side in ["a", "b"] {
+        let users = c[side]["who"]["users"].as_object().expect("by user");
+        assert_eq!(users.keys().collect::<Vec<_>>(), [&me], "{c:#}");
+        assert_eq!(users[&me]["runs"], 1);
+        assert_eq!(users[&me]["tasks"], r.jobs.len(), "{c:#}");
+    }
     let slowed = (c["tasks"].as_array().unwrap().iter())
         .find(|t| t["name"] == r.slowed.as_str())
         .unwrap();

@@ -68,6 +68,11 @@ pub fn render(c: &Comparison) -> String {
             let _ = write!(out, "<h2>Only in {side}</h2><ul>{items}</ul>");
         }
     }
+    for (side, s) in [("A", &c.a), ("B", &c.b)] {
+        if !s.who.is_empty() {
+            let _ = write!(out, "<h2>{side}</h2>{}", s.who.html());
+        }
+    }
     out.push_str("</body></html>\n");
     out
 }

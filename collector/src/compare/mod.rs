@@ -30,6 +30,8 @@ pub struct Side {
     pub name: String,
     pub start_unix_nano: u64,
     pub failed: bool,
+    /// Cost and work by user and cost centre (empty where no span names one).
+    pub who: crate::report::who::ByWho,
 }
 
 impl Side {
@@ -40,6 +42,7 @@ impl Side {
             name: r.name.clone(),
             start_unix_nano: r.start,
             failed: r.failed,
+            who: r.who.clone(),
         }
     }
 }

@@ -131,6 +131,9 @@ pub struct Run {
     pub failed: bool,
     pub currency: Option<String>,
     pub tasks: Vec<Task>,
+    /// Its cost and work by user and cost centre.
+    #[serde(default)]
+    pub who: crate::report::who::ByWho,
 }
 
 impl Run {
@@ -176,6 +179,7 @@ impl Run {
             failed: run.is_some_and(|r| r.error.is_some()),
             currency: (spans.iter()).find_map(|s| s.text(attr::COST_CURRENCY).map(str::to_string)),
             tasks: tasks.into_values().collect(),
+            who: crate::report::who::ByWho::of(spans),
         }
     }
 }

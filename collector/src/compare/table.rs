@@ -84,6 +84,12 @@ pub fn render(c: &Comparison, out: &mut String) {
             );
         }
     }
+    for (side, s) in [("A", &c.a), ("B", &c.b)] {
+        if !s.who.is_empty() {
+            let _ = write!(out, "\n{side}, by who:");
+            s.who.render(out);
+        }
+    }
     match c.moved.len() {
         0 => out.push_str("\nnothing moved beyond noise\n"),
         n => {

@@ -5,11 +5,11 @@
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use pipetrace_semconv::attr;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Kind, ReportSpan, markup::esc};
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sum {
     pub runs: u64,
     pub tasks: u64,
@@ -19,7 +19,7 @@ pub struct Sum {
     pub cost: f64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ByWho {
     pub users: BTreeMap<String, Sum>,
     pub centres: BTreeMap<String, Sum>,
