@@ -22,6 +22,7 @@ pub mod report;
 pub mod sched;
 pub mod scope;
 pub mod signals;
+pub mod sizing;
 pub mod source;
 pub mod status;
 pub mod tree;

@@ -32,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("signals and sources", &["signals", "live", "source"]),
     ("views", &["report", "status"]),
+    ("machines", &["sizing"]),
     ("comparison", &["compare"]),
     ("export", &["export"]),
     ("the loop", &["pipeline"]),

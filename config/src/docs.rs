@@ -432,6 +432,26 @@ pub const KEYS: &[(&str, &str)] = &[
         "report.path",
         "Where; null: beside the trace file (X.report.html), or ./pipetrace-<time>.report.html when traces go only over OTLP.",
     ),
+    (
+        "sizing",
+        "Which cloud machines would have run each task and the whole run, cheapest first, from a table of instance shapes and on-demand and spot prices (docs/sizing.md); never a network call.",
+    ),
+    (
+        "sizing.enabled",
+        "Show the machines in the end-of-run table and the report.",
+    ),
+    (
+        "sizing.instances",
+        "Your own table of instances (the shipped table's CSV format, docs/sizing.md); null: the table shipped with pipetrace.",
+    ),
+    (
+        "sizing.clouds",
+        "Choose only from these clouds (aws, gcp, azure, or your table's own); empty: all.",
+    ),
+    (
+        "sizing.regions",
+        "Choose only from these regions (us-east-1, europe-west4, eastus, ...); empty: all.",
+    ),
     ("host", "The node itself, as a node agent judges it."),
     (
         "host.idle_after",

@@ -116,8 +116,9 @@ fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
 
 /// Checks what types cannot say; an error names what set the key at fault.
 fn validate(cfg: &Config, fig: &Figment) -> Result<(), ConfigError> {
-    let checks: [fn(&Config) -> Checked; 7] = [
+    let checks: [fn(&Config) -> Checked; 8] = [
         validate_probes,
+        |c| validate_sizing(&c.sizing),
         validate_metrics,
         validate_cost,
         |c| validate_host(&c.host).map_err(|(k, m)| (k.to_string(), m)),
@@ -294,6 +295,32 @@ fn validate_host(h: &crate::model::Host) -> Result<(), (&'static str, String)> {
     Ok(())
 }
 
+/// Cloud and region filters are names as the table spells them: one word each.
+fn validate_sizing(s: &crate::model::Sizing) -> Checked {
+    for (list, names) in [("clouds", &s.clouds), ("regions", &s.regions)] {
+        let bad = |n: &String| {
+            n.is_empty()
+                || !n
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+        };
+        if let Some((i, n)) = names.iter().enumerate().find(|(_, n)| bad(n)) {
+            let why = format!(
+                "`{n}` is not a {} name as the instance table writes it (e.g. {}): one word \
+                 of letters, digits and dashes",
+                &list[..list.len() - 1],
+                if list == "clouds" {
+                    "aws, gcp, azure"
+                } else {
+                    "us-east-1, europe-west4, eastus"
+                }
+            );
+            return fail(&format!("sizing.{list}.{i}"), why);
+        }
+    }
+    Ok(())
+}
+
 /// File capture: globs that compile, and room for at least one path.
 fn validate_files(f: &crate::model::Files) -> Result<(), (String, String)> {
     for (list, globs) in [("include", &f.include), ("exclude", &f.exclude)] {
@@ -461,6 +488,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.batch_timeout"), "{err}");
+    }
+
+    #[test]
+    fn sizing_filters_layer_and_a_name_with_spaces_is_refused() {
+        let f = file("sizing:\n  clouds: [aws]\n  regions: [us-east-1, 'us east']\n");
+        let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
+        assert!(err.to_string().contains("`sizing.regions.1`"), "{err}");
+        let f = file("sizing:\n  clouds: [aws, gcp]\n  instances: /t/mine.csv\n");
+        let c = load_with(Some(f.path()), &[], &Flags::default()).unwrap();
+        assert_eq!(c.sizing.clouds, ["aws", "gcp"]);
+        assert_eq!(
+            c.sizing.instances.as_deref(),
+            Some(Path::new("/t/mine.csv"))
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub struct Config {
     pub diagnosis: Diagnosis,
     pub cost: Cost,
     pub report: Report,
+    pub sizing: Sizing,
     pub host: Host,
     pub files: Files,
     pub gpu: Gpu,
@@ -140,6 +141,31 @@ impl Default for Report {
         Self {
             html: true,
             path: None,
+        }
+    }
+}
+
+/// Which cloud machines would have run each task, from a table of instance shapes and
+/// prices (docs/sizing.md): shown in the end-of-run table and the report.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Sizing {
+    pub enabled: bool,
+    /// The user's own table (same format as the shipped one); None: the shipped table.
+    pub instances: Option<PathBuf>,
+    /// Clouds to choose from (e.g. `aws`); empty: every cloud in the table.
+    pub clouds: Vec<String>,
+    /// Regions to choose from (e.g. `us-east-1`, `europe-west4`); empty: every region.
+    pub regions: Vec<String>,
+}
+
+impl Default for Sizing {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            instances: None,
+            clouds: Vec::new(),
+            regions: Vec::new(),
         }
     }
 }

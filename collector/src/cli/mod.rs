@@ -84,13 +84,17 @@ enum Command {
     /// Validate or print configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Print the per-task table of a trace file and write its HTML report.
+    /// Print the per-task table of a trace file and the machines that fit each task, and
+    /// write its HTML report.
     Report {
         /// An OTLP JSON lines trace file, as `pipetrace run` writes it.
         file: PathBuf,
         /// Where to write the HTML report (default: beside FILE, `.report.html`).
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Print the machines of each run as JSON instead of the tables.
+        #[arg(long)]
+        json: bool,
     },
     /// Two runs side by side, task by task: what moved beyond noise and the tools behind it.
     Compare {
@@ -199,7 +203,20 @@ pub fn main() -> i32 {
                 .unwrap_or_else(|| "/var/lib/pipetrace".into());
             doctor::run(&state)
         }
-        Command::Report { file, html } => report_cmd::run(file, html.as_deref()),
+        Command::Report { file, html, json } => match cli.load(None) {
+            Ok(cfg) => {
+                let html = html.as_deref();
+                report_cmd::run(
+                    &cfg,
+                    report_cmd::Ask {
+                        file,
+                        html,
+                        json: *json,
+                    },
+                )
+            }
+            Err(e) => config_failed(e),
+        },
         Command::Compare {
             a,
             b,

@@ -1,10 +1,30 @@
-//! `pipetrace report FILE`: the end-of-run table and HTML report from a trace file.
+//! `pipetrace report FILE`: the end-of-run table, the machines that fit each task and the
+//! HTML report from a trace file; `--json`: the machines per run as JSON.
 use std::path::Path;
 
-use crate::report::{self, Kind, table::Table};
+use pipetrace_config::Config;
 
-pub fn run(file: &Path, html: Option<&Path>) -> i32 {
-    let spans = match report::read_file(file) {
+use crate::{
+    report::{self, Kind, ReportSpan, table::Table},
+    sizing,
+};
+
+/// What `report` was asked for.
+pub struct Ask<'a> {
+    pub file: &'a Path,
+    pub html: Option<&'a Path>,
+    pub json: bool,
+}
+
+pub fn run(cfg: &Config, ask: Ask) -> i32 {
+    let machines = match sizing::catalog(&cfg.sizing) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("pipetrace: {e}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let spans = match report::read_file(ask.file) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pipetrace: {e}");
@@ -12,23 +32,20 @@ pub fn run(file: &Path, html: Option<&Path>) -> i32 {
         }
     };
     let runs = report::by_run(&spans);
-    let mut out = String::new();
-    for run in &runs {
-        if runs.len() > 1 {
-            heading(run, &mut out);
-        }
-        let mut table = Table::default();
-        for s in run.iter().filter(|s| s.kind == Kind::Task) {
-            table.record_task(s);
-        }
-        table.render(&mut out);
+    let size = |run: &[ReportSpan]| {
+        (machines.as_ref()).map(|m| sizing::recommend(run, m, cfg.diagnosis.headroom))
+    };
+    if ask.json {
+        println!("{}", json(&runs, &size));
+    } else {
+        let mut out = tables(&runs, &size);
+        report::who::ByWho::of(&spans).render(&mut out);
+        print!("{out}");
     }
-    report::who::ByWho::of(&spans).render(&mut out);
-    print!("{out}");
-    let path = html
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| crate::export::paths::report_beside(file));
-    match super::run::write_report(&path, &crate::report::html(&spans)) {
+    let path = (ask.html.map(Path::to_path_buf))
+        .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
+    let more = |run: &[ReportSpan]| size(run).map(|s| sizing::html(&s)).unwrap_or_default();
+    match super::run::write_report(&path, &report::html_with(&spans, &more)) {
         Ok(()) => {
             eprintln!("pipetrace: report written to {}", path.display());
             0
@@ -40,9 +57,46 @@ pub fn run(file: &Path, html: Option<&Path>) -> i32 {
     }
 }
 
+type Size<'a> = &'a dyn Fn(&[ReportSpan]) -> Option<sizing::Sizing>;
+
+/// Each run's table and machines, under a heading where the file holds several.
+fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
+    let mut out = String::new();
+    for run in runs {
+        if runs.len() > 1 {
+            heading(run, &mut out);
+        }
+        let mut table = Table::default();
+        for s in run.iter().filter(|s| s.kind == Kind::Task) {
+            table.record_task(s);
+        }
+        table.render(&mut out);
+        if let Some(s) = size(run) {
+            sizing::text(&s, &mut out);
+        }
+    }
+    out
+}
+
+/// `{"runs": [{"trace", "name", "machines"}]}`: for scripts and `pipetrace compare`.
+fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
+    let runs: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|run| {
+            let root = run.iter().find(|s| s.kind == Kind::Run);
+            serde_json::json!({
+                "trace": run.first().map(|s| s.trace.as_str()),
+                "name": root.map(|r| r.name.as_str()),
+                "machines": size(run),
+            })
+        })
+        .collect();
+    serde_json::json!({ "runs": runs }).to_string()
+}
+
 /// A run's line above its table, where a file holds several: name, status, wall time and
 /// trace id.
-fn heading(run: &[report::ReportSpan], out: &mut String) {
+fn heading(run: &[ReportSpan], out: &mut String) {
     use std::fmt::Write;
     let Some(r) = run.iter().find(|s| s.kind == Kind::Run) else {
         let trace = run.first().map_or("", |s| s.trace.as_str());

@@ -18,6 +18,7 @@ use crate::{
     pipeline::Pipeline,
     redact::Redactor,
     signals::{SpanBuilder, metrics::Metrics},
+    sizing::Catalog,
     source::{Events, Taps},
 };
 
@@ -151,6 +152,8 @@ pub async fn run(
     let Some((program, args)) = argv.split_first() else {
         return Err(UsageError("nothing to run: pipetrace run -- COMMAND [ARGS...]".into()).into());
     };
+    // A wrong instance table is said now, not after a run of hours.
+    let machines = crate::sizing::catalog(&cfg.sizing).map_err(|e| UsageError(e.to_string()))?;
     // A taken port starts nothing: bound before the probes load.
     let prometheus = crate::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
     let Prepared {
@@ -207,7 +210,14 @@ pub async fn run(
         stopped,
         wall: started.elapsed(),
     };
-    finish(cfg, pipe, (lost, ending), how.summary, cwd).await;
+    finish(
+        cfg,
+        pipe,
+        (lost, ending),
+        (how.summary, machines.as_ref()),
+        cwd,
+    )
+    .await;
     let _ = detach.join();
     Ok(exit_code(status))
 }
@@ -268,10 +278,14 @@ async fn finish(
     cfg: &Config,
     pipe: Pipeline,
     (lost, ending): (Loss, Ending),
-    print_summary: bool,
+    (print_summary, machines): (bool, Option<&Catalog>),
     cwd: Option<&Path>,
 ) {
     let (exporter, summary) = pipe.into_parts();
+    let sizing = summary
+        .as_ref()
+        .zip(machines)
+        .map(|(s, table)| crate::sizing::recommend_needs(&s.needs, table, cfg.diagnosis.headroom));
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
     // What the backend has not taken by the end is kept for `pipetrace send`, not lost.
     let keep = (dest.spans.otlp.is_some() || dest.metrics.otlp.is_some())
@@ -291,7 +305,8 @@ async fn finish(
     let report = match (&summary, cfg.report.html) {
         (Some(s), true) => {
             let path = report_path(cfg, dest.spans.file.as_deref(), cwd);
-            let html = crate::report::html_of_run(&s.report, &s.table, s.report_omitted);
+            let more = sizing.as_ref().map(crate::sizing::html).unwrap_or_default();
+            let html = crate::report::html_of_run(&s.report, &s.table, s.report_omitted, &more);
             Some(write_report(&path, &html).map(|()| path))
         }
         _ => None,
@@ -305,7 +320,11 @@ async fn finish(
         keep_for_compare(s, dir);
     }
     let summary = summary.filter(|_| print_summary);
-    print_end(cfg, summary.as_ref(), &delivery, &ending);
+    let mut machine_lines = String::new();
+    if let Some(s) = &sizing {
+        crate::sizing::text(s, &mut machine_lines);
+    }
+    print_end(cfg, summary.as_ref(), (&delivery, &machine_lines), &ending);
     if let Some(line) = stats.limits.describe() {
         eprintln!("{line}");
     }
@@ -420,7 +439,7 @@ struct Ending {
 fn print_end(
     cfg: &Config,
     summary: Option<&crate::export::summary::Summary>,
-    delivery: &Delivery,
+    (delivery, machines): (&Delivery, &str),
     end: &Ending,
 ) {
     let Some(s) = summary else {
@@ -430,7 +449,7 @@ fn print_end(
         return;
     };
     let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
-    let text = s.render(tasks, tools, end.wall, delivery);
+    let text = s.render((tasks, tools), end.wall, machines, delivery);
     eprint!("\n{text}");
     if end.usage_missing > 0 {
         eprintln!(

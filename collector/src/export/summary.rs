@@ -8,6 +8,7 @@ use super::{Destinations, Place, SinkStats, StreamStats};
 use crate::{
     report::{ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS, table::Table},
     signals::{Kind, ReadySpan},
+    sizing::Needs,
 };
 
 /// Where spans and metrics went and what became of them, for the last lines.
@@ -122,6 +123,8 @@ pub struct Summary {
     pub failed_tasks: u64,
     pub failed_tools: u64,
     pub table: Table,
+    /// What each task needed of a machine, every task summed (`sizing`).
+    pub needs: Needs,
     /// Spans kept for the HTML report (tools past [`MAX_REPORT_TOOLS`] and tasks past
     /// [`MAX_REPORT_TASKS`] are left out; [`Self::table`] sums them all).
     pub report: Vec<ReportSpan>,
@@ -188,6 +191,9 @@ impl Summary {
         }
         match s.kind {
             Kind::Run => {
+                // As the report reads it back from the file, to the last digit.
+                self.needs
+                    .record(&ReportSpan::from_sdk_keeping(span, Kind::Run, &[]));
                 self.run = Some(span.span_context.span_id());
                 self.trace_id = Some(span.span_context.trace_id().to_string());
                 self.parts = int_of(span, attr::TRACE_PARTS).unwrap_or(0) as u64;
@@ -197,6 +203,7 @@ impl Summary {
                 self.failed_tasks += u64::from(error.is_some());
                 let r = ReportSpan::from_sdk_keeping(span, Kind::Task, &TASK_KEYS);
                 self.table.record_task(&r);
+                self.needs.record(&r);
                 match self.tasks <= MAX_REPORT_TASKS {
                     true => self.report.push(r),
                     false => self.report_omitted += 1,
@@ -297,12 +304,13 @@ impl Summary {
         }
     }
 
-    /// The tree (tasks and tools under the run), then the totals and where data went.
+    /// The tree (tasks and tools under the run), then the table, `machines` (lines under
+    /// it), the totals and where data went.
     pub fn render(
         &self,
-        max_tasks: usize,
-        max_tools: usize,
+        (max_tasks, max_tools): (usize, usize),
         wall: Duration,
+        machines: &str,
         d: &Delivery,
     ) -> String {
         let mut out = String::new();
@@ -312,6 +320,7 @@ impl Summary {
         if !self.table.is_empty() {
             out.push('\n');
             self.table.render(&mut out);
+            out.push_str(machines);
         }
         crate::report::who::ByWho::of(&self.report).render(&mut out);
         let _ = writeln!(

@@ -222,18 +222,22 @@ fn happenings(spans: &[ReportSpan], out: &mut String) {
     }
 }
 
+/// HTML a layer above adds to each run's section, after its tasks (the machines).
+pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
+
 /// The report page of one run whose per-task table was summed as its spans came
-/// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts.
-pub fn render_run(spans: &[ReportSpan], table: &Table, omitted: u64) -> String {
-    one_run(spans, Some(table), omitted)
+/// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts; `more` is
+/// put after the tasks.
+pub fn render_run(spans: &[ReportSpan], table: &Table, omitted: u64, more: &str) -> String {
+    one_run(spans, Some(table), omitted, &|_| more.to_string())
 }
 
 /// The page of one run, named by it; `summed` and `omitted` as for [`section`].
-fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64) -> String {
+fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64, extra: More) -> String {
     let title = (spans.iter().find(|s| s.kind == Kind::Run))
         .map_or("pipetrace report".to_string(), |r| r.name.clone());
     let mut out = head(&title);
-    section(spans, summed, &mut out);
+    section(spans, summed, extra, &mut out);
     out.push_str(&super::who::ByWho::of(spans).html());
     if omitted > 0 {
         let _ = write!(
@@ -262,12 +266,17 @@ fn head(title: &str) -> String {
 
 /// The report page: one section per run in the spans (an agent's file holds many).
 pub fn render(spans: &[ReportSpan]) -> String {
+    render_with(spans, &|_| String::new())
+}
+
+/// [`render`] with `extra` of each run after its tasks.
+pub fn render_with(spans: &[ReportSpan], extra: More) -> String {
     // One run (as `pipetrace run` writes) is drawn from the spans as they are.
     let one = spans
         .iter()
         .all(|s| Some(&s.trace) == spans.first().map(|f| &f.trace));
     if one {
-        return one_run(spans, None, 0);
+        return one_run(spans, None, 0, extra);
     }
     let runs = super::by_run(spans);
     let mut out = head(&format!("pipetrace report: {} runs", runs.len()));
@@ -275,7 +284,7 @@ pub fn render(spans: &[ReportSpan]) -> String {
         let name = (run.iter().find(|s| s.kind == Kind::Run))
             .map_or("run (no run span)", |r| r.name.as_str());
         let _ = write!(out, "<section><h1>{}</h1>", esc(name));
-        section(run, None, &mut out);
+        section(run, None, extra, &mut out);
         out.push_str("</section>");
     }
     out.push_str(&super::who::ByWho::of(spans).html());
@@ -286,7 +295,7 @@ pub fn render(spans: &[ReportSpan]) -> String {
 /// One run's part of the report: its summary, tasks, timeline, resources and events.
 /// `summed`: the per-task table as summed while the run ran, where `spans` may not hold
 /// every task; else it is summed from `spans`.
-fn section(spans: &[ReportSpan], summed: Option<&Table>, out: &mut String) {
+fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut String) {
     let mut own = Table::default();
     if summed.is_none() {
         for s in spans.iter().filter(|s| s.kind == Kind::Task) {
@@ -341,6 +350,7 @@ fn section(spans: &[ReportSpan], summed: Option<&Table>, out: &mut String) {
         );
     }
     out.push_str("</table>");
+    out.push_str(&extra(spans));
     super::files::render_html(spans, out);
     out.push_str("<h2>Timeline</h2>");
     timeline(spans, out);

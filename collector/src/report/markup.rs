@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 /// `s` safe inside HTML text and attribute values.
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -12,8 +12,8 @@ pub mod table;
 pub mod who;
 
 pub use files::TaskFiles;
-pub use html::{render as html, render_run as html_of_run};
-pub(crate) use markup::esc;
+pub use html::{render as html, render_run as html_of_run, render_with as html_with};
+pub use markup::esc;
 pub use model::{Kind, ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS};
 pub use read::{ReadError, read_file};
 

@@ -61,12 +61,18 @@ struct Attrs {
 }
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
-/// (Waits and cost too, for `pipetrace compare`'s kept runs.)
-pub const TASK_KEYS: [&str; 25] = [
+/// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
+/// and GPUs for the machines, `sizing`.)
+pub const TASK_KEYS: [&str; 29] = [
     attr::CICD_PIPELINE_TASK_NAME,
     attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,
+    attr::CPU_RUN_QUEUE_DELAY,
+    attr::CPU_ALLOCATED,
+    attr::NETWORK_RECEIVE_BYTES,
+    attr::NETWORK_TRANSMIT_BYTES,
+    attr::GPU_IDS,
     attr::MEMORY_PEAK,
     attr::DISK_READ_BYTES,
     attr::DISK_WRITE_BYTES,
@@ -83,7 +89,6 @@ pub const TASK_KEYS: [&str; 25] = [
     attr::GPU_MEMORY_PEAK,
     attr::GPU_RIGHTSIZING,
     attr::GPU_RECOMMENDATION,
-    attr::CPU_RUN_QUEUE_DELAY,
     attr::DISK_WAIT_TIME,
     attr::MEMORY_WAIT_TIME,
     attr::COST,
