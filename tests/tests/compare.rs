@@ -160,6 +160,19 @@ fn the_slowed_task_and_the_tool_behind_it_stand_out_and_nothing_else_is_flagged(
         assert_eq!(users.keys().collect::<Vec<_>>(), [&me], "{c:#}");
         assert_eq!(users[&me]["runs"], 1);
         assert_eq!(users[&me]["tasks"], r.jobs.len(), "{c:#}");
+        // Each side's machines (the shipped table): the cheapest for each task holds what
+        // the task used at its peak, and the CPUs it kept busy.
+        let fits = c["machines"][side]["tasks"].as_array().expect("machines");
+        assert!(!fits.is_empty(), "{c:#}");
+        for f in fits {
+            let m = &f["cheapest"];
+            let gib = m["memory_gib"].as_f64().unwrap() * (1u64 << 30) as f64;
+            assert!(
+                gib >= f["need"]["memory_peak_bytes"].as_f64().unwrap(),
+                "{f:#}"
+            );
+            assert!(m["vcpus"].as_f64().unwrap() >= f["need"]["cpus_used"].as_f64().unwrap());
+        }
     }
     let slowed = (c["tasks"].as_array().unwrap().iter())
         .find(|t| t["name"] == r.slowed.as_str())

@@ -59,6 +59,8 @@ pub struct Args<'a> {
     pub json: bool,
     pub html: Option<&'a Path>,
     pub state_dir: Option<PathBuf>,
+    /// The machines table and headroom, where sizing is on.
+    pub machines: Option<(crate::sizing::Catalog, f64)>,
 }
 
 pub fn run(args: &Args) -> i32 {
@@ -86,7 +88,10 @@ fn compare_runs(args: &Args) -> Result<String, InputError> {
             let h = compare::find_history(&kept, &[&a, &b]);
             let spreads = h.map(|h| compare::spreads(h, &[&a.trace, &b.trace]));
             let name = h.map(|h| h.pipeline.clone());
-            compare::compare(&a, &b, false, &spreads.unwrap_or_default(), name)?
+            let mut c = compare::compare(&a, &b, false, &spreads.unwrap_or_default(), name)?;
+            c.machines = (args.machines.as_ref())
+                .map(|(table, headroom)| compare::Machines::of(&a, &b, table, *headroom));
+            c
         }
         (None, true) => {
             let dir = state.map_or("(no diagnosis.state_dir)".into(), |d| {
@@ -97,7 +102,11 @@ fn compare_runs(args: &Args) -> Result<String, InputError> {
             let usual = compare::usual_of(h, &a.trace)
                 .ok_or_else(|| InputError::NoEarlierRun(h.pipeline.clone(), a.label.clone()))?;
             let spreads = compare::spreads(h, &[&a.trace]);
-            compare::compare(&usual.run, &a, true, &spreads, Some(h.pipeline.clone()))?
+            let name = Some(h.pipeline.clone());
+            let mut c = compare::compare(&usual.run, &a, true, &spreads, name)?;
+            c.machines = (args.machines.as_ref())
+                .map(|(table, headroom)| compare::Machines::of(&usual.run, &a, table, *headroom));
+            c
         }
         (None, false) => return Err(InputError::OneSide),
     };

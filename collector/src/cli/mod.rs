@@ -223,14 +223,28 @@ pub fn main() -> i32 {
             usual,
             json,
             html,
-        } => compare::run(&compare::Args {
-            a,
-            b: b.as_deref(),
-            usual: *usual,
-            json: *json,
-            html: html.as_deref(),
-            state_dir: cli.load(None).ok().and_then(|c| c.diagnosis.state_dir),
-        }),
+        } => {
+            let cfg = match cli.load(None) {
+                Ok(c) => c,
+                Err(e) => return config_failed(e),
+            };
+            let machines = match crate::sizing::catalog(&cfg.sizing) {
+                Ok(m) => m.map(|m| (m, cfg.diagnosis.headroom)),
+                Err(e) => {
+                    eprintln!("pipetrace: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            compare::run(&compare::Args {
+                a,
+                b: b.as_deref(),
+                usual: *usual,
+                json: *json,
+                html: html.as_deref(),
+                state_dir: cfg.diagnosis.state_dir.clone(),
+                machines,
+            })
+        }
         Command::Status { json } => top::status(*json),
         Command::Top => top::top(),
         command => {

@@ -73,6 +73,13 @@ pub fn render(c: &Comparison) -> String {
             let _ = write!(out, "<h2>{side}</h2>{}", s.who.html());
         }
     }
+    if let Some(m) = &c.machines {
+        for (side, s) in [("A", &m.a), ("B", &m.b)] {
+            if let Some(s) = s {
+                let _ = write!(out, "<h2>{side}: machines</h2>{}", crate::sizing::html(s));
+            }
+        }
+    }
     out.push_str("</body></html>\n");
     out
 }

@@ -98,6 +98,28 @@ pub struct Comparison {
     pub moved: Vec<String>,
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
+    /// The cheapest machines for each side, where sizing is on (a usual has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machines: Option<Machines>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Machines {
+    pub a: Option<crate::sizing::Sizing>,
+    pub b: Option<crate::sizing::Sizing>,
+}
+
+impl Machines {
+    /// Each side's machines from its runs' needs, at `headroom`.
+    pub fn of(a: &Run, b: &Run, catalog: &crate::sizing::Catalog, headroom: f64) -> Self {
+        let size = |r: &Run| {
+            (r.needs.as_ref()).map(|n| crate::sizing::recommend_needs(n, catalog, headroom))
+        };
+        Self {
+            a: size(a),
+            b: size(b),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +182,7 @@ pub fn compare(
         tasks,
         only_a: m.only_a.iter().map(|&i| a.tasks[i].name.clone()).collect(),
         only_b: m.only_b.iter().map(|&j| b.tasks[j].name.clone()).collect(),
+        machines: None,
     })
 }
 

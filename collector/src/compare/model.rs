@@ -134,6 +134,9 @@ pub struct Run {
     /// Its cost and work by user and cost centre.
     #[serde(default)]
     pub who: crate::report::who::ByWho,
+    /// What each task needed of a machine (none for a usual, made from the history).
+    #[serde(default)]
+    pub needs: Option<crate::sizing::Needs>,
 }
 
 impl Run {
@@ -180,6 +183,7 @@ impl Run {
             currency: (spans.iter()).find_map(|s| s.text(attr::COST_CURRENCY).map(str::to_string)),
             tasks: tasks.into_values().collect(),
             who: crate::report::who::ByWho::of(spans),
+            needs: Some(crate::sizing::Needs::of(spans)),
         }
     }
 }

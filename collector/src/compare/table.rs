@@ -90,6 +90,14 @@ pub fn render(c: &Comparison, out: &mut String) {
             s.who.render(out);
         }
     }
+    if let Some(m) = &c.machines {
+        for (side, s) in [("A", &m.a), ("B", &m.b)] {
+            if let Some(s) = s {
+                let _ = writeln!(out, "\n{side}, machines:");
+                crate::sizing::text(s, out);
+            }
+        }
+    }
     match c.moved.len() {
         0 => out.push_str("\nnothing moved beyond noise\n"),
         n => {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use pipetrace_semconv::attr;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::{Kind, ReportSpan};
 
@@ -15,7 +15,7 @@ pub const LOCAL_DISK_ABOVE: f64 = 125.0 * 1048576.0;
 const MAX_TASKS: usize = 1000;
 
 /// One task's needs, the largest of its jobs' in each figure.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Need {
     pub jobs: u64,
     /// Wall seconds of all its jobs: what a machine of its own would be paid for.
@@ -40,7 +40,7 @@ pub struct Need {
 }
 
 /// Needs per task name, summed as spans come (a run may have many thousands of tasks).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Needs {
     pub tasks: BTreeMap<String, Need>,
     /// The run's wall seconds, when its span was seen.
