@@ -50,6 +50,10 @@ pub struct Now {
     pub total: Option<u32>,
     #[serde(default)]
     pub queued: Option<u32>,
+    /// Tasks running by the engine's records, where they tell running from queued (tasks
+    /// on other nodes, or in the engine's own process, that no process here shows).
+    #[serde(default)]
+    pub running: Option<u32>,
     /// What the pipeline's earlier runs usually took (the median of its last runs that
     /// succeeded), and the time this one has left by that, or by its pace so far.
     #[serde(default)]
@@ -77,6 +81,19 @@ impl Now {
     pub fn not_started(&self) -> Option<u32> {
         let started = self.done + self.tasks.len() as u32;
         self.total.map(|t| t.saturating_sub(started))
+    }
+
+    /// The engine's counts: its done and total stand, and its queued and running where it
+    /// says (else queued are those neither done nor seen running).
+    pub fn engine_says(&mut self, p: &crate::attribution::engines::Progress) {
+        (self.done, self.total) = (p.done, Some(p.total));
+        self.running = p.running();
+        self.queued = p.queued.or_else(|| self.not_started());
+    }
+
+    /// Tasks running: by the engine's records where they say, else those seen.
+    pub fn running_now(&self) -> u32 {
+        self.running.unwrap_or(self.tasks.len() as u32)
     }
 }
 
@@ -182,6 +199,7 @@ impl Watcher {
                     tasks: mine.map(|(_, _, t)| t.clone()).collect(),
                     total: None,
                     queued: None,
+                    running: None,
                     usual_s: None,
                     left_s: None,
                 },
@@ -273,16 +291,16 @@ fn duration(s: f64) -> String {
 /// The view as text lines at most `width` characters wide: the run, then at most `max`
 /// running tasks (the rest counted).
 pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
-    let counts = match (now.total, now.not_started()) {
+    let counts = match (now.total, now.queued.or_else(|| now.not_started())) {
         (Some(total), Some(queued)) => format!(
             "{} running, {queued} queued, {} of {total} done, {} failed",
-            now.tasks.len(),
+            now.running_now(),
             now.done,
             now.failed
         ),
         _ => format!(
             "{} running, {} done, {} failed",
-            now.tasks.len(),
+            now.running_now(),
             now.done,
             now.failed
         ),
@@ -413,6 +431,37 @@ mod tests {
         let mut unknown = Now { total: None, ..now };
         unknown.expect_end(None);
         assert_eq!(unknown.left_s, None, "nothing to judge by");
+    }
+
+    #[test]
+    fn an_engine_that_tells_queued_from_running_is_believed_over_what_is_seen() {
+        use crate::attribution::engines::Progress;
+        let mut now = Now {
+            run: "nf".into(),
+            elapsed_s: 5.0,
+            done: 0,
+            tasks: vec![task("a", 1.0)],
+            ..Default::default()
+        };
+        let mut by_count = now.clone();
+        by_count.engine_says(&Progress {
+            done: 1,
+            total: 5,
+            queued: None,
+        });
+        assert_eq!((by_count.queued, by_count.running), (Some(3), None));
+        // Jobs on other nodes: none seen here, three running by the engine's records.
+        now.tasks.clear();
+        now.engine_says(&Progress {
+            done: 1,
+            total: 6,
+            queued: Some(2),
+        });
+        assert_eq!((now.done, now.total, now.queued), (1, Some(6), Some(2)));
+        assert_eq!(
+            lines(&now, 200, 5)[0],
+            "pipetrace ▸ nf  5s  3 running, 2 queued, 1 of 6 done, 0 failed"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod cgroup;
 pub mod fake_gpu;
 pub mod metrics;
 pub mod podman;
+pub mod progress;
 pub mod prometheus;
 pub mod receiver;
 pub mod snakemake;

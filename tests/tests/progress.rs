@@ -7,10 +7,11 @@ use std::{
 };
 
 use pipetrace_e2e::{
-    metrics::flatten_metrics, own_agent, pipetrace, snakemake::newest_log, stderr,
+    own_agent,
+    progress::{metric_values, status_of},
+    snakemake::newest_log,
 };
-use pipetrace_semconv::{attr, metric};
-use serde_json::Value;
+use pipetrace_semconv::metric;
 
 /// What Snakemake's log says last: (done, total).
 fn log_progress(workdir: &Path) -> Option<(u32, u32)> {
@@ -19,19 +20,6 @@ fn log_progress(workdir: &Path) -> Option<(u32, u32)> {
     let (counts, _) = last.split_once(" steps (")?;
     let (done, total) = counts.split_once(" of ")?;
     Some((done.parse().ok()?, total.parse().ok()?))
-}
-
-/// This agent's view of run `name` in `pipetrace status --json`.
-fn status_of(agent_pid: u32, name: &str) -> Option<Value> {
-    let o = pipetrace().args(["status", "--json"]).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let agents: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let mine = agents.as_array()?.iter().find(|a| a["pid"] == agent_pid)?;
-    mine["runs"]
-        .as_array()?
-        .iter()
-        .find(|r| r["run"] == name)
-        .cloned()
 }
 
 #[test]
@@ -94,18 +82,7 @@ fn status_and_metrics_count_queued_running_and_done_as_snakemakes_log_does() {
     assert!(run.wait().unwrap().success());
     agent.stop();
     // The live metrics carried the same counts.
-    let metrics = std::fs::read_to_string(out.with_file_name("agent.metrics.otlp.jsonl")).unwrap();
-    let points: Vec<_> = (metrics.lines())
-        .flat_map(|l| flatten_metrics(serde_json::from_str(l).unwrap()))
-        .filter(|p| p.str(attr::CICD_PIPELINE_NAME) == name)
-        .collect();
-    let of = |m: &str| {
-        points
-            .iter()
-            .filter(|p| p.name == m)
-            .map(|p| p.value)
-            .collect::<Vec<_>>()
-    };
+    let of = |m: &str| metric_values(&out, &name, m);
     assert!(
         of(metric::TASKS_TOTAL).iter().all(|v| *v == 7.0) && !of(metric::TASKS_TOTAL).is_empty()
     );

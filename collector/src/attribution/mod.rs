@@ -318,14 +318,10 @@ impl Attributor {
         Some((r.info.name.clone(), r.info.tasks, r.info.failed))
     }
 
-    /// Tasks done of all it will run, for each run whose engine says (pipeline name, done,
-    /// total).
-    pub fn progress(&mut self) -> Vec<(ProcKey, String, u32, u32)> {
+    /// How far each run is whose engine says, with its pipeline name.
+    pub fn progress(&mut self) -> Vec<(ProcKey, String, engines::Progress)> {
         (self.runs.iter_mut())
-            .filter_map(|(k, r)| {
-                let (done, total) = r.adapter.progress()?;
-                Some((*k, r.info.name.clone(), done, total))
-            })
+            .filter_map(|(k, r)| Some((*k, r.info.name.clone(), r.adapter.progress()?)))
             .collect()
     }
 

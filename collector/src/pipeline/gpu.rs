@@ -42,16 +42,17 @@ impl Pipeline {
     pub fn progress(&mut self) -> Vec<crate::signals::metrics::progress::Progress> {
         let (running, _) = self.stalls.counts();
         (self.attr.progress().into_iter())
-            .map(|(_, pipeline, done, total)| {
-                let on = (running.iter())
-                    .filter(|((p, _), _)| *p == pipeline)
+            .map(|(_, pipeline, p)| {
+                let seen = (running.iter())
+                    .filter(|((name, _), _)| *name == pipeline)
                     .map(|(_, n)| *n as u32)
                     .sum();
                 crate::signals::metrics::progress::Progress {
                     pipeline,
-                    done,
-                    total,
-                    running: on,
+                    done: p.done,
+                    total: p.total,
+                    running: p.running().unwrap_or(seen),
+                    waiting: p.queued,
                 }
             })
             .collect()

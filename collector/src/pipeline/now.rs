@@ -94,12 +94,11 @@ impl Pipeline {
         let gpus = self.gpu.as_ref();
         let gpu = |pid| gpus.and_then(|g| g.now(pid));
         let mut runs = watcher.look(&self.attr, &self.tree, now, &read, &gpu, &mut judge);
-        // Where the engine says how many tasks there are, its count of those done stands.
+        // Where the engine says how many tasks there are, its counts stand.
         let progress = self.attr.progress();
         for r in &mut runs {
-            if let Some((_, _, done, total)) = progress.iter().find(|p| p.1 == r.run) {
-                (r.done, r.total) = (*done, Some(*total));
-                r.queued = r.not_started();
+            if let Some((_, _, p)) = progress.iter().find(|p| p.1 == r.run) {
+                r.engine_says(p);
             }
         }
         // Runs are listed by name; their pipelines' history by key.

@@ -107,6 +107,28 @@ pub struct Shared {
     pub part: Option<TaskInfo>,
 }
 
+/// How far a run is by its engine's records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Tasks ended, failed ones too.
+    pub done: u32,
+    /// Tasks the run will run, as far as the engine knows now: all of them (Snakemake), or
+    /// those it has started or submitted so far (Nextflow, Prefect).
+    pub total: u32,
+    /// Tasks waiting to run, where the records tell them from running ones (a Slurm job
+    /// still pending, a Prefect task run still pending); else (None) those neither done
+    /// nor seen running.
+    pub queued: Option<u32>,
+}
+
+impl Progress {
+    /// Tasks running by the records, where they say which are queued.
+    pub fn running(&self) -> Option<u32> {
+        let q = self.queued?;
+        Some(self.total.saturating_sub(self.done.saturating_add(q)))
+    }
+}
+
 /// One run of one engine.
 pub trait EngineRun: Send {
     /// The engine's name (`pipetrace.run.engine`).
@@ -119,8 +141,9 @@ pub trait EngineRun: Send {
     fn run_label(&self) -> Option<String> {
         None
     }
-    /// Tasks done of all the run will run, where the engine says (Snakemake's log).
-    fn progress(&mut self) -> Option<(u32, u32)> {
+    /// How far the run is, where the engine's records say (Snakemake's log, Nextflow's
+    /// log, Prefect's database).
+    fn progress(&mut self) -> Option<Progress> {
         None
     }
     /// Whether an engine task may start several processes (siblings): each is then a tool of

@@ -14,12 +14,14 @@ pub struct Progress {
     pub done: u32,
     pub total: u32,
     pub running: u32,
+    /// Waiting to run, where the engine's records say.
+    pub waiting: Option<u32>,
 }
 
 impl Progress {
-    /// Not started yet: what is neither done nor running.
+    /// Not started yet: what the engine says waits, else what is neither done nor running.
     pub fn queued(&self) -> u32 {
-        self.total.saturating_sub(self.done + self.running)
+        (self.waiting).unwrap_or_else(|| self.total.saturating_sub(self.done + self.running))
     }
 }
 
@@ -78,8 +80,14 @@ mod tests {
             done: 2,
             total: 6,
             running: 1,
+            waiting: None,
         };
         assert_eq!(p.queued(), 3);
+        let said = Progress {
+            waiting: Some(1),
+            ..p.clone()
+        };
+        assert_eq!(said.queued(), 1, "the engine's own count stands");
         let m = metrics(&[p], SystemTime::now());
         let names: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(

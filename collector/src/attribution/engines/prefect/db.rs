@@ -2,7 +2,8 @@
 //! API server): flow runs (`flow_run` with its flow's name from `flow`) and task runs
 //! (`task_run`), with names, UTC start and end times and `labels` (where Prefect's
 //! OpenTelemetry trace context is kept as `__OTEL_TRACEPARENT`), and each task run's states
-//! (`task_run_state`) stamped by the flow process. Opened read-only.
+//! (`task_run_state`) stamped by the flow process, and each run's state now (`state_type`).
+//! Opened read-only.
 use std::{
     path::{Path, PathBuf},
     time::SystemTime,
@@ -103,6 +104,20 @@ impl Db {
     pub fn task_run_end(&self, id: &str) -> Option<SystemTime> {
         let sql = "SELECT end_time FROM task_run WHERE id = ?1";
         time(self.conn.query_row(sql, [id], |r| r.get(0)).ok()?)
+    }
+
+    /// How many task runs of `flow_run` are in each state type now (`state_type`, None for
+    /// one with no state yet), subflows' placeholders left out.
+    pub fn task_states(&self, flow_run: &str) -> Vec<(Option<String>, u32)> {
+        let sql = "SELECT tr.state_type, COUNT(*) FROM task_run tr WHERE tr.flow_run_id = ?1 \
+                   AND NOT EXISTS(SELECT 1 FROM flow_run c WHERE c.parent_task_run_id = tr.id) \
+                   GROUP BY tr.state_type";
+        let Ok(mut stmt) = self.conn.prepare(sql) else {
+            return Vec::new();
+        };
+        let rows = stmt.query_map([flow_run], |r| Ok((r.get(0)?, r.get(1)?)));
+        rows.map(|rows| rows.filter_map(Result::ok).collect())
+            .unwrap_or_default()
     }
 
     pub fn task_runs(&self, flow_run: &str) -> Vec<TaskRun> {

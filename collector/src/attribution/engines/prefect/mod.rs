@@ -14,6 +14,7 @@ mod db;
 #[cfg(test)]
 mod fixtures;
 mod matching;
+mod progress;
 mod standing;
 
 pub use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
@@ -204,6 +205,18 @@ impl EngineRun for Prefect {
         // Its processes' rows may land up to ROW_DELAY after they end, and they end first.
         let end = self.db().and_then(|db| db.task_run_end(id));
         end.is_some_and(|e| e + 2 * ROW_DELAY < self.host.now())
+    }
+
+    /// The flow runs' task runs by state, from Prefect's database.
+    fn progress(&mut self) -> Option<super::Progress> {
+        if self.unreadable() {
+            return None;
+        }
+        let runs = self.flow_runs();
+        let db = self.db.as_ref().filter(|_| !runs.is_empty())?;
+        Some(progress::of(
+            runs.iter().flat_map(|f| db.task_states(&f.id)),
+        ))
     }
 
     fn trace_parent(&mut self) -> Option<String> {

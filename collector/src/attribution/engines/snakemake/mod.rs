@@ -301,8 +301,13 @@ impl EngineRun for Snakemake {
 
     /// As the log was last read for naming: reading it here, at the run's very start, could
     /// take the previous run's log of a rerun in place before Snakemake has begun its own.
-    fn progress(&mut self) -> Option<(u32, u32)> {
-        self.records.progress
+    fn progress(&mut self) -> Option<super::Progress> {
+        let (done, total) = self.records.progress?;
+        Some(super::Progress {
+            done,
+            total,
+            queued: None,
+        })
     }
 
     fn pipeline_key(&self) -> String {

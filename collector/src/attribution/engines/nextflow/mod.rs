@@ -14,6 +14,10 @@
 //! reads it in its working directory, a task's node beside the work directory
 //! (`<launch>/work/<2 hex>/<30 hex>`): the running run's session id and name name the run
 //! alike on both, and the task is a part of the head's run.
+//!
+//! How far a head's run is comes from its `.nextflow.log` (see `progress`).
+mod progress;
+
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
@@ -49,6 +53,8 @@ struct Nextflow {
     identity: Option<String>,
     /// Tasks named when they started, from their `.command.run`.
     named: HashMap<ProcKey, TaskInfo>,
+    /// A head's log, for how far the run is.
+    log: Option<progress::LogProgress>,
 }
 
 fn start(image: &Image, _started: SystemTime, host: SharedHost) -> Box<dyn EngineRun> {
@@ -90,7 +96,15 @@ fn start_task(
     };
     let cwd = image.cwd.as_ref().map(|c| c.display().to_string());
     let key = digest(&["nextflow", &pipeline, cwd.as_deref().unwrap_or("")]);
+    let log = match (&task_root, &image.cwd) {
+        (None, Some(cwd)) => Some(progress::LogProgress::new(
+            host.clone(),
+            log_file(cwd, args),
+        )),
+        _ => None,
+    };
     Box::new(Nextflow {
+        log,
         key: format!("{}-{key}", pipeline.replace('/', "_")),
         pipeline,
         identity: launch.as_deref().and_then(|l| running_in(&*host, l)),
@@ -99,6 +113,20 @@ fn start_task(
         launch,
         named: HashMap::new(),
     })
+}
+
+/// The head's log: `-log FILE` (an option before the command), else `.nextflow.log`, in its
+/// working directory.
+fn log_file(cwd: &Path, args: &[String]) -> PathBuf {
+    let command = args.iter().position(|a| a == "run");
+    let options = &args[..command.unwrap_or(args.len())];
+    let given = (options.iter().position(|a| a == "-log")).and_then(|i| args.get(i + 1));
+    cwd.join(given.map_or(".nextflow.log", String::as_str))
+}
+
+/// The session id of a run's identity (`nextflow/<session>/<name>`).
+fn session_of(identity: &str) -> Option<&str> {
+    identity.strip_prefix("nextflow/")?.split('/').next()
 }
 
 /// The run Nextflow runs now from `launch`: the last record of its `.nextflow/history`, if
@@ -202,6 +230,16 @@ impl EngineRun for Nextflow {
 
     fn pipeline_key(&self) -> String {
         self.key.clone()
+    }
+
+    /// A head's tasks submitted, ended, and waiting in a grid scheduler, by its log.
+    fn progress(&mut self) -> Option<super::Progress> {
+        let log = self.log.as_mut()?;
+        if self.identity.is_none() {
+            self.identity = (self.launch.as_deref()).and_then(|l| running_in(&*self.host, l));
+        }
+        log.set_session(session_of(self.identity.as_deref()?)?);
+        log.progress()
     }
 
     fn needs_cwd(&self, argv: &[String]) -> bool {
@@ -385,6 +423,30 @@ mod tests {
         assert!(
             under_batch(live(), &elsewhere).is_none(),
             "no .command.run there"
+        );
+    }
+
+    #[test]
+    fn a_heads_log_is_its_launch_directorys_or_the_one_it_was_given() {
+        let cwd = Path::new("/launch");
+        let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            log_file(cwd, &args("/opt/nextflow run main.nf -resume")),
+            cwd.join(".nextflow.log")
+        );
+        assert_eq!(
+            log_file(cwd, &args("/opt/nextflow -log logs/nf.log run main.nf")),
+            cwd.join("logs/nf.log")
+        );
+        assert_eq!(
+            log_file(cwd, &args("run main.nf -log x")),
+            cwd.join(".nextflow.log"),
+            "a pipeline's option is no log"
+        );
+        let uuid = "0b1d9c1e-6f7a-4c2b-9a55-3c0f1b2e4d6a";
+        assert_eq!(
+            session_of(&format!("nextflow/{uuid}/sad_turing")),
+            Some(uuid)
         );
     }
 

@@ -1,0 +1,182 @@
+//! Queued, running and done while a Nextflow run goes, as its own records say: `pipetrace
+//! status` and the live metrics count the tasks `.nextflow.log` says were submitted and
+//! completed, and with the Slurm executor those whose job has not begun (no `.command.begin`
+//! in its work directory, Nextflow's own test) as queued. Nextflow cannot run on these
+//! machines (its launcher downloads its jar): the run is the STAND-IN of tests/data/nextflow
+//! (clearly not Nextflow: a real JVM that submits and logs as Nextflow does).
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use pipetrace_e2e::{
+    own_agent,
+    progress::{metric_values, status_of},
+    slurm_up, slurm_wait_gone,
+};
+use pipetrace_semconv::metric;
+use serde_json::Value;
+
+const TASKS: usize = 6;
+
+/// What the run's records say now: tasks submitted, completed, and (grid jobs) submitted,
+/// not completed and not begun.
+#[derive(Debug, PartialEq, Eq)]
+struct Records {
+    submitted: u64,
+    completed: u64,
+    waiting: u64,
+}
+
+/// The work directory a `… workDir: DIR` message names.
+fn work_dir(line: &str) -> Option<PathBuf> {
+    let (_, rest) = line.rsplit_once("workDir: ")?;
+    Some(PathBuf::from(rest.split([' ', ']']).next()?))
+}
+
+fn records(launch: &Path) -> Records {
+    let log = std::fs::read_to_string(launch.join(".nextflow.log")).unwrap_or_default();
+    let submitted = log.lines().filter(|l| l.contains("] Submitted process > "));
+    let completed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" - Task completed > "))
+        .collect();
+    let ended: BTreeSet<PathBuf> = completed.iter().filter_map(|l| work_dir(l)).collect();
+    let grid = (log.lines())
+        .filter(|l| l.contains("[SLURM] submitted process "))
+        .filter_map(work_dir);
+    let waiting = grid
+        .filter(|d| !ended.contains(d) && !d.join(".command.begin").exists())
+        .count();
+    Records {
+        submitted: submitted.count() as u64,
+        completed: completed.len() as u64,
+        waiting: waiting as u64,
+    }
+}
+
+/// The agent's counts of a run: done, total, queued.
+fn counts(now: &Value) -> Option<Records> {
+    Some(Records {
+        submitted: now["total"].as_u64()?,
+        completed: now["done"].as_u64()?,
+        waiting: now["queued"].as_u64()?,
+    })
+}
+
+/// The stand-in running `name` (a pipeline named alike) in `launch`, with `args`.
+fn start(launch: &Path, name: &str, script: &str, args: &[&str]) -> Child {
+    let tasks: String = (0..TASKS)
+        .map(|i| format!("new\tSTEP_{name} (s{i})\t{script}\n"))
+        .collect();
+    std::fs::write(launch.join("tasks.tsv"), tasks).unwrap();
+    let stand_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow");
+    Command::new(stand_in)
+        .args(["run", name])
+        .args(args)
+        .current_dir(launch)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Polls until the agent's view of run `name` and the records agree at a moment `wanted`
+/// holds; the view then, or a panic with what both said.
+fn agreed(
+    agent: u32,
+    name: &str,
+    launch: &Path,
+    run: &mut Child,
+    wanted: fn(&Records) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut last = Vec::new();
+    while Instant::now() < deadline && run.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = status_of(agent, name);
+        let said = records(launch);
+        last.push(format!("{:?} / {said:?}", now.as_ref().and_then(counts)));
+        if let Some(now) = now
+            && counts(&now).as_ref() == Some(&said)
+            && wanted(&said)
+        {
+            return now;
+        }
+    }
+    panic!(
+        "the agent's view never matched the run's records:\n{}",
+        last.join("\n")
+    );
+}
+
+#[test]
+fn status_counts_a_local_run_as_its_log_does_while_tasks_wait_for_a_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, out) = own_agent(dir.path(), "agent", "metrics:\n  interval: 500ms\n");
+    let name = format!("progress-{}.nf", std::process::id());
+    let mut run = start(dir.path(), &name, "sleep 4", &["-process.maxForks=2"]);
+    // Some done, not all submitted: Nextflow logs a task only as a slot frees for it.
+    let now = agreed(agent.pid(), &name, dir.path(), &mut run, |r| {
+        r.completed >= 1 && r.submitted < TASKS as u64
+    });
+    let (done, total) = (
+        now["done"].as_u64().unwrap(),
+        now["total"].as_u64().unwrap(),
+    );
+    assert_eq!(now["queued"], 0, "a local task runs once submitted: {now}");
+    assert_eq!(now["running"].as_u64(), Some(total - done), "{now}");
+    assert!(total - done <= 2, "maxForks 2: {now}");
+    assert!(run.wait().unwrap().success());
+    agent.stop();
+    // The metrics carried the log's counts as they grew, to all six done.
+    let of = |m: &str| metric_values(&out, &name, m);
+    let (totals, dones) = (of(metric::TASKS_TOTAL), of(metric::TASKS_DONE));
+    assert!(totals.windows(2).all(|w| w[0] <= w[1]), "{totals:?}");
+    assert!(dones.windows(2).all(|w| w[0] <= w[1]), "{dones:?}");
+    assert!(totals.iter().any(|t| *t < TASKS as f64), "{totals:?}");
+    assert_eq!(totals.last(), Some(&(TASKS as f64)), "{totals:?}");
+    assert!(dones.last().is_some_and(|d| *d >= 4.0), "{dones:?}");
+    assert!(of(metric::TASKS_QUEUED).iter().all(|q| *q == 0.0));
+}
+
+#[test]
+fn status_counts_jobs_pending_in_slurm_as_queued() {
+    slurm_up();
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, out) = own_agent(dir.path(), "agent", "metrics:\n  interval: 500ms\n");
+    let name = format!("progress-slurm-{}.nf", std::process::id());
+    // More jobs than the single node has CPUs: some wait in Slurm.
+    let mut run = start(
+        dir.path(),
+        &name,
+        "sleep 4",
+        &["-process.executor=slurm", "-executor.queueSize=10"],
+    );
+    let now = agreed(agent.pid(), &name, dir.path(), &mut run, |r| {
+        r.submitted == TASKS as u64 && r.waiting >= 1
+    });
+    let (done, total) = (
+        now["done"].as_u64().unwrap(),
+        now["total"].as_u64().unwrap(),
+    );
+    let queued = now["queued"].as_u64().unwrap();
+    assert_eq!(
+        now["running"].as_u64(),
+        Some(total - done - queued),
+        "the jobs begun run, though no process of theirs is the head's: {now}"
+    );
+    let ok = run.wait().unwrap().success();
+    let jobs: Vec<String> = (0..TASKS)
+        .map(|i| format!("nf-STEP_{name}_(s{i})"))
+        .collect();
+    slurm_wait_gone(&["-n", &jobs.join(",")]);
+    agent.stop();
+    assert!(ok);
+    let queued_seen = metric_values(&out, &name, metric::TASKS_QUEUED);
+    assert!(queued_seen.iter().any(|q| *q >= 1.0), "{queued_seen:?}");
+    let totals = metric_values(&out, &name, metric::TASKS_TOTAL);
+    assert_eq!(totals.last(), Some(&(TASKS as f64)), "{totals:?}");
+}
