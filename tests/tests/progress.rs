@@ -7,11 +7,12 @@ use std::{
 };
 
 use pipetrace_e2e::{
-    own_agent,
+    own_agent, pipetrace,
     progress::{metric_values, status_of},
     snakemake::newest_log,
+    stderr,
 };
-use pipetrace_semconv::metric;
+use pipetrace_semconv::{attr, metric};
 
 /// What Snakemake's log says last: (done, total).
 fn log_progress(workdir: &Path) -> Option<(u32, u32)> {

@@ -38,13 +38,7 @@ fn median_of(v: impl Iterator<Item = f64>) -> f64 {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    crate::diagnosis::median(&mut v)
 }
 
 /// The smallest change that is not noise, whatever the history says, and the share of

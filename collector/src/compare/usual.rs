@@ -106,11 +106,5 @@ pub fn usual_of(h: &HistoryKept, exclude: &str) -> Option<Usual> {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    crate::diagnosis::median(&mut v)
 }

@@ -104,13 +104,14 @@ fn file_name(pipeline: &str) -> String {
     format!("{}.json", safe.trim_start_matches('.'))
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median (0 of none).
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 

@@ -9,7 +9,8 @@ pub mod watch;
 
 pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
 pub use history::{
-    History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, Slower, read_all as read_history,
+    History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, Slower, median,
+    read_all as read_history,
 };
 pub use rightsizing::{GpuRightsizing, Rightsizing, gpus as gpu_rightsizing, judge as rightsizing};
 pub use stalls::{Stall, Stalls};
