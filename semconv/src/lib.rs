@@ -10,6 +10,8 @@ pub mod attr {
     pub const RUN_ENGINE: &str = "pipetrace.run.engine";
     pub const RUN_TASKS: &str = "pipetrace.run.tasks";
     pub const RUN_TASKS_FAILED: &str = "pipetrace.run.tasks_failed";
+    pub const RUN_TASKS_PLANNED: &str = "pipetrace.run.tasks_planned";
+    pub const RUN_TASKS_DONE: &str = "pipetrace.run.tasks_done";
     pub const RUN_LABEL: &str = "pipetrace.run.label";
     pub const STARTED_NAME: &str = "pipetrace.started.name";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
@@ -149,6 +151,8 @@ pub mod attr {
         RUN_ENGINE,
         RUN_TASKS,
         RUN_TASKS_FAILED,
+        RUN_TASKS_PLANNED,
+        RUN_TASKS_DONE,
         RUN_LABEL,
         STARTED_NAME,
         TASK_WILDCARDS,

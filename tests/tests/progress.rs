@@ -98,6 +98,22 @@ fn status_and_metrics_count_queued_running_and_done_as_snakemakes_log_does() {
         "done never goes back: {done_seen:?}"
     );
     assert!(done_seen.last().is_some_and(|d| *d >= 5.0), "{done_seen:?}");
+    // The run span says how far it got as Snakemake's log last said.
+    let (done, total) = log_progress(&wf).expect("Snakemake's last count");
+    let spans = pipetrace_e2e::read_jsonl(&out);
+    let run = (spans.iter())
+        .find(|s| s.is_run() && s.str(attr::CICD_PIPELINE_NAME) == name)
+        .expect("the run span");
+    assert_eq!(
+        run.int(attr::RUN_TASKS_PLANNED),
+        Some(i64::from(total)),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.int(attr::RUN_TASKS_DONE),
+        Some(i64::from(done)),
+        "{run:?}"
+    );
 }
 
 /// The expected end of a run: from the fourth run of a pipeline on, its `run started` span

@@ -119,6 +119,8 @@ pub struct RunInfo {
     pub key: String,
     /// The engine's own name of the run (a Prefect flow run's).
     pub label: Option<String>,
+    /// How far it got by its engine's records as it ended, where the engine says.
+    pub progress: Option<engines::Progress>,
 }
 
 /// The engine's helpers of one run, summed.

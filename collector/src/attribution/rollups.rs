@@ -77,6 +77,9 @@ impl Attributor {
             info.name = run.adapter.pipeline_name();
             info.label = run.adapter.run_label();
         }
+        if let Some(run) = self.runs.get_mut(&root.key) {
+            info.progress = run.adapter.progress();
+        }
         if let Some(run) = self.runs.get_mut(&root.key)
             && run.helpers.info.helpers > 0
         {

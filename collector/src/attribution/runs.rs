@@ -39,6 +39,7 @@ impl Attributor {
             failed: 0,
             key: adapter.pipeline_key(),
             label: None,
+            progress: None,
         };
         let run = Run {
             info,

@@ -188,6 +188,10 @@ impl SpanBuilder {
         if let Some(label) = &info.label {
             a.push(KeyValue::new(attr::RUN_LABEL, label.clone()));
         }
+        if let Some(p) = &info.progress {
+            a.push(KeyValue::new(attr::RUN_TASKS_PLANNED, i64::from(p.total)));
+            a.push(KeyValue::new(attr::RUN_TASKS_DONE, i64::from(p.done)));
+        }
         self.process_attrs(p, false, &mut a);
         let (m, d) = (self.measured, &self.diagnosis);
         usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
