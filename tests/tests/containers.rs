@@ -29,10 +29,20 @@ async fn a_podman_containers_tools_carry_its_id_runtime_name_and_labels() {
     let cidfile = dir.path().join("cid");
     let name = format!("pipetrace-test-{}", std::process::id());
     let o = pipetrace()
+        // Who pays for what runs on the host; the container's label says for its own.
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "pipetrace.cost.centre=host-default",
+        )
         .args(["--endpoint", &rx.grpc_url(), "run", "--no-summary", "--"])
         .arg("podman")
         .args(PODMAN_RUN)
-        .args(["--label", "pipeline=align"])
+        .args([
+            "--label",
+            "pipeline=align",
+            "--label",
+            "cost-centre=genomics-core",
+        ])
         .arg("--name")
         .arg(&name)
         .arg("--cidfile")
@@ -58,10 +68,12 @@ async fn a_podman_containers_tools_carry_its_id_runtime_name_and_labels() {
         assert_eq!(s.str(attr::CONTAINER_RUNTIME), "podman");
         assert_eq!(s.str(attr::CONTAINER_NAME), name);
         assert_eq!(s.str("container.label.pipeline"), "align");
+        assert_eq!(s.str(attr::COST_CENTRE), "genomics-core", "{s:?}");
     }
     // The podman client itself runs on the host.
     let client = spans.iter().find(|s| s.is_run()).expect("run span");
     assert!(client.attr(attr::CONTAINER_ID).is_none(), "{client:?}");
+    assert_eq!(client.str(attr::COST_CENTRE), "host-default", "{client:?}");
 }
 
 /// A cgroup directory the test makes (and removes) in the unified hierarchy.
