@@ -32,9 +32,16 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
         }
     };
     let runs = report::by_run(&spans);
-    let size = |run: &[ReportSpan]| {
-        (machines.as_ref()).map(|m| sizing::recommend(run, m, cfg.diagnosis.headroom))
-    };
+    // Each run sized once, for the text (or JSON) and the page.
+    let sized: std::collections::HashMap<&str, sizing::Sizing> = (machines.as_ref())
+        .map(|m| {
+            (runs.iter())
+                .filter_map(|run| Some((run.first()?.trace.as_str(), run)))
+                .map(|(trace, run)| (trace, sizing::recommend(run, m, cfg.diagnosis.headroom)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let size = |run: &[ReportSpan]| sized.get(run.first()?.trace.as_str());
     if ask.json {
         println!("{}", json(&runs, &size));
     } else {
@@ -44,7 +51,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     }
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
-    let more = |run: &[ReportSpan]| size(run).map(|s| sizing::html(&s)).unwrap_or_default();
+    let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
     match super::run::write_report(&path, &report::html_with(&spans, &more)) {
         Ok(()) => {
             eprintln!("pipetrace: report written to {}", path.display());
@@ -57,7 +64,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     }
 }
 
-type Size<'a> = &'a dyn Fn(&[ReportSpan]) -> Option<sizing::Sizing>;
+type Size<'a> = &'a dyn Fn(&[ReportSpan]) -> Option<&'a sizing::Sizing>;
 
 /// Each run's table and machines, under a heading where the file holds several.
 fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
@@ -72,7 +79,7 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
         }
         table.render(&mut out);
         if let Some(s) = size(run) {
-            sizing::text(&s, &mut out);
+            sizing::text(s, &mut out);
         }
     }
     out

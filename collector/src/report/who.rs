@@ -38,11 +38,18 @@ impl ByWho {
     /// Totals over every run in `spans`; empty when no span names a user or a cost centre.
     pub fn of(spans: &[ReportSpan]) -> Self {
         let mut out = Self::default();
-        for run in super::by_run(spans) {
+        // Grouped by trace without copying the spans (an agent's file may hold millions).
+        let mut traces: BTreeMap<&str, Vec<&ReportSpan>> = BTreeMap::new();
+        for s in spans {
+            traces.entry(s.trace.as_str()).or_default().push(s);
+        }
+        for run in traces.values() {
             let mut tasks = run.iter().filter(|s| s.kind == Kind::Task).count() as u64;
             // A trace may hold several run spans, each of its own processes: a Slurm job's
             // run and its steps' parts (tasks of it, each on its node).
-            let roots: Vec<&ReportSpan> = run.iter().filter(|s| s.kind == Kind::Run).collect();
+            let roots: Vec<&ReportSpan> = (run.iter().copied())
+                .filter(|s| s.kind == Kind::Run)
+                .collect();
             if roots.is_empty() {
                 (run.iter().filter(|s| s.kind == Kind::Task)).for_each(|t| out.add(t, 0, 1));
                 continue;
@@ -64,16 +71,21 @@ impl ByWho {
         out
     }
 
+    /// The sums of span `s`'s user and of its cost centre.
+    fn sums_of(&mut self, s: &ReportSpan) -> [&mut Sum; 2] {
+        let user = user_of(s).unwrap_or(UNKNOWN).to_string();
+        let centre = s.text(attr::COST_CENTRE).unwrap_or(UNKNOWN).to_string();
+        [
+            self.users.entry(user).or_default(),
+            self.centres.entry(centre).or_default(),
+        ]
+    }
+
     fn add(&mut self, s: &ReportSpan, runs: u64, tasks: u64) {
         if self.currency.is_none() {
             self.currency = s.text(attr::COST_CURRENCY).map(str::to_string);
         }
-        let user = user_of(s).unwrap_or(UNKNOWN).to_string();
-        let centre = s.text(attr::COST_CENTRE).unwrap_or(UNKNOWN).to_string();
-        for sum in [
-            self.users.entry(user).or_default(),
-            self.centres.entry(centre).or_default(),
-        ] {
+        for sum in self.sums_of(s) {
             sum.runs += runs;
             sum.tasks += tasks;
             sum.cpu_s += s.cpu();
@@ -83,10 +95,9 @@ impl ByWho {
 
     /// Tasks of a trace whose run span is not in the file, with a part's user.
     fn add_tasks(&mut self, s: &ReportSpan, tasks: u64) {
-        let user = user_of(s).unwrap_or(UNKNOWN).to_string();
-        let centre = s.text(attr::COST_CENTRE).unwrap_or(UNKNOWN).to_string();
-        self.users.entry(user).or_default().tasks += tasks;
-        self.centres.entry(centre).or_default().tasks += tasks;
+        for sum in self.sums_of(s) {
+            sum.tasks += tasks;
+        }
     }
 
     pub fn is_empty(&self) -> bool {
