@@ -109,8 +109,11 @@ fn cheaper(a: &Instance, b: &Instance) -> std::cmp::Ordering {
 
 /// The machines that fit `need`, for `wall_s` seconds.
 pub fn fit(need: &Need, wall_s: f64, catalog: &Catalog, headroom: f64) -> Fit {
+    let fitting: Vec<&Instance> = (catalog.instances.iter())
+        .filter(|i| fits(i, need, headroom))
+        .collect();
     let mut best: BTreeMap<(&str, &str), &Instance> = BTreeMap::new();
-    for i in catalog.instances.iter().filter(|i| fits(i, need, headroom)) {
+    for &i in &fitting {
         let at = best
             .entry((i.cloud.as_str(), i.region.as_str()))
             .or_insert(i);
@@ -120,15 +123,11 @@ pub fn fit(need: &Need, wall_s: f64, catalog: &Catalog, headroom: f64) -> Fit {
     }
     let mut by_region: Vec<&Instance> = best.into_values().collect();
     by_region.sort_by(|a, b| cheaper(a, b));
-    let spot = catalog
-        .instances
-        .iter()
-        .filter(|i| fits(i, need, headroom))
-        .min_by(|a, b| {
-            a.spot_usd
-                .total_cmp(&b.spot_usd)
-                .then_with(|| cheaper(a, b))
-        });
+    let spot = (fitting.iter().copied()).min_by(|a, b| {
+        a.spot_usd
+            .total_cmp(&b.spot_usd)
+            .then_with(|| cheaper(a, b))
+    });
     Fit {
         need: need.clone(),
         vcpus: need.vcpus(headroom),
