@@ -19,14 +19,16 @@ test: setup lint fuzz-smoke unit-unprivileged
 	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
 
-# The core's unit tests need no root, no kernel and no /proc of their own: run them as
-# nobody (uid 65534) to keep it so.
+# The core's unit tests (the core crate's and the collector's) need no root, no kernel and
+# no /proc of their own: run them as nobody (uid 65534) to keep it so.
 unit-unprivileged: setup
-	@bin=$$($(CARGO) test -p pipetrace --lib --no-run --message-format=json 2>/dev/null \
+	@for p in pipetrace-core pipetrace; do \
+	 bin=$$($(CARGO) test -p $$p --lib --no-run --message-format=json 2>/dev/null \
 	   | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4) && \
 	 dir=$$(mktemp -d) && cp "$$bin" "$$dir/unit" && chmod -R a+rx "$$dir" && \
 	 (cd "$$dir" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$$dir" ./unit -q) ; \
-	 rc=$$?; rm -rf "$$dir"; exit $$rc
+	 rc=$$?; rm -rf "$$dir"; [ $$rc = 0 ] || exit $$rc; \
+	done
 
 # cargo-fuzz targets (tests/fuzz): config parsing, argv splitting and redaction, kernel event
 # decoding. `make test` runs each for FUZZ_SECONDS, built unoptimized (`--dev`: an optimized

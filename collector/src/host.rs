@@ -2,16 +2,12 @@
 //! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
 //! process's environment, never asks the network.
 mod cloud;
-#[cfg(any(test, feature = "fake-host"))]
-pub mod fake;
 mod idle;
 mod kept;
 mod live;
 pub mod pidns;
-pub mod port;
 pub mod slurm_alloc;
 pub mod slurm_jobs;
-mod usage_now;
 
 use std::{
     fs,
@@ -23,23 +19,37 @@ pub use crate::facts::{ns_per_tick, page_size};
 pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
 pub use idle::IdleClock;
 pub use live::LiveHost;
+#[cfg(any(test, feature = "fake-host"))]
+pub use pipetrace_core::port::fake;
+pub use pipetrace_core::port::{self, HostError, Live, ProcSnapshot};
 pub use port::{FileFacts, Host, SharedHost, TcpLink};
 pub use slurm_jobs::{JobRecord, RecordCell};
-pub use usage_now::Live;
+
+/// Who a fake host is, as the resource and span builder see it (node `node1`).
+#[cfg(any(test, feature = "fake-host"))]
+pub fn fake_info(fake: &fake::FakeHost) -> HostInfo {
+    let boot = fake
+        .wall(0)
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    HostInfo {
+        boot_id: "b".into(),
+        host_id: "h".into(),
+        host_name: "node1".into(),
+        arch: None,
+        os_version: None,
+        cloud: Default::default(),
+        boot_to_unix_ns: boot.as_nanos() as i128,
+    }
+}
+
+/// The machine this runs on.
+pub fn live() -> SharedHost {
+    std::sync::Arc::new(LiveHost)
+}
 
 /// OTel `os.type`: the only one pipetrace runs on.
 pub const OS_TYPE: &str = "linux";
-
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path} has no line of CPU totals")]
-    NoCpuTotals { path: String },
-}
 
 fn read(path: &str) -> Result<String, HostError> {
     fs::read_to_string(path).map_err(|source| HostError::Read {
@@ -159,20 +169,6 @@ pub fn suspended_ns() -> u64 {
 
 fn boot_to_unix_ns() -> i128 {
     clock_ns(libc::CLOCK_REALTIME) - clock_ns(libc::CLOCK_BOOTTIME)
-}
-
-/// A process as the /proc scan sees it.
-#[derive(Clone, Debug)]
-pub struct ProcSnapshot {
-    pub pid: u32,
-    pub ppid: u32,
-    pub start_ticks: u64,
-    pub comm: String,
-    pub exe: Option<PathBuf>,
-    pub argv: Vec<String>,
-    pub cwd: Option<PathBuf>,
-    /// Its real user id.
-    pub uid: Option<u32>,
 }
 
 pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {

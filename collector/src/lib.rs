@@ -1,23 +1,20 @@
 //! pipetrace's collector: probes -> events -> process tree -> attribution -> signals -> export.
-pub mod accounting;
+// The core's modules, at the paths the rest of the crate has always used.
+pub use pipetrace_core::{accounting, containers, event, facts, files, redact, tree};
+
 pub mod attribution;
 pub mod awaiting;
 pub mod cgroup;
 pub mod cli;
 pub mod compare;
-pub mod containers;
 pub mod diagnosis;
-pub mod event;
 pub mod export;
-pub mod facts;
-pub mod files;
 pub mod gpu;
 pub mod host;
 pub mod live;
 pub mod pipeline;
 pub mod poller;
 pub mod probes;
-pub mod redact;
 pub mod report;
 pub mod sched;
 pub mod scope;
@@ -25,4 +22,3 @@ pub mod signals;
 pub mod sizing;
 pub mod source;
 pub mod status;
-pub mod tree;

@@ -71,7 +71,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let target = (dest.otlp.clone())
         .or(dest.file.as_ref().map(|f| f.display().to_string()))
         .unwrap_or_default();
-    let machine = crate::host::port::live();
+    let machine = crate::host::live();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
     let mut pipe = pipeline(cfg, &host, attr, builder, exporter, false)?
         .with_procfs(events.is_polling())

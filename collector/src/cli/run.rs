@@ -49,7 +49,7 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
             .with_diagnosis(cfg.diagnosis.clone())
             .with_cost(cfg.cost.clone())
             .with_who(
-                crate::host::port::live(),
+                crate::host::live(),
                 crate::signals::who::Centre::of_config(cfg),
             ),
         host,
@@ -175,7 +175,7 @@ pub async fn run(
         .id()
         .context("the command exited before it could be traced")?;
     forwarder.started(root_pid);
-    let machine = crate::host::port::live();
+    let machine = crate::host::live();
     let attr = Attributor::new(
         Mode::Run { root_pid },
         &cfg.attribution,

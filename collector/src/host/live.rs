@@ -14,9 +14,9 @@ use super::{
     port::{FileFacts, Host, TcpLink},
 };
 use super::{
+    Live,
     slurm_alloc::{self, AllocCell},
     slurm_jobs::{self, RecordCell},
-    usage_now::Live,
 };
 
 /// This machine: /proc, its files, its clocks.

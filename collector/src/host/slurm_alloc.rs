@@ -3,14 +3,11 @@
 //! controller records the session the allocation was asked from (`AllocSID`), whether it has
 //! a batch script, and when it was submitted. A thread of its own asks `squeue` until one
 //! job fits (or the time is up), so the events never wait for the controller.
-use std::{
-    sync::{Arc, OnceLock},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 /// The job an allocation client created: set once Slurm has answered, `None` inside when it
 /// never told one job (no Slurm, gone, or several that fit).
-pub type AllocCell = Arc<OnceLock<Option<u64>>>;
+pub use pipetrace_core::port::AllocCell;
 
 /// Lookups running at once at most; past it a client goes without its job.
 const LOOKUPS: usize = 64;

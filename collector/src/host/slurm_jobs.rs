@@ -1,22 +1,9 @@
 //! What Slurm says of a job that its cgroup path cannot (its place in a job array, its
 //! user's name), from `squeue` on the node: asked once per job by a thread of its own, so a
 //! slow controller never holds up the events, and filled in when Slurm answers.
-use std::{
-    collections::HashMap,
-    sync::{Arc, OnceLock, mpsc},
-};
+use std::{collections::HashMap, sync::mpsc};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct JobRecord {
-    /// (the array's job id, this job's index in it), for a job of a job array.
-    pub array: Option<(u64, u32)>,
-    pub user: Option<String>,
-    /// The account it is charged to (`--account`, or the user's default association).
-    pub account: Option<String>,
-}
-
-/// A job's record: empty until Slurm has answered (and for good if it never does).
-pub type RecordCell = Arc<OnceLock<JobRecord>>;
+pub use pipetrace_core::port::{JobRecord, RecordCell};
 
 /// Jobs asked about at most at once; past it a job goes without its record.
 const QUEUE: usize = 256;

@@ -443,12 +443,7 @@ mod tests {
             ..Default::default()
         };
         let resource = opentelemetry_sdk::Resource::builder_empty().build();
-        Metrics::new(
-            &cfg,
-            Measured::default(),
-            &resource,
-            crate::host::port::live(),
-        )
+        Metrics::new(&cfg, Measured::default(), &resource, crate::host::live())
     }
 
     #[test]

@@ -330,7 +330,7 @@ impl EngineRun for Nextflow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::{LiveHost, port::live};
+    use crate::host::{LiveHost, live};
 
     #[test]
     fn both_header_formats_name_the_task() {

@@ -64,7 +64,7 @@ mod tests {
         assert_eq!(script_in(&line), Some(abs.as_str()));
         assert_eq!(script_in(&abs), Some(abs.as_str()), "bash's argument");
         assert_eq!(script_in("echo .snakemake/shell_tmp.x"), None);
-        let host = crate::host::port::live();
+        let host = crate::host::live();
         assert_eq!(read(&host, dir.path(), &abs), Some(normalize(&cmd)));
         assert!(runs_from_file(&cmd) && !runs_from_file("echo hi"));
     }

@@ -393,11 +393,7 @@ mod tests {
                 .unwrap()
         };
         touch();
-        let mut m = Metadata::new(
-            tmp.path(),
-            SystemTime::UNIX_EPOCH,
-            crate::host::port::live(),
-        );
+        let mut m = Metadata::new(tmp.path(), SystemTime::UNIX_EPOCH, crate::host::live());
         m.refresh();
         assert!(m.records.is_empty(), "nothing whole to read yet");
         let rec = r#"{"rule": "py_job", "shellcmd": null, "code": "x", "starttime": 5.0, "endtime": 6.0}"#;
@@ -437,7 +433,7 @@ mod tests {
         set_time(&path, started - Duration::from_millis(500));
         // The folder's time long settled: only a look by name finds a rewrite in place.
         set_time(&dir, started - Duration::from_secs(60));
-        let mut m = Metadata::new(tmp.path(), started, crate::host::port::live());
+        let mut m = Metadata::new(tmp.path(), started, crate::host::live());
         m.expect(&["out/s2.py.txt".to_string()]);
         m.refresh();
         assert!(m.records.is_empty(), "an earlier run's: {:?}", m.records);
@@ -466,11 +462,7 @@ mod tests {
         write(&dir, "out/s1.py.txt", &rec(101));
         write(&dir, "out/s2.py.txt", &rec(102));
         write(&dir, "out/s2.log", &rec(102));
-        let mut m = Metadata::new(
-            tmp.path(),
-            SystemTime::UNIX_EPOCH,
-            crate::host::port::live(),
-        );
+        let mut m = Metadata::new(tmp.path(), SystemTime::UNIX_EPOCH, crate::host::live());
         m.refresh();
         let mut outputs: Vec<Vec<String>> = (m.records.iter())
             .map(|r| {
@@ -495,11 +487,7 @@ mod tests {
         write(&dir, "ref.fa.amb", rec);
         let script = r#"{"rule": "plot", "shellcmd": null, "code": "        \"scripts/plot.py\"\n", "starttime": 1700000002.0, "endtime": 1700000003.0}"#;
         write(&dir, "plots/a.png", script);
-        let mut m = Metadata::new(
-            tmp.path(),
-            SystemTime::UNIX_EPOCH,
-            crate::host::port::live(),
-        );
+        let mut m = Metadata::new(tmp.path(), SystemTime::UNIX_EPOCH, crate::host::live());
         m.refresh();
         m.refresh();
         assert_eq!(m.records.len(), 2, "{:?}", m.records);
@@ -556,7 +544,7 @@ mod tests {
         let mut m = Metadata::new(
             tmp.path(),
             SystemTime::now() + Duration::from_secs(60),
-            crate::host::port::live(),
+            crate::host::live(),
         );
         m.refresh();
         assert!(m.records.is_empty());

@@ -84,7 +84,7 @@ mod tests {
         std::fs::create_dir_all(&scripts).unwrap();
         let bash = "declare -A snakemake_input=( [0]=\"sh/s2.txt\" )\ndeclare -A snakemake_output=( [0]=\"sh/s1.txt\" )\n";
         std::fs::write(scripts.join("tmp1.work.sh"), bash).unwrap();
-        let host = crate::host::port::live();
+        let host = crate::host::live();
         let cmd = "set -euo pipefail;  bash .snakemake/scripts/tmp1.work.sh";
         let text = outputs_text(&host, dir.path(), cmd).unwrap();
         assert!(fit(&text, &["sh/s1.txt".into()]).is_some());

@@ -70,7 +70,7 @@ fn adapter(dir: &Path, argv: &[&str]) -> Box<dyn EngineRun> {
         cwd: Some(dir.to_path_buf()),
         ..Default::default()
     };
-    start(&image, at(1000.0), crate::host::port::live())
+    start(&image, at(1000.0), crate::host::live())
 }
 
 fn resolve(a: &mut dyn EngineRun, procs: &[(Proc, f64)], overdue: bool) -> Vec<Option<TaskInfo>> {
@@ -476,7 +476,7 @@ fn a_script_deleted_before_its_job_is_seen_is_read_from_the_hosts_copy() {
     let script = dir.path().join(".snakemake/scripts/tmpcccc3333.work.sh");
     let preamble = "declare -A snakemake_output=( [0]=sh/s7.txt )\n";
     fs::write(&script, preamble).unwrap();
-    let host = crate::host::port::live();
+    let host = crate::host::live();
     let name = script.file_name().unwrap().to_owned();
     let kept = (0..400).any(|_| {
         std::thread::sleep(Duration::from_millis(5));

@@ -1,7 +1,7 @@
 use std::io::Write;
 
 use super::*;
-use crate::host::port::live;
+use crate::host::live;
 
 const SESSION: &str = "0b1d9c1e-6f7a-4c2b-9a55-3c0f1b2e4d6a";
 

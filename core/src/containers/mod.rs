@@ -9,9 +9,9 @@ mod slurm;
 
 use std::{collections::HashMap, path::Path, sync::Arc};
 
-use crate::host::Host;
+use crate::port::Host;
 
-pub use crate::host::{JobRecord, RecordCell};
+pub use crate::port::{JobRecord, RecordCell};
 pub use argo::ArgoPod;
 pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
 pub use kubelet::K8s;

@@ -7,12 +7,18 @@
 /// ticks so that a process seen first by the /proc scan and later by the probes is one process.
 pub fn ns_per_tick() -> u64 {
     static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *NS.get_or_init(|| 1_000_000_000 / procfs::ticks_per_second().max(1))
+    *NS.get_or_init(|| 1_000_000_000 / sysconf(libc::_SC_CLK_TCK).max(1))
 }
 
 /// The kernel's page size (memory counters come in pages).
 pub fn page_size() -> u64 {
-    procfs::page_size()
+    sysconf(libc::_SC_PAGESIZE)
+}
+
+/// A constant of the C library's (`sysconf`), 0 where it has none.
+fn sysconf(name: libc::c_int) -> u64 {
+    // SAFETY: sysconf reads a constant and touches no memory of ours.
+    u64::try_from(unsafe { libc::sysconf(name) }).unwrap_or(0)
 }
 
 /// A NUL-separated command line (the probes' argv, /proc/PID/cmdline) as its arguments.

@@ -1,6 +1,6 @@
 //! Every process, however short: a shell loop of 5,000 `/bin/true` yields exactly 5,000 tools
 //! when the trace has no byte budget (`export.max_trace_bytes: 0`; with one, such repeats
-//! fold: tests/tests/trace_budget.rs).
+//! fold: tests/tests/e2e/trace_budget.rs).
 use pipetrace_e2e::{run_shell, stderr};
 
 #[test]

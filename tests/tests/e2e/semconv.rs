@@ -30,7 +30,7 @@ fn collector_sources() -> Vec<(PathBuf, String)> {
 
 /// `attr::X` -> the constant's identifier for its value.
 fn ident_of(module: &str, value: &str) -> String {
-    let lib = include_str!("../../semconv/src/lib.rs");
+    let lib = include_str!("../../../semconv/src/lib.rs");
     let needle = format!("&str = \"{value}\";");
     let line = lib
         .lines()

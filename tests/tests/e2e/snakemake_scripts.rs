@@ -4,7 +4,7 @@
 //! names the outputs Snakemake's own metadata gives that job, after the script is gone.
 use std::{path::Path, process::Command};
 
-use pipetrace::host::port::live;
+use pipetrace::host::live;
 use pipetrace_e2e::snakemake::{Version, metadata};
 
 const SNAKEFILE: &str = r#"

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::{argo::ArgoPod, kubelet, kubelet::K8s};
-use crate::host::Host;
+use crate::port::Host;
 
 /// A container's name, image and labels, as far as its runtime's records say.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::LiveHost;
+    use crate::disk_host::DiskHost;
 
     const ID: &str = "d58300be3bbcea62824d701e8e65a6ef855797f83a73764be8331015bb2148a6";
 
@@ -123,14 +123,14 @@ mod tests {
             r#"{"Name":"/align_1","Config":{"Image":"biocontainers/bwa:0.7.17","Labels":{"b":"2","a":"1"}}}"#,
         )
         .unwrap();
-        let got = docker(&LiveHost, d.path(), ID).unwrap();
+        let got = docker(&DiskHost, d.path(), ID).unwrap();
         assert_eq!(got.name.as_deref(), Some("align_1"));
         assert_eq!(got.image.as_deref(), Some("biocontainers/bwa:0.7.17"));
         assert_eq!(
             got.labels,
             [("a".into(), "1".into()), ("b".into(), "2".into())]
         );
-        assert_eq!(docker(&LiveHost, d.path(), "0".repeat(64).as_str()), None);
+        assert_eq!(docker(&DiskHost, d.path(), "0".repeat(64).as_str()), None);
     }
 
     #[test]
@@ -146,7 +146,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let got = podman_events(&LiveHost, &log, ID).unwrap();
+        let got = podman_events(&DiskHost, &log, ID).unwrap();
         assert_eq!(got.name.as_deref(), Some("ptest2"));
         assert_eq!(
             got.image.as_deref(),

@@ -4,7 +4,7 @@
 //! (one `key="value"` a line, the value quoted as Go's `%q`). Only those two files are read.
 use std::path::Path;
 
-use crate::host::Host;
+use crate::port::Host;
 
 const WORKFLOW_LABEL: &str = "workflows.argoproj.io/workflow";
 const NODE_NAME: &str = "workflows.argoproj.io/node-name";
@@ -168,7 +168,7 @@ pub fn read(host: &dyn Host, pod_dir: &Path, pod: Option<&str>) -> Option<ArgoPo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::LiveHost;
+    use crate::disk_host::DiskHost;
 
     fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
@@ -262,7 +262,7 @@ mod tests {
             .path()
             .join("volumes/kubernetes.io~downward-api/podmetadata");
         std::fs::create_dir_all(&vol).unwrap();
-        assert_eq!(read(&LiveHost, d.path(), Some("wf-x-1")), None);
+        assert_eq!(read(&DiskHost, d.path(), Some("wf-x-1")), None);
         std::fs::write(
             vol.join("annotations"),
             "workflows.argoproj.io/node-name=\"wf.align(0)\"\n",
@@ -273,11 +273,11 @@ mod tests {
             "workflows.argoproj.io/workflow=\"wf\"\n",
         )
         .unwrap();
-        let a = read(&LiveHost, d.path(), None).unwrap();
+        let a = read(&DiskHost, d.path(), None).unwrap();
         assert_eq!(
             (a.workflow.as_str(), a.node.as_str()),
             ("wf", "wf.align(0)")
         );
-        assert_eq!(read(&LiveHost, Path::new("/nonexistent"), None), None);
+        assert_eq!(read(&DiskHost, Path::new("/nonexistent"), None), None);
     }
 }

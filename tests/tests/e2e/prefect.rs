@@ -5,7 +5,6 @@
 //! started are its tools.
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
-#[path = "prefect/standing.rs"]
 mod standing;
 
 use pipetrace_e2e::{

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use crate::{
     accounting::Usage,
     event::{Exec, ProcKey},
+    facts::ns_per_tick,
     files::Access,
-    host::{ProcSnapshot, ns_per_tick},
+    port::ProcSnapshot,
 };
 
 /// A program image a process executed.
@@ -139,7 +140,7 @@ impl Proc {
         self.exit.as_ref().map_or(self.start_ns, |e| e.time_ns)
     }
 
-    pub(crate) fn new(
+    pub fn new(
         key: ProcKey,
         parent: Option<ProcKey>,
         ppid: u32,
@@ -171,7 +172,7 @@ impl Proc {
     }
 
     /// A bare process for unit tests elsewhere in the crate.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fake-host"))]
     pub fn in_test(key: ProcKey, start_ns: u64) -> Self {
         Self::new(key, None, 1, start_ns, "test".into())
     }

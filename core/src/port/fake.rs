@@ -9,10 +9,8 @@ use std::{
 };
 
 use super::{
-    HostError, ProcSnapshot,
-    port::{FileFacts, Host, SharedHost, TcpLink},
+    AllocCell, FileFacts, Host, HostError, Live, ProcSnapshot, RecordCell, SharedHost, TcpLink,
 };
-use super::{slurm_alloc::AllocCell, slurm_jobs::RecordCell, usage_now::Live};
 
 #[derive(Default)]
 struct State {
@@ -53,19 +51,6 @@ impl FakeHost {
 
     pub fn shared(&self) -> SharedHost {
         Arc::new(self.clone())
-    }
-
-    /// Who this machine is, as the resource and span builder see it (node `node1`).
-    pub fn info(&self) -> super::HostInfo {
-        super::HostInfo {
-            boot_id: "b".into(),
-            host_id: "h".into(),
-            host_name: "node1".into(),
-            arch: None,
-            os_version: None,
-            cloud: Default::default(),
-            boot_to_unix_ns: self.state().boot_unix_ns as i128,
-        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {

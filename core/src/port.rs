@@ -1,6 +1,6 @@
 //! The one interface between the core (tree, attribution, span building, diagnosis) and the
 //! machine: every read of /proc, of cgroups, of an engine's or a runtime's records, and of the
-//! clocks goes through a [`Host`] the core is handed. The agent hands it [`super::LiveHost`];
+//! clocks goes through a [`Host`] the core is handed. The agent hands it the host crate's `DiskHost`;
 //! unit tests hand it a fake one and drive the core with synthetic events, without root.
 use std::{
     io,
@@ -9,8 +9,8 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use super::{HostError, ProcSnapshot};
-use super::{slurm_alloc::AllocCell, slurm_jobs::RecordCell, usage_now::Live};
+#[cfg(any(test, feature = "fake-host"))]
+pub mod fake;
 
 /// A file's facts the core looks at: when it changed, who owns it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +98,61 @@ pub trait Host: Send + Sync {
 /// The host handed around the core: one, shared.
 pub type SharedHost = Arc<dyn Host>;
 
-/// The machine this runs on.
-pub fn live() -> SharedHost {
-    Arc::new(super::LiveHost)
+/// What the host could not read.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} has no line of CPU totals")]
+    NoCpuTotals { path: String },
 }
+
+/// A process as the /proc scan sees it.
+#[derive(Clone, Debug)]
+pub struct ProcSnapshot {
+    pub pid: u32,
+    pub ppid: u32,
+    pub start_ticks: u64,
+    pub comm: String,
+    pub exe: Option<PathBuf>,
+    pub argv: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    /// Its real user id.
+    pub uid: Option<u32>,
+}
+
+/// Usage of a process still running, for live metrics between its start and its exit (when
+/// the kernel's exact figures replace these), as the host reads them (`Host::live`):
+/// counters so far and memory now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    pub cpu_user_ns: u64,
+    pub cpu_system_ns: u64,
+    pub rss_bytes: u64,
+    pub hwm_bytes: u64,
+    pub disk_read_bytes: u64,
+    pub disk_write_bytes: u64,
+    /// Bytes through read and write calls (pipes and sockets too): progress a tool makes
+    /// without touching storage.
+    pub io_chars: u64,
+    pub run_delay_ns: u64,
+}
+
+/// The Slurm job allocation a client created: empty until Slurm has answered.
+pub type AllocCell = Arc<std::sync::OnceLock<Option<u64>>>;
+
+/// What Slurm says of a job that its cgroup path cannot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobRecord {
+    /// (the array's job id, this job's index in it), for a job of a job array.
+    pub array: Option<(u64, u32)>,
+    pub user: Option<String>,
+    /// The account it is charged to (`--account`, or the user's default association).
+    pub account: Option<String>,
+}
+
+/// A job's record: empty until Slurm has answered (and for good if it never does).
+pub type RecordCell = Arc<std::sync::OnceLock<JobRecord>>;

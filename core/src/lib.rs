@@ -1,0 +1,14 @@
+//! pipetrace's core, bottom layers: the kernel's events decoded, the process tree, the
+//! placement of processes in containers and jobs, and their resource figures. It sees the
+//! machine only through the [`port::Host`] it is handed: this crate depends on no crate that
+//! reads /proc, loads eBPF, opens sockets or databases, so its dependency list is the rule.
+pub mod accounting;
+pub mod containers;
+#[cfg(test)]
+mod disk_host;
+pub mod event;
+pub mod facts;
+pub mod files;
+pub mod port;
+pub mod redact;
+pub mod tree;
