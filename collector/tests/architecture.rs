@@ -44,9 +44,6 @@ const KNOWN_CIRCLES: &[(&str, &str)] = &[
     // attribution's task records carry diagnosis's Stall and Slower; diagnosis::watch
     // drives the Attributor.
     ("attribution", "diagnosis"),
-    // `pipetrace send` reuses run's usage error and default file name; run names send's
-    // unsent file.
-    ("cli::run", "cli::send"),
 ];
 
 /// Modules that decide what processes are and mean: they read the machine only through

@@ -12,6 +12,8 @@ mod send;
 mod serve;
 mod stop;
 mod top;
+mod trace_file;
+mod usage_error;
 mod view;
 
 use std::path::PathBuf;
@@ -302,7 +304,7 @@ pub fn main() -> i32 {
                 Err(e) => {
                     eprintln!("pipetrace: error: {e:#}");
                     // A setting that cannot work is a usage error, as a bad config is.
-                    let usage = e.downcast_ref::<run::UsageError>().is_some()
+                    let usage = e.downcast_ref::<usage_error::UsageError>().is_some()
                         || e.downcast_ref::<crate::export::ExportError>().is_some();
                     if usage { EXIT_USAGE } else { 1 }
                 }

@@ -24,10 +24,7 @@ use crate::{
 
 use super::serve::Core;
 
-/// Bad input from the user: exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+use super::{trace_file::default_file, usage_error::UsageError};
 
 /// Everything the agent needs before it may start the user's command: nothing is started
 /// when any of it fails.
@@ -118,14 +115,6 @@ fn announce(argv: &[String], to_: &Destinations) {
         "pipetrace: tracing `{command}`: spans to {}{metrics}",
         to(spans)
     );
-}
-
-pub(super) fn default_file(dir: Option<&Path>) -> PathBuf {
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace([':', '-'], "");
-    dir.unwrap_or(Path::new("."))
-        .join(format!("pipetrace-{stamp}.otlp.jsonl"))
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

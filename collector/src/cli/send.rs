@@ -12,7 +12,7 @@ use pipetrace_config::{Config, Retry, SignalKind};
 use prost::Message;
 use tokio::time::Instant;
 
-use super::run::UsageError;
+use super::usage_error::UsageError;
 use crate::export::{
     Kept,
     otlp::{Backoff, Batch, BySignal, Client, SendError, unsent},
@@ -24,7 +24,7 @@ pub fn unsent_path(cfg: &Config, trace_file: Option<&Path>, cwd: Option<&Path>) 
     if let Some(t) = trace_file {
         return crate::export::paths::unsent_beside(t);
     }
-    let default = super::run::default_file(cwd);
+    let default = super::trace_file::default_file(cwd);
     let name =
         crate::export::paths::unsent_beside(Path::new(default.file_name().unwrap_or_default()));
     match &cfg.diagnosis.state_dir {
