@@ -542,8 +542,9 @@ impl Pipeline {
         // Runs named alike on every node since the last look: before any span is built.
         self.take_from_attribution();
         self.read_allocations();
-        for mut f in finished {
-            match &mut f {
+        for f in finished {
+            let mut judged = crate::diagnosis::Judgement::default();
+            match &f {
                 Finished::Task {
                     proc,
                     usage,
@@ -551,7 +552,7 @@ impl Pipeline {
                     run,
                 } => {
                     let end = proc.end_ns();
-                    (usage.stalls, usage.quiet_ns) = self.stalls.take_task(proc.key, end);
+                    (judged.stalls, judged.quiet_ns) = self.stalls.take_task(proc.key, end);
                     let pipeline = self.attr.run_key(*run).unwrap_or_default().to_string();
                     let (wall, r) = (
                         end.saturating_sub(proc.start_ns) as f64 / 1e9,
@@ -570,14 +571,14 @@ impl Pipeline {
                     };
                     // A pipeline with no key of its own (a Slurm job) has no history.
                     if !pipeline.is_empty() {
-                        usage.slower = self.history.record(&job);
+                        judged.slower = self.history.record(&job);
                     }
                 }
                 Finished::Run { proc, info, usage } => self.record_run(proc, info, usage),
                 Finished::Engine { .. } => {}
-                Finished::Tool { proc, stalls, .. } => {
+                Finished::Tool { proc, .. } => {
                     let end = proc.end_ns();
-                    *stalls = self.stalls.take_tool(proc.key, end);
+                    judged.stalls = self.stalls.take_tool(proc.key, end);
                 }
             }
             match &f {
@@ -586,7 +587,7 @@ impl Pipeline {
                 }
                 _ => {}
             }
-            let signal = self.builder.build(&f);
+            let signal = self.builder.build(&f, &judged);
             if let Finished::Run { proc, .. } = &f {
                 self.runs_finished += 1;
                 self.builder.forget(proc.key);

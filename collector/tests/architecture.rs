@@ -20,15 +20,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("limits", &["cgroup", "gpu"]),
     (
         "meaning and input",
-        &[
-            "attribution",
-            "diagnosis",
-            "awaiting",
-            "scope",
-            "probes",
-            "poller",
-        ],
+        &["attribution", "awaiting", "scope", "probes", "poller"],
     ),
+    ("judgement", &["diagnosis"]),
     ("signals and sources", &["signals", "live", "source"]),
     ("views", &["report", "status"]),
     ("machines", &["sizing"]),
@@ -40,11 +34,8 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 /// Circles known and not yet broken: each pair may import each other (and nothing else
 /// may join them). Remove a pair once its circle is gone.
-const KNOWN_CIRCLES: &[(&str, &str)] = &[
-    // attribution's task records carry diagnosis's Stall and Slower; diagnosis::watch
-    // drives the Attributor.
-    ("attribution", "diagnosis"),
-];
+// None: attribution's records carry no verdict (diagnosis judges them beside it).
+const KNOWN_CIRCLES: &[(&str, &str)] = &[];
 
 /// Modules that decide what processes are and mean: they read the machine only through
 /// the `Host` they are handed, so that unit tests drive them on a fake host.

@@ -57,7 +57,6 @@ impl Attributor {
             proc: p,
             run: run_key,
             parent: EntityRef::Task(leader),
-            stalls: Vec::new(),
             verdict: None,
         }
     }

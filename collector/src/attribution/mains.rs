@@ -18,7 +18,6 @@ impl Attributor {
             proc: p.clone(),
             run: m.run,
             parent,
-            stalls: Vec::new(),
             verdict: None,
         };
         let root = m

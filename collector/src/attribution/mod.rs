@@ -140,8 +140,6 @@ pub enum Finished {
         proc: Proc,
         run: ProcKey,
         parent: EntityRef,
-        /// Periods without progress while it ran (filled in from the live sampler).
-        stalls: Vec<crate::diagnosis::Stall>,
         /// The engine's verdict on its exit, where it is a task's own process whose exit
         /// a listed code decides.
         verdict: Option<Verdict>,
@@ -170,12 +168,6 @@ pub enum Finished {
 pub struct Totals {
     pub rollup: Rollup,
     pub allocation: Option<Allocation>,
-    /// Periods without progress while it ran (filled in from the live sampler).
-    pub stalls: Vec<crate::diagnosis::Stall>,
-    /// How long it made no progress in all, stall or not (ns, from the live sampler).
-    pub quiet_ns: u64,
-    /// Set when it took far longer than its history says is usual.
-    pub slower: Option<crate::diagnosis::Slower>,
 }
 
 pub enum Mode {

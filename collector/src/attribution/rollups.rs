@@ -18,7 +18,6 @@ impl Attributor {
                 proc: p.clone(),
                 run,
                 parent: EntityRef::Task(p.key),
-                stalls: Vec::new(),
                 verdict: info.verdict(&p),
             });
         }
@@ -57,13 +56,7 @@ impl Attributor {
             proc: p,
             run: run_key,
             info,
-            usage: Box::new(Totals {
-                rollup,
-                allocation,
-                stalls: Vec::new(),
-                quiet_ns: 0,
-                slower: None,
-            }),
+            usage: Box::new(Totals { rollup, allocation }),
         }
     }
 
@@ -102,9 +95,6 @@ impl Attributor {
         let usage = Totals {
             rollup: self.rollups.remove(&root.key).unwrap_or_default(),
             allocation: self.allocations.remove(&root.key),
-            stalls: Vec::new(),
-            quiet_ns: 0,
-            slower: None,
         };
         out.push(Finished::Run {
             proc: root,

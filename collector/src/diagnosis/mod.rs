@@ -15,6 +15,18 @@ pub use history::{
 pub use rightsizing::{GpuRightsizing, Rightsizing, gpus as gpu_rightsizing, judge as rightsizing};
 pub use stalls::{Stall, Stalls};
 
+/// Diagnosis's verdicts on one finished tool or task, beside attribution's record of it:
+/// what the live sampler saw while it ran and what its history says of its time.
+#[derive(Clone, Debug, Default)]
+pub struct Judgement {
+    /// Periods without progress while it ran.
+    pub stalls: Vec<Stall>,
+    /// How long it made no progress in all, stall or not (ns).
+    pub quiet_ns: u64,
+    /// Set when it took far longer than its history says is usual.
+    pub slower: Option<Slower>,
+}
+
 pub fn gib(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= 1024.0 * 1048576.0 {

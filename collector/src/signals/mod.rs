@@ -23,6 +23,7 @@ use pipetrace_semconv::attr;
 use crate::{
     accounting::Measured,
     attribution::{EngineInfo, EntityRef, Finished, Shared, Totals, Verdict, naming},
+    diagnosis::Judgement,
     event::ProcKey,
     host::HostInfo,
     redact::Redactor,
@@ -363,21 +364,21 @@ impl SpanBuilder {
         }
     }
 
-    pub fn build(&self, f: &Finished) -> ReadySpan {
+    /// The span of what finished, with diagnosis's verdicts on it.
+    pub fn build(&self, f: &Finished, judged: &Judgement) -> ReadySpan {
         match f {
             Finished::Tool {
                 proc,
                 run,
                 parent,
-                stalls,
                 verdict,
-            } => self.tool_span(proc, *run, (*parent, *verdict), stalls),
+            } => self.tool_span(proc, *run, (*parent, *verdict), &judged.stalls),
             Finished::Task {
                 proc,
                 run,
                 info,
                 usage,
-            } => self.task_span(proc, *run, info, usage),
+            } => self.task_span(proc, *run, info, (usage, judged)),
             Finished::Engine { run, info, usage } => self.engine_span(*run, info, usage),
             Finished::Run { proc, info, usage } => self.run_span(proc, info, usage),
         }

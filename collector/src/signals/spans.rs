@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     attribution::{EntityRef, RunInfo, TaskInfo, Totals, Verdict, naming},
-    diagnosis::Stall,
+    diagnosis::{Judgement, Stall},
     event::ProcKey,
     tree::Proc,
 };
@@ -104,7 +104,7 @@ impl SpanBuilder {
         p: &Proc,
         run: ProcKey,
         info: &TaskInfo,
-        totals: &Totals,
+        (totals, judged): (&Totals, &Judgement),
     ) -> ReadySpan {
         // A task span has 30 attributes or more: room for them at once, not grown four times.
         let mut a = Vec::with_capacity(48);
@@ -116,7 +116,8 @@ impl SpanBuilder {
         task_attrs(info, &mut a);
         self.process_attrs(p, true, &mut a);
         let (m, d) = (self.measured, &self.diagnosis);
-        usage::totals_attrs(totals, wall_ns(p), Some(&info.name), m, d, &mut a);
+        let task = Some((info.name.as_str(), judged.quiet_ns));
+        usage::totals_attrs(totals, wall_ns(p), task, m, d, &mut a);
         let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
         let alloc = totals.allocation.as_ref();
         usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
@@ -145,10 +146,10 @@ impl SpanBuilder {
         );
         span.events
             .events
-            .extend(diagnosis::stall_events(&totals.stalls, &self.host));
+            .extend(diagnosis::stall_events(&judged.stalls, &self.host));
         let by_container = &totals.rollup.containers;
         (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
-        if let Some(slow) = &totals.slower {
+        if let Some(slow) = &judged.slower {
             let at = p.end_ns();
             span.events
                 .events

@@ -263,10 +263,11 @@ pub fn bottleneck_attrs(
 
 /// A task's or run's totals, peak, allocation and utilisation over `wall_ns`; for a task
 /// (`name`), its bottleneck and rightsizing verdicts.
+/// `task`: a task's name and how long it made no progress (ns), to judge it by.
 pub fn totals_attrs(
     t: &Totals,
     wall_ns: u64,
-    task: Option<&str>,
+    task: Option<(&str, u64)>,
     m: Measured,
     d: &Diagnosis,
     out: &mut Vec<KeyValue>,
@@ -274,13 +275,13 @@ pub fn totals_attrs(
     let r = &t.rollup;
     usage_attrs(&r.totals, r.peak_memory(), m, out);
     impossible_attrs(&r.totals, false, out);
-    if let (Some(name), Some(a)) = (task, &t.allocation) {
+    if let (Some((name, quiet_ns)), Some(a)) = (task, &t.allocation) {
         // Without a request of its own a task is judged per CPU, like a tool: one core
         // kept busy is CPU-bound whatever the size of the host.
         let cpus = if a.source == "host" { 1.0 } else { a.cpus };
         // Quiet stretches spent waiting for storage or memory are such waits, not idleness.
         let waits = r.totals.blkio_delay_ns + r.totals.memory_delay_ns;
-        let quiet = t.quiet_ns.saturating_sub(waits);
+        let quiet = quiet_ns.saturating_sub(waits);
         let waits_known = r.totals.impossible == 0;
         let verdict = match diagnosis::bottleneck(&r.totals, wall_ns, cpus, m, d) {
             // Neither busy nor waiting on one resource: idle if it did nothing most of the
@@ -320,7 +321,7 @@ pub fn totals_attrs(
             }
         }
     }
-    if let (Some(name), Some(minors)) = (task, t.allocation.as_ref().and_then(|a| a.gpus)) {
+    if let (Some((name, _)), Some(minors)) = (task, t.allocation.as_ref().and_then(|a| a.gpus)) {
         gpu_rightsizing_attrs(name, minors, &r.totals.gpu, wall_ns, d, out);
     }
     out.push(KeyValue::new(attr::USAGE_PROCESSES, int(r.processes)));
@@ -358,7 +359,6 @@ mod tests {
                 host_cpus: 2,
                 gpus: None,
             }),
-            quiet_ns: 2 * s,
             ..Default::default()
         };
         let writer = Usage {
@@ -376,7 +376,8 @@ mod tests {
             io_wait: true,
         };
         let mut out = Vec::new();
-        totals_attrs(&t, 3 * s, Some("io"), m, &Diagnosis::default(), &mut out);
+        let task = Some(("io", 2 * s));
+        totals_attrs(&t, 3 * s, task, m, &Diagnosis::default(), &mut out);
         let get = |k: &str| {
             out.iter()
                 .find(|kv| kv.key.as_str() == k)
