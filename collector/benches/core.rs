@@ -83,7 +83,7 @@ async fn round(n: u32, per_batch: usize) -> f64 {
     }
     pipe.ingest(&mut batch, 0);
     pipe.poll(true);
-    let (sink, _) = pipe.into_parts();
+    let sink = pipe.into_outputs().take::<Sink>().expect("the sink");
     assert!(sink.shutdown(Duration::from_secs(30)).await, "flushed");
     let cpu = cpu_seconds() - cpu0;
     // Every process a tool span of the storm's run (a task of its own, too).
@@ -116,7 +116,7 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Pipeline {
         fake.shared(),
     )
     .expect("attributor");
-    Pipeline::new(fake.shared(), attr, builder, sink, metrics, None)
+    Pipeline::new(fake.shared(), attr, builder, sink.alone(), metrics)
 }
 
 fn key(pid: u32, start_ns: u64) -> ProcKey {

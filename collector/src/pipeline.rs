@@ -10,8 +10,9 @@ use crate::{
     awaiting::Awaiting,
     diagnosis::History,
     event::{Event, ProcKey},
-    export::{Sink, summary::Summary},
+    export::SinkStats,
     host,
+    outputs::Outputs,
     signals::{
         SpanBuilder,
         metrics::{AgentFigures, Metrics},
@@ -31,17 +32,16 @@ pub struct Pipeline {
     pub tree: Tree,
     pub attr: Attributor,
     builder: SpanBuilder,
-    exporter: Sink,
-    /// Spans finished in this poll: sent together at its end (one wake-up of the sink).
+    /// Where spans and metrics go (the sink, the summary, the keeper, the endpoint).
+    outputs: Outputs,
+    /// The sink's counts, for the agent's own figures.
+    sink_stats: std::sync::Arc<SinkStats>,
+    /// Spans finished in this poll: handed on together at its end (one wake-up of the sink).
     outgoing: Vec<crate::signals::ReadySpan>,
     /// Keeps each run's trace within `export.max_trace_bytes`.
     folder: crate::signals::fold::Folder,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
     announced: HashSet<ProcKey>,
-    /// Kept in `pipetrace run` for the terminal tree; the agent keeps none.
-    pub summary: Option<Summary>,
-    /// The agent's runs, kept for `pipetrace compare RUN_ID` as they end.
-    keeper: Option<crate::compare::keeper::Keeper>,
     pub events: u64,
     /// Exits of processes the tree never saw (started before the agent, exited at once).
     pub unknown_exits: u64,
@@ -92,20 +92,18 @@ impl Pipeline {
         host: host::SharedHost,
         attr: Attributor,
         builder: SpanBuilder,
-        exporter: Sink,
+        (outputs, sink_stats): (Outputs, std::sync::Arc<SinkStats>),
         metrics: Metrics,
-        summary: Option<Summary>,
     ) -> Self {
         Self {
             host,
             tree: Tree::default(),
             attr,
             builder,
-            exporter,
+            outputs,
+            sink_stats,
             outgoing: Vec::new(),
             folder: crate::signals::fold::Folder::new(0, Duration::ZERO),
-            summary,
-            keeper: None,
             events: 0,
             unknown_exits: 0,
             runs_finished: 0,
@@ -423,14 +421,9 @@ impl Pipeline {
         self.emit(finished);
         if force {
             // Spans waiting for a parent that will not come now go out as they are.
-            let mut ready = Vec::new();
-            self.folder.drain(&mut ready);
-            if let Some(s) = self.summary.as_mut() {
-                ready.iter().for_each(|r| s.record(r));
-            }
-            self.outgoing.extend(ready);
+            self.folder.drain(&mut self.outgoing);
         }
-        self.exporter.send_all(std::mem::take(&mut self.outgoing));
+        self.outputs.spans(std::mem::take(&mut self.outgoing));
     }
 
     /// The longest a usage report that came took after its process's exit.
@@ -491,7 +484,7 @@ impl Pipeline {
     /// What the agent lost, dropped, retried and holds now.
     pub fn agent_figures(&self, lost_events: u64) -> AgentFigures {
         use std::sync::atomic::Ordering::Relaxed;
-        let st = self.exporter.stats();
+        let st = &self.sink_stats;
         AgentFigures {
             lost_events,
             undecodable: self.undecodable,
@@ -527,7 +520,7 @@ impl Pipeline {
             self.over_memory_limit = false;
             return;
         }
-        let moved = self.exporter.spill();
+        let moved = self.outputs.relieve_memory();
         if !std::mem::replace(&mut self.over_memory_limit, true) {
             log::warn!(
                 "resident memory {} MiB is over export.memory_limit ({} MiB): {moved} queued \
@@ -593,18 +586,8 @@ impl Pipeline {
                 self.builder.forget(proc.key);
             }
             self.metrics.on_finished(&f, &self.attr);
-            let mut ready = Vec::new();
             let ends_run = matches!(f, Finished::Run { .. });
-            self.folder.push_span(signal, ends_run, &mut ready);
-            for signal in ready {
-                if let Some(s) = self.summary.as_mut() {
-                    s.record(&signal);
-                }
-                if let Some(k) = self.keeper.as_mut() {
-                    k.record(&signal);
-                }
-                self.outgoing.push(signal);
-            }
+            self.folder.push_span(signal, ends_run, &mut self.outgoing);
         }
     }
 
@@ -615,18 +598,17 @@ impl Pipeline {
         self
     }
 
-    /// Keeps each run as it ends for `pipetrace compare RUN_ID` (the agent's).
-    pub fn keeping_runs(mut self, state_dir: Option<&std::path::Path>) -> Self {
-        self.keeper = state_dir.map(crate::compare::keeper::Keeper::new);
-        self
+    /// A metrics tick's request, to every output.
+    pub fn send_metrics(
+        &mut self,
+        req: opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+    ) {
+        self.outputs.metrics(req);
     }
 
-    pub fn exporter(&self) -> &Sink {
-        &self.exporter
-    }
-
-    pub fn into_parts(mut self) -> (Sink, Option<Summary>) {
+    /// The outputs, for the command to read back what it made (history saved first).
+    pub fn into_outputs(mut self) -> Outputs {
         self.history.save();
-        (self.exporter, self.summary)
+        self.outputs
     }
 }

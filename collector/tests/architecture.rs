@@ -24,10 +24,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("judgement", &["diagnosis"]),
     ("signals and sources", &["signals", "live", "source"]),
+    ("outputs", &["outputs"]),
     ("views", &["report", "status"]),
     ("machines", &["sizing"]),
     ("comparison", &["compare"]),
     ("export", &["export"]),
+    ("terminal", &["summary"]),
     ("the loop", &["pipeline"]),
     ("commands", &["cli"]),
 ];

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::{
     attribution::{Attributor, Mode},
+    export::Sink,
     pipeline::Pipeline,
     status::{AgentLock, AgentStatus},
 };
@@ -73,9 +74,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         .unwrap_or_default();
     let machine = crate::host::live();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
-    let mut pipe = pipeline(cfg, &host, attr, builder, exporter, false)?
-        .with_procfs(events.is_polling())
-        .keeping_runs(cfg.diagnosis.state_dir.as_deref());
+    let outputs = super::outputs::list(cfg, super::outputs::For::Agent, exporter, prometheus)?;
+    let mut pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
     // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a
     // sidecar) sees neither the node's runs nor only its own CPU.
     if cfg.probes.scope_cgroup.is_none() {
@@ -99,8 +99,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     } else {
         "ebpf"
     };
-    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250))
-        .with_prometheus(prometheus)?;
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250));
     let stop = async {
         tokio::select! {
             _ = term.recv() => {}
@@ -172,7 +171,7 @@ async fn stop_and_say(cfg: &Config, pipe: Pipeline, lost: u64) {
     let (events, bad) = (pipe.events, pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let at_exit = pipe.usage_at_exit;
-    let (exporter, _) = pipe.into_parts();
+    let exporter = (pipe.into_outputs().take::<Sink>()).expect("the sink is always an output");
     let stats = exporter.stats();
     let flushed = exporter.shutdown(cfg.export.flush_timeout).await;
     if usage_missing > 0 || overflowed > 0 {

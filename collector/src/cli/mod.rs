@@ -6,6 +6,7 @@ mod demo;
 mod doctor;
 mod forward;
 mod logging;
+mod outputs;
 mod report_cmd;
 mod run;
 mod send;

@@ -2,6 +2,7 @@
 use std::{
     os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -10,16 +11,15 @@ use pipetrace_config::Config;
 
 use crate::{
     attribution::{Attributor, Mode},
-    export::{
-        Destinations, Place, Sink, resource,
-        summary::{Delivery, Loss},
-    },
+    export::{Destinations, Place, Sink, SinkStats, resource},
     host::HostInfo,
+    outputs::Outputs,
     pipeline::Pipeline,
     redact::Redactor,
     signals::{SpanBuilder, metrics::Metrics},
     sizing::Catalog,
     source::{Events, Taps},
+    summary::{Delivery, Loss, Summary},
 };
 
 use super::serve::Core;
@@ -55,22 +55,18 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     })
 }
 
-/// The pipeline with its metrics, and the metrics sink.
+/// The pipeline with its metrics, feeding `outputs` (see `super::outputs::list`).
 pub(super) fn pipeline(
     cfg: &Config,
     host: &HostInfo,
     attr: Attributor,
     builder: SpanBuilder,
-    exporter: Sink,
-    summary: bool,
+    outputs: (Outputs, Arc<SinkStats>),
 ) -> anyhow::Result<Pipeline> {
     let measured = builder.measured();
     let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host), attr.host());
-    let summary = summary.then(|| {
-        crate::export::summary::Summary::new(cfg.summary.max_tasks, cfg.summary.max_tools_per_task)
-    });
     // The attribution and the rest of the core read through one host.
-    let pipe = Pipeline::new(attr.host(), attr, builder, exporter, metrics, summary)
+    let pipe = Pipeline::new(attr.host(), attr, builder, outputs, metrics)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
         .with_diagnosis(&cfg.diagnosis)
@@ -171,12 +167,12 @@ pub async fn run(
         host.boot_to_unix_ns,
         machine,
     )?;
-    // The summary also feeds the HTML report: kept whenever either is wanted.
-    let keep = how.summary || cfg.report.html;
-    let pipe =
-        pipeline(cfg, &host, attr, builder, exporter, keep)?.with_procfs(events.is_polling());
-    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200))
-        .with_prometheus(prometheus)?;
+    let of = super::outputs::For::Run {
+        summary: how.summary,
+    };
+    let outputs = super::outputs::list(cfg, of, exporter, prometheus)?;
+    let pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
+    let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
     let status = until_it_exits(&mut core, (child, root_pid), &forwarder, cfg).await?;
     let stopped = match forwarder.stop_requested() {
         true => stop_the_rest(&mut core, how.keep_running).await,
@@ -270,7 +266,11 @@ async fn finish(
     (print_summary, machines): (bool, Option<&Catalog>),
     cwd: Option<&Path>,
 ) {
-    let (exporter, summary) = pipe.into_parts();
+    let mut outputs = pipe.into_outputs();
+    let exporter = outputs
+        .take::<Sink>()
+        .expect("the sink is always an output");
+    let summary = outputs.take::<Summary>();
     let sizing = summary
         .as_ref()
         .zip(machines)
@@ -328,7 +328,7 @@ async fn finish(
 }
 
 /// Sums the run up per task and tool for `pipetrace compare RUN_ID`; a failure is logged.
-fn keep_for_compare(s: &crate::export::summary::Summary, state_dir: &Path) {
+fn keep_for_compare(s: &Summary, state_dir: &Path) {
     let Some(trace) = s.trace_id() else { return };
     let run = crate::compare::Run::of_spans(trace, &s.report);
     if let Err(e) = crate::compare::store::save(state_dir, &run) {
@@ -427,7 +427,7 @@ struct Ending {
 /// the summary (`--no-summary`), still where the data went and what was lost.
 fn print_end(
     cfg: &Config,
-    summary: Option<&crate::export::summary::Summary>,
+    summary: Option<&Summary>,
     (delivery, machines): (&Delivery, &str),
     end: &Ending,
 ) {

@@ -21,8 +21,6 @@ pub(super) struct Core<'a> {
     memory_limit: u64,
     poll: tokio::time::Interval,
     metrics: tokio::time::Interval,
-    /// The scrape endpoint each metrics export also feeds.
-    prometheus: Option<crate::export::prometheus::Endpoint>,
 }
 
 impl<'a> Core<'a> {
@@ -42,21 +40,7 @@ impl<'a> Core<'a> {
             memory_limit: cfg.export.memory_limit.as_u64(),
             poll: tokio::time::interval(poll),
             metrics: tokio::time::interval(cfg.metrics.interval),
-            prometheus: None,
         }
-    }
-
-    /// Serves the metrics for Prometheus too, from the endpoint bound at start.
-    pub fn with_prometheus(
-        mut self,
-        bound: Option<crate::export::prometheus::Bound>,
-    ) -> anyhow::Result<Self> {
-        if let Some(b) = bound {
-            let endpoint = b.serve().context("serving the Prometheus endpoint")?;
-            log::warn!("metrics for Prometheus on http://{}/metrics", endpoint.addr);
-            self.prometheus = Some(endpoint);
-        }
-        Ok(self)
     }
 
     /// Serves events, polls and metrics until `until` is ready, and returns what it gave.
@@ -85,10 +69,7 @@ impl<'a> Core<'a> {
         let net = move |pid| taps.accumulated(pid);
         let lost = taps.lost_events();
         if let Some(req) = self.pipe.metrics_tick(&net, lost) {
-            if let Some(p) = &self.prometheus {
-                p.update(&req);
-            }
-            self.pipe.exporter().send_metrics(req);
+            self.pipe.send_metrics(req);
         }
     }
 

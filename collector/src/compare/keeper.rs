@@ -36,6 +36,19 @@ pub struct Keeper {
     pub not_kept: u64,
 }
 
+/// The keeper keeps each run as its spans leave.
+impl crate::outputs::Output for Keeper {
+    fn spans(&mut self, spans: &[ReadySpan]) {
+        spans.iter().for_each(|s| self.record(s));
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
 impl Keeper {
     pub fn new(state_dir: &Path) -> Self {
         Self {
@@ -47,7 +60,7 @@ impl Keeper {
     }
 
     /// Takes a span as it is exported; a run's own span ends its run, which is then written.
-    pub fn record(&mut self, s: &ReadySpan) {
+    fn record(&mut self, s: &ReadySpan) {
         let keep: &[&str] = match s.kind {
             Kind::Task => &TASK_KEYS,
             Kind::Tool => &TOOL_KEYS,

@@ -9,7 +9,6 @@ pub mod paths;
 pub mod prometheus;
 mod sink;
 mod stats;
-pub mod summary;
 
 use std::path::PathBuf;
 

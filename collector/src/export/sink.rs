@@ -190,6 +190,12 @@ impl Sink {
         self.stats.clone()
     }
 
+    /// The sink as the loop's only output, with its counts (tests and benches).
+    pub fn alone(self) -> (crate::outputs::Outputs, Arc<SinkStats>) {
+        let stats = self.stats();
+        (crate::outputs::Outputs::new(vec![Box::new(self)]), stats)
+    }
+
     /// Moves batches waiting in memory to the spool (or drops them, counted).
     pub fn spill(&self) -> u64 {
         self.connections.spill() + self.own.as_ref().map_or(0, OwnSink::spill)
@@ -254,39 +260,39 @@ fn keep_in(file: &Path, left: &[Arc<Batch>], stats: &SinkStats) -> Kept {
     }
 }
 
+/// The sink sends spans and metrics to their files and OTLP endpoints. Listed last, it is
+/// handed them without a copy.
+impl crate::outputs::Output for Sink {
+    fn spans(&mut self, spans: &[ReadySpan]) {
+        self.send_all(spans.to_vec());
+    }
+    fn take_spans(&mut self, spans: Vec<ReadySpan>) {
+        self.send_all(spans);
+    }
+    fn metrics(&mut self, req: &ExportMetricsServiceRequest) {
+        self.send_metrics(req.clone());
+    }
+    fn take_metrics(&mut self, req: ExportMetricsServiceRequest) {
+        self.send_metrics(req);
+    }
+    fn relieve_memory(&mut self) -> u64 {
+        self.spill()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
-    use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
     use pipetrace_config::Config;
 
     fn span(n: u64) -> ReadySpan {
-        let ctx = SpanContext::new(
-            opentelemetry::trace::TraceId::from(7u128),
-            opentelemetry::trace::SpanId::from(n),
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        );
-        ReadySpan {
-            kind: crate::signals::Kind::Tool,
-            span: SpanData {
-                span_context: ctx,
-                parent_span_id: opentelemetry::trace::SpanId::INVALID,
-                parent_span_is_remote: false,
-                span_kind: SpanKind::Internal,
-                name: format!("tool {n}").into(),
-                start_time: std::time::SystemTime::now(),
-                end_time: std::time::SystemTime::now(),
-                attributes: Vec::new(),
-                dropped_attributes_count: 0,
-                events: SpanEvents::default(),
-                links: SpanLinks::default(),
-                status: Status::Unset,
-                instrumentation_scope: Default::default(),
-            },
-        }
+        crate::signals::tests_support::ready_span(n)
     }
 
     fn lines(p: &std::path::Path) -> Vec<serde_json::Value> {

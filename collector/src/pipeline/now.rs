@@ -30,7 +30,7 @@ impl Pipeline {
                 let s = self
                     .builder
                     .started(run, EntityRef::Run(run), p, &name, usual);
-                self.exporter.send(s);
+                self.outputs.spans(vec![s]);
                 self.announced.insert(run);
             }
         }
@@ -39,7 +39,7 @@ impl Pipeline {
                 let s = self
                     .builder
                     .started(run, EntityRef::Task(task), p, &name, None);
-                self.exporter.send(s);
+                self.outputs.spans(vec![s]);
                 self.announced.insert(task);
             }
         }

@@ -40,9 +40,8 @@ fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
         fake.shared(),
         attr.unwrap(),
         builder,
-        exporter,
+        exporter.alone(),
         metrics,
-        None,
     )
 }
 
@@ -87,7 +86,7 @@ fn record(fake: &FakeHost, output: &str, rule: &str, shellcmd: &str, from: u64, 
 
 async fn finish(mut pipe: Pipeline, file: &std::path::Path) -> Vec<ReportSpan> {
     pipe.poll(true);
-    let (exporter, _) = pipe.into_parts();
+    let exporter = pipe.into_outputs().take::<crate::export::Sink>().unwrap();
     assert!(exporter.shutdown(Duration::from_secs(5)).await);
     crate::report::read_file(file).unwrap()
 }

@@ -30,6 +30,9 @@ use crate::{
     tree::{Exit, Proc},
 };
 
+#[cfg(test)]
+pub(crate) mod tests_support;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Run,

@@ -99,6 +99,19 @@ impl Endpoint {
     }
 }
 
+/// The endpoint serves each metrics tick's figures until the next.
+impl crate::outputs::Output for Endpoint {
+    fn metrics(&mut self, req: &ExportMetricsServiceRequest) {
+        self.update(req);
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
 async fn scrape(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> impl IntoResponse {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));

@@ -4,8 +4,8 @@ use std::{collections::HashMap, fmt::Write as _, sync::atomic::Ordering::Relaxed
 use opentelemetry::trace::{SpanId, Status};
 use pipetrace_semconv::attr;
 
-use super::{Destinations, Place, SinkStats, StreamStats};
 use crate::{
+    export::{Destinations, Place, SinkStats, StreamStats},
     report::{ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS, table::Table},
     signals::{Kind, ReadySpan},
     sizing::Needs,
@@ -159,6 +159,19 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
     match failed {
         0 => format!("{n} {noun}"),
         f => format!("{n} {noun} ({f} exited non-zero)"),
+    }
+}
+
+/// The summary keeps what it will print as the spans leave.
+impl crate::outputs::Output for Summary {
+    fn spans(&mut self, spans: &[ReadySpan]) {
+        spans.iter().for_each(|s| self.record(s));
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 

@@ -1,0 +1,54 @@
+//! The one place where configuration decides the loop's outputs: where finished spans and
+//! metric ticks go, for `pipetrace run` and for the agent. A new output is one line here.
+use std::sync::Arc;
+
+use anyhow::Context;
+use pipetrace_config::Config;
+
+use crate::{
+    compare::keeper::Keeper,
+    export::{Sink, SinkStats, prometheus::Bound},
+    outputs::{Output, Outputs},
+    summary::Summary,
+};
+
+/// Which command the outputs are for.
+pub(super) enum For {
+    /// `pipetrace run`; `summary`: the end-of-run tree and tables are printed.
+    Run {
+        summary: bool,
+    },
+    Agent,
+}
+
+/// The outputs, the sink last (it is handed the data itself), and the sink's counts.
+pub(super) fn list(
+    cfg: &Config,
+    of: For,
+    sink: Sink,
+    prometheus: Option<Bound>,
+) -> anyhow::Result<(Outputs, Arc<SinkStats>)> {
+    let mut list: Vec<Box<dyn Output>> = Vec::new();
+    match of {
+        // The summary also feeds the HTML report: kept whenever either is wanted.
+        For::Run { summary } if summary || cfg.report.html => {
+            let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
+            list.push(Box::new(Summary::new(tasks, tools)));
+        }
+        For::Run { .. } => {}
+        // The agent's runs, kept for `pipetrace compare RUN_ID` as they end.
+        For::Agent => {
+            if let Some(dir) = cfg.diagnosis.state_dir.as_deref() {
+                list.push(Box::new(Keeper::new(dir)));
+            }
+        }
+    }
+    if let Some(bound) = prometheus {
+        let endpoint = bound.serve().context("serving the Prometheus endpoint")?;
+        log::warn!("metrics for Prometheus on http://{}/metrics", endpoint.addr);
+        list.push(Box::new(endpoint));
+    }
+    let stats = sink.stats();
+    list.push(Box::new(sink));
+    Ok((Outputs::new(list), stats))
+}
