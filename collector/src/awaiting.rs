@@ -65,10 +65,6 @@ impl Awaiting {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The processes waiting.
     pub fn keys(&self) -> impl Iterator<Item = &ProcKey> {
         self.entries.keys()
@@ -181,7 +177,7 @@ mod tests {
         assert!(a.reported(key(2), Usage::default()));
         let order: Vec<u32> = a.ready(&tree, false).iter().map(|(k, _)| k.pid).collect();
         assert_eq!(order, [2, 1]);
-        assert!(a.is_empty());
+        assert_eq!(a.len(), 0);
         assert!(!a.reported(key(3), Usage::default()));
     }
 
@@ -207,7 +203,7 @@ mod tests {
         assert!(a.reported(key(4), Usage::default()));
         let then: Vec<u32> = a.ready(&tree, false).iter().map(|(k, _)| k.pid).collect();
         assert_eq!(then, [4, 2, 1]);
-        assert!(a.is_empty());
+        assert_eq!(a.len(), 0);
     }
 
     #[test]

@@ -176,10 +176,6 @@ impl Proc {
     pub fn in_test(key: ProcKey, start_ns: u64) -> Self {
         Self::new(key, None, 1, start_ns, "test".into())
     }
-
-    pub fn forked_only(&self) -> bool {
-        self.image.is_none()
-    }
 }
 
 #[derive(Default)]

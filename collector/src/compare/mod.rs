@@ -16,10 +16,10 @@ use serde::Serialize;
 
 pub use html::render as html;
 pub use judge::{Basis, Spread, Verdict};
-pub use model::{Figures, Metric, Run, Task};
+pub use model::{Metric, Run, Task};
 pub use table::render as table;
 pub use tools::{Change, ToolChange};
-pub use usual::{Usual, find_history, spreads, usual_of};
+pub use usual::{find_history, spreads, usual_of};
 
 /// Per task name, the spread of each figure over its earlier runs.
 pub type Spreads = HashMap<String, BTreeMap<Metric, Spread>>;

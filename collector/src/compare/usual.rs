@@ -69,8 +69,6 @@ pub fn spreads(h: &HistoryKept, exclude: &[&str]) -> Spreads {
 /// The usual run of a pipeline: per task, the median of its earlier runs' figures.
 pub struct Usual {
     pub run: Run,
-    /// Earlier runs it was made of, at most (tasks may have fewer).
-    pub runs: usize,
 }
 
 /// None when the history has no earlier run (other than `exclude`).
@@ -101,7 +99,6 @@ pub fn usual_of(h: &HistoryKept, exclude: &str) -> Option<Usual> {
             tasks,
             ..Run::default()
         },
-        runs: most,
     })
 }
 

@@ -7,12 +7,12 @@ mod rightsizing;
 mod stalls;
 pub mod watch;
 
-pub use bottleneck::{Bottleneck, Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
+pub use bottleneck::{Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
 pub use history::{
     History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, Slower, median,
     read_all as read_history,
 };
-pub use rightsizing::{GpuRightsizing, Rightsizing, gpus as gpu_rightsizing, judge as rightsizing};
+pub use rightsizing::{gpus as gpu_rightsizing, judge as rightsizing};
 pub use stalls::{Stall, Stalls};
 
 /// Diagnosis's verdicts on one finished tool or task, beside attribution's record of it:

@@ -11,8 +11,7 @@ mod read;
 pub mod table;
 pub mod who;
 
-pub use files::TaskFiles;
-pub use html::{render as html, render_run as html_of_run, render_with as html_with};
+pub use html::{render_run as html_of_run, render_with as html_with};
 pub use markup::esc;
 pub use model::{Kind, ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS};
 pub use read::{ReadError, read_file};

@@ -10,10 +10,10 @@ pub mod table;
 #[cfg(test)]
 mod tests;
 
-pub use fit::{Choice, Fit, RegionTotal, Sizing, TaskFit, fits};
-pub use need::{LOCAL_DISK_ABOVE, Need, Needs};
+pub use fit::Sizing;
+pub use need::Needs;
 pub use render::{html, text};
-pub use table::{Catalog, Family, Instance, TableError};
+pub use table::{Catalog, TableError};
 
 use crate::report::ReportSpan;
 

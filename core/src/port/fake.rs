@@ -81,12 +81,6 @@ impl FakeHost {
         self.state().processes.insert(p.pid, p);
     }
 
-    pub fn remove_process(&self, pid: u32) {
-        let mut s = self.state();
-        s.processes.remove(&pid);
-        s.live.remove(&pid);
-    }
-
     pub fn set_live(&self, pid: u32, live: Live) {
         self.state().live.insert(pid, live);
     }

@@ -6,7 +6,11 @@ use std::collections::BTreeMap;
 
 use pipetrace_semconv::attr;
 
-use super::*;
+use super::{
+    fit::{Fit, fits},
+    table::Family,
+    *,
+};
 use crate::report::Kind;
 
 const GIB: f64 = 1024.0 * 1048576.0;
