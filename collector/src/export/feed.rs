@@ -36,6 +36,8 @@ pub(super) struct Feed {
     pub metrics: mpsc::Receiver<ExportMetricsServiceRequest>,
     pub out: Outputs,
     pub resource: ResourceAttributesWithSchema,
+    /// The resource as protobuf, encoded once for every request.
+    pub encoded: super::otlp::encode::Resource,
     pub stats: Arc<SinkStats>,
     pub batch_max: usize,
     pub batch_wait: Duration,
@@ -105,11 +107,11 @@ impl Feed {
             count_written(&self.stats.spans, f, n, written);
         }
         if let Some(o) = &self.out.outbox.traces {
-            let req = super::otlp_json::trace_request(spans, &self.resource);
+            let body = super::otlp::encode::trace_request(&spans, &self.encoded);
             o.push(Batch {
                 kind: SignalKind::Traces,
                 items: n,
-                body: req.encode_to_vec().into(),
+                body: body.into(),
             })
             .await;
         }

@@ -4,57 +4,66 @@
 //! building the protobuf, its allocations per field and serde's flattened maps per value:
 //! together the agent's largest cost in a fork/exec storm. Strings and floats still go
 //! through serde_json, so their escaping and digits are its own.
-use opentelemetry_proto::tonic::{
-    collector::trace::v1::ExportTraceServiceRequest,
-    common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value::Value},
-    resource::v1::Resource,
-    trace::v1::{ResourceSpans, ScopeSpans, Span},
+use opentelemetry_proto::tonic::common::v1::{
+    AnyValue, InstrumentationScope, KeyValue, any_value::Value,
 };
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::trace::SpanData;
 
-/// One request of `spans` under `resource`, a scope's spans together (in the order each
-/// scope first comes), the spans moved into it rather than copied.
-pub fn trace_request(
-    spans: Vec<SpanData>,
-    resource: &ResourceAttributesWithSchema,
-) -> ExportTraceServiceRequest {
-    let mut scopes: Vec<(opentelemetry::InstrumentationScope, Vec<Span>)> = Vec::new();
-    for span in spans {
-        let at = match scopes
-            .iter()
-            .position(|(s, _)| *s == span.instrumentation_scope)
-        {
-            Some(at) => at,
-            None => {
-                scopes.push((span.instrumentation_scope.clone(), Vec::new()));
-                scopes.len() - 1
-            }
-        };
-        scopes[at].1.push(span.into());
-    }
-    let scope_spans = (scopes.into_iter())
-        .map(|(scope, spans)| ScopeSpans {
-            schema_url: scope.schema_url().unwrap_or_default().to_string(),
-            scope: Some((&scope, None).into()),
-            spans,
-        })
-        .collect();
-    ExportTraceServiceRequest {
-        resource_spans: vec![ResourceSpans {
-            resource: Some(Resource {
-                attributes: resource.attributes.0.clone(),
-                dropped_attributes_count: 0,
-                entity_refs: vec![],
-            }),
-            scope_spans,
-            schema_url: resource.schema_url.clone().unwrap_or_default(),
-        }],
+/// The request opentelemetry-proto builds of the SDK's spans: what the file's JSON and the
+/// sink's protobuf are checked against.
+#[cfg(test)]
+pub(crate) mod reference {
+    use opentelemetry_proto::tonic as proto;
+    use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+    use opentelemetry_sdk::trace::SpanData;
+
+    /// One request of `spans` under `resource`, a scope's spans together (in the order each
+    /// scope first comes), the spans moved into it rather than copied.
+    pub fn trace_request(
+        spans: Vec<SpanData>,
+        resource: &ResourceAttributesWithSchema,
+    ) -> proto::collector::trace::v1::ExportTraceServiceRequest {
+        let mut scopes: Vec<(
+            opentelemetry::InstrumentationScope,
+            Vec<proto::trace::v1::Span>,
+        )> = Vec::new();
+        for span in spans {
+            let at = match scopes
+                .iter()
+                .position(|(s, _)| *s == span.instrumentation_scope)
+            {
+                Some(at) => at,
+                None => {
+                    scopes.push((span.instrumentation_scope.clone(), Vec::new()));
+                    scopes.len() - 1
+                }
+            };
+            scopes[at].1.push(span.into());
+        }
+        let scope_spans = (scopes.into_iter())
+            .map(|(scope, spans)| proto::trace::v1::ScopeSpans {
+                schema_url: scope.schema_url().unwrap_or_default().to_string(),
+                scope: Some((&scope, None).into()),
+                spans,
+            })
+            .collect();
+        proto::collector::trace::v1::ExportTraceServiceRequest {
+            resource_spans: vec![proto::trace::v1::ResourceSpans {
+                resource: Some(proto::resource::v1::Resource {
+                    attributes: resource.attributes.0.clone(),
+                    dropped_attributes_count: 0,
+                    entity_refs: vec![],
+                }),
+                scope_spans,
+                schema_url: resource.schema_url.clone().unwrap_or_default(),
+            }],
+        }
     }
 }
 
 /// Appends, as one line of OTLP/JSON (without the newline), the request
-/// [`trace_request`] makes of `spans`: written from the spans themselves, for a file
+/// opentelemetry-proto would build of `spans`: written from the spans themselves, for a file
 /// that needs no protobuf of them.
 pub fn write_spans(out: &mut Vec<u8>, spans: &[SpanData], res: &ResourceAttributesWithSchema) {
     let mut scopes: Vec<(&opentelemetry::InstrumentationScope, Vec<&SpanData>)> = Vec::new();

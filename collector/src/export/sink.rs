@@ -111,6 +111,9 @@ impl Sink {
                 outbox: connections.outbox.clone(),
             },
             resource: ResourceAttributesWithSchema::from(&resource),
+            encoded: super::otlp::encode::Resource::encode(&ResourceAttributesWithSchema::from(
+                &resource,
+            )),
             stats: stats.clone(),
             batch_max: cfg.export.batch_spans,
             batch_wait: cfg.export.batch_timeout,

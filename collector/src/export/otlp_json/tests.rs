@@ -10,7 +10,7 @@ use opentelemetry_sdk::{
     trace::{SpanData, SpanEvents, SpanLinks},
 };
 
-use super::*;
+use super::{reference::trace_request, *};
 
 fn scope(name: &'static str) -> InstrumentationScope {
     InstrumentationScope::builder(name)

@@ -8,7 +8,6 @@ use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::{Resource, trace::SpanData};
 use pipetrace_config::{Export, SignalKind};
 use pipetrace_semconv::attr;
-use prost::Message;
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{super::SinkStats, SCOPE};
@@ -55,7 +54,8 @@ impl OwnSink {
         let outbox = Arc::new(Outbox::new(QUEUE_BYTES, None, by_signal).untraced());
         let sender = Sender::over(outbox.clone(), client, cfg.retry.clone());
         let (tx, rx) = mpsc::channel(QUEUE);
-        let resource = ResourceAttributesWithSchema::from(&own_resource(pipeline));
+        let own = ResourceAttributesWithSchema::from(&own_resource(pipeline));
+        let resource = crate::export::otlp::encode::Resource::encode(&own);
         let batching = (cfg.batch_spans, cfg.batch_timeout);
         let feed = tokio::spawn(feed(rx, outbox, resource, batching));
         super::attach(tx, stats);
@@ -78,7 +78,7 @@ impl OwnSink {
 async fn feed(
     mut rx: mpsc::Receiver<SpanData>,
     outbox: Arc<Outbox>,
-    resource: ResourceAttributesWithSchema,
+    resource: crate::export::otlp::encode::Resource,
     (max, wait): (usize, Duration),
 ) {
     let mut batch = Vec::with_capacity(max);
@@ -87,8 +87,7 @@ async fn feed(
         if !batch.is_empty() {
             let spans = std::mem::take(&mut batch);
             let items = spans.len() as u64;
-            let req = crate::export::otlp_json::trace_request(spans, &resource);
-            let body = req.encode_to_vec().into();
+            let body = crate::export::otlp::encode::trace_request(&spans, &resource).into();
             outbox
                 .push(Batch {
                     kind: SignalKind::Traces,
