@@ -134,7 +134,8 @@ impl Pipeline {
             gpu: None,
             gpu_interval_us: 0,
             runs_finished_seen: 0,
-            files: crate::files::Filter::default(),
+            files: crate::files::Filter::default()
+                .with_engines(crate::attribution::engines::bookkeeping()),
         }
     }
 

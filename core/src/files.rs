@@ -62,14 +62,12 @@ const SYSTEM_PREFIXES: &[&str] = &[
     "/nix/store/",
 ];
 /// Parts of a path that mark an interpreter's libraries, caches or version-manager shims
-/// (wherever installed: a venv, conda, a home directory), or an engine's own
-/// bookkeeping (Snakemake's `.snakemake/`, Nextflow's `.command.*` and `.exitcode`).
+/// (wherever installed: a venv, conda, a home directory). An engine's own bookkeeping is
+/// the engine's to name ([`Bookkeeping`]).
 const SYSTEM_PARTS: &[&str] = &[
     "/site-packages/",
     "/dist-packages/",
     "/__pycache__/",
-    "/.snakemake/",
-    "/.nextflow/",
     "/.cache/",
     "/node_modules/",
     "/lib/python",
@@ -80,20 +78,19 @@ const SYSTEM_PARTS: &[&str] = &[
     "/.asdf/",
     "/share/locale/",
 ];
-const SYSTEM_NAMES: &[&str] = &[
-    ".command.sh",
-    ".command.run",
-    ".command.out",
-    ".command.err",
-    ".command.log",
-    ".command.trace",
-    ".command.begin",
-    ".command.env",
-    ".exitcode",
-];
 
-/// Whether `path` is the system's or an engine's rather than the pipeline's data.
-pub fn is_system(path: &str) -> bool {
+/// An engine's own bookkeeping among the files its tasks open, not the pipeline's data: parts
+/// of a path (Snakemake's `/.snakemake/`) and file names (Nextflow's `.command.run`). Each
+/// engine declares its own; the filter is handed them all.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bookkeeping {
+    pub parts: &'static [&'static str],
+    pub names: &'static [&'static str],
+}
+
+/// Whether `path` is the system's (or, by `engines`, an engine's) rather than the
+/// pipeline's data.
+pub fn is_system(path: &str, engines: &[Bookkeeping]) -> bool {
     let anchored = if path.starts_with('/') {
         std::borrow::Cow::Borrowed(path)
     } else {
@@ -101,9 +98,11 @@ pub fn is_system(path: &str) -> bool {
     };
     let name = path.rsplit('/').next().unwrap_or(path);
     let shared_library = name.ends_with(".so") || name.contains(".so.");
+    let engines_own =
+        |b: &Bookkeeping| b.parts.iter().any(|p| anchored.contains(p)) || b.names.contains(&name);
     SYSTEM_PREFIXES.iter().any(|p| path.starts_with(p))
         || SYSTEM_PARTS.iter().any(|p| anchored.contains(p))
-        || SYSTEM_NAMES.contains(&name)
+        || engines.iter().any(engines_own)
         || shared_library
         || name.ends_with(".pyc")
 }
@@ -114,6 +113,8 @@ pub struct Filter {
     system: bool,
     include: Option<GlobSet>,
     exclude: GlobSet,
+    /// The engines' bookkeeping, left out as the system's files are.
+    engines: Vec<Bookkeeping>,
     pub max_per_tool: usize,
     pub max_per_task: usize,
 }
@@ -139,15 +140,22 @@ impl Filter {
                 .then(|| set(&cfg.include))
                 .transpose()?,
             exclude: set(&cfg.exclude)?,
+            engines: Vec::new(),
             max_per_tool: cfg.max_per_tool,
             max_per_task: cfg.max_per_task,
         })
     }
 
+    /// Leaves out the engines' bookkeeping too (unless `files.system` keeps all).
+    pub fn with_engines(mut self, engines: impl IntoIterator<Item = Bookkeeping>) -> Self {
+        self.engines.extend(engines);
+        self
+    }
+
     /// The path as kept (`./` and doubled slashes gone), or None when it is left out.
     pub fn keep(&self, path: &str) -> Option<String> {
         let path = normalise(path);
-        if path.is_empty() || (!self.system && is_system(&path)) {
+        if path.is_empty() || (!self.system && is_system(&path, &self.engines)) {
             return None;
         }
         if self.include.as_ref().is_some_and(|i| !i.is_match(&path)) {
@@ -322,9 +330,15 @@ mod tests {
         );
     }
 
+    /// An engine's bookkeeping, as an engine of the collector declares it.
+    const BOOKS: Bookkeeping = Bookkeeping {
+        parts: &["/.books/"],
+        names: &[".ledger"],
+    };
+
     #[test]
     fn system_paths_and_engine_bookkeeping_are_left_out() {
-        let f = filter(&[], &[]);
+        let f = filter(&[], &[]).with_engines([BOOKS]);
         for p in [
             "/etc/ld.so.cache",
             "/lib/x86_64-linux-gnu/libc.so.6",
@@ -332,9 +346,9 @@ mod tests {
             "/proc/self/stat",
             "/dev/null",
             "/home/u/venv/lib/python3.13/site-packages/yaml/x.py",
-            "/w/.snakemake/metadata/abc",
-            ".snakemake/log/x.log",
-            "/w/work/3f/9a1c/.command.sh",
+            "/w/.books/metadata/abc",
+            ".books/log/x.log",
+            "/w/work/3f/9a1c/.ledger",
             "/home/u/lib/libfoo.so.1.2",
             "/w/__pycache__/a.cpython-313.pyc",
             "/opt/conda/envs/x/lib/python3.11/os.py",
@@ -350,6 +364,8 @@ mod tests {
         ] {
             assert!(f.keep(p).is_some(), "{p}");
         }
+        // Without the engine, its bookkeeping is data like any other file.
+        assert!(filter(&[], &[]).keep(".books/log/x.log").is_some());
         let all = Filter::new(&pipetrace_config::Files {
             system: true,
             ..Default::default()

@@ -70,10 +70,16 @@ pub(super) fn pipeline(
         .with_usage_wait(cfg.probes.usage_wait)
         .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
         .with_diagnosis(&cfg.diagnosis)
-        .with_files(crate::files::Filter::new(&cfg.files).context("files.include/exclude")?)
+        .with_files(files_filter(cfg)?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?)
         .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval);
     Ok(pipe)
+}
+
+/// Which opened files are kept: the user's globs, never the system's or an engine's own.
+fn files_filter(cfg: &Config) -> anyhow::Result<crate::files::Filter> {
+    let f = crate::files::Filter::new(&cfg.files).context("files.include/exclude")?;
+    Ok(f.with_engines(crate::attribution::engines::bookkeeping()))
 }
 
 /// NVML where NVIDIA's driver is; nothing (and one line in the log) where it is not.

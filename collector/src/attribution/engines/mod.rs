@@ -16,6 +16,7 @@ pub mod snakemake;
 use std::time::SystemTime;
 
 use super::TaskInfo;
+use crate::files::Bookkeeping;
 use crate::host::SharedHost;
 use crate::tree::{Image, Proc};
 
@@ -223,6 +224,8 @@ pub struct Engine {
     /// Whether an exec (its program, or an interpreter's script) runs this engine.
     pub recognises: fn(tool: &str, image: &Image) -> bool,
     pub start: fn(image: &Image, started: SystemTime, host: SharedHost) -> Box<dyn EngineRun>,
+    /// The engine's own files among those its tasks open: never a task's inputs or outputs.
+    pub bookkeeping: Bookkeeping,
 }
 
 /// Every engine pipetrace models. `attribution.engines` says which of them start runs.
@@ -232,6 +235,11 @@ pub const ENGINES: &[Engine] = &[
     nextflow::ENGINE,
     prefect::ENGINE,
 ];
+
+/// Every engine's bookkeeping, for the file filter.
+pub fn bookkeeping() -> impl Iterator<Item = Bookkeeping> {
+    ENGINES.iter().map(|e| e.bookkeeping)
+}
 
 /// The engine whose process (`parent`) starts a child that runs `image`: Prefect is
 /// recognised by the temporary API server a flow process starts, not by its own command

@@ -2,7 +2,7 @@
 //! or HTTP/protobuf, TLS and mutual TLS) with each signal's path, a byte-bounded outbox with
 //! retries, and the on-disk spool.
 mod client;
-pub(crate) mod encode;
+pub mod encode;
 mod outbox;
 mod raw;
 mod retry;

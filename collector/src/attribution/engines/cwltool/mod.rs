@@ -40,6 +40,11 @@ pub const ENGINE: Engine = Engine {
     // `cwl-runner` is the standard's generic name; Debian links it to cwltool.
     recognises: |tool, _| tool == "cwltool" || tool == "cwl-runner",
     start,
+    // Its jobs run in temporary directories it names; nothing there is its own record.
+    bookkeeping: crate::files::Bookkeeping {
+        parts: &[],
+        names: &[],
+    },
 };
 
 struct Cwltool {

@@ -37,6 +37,21 @@ pub const ENGINE: Engine = Engine {
     kind: super::EngineKind::Nextflow,
     recognises: |tool, _| tool == "nextflow" || tool == ".command.run",
     start,
+    // The launch directory's `.nextflow/` and each work directory's wrapper files.
+    bookkeeping: crate::files::Bookkeeping {
+        parts: &["/.nextflow/"],
+        names: &[
+            ".command.sh",
+            ".command.run",
+            ".command.out",
+            ".command.err",
+            ".command.log",
+            ".command.trace",
+            ".command.begin",
+            ".command.env",
+            ".exitcode",
+        ],
+    },
 };
 
 struct Nextflow {

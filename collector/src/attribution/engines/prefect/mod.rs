@@ -39,6 +39,11 @@ pub const ENGINE: Engine = Engine {
     // Recognised by the server it starts (see `is_server`), not by its own command line.
     recognises: |_, _| false,
     start,
+    // Its records are in a database, opened by the server, never by a task.
+    bookkeeping: crate::files::Bookkeeping {
+        parts: &[],
+        names: &[],
+    },
 };
 
 /// Whether a process runs Prefect's temporary API server: its parent runs a flow.

@@ -42,6 +42,11 @@ pub const ENGINE: Engine = Engine {
     kind: super::EngineKind::Snakemake,
     recognises: |tool, _| tool == "snakemake",
     start,
+    // Its metadata, log, locks and conda and script caches.
+    bookkeeping: crate::files::Bookkeeping {
+        parts: &["/.snakemake/"],
+        names: &[],
+    },
 };
 
 struct Snakemake {
