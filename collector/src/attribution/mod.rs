@@ -18,7 +18,6 @@ mod rollups;
 pub mod rules;
 mod running;
 mod runs;
-mod servers;
 mod starts;
 pub mod verdict;
 
@@ -237,7 +236,7 @@ pub struct Attributor {
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
     mains: crate::event::ProcMap<ProcKey, Finished>,
     /// Standing engine servers, whose flows are found by their connection to one.
-    servers: servers::Servers,
+    servers: engines::prefect::Servers,
 }
 
 impl Attributor {

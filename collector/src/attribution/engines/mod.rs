@@ -226,6 +226,9 @@ pub struct Engine {
     pub start: fn(image: &Image, started: SystemTime, host: SharedHost) -> Box<dyn EngineRun>,
     /// The engine's own files among those its tasks open: never a task's inputs or outputs.
     pub bookkeeping: Bookkeeping,
+    /// For an engine recognised by what its process starts rather than by its own command
+    /// line: whether a child that runs `image` makes `parent` a run of this engine.
+    pub started_by_parent: Option<fn(image: &Image, parent: &Proc) -> bool>,
 }
 
 /// Every engine pipetrace models. `attribution.engines` says which of them start runs.
@@ -241,13 +244,14 @@ pub fn bookkeeping() -> impl Iterator<Item = Bookkeeping> {
     ENGINES.iter().map(|e| e.bookkeeping)
 }
 
-/// The engine whose process (`parent`) starts a child that runs `image`: Prefect is
-/// recognised by the temporary API server a flow process starts, not by its own command
-/// line. `prefect server start --background` starts the same server, and is no flow.
+/// The engine, among those enabled, whose process (`parent`) is known by starting a child
+/// that runs `image` (`Engine::started_by_parent`).
 pub fn of_parent(enabled: &[String], image: &Image, parent: &Proc) -> Option<&'static Engine> {
-    let on = |name: &str| enabled.iter().any(|n| n == name);
-    let launcher = (parent.image.as_ref()).is_some_and(prefect::is_standing_server);
-    (on("prefect") && prefect::is_server(image) && !launcher).then_some(&prefect::ENGINE)
+    let on = |e: &&Engine| enabled.iter().any(|n| n == e.name);
+    (ENGINES.iter().filter(on)).find(|e| {
+        e.started_by_parent
+            .is_some_and(|starts| starts(image, parent))
+    })
 }
 
 /// The engine an exec runs, among those enabled.

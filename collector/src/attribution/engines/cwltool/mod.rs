@@ -45,6 +45,7 @@ pub const ENGINE: Engine = Engine {
         parts: &[],
         names: &[],
     },
+    started_by_parent: None,
 };
 
 struct Cwltool {

@@ -52,6 +52,7 @@ pub const ENGINE: Engine = Engine {
             ".exitcode",
         ],
     },
+    started_by_parent: None,
 };
 
 struct Nextflow {

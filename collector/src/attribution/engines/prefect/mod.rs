@@ -15,8 +15,10 @@ mod db;
 mod fixtures;
 mod matching;
 mod progress;
+mod servers;
 mod standing;
 
+pub(in crate::attribution) use servers::Servers;
 pub use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
 
 use std::{
@@ -44,7 +46,15 @@ pub const ENGINE: Engine = Engine {
         parts: &[],
         names: &[],
     },
+    started_by_parent: Some(starts_a_server),
 };
+
+/// A flow process is known by the temporary API server it starts, not by its own command
+/// line. `prefect server start --background` starts the same server, and is no flow.
+fn starts_a_server(image: &Image, parent: &Proc) -> bool {
+    let launcher = (parent.image.as_ref()).is_some_and(is_standing_server);
+    is_server(image) && !launcher
+}
 
 /// Whether a process runs Prefect's temporary API server: its parent runs a flow.
 pub fn is_server(image: &Image) -> bool {

@@ -47,6 +47,7 @@ pub const ENGINE: Engine = Engine {
         parts: &["/.snakemake/"],
         names: &[],
     },
+    started_by_parent: None,
 };
 
 struct Snakemake {

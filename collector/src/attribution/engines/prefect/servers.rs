@@ -7,12 +7,15 @@
 //! a look through the host's processes (`pipetrace run` sees none that started before it).
 use std::{collections::HashMap, time::Duration};
 
-use super::{Attributor, Mode, Role, engines, naming};
 use crate::{
+    attribution::{
+        Attributor, Mode, Role,
+        engines::{EngineKind, prefect},
+        naming,
+    },
     event::ProcKey,
     tree::{Image, Proc, Tree},
 };
-use engines::{EngineKind, prefect};
 
 /// How long a process found connected to no server is not asked again.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -22,7 +25,7 @@ const RESCAN: Duration = Duration::from_secs(5);
 const CHECKED: usize = 4096;
 
 #[derive(Default)]
-pub(super) struct Servers {
+pub(in crate::attribution) struct Servers {
     /// The standing servers' processes.
     known: Vec<ProcKey>,
     /// When the host's processes were last looked through.
@@ -32,7 +35,7 @@ pub(super) struct Servers {
 }
 
 impl Servers {
-    pub(super) fn forget(&mut self, dropped: &[Proc]) {
+    pub(in crate::attribution) fn forget(&mut self, dropped: &[Proc]) {
         for p in dropped {
             self.known.retain(|k| *k != p.key);
             self.checked.remove(&p.key);
@@ -46,7 +49,7 @@ impl Attributor {
     }
 
     /// Notes a process that execs (or was found running) a standing Prefect server.
-    pub(super) fn note_server(&mut self, key: ProcKey, image: &Image) {
+    pub(in crate::attribution) fn note_server(&mut self, key: ProcKey, image: &Image) {
         let on = self.prefect_on();
         let known = &mut self.servers.known;
         if on && prefect::is_standing_server(image) && !known.contains(&key) {
@@ -56,7 +59,7 @@ impl Attributor {
 
     /// At `child`'s exec: whether its parent is a flow talking to a standing Prefect server;
     /// then the parent is that flow's Prefect run, and `child` its first process.
-    pub(super) fn flow_of_standing_server(&mut self, tree: &Tree, child: ProcKey) {
+    pub(in crate::attribution) fn flow_of_standing_server(&mut self, tree: &Tree, child: ProcKey) {
         let parent = tree.get(&child).and_then(|p| p.parent);
         let Some(parent) = parent.and_then(|k| tree.get(&k)) else {
             return;
