@@ -175,6 +175,52 @@ pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
     out
 }
 
+/// The spans of the complete lines of a trace file being written (none before it exists).
+pub fn spans_so_far(path: &Path) -> Vec<spans::RecvSpan> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    let mut out = Vec::new();
+    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+        let req: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
+            serde_json::from_str(line)
+                .expect("each line is an OTLP JSON ExportTraceServiceRequest");
+        out.extend(spans::flatten(req));
+    }
+    out
+}
+
+/// Asks `what` every 100 ms until it answers, for at most `limit`: a wait on the thing
+/// itself, not a guess at how long it takes. Panics naming what never came.
+pub fn wait_until<T>(
+    limit: std::time::Duration,
+    waited_for: &str,
+    mut what: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = what() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited {limit:?} for {waited_for}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Waits (up to 30 s) until the agent writing `out` has exported the run span of each of
+/// `runs` (by `cicd.pipeline.name`): it has seen them end.
+pub fn wait_for_runs(out: &Path, runs: &[&str]) {
+    let what = format!("the run spans of {runs:?} in {}", out.display());
+    wait_until(std::time::Duration::from_secs(30), &what, || {
+        let spans = spans_so_far(out);
+        let has =
+            |r: &&str| (spans.iter()).any(|s| s.is_run() && s.str("cicd.pipeline.name") == *r);
+        runs.iter().all(has).then_some(())
+    });
+}
+
 /// A shell loop running in the background until dropped: another user's load beside a test.
 pub struct Background(std::process::Child);
 

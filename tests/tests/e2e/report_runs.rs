@@ -24,7 +24,7 @@ fn a_report_of_an_agents_file_has_one_section_per_run() {
             .unwrap();
         assert!(st.success());
     }
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    pipetrace_e2e::wait_for_runs(&out, &["first", "second"]);
     agent.stop();
     let html = dir.path().join("r.html");
     let o = pipetrace()

@@ -3,7 +3,9 @@
 //! name them when they end.
 use std::{process::Command, time::Duration};
 
-use pipetrace_e2e::{Agent, own_agent, pipetrace, pipetrace_bin, read_jsonl, stderr};
+use pipetrace_e2e::{
+    Agent, own_agent, pipetrace, pipetrace_bin, read_jsonl, stderr, wait_for_runs, wait_until,
+};
 
 /// Two runs (run rules `first` and `second`), each a task that runs for a while.
 fn two_pipelines(dir: &std::path::Path) -> (Agent, Vec<std::process::Child>, std::path::PathBuf) {
@@ -30,14 +32,23 @@ fn two_pipelines(dir: &std::path::Path) -> (Agent, Vec<std::process::Child>, std
 fn status_and_top_show_two_pipelines_running_under_one_agent() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, mut runs, out) = two_pipelines(dir.path());
-    // The agent writes what runs every 2 s.
-    std::thread::sleep(Duration::from_secs(4));
-    let o = pipetrace().args(["status", "--json"]).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let agents: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let mine = (agents.as_array().unwrap().iter())
-        .find(|a| a["pid"] == agent.pid())
-        .expect("this agent");
+    // The agent writes what runs every 2 s: until it shows both runs' tasks a second old.
+    let running_for_a_second = |mine: &serde_json::Value, run: &str| {
+        let runs = mine["runs"].as_array().cloned().unwrap_or_default();
+        (runs.iter().find(|r| r["run"] == run))
+            .and_then(|r| r["tasks"].as_array().cloned())
+            .is_some_and(|t| t.iter().any(|t| t["elapsed_s"].as_f64() > Some(1.0)))
+    };
+    let mine = wait_until(Duration::from_secs(20), "both runs in `status`", || {
+        let o = pipetrace().args(["status", "--json"]).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let agents: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mine = (agents.as_array()?.iter()).find(|a| a["pid"] == agent.pid())?;
+        let both = ["first", "second"]
+            .iter()
+            .all(|r| running_for_a_second(mine, r));
+        both.then(|| mine.clone())
+    });
     let runs_now = mine["runs"].as_array().unwrap();
     let running = |name: &str| {
         (runs_now.iter())
@@ -87,7 +98,7 @@ fn status_and_top_show_two_pipelines_running_under_one_agent() {
     for r in &mut runs {
         r.wait().unwrap();
     }
-    std::thread::sleep(Duration::from_secs(1));
+    wait_for_runs(&out, &["first", "second"]);
     agent.stop();
     // Each run's task as its span names it, under its run, on top's screen.
     let spans = read_jsonl(&out);

@@ -74,7 +74,7 @@ fn every_span_carries_its_user_and_cost_centre_and_the_report_totals_by_them() {
         .status()
         .unwrap();
     assert!(as_root.success() && as_nobody.success());
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    pipetrace_e2e::wait_for_runs(&out, &["by-root", "by-nobody"]);
     agent.stop();
     let spans = read_jsonl(&out);
     for (run, user) in [("by-root", "root"), ("by-nobody", "nobody")] {
