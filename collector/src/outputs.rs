@@ -10,7 +10,7 @@ use crate::signals::ReadySpan;
 
 /// One output of the loop. Every method has a default that ignores what it is given, so an
 /// output implements only what it takes.
-pub trait Output: Any + Send {
+pub trait Output: AsAny + Send {
     /// Spans ready to leave, in the order they finished (after the trace budget folded
     /// them), with the `Started` announcements among them.
     fn spans(&mut self, spans: &[ReadySpan]) {
@@ -38,10 +38,22 @@ pub trait Output: Any + Send {
     fn relieve_memory(&mut self) -> u64 {
         0
     }
+}
 
-    /// The output as itself, for the command that made it to read it back at the end.
+/// An output as itself, for the command that made it to read it back at the end: every
+/// output has it.
+pub trait AsAny: Any {
     fn as_any(&self) -> &dyn Any;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
 }
 
 /// The list, in the order each is fed. The last is handed the data itself.
@@ -76,12 +88,14 @@ impl Outputs {
 
     /// The output of type `T`, if the list has one.
     pub fn get<T: Output>(&self) -> Option<&T> {
-        self.0.iter().find_map(|o| o.as_any().downcast_ref::<T>())
+        self.0
+            .iter()
+            .find_map(|o| o.as_ref().as_any().downcast_ref::<T>())
     }
 
     /// Takes the output of type `T` out of the list (at the end of a run).
     pub fn take<T: Output>(&mut self) -> Option<T> {
-        let at = (self.0.iter()).position(|o| o.as_any().is::<T>())?;
+        let at = (self.0.iter()).position(|o| o.as_ref().as_any().is::<T>())?;
         let any = self.0.remove(at).into_any();
         any.downcast::<T>().ok().map(|b| *b)
     }
@@ -109,23 +123,10 @@ mod tests {
         fn metrics(&mut self, _: &Metrics) {
             self.metrics += 1;
         }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn into_any(self: Box<Self>) -> Box<dyn Any> {
-            self
-        }
     }
 
     struct Other;
-    impl Output for Other {
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn into_any(self: Box<Self>) -> Box<dyn Any> {
-            self
-        }
-    }
+    impl Output for Other {}
 
     fn span() -> ReadySpan {
         crate::signals::tests_support::ready_span(1)

@@ -167,12 +167,6 @@ impl crate::outputs::Output for Summary {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
 }
 
 impl Summary {

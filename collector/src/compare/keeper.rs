@@ -41,12 +41,6 @@ impl crate::outputs::Output for Keeper {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
 }
 
 impl Keeper {

@@ -66,14 +66,7 @@ pub(crate) mod reference {
 /// opentelemetry-proto would build of `spans`: written from the spans themselves, for a file
 /// that needs no protobuf of them.
 pub fn write_spans(out: &mut Vec<u8>, spans: &[SpanData], res: &ResourceAttributesWithSchema) {
-    let mut scopes: Vec<(&opentelemetry::InstrumentationScope, Vec<&SpanData>)> = Vec::new();
-    for span in spans {
-        let scope = &span.instrumentation_scope;
-        match scopes.iter_mut().find(|(s, _)| *s == scope) {
-            Some((_, of_scope)) => of_scope.push(span),
-            None => scopes.push((scope, vec![span])),
-        }
-    }
+    let scopes = super::otlp::encode::by_scope(spans);
     out.extend_from_slice(b"{\"resourceSpans\":[{\"resource\":{\"attributes\":");
     list(out, &res.attributes.0, key_value);
     out.extend_from_slice(b",\"droppedAttributesCount\":0,\"entityRefs\":[]},\"scopeSpans\":[");

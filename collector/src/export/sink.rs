@@ -281,12 +281,6 @@ impl crate::outputs::Output for Sink {
     fn relieve_memory(&mut self) -> u64 {
         self.spill()
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
 }
 
 #[cfg(test)]

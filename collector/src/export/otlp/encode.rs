@@ -44,14 +44,7 @@ impl Resource {
 /// `ExportTraceServiceRequest` of `spans` under `resource`: one `ResourceSpans`, a scope's
 /// spans together in the order each scope first comes.
 pub fn trace_request(spans: &[SpanData], resource: &Resource) -> Vec<u8> {
-    let mut scopes: Vec<(&opentelemetry::InstrumentationScope, Vec<&SpanData>)> = Vec::new();
-    for span in spans {
-        let scope = &span.instrumentation_scope;
-        match scopes.iter_mut().find(|(s, _)| *s == scope) {
-            Some((_, of_scope)) => of_scope.push(span),
-            None => scopes.push((scope, vec![span])),
-        }
-    }
+    let scopes = by_scope(spans);
     let mut out = Vec::with_capacity(spans.len() * 1024 + resource.resource.len() + 64);
     message(&mut out, 1, |out| {
         bytes_field(out, 1, &resource.resource);
@@ -69,6 +62,22 @@ pub fn trace_request(spans: &[SpanData], resource: &Resource) -> Vec<u8> {
     out
 }
 
+/// The spans of each scope together, the scopes in the order each first comes (as a request
+/// holds them, in protobuf and in JSON alike).
+pub(crate) fn by_scope(
+    spans: &[SpanData],
+) -> Vec<(&opentelemetry::InstrumentationScope, Vec<&SpanData>)> {
+    let mut scopes: Vec<(&opentelemetry::InstrumentationScope, Vec<&SpanData>)> = Vec::new();
+    for span in spans {
+        let scope = &span.instrumentation_scope;
+        match scopes.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, of_scope)) => of_scope.push(span),
+            None => scopes.push((scope, vec![span])),
+        }
+    }
+    scopes
+}
+
 fn instrumentation_scope(out: &mut Vec<u8>, s: &opentelemetry::InstrumentationScope) {
     string(out, 1, s.name());
     string(out, 2, s.version().unwrap_or_default());
@@ -84,7 +93,7 @@ fn span(out: &mut Vec<u8>, s: &SpanData) {
         bytes_field(out, 4, &s.parent_span_id.to_bytes());
     }
     string(out, 5, &s.name);
-    uint(out, 6, kind(&s.span_kind));
+    uint(out, 6, kind(&s.span_kind) as u64);
     fixed64(out, 7, nanos(s.start_time));
     fixed64(out, 8, nanos(s.end_time));
     for kv in &s.attributes {
@@ -185,7 +194,8 @@ fn array(out: &mut Vec<u8>, a: &Array) {
     }
 }
 
-fn kind(k: &SpanKind) -> u64 {
+/// OTLP's `SpanKind` number.
+pub(crate) fn kind(k: &SpanKind) -> i32 {
     match k {
         SpanKind::Internal => 1,
         SpanKind::Server => 2,

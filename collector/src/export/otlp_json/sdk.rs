@@ -3,7 +3,7 @@
 //! and values, without building the protobuf first.
 use opentelemetry::{
     Array, KeyValue, Value,
-    trace::{SpanContext, SpanKind, Status},
+    trace::{SpanContext, Status},
 };
 use opentelemetry_sdk::trace::SpanData;
 
@@ -43,7 +43,7 @@ pub(super) fn span(out: &mut Vec<u8>, s: &SpanData) {
     }
     key_num(out, "flags", flags(s.parent_span_is_remote, ctx));
     key_str(out, "name", &s.name);
-    key_num(out, "kind", kind(&s.span_kind));
+    key_num(out, "kind", crate::export::otlp::encode::kind(&s.span_kind));
     key_u64_str(out, "startTimeUnixNano", nanos(s.start_time));
     key_u64_str(out, "endTimeUnixNano", nanos(s.end_time));
     out.extend_from_slice(b",\"attributes\":");
@@ -64,16 +64,6 @@ pub(super) fn span(out: &mut Vec<u8>, s: &SpanData) {
     string(out, message);
     key_num(out, "code", code);
     out.extend_from_slice(b"}}");
-}
-
-fn kind(k: &SpanKind) -> i32 {
-    match k {
-        SpanKind::Internal => 1,
-        SpanKind::Server => 2,
-        SpanKind::Client => 3,
-        SpanKind::Producer => 4,
-        SpanKind::Consumer => 5,
-    }
 }
 
 fn event(out: &mut Vec<u8>, e: &opentelemetry::trace::Event) {

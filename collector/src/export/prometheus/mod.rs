@@ -104,12 +104,6 @@ impl crate::outputs::Output for Endpoint {
     fn metrics(&mut self, req: &ExportMetricsServiceRequest) {
         self.update(req);
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
 }
 
 async fn scrape(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> impl IntoResponse {
