@@ -18,13 +18,15 @@ fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
     }
 }
 
+/// The collector's sources and the core crate's (the collector's bottom layers).
 fn collector_sources() -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
-    sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../collector/src"),
-        &mut out,
-    );
-    assert!(out.len() > 20, "collector sources found");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    sources(&root.join("../collector/src"), &mut out);
+    let collector = out.len();
+    sources(&root.join("../core/src"), &mut out);
+    assert!(collector > 20, "collector sources found");
+    assert!(out.len() > collector + 10, "core sources found");
     out
 }
 

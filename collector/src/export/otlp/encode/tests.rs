@@ -110,8 +110,8 @@ fn span(i: u64, scope: InstrumentationScope) -> SpanData {
 
 fn resource(schema: Option<&str>) -> ResourceAttributesWithSchema {
     let r = opentelemetry_sdk::Resource::builder_empty().with_attributes([
-        KeyValue::new("service.name", "pipetrace"),
-        KeyValue::new("host.name", "node1"),
+        KeyValue::new("r.name", "pipetrace"),
+        KeyValue::new("r.node", "node1"),
         KeyValue::new("pid", 7_i64),
     ]);
     let r = match schema {
