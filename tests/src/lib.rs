@@ -165,6 +165,11 @@ pub fn stderr(o: &Output) -> String {
 /// Spans of an OTLP JSON lines file, as the receiver would have them.
 pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    spans_of_lines(&text)
+}
+
+/// The spans of OTLP JSON lines, each line one export request.
+fn spans_of_lines(text: &str) -> Vec<spans::RecvSpan> {
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let req: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
@@ -178,15 +183,7 @@ pub fn read_jsonl(path: &Path) -> Vec<spans::RecvSpan> {
 /// The spans of the complete lines of a trace file being written (none before it exists).
 pub fn spans_so_far(path: &Path) -> Vec<spans::RecvSpan> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-    let mut out = Vec::new();
-    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
-        let req: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
-            serde_json::from_str(line)
-                .expect("each line is an OTLP JSON ExportTraceServiceRequest");
-        out.extend(spans::flatten(req));
-    }
-    out
+    spans_of_lines(text.rfind('\n').map_or("", |end| &text[..end]))
 }
 
 /// Asks `what` every 100 ms until it answers, for at most `limit`: a wait on the thing

@@ -102,6 +102,7 @@ impl Sink {
         let spans_queued = Arc::new(AtomicUsize::new(0));
         let (metrics, metrics_rx) = mpsc::channel(METRICS_QUEUE);
         let resource = super::resource(cfg, host);
+        let with_schema = ResourceAttributesWithSchema::from(&resource);
         let feed = Feed {
             spans: spans_rx,
             spans_queued: spans_queued.clone(),
@@ -110,10 +111,8 @@ impl Sink {
                 files,
                 outbox: connections.outbox.clone(),
             },
-            resource: ResourceAttributesWithSchema::from(&resource),
-            encoded: super::otlp::encode::Resource::encode(&ResourceAttributesWithSchema::from(
-                &resource,
-            )),
+            encoded: super::otlp::encode::Resource::encode(&with_schema),
+            resource: with_schema,
             stats: stats.clone(),
             batch_max: cfg.export.batch_spans,
             batch_wait: cfg.export.batch_timeout,
