@@ -2,6 +2,7 @@
 //! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
 //! process's environment, never asks the network.
 mod cloud;
+mod database;
 mod idle;
 mod kept;
 mod live;
@@ -12,7 +13,7 @@ pub mod slurm_jobs;
 use std::{
     fs,
     path::{Path, PathBuf},
-    time::{Duration, SystemTime},
+    time::SystemTime,
 };
 
 pub use crate::facts::{ns_per_tick, page_size};
@@ -21,7 +22,7 @@ pub use idle::IdleClock;
 pub use live::LiveHost;
 #[cfg(any(test, feature = "fake-host"))]
 pub use pipetrace_core::port::fake;
-pub use pipetrace_core::port::{self, HostError, Live, ProcSnapshot};
+pub use pipetrace_core::port::{self, HostError, Live, ProcSnapshot, system_time};
 pub use port::{FileFacts, Host, SharedHost, TcpLink};
 pub use slurm_jobs::{JobRecord, RecordCell};
 
@@ -134,12 +135,6 @@ pub fn otel_arch(machine: &str) -> Option<String> {
         other => other,
     };
     Some(arch.to_string())
-}
-
-/// Wall-clock time of a CLOCK_BOOTTIME timestamp, given the offset between the clocks.
-pub fn system_time(boot_ns: u64, boot_to_unix_ns: i128) -> SystemTime {
-    let ns = (boot_ns as i128 + boot_to_unix_ns).max(0) as u64;
-    SystemTime::UNIX_EPOCH + Duration::from_nanos(ns)
 }
 
 fn clock_ns(clock: libc::clockid_t) -> i128 {

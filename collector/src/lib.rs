@@ -1,8 +1,7 @@
 //! pipetrace's collector: probes -> events -> process tree -> attribution -> signals -> export.
 // The core's modules, at the paths the rest of the crate has always used.
-pub use pipetrace_core::{accounting, containers, event, facts, files, redact, tree};
+pub use pipetrace_core::{accounting, attribution, containers, event, facts, files, redact, tree};
 
-pub mod attribution;
 pub(crate) mod awaiting;
 pub(crate) mod cgroup;
 pub mod cli;

@@ -239,7 +239,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("attribution", "What becomes a run, a task and a tool."),
     (
         "attribution.engines",
-        "Engines whose processes start runs in agent mode, each named from the engine's own records.",
+        "Engines whose processes start runs in agent mode, each named from the engine's own records; unset, every engine in [engines.md](engines.md) (Slurm jobs and Argo workflows always start runs). A name pipetrace does not model is an error.",
     ),
     (
         "attribution.run_rules",

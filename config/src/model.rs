@@ -451,8 +451,8 @@ impl Rule {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Attribution {
-    /// Engines recognised as runs in agent mode.
-    pub engines: Vec<String>,
+    /// Engines recognised as runs in agent mode; unset, every engine pipetrace models.
+    pub engines: Option<Vec<String>>,
     pub run_rules: Vec<Rule>,
     pub task_rules: Vec<Rule>,
 }
@@ -460,12 +460,7 @@ pub struct Attribution {
 impl Default for Attribution {
     fn default() -> Self {
         Self {
-            engines: vec![
-                "snakemake".into(),
-                "nextflow".into(),
-                "cwltool".into(),
-                "prefect".into(),
-            ],
+            engines: None,
             run_rules: Vec::new(),
             task_rules: Vec::new(),
         }

@@ -8,9 +8,25 @@ use std::{
     time::SystemTime,
 };
 
-use crate::port::{AllocCell, FileFacts, Host, HostError, Live, ProcSnapshot, RecordCell, TcpLink};
+use crate::port::{
+    AllocCell, Cell, Database, FileFacts, Host, HostError, Live, ProcSnapshot, RecordCell, TcpLink,
+};
 
-pub struct DiskHost;
+#[derive(Default)]
+pub struct DiskHost {
+    /// Copies of written files, as the host crate's keeper makes them (`keep`).
+    kept: std::sync::Mutex<std::collections::BTreeMap<std::ffi::OsString, Vec<u8>>>,
+}
+
+impl DiskHost {
+    /// Keeps a copy of a written file, as the host crate's keeper does when it sees it.
+    pub fn keep(&self, name: &std::ffi::OsStr, bytes: &[u8]) {
+        self.kept
+            .lock()
+            .unwrap()
+            .insert(name.to_owned(), bytes.to_vec());
+    }
+}
 
 impl Host for DiskHost {
     fn boottime_ns(&self) -> u64 {
@@ -87,10 +103,55 @@ impl Host for DiskHost {
         fs::canonicalize(path)
     }
     fn keep_written(&self, _: &Path) {}
-    fn kept(&self, _: &std::ffi::OsStr) -> Option<Vec<u8>> {
-        None
+    fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>> {
+        self.kept.lock().unwrap().get(name).cloned()
     }
     fn user_name(&self, _: u32) -> Option<String> {
         None
+    }
+
+    fn open_database(&self, path: &Path) -> Option<Box<dyn Database>> {
+        sqlite(path)
+    }
+}
+
+/// The disk host, shared as attribution takes a host.
+pub fn shared() -> crate::port::SharedHost {
+    std::sync::Arc::new(DiskHost::default())
+}
+
+/// SQLite, for tests that write an engine's database (the host crate opens real ones).
+struct TestSqlite(rusqlite::Connection);
+
+pub fn sqlite(path: &Path) -> Option<Box<dyn Database>> {
+    let conn = rusqlite::Connection::open(path).ok()?;
+    Some(Box::new(TestSqlite(conn)))
+}
+
+impl Database for TestSqlite {
+    fn rows(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<Cell>>, HostError> {
+        use rusqlite::types::Value;
+        let failed = |e: rusqlite::Error| HostError::Query {
+            path: String::new(),
+            message: e.to_string(),
+        };
+        let mut stmt = self.0.prepare(sql).map_err(failed)?;
+        let n = stmt.column_count();
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            (0..n)
+                .map(|i| {
+                    Ok(match r.get::<_, Value>(i)? {
+                        Value::Null => Cell::Null,
+                        Value::Integer(v) => Cell::Int(v),
+                        Value::Real(v) => Cell::Real(v),
+                        Value::Text(v) => Cell::Text(v),
+                        Value::Blob(v) => Cell::Blob(v),
+                    })
+                })
+                .collect()
+        });
+        rows.map_err(failed)?
+            .collect::<Result<_, _>>()
+            .map_err(failed)
     }
 }

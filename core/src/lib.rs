@@ -3,6 +3,7 @@
 //! machine only through the [`port::Host`] it is handed: this crate depends on no crate that
 //! reads /proc, loads eBPF, opens sockets or databases, so its dependency list is the rule.
 pub mod accounting;
+pub mod attribution;
 pub mod containers;
 #[cfg(test)]
 mod disk_host;

@@ -83,6 +83,9 @@ pub trait Host: Send + Sync {
     fn kept(&self, name: &std::ffi::OsStr) -> Option<Vec<u8>>;
     /// The name of user `uid` in the host's user database (NSS: /etc/passwd, LDAP, SSSD).
     fn user_name(&self, uid: u32) -> Option<String>;
+    /// An engine's own database file (Prefect's SQLite), opened read-only; None where it
+    /// cannot be opened.
+    fn open_database(&self, path: &Path) -> Option<Box<dyn Database>>;
 
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         let bytes = self.read(path)?;
@@ -98,6 +101,38 @@ pub trait Host: Send + Sync {
 /// The host handed around the core: one, shared.
 pub type SharedHost = Arc<dyn Host>;
 
+/// A database an engine keeps its records in, opened read-only by the host: the core asks
+/// it questions in SQL and reads the answers as cells.
+pub trait Database: Send {
+    /// The rows `sql` selects, `?1`, `?2`... bound to `params`.
+    fn rows(&self, sql: &str, params: &[&str]) -> Result<Vec<Vec<Cell>>, HostError>;
+}
+
+/// One value of a database row, typed as SQLite types it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl Cell {
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Cell::Text(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Cell::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+}
 /// What the host could not read.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -108,6 +143,8 @@ pub enum HostError {
     },
     #[error("{path} has no line of CPU totals")]
     NoCpuTotals { path: String },
+    #[error("cannot query the database {path}: {message}")]
+    Query { path: String, message: String },
 }
 
 /// A process as the /proc scan sees it.
@@ -156,3 +193,9 @@ pub struct JobRecord {
 
 /// A job's record: empty until Slurm has answered (and for good if it never does).
 pub type RecordCell = Arc<std::sync::OnceLock<JobRecord>>;
+
+/// Wall-clock time of a CLOCK_BOOTTIME timestamp, given the offset between the clocks.
+pub fn system_time(boot_ns: u64, boot_to_unix_ns: i128) -> SystemTime {
+    let ns = (boot_ns as i128 + boot_to_unix_ns).max(0) as u64;
+    SystemTime::UNIX_EPOCH + Duration::from_nanos(ns)
+}

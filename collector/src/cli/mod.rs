@@ -157,7 +157,18 @@ impl Cli {
     }
 
     fn load(&self, file: Option<&std::path::Path>) -> Result<Config, ConfigError> {
-        pipetrace_config::load(file.or(self.config.as_deref()), &self.flags())
+        let file = file.or(self.config.as_deref());
+        let cfg = pipetrace_config::load(file, &self.flags())?;
+        // The engines are the core's to know: a name none has is refused before anything runs.
+        let engines = cfg.attribution.engines.as_deref();
+        if let Err(e) = crate::attribution::engines::Enabled::from_config(engines) {
+            return Err(ConfigError::Invalid {
+                source_name: file.map_or("the configuration".into(), |f| f.display().to_string()),
+                key: "attribution.engines".into(),
+                message: e.to_string(),
+            });
+        }
+        Ok(cfg)
     }
 }
 

@@ -11,7 +11,7 @@ use procfs::{CurrentSI, KernelStats, process::Process};
 
 use super::{
     HostError, ProcSnapshot,
-    port::{FileFacts, Host, TcpLink},
+    port::{Database, FileFacts, Host, TcpLink},
 };
 use super::{
     Live,
@@ -135,6 +135,10 @@ impl Host for LiveHost {
 
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
         fs::canonicalize(path)
+    }
+
+    fn open_database(&self, path: &Path) -> Option<Box<dyn Database>> {
+        Some(Box::new(super::database::Sqlite::open(path)?))
     }
 }
 

@@ -262,7 +262,7 @@ mod tests {
             .path()
             .join("volumes/kubernetes.io~downward-api/podmetadata");
         std::fs::create_dir_all(&vol).unwrap();
-        assert_eq!(read(&DiskHost, d.path(), Some("wf-x-1")), None);
+        assert_eq!(read(&DiskHost::default(), d.path(), Some("wf-x-1")), None);
         std::fs::write(
             vol.join("annotations"),
             "workflows.argoproj.io/node-name=\"wf.align(0)\"\n",
@@ -273,11 +273,14 @@ mod tests {
             "workflows.argoproj.io/workflow=\"wf\"\n",
         )
         .unwrap();
-        let a = read(&DiskHost, d.path(), None).unwrap();
+        let a = read(&DiskHost::default(), d.path(), None).unwrap();
         assert_eq!(
             (a.workflow.as_str(), a.node.as_str()),
             ("wf", "wf.align(0)")
         );
-        assert_eq!(read(&DiskHost, Path::new("/nonexistent"), None), None);
+        assert_eq!(
+            read(&DiskHost::default(), Path::new("/nonexistent"), None),
+            None
+        );
     }
 }

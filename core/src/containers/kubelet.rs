@@ -144,13 +144,13 @@ mod tests {
             "rnaseq_other_11111111-2222-3333-4444-555555555555",
             &["x"],
         );
-        let k = names(&DiskHost, &Paths::under(d.path()), UID, ID).unwrap();
+        let k = names(&DiskHost::default(), &Paths::under(d.path()), UID, ID).unwrap();
         assert_eq!(
             (k.namespace.as_str(), k.pod.as_str(), k.container.as_deref()),
             ("rnaseq", "align-7f9c", Some("main"))
         );
         let none = names(
-            &DiskHost,
+            &DiskHost::default(),
             &Paths::under(d.path()),
             "99999999-2222-3333-4444-555555555555",
             ID,
@@ -164,7 +164,7 @@ mod tests {
         let dir = format!("argo_wf-abc-align-123_{UID}");
         pod(d.path(), &dir, &["init", "wait", "main"]);
         let paths = Paths::under(d.path());
-        let k = names(&DiskHost, &paths, UID, ID).unwrap();
+        let k = names(&DiskHost::default(), &paths, UID, ID).unwrap();
         assert_eq!((k.pod.as_str(), k.container), ("wf-abc-align-123", None));
         let links = paths.log_links();
         std::fs::create_dir_all(&links).unwrap();
@@ -173,7 +173,7 @@ mod tests {
             links.join(format!("wf-abc-align-123_argo_wait-{ID}.log")),
         )
         .unwrap();
-        let k = names(&DiskHost, &paths, UID, ID).unwrap();
+        let k = names(&DiskHost::default(), &paths, UID, ID).unwrap();
         assert_eq!(k.container.as_deref(), Some("wait"));
         assert_eq!(k.namespace, "argo");
     }
@@ -191,13 +191,16 @@ mod tests {
             "",
         )
         .unwrap();
-        let k = log_link(&DiskHost, d.path(), ID).unwrap();
+        let k = log_link(&DiskHost::default(), d.path(), ID).unwrap();
         assert_eq!(
             (k.pod.as_str(), k.namespace.as_str(), k.container.as_deref()),
             ("align-7f9c", "rnaseq", Some("bwa-mem"))
         );
-        assert_eq!(log_link(&DiskHost, d.path(), &"2".repeat(64)), None);
+        assert_eq!(
+            log_link(&DiskHost::default(), d.path(), &"2".repeat(64)),
+            None
+        );
         let paths = Paths::under(Path::new("/nonexistent"));
-        assert_eq!(names(&DiskHost, &paths, UID, ID), None);
+        assert_eq!(names(&DiskHost::default(), &paths, UID, ID), None);
     }
 }

@@ -123,14 +123,17 @@ mod tests {
             r#"{"Name":"/align_1","Config":{"Image":"biocontainers/bwa:0.7.17","Labels":{"b":"2","a":"1"}}}"#,
         )
         .unwrap();
-        let got = docker(&DiskHost, d.path(), ID).unwrap();
+        let got = docker(&DiskHost::default(), d.path(), ID).unwrap();
         assert_eq!(got.name.as_deref(), Some("align_1"));
         assert_eq!(got.image.as_deref(), Some("biocontainers/bwa:0.7.17"));
         assert_eq!(
             got.labels,
             [("a".into(), "1".into()), ("b".into(), "2".into())]
         );
-        assert_eq!(docker(&DiskHost, d.path(), "0".repeat(64).as_str()), None);
+        assert_eq!(
+            docker(&DiskHost::default(), d.path(), "0".repeat(64).as_str()),
+            None
+        );
     }
 
     #[test]
@@ -146,7 +149,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let got = podman_events(&DiskHost, &log, ID).unwrap();
+        let got = podman_events(&DiskHost::default(), &log, ID).unwrap();
         assert_eq!(got.name.as_deref(), Some("ptest2"));
         assert_eq!(
             got.image.as_deref(),

@@ -27,7 +27,11 @@ struct State {
     keep_dirs: Vec<PathBuf>,
     kept: BTreeMap<std::ffi::OsString, Vec<u8>>,
     users: BTreeMap<u32, String>,
+    databases: Option<Opener>,
 }
+
+/// How a fake host opens engines' databases (a test's real SQLite files).
+type Opener = Arc<dyn Fn(&Path) -> Option<Box<dyn super::Database>> + Send + Sync>;
 
 /// A fake machine; clones share it (the test keeps one, the core another).
 #[derive(Clone, Default)]
@@ -71,6 +75,14 @@ impl FakeHost {
     /// The Unix time a boot-clock time stands for.
     pub fn wall(&self, boottime_ns: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_nanos(self.state().boot_unix_ns + boottime_ns)
+    }
+
+    /// Opens engines' databases with `open` (none are open otherwise).
+    pub fn open_databases_with(
+        &self,
+        open: impl Fn(&Path) -> Option<Box<dyn super::Database>> + Send + Sync + 'static,
+    ) {
+        self.state().databases = Some(Arc::new(open));
     }
 
     pub fn add_user(&self, uid: u32, name: &str) {
@@ -264,6 +276,11 @@ impl Host for FakeHost {
 
     fn user_name(&self, uid: u32) -> Option<String> {
         self.state().users.get(&uid).cloned()
+    }
+
+    fn open_database(&self, path: &Path) -> Option<Box<dyn super::Database>> {
+        let open = self.state().databases.clone()?;
+        open(path)
     }
 }
 

@@ -203,6 +203,46 @@ fn a_bad_config_starts_nothing() {
     assert!(!marker.exists());
 }
 
+#[test]
+fn an_engine_pipetrace_does_not_model_is_refused_naming_those_it_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "engines.yaml",
+        "attribution:\n  engines: [snakemake, nextflw]\n",
+    );
+    let o = pipetrace()
+        .args(["config", "validate", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("attribution.engines") && err.contains("`nextflw`"),
+        "{err}"
+    );
+    assert!(err.contains("nextflow") && err.contains("cwltool"), "{err}");
+    let marker = dir.path().join("ran");
+    let o = pipetrace()
+        .env("PIPETRACE_ATTRIBUTION__ENGINES", "[prefekt]")
+        .args(["run", "--", "touch", marker.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`prefekt`"), "{}", stderr(&o));
+    assert!(!marker.exists(), "the command must not have run");
+    let good = write(
+        dir.path(),
+        "good.yaml",
+        "attribution:\n  engines: [snakemake]\n",
+    );
+    let o = pipetrace()
+        .args(["config", "validate", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 /// Runs pipetrace as user `nobody` with no capabilities, from a copy `nobody` can reach
 /// wherever the build directory is.
 fn as_nobody(args: &[&str]) -> std::process::Output {

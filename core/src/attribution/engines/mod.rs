@@ -1,0 +1,421 @@
+//! Engine adapters: one module per workflow engine, registered in [`ENGINES`].
+//!
+//! The attribution core is engine-agnostic and does no I/O of its own. For each run it holds
+//! one [`EngineRun`], which reads that engine's own records (its log, its metadata, the
+//! workflow file it was given) and answers the core's questions: what is the pipeline called,
+//! is a new process a task or one of the engine's helpers, and what is an ended task's name.
+//! Adding an engine is one module here plus a line in [`ENGINES`].
+pub mod argo;
+pub mod cwltool;
+pub mod generic;
+pub mod nextflow;
+pub mod prefect;
+pub mod slurm;
+pub mod snakemake;
+
+use std::time::SystemTime;
+
+use super::TaskInfo;
+use crate::files::Bookkeeping;
+use crate::port::SharedHost;
+use crate::tree::{Image, Proc};
+
+/// What runs a run (`pipetrace.run.engine`): an engine pipetrace models (each engine's
+/// module names its own, `KIND`), a scheduler whose job or workflow is the run, or no engine
+/// at all (a plain command, a run rule's match).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EngineKind {
+    name: &'static str,
+    scheduler: bool,
+}
+
+impl EngineKind {
+    /// The command given to `pipetrace run`, with no engine of its own.
+    pub const COMMAND: Self = Self::engine("command");
+    /// A process a `run_rules` entry matched.
+    pub const RULE: Self = Self::engine("rule");
+
+    /// A workflow engine, as `pipetrace.run.engine` and `attribution.engines` spell it.
+    pub const fn engine(name: &'static str) -> Self {
+        Self {
+            name,
+            scheduler: false,
+        }
+    }
+
+    /// A scheduler (a Slurm job, an Argo workflow), whose processes may run an engine of
+    /// their own.
+    pub const fn scheduler(name: &'static str) -> Self {
+        Self {
+            name,
+            scheduler: true,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.name
+    }
+
+    pub fn is_scheduler(self) -> bool {
+        self.scheduler
+    }
+}
+
+impl Default for EngineKind {
+    fn default() -> Self {
+        Self::COMMAND
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a process that is in a run but in no task yet is, decided at its exec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// It starts a task: its descendants are the task's tools.
+    Task,
+    /// The engine's own work (a solver, a probe, a JavaScript evaluator): folded into the
+    /// run's engine span, never a task or a tool of its own.
+    Helper,
+    /// Neither yet: a later exec may decide.
+    Undecided,
+}
+
+/// Where a process stands in its run when it is classified.
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
+    /// Its parent is the run's root process (the engine).
+    pub parent_is_root: bool,
+    /// Its nearest ancestor with a span is the run itself.
+    pub under_run: bool,
+}
+
+/// An ended task root waiting for its name.
+pub struct Ended<'a> {
+    pub proc: &'a Proc,
+    /// It has waited past the engine's usual delay: name it with what is known.
+    pub overdue: bool,
+    /// Its start and end on the wall clock, to compare with the engine's records.
+    pub start: SystemTime,
+    pub end: SystemTime,
+}
+
+/// A run every node names alike, whichever of its parts it sees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared {
+    /// What identifies the run on every node (a Slurm job: `slurm/<uid>/<job>`).
+    pub identity: String,
+    /// This node's part holds not the run's root but one of its tasks (a Slurm step, a
+    /// Snakemake cluster job): the task. `None`: this is the run's root.
+    pub part: Option<TaskInfo>,
+}
+
+/// How far a run is by its engine's records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Tasks ended, failed ones too.
+    pub done: u32,
+    /// Tasks the run will run, as far as the engine knows now: all of them (Snakemake), or
+    /// those it has started or submitted so far (Nextflow, Prefect).
+    pub total: u32,
+    /// Tasks waiting to run, where the records tell them from running ones (a Slurm job
+    /// still pending, a Prefect task run still pending); else (None) those neither done
+    /// nor seen running.
+    pub queued: Option<u32>,
+}
+
+impl Progress {
+    /// Tasks running by the records, where they say which are queued.
+    pub fn running(&self) -> Option<u32> {
+        let q = self.queued?;
+        Some(self.total.saturating_sub(self.done.saturating_add(q)))
+    }
+}
+
+/// One run of one engine.
+pub trait EngineRun: Send {
+    /// The engine's name (`pipetrace.run.engine`).
+    fn engine(&self) -> EngineKind;
+    /// What users call the pipeline (`cicd.pipeline.name`).
+    fn pipeline_name(&self) -> String;
+    /// What makes two runs the same pipeline, for history: the same key, the same pipeline.
+    fn pipeline_key(&self) -> String;
+    /// The engine's own name of this run, where it has one (a Prefect flow run's name).
+    fn run_label(&self) -> Option<String> {
+        None
+    }
+    /// How far the run is, where the engine's records say (Snakemake's log, Nextflow's
+    /// log, Prefect's database).
+    fn progress(&mut self) -> Option<Progress> {
+        None
+    }
+    /// Whether an engine task may start several processes (siblings): each is then a tool of
+    /// one task span per engine task (`TaskInfo::run_id`), exported once the task ended.
+    fn groups_tasks(&self) -> bool {
+        false
+    }
+    /// Whether the engine's records say task `id` ended (so no process of it is to come).
+    fn group_ended(&mut self, _id: &str) -> bool {
+        true
+    }
+    /// The engine's own span of this run where it traces itself (W3C traceparent): asked as
+    /// tasks start, so that the run's spans join that trace before any is built.
+    fn trace_parent(&mut self) -> Option<String> {
+        None
+    }
+    /// Whether every node names this run alike (its spans from several nodes form one trace).
+    /// Asked at its start, and as its processes start until it answers.
+    fn shared(&self) -> Option<Shared> {
+        None
+    }
+    /// Whether the run will be named alike on every node but does not know by what yet (a
+    /// Snakemake cluster head before its first submission): its spans wait until it does.
+    fn awaits_identity(&self) -> bool {
+        false
+    }
+    /// Whether processes of the run outside any task are the engine's helpers (engines) or
+    /// the run's own tools (a plain command).
+    fn folds_helpers(&self) -> bool {
+        true
+    }
+    /// The engine's server process this run talks to, found by its connection to it (a
+    /// standing Prefect server), where the engine keeps its records.
+    fn served_by(&mut self, _server: u32) {}
+    /// What `p` (in the run, in no task, just exec'd `image`) is.
+    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class;
+    /// Whether the engine needs the working directory of a new process of the run that runs
+    /// `argv` (its records are found relative to it).
+    fn needs_cwd(&self, _argv: &[String]) -> bool {
+        false
+    }
+    /// Whether `image`, exec'd by a process of a task whose parent runs `parent`, is the
+    /// engine's work rather than the task's (a job run by an engine subprocess).
+    fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {
+        false
+    }
+    /// Whether `image`, exec'd in the run by a process whose nearest ancestor that exec'd
+    /// runs `runner` (the run's root, when `runner_is_root`), is the engine's own per-task
+    /// plumbing: what its task wrapper runs for itself (staging, output capture, metrics
+    /// sampling), counted in the engine span, never a tool of the task.
+    fn plumbing(&self, _image: &Image, _runner: &Image, _runner_is_root: bool) -> bool {
+        false
+    }
+    /// Whether `image` runs a task's own script, as the engine's wrapper starts it: it and
+    /// what it starts are the task's work, even under the wrapper's plumbing, and the script
+    /// itself is no tool (the commands it runs are).
+    fn task_script(&self, _image: &Image) -> bool {
+        false
+    }
+    /// The name a running task will most likely end with, if the records tell already
+    /// (without records of its own: its tool's).
+    fn provisional(&mut self, task: &Proc) -> Option<String> {
+        Some(super::naming::proc_tool_name(task))
+    }
+    /// Names ended tasks from the engine's records: None for one whose record is not
+    /// written yet (it is asked again). An overdue task, or any with `force`, gets a name.
+    /// (Without records of its own: each by its tool.)
+    fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
+        ended.iter().map(|e| Some(by_tool(e.proc))).collect()
+    }
+}
+
+/// An engine: how to recognise its process, and how to follow one of its runs. The core
+/// asks every engine in [`ENGINES`] order; the optional capabilities are `None` for an
+/// engine that has no need of them.
+pub struct Engine {
+    pub kind: EngineKind,
+    /// Whether an exec (its program, or an interpreter's script) runs this engine.
+    pub recognises: fn(tool: &str, image: &Image) -> bool,
+    pub start: fn(image: &Image, started: SystemTime, host: SharedHost) -> Box<dyn EngineRun>,
+    /// The engine's own files among those its tasks open: never a task's inputs or outputs.
+    pub bookkeeping: Bookkeeping,
+    /// For an engine recognised by what its process starts rather than by its own command
+    /// line: whether a child that runs `image` makes `parent` a run of this engine.
+    pub started_by_parent: Option<fn(image: &Image, parent: &Proc) -> bool>,
+    /// For a scheduler, or an engine whose tasks a scheduler runs: the run that the first
+    /// process of a scheduler's unit (a Slurm step, an Argo pod's container) starts, where
+    /// it is this engine's. Asked after `recognises` and the run rules found nothing.
+    pub starts_in:
+        Option<fn(&Placed, image: &Image, host: &SharedHost) -> Option<Box<dyn EngineRun>>>,
+}
+
+/// Where a process that starts a scheduler's unit stands: the Slurm step it is the first of
+/// (its parent is not in it), the Argo pod container it is the first of.
+#[derive(Clone, Copy, Default)]
+pub struct Placed<'a> {
+    pub slurm: Option<&'a crate::containers::SlurmStep>,
+    pub argo: Option<&'a crate::containers::Container>,
+}
+
+/// Every engine pipetrace models, in the order they are asked. `attribution.engines` says
+/// which workflow engines start runs (all, unless it is set); schedulers always do.
+/// A new engine is one module in this folder and one line here.
+pub const ENGINES: &[Engine] = &[
+    snakemake::ENGINE,
+    cwltool::ENGINE,
+    // Before Slurm: a batch job that is a Nextflow task is that task, not a job of its own.
+    nextflow::ENGINE,
+    prefect::ENGINE,
+    slurm::ENGINE,
+    argo::ENGINE,
+];
+
+/// The workflow engines `attribution.engines` may name.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    (ENGINES.iter().filter(|e| !e.kind.is_scheduler())).map(|e| e.kind.as_str())
+}
+
+/// The engines that start runs: schedulers, and the workflow engines enabled (`None`:
+/// all of them).
+#[derive(Clone)]
+pub struct Enabled(Vec<&'static Engine>);
+
+/// An `attribution.engines` entry that names no engine.
+#[derive(Debug, thiserror::Error)]
+#[error("`{name}` is no engine pipetrace models: name some of {known}, or leave it unset for all")]
+pub struct UnknownEngine {
+    pub name: String,
+    pub known: String,
+}
+
+impl Enabled {
+    pub fn from_config(names: Option<&[String]>) -> Result<Self, UnknownEngine> {
+        if let Some(names) = names
+            && let Some(bad) = names.iter().find(|n| !self::names().any(|k| k == *n))
+        {
+            let known: Vec<_> = self::names().collect();
+            return Err(UnknownEngine {
+                name: bad.clone(),
+                known: known.join(", "),
+            });
+        }
+        let on = |e: &&Engine| {
+            e.kind.is_scheduler() || names.is_none_or(|n| n.iter().any(|n| n == e.kind.as_str()))
+        };
+        Ok(Self(ENGINES.iter().filter(on).collect()))
+    }
+
+    /// Whether engine `kind` starts runs.
+    pub fn has(&self, kind: EngineKind) -> bool {
+        self.0.iter().any(|e| e.kind == kind)
+    }
+
+    /// The engine, among those enabled, whose process (`parent`) is known by starting a
+    /// child that runs `image` (`Engine::started_by_parent`).
+    pub fn of_parent(&self, image: &Image, parent: &Proc) -> Option<&'static Engine> {
+        (self.0.iter().copied()).find(|e| e.started_by_parent.is_some_and(|s| s(image, parent)))
+    }
+
+    /// The engine an exec runs, among those enabled.
+    pub fn detect(&self, image: &Image) -> Option<&'static Engine> {
+        let tool = super::naming::tool_name_of(
+            super::naming::program_name(&image.path, &image.argv),
+            &image.argv,
+        );
+        (self.0.iter().copied()).find(|e| (e.recognises)(&tool, image))
+    }
+
+    /// The run the first process of a scheduler's unit starts, by the first engine that
+    /// claims it (`Engine::starts_in`).
+    pub fn start_in(
+        &self,
+        placed: &Placed,
+        image: &Image,
+        host: &SharedHost,
+    ) -> Option<Box<dyn EngineRun>> {
+        (self.0.iter()).find_map(|e| e.starts_in.and_then(|start| start(placed, image, host)))
+    }
+}
+
+/// Every engine's bookkeeping, for the file filter.
+pub fn bookkeeping() -> impl Iterator<Item = Bookkeeping> {
+    ENGINES.iter().map(|e| e.bookkeeping)
+}
+
+/// A task named by its tool, its run id made from its process.
+pub fn by_tool(p: &Proc) -> TaskInfo {
+    TaskInfo::fallback(p, super::naming::proc_tool_name(p))
+}
+
+/// A short stable digest (FNV-1a) for pipeline keys.
+pub fn digest(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", h >> 32)
+}
+
+/// Calls engines make to a container runtime to prepare a task (`docker inspect`,
+/// `podman pull`, `singularity --version`): the engine's work, not the task's.
+pub fn is_container_query(image: &Image) -> bool {
+    let exe = super::naming::executable_name(&image.path);
+    let runtime = matches!(
+        exe,
+        "docker" | "podman" | "singularity" | "apptainer" | "nerdctl" | "crictl"
+    );
+    let sub = image.argv.get(1).map(String::as_str).unwrap_or("");
+    runtime
+        && matches!(
+            sub,
+            "inspect" | "pull" | "images" | "image" | "version" | "--version" | "info" | "build"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snakemake() -> Image {
+        let argv = ["/venv/bin/python", "/venv/bin/snakemake", "-c1"];
+        Image {
+            path: "/venv/bin/python".into(),
+            argv: argv.map(String::from).to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn unset_enables_every_engine_and_a_list_only_those_it_names() {
+        let all = Enabled::from_config(None).unwrap();
+        assert!(ENGINES.iter().all(|e| all.has(e.kind)));
+        assert_eq!(
+            all.detect(&snakemake()).map(|e| e.kind),
+            Some(snakemake::KIND)
+        );
+        let some = Enabled::from_config(Some(&["nextflow".to_string()])).unwrap();
+        assert!(some.detect(&snakemake()).is_none());
+        assert!(some.has(nextflow::KIND) && !some.has(snakemake::KIND));
+        // Schedulers are not the list's to turn off.
+        let none = Enabled::from_config(Some(&[])).unwrap();
+        assert!(none.has(slurm::KIND) && none.has(argo::KIND));
+        assert!(!names().any(|n| n == "slurm" || n == "argo"));
+    }
+
+    #[test]
+    fn a_name_no_engine_has_is_an_error_listing_those_there_are() {
+        let bad = ["snakemake".to_string(), "snakemak".to_string()];
+        let err = Enabled::from_config(Some(&bad)).err().unwrap().to_string();
+        assert!(err.contains("`snakemak`"), "{err}");
+        for name in names() {
+            assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn every_engine_is_registered_once_under_its_own_name() {
+        let mut seen: Vec<_> = ENGINES.iter().map(|e| e.kind.as_str()).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), ENGINES.len());
+        let reserved = [EngineKind::COMMAND, EngineKind::RULE];
+        assert!(ENGINES.iter().all(|e| !reserved.contains(&e.kind)));
+    }
+}

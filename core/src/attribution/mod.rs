@@ -1,0 +1,599 @@
+//! Attribution: which run and task a process belongs to, and where its span hangs.
+//!
+//! The core is engine-agnostic and reads nothing itself: each run holds an engine adapter
+//! ([`engines::EngineRun`]) that reads the engine's own records. Roles are decided from the
+//! tree as events arrive: a run root (the wrapped command, or in agent mode a known engine or
+//! a run rule), task roots (a `task_rules` match, else what the adapter says), the engine's
+//! helpers (folded into one engine span), processes a version-manager shim starts (folded
+//! into the tool the shim becomes), and members. Shells that only wrap are transparent:
+//! their children hang under the wrapper's parent.
+pub mod engines;
+mod groups;
+mod held;
+mod mains;
+pub mod naming;
+mod pending;
+mod placement;
+mod rollups;
+pub mod rules;
+mod running;
+mod runs;
+mod starts;
+pub mod verdict;
+
+use std::collections::HashMap;
+
+pub use engines::Shared;
+use engines::{Class, EngineRun, Place};
+use pending::Pending;
+use rules::CompiledRule;
+pub use verdict::{ExitCodes, Verdict};
+
+use crate::{
+    accounting::{Allocation, Rollup},
+    event::ProcKey,
+    tree::{Image, Proc, Tree},
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    RunRoot,
+    TaskRoot,
+    Member,
+    /// The engine's own work (and what it starts): counted in the run's engine span.
+    Helper,
+    /// Started by a version-manager shim: counted in its task, no span of its own.
+    Folded,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Membership {
+    pub run: ProcKey,
+    pub task: Option<ProcKey>,
+    pub role: Role,
+}
+
+/// The span an entity hangs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntityRef {
+    Run(ProcKey),
+    Task(ProcKey),
+    Tool(ProcKey),
+    /// The run's engine span (keyed by the run's root).
+    Engine(ProcKey),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub name: String,
+    pub run_id: String,
+    pub wildcards: Option<String>,
+    pub threads: Option<u32>,
+    /// Memory the engine gave the job, where its log says (Snakemake's `mem_mb`).
+    pub memory_bytes: Option<u64>,
+    /// It ran inside the engine's own process (a Snakemake `run:` job).
+    pub in_engine: bool,
+    /// The engine's label for this instance of the task (a Nextflow task's tag).
+    pub tag: Option<String>,
+    /// The engine's own span of the task, where it traces itself (W3C traceparent).
+    pub traceparent: Option<String>,
+    /// Exit codes the engine judges otherwise than by 0 alone (cwltool's `successCodes`...).
+    pub codes: ExitCodes,
+}
+
+impl TaskInfo {
+    /// A task known by its name alone.
+    pub fn named(name: String) -> Self {
+        Self {
+            name,
+            ..Default::default()
+        }
+    }
+
+    /// A task named `name`, its run id made from its process.
+    pub fn fallback(p: &Proc, name: String) -> Self {
+        Self {
+            name,
+            run_id: format!("{}-{}", p.key.pid, p.key.start_ticks),
+            ..Default::default()
+        }
+    }
+
+    /// Names safe for any display, whatever the engine's records hold.
+    fn cleaned(mut self) -> Self {
+        self.name = naming::clean_name(&self.name);
+        self.wildcards = self.wildcards.map(|w| naming::clean_name(&w));
+        self.tag = self.tag.map(|t| naming::clean_name(&t));
+        self
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub name: String,
+    pub engine: engines::EngineKind,
+    pub tasks: u32,
+    pub failed: u32,
+    /// What makes runs the same pipeline (history is kept per key).
+    pub key: String,
+    /// The engine's own name of the run (a Prefect flow run's).
+    pub label: Option<String>,
+    /// How far it got by its engine's records as it ended, where the engine says.
+    pub progress: Option<engines::Progress>,
+}
+
+/// The engine's helpers of one run, summed.
+#[derive(Clone, Debug, Default)]
+pub struct EngineInfo {
+    pub engine: engines::EngineKind,
+    pub helpers: u32,
+    pub failed: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Something that ended and can now be exported.
+#[derive(Clone, Debug)]
+pub enum Finished {
+    Tool {
+        proc: Proc,
+        run: ProcKey,
+        parent: EntityRef,
+        /// The engine's verdict on its exit, where it is a task's own process whose exit
+        /// a listed code decides.
+        verdict: Option<Verdict>,
+    },
+    Task {
+        proc: Proc,
+        run: ProcKey,
+        info: TaskInfo,
+        usage: Box<Totals>,
+    },
+    /// The engine's helpers (solver, probes, expression evaluator), one span per run.
+    Engine {
+        run: ProcKey,
+        info: EngineInfo,
+        usage: Box<Totals>,
+    },
+    Run {
+        proc: Proc,
+        info: RunInfo,
+        usage: Box<Totals>,
+    },
+}
+
+/// A task's or run's processes summed, and the CPUs and memory it was allowed.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub rollup: Rollup,
+    pub allocation: Option<Allocation>,
+}
+
+pub enum Mode {
+    /// `pipetrace run`: the run is the process with this pid.
+    Run { root_pid: u32 },
+    /// `pipetrace agent`: runs are found by engine or rule.
+    Agent,
+}
+
+/// The helpers of a run, summed while it runs.
+#[derive(Default)]
+struct Helpers {
+    rollup: Rollup,
+    info: EngineInfo,
+}
+
+struct Run {
+    info: RunInfo,
+    adapter: Box<dyn EngineRun>,
+    /// Task names fixed when a task rule matched.
+    rule_names: HashMap<ProcKey, String>,
+    /// Ended tasks waiting for the engine's records to name them.
+    pending: Vec<Pending>,
+    /// The root ended while tasks were pending: its span waits for them.
+    ended_root: Option<Proc>,
+    /// When the engine's records were last read for pending tasks.
+    last_look: Option<std::time::Duration>,
+    /// When the engine's records were last read for the end of engine tasks.
+    groups_look: Option<std::time::Duration>,
+    helpers: Helpers,
+    /// Its spans were joined to the engine's own trace.
+    joined: bool,
+    /// It is named alike on every node (its shared identity was handed on).
+    shared: bool,
+    /// Engine tasks of several processes, by the engine's id, until they end.
+    groups: HashMap<String, groups::Group>,
+}
+
+pub struct Attributor {
+    /// Where engines read their records, and the clocks their waits run on.
+    host: crate::port::SharedHost,
+    mode: Mode,
+    members: crate::event::ProcMap<ProcKey, Membership>,
+    runs: crate::event::ProcMap<ProcKey, Run>,
+    engines: engines::Enabled,
+    run_rules: Vec<CompiledRule>,
+    task_rules: Vec<CompiledRule>,
+    boot_to_unix_ns: i128,
+    /// Usage summed per task and per run (by root), while they run.
+    rollups: crate::event::ProcMap<ProcKey, Rollup>,
+    /// What each task and run was allowed, read when it started.
+    allocations: crate::event::ProcMap<ProcKey, Allocation>,
+    /// Tasks and runs started since the caller last asked (it reads their allocation).
+    started: Vec<ProcKey>,
+    /// Runs whose engine traces itself, with its span of the run, since the caller asked.
+    joins: Vec<(ProcKey, String)>,
+    /// Runs named alike on every node, started since the caller last asked.
+    shares: Vec<(ProcKey, engines::Shared)>,
+    /// Spans of runs waiting for their identity.
+    held: held::Held,
+    /// Inputs and outputs listed per task (`files.max_per_task`).
+    pub files_per_task: usize,
+    /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
+    clients: HashMap<ProcKey, crate::port::AllocCell>,
+    /// Running tasks' likely names, found by `name_running`.
+    running_names: crate::event::ProcMap<ProcKey, String>,
+    /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
+    mains: crate::event::ProcMap<ProcKey, Finished>,
+    /// Standing engine servers, whose flows are found by their connection to one.
+    servers: engines::prefect::Servers,
+}
+
+/// What in `attribution` configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("a run or task rule's regex does not compile: {0}")]
+    Rule(#[from] regex::Error),
+    #[error("attribution.engines: {0}")]
+    Engine(#[from] engines::UnknownEngine),
+}
+
+impl Attributor {
+    pub fn new(
+        mode: Mode,
+        cfg: &pipetrace_config::Attribution,
+        boot_to_unix_ns: i128,
+        host: crate::port::SharedHost,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self {
+            host,
+            mode,
+            members: Default::default(),
+            runs: Default::default(),
+            engines: engines::Enabled::from_config(cfg.engines.as_deref())?,
+            run_rules: rules::compile(&cfg.run_rules)?,
+            task_rules: rules::compile(&cfg.task_rules)?,
+            boot_to_unix_ns,
+            rollups: Default::default(),
+            allocations: Default::default(),
+            started: Vec::new(),
+            joins: Vec::new(),
+            shares: Vec::new(),
+            files_per_task: pipetrace_config::Files::default().max_per_task,
+            clients: HashMap::new(),
+            held: held::Held::default(),
+            running_names: Default::default(),
+            mains: Default::default(),
+            servers: Default::default(),
+        })
+    }
+
+    /// The host the attribution reads through (the pipeline reads through the same).
+    pub fn host(&self) -> crate::port::SharedHost {
+        self.host.clone()
+    }
+
+    /// Processes in runs now, for the agent's own figures.
+    pub fn tracked(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Runs not over yet (a run whose root ended stays while its tasks wait for names).
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn membership(&self, key: &ProcKey) -> Option<Membership> {
+        self.members.get(key).copied()
+    }
+
+    /// Every process in a run now, with its place.
+    pub fn members(&self) -> impl Iterator<Item = (ProcKey, Membership)> + '_ {
+        self.members.iter().map(|(k, m)| (*k, *m))
+    }
+
+    pub fn run_name(&self, run: ProcKey) -> Option<&str> {
+        self.runs.get(&run).map(|r| r.info.name.as_str())
+    }
+
+    /// Runs not over yet, by root, with their names; a run still waiting for its identity
+    /// (a Snakemake cluster head before its first submission) is left out.
+    pub fn named_runs(&self) -> impl Iterator<Item = (ProcKey, &str)> + '_ {
+        (self.runs.iter())
+            .filter(|(_, r)| !r.adapter.awaits_identity())
+            .map(|(k, r)| (*k, r.info.name.as_str()))
+    }
+
+    /// The run's name and its tasks ended so far, and failed.
+    pub fn run_now(&self, run: ProcKey) -> Option<(String, u32, u32)> {
+        let r = self.runs.get(&run)?;
+        Some((r.info.name.clone(), r.info.tasks, r.info.failed))
+    }
+
+    /// How far each run is whose engine says, with its pipeline name.
+    pub fn progress(&mut self) -> Vec<(ProcKey, String, engines::Progress)> {
+        (self.runs.iter_mut())
+            .filter_map(|(k, r)| Some((*k, r.info.name.clone(), r.adapter.progress()?)))
+            .collect()
+    }
+
+    /// What makes the run's pipeline itself (its history key).
+    pub fn run_key(&self, run: ProcKey) -> Option<&str> {
+        self.runs.get(&run).map(|r| r.info.key.as_str())
+    }
+
+    /// Tasks and runs that started since the last call: the caller reads what each is
+    /// allowed (its cgroup) while its process runs, and hands it back with
+    /// [`Self::set_allocation`]. The attribution itself reads nothing.
+    pub fn take_started(&mut self) -> Vec<ProcKey> {
+        std::mem::take(&mut self.started)
+    }
+
+    /// Runs whose engine traces itself (W3C traceparent of its span of the run), learnt since
+    /// the last call: their spans go into the engine's trace.
+    pub fn take_joins(&mut self) -> Vec<(ProcKey, String)> {
+        std::mem::take(&mut self.joins)
+    }
+
+    pub fn take_shares(&mut self) -> Vec<(ProcKey, engines::Shared)> {
+        std::mem::take(&mut self.shares)
+    }
+
+    pub fn set_allocation(&mut self, key: ProcKey, a: Allocation) {
+        if self.rollups.contains_key(&key) {
+            self.allocations.insert(key, a);
+        }
+    }
+
+    /// What a task or run was allowed when it started.
+    pub fn allocation(&self, key: &ProcKey) -> Option<&Allocation> {
+        self.allocations.get(key)
+    }
+
+    /// Processes of a running task counted so far (those that ended).
+    pub fn ended_in(&self, task: &ProcKey) -> u64 {
+        self.rollups.get(task).map_or(0, |r| r.processes)
+    }
+
+    /// The tool a process is counted as in metrics and roll-ups.
+    pub fn tool_of(p: &Proc) -> String {
+        naming::proc_tool_name(p)
+    }
+
+    /// Whether an exec needs the process's working directory (a readlink per exec, so
+    /// only where it is used): a run root's (engine workdir, name), a member's with a
+    /// relative path or when task rules may match on it, an exec that may start a run.
+    pub fn wants_cwd(&self, tree: &Tree, e: &crate::event::Exec) -> bool {
+        let member = self.members.get(&e.key).copied().or_else(|| {
+            let parent = tree.by_pid(e.ppid)?;
+            self.members.get(&parent.key).copied()
+        });
+        if let Some(m) = member {
+            let engine_asks = || {
+                let run = self.runs.get(&m.run);
+                m.task.is_none() && run.is_some_and(|r| r.adapter.needs_cwd(&e.argv))
+            };
+            return m.role == Role::RunRoot
+                || !e.filename.starts_with('/')
+                || !self.task_rules.is_empty()
+                || engine_asks();
+        }
+        match self.mode {
+            Mode::Run { root_pid } => root_pid == e.key.pid,
+            Mode::Agent => {
+                let image = Image {
+                    path: e.filename.clone(),
+                    argv: e.argv.clone(),
+                    ..Default::default()
+                };
+                // A step's first process: its directory may say what it is (a Nextflow
+                // task's); one not seen before its exec entered an agent's scope here.
+                let step_start = (tree.get(&e.key)).is_none_or(|p| runs::started_by_stepd(tree, p));
+                self.engines.detect(&image).is_some() || !self.run_rules.is_empty() || step_start
+            }
+        }
+    }
+
+    /// Whether `key` just exec'd a Slurm client that asks for an allocation of its own: an
+    /// `srun` or `salloc` in no run (so in no job) of a node agent. Its job is what the
+    /// caller then asks Slurm for ([`Self::set_client_allocation`]).
+    pub fn creates_allocation(&self, tree: &Tree, key: ProcKey) -> bool {
+        let Some(p) = tree.get(&key) else {
+            return false;
+        };
+        let in_job = (p.container.as_ref()).is_some_and(|c| c.slurm.is_some());
+        matches!(self.mode, Mode::Agent)
+            && !self.members.contains_key(&key)
+            && !in_job
+            && p.image.as_ref().is_some_and(engines::slurm::allocates)
+    }
+
+    /// The job allocation client `key` created, as Slurm will name it.
+    pub fn set_client_allocation(&mut self, key: ProcKey, cell: crate::port::AllocCell) {
+        self.clients.insert(key, cell);
+    }
+
+    pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {
+        let Some(p) = tree.get(&key) else { return };
+        if self.claim_run_root(key) {
+            return;
+        }
+        let Some(parent) = p.parent.and_then(|pk| tree.get(&pk)) else {
+            return;
+        };
+        let Some(pm) = self.members.get(&parent.key).copied() else {
+            return;
+        };
+        // A shim's children are its own plumbing: folded into the tool it becomes.
+        let role = match pm.role {
+            Role::Helper | Role::Folded => pm.role,
+            _ if parent.image.as_ref().is_some_and(naming::is_shim) => Role::Folded,
+            _ => Role::Member,
+        };
+        let m = Membership {
+            run: pm.run,
+            task: pm.task,
+            role,
+        };
+        self.members.insert(key, m);
+    }
+
+    /// Replays the /proc seed: processes in start order, as if each had just started.
+    pub fn on_seed(&mut self, tree: &Tree, keys: &[ProcKey]) {
+        for &k in keys {
+            self.on_fork(tree, k);
+            self.on_exec(tree, k);
+        }
+    }
+
+    pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
+        let Some(p) = tree.get(&key) else { return };
+        let Some(image) = p.image.as_ref() else {
+            return;
+        };
+        if !self.members.contains_key(&key) {
+            self.claim_run_root(key);
+        }
+        if let Some(parent) = p.parent.and_then(|k| tree.get(&k))
+            && let Some(engine) = self.engines.of_parent(image, parent)
+        {
+            self.engine_by_child(parent, key, engine);
+        }
+        self.note_server(key, image);
+        self.flow_of_standing_server(tree, key);
+        let Some(m) = self.members.get(&key).copied() else {
+            if matches!(self.mode, Mode::Agent) {
+                let started = self.unix_time(p.start_ns);
+                let step = runs::first_of_step(tree, p);
+                let argo = runs::first_in_argo_pod(tree, p);
+                self.maybe_start_agent_run(key, image, started, step, argo);
+            }
+            return;
+        };
+        match m.role {
+            Role::RunRoot => {
+                let started = self.unix_time(p.start_ns);
+                self.root_exec(key, image, started);
+            }
+            Role::Member => self.member_exec(tree, key, m, image),
+            // A process is what it executed last: a helper may exec a task (a JVM's spawn
+            // helper becomes the task's wrapper) or the task's own script.
+            Role::Helper => self.helper_exec(tree, key, m, image),
+            Role::TaskRoot | Role::Folded => {}
+        }
+    }
+
+    /// A process ended: what can now be exported.
+    pub fn on_exit(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {
+        let out = self.ended(tree, key);
+        self.unheld(out)
+    }
+
+    fn ended(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {
+        let Some(m) = self.members.get(&key).copied() else {
+            return Vec::new();
+        };
+        let Some(p) = tree.get(&key) else {
+            return Vec::new();
+        };
+        self.account(p, m);
+        let mut out = Vec::new();
+        let folds = |s: &Self| {
+            s.runs
+                .get(&m.run)
+                .is_some_and(|r| r.adapter.folds_helpers())
+        };
+        match m.role {
+            Role::RunRoot => {
+                let ready = match self.runs.get_mut(&key) {
+                    Some(run) if run.pending.is_empty() => Some(run.info.clone()),
+                    Some(run) => {
+                        run.ended_root = Some(p.clone());
+                        None
+                    }
+                    None => None,
+                };
+                if let Some(info) = ready {
+                    out.extend(self.finish_groups(key, true));
+                    out.extend(self.run_done(p.clone(), info));
+                }
+            }
+            Role::TaskRoot if self.groups_tasks(m.run) => {
+                if let Some(info) = self.task_info_now(m.run, p) {
+                    out.push(self.join_group(m.run, p.clone(), info));
+                }
+            }
+            Role::TaskRoot => {
+                if let Some(info) = self.task_info_now(m.run, p) {
+                    out.extend(self.task_ended(m.run, p.clone(), info));
+                }
+            }
+            Role::Helper => self.count_helper(m.run, p),
+            Role::Member if m.task.is_none() && folds(self) => self.count_helper(m.run, p),
+            Role::Folded => {}
+            Role::Member if self.transparent(tree, p) => {}
+            Role::Member => out.extend(self.member_ended(tree, p, m)),
+        }
+        out
+    }
+
+    /// The task's name now, or None when it must wait for the engine's records.
+    fn task_info_now(&mut self, run_key: ProcKey, p: &Proc) -> Option<TaskInfo> {
+        let run = self.runs.get_mut(&run_key)?;
+        if let Some(name) = run.rule_names.get(&p.key) {
+            return Some(TaskInfo::fallback(p, name.clone()));
+        }
+        let (start, end) = (self.unix_time(p.start_ns), self.unix_time(p.end_ns()));
+        let run = self.runs.get_mut(&run_key)?;
+        let ended = engines::Ended {
+            proc: p,
+            overdue: false,
+            start,
+            end,
+        };
+        if let Some(Some(info)) = run.adapter.resolve(&[ended], false).pop() {
+            return Some(info.cleaned());
+        }
+        run.pending.push(Pending {
+            proc: p.clone(),
+            since: self.host.uptime(),
+        });
+        None
+    }
+
+    /// The tree dropped these processes: forget them, and runs whose root is gone.
+    pub fn forget(&mut self, dropped: &[Proc]) {
+        self.servers.forget(dropped);
+        for p in dropped {
+            self.members.remove(&p.key);
+            self.running_names.remove(&p.key);
+        }
+        // A run whose root is gone stays only while its task spans wait for names.
+        self.runs.retain(|k, r| {
+            self.members.contains_key(k) || !r.pending.is_empty() || r.ended_root.is_some()
+        });
+        // Roll-ups stay while their task or run is live or waits for its name.
+        let (members, runs) = (&self.members, &self.runs);
+        let waiting: std::collections::HashSet<ProcKey> = runs
+            .values()
+            .flat_map(|r| r.pending.iter().map(|p| p.proc.key))
+            .collect();
+        let live =
+            |k: &ProcKey| members.contains_key(k) || runs.contains_key(k) || waiting.contains(k);
+        self.rollups.retain(|k, _| live(k));
+        self.allocations.retain(|k, _| live(k));
+    }
+}
+
+#[cfg(test)]
+mod tests;
