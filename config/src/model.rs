@@ -448,23 +448,13 @@ impl Rule {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Attribution {
     /// Engines recognised as runs in agent mode; unset, every engine pipetrace models.
     pub engines: Option<Vec<String>>,
     pub run_rules: Vec<Rule>,
     pub task_rules: Vec<Rule>,
-}
-
-impl Default for Attribution {
-    fn default() -> Self {
-        Self {
-            engines: None,
-            run_rules: Vec::new(),
-            task_rules: Vec::new(),
-        }
-    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
