@@ -239,9 +239,11 @@ pub struct Engine {
     /// For a scheduler, or an engine whose tasks a scheduler runs: the run that the first
     /// process of a scheduler's unit (a Slurm step, an Argo pod's container) starts, where
     /// it is this engine's. Asked after `recognises` and the run rules found nothing.
-    pub starts_in:
-        Option<fn(&Placed, image: &Image, host: &SharedHost) -> Option<Box<dyn EngineRun>>>,
+    pub starts_in: Option<StartsIn>,
 }
+
+/// How an engine starts a run in a scheduler's unit (`Engine::starts_in`).
+pub type StartsIn = fn(&Placed, image: &Image, host: &SharedHost) -> Option<Box<dyn EngineRun>>;
 
 /// Where a process that starts a scheduler's unit stands: the Slurm step it is the first of
 /// (its parent is not in it), the Argo pod container it is the first of.
