@@ -120,10 +120,7 @@ impl Pipeline {
                 pipetrace_config::Diagnosis::default().stall_after,
             ),
             // No history kept until the caller says where (`with_history`).
-            history: History::new(&pipetrace_config::Diagnosis {
-                state_dir: None,
-                ..Default::default()
-            }),
+            history: History::new(&pipetrace_config::Diagnosis::default(), None),
             announced: HashSet::new(),
             limits: crate::cgroup::Limits::default(),
             unread_allocations: Vec::new(),
@@ -182,7 +179,8 @@ impl Pipeline {
 
     /// Where task history lives, how it is judged, and when a task is stalled.
     pub fn with_diagnosis(mut self, cfg: &pipetrace_config::Diagnosis) -> Self {
-        self.history = History::new(cfg);
+        let store = crate::host::store::DirStore::under(cfg.state_dir.as_deref(), "history");
+        self.history = History::new(cfg, store);
         self.stalls = crate::diagnosis::watch::StallWatch::new(cfg.stall_after);
         self
     }

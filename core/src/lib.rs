@@ -5,6 +5,7 @@
 pub mod accounting;
 pub mod attribution;
 pub mod containers;
+pub mod diagnosis;
 #[cfg(test)]
 mod disk_host;
 pub mod event;

@@ -98,6 +98,18 @@ pub trait Host: Send + Sync {
     }
 }
 
+/// What pipetrace keeps between runs (each pipeline's task history): documents by name. The
+/// host crate keeps them as files in the state directory; tests keep them in memory.
+pub trait Store: Send {
+    fn load(&self, name: &str) -> Option<Vec<u8>>;
+    /// Whole or not at all: a reader never sees half a document.
+    fn save(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
+    /// The names of the documents kept.
+    fn names(&self) -> Vec<String>;
+    /// Where they are kept, for messages.
+    fn place(&self) -> String;
+}
+
 /// The host handed around the core: one, shared.
 pub type SharedHost = Arc<dyn Host>;
 

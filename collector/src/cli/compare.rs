@@ -79,7 +79,8 @@ pub fn run(args: &Args) -> i32 {
 fn compare_runs(args: &Args) -> Result<String, InputError> {
     let state = args.state_dir.as_deref();
     let a = side(args.a, state)?;
-    let kept = state
+    let history = crate::host::store::DirStore::under(state, "history");
+    let kept = (history.as_deref())
         .map(crate::diagnosis::read_history)
         .unwrap_or_default();
     let c = match (args.b, args.usual) {

@@ -82,7 +82,7 @@ pub fn init() {
         .event_format(Line { color })
         .with_filter(filter());
     // Fails only when a logger is already installed (tests); that one stays.
-    let own = crate::export::own::layer();
+    let own = crate::export::own::layer(Default::default());
     let _ = tracing_subscriber::registry()
         .with(stderr)
         .with(own)

@@ -188,7 +188,7 @@ fn own_spans(cfg: &Config) {
         .otlp
         .resolve(pipetrace_config::SignalKind::Traces)
     {
-        Some(_) => crate::export::own::capture(true),
+        Some(_) => (crate::export::own::OwnSpans::installed().iter()).for_each(|o| o.capture(true)),
         None => log::warn!(
             "self_telemetry.traces is on, but pipetrace's own spans go over OTLP only and no \
              traces endpoint is set: set --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT"

@@ -235,8 +235,8 @@ pub struct Attributor {
     running_names: crate::event::ProcMap<ProcKey, String>,
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
     mains: crate::event::ProcMap<ProcKey, Finished>,
-    /// Standing engine servers, whose flows are found by their connection to one.
-    servers: engines::prefect::Servers,
+    /// The enabled engines' watchers of every exec (`Engine::watches`).
+    watches: Vec<(&'static engines::Engine, Box<dyn engines::Watch>)>,
 }
 
 /// What in `attribution` configuration cannot be used.
@@ -255,12 +255,14 @@ impl Attributor {
         boot_to_unix_ns: i128,
         host: crate::port::SharedHost,
     ) -> Result<Self, ConfigError> {
+        let engines = engines::Enabled::from_config(cfg.engines.as_deref())?;
+        let watches = engines.watches();
         Ok(Self {
             host,
             mode,
             members: Default::default(),
             runs: Default::default(),
-            engines: engines::Enabled::from_config(cfg.engines.as_deref())?,
+            engines,
             run_rules: rules::compile(&cfg.run_rules)?,
             task_rules: rules::compile(&cfg.task_rules)?,
             boot_to_unix_ns,
@@ -274,7 +276,7 @@ impl Attributor {
             held: held::Held::default(),
             running_names: Default::default(),
             mains: Default::default(),
-            servers: Default::default(),
+            watches,
         })
     }
 
@@ -469,8 +471,7 @@ impl Attributor {
         {
             self.engine_by_child(parent, key, engine);
         }
-        self.note_server(key, image);
-        self.flow_of_standing_server(tree, key);
+        self.watch_exec(tree, key);
         let Some(m) = self.members.get(&key).copied() else {
             if matches!(self.mode, Mode::Agent) {
                 let started = self.unix_time(p.start_ns);
@@ -573,7 +574,9 @@ impl Attributor {
 
     /// The tree dropped these processes: forget them, and runs whose root is gone.
     pub fn forget(&mut self, dropped: &[Proc]) {
-        self.servers.forget(dropped);
+        for (_, w) in &mut self.watches {
+            w.forget(dropped);
+        }
         for p in dropped {
             self.members.remove(&p.key);
             self.running_names.remove(&p.key);

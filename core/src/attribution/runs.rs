@@ -10,7 +10,7 @@ use super::{
 use crate::{
     accounting::Rollup,
     port,
-    tree::{Image, Proc},
+    tree::{Image, Proc, Tree},
 };
 
 impl Attributor {
@@ -161,6 +161,44 @@ impl Attributor {
         run.info.engine = adapter.engine();
         run.info.key = adapter.pipeline_key();
         run.adapter = adapter;
+    }
+
+    /// Shows `child`'s exec to the engines that watch every exec; a run one finds starts as
+    /// one its child shows (`engine_by_child`).
+    pub(super) fn watch_exec(&mut self, tree: &Tree, child: ProcKey) {
+        let mut watches = std::mem::take(&mut self.watches);
+        for (engine, watch) in &mut watches {
+            let cx = engines::Context {
+                agent: matches!(self.mode, Mode::Agent),
+                may_become_run: &|k| self.may_become_run(k),
+            };
+            let Some(claim) = watch.exec(tree, child, &cx, &*self.host) else {
+                continue;
+            };
+            let Some(parent) = tree.get(&claim.parent) else {
+                continue;
+            };
+            self.engine_by_child(parent, child, engine);
+            if let Some(server) = claim.server
+                && let Some(run) = self.runs.get_mut(&claim.parent)
+                && run.info.engine == engine.kind
+            {
+                run.adapter.served_by(server);
+            }
+        }
+        self.watches = watches;
+    }
+
+    /// Whether `key` may become an engine's run: the root of a plain command's run, or,
+    /// under the agent, a process in no run.
+    fn may_become_run(&self, key: ProcKey) -> bool {
+        match self.members.get(&key).map(|m| m.role) {
+            Some(Role::RunRoot) => {
+                (self.runs.get(&key)).is_some_and(|r| r.info.engine == EngineKind::COMMAND)
+            }
+            None => matches!(self.mode, Mode::Agent),
+            Some(_) => false,
+        }
     }
 
     pub(super) fn unix_time(&self, boot_ns: u64) -> SystemTime {

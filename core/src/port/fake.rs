@@ -312,3 +312,26 @@ pub fn fork_exec(
     });
     [fork, exec]
 }
+
+/// A store of memory; clones share it.
+#[derive(Clone, Default)]
+pub struct MemoryStore(Arc<Mutex<BTreeMap<String, Vec<u8>>>>);
+
+impl super::Store for MemoryStore {
+    fn load(&self, name: &str) -> Option<Vec<u8>> {
+        self.0.lock().unwrap().get(name).cloned()
+    }
+
+    fn save(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.0.lock().unwrap().insert(name.into(), bytes.to_vec());
+        Ok(())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.0.lock().unwrap().keys().cloned().collect()
+    }
+
+    fn place(&self) -> String {
+        "memory".into()
+    }
+}

@@ -7,7 +7,6 @@ use std::{
     io::Write,
     os::{fd::AsRawFd, unix::fs::DirBuilderExt},
     path::{Path, PathBuf},
-    sync::atomic::{AtomicU64, Ordering},
     time::SystemTime,
 };
 
@@ -99,9 +98,9 @@ struct Lane {
     bytes: u64,
     /// Held while this agent owns the spool's contents; None when another one does.
     lock: Option<File>,
+    /// Files written so far: with the time and the pid, each file's name is its own.
+    written: u64,
 }
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 const HEADER: usize = 8;
 
@@ -125,6 +124,7 @@ impl Lane {
             max_bytes,
             bytes: 0,
             lock: held.then_some(lock_file),
+            written: 0,
         };
         s.bytes = s.files().iter().map(|(_, len)| len).sum();
         Ok(s)
@@ -163,10 +163,12 @@ impl Lane {
         let nanos = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{nanos:024}-{}-{seq:08}", std::process::id());
+        self.written += 1;
+        let name = format!("{nanos:024}-{}-{:08}", std::process::id(), self.written);
         let tmp = self.dir.join(format!("{name}.tmp"));
-        let written = File::create(&tmp).and_then(|mut f| {
+        // Created only if new: two lanes on one folder in one process never share a file.
+        let created = File::options().write(true).create_new(true).open(&tmp);
+        let written = created.and_then(|mut f| {
             f.write_all(&items.to_le_bytes())?;
             f.write_all(body)?;
             f.sync_data()

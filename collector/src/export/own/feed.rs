@@ -21,6 +21,7 @@ const QUEUE_BYTES: u64 = 4 << 20;
 pub struct OwnSink {
     feed: tokio::task::JoinHandle<()>,
     sender: Sender,
+    own: Option<super::OwnSpans>,
 }
 
 /// The pipeline's resource, as service `pipetrace.self` of this version.
@@ -58,8 +59,12 @@ impl OwnSink {
         let resource = crate::export::otlp::encode::Resource::encode(&own);
         let batching = (cfg.batch_spans, cfg.batch_timeout);
         let feed = tokio::spawn(feed(rx, outbox, resource, batching));
-        super::attach(tx, stats);
-        Self { feed, sender }
+        // Where no layer takes the agent's spans (a test's subscriber), none come.
+        let own = super::OwnSpans::installed();
+        if let Some(own) = &own {
+            own.attach(tx, stats);
+        }
+        Self { feed, sender, own }
     }
 
     /// Moves what waits in memory out (there is no spool for these: dropped, counted).
@@ -69,7 +74,9 @@ impl OwnSink {
 
     /// Takes no more spans, and sends those taken until `deadline`. True when all went.
     pub async fn shutdown(self, deadline: Instant) -> bool {
-        super::detach();
+        if let Some(own) = &self.own {
+            own.detach();
+        }
         let fed = tokio::time::timeout_at(deadline, self.feed).await.is_ok();
         self.sender.shutdown(deadline, false).await.0 && fed
     }

@@ -31,17 +31,19 @@ pub const SCOPE: &str = "pipetrace.self";
 /// Spans kept while no sink runs yet (the probes load before the sink starts).
 const PENDING_MAX: usize = 256;
 
-/// Whether the agent's own spans are taken at all.
-static CAPTURE: AtomicBool = AtomicBool::new(false);
+/// Where the agent's own spans stand: whether they are taken, and where they go. The layer
+/// owns it (installed once, in the process's subscriber); the sink finds it there.
+#[derive(Clone, Default)]
+pub struct OwnSpans(Arc<Shared>);
 
-static SLOT: Mutex<Slot> = Mutex::new(Slot {
-    tx: None,
-    stats: None,
-    pending: Vec::new(),
-    lost: 0,
-});
+#[derive(Default)]
+struct Shared {
+    capture: AtomicBool,
+    slot: Mutex<Slot>,
+}
 
 /// Where a finished span goes: the running sink's queue, or the pending list before it runs.
+#[derive(Default)]
 struct Slot {
     tx: Option<mpsc::Sender<SpanData>>,
     /// Kept once a sink has run, so that a span ending after it stopped is counted.
@@ -51,72 +53,84 @@ struct Slot {
     lost: u64,
 }
 
-fn slot() -> std::sync::MutexGuard<'static, Slot> {
-    SLOT.lock().unwrap_or_else(|p| p.into_inner())
-}
+impl OwnSpans {
+    /// The one of the layer in the current subscriber; none where no layer is installed.
+    pub fn installed() -> Option<Self> {
+        tracing::dispatcher::get_default(|d| d.downcast_ref::<Own>().map(|o| o.0.clone()))
+    }
 
-/// Starts (or stops) taking the agent's own spans, from now on.
-pub fn capture(on: bool) {
-    if CAPTURE.swap(on, Relaxed) != on {
-        // The filter's answers and level hint changed: callsites must ask it again.
-        tracing::callsite::rebuild_interest_cache();
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.0.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts (or stops) taking the agent's own spans, from now on.
+    pub fn capture(&self, on: bool) {
+        if self.0.capture.swap(on, Relaxed) != on {
+            // The filter's answers and level hint changed: callsites must ask it again.
+            tracing::callsite::rebuild_interest_cache();
+        }
+    }
+
+    fn capturing(&self) -> bool {
+        self.0.capture.load(Relaxed)
+    }
+
+    /// Hands one finished span on; never blocks, and counts what finds no room.
+    fn hand(&self, span: SpanData) {
+        let mut s = self.slot();
+        let Some(stats) = s.stats.clone() else {
+            if s.pending.len() < PENDING_MAX {
+                s.pending.push(span);
+            } else {
+                s.lost += 1;
+            }
+            return;
+        };
+        let own = &stats.own_spans;
+        let taken = s.tx.as_ref().is_some_and(|tx| tx.try_send(span).is_ok());
+        match taken {
+            true => own.queued.fetch_add(1, Relaxed),
+            false => own.dropped_queue_full.fetch_add(1, Relaxed),
+        };
+    }
+
+    /// A sink starts taking the agent's own spans: first those that waited for it.
+    fn attach(&self, tx: mpsc::Sender<SpanData>, stats: Arc<SinkStats>) {
+        let mut s = self.slot();
+        let (pending, lost) = (std::mem::take(&mut s.pending), std::mem::take(&mut s.lost));
+        stats.own_spans.dropped_queue_full.fetch_add(lost, Relaxed);
+        s.tx = Some(tx);
+        s.stats = Some(stats);
+        drop(s);
+        pending.into_iter().for_each(|span| self.hand(span));
+    }
+
+    /// The sink stops: no more spans are taken, and its queue closes once drained.
+    fn detach(&self) {
+        self.capture(false);
+        self.slot().tx = None;
     }
 }
 
-fn capturing() -> bool {
-    CAPTURE.load(Relaxed)
-}
-
-/// Hands one finished span on; never blocks, and counts what finds no room.
-fn hand(span: SpanData) {
-    let mut s = slot();
-    let Some(stats) = s.stats.clone() else {
-        if s.pending.len() < PENDING_MAX {
-            s.pending.push(span);
-        } else {
-            s.lost += 1;
-        }
-        return;
-    };
-    let own = &stats.own_spans;
-    let taken = s.tx.as_ref().is_some_and(|tx| tx.try_send(span).is_ok());
-    match taken {
-        true => own.queued.fetch_add(1, Relaxed),
-        false => own.dropped_queue_full.fetch_add(1, Relaxed),
-    };
-}
-
-/// A sink starts taking the agent's own spans: first those that waited for it.
-fn attach(tx: mpsc::Sender<SpanData>, stats: Arc<SinkStats>) {
-    let mut s = slot();
-    let (pending, lost) = (std::mem::take(&mut s.pending), std::mem::take(&mut s.lost));
-    stats.own_spans.dropped_queue_full.fetch_add(lost, Relaxed);
-    s.tx = Some(tx);
-    s.stats = Some(stats);
-    drop(s);
-    pending.into_iter().for_each(hand);
-}
-
-/// The sink stops: no more spans are taken, and its queue closes once drained.
-fn detach() {
-    capture(false);
-    slot().tx = None;
-}
-
 /// The SDK's exporter: each span to the sink, as it ends.
-#[derive(Debug)]
-struct ToSink;
+struct ToSink(OwnSpans);
+
+impl std::fmt::Debug for ToSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ToSink")
+    }
+}
 
 impl SpanExporter for ToSink {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        batch.into_iter().for_each(hand);
+        batch.into_iter().for_each(|span| self.0.hand(span));
         Ok(())
     }
 }
 
 /// Which of the agent's own callsites become spans (or events on them): its spans, and its
 /// warnings and errors, while capture is on.
-struct Own;
+struct Own(OwnSpans);
 
 fn wanted(meta: &Metadata<'_>) -> bool {
     let level = if meta.is_span() {
@@ -129,19 +143,19 @@ fn wanted(meta: &Metadata<'_>) -> bool {
 
 impl<S> Filter<S> for Own {
     fn enabled(&self, meta: &Metadata<'_>, _: &Context<'_, S>) -> bool {
-        capturing() && wanted(meta)
+        self.0.capturing() && wanted(meta)
     }
 
     fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
         // Bridged log records share a few callsites: their target is known per record.
-        match capturing() && (wanted(meta) || meta.target() == "log") {
+        match self.0.capturing() && (wanted(meta) || meta.target() == "log") {
             true => Interest::sometimes(),
             false => Interest::never(),
         }
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {
-        Some(match capturing() {
+        Some(match self.0.capturing() {
             true => LevelFilter::INFO,
             false => LevelFilter::OFF,
         })
@@ -149,13 +163,13 @@ impl<S> Filter<S> for Own {
 }
 
 /// The layer that turns the agent's own spans into OpenTelemetry spans of scope
-/// [`SCOPE`]; it takes nothing until [`capture`] is on.
-pub fn layer<S>() -> impl Layer<S>
+/// [`SCOPE`]; it takes nothing until [`OwnSpans::capture`] is on.
+pub fn layer<S>(own: OwnSpans) -> impl Layer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(ToSink)
+        .with_simple_exporter(ToSink(own.clone()))
         .build();
     let scope = InstrumentationScope::builder(SCOPE)
         .with_version(env!("CARGO_PKG_VERSION"))
@@ -163,7 +177,7 @@ where
     let tracer = provider.tracer_with_scope(scope);
     tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(Own)
+        .with_filter(Own(own))
 }
 
 #[cfg(test)]

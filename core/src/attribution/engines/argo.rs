@@ -33,6 +33,7 @@ pub const ENGINE: Engine = Engine {
         let step = ArgoStep::start(placed.argo?, image)?;
         Some(Box::new(step))
     }),
+    watches: None,
 };
 
 pub struct ArgoStep {

@@ -16,9 +16,10 @@ pub mod snakemake;
 use std::time::SystemTime;
 
 use super::TaskInfo;
+use crate::event::ProcKey;
 use crate::files::Bookkeeping;
-use crate::port::SharedHost;
-use crate::tree::{Image, Proc};
+use crate::port::{Host, SharedHost};
+use crate::tree::{Image, Proc, Tree};
 
 /// What runs a run (`pipetrace.run.engine`): an engine pipetrace models (each engine's
 /// module names its own, `KIND`), a scheduler whose job or workflow is the run, or no engine
@@ -240,6 +241,34 @@ pub struct Engine {
     /// process of a scheduler's unit (a Slurm step, an Argo pod's container) starts, where
     /// it is this engine's. Asked after `recognises` and the run rules found nothing.
     pub starts_in: Option<StartsIn>,
+    /// For an engine whose runs are found by watching every exec rather than by their own
+    /// command line (Prefect's flows, by their connection to a standing server): makes the
+    /// watcher, one per attribution.
+    pub watches: Option<fn() -> Box<dyn Watch>>,
+}
+
+/// What a watcher may know of the attribution.
+pub struct Context<'a> {
+    /// Under the agent (else `pipetrace run`).
+    pub agent: bool,
+    /// Whether a process may become a run of the engine: the root of a plain command's
+    /// run, or, under the agent, a process in no run.
+    pub may_become_run: &'a dyn Fn(ProcKey) -> bool,
+}
+
+/// A run a watcher found: `parent` is a run of the watcher's engine from now on, the
+/// process that just exec'd its first; `server` the engine's server it talks to.
+pub struct Claim {
+    pub parent: ProcKey,
+    pub server: Option<u32>,
+}
+
+/// Watches every exec for runs of one engine (`Engine::watches`).
+pub trait Watch: Send {
+    /// `key` just exec'd: the run it shows, if any.
+    fn exec(&mut self, tree: &Tree, key: ProcKey, cx: &Context, host: &dyn Host) -> Option<Claim>;
+    /// Processes gone from the tree.
+    fn forget(&mut self, dropped: &[Proc]);
 }
 
 /// How an engine starts a run in a scheduler's unit (`Engine::starts_in`).
@@ -319,6 +348,13 @@ impl Enabled {
             &image.argv,
         );
         (self.0.iter().copied()).find(|e| (e.recognises)(&tool, image))
+    }
+
+    /// A watcher for each engine enabled that watches execs.
+    pub fn watches(&self) -> Vec<(&'static Engine, Box<dyn Watch>)> {
+        (self.0.iter())
+            .filter_map(|e| Some((*e, e.watches?())))
+            .collect()
     }
 
     /// The run the first process of a scheduler's unit starts, by the first engine that

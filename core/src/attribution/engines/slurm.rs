@@ -29,6 +29,7 @@ pub const ENGINE: Engine = Engine {
         let job = SlurmJob::start(placed.slurm?, image)?;
         Some(Box::new(job))
     }),
+    watches: None,
 };
 
 pub struct SlurmJob {

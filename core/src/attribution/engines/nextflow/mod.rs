@@ -60,6 +60,7 @@ pub const ENGINE: Engine = Engine {
         placed.slurm.filter(|s| s.step == "batch")?;
         under_batch(host.clone(), image)
     }),
+    watches: None,
 };
 
 struct Nextflow {

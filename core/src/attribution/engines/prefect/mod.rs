@@ -18,7 +18,6 @@ mod progress;
 mod servers;
 mod standing;
 
-pub(in crate::attribution) use servers::Servers;
 pub use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
 
 use std::{
@@ -50,6 +49,7 @@ pub const ENGINE: Engine = Engine {
     },
     started_by_parent: Some(starts_a_server),
     starts_in: None,
+    watches: Some(servers::watch),
 };
 
 /// A flow process is known by the temporary API server it starts, not by its own command

@@ -9,11 +9,11 @@ use std::{collections::HashMap, time::Duration};
 
 use crate::{
     attribution::{
-        Attributor, Mode, Role,
-        engines::{EngineKind, prefect},
+        engines::{Claim, Context, Watch, prefect},
         naming,
     },
     event::ProcKey,
+    port::Host,
     tree::{Image, Proc, Tree},
 };
 
@@ -24,8 +24,9 @@ const RESCAN: Duration = Duration::from_secs(5);
 /// Processes remembered as connected to no server, at most.
 const CHECKED: usize = 4096;
 
+/// The standing servers this machine runs, and the flows found talking to them.
 #[derive(Default)]
-pub(in crate::attribution) struct Servers {
+pub(super) struct Servers {
     /// The standing servers' processes.
     known: Vec<ProcKey>,
     /// When the host's processes were last looked through.
@@ -34,8 +35,18 @@ pub(in crate::attribution) struct Servers {
     checked: HashMap<ProcKey, Duration>,
 }
 
-impl Servers {
-    pub(in crate::attribution) fn forget(&mut self, dropped: &[Proc]) {
+pub(super) fn watch() -> Box<dyn Watch> {
+    Box::new(Servers::default())
+}
+
+impl Watch for Servers {
+    fn exec(&mut self, tree: &Tree, key: ProcKey, cx: &Context, host: &dyn Host) -> Option<Claim> {
+        let image = tree.get(&key)?.image.as_ref()?;
+        self.note(key, image);
+        self.flow_of_standing_server(tree, key, cx, host)
+    }
+
+    fn forget(&mut self, dropped: &[Proc]) {
         for p in dropped {
             self.known.retain(|k| *k != p.key);
             self.checked.remove(&p.key);
@@ -43,86 +54,60 @@ impl Servers {
     }
 }
 
-impl Attributor {
-    fn prefect_on(&self) -> bool {
-        self.engines.has(prefect::KIND)
-    }
-
+impl Servers {
     /// Notes a process that execs (or was found running) a standing Prefect server.
-    pub(in crate::attribution) fn note_server(&mut self, key: ProcKey, image: &Image) {
-        let on = self.prefect_on();
-        let known = &mut self.servers.known;
-        if on && prefect::is_standing_server(image) && !known.contains(&key) {
-            known.push(key);
+    fn note(&mut self, key: ProcKey, image: &Image) {
+        if prefect::is_standing_server(image) && !self.known.contains(&key) {
+            self.known.push(key);
         }
     }
 
     /// At `child`'s exec: whether its parent is a flow talking to a standing Prefect server;
     /// then the parent is that flow's Prefect run, and `child` its first process.
-    pub(in crate::attribution) fn flow_of_standing_server(&mut self, tree: &Tree, child: ProcKey) {
-        let parent = tree.get(&child).and_then(|p| p.parent);
-        let Some(parent) = parent.and_then(|k| tree.get(&k)) else {
-            return;
-        };
+    fn flow_of_standing_server(
+        &mut self,
+        tree: &Tree,
+        child: ProcKey,
+        cx: &Context,
+        host: &dyn Host,
+    ) -> Option<Claim> {
+        let parent = tree.get(&child)?.parent.and_then(|k| tree.get(&k))?;
         // A runner's or worker's flow-run process, or one `flow.serve()` spawns: it is the
         // flow, found by its own children.
         let child_image = tree.get(&child).and_then(|p| p.image.as_ref());
         let apart = |i: &Image| prefect::runs_a_flow_run(i) || prefect::is_multiprocessing(i);
         if child_image.is_some_and(apart) {
-            return;
+            return None;
         }
-        let now = self.host.uptime();
-        let recent = (self.servers.checked.get(&parent.key)).is_some_and(|t| now < *t + RECHECK);
-        if recent || !self.may_be_flow(parent) {
-            return;
+        let now = host.uptime();
+        let recent = (self.checked.get(&parent.key)).is_some_and(|t| now < *t + RECHECK);
+        if recent || !may_be_flow(parent, cx) {
+            return None;
         }
-        let servers = self.server_candidates(now);
+        let servers = self.candidates(now, cx, host);
         if servers.is_empty() {
-            return;
+            return None;
         }
-        let Some(server) = prefect::server_of(&*self.host, parent.key.pid, &servers) else {
-            if self.servers.checked.len() >= CHECKED {
-                self.servers.checked.clear();
+        let Some(server) = prefect::server_of(host, parent.key.pid, &servers) else {
+            if self.checked.len() >= CHECKED {
+                self.checked.clear();
             }
-            self.servers.checked.insert(parent.key, now);
-            return;
+            self.checked.insert(parent.key, now);
+            return None;
         };
-        self.engine_by_child(parent, child, &prefect::ENGINE);
-        if let Some(run) = self.runs.get_mut(&parent.key)
-            && run.info.engine == super::KIND
-        {
-            run.adapter.served_by(server);
-        }
-    }
-
-    /// A Python process (or a worker's `prefect flow-run execute`) that is the root of a
-    /// plain command's run (`pipetrace run`), or in no run at all (the agent), and no server.
-    fn may_be_flow(&self, p: &Proc) -> bool {
-        let Some(image) = p.image.as_ref() else {
-            return false;
-        };
-        let python = naming::is_python(naming::program_name(&image.path, &image.argv));
-        let flow = python || prefect::runs_a_flow_run(image);
-        if !flow || prefect::is_standing_server(image) || !self.prefect_on() {
-            return false;
-        }
-        match self.members.get(&p.key).map(|m| m.role) {
-            Some(Role::RunRoot) => {
-                (self.runs.get(&p.key)).is_some_and(|r| r.info.engine == EngineKind::COMMAND)
-            }
-            None => matches!(self.mode, Mode::Agent),
-            Some(_) => false,
-        }
+        Some(Claim {
+            parent: parent.key,
+            server: Some(server),
+        })
     }
 
     /// The standing servers' pids: under `pipetrace run` looked up among the host's
     /// processes now and then, as one may have started before the run.
-    fn server_candidates(&mut self, now: Duration) -> Vec<u32> {
-        let run = matches!(self.mode, Mode::Run { .. });
-        if run && self.servers.scanned.is_none_or(|t| now >= t + RESCAN) {
-            self.servers.scanned = Some(now);
-            self.servers.known.clear();
-            for s in self.host.processes() {
+    fn candidates(&mut self, now: Duration, cx: &Context, host: &dyn Host) -> Vec<u32> {
+        if !cx.agent && self.scanned.is_none_or(|t| now >= t + RESCAN) {
+            self.scanned = Some(now);
+            self.known.clear();
+            for s in host.processes() {
                 let path = s.exe.as_ref().map(|e| e.display().to_string());
                 let image = Image {
                     path: path.or_else(|| s.argv.first().cloned()).unwrap_or_default(),
@@ -133,9 +118,20 @@ impl Attributor {
                     pid: s.pid,
                     start_ticks: s.start_ticks,
                 };
-                self.note_server(key, &image);
+                self.note(key, &image);
             }
         }
-        self.servers.known.iter().map(|k| k.pid).collect()
+        self.known.iter().map(|k| k.pid).collect()
     }
+}
+
+/// A Python process (or a worker's `prefect flow-run execute`) that may become a run (the
+/// root of a plain command's run, or in no run under the agent), and no server.
+fn may_be_flow(p: &Proc, cx: &Context) -> bool {
+    let Some(image) = p.image.as_ref() else {
+        return false;
+    };
+    let python = naming::is_python(naming::program_name(&image.path, &image.argv));
+    let flow = python || prefect::runs_a_flow_run(image);
+    flow && !prefect::is_standing_server(image) && (cx.may_become_run)(p.key)
 }

@@ -51,6 +51,7 @@ pub const ENGINE: Engine = Engine {
     },
     started_by_parent: None,
     starts_in: None,
+    watches: None,
 };
 
 struct Snakemake {

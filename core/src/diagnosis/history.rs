@@ -1,12 +1,11 @@
 //! Slower than usual: a small local history per pipeline and task name (durations, CPU,
-//! peaks; the last few runs) under the state directory, to tell when a task took far longer
-//! than it usually does.
-use std::{
-    collections::{BTreeMap, HashMap, HashSet},
-    path::{Path, PathBuf},
-};
+//! peaks; the last few runs), kept in a `Store` (the state directory's `history/`), to tell
+//! when a task took far longer than it usually does.
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
+
+use crate::port::Store;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 struct Record {
@@ -83,7 +82,7 @@ pub struct Slower {
 }
 
 pub struct History {
-    dir: Option<PathBuf>,
+    store: Option<Box<dyn Store>>,
     keep: usize,
     factor: f64,
     min_wall_s: f64,
@@ -141,9 +140,10 @@ fn usual_of(records: &[Record], this: &str) -> Option<f64> {
 }
 
 impl History {
-    pub fn new(cfg: &pipetrace_config::Diagnosis) -> Self {
+    /// Kept in `store` (none: no history, nothing judged slower).
+    pub fn new(cfg: &pipetrace_config::Diagnosis, store: Option<Box<dyn Store>>) -> Self {
         Self {
-            dir: cfg.state_dir.as_ref().map(|d| d.join("history")),
+            store,
             keep: cfg.history_runs.max(1),
             factor: cfg.slower_factor,
             min_wall_s: cfg.min_wall.as_secs_f64(),
@@ -154,10 +154,9 @@ impl History {
 
     fn pipeline(&mut self, name: &str) -> &mut PipelineHistory {
         if !self.loaded.contains_key(name) {
-            let h = (self.dir.as_ref())
-                .map(|d| d.join(file_name(name)))
-                .and_then(|p| std::fs::read_to_string(p).ok())
-                .and_then(|t| serde_json::from_str(&t).ok())
+            let h = (self.store.as_ref())
+                .and_then(|s| s.load(&file_name(name)))
+                .and_then(|t| serde_json::from_slice(&t).ok())
                 .unwrap_or_default();
             self.loaded.insert(name.to_string(), h);
         }
@@ -167,7 +166,7 @@ impl History {
     /// What task `task` of `pipeline` usually takes: the median over its earlier runs of
     /// each run's median, once [`MIN_RUNS`] runs have it.
     pub fn usual(&mut self, pipeline: &str, task: &str) -> Option<f64> {
-        self.dir.as_ref()?;
+        self.store.as_ref()?;
         let records = self.pipeline(pipeline).tasks.get(task)?;
         usual_of(records, "")
     }
@@ -176,7 +175,7 @@ impl History {
     /// earlier run counts once, with the median of its jobs; the task is judged once
     /// [`MIN_RUNS`] runs have it, against the median over runs.
     pub fn record(&mut self, job: &Job) -> Option<Slower> {
-        self.dir.as_ref()?;
+        self.store.as_ref()?;
         let (keep, factor, min_wall) = (self.keep, self.factor, self.min_wall_s);
         let h = self.pipeline(job.pipeline);
         if !h.tasks.contains_key(job.task) {
@@ -225,13 +224,13 @@ impl History {
     /// What a run of `pipeline` usually takes: the median of its last runs that succeeded,
     /// once [`MIN_RUNS`] have.
     pub fn usual_run(&mut self, pipeline: &str) -> Option<f64> {
-        self.dir.as_ref()?;
+        self.store.as_ref()?;
         usual_of(&self.pipeline(pipeline).runs, "")
     }
 
     /// Adds a finished run (`job.task` is not read): only one that succeeded.
     pub fn record_run(&mut self, job: &Job) {
-        if self.dir.is_none() || !job.succeeded || job.pipeline.is_empty() {
+        if self.store.is_none() || !job.succeeded || job.pipeline.is_empty() {
             return;
         }
         let keep = self.keep;
@@ -248,13 +247,16 @@ impl History {
 
     /// Writes what changed; a failure is logged and the history stays in memory.
     pub fn save(&mut self) {
-        let Some(dir) = self.dir.clone() else { return };
+        let Some(store) = self.store.as_ref() else {
+            return;
+        };
         for name in std::mem::take(&mut self.dirty) {
             let Some(h) = self.loaded.get(&name) else {
                 continue;
             };
-            if let Err(e) = write(&dir, &file_name(&name), h) {
-                log::warn!("cannot save task history in {}: {e}", dir.display());
+            let saved = serde_json::to_vec(h).map_err(std::io::Error::other);
+            if let Err(e) = saved.and_then(|bytes| store.save(&file_name(&name), &bytes)) {
+                log::warn!("cannot save task history in {}: {e}", store.place());
             }
         }
     }
@@ -284,21 +286,16 @@ impl Kept {
     }
 }
 
-/// Every pipeline's history under `state_dir` (unreadable files are skipped: they are
+/// Every pipeline's history in `store` (unreadable documents are skipped: they are
 /// rewritten by the next run).
-pub fn read_all(state_dir: &Path) -> Vec<Kept> {
-    let Ok(dir) = std::fs::read_dir(state_dir.join("history")) else {
-        return Vec::new();
-    };
+pub fn read_all(store: &dyn Store) -> Vec<Kept> {
     let mut out = Vec::new();
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
+    for name in store.names() {
         let Some(pipeline) = name.strip_suffix(".json") else {
             continue;
         };
-        let Some(h) = std::fs::read_to_string(e.path())
-            .ok()
-            .and_then(|t| serde_json::from_str::<PipelineHistory>(&t).ok())
+        let Some(h) =
+            (store.load(&name)).and_then(|t| serde_json::from_slice::<PipelineHistory>(&t).ok())
         else {
             continue;
         };
@@ -354,24 +351,18 @@ fn keep_last_runs(records: &mut Vec<Record>, keep: usize) {
     records.retain(|r| !gone.contains(&r.run));
 }
 
-fn write(dir: &Path, file: &str, h: &PipelineHistory) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    // Whole or not at all: a reader never sees half a file.
-    let tmp = dir.join(format!(".{file}.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec(h)?)?;
-    std::fs::rename(tmp, dir.join(file))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::port::fake::MemoryStore;
 
-    fn cfg(dir: &Path) -> pipetrace_config::Diagnosis {
-        pipetrace_config::Diagnosis {
-            state_dir: Some(dir.to_path_buf()),
+    /// A history kept in `store`, as an agent starting anew reads it.
+    fn kept_in(store: &MemoryStore) -> History {
+        let cfg = pipetrace_config::Diagnosis {
             history_runs: 5,
             ..Default::default()
-        }
+        };
+        History::new(&cfg, Some(Box::new(store.clone())))
     }
 
     fn job<'a>(run: &'a str, wall_s: f64, succeeded: bool) -> Job<'a> {
@@ -388,8 +379,8 @@ mod tests {
 
     #[test]
     fn a_runs_usual_time_is_the_median_of_its_last_runs_that_succeeded_and_is_kept() {
-        let d = tempfile::tempdir().unwrap();
-        let mut h = History::new(&cfg(d.path()));
+        let d = MemoryStore::default();
+        let mut h = kept_in(&d);
         for (i, wall, ok) in [(1, 10.0, true), (2, 500.0, false), (3, 12.0, true)] {
             h.record_run(&job(&format!("r{i}"), wall, ok));
         }
@@ -402,14 +393,14 @@ mod tests {
         );
         assert_eq!(h.usual("rna/seq", "align"), None, "runs are not a task");
         h.save();
-        let mut again = History::new(&cfg(d.path()));
+        let mut again = kept_in(&d);
         assert_eq!(again.usual_run("rna/seq"), Some(12.0), "read back");
     }
 
     #[test]
     fn a_task_far_slower_than_its_median_is_flagged_and_history_is_bounded() {
-        let d = tempfile::tempdir().unwrap();
-        let mut h = History::new(&cfg(d.path()));
+        let d = MemoryStore::default();
+        let mut h = kept_in(&d);
         for (run, w) in [("r1", 10.0), ("r2", 11.0), ("r3", 9.0)] {
             assert_eq!(h.record(&job(run, w, true)), None);
         }
@@ -418,9 +409,9 @@ mod tests {
         assert_eq!((s.usual_s, s.runs), (10.5, 4));
         h.save();
         // A new agent reads it back; only the last 5 runs are kept.
-        let mut again = History::new(&cfg(d.path()));
+        let mut again = kept_in(&d);
         assert_eq!(again.pipeline("rna/seq").tasks["align"].len(), 5);
-        assert!(d.path().join("history/rna_seq.json").exists());
+        assert_eq!(d.names(), ["rna_seq.json"]);
         for i in 0..10 {
             again.record(&job(&format!("later{i}"), 10.0, true));
         }
@@ -429,8 +420,8 @@ mod tests {
 
     #[test]
     fn history_counts_runs_not_jobs_and_keeps_only_jobs_that_succeeded() {
-        let d = tempfile::tempdir().unwrap();
-        let mut h = History::new(&cfg(d.path()));
+        let d = MemoryStore::default();
+        let mut h = kept_in(&d);
         // Two earlier runs of five quick jobs each, one job killed: two runs, not ten jobs.
         for run in ["a", "b"] {
             for _ in 0..5 {
@@ -459,13 +450,13 @@ mod tests {
 
     #[test]
     fn compare_reads_each_run_of_a_task_as_the_medians_of_its_jobs() {
-        let d = tempfile::tempdir().unwrap();
-        let mut h = History::new(&cfg(d.path()));
+        let d = MemoryStore::default();
+        let mut h = kept_in(&d);
         for (run, w) in [("r1", 1.0), ("r1", 3.0), ("r1", 2.0), ("r2", 5.0)] {
             h.record(&job(run, w, true));
         }
         h.save();
-        let all = read_all(d.path());
+        let all = read_all(&d);
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].pipeline, "rna_seq");
         let runs = &all[0].tasks["align"];
@@ -478,8 +469,8 @@ mod tests {
 
     #[test]
     fn every_job_of_a_run_is_judged_against_the_same_earlier_runs() {
-        let d = tempfile::tempdir().unwrap();
-        let mut h = History::new(&cfg(d.path()));
+        let d = MemoryStore::default();
+        let mut h = kept_in(&d);
         for (run, w) in [
             ("r1", 1.0),
             ("r2", 10.0),

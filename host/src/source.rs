@@ -24,7 +24,7 @@ pub enum SourceError {
         "{0}\n  probes.strict is set, so pipetrace does not fall back to polling /proc; unset \
          it (PIPETRACE_PROBES__STRICT=false) to run degraded"
     )]
-    PidNamespace(crate::host::pidns::PrivatePidNamespace),
+    PidNamespace(crate::pidns::PrivatePidNamespace),
 }
 
 /// The stream of events.
@@ -47,7 +47,7 @@ pub enum Taps {
 /// probes' host PIDs name nothing here: measured, such a run exported no span at all. It
 /// polls this namespace's /proc instead, or refuses with `probes.strict`.
 pub fn open(cfg: &pipetrace_config::Probes, files: bool) -> Result<(Events, Taps), SourceError> {
-    if let Err(e) = crate::host::pidns::check() {
+    if let Err(e) = crate::pidns::check() {
         if cfg.strict {
             return Err(SourceError::PidNamespace(e));
         }

@@ -1,14 +1,29 @@
-//! Facts about this host and its processes read from /proc: identity, clocks, the seed scan;
-//! what the machine is (architecture, kernel, cloud) for the resource. Never reads any
-//! process's environment, never asks the network.
+//! pipetrace's host crate: the machine the core sees through its port. The `Host` port
+//! implemented for this machine (`LiveHost`: /proc with procfs, files, clocks, engines'
+//! databases, `squeue` in the background); the probes loaded into the kernel and read
+//! (`probes`, `source`), or /proc polled without them (`poller`); cgroup limits (`cgroup`);
+//! NVIDIA's driver (`gpu`); pipetrace's own scheduling policy (`sched`). And, here at its
+//! root, facts about this host and its processes: identity, clocks, the seed scan; what the
+//! machine is (architecture, kernel, cloud) for the resource. Never reads any process's
+//! environment, never asks the network.
+pub mod cgroup;
 mod cloud;
 mod database;
+pub mod gpu;
 mod idle;
 mod kept;
 mod live;
 pub mod pidns;
+pub mod poller;
+pub mod probes;
+pub mod sched;
 pub mod slurm_alloc;
 pub mod slurm_jobs;
+pub mod source;
+pub mod store;
+
+// The core's modules, at the paths this crate's code names them by.
+use pipetrace_core::{accounting, event, facts, tree};
 
 use std::{
     fs,
@@ -16,10 +31,10 @@ use std::{
     time::SystemTime,
 };
 
-pub use crate::facts::{ns_per_tick, page_size};
 pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
 pub use idle::IdleClock;
 pub use live::LiveHost;
+pub use pipetrace_core::facts::{ns_per_tick, page_size};
 #[cfg(any(test, feature = "fake-host"))]
 pub use pipetrace_core::port::fake;
 pub use pipetrace_core::port::{self, HostError, Live, ProcSnapshot, system_time};

@@ -60,7 +60,7 @@ mod tests {
     use pipetrace_core::attribution::engines::prefect::db::Db;
 
     use super::*;
-    use crate::host::LiveHost;
+    use crate::LiveHost;
 
     #[test]
     fn cells_keep_sqlite_types_and_bad_sql_is_an_error_naming_the_file() {

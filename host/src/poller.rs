@@ -9,7 +9,6 @@ use procfs::process::Process;
 use crate::{
     accounting::Usage,
     event::{Event, Exec, ProcKey},
-    host,
     tree::Exit,
 };
 
@@ -65,7 +64,7 @@ fn sample(p: &Process, stat: &Stat) -> Sample {
     // Reading another user's io needs ptrace rights; without them those stay 0.
     let io = p.io().ok();
     let io_field = |f: fn(&procfs::process::Io) -> u64| io.as_ref().map_or(0, f);
-    let ns = host::ns_per_tick();
+    let ns = crate::ns_per_tick();
     let usage = Usage {
         cpu_user_ns: stat.utime_ticks * ns,
         cpu_system_ns: stat.stime_ticks * ns,
@@ -131,7 +130,7 @@ impl Poller {
 
     /// Compares /proc with the last scan: new processes, new programs, ends.
     pub fn scan(&mut self, out: &mut Vec<Event>, report: bool) {
-        let now = host::boottime_ns();
+        let now = crate::boottime_ns();
         let Ok(all) = procfs::process::all_processes() else {
             return;
         };
@@ -152,7 +151,7 @@ impl Poller {
                 start_ticks: st.start_ticks,
             };
             alive.insert(*pid, key);
-            let start_ns = st.start_ticks * host::ns_per_tick();
+            let start_ns = st.start_ticks * crate::ns_per_tick();
             let mut fresh = sample(proc_, st);
             match self.known.get_mut(pid) {
                 Some((k, last)) if *k == key => {

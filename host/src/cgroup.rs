@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{accounting::Allocation, host::Host};
+use crate::{Host, accounting::Allocation};
 
 /// v1 memory "limits" at or above this mean no limit.
 const V1_UNLIMITED: u64 = 1 << 60;
@@ -264,7 +264,7 @@ pub fn memory_limit(host: &dyn Host, dir: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::LiveHost;
+    use crate::LiveHost;
 
     const MOUNTS: &str = "\
 35 25 0:30 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn gpus_allowed_by_a_v1_devices_cgroup_are_read_from_its_list() {
-        let host = crate::host::fake::FakeHost::default();
+        let host = crate::fake::FakeHost::default();
         let dir = Path::new("/sys/fs/cgroup/devices/slurm/uid_0/job_7");
         let list = |text: &str| {
             host.write(dir.join("devices.list"), text);
