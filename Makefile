@@ -22,7 +22,7 @@ test: setup lint fuzz-smoke unit-unprivileged
 # The core's unit tests (the core crate's and the collector's) need no root, no kernel and
 # no /proc of their own: run them as nobody (uid 65534) to keep it so.
 unit-unprivileged: setup
-	@for p in pipetrace-core pipetrace-host pipetrace; do \
+	@for p in pipetrace-core pipetrace-host pipetrace-export pipetrace; do \
 	 bin=$$($(CARGO) test -p $$p --lib --no-run --message-format=json 2>/dev/null \
 	   | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4) && \
 	 dir=$$(mktemp -d) && cp "$$bin" "$$dir/unit" && chmod -R a+rx "$$dir" && \

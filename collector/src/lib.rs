@@ -6,17 +6,16 @@ pub use pipetrace_core::{
 // The host crate's, likewise.
 pub use pipetrace_host as host;
 pub use pipetrace_host::{cgroup, gpu, poller, probes, sched, source};
+// The export crate's, likewise.
+pub use pipetrace_export::{export, outputs, signals};
 
 pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;
-pub mod export;
 pub(crate) mod live;
-pub mod outputs;
 pub mod pipeline;
 pub(crate) mod report;
 pub(crate) mod scope;
-pub mod signals;
 pub(crate) mod sizing;
 pub(crate) mod status;
 pub(crate) mod summary;

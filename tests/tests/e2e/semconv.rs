@@ -18,15 +18,15 @@ fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
     }
 }
 
-/// The collector's sources and the core crate's (the collector's bottom layers).
+/// The agent's sources: the command's crate and the crates it stands on.
 fn collector_sources() -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    sources(&root.join("../collector/src"), &mut out);
-    let collector = out.len();
-    sources(&root.join("../core/src"), &mut out);
-    assert!(collector > 20, "collector sources found");
-    assert!(out.len() > collector + 10, "core sources found");
+    for krate in ["collector", "export", "host", "core"] {
+        let before = out.len();
+        sources(&root.join(format!("../{krate}/src")), &mut out);
+        assert!(out.len() > before + 10, "{krate}'s sources found");
+    }
     out
 }
 
