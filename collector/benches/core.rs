@@ -13,8 +13,8 @@ use pipetrace::{
     event::{Event, ProcKey},
     export::Sink,
     host::fake::{self, FakeHost},
-    pipeline::Pipeline,
     redact::Redactor,
+    session::Session,
     signals::{SpanBuilder, metrics::Metrics},
 };
 
@@ -93,7 +93,7 @@ async fn round(n: u32, per_batch: usize) -> f64 {
     cpu
 }
 
-fn core(fake: &FakeHost, file: &std::path::Path) -> Pipeline {
+fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
     let yaml = format!(
         "attribution:\n  run_rules:\n    - match: {{ argv: '{TAG}' }}\n      name: storm\n"
     );
@@ -116,7 +116,7 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Pipeline {
         fake.shared(),
     )
     .expect("attributor");
-    Pipeline::new(fake.shared(), attr, builder, sink.alone(), metrics)
+    Session::new(fake.shared(), attr, builder, sink.alone(), metrics)
 }
 
 fn key(pid: u32, start_ns: u64) -> ProcKey {

@@ -5,17 +5,17 @@ pub use pipetrace_core::{
 };
 // The host crate's, likewise.
 pub use pipetrace_host as host;
-pub use pipetrace_host::{cgroup, gpu, poller, probes, sched, source};
+pub use pipetrace_host::{cgroup, cpu_policy, gpu, poller, probes, source};
 // The export crate's, likewise.
 pub use pipetrace_export::{export, outputs, signals};
 
 pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;
-pub(crate) mod live;
-pub mod pipeline;
+pub(crate) mod live_view;
+pub(crate) mod registry;
 pub(crate) mod report;
 pub(crate) mod scope;
+pub mod session;
 pub(crate) mod sizing;
-pub(crate) mod status;
 pub(crate) mod summary;

@@ -16,12 +16,12 @@ use std::{
 /// layers only. Keep docs/architecture.md's diagram in step with this table.
 const LAYERS: &[(&str, &[&str])] = &[
     ("meaning and input", &["awaiting", "scope"]),
-    ("live view", &["live"]),
-    ("views", &["report", "status"]),
+    ("live view", &["live_view"]),
+    ("views", &["report", "registry"]),
     ("machines", &["sizing"]),
     ("comparison", &["compare"]),
     ("terminal", &["summary"]),
-    ("the loop", &["pipeline"]),
+    ("the loop", &["session"]),
     ("commands", &["cli"]),
 ];
 
@@ -32,7 +32,7 @@ const KNOWN_CIRCLES: &[(&str, &str)] = &[];
 
 /// Modules that decide what processes are and mean: they read the machine only through
 /// the `Host` they are handed, so that unit tests drive them on a fake host.
-const THROUGH_HOST_ONLY: &[&str] = &["awaiting", "live"];
+const THROUGH_HOST_ONLY: &[&str] = &["awaiting", "live_view"];
 
 /// What touches the filesystem, starts processes or opens sockets.
 const DIRECT_IO: &[&str] = &[
@@ -535,7 +535,7 @@ fn the_reader_sees_the_imports_it_must() {
         has("report::table", "report::files"),
         "table lists each task's files"
     );
-    assert!(has("cli::run", "live"), "run draws the live view");
+    assert!(has("cli::run", "live_view"), "run draws the live view");
     let found = circles(&BTreeMap::from([
         ("a".to_string(), BTreeSet::from(["b".to_string()])),
         ("b".to_string(), BTreeSet::from(["a".to_string()])),

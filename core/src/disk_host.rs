@@ -9,7 +9,8 @@ use std::{
 };
 
 use crate::port::{
-    AllocCell, Cell, Database, FileFacts, Host, HostError, Live, ProcSnapshot, RecordCell, TcpLink,
+    AllocCell, Cell, Database, FileFacts, Host, HostError, ProcSnapshot, RecordCell, RunningUsage,
+    TcpLink,
 };
 
 #[derive(Default)]
@@ -44,7 +45,7 @@ impl Host for DiskHost {
     fn cwd(&self, _: u32) -> Option<PathBuf> {
         None
     }
-    fn live(&self, _: u32) -> Option<Live> {
+    fn live(&self, _: u32) -> Option<RunningUsage> {
         None
     }
     fn open_files(&self, _: u32) -> Vec<PathBuf> {

@@ -42,7 +42,7 @@ pub trait Host: Send + Sync {
     /// A process's working directory now.
     fn cwd(&self, pid: u32) -> Option<PathBuf>;
     /// A running process's usage so far: None when it is gone.
-    fn live(&self, pid: u32) -> Option<Live>;
+    fn live(&self, pid: u32) -> Option<RunningUsage>;
     /// The files a process has open (its descriptors' targets).
     fn open_files(&self, pid: u32) -> Vec<PathBuf>;
     /// The established TCP connections a process holds: its sockets' addresses, never what
@@ -177,7 +177,7 @@ pub struct ProcSnapshot {
 /// the kernel's exact figures replace these), as the host reads them (`Host::live`):
 /// counters so far and memory now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Live {
+pub struct RunningUsage {
     pub cpu_user_ns: u64,
     pub cpu_system_ns: u64,
     pub rss_bytes: u64,

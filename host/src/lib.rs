@@ -8,6 +8,7 @@
 //! environment, never asks the network.
 pub mod cgroup;
 mod cloud;
+pub mod cpu_policy;
 mod database;
 pub mod gpu;
 mod idle;
@@ -16,7 +17,6 @@ mod live;
 pub mod pidns;
 pub mod poller;
 pub mod probes;
-pub mod sched;
 pub mod slurm_alloc;
 pub mod slurm_jobs;
 pub mod source;
@@ -37,7 +37,7 @@ pub use live::LiveHost;
 pub use pipetrace_core::facts::{ns_per_tick, page_size};
 #[cfg(any(test, feature = "fake-host"))]
 pub use pipetrace_core::port::fake;
-pub use pipetrace_core::port::{self, HostError, Live, ProcSnapshot, system_time};
+pub use pipetrace_core::port::{self, HostError, ProcSnapshot, RunningUsage, system_time};
 pub use port::{FileFacts, Host, SharedHost, TcpLink};
 pub use slurm_jobs::{JobRecord, RecordCell};
 
@@ -60,7 +60,7 @@ pub fn fake_info(fake: &fake::FakeHost) -> HostInfo {
 }
 
 /// The machine this runs on.
-pub fn live() -> SharedHost {
+pub fn this_machine() -> SharedHost {
     std::sync::Arc::new(LiveHost)
 }
 

@@ -14,7 +14,7 @@ use super::{
     port::{Database, FileFacts, Host, TcpLink},
 };
 use super::{
-    Live,
+    RunningUsage,
     slurm_alloc::{self, AllocCell},
     slurm_jobs::{self, RecordCell},
 };
@@ -43,7 +43,7 @@ impl Host for LiveHost {
         super::cwd(pid)
     }
 
-    fn live(&self, pid: u32) -> Option<Live> {
+    fn live(&self, pid: u32) -> Option<RunningUsage> {
         live(pid)
     }
 
@@ -172,11 +172,11 @@ fn tcp_links(pid: u32) -> Vec<TcpLink> {
 }
 
 /// A running process's usage so far from /proc: never `environ`, never contents.
-fn live(pid: u32) -> Option<Live> {
+fn live(pid: u32) -> Option<RunningUsage> {
     let p = Process::new(pid as i32).ok()?;
     let stat = p.stat().ok()?;
     let ns = super::ns_per_tick();
-    let mut live = Live {
+    let mut live = RunningUsage {
         cpu_user_ns: stat.utime * ns,
         cpu_system_ns: stat.stime * ns,
         ..Default::default()

@@ -36,7 +36,7 @@ pub enum Events {
 }
 
 /// What the source can tell besides events.
-pub enum Taps {
+pub enum ProbeState {
     Kernel(Box<Probes>),
     Poll,
 }
@@ -46,7 +46,10 @@ pub enum Taps {
 /// In a PID namespace of its own (`pipetrace run` in a container without the host's), the
 /// probes' host PIDs name nothing here: measured, such a run exported no span at all. It
 /// polls this namespace's /proc instead, or refuses with `probes.strict`.
-pub fn open(cfg: &pipetrace_config::Probes, files: bool) -> Result<(Events, Taps), SourceError> {
+pub fn open(
+    cfg: &pipetrace_config::Probes,
+    files: bool,
+) -> Result<(Events, ProbeState), SourceError> {
     if let Err(e) = crate::pidns::check() {
         if cfg.strict {
             return Err(SourceError::PidNamespace(e));
@@ -56,7 +59,7 @@ pub fn open(cfg: &pipetrace_config::Probes, files: bool) -> Result<(Events, Taps
     match Probes::load(cfg.ring_buffer_bytes, files) {
         Ok(mut probes) => {
             let reader = probes.take_reader()?;
-            Ok((Events::Kernel(reader), Taps::Kernel(Box::new(probes))))
+            Ok((Events::Kernel(reader), ProbeState::Kernel(Box::new(probes))))
         }
         Err(e) if cfg.strict => Err(SourceError::Strict(e)),
         Err(e) => Ok(poll(cfg, &format!("the eBPF probes cannot run: {e}"))),
@@ -64,7 +67,7 @@ pub fn open(cfg: &pipetrace_config::Probes, files: bool) -> Result<(Events, Taps
 }
 
 /// Polling /proc, with a warning that says `why`.
-fn poll(cfg: &pipetrace_config::Probes, why: &str) -> (Events, Taps) {
+fn poll(cfg: &pipetrace_config::Probes, why: &str) -> (Events, ProbeState) {
     log::warn!(
         "{why}\n  pipetrace falls back to polling /proc every {}: processes shorter than that \
          may be missed, figures are the last sample, exit codes are unknown, and spans say \
@@ -75,7 +78,7 @@ fn poll(cfg: &pipetrace_config::Probes, why: &str) -> (Events, Taps) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     (
         Events::Poll(Poller::new(cfg.poll_interval), tick),
-        Taps::Poll,
+        ProbeState::Poll,
     )
 }
 
@@ -116,11 +119,11 @@ impl Events {
     }
 }
 
-impl Taps {
+impl ProbeState {
     pub fn measured(&self) -> Measured {
         match self {
-            Taps::Kernel(p) => p.measured(),
-            Taps::Poll => Measured {
+            ProbeState::Kernel(p) => p.measured(),
+            ProbeState::Poll => Measured {
                 network: false,
                 delay_accounting: false,
                 io_wait: false,
@@ -131,15 +134,15 @@ impl Taps {
     /// What the kernel summed so far for a live process (nothing when polling).
     pub fn accumulated(&self, pid: u32) -> Accumulator {
         match self {
-            Taps::Kernel(p) => p.accumulated(pid),
-            Taps::Poll => Accumulator::default(),
+            ProbeState::Kernel(p) => p.accumulated(pid),
+            ProbeState::Poll => Accumulator::default(),
         }
     }
 
     pub fn lost_events(&self) -> u64 {
         match self {
-            Taps::Kernel(p) => p.lost_events(),
-            Taps::Poll => 0,
+            ProbeState::Kernel(p) => p.lost_events(),
+            ProbeState::Poll => 0,
         }
     }
 }

@@ -12,15 +12,15 @@ use super::{
 use crate::{
     attribution::{Attributor, Mode},
     export::Sink,
-    pipeline::Pipeline,
-    status::{AgentLock, AgentStatus},
+    registry::{AgentLock, AgentStatus},
+    session::Session,
 };
 
 /// Where the one-agent lock lives when no state directory is configured.
 const RUNTIME_DIR: &str = "/run/pipetrace";
 
 /// The agent's figures in its log, every minute.
-fn log_figures(pipe: &Pipeline, lost: u64) {
+fn log_figures(pipe: &Session, lost: u64) {
     let f = pipe.agent_figures(lost);
     log::info!(
         "{} events, {} processes known, {} in runs; lost {} kernel events, dropped {} spans, \
@@ -50,7 +50,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let lock_dir = (cfg.diagnosis.state_dir.clone()).unwrap_or_else(|| PathBuf::from(RUNTIME_DIR));
     let _lock = match AgentLock::take(&lock_dir) {
         Ok(lock) => Some(lock),
-        Err(e @ crate::status::LockError::Held { .. }) => return Err(e.into()),
+        Err(e @ crate::registry::LockError::Held { .. }) => return Err(e.into()),
         // A read-only or unwritable state directory (the /proc fallback without privileges):
         // it runs, unguarded, as before.
         Err(e) => {
@@ -72,7 +72,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let target = (dest.otlp.clone())
         .or(dest.file.as_ref().map(|f| f.display().to_string()))
         .unwrap_or_default();
-    let machine = crate::host::live();
+    let machine = crate::host::this_machine();
     let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
     let outputs = super::outputs::list(cfg, super::outputs::For::Agent, exporter, prometheus)?;
     let mut pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
@@ -134,7 +134,7 @@ async fn serve_until(
 ) -> anyhow::Result<()> {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     let mut status_tick = tokio::time::interval(Duration::from_secs(2));
-    let mut watcher = crate::live::Watcher::default();
+    let mut watcher = crate::live_view::Watcher::default();
     tokio::pin!(stop);
     loop {
         let next = core.serve(async {
@@ -149,8 +149,8 @@ async fn serve_until(
         match next {
             Some(true) => {
                 let pipe = &mut core.pipe;
-                if crate::status::runs_wanted() {
-                    crate::status::write_runs(&pipe.live_now(&mut watcher));
+                if crate::registry::runs_wanted() {
+                    crate::registry::write_runs(&pipe.live_now(&mut watcher));
                 }
                 let status = AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost));
                 status.register(state_dir);
@@ -167,7 +167,7 @@ async fn serve_until(
 }
 
 /// Sends what is left and says what the agent did and lost.
-async fn stop_and_say(cfg: &Config, pipe: Pipeline, lost: u64) {
+async fn stop_and_say(cfg: &Config, pipe: Session, lost: u64) {
     let (events, bad) = (pipe.events, pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let at_exit = pipe.usage_at_exit;

@@ -45,7 +45,7 @@ fn effective_caps() -> Option<u64> {
 /// Every agent running on this node, each with its own status (from the node's registry),
 /// and what the agent of this state directory last said if it is not among them.
 fn agent_section(state_dir: &Path) {
-    let running = crate::status::AgentStatus::running();
+    let running = crate::registry::AgentStatus::running();
     if running.len() > 1 {
         println!(
             "  note  {} agents run on this node (each with its own state directory); one \
@@ -57,8 +57,8 @@ fn agent_section(state_dir: &Path) {
         print_agent(s, dir.as_deref());
     }
     let shown = |pid: u32| running.iter().any(|(_, s)| s.pid == pid);
-    let file = crate::status::path(state_dir);
-    match crate::status::AgentStatus::read(state_dir) {
+    let file = crate::registry::path(state_dir);
+    match crate::registry::AgentStatus::read(state_dir) {
         Some(s) if shown(s.pid) => {}
         // Running, but /run was not writable for its registry entry.
         Some(s) if s.alive() && s.age() < 30 => print_agent(&s, None),
@@ -75,7 +75,7 @@ fn agent_section(state_dir: &Path) {
     }
 }
 
-fn print_agent(s: &crate::status::AgentStatus, dir: Option<&str>) {
+fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
     let f = &s.figures;
     println!(
         "  ok    agent: pid {}, {} mode, exporting to {}, status {} s old{}",

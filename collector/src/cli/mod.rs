@@ -274,7 +274,7 @@ pub fn main() -> i32 {
             // SAFETY: before any thread of the runtime starts.
             unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
             // Before the runtime's threads start, so that they inherit it.
-            if let Err(e) = crate::sched::apply(cfg.cpu_policy) {
+            if let Err(e) = crate::cpu_policy::apply(cfg.cpu_policy) {
                 log::warn!(
                     "cpu_policy {:?} not applied ({e}): pipetrace's threads keep the policy \
                      they started with",

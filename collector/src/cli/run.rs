@@ -14,11 +14,11 @@ use crate::{
     export::{Destinations, Place, Sink, SinkStats, resource},
     host::HostInfo,
     outputs::Outputs,
-    pipeline::Pipeline,
     redact::Redactor,
+    session::Session,
     signals::{SpanBuilder, metrics::Metrics},
     sizing::Catalog,
-    source::{Events, Taps},
+    source::{Events, ProbeState},
     summary::{Delivery, Loss, Summary},
 };
 
@@ -31,7 +31,7 @@ use super::{trace_file::default_file, usage_error::UsageError};
 pub(super) struct Prepared {
     pub host: HostInfo,
     pub events: Events,
-    pub taps: Taps,
+    pub taps: ProbeState,
     pub builder: SpanBuilder,
 }
 
@@ -46,7 +46,7 @@ pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
             .with_diagnosis(cfg.diagnosis.clone())
             .with_cost(cfg.cost.clone())
             .with_who(
-                crate::host::live(),
+                crate::host::this_machine(),
                 crate::signals::who::Centre::of_config(cfg),
             ),
         host,
@@ -62,11 +62,11 @@ pub(super) fn pipeline(
     attr: Attributor,
     builder: SpanBuilder,
     outputs: (Outputs, Arc<SinkStats>),
-) -> anyhow::Result<Pipeline> {
+) -> anyhow::Result<Session> {
     let measured = builder.measured();
     let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host), attr.host());
     // The attribution and the rest of the core read through one host.
-    let pipe = Pipeline::new(attr.host(), attr, builder, outputs, metrics)
+    let pipe = Session::new(attr.host(), attr, builder, outputs, metrics)
         .with_usage_wait(cfg.probes.usage_wait)
         .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
         .with_diagnosis(&cfg.diagnosis)
@@ -166,7 +166,7 @@ pub async fn run(
         .id()
         .context("the command exited before it could be traced")?;
     forwarder.started(root_pid);
-    let machine = crate::host::live();
+    let machine = crate::host::this_machine();
     let attr = Attributor::new(
         Mode::Run { root_pid },
         &cfg.attribution,
@@ -236,7 +236,7 @@ async fn until_it_exits(
     let mut view = (cfg.summary.live)
         .then(|| super::view::StatusArea::open(view_height))
         .flatten();
-    let mut watcher = crate::live::Watcher::default();
+    let mut watcher = crate::live_view::Watcher::default();
     let mut view_tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let next = core.serve(async {
@@ -250,7 +250,7 @@ async fn until_it_exits(
                 let now = core.pipe.live_now(&mut watcher).into_iter().next();
                 if let Some(v) = view.as_mut() {
                     let lines =
-                        crate::live::lines(&now.unwrap_or_default(), usize::MAX, live_tasks);
+                        crate::live_view::lines(&now.unwrap_or_default(), usize::MAX, live_tasks);
                     v.draw(&lines);
                 }
             }
@@ -267,7 +267,7 @@ async fn until_it_exits(
 /// Sends what is left, writes the report and prints the end of the run.
 async fn finish(
     cfg: &Config,
-    pipe: Pipeline,
+    pipe: Session,
     (lost, ending): (Loss, Ending),
     (print_summary, machines): (bool, Option<&Catalog>),
     cwd: Option<&Path>,
@@ -360,7 +360,7 @@ fn spawn(
         cmd.pre_exec(|| {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             // pipetrace's own `cpu_policy` is not the command's.
-            crate::sched::restore()
+            crate::cpu_policy::restore()
         });
     }
     if let Some(dir) = cwd {

@@ -8,16 +8,16 @@ use anyhow::Context;
 
 use crate::{
     event::Event,
-    pipeline::Pipeline,
-    source::{Events, Taps},
+    session::Session,
+    source::{Events, ProbeState},
 };
 
 /// The pipeline with its source and sinks, and the ticks common to both modes.
 pub(super) struct Core<'a> {
-    pub pipe: Pipeline,
+    pub pipe: Session,
     pub events: Events,
     pub buf: Vec<Event>,
-    pub taps: &'a Taps,
+    pub taps: &'a ProbeState,
     memory_limit: u64,
     poll: tokio::time::Interval,
     metrics: tokio::time::Interval,
@@ -26,9 +26,9 @@ pub(super) struct Core<'a> {
 impl<'a> Core<'a> {
     /// `poll`: how often waiting names are looked for; `metrics`: `metrics.interval`.
     pub fn new(
-        pipe: Pipeline,
+        pipe: Session,
         events: Events,
-        taps: &'a Taps,
+        taps: &'a ProbeState,
         cfg: &pipetrace_config::Config,
         poll: Duration,
     ) -> Self {

@@ -3,13 +3,13 @@
 //! parent pid 1 unseen and every process that ran is exported.
 use std::time::Duration;
 
-use crate::{event::ProcKey, pipeline::Pipeline};
+use crate::{event::ProcKey, session::Session};
 
 /// How long the run's processes get to end after SIGTERM before SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_secs(5);
 
 /// The processes of the run that still run (its root has ended), as the tree knows them.
-pub fn still_running(pipe: &Pipeline) -> Vec<ProcKey> {
+pub fn still_running(pipe: &Session) -> Vec<ProcKey> {
     let mut keys: Vec<ProcKey> = pipe
         .attr
         .members()

@@ -12,7 +12,7 @@ use crossterm::{
 };
 use serde::Serialize;
 
-use crate::{live, status::AgentStatus};
+use crate::{live_view as live, registry::AgentStatus};
 
 /// How long an agent may take to answer (it writes its runs every 2 s while asked).
 const ANSWER: Duration = Duration::from_secs(3);
@@ -37,12 +37,12 @@ fn agents(wait: Duration) -> Result<Vec<AgentNow>, String> {
         return Err(format!(
             "no pipetrace agent runs on this node (none registered in {}): start one with \
              `pipetrace agent` (or `systemctl start pipetrace`)",
-            crate::status::REGISTRY
+            crate::registry::REGISTRY
         ));
     }
     let mut out = Vec::new();
     for (_, s) in running {
-        let (runs, note) = match crate::status::read_runs(s.pid, wait) {
+        let (runs, note) = match crate::registry::read_runs(s.pid, wait) {
             Ok(runs) => (runs, None),
             Err(e) => (Vec::new(), Some(e)),
         };

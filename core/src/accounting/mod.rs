@@ -6,7 +6,7 @@ mod usage;
 
 /// Usage of a process still running: the host reads it (`Host::live`), so it lives there.
 pub mod live {
-    pub use crate::port::Live;
+    pub use crate::port::RunningUsage;
 }
 
 pub use by_container::{ByContainer, ContainerPart};

@@ -9,7 +9,8 @@ use std::{
 };
 
 use super::{
-    AllocCell, FileFacts, Host, HostError, Live, ProcSnapshot, RecordCell, SharedHost, TcpLink,
+    AllocCell, FileFacts, Host, HostError, ProcSnapshot, RecordCell, RunningUsage, SharedHost,
+    TcpLink,
 };
 
 #[derive(Default)]
@@ -18,7 +19,7 @@ struct State {
     /// Unix time at boot, ns.
     boot_unix_ns: u64,
     processes: BTreeMap<u32, ProcSnapshot>,
-    live: BTreeMap<u32, Live>,
+    live: BTreeMap<u32, RunningUsage>,
     files: BTreeMap<PathBuf, (Vec<u8>, SystemTime)>,
     busy_ticks: u64,
     open: BTreeMap<u32, Vec<PathBuf>>,
@@ -93,7 +94,7 @@ impl FakeHost {
         self.state().processes.insert(p.pid, p);
     }
 
-    pub fn set_live(&self, pid: u32, live: Live) {
+    pub fn set_live(&self, pid: u32, live: RunningUsage) {
         self.state().live.insert(pid, live);
     }
 
@@ -156,7 +157,7 @@ impl Host for FakeHost {
         self.state().processes.get(&pid)?.cwd.clone()
     }
 
-    fn live(&self, pid: u32) -> Option<Live> {
+    fn live(&self, pid: u32) -> Option<RunningUsage> {
         let s = self.state();
         s.processes.get(&pid)?;
         Some(s.live.get(&pid).copied().unwrap_or_default())

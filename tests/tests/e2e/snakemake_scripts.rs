@@ -4,7 +4,7 @@
 //! names the outputs Snakemake's own metadata gives that job, after the script is gone.
 use std::{path::Path, process::Command};
 
-use pipetrace::host::live;
+use pipetrace::host::this_machine;
 use pipetrace_e2e::snakemake::{Version, metadata};
 
 const SNAKEFILE: &str = r#"
@@ -28,7 +28,7 @@ fn each_jobs_script_is_kept(v: Version) {
     std::fs::write(w.join("scripts/stats.py"), SCRIPT).unwrap();
     // Asked for as a run's first job is seen, when `.snakemake` exists and `scripts` may not.
     std::fs::create_dir(w.join(".snakemake")).unwrap();
-    let host = live();
+    let host = this_machine();
     host.keep_written(&w.join(".snakemake/scripts"));
     let status = Command::new(v.program())
         .args(["-c2", "--quiet"])

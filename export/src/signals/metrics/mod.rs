@@ -443,7 +443,12 @@ mod tests {
             ..Default::default()
         };
         let resource = opentelemetry_sdk::Resource::builder_empty().build();
-        Metrics::new(&cfg, Measured::default(), &resource, crate::host::live())
+        Metrics::new(
+            &cfg,
+            Measured::default(),
+            &resource,
+            crate::host::this_machine(),
+        )
     }
 
     #[test]

@@ -3,7 +3,7 @@ use std::{collections::HashMap, time::SystemTime};
 
 use pipetrace_probes_common::Accumulator;
 
-use crate::accounting::{Usage, live::Live};
+use crate::accounting::{Usage, live::RunningUsage};
 
 /// A series' attribute set. The overflow series has empty names and `overflow` set.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,7 +44,7 @@ impl Counters {
     }
 
     /// `acc`: what the probes summed so far for the process (network bytes, block-I/O waits).
-    pub fn from_live(l: &Live, acc: &Accumulator) -> Self {
+    pub fn from_live(l: &RunningUsage, acc: &Accumulator) -> Self {
         Self {
             cpu_user_ns: l.cpu_user_ns,
             cpu_system_ns: l.cpu_system_ns,

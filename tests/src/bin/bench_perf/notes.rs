@@ -117,8 +117,8 @@ pub const NOTES: &str = "
   waits, and a dead process's final CPU as its last thread leaves); the exit probe reads a
   process's figures at exit in case the reap-time report (the `free` probe) does not come.
 - Where the time goes, in the agent: the perf row lists the functions holding most of the
-  agent's CPU, their callees included. The event loop (`Pipeline::ingest`) holds decoding,
-  the tree and the attribution; `Pipeline::settle_exits`, `poll` and `emit` hold what a
+  agent's CPU, their callees included. The event loop (`Session::ingest`) holds decoding,
+  the tree and the attribution; `Session::settle_exits`, `poll` and `emit` hold what a
   process's end costs once its usage report is in: span building (`SpanBuilder::build`),
   the metrics and, per new task still running when its batch is in, reading its cgroup
   (`cgroup::membership`, an open and read of /proc/PID/cgroup; the limits are cached per

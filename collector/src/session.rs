@@ -26,7 +26,7 @@ mod now;
 #[cfg(test)]
 mod tests;
 
-pub struct Pipeline {
+pub struct Session {
     /// Every read of /proc, cgroups, records and clocks: the machine, or a test's fake.
     host: host::SharedHost,
     pub tree: Tree,
@@ -87,7 +87,7 @@ pub struct Pipeline {
     files: crate::files::Filter,
 }
 
-impl Pipeline {
+impl Session {
     pub fn new(
         host: host::SharedHost,
         attr: Attributor,

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::{
-    accounting::live::Live,
+    accounting::live::RunningUsage,
     attribution::{Attributor, Role},
     event::ProcKey,
     tree::Tree,
@@ -141,7 +141,7 @@ impl Watcher {
         attr: &Attributor,
         tree: &Tree,
         now_ns: u64,
-        read: &dyn Fn(u32) -> Option<Live>,
+        read: &dyn Fn(u32) -> Option<RunningUsage>,
         gpu: &GpuNow,
         judge: &mut Judge,
     ) -> Vec<Now> {

@@ -2,9 +2,9 @@
 //! processes' own figures.
 use std::time::Duration;
 
-use super::Pipeline;
+use super::Session;
 
-impl Pipeline {
+impl Session {
     /// Samples GPUs through `driver` (NVML): per-process figures on the spans, live metrics.
     pub fn with_gpu(
         mut self,

@@ -2,10 +2,10 @@
 //! spans, so the terminal and the backend see work before it ends.
 use std::collections::HashMap;
 
-use super::Pipeline;
+use super::Session;
 use crate::{attribution::EntityRef, event::ProcKey, tree::Proc};
 
-impl Pipeline {
+impl Session {
     /// Runs and tasks found running since the last sample, exported at once as `run
     /// started` / `task started` spans (a task by the name the sample gave it).
     pub(super) fn announce_started(&mut self) {
@@ -74,7 +74,10 @@ impl Pipeline {
     }
 
     /// What runs now, for the live view: each run's running tasks read from /proc.
-    pub fn live_now(&mut self, watcher: &mut crate::live::Watcher) -> Vec<crate::live::Now> {
+    pub fn live_now(
+        &mut self,
+        watcher: &mut crate::live_view::Watcher,
+    ) -> Vec<crate::live_view::Now> {
         let mut keys: HashMap<ProcKey, String> = HashMap::new();
         for (_, m) in self.attr.members() {
             let attr = &self.attr;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use pipetrace_semconv::attr;
 
-use super::Pipeline;
+use super::Session;
 use crate::{
     accounting::Usage,
     attribution::{Attributor, Mode},
@@ -26,7 +26,7 @@ const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
 const WORKDIR: &str = "/data/variants";
 
 /// A core of `pipetrace run` for root `root_pid`, writing its spans to `file`.
-fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
+fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Session {
     let mut cfg = pipetrace_config::Config::default();
     cfg.export.file = Some(file.to_path_buf());
     let info = crate::host::fake_info(fake);
@@ -36,7 +36,7 @@ fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
     let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
     let mode = Mode::Run { root_pid };
     let attr = Attributor::new(mode, &cfg.attribution, BOOT_UNIX_NS as i128, fake.shared());
-    Pipeline::new(
+    Session::new(
         fake.shared(),
         attr.unwrap(),
         builder,
@@ -84,7 +84,7 @@ fn record(fake: &FakeHost, output: &str, rule: &str, shellcmd: &str, from: u64, 
     fake.write(path, json.to_string());
 }
 
-async fn finish(mut pipe: Pipeline, file: &std::path::Path) -> Vec<ReportSpan> {
+async fn finish(mut pipe: Session, file: &std::path::Path) -> Vec<ReportSpan> {
     pipe.poll(true);
     let exporter = pipe.into_outputs().take::<crate::export::Sink>().unwrap();
     assert!(exporter.shutdown(Duration::from_secs(5)).await);

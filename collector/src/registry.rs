@@ -228,7 +228,7 @@ pub fn runs_wanted() -> bool {
 }
 
 /// Writes this agent's runs now (replaced whole, never half-written).
-pub fn write_runs(runs: &[crate::live::Now]) {
+pub fn write_runs(runs: &[crate::live_view::Now]) {
     use std::os::unix::fs::OpenOptionsExt;
     let pid = std::process::id();
     let write = || -> std::io::Result<()> {
@@ -253,7 +253,10 @@ pub fn write_runs(runs: &[crate::live::Now]) {
 
 /// Asks agent `pid` for its runs and reads them, waiting up to `wait` for an answer newer
 /// than the question.
-pub fn read_runs(pid: u32, wait: std::time::Duration) -> Result<Vec<crate::live::Now>, String> {
+pub fn read_runs(
+    pid: u32,
+    wait: std::time::Duration,
+) -> Result<Vec<crate::live_view::Now>, String> {
     let (want, path) = (want_file(pid), runs_file(pid));
     let asked = SystemTime::now();
     let denied = |p: &Path| {

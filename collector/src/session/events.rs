@@ -1,12 +1,12 @@
 //! Each kernel event into the tree, the attribution and what they read as it happens (a new
 //! process's directory and container, an OOM victim's cgroup, an allocation's job).
-use super::Pipeline;
+use super::Session;
 use crate::{
     accounting::Usage,
     event::{Exec, ProcKey},
 };
 
-impl Pipeline {
+impl Session {
     pub(super) fn exec(&mut self, e: Exec) {
         // Only a process that moved to another cgroup can have entered a container.
         // Runtimes that move what they start in cgroup v1 hierarchies only (Slurm's
