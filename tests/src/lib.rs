@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod cgroup;
 pub mod fake_gpu;
+pub mod jaeger;
 pub mod metrics;
 pub mod podman;
 pub mod progress;

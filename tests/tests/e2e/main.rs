@@ -19,6 +19,7 @@ mod gpu;
 mod host;
 mod host_idle;
 mod image;
+mod jaeger;
 mod least_privilege;
 mod limits;
 mod live_view;

@@ -1,0 +1,164 @@
+//! Jaeger v2, a real backend: the Go module pinned in tests/jaeger (scripts/setup.sh builds
+//! it), started with its in-memory store, OTLP receivers on free ports and its query API.
+//! Tests judge what pipetrace sent by what Jaeger's query API gives back.
+use std::{
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::Value;
+
+use crate::{receiver::free_port, wait_until};
+
+/// The version tests/jaeger/go.mod pins, and where setup puts its build.
+pub const VERSION: &str = "v1.76.0";
+
+pub fn binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("PIPETRACE_JAEGER") {
+        return p.into();
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    let path = PathBuf::from(home).join(format!(".cache/pipetrace/jaeger-{VERSION}"));
+    assert!(
+        path.exists(),
+        "Jaeger {VERSION} is not built: run scripts/setup.sh (go build in tests/jaeger)"
+    );
+    path
+}
+
+pub struct Jaeger {
+    child: Child,
+    pub otlp_grpc: u16,
+    pub otlp_http: u16,
+    pub query: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Jaeger {
+    /// Starts one and waits (up to a minute) until its query API answers.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (otlp_grpc, otlp_http, query) = (free_port(), free_port(), free_port());
+        let (query_grpc, health) = (free_port(), free_port());
+        let config = format!(
+            "service:
+  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+extensions:
+  healthcheckv2:
+    use_v2: true
+    http:
+      endpoint: 127.0.0.1:{health}
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 100000
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: 127.0.0.1:{query}
+    grpc:
+      endpoint: 127.0.0.1:{query_grpc}
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{otlp_grpc}
+      http:
+        endpoint: 127.0.0.1:{otlp_http}
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+"
+        );
+        let file = dir.path().join("jaeger.yaml");
+        std::fs::write(&file, config).expect("write jaeger.yaml");
+        let log = std::fs::File::create(dir.path().join("jaeger.log")).expect("log");
+        let child = Command::new(binary())
+            .arg("--config")
+            .arg(&file)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start jaeger");
+        let j = Self {
+            child,
+            otlp_grpc,
+            otlp_http,
+            query,
+            _dir: dir,
+        };
+        wait_until(Duration::from_secs(60), "Jaeger's query API", || {
+            j.get("/api/services").ok()
+        });
+        j
+    }
+
+    pub fn grpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.otlp_grpc)
+    }
+
+    pub fn http_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.otlp_http)
+    }
+
+    /// GET `path` of the query API, as JSON.
+    pub fn get(&self, path: &str) -> Result<Value, String> {
+        let url = format!("http://127.0.0.1:{}{path}", self.query);
+        let o = Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--fail-with-body", &url])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !o.status.success() {
+            return Err(format!("{url}: {}", String::from_utf8_lossy(&o.stdout)));
+        }
+        serde_json::from_slice(&o.stdout).map_err(|e| format!("{url}: {e}"))
+    }
+
+    /// The spans Jaeger holds of trace `id` (hex), once it holds `at_least` of them (it
+    /// stores what its receiver took as it comes): Jaeger's own JSON of each span.
+    pub fn trace(&self, id: &str, at_least: usize) -> Vec<Value> {
+        let what = format!("{at_least} spans of trace {id} in Jaeger");
+        wait_until(Duration::from_secs(30), &what, || {
+            let v = self.get(&format!("/api/traces/{id}")).ok()?;
+            let spans = v["data"][0]["spans"].as_array()?.clone();
+            (spans.len() >= at_least).then_some(spans)
+        })
+    }
+
+    /// What Jaeger keeps of the process (resource) of `span`: its service and tags.
+    pub fn process_of(&self, id: &str, span: &Value) -> Value {
+        let v = self.get(&format!("/api/traces/{id}")).expect("trace");
+        let pid = span["processID"].as_str().expect("processID");
+        v["data"][0]["processes"][pid].clone()
+    }
+}
+
+impl Drop for Jaeger {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A span's tag by key, as Jaeger gives it.
+pub fn tag<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
+    let tags = span["tags"].as_array()?;
+    Some(&tags.iter().find(|t| t["key"] == key)?["value"])
+}
+
+/// The span a span is the child of, in Jaeger's references.
+pub fn parent(span: &Value) -> Option<String> {
+    let refs = span["references"].as_array()?;
+    let r = refs.iter().find(|r| r["refType"] == "CHILD_OF")?;
+    Some(r["spanID"].as_str()?.to_string())
+}

@@ -1,0 +1,139 @@
+//! Seen in a real backend: pipetrace's traces sent to Jaeger v2 (its in-memory store) over
+//! OTLP/gRPC and OTLP/HTTP, and judged by what Jaeger's query API gives back, against the
+//! trace file pipetrace wrote beside it.
+use std::{collections::BTreeSet, path::Path};
+
+use pipetrace_e2e::{
+    demo_pipeline,
+    jaeger::{Jaeger, parent, tag},
+    pipetrace, read_jsonl,
+    spans::RecvSpan,
+    stderr,
+};
+use pipetrace_semconv::attr;
+use serde_json::Value;
+
+/// `pipetrace run -o FILE` with traces also sent to `endpoint` (metrics stay in files: Jaeger
+/// takes traces only), in `dir`.
+fn run_into(dir: &Path, endpoint: &str, protocol: &str, argv: &[&str]) -> Vec<RecvSpan> {
+    let file = dir.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .env("PIPETRACE_EXPORT__OTLP__TRACES__ENDPOINT", endpoint)
+        .env("PIPETRACE_EXPORT__OTLP__TRACES__PROTOCOL", protocol)
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--")
+        .args(argv)
+        .current_dir(dir)
+        .output()
+        .expect("pipetrace run");
+    let err = stderr(&o);
+    assert!(
+        !err.contains("not delivered"),
+        "every span delivered: {err}"
+    );
+    read_jsonl(&file)
+}
+
+/// (span id, parent, name) of each span, as pipetrace wrote them and as Jaeger gives them.
+type Tree = BTreeSet<(String, Option<String>, String)>;
+
+fn written(spans: &[RecvSpan]) -> Tree {
+    (spans.iter())
+        .map(|s| (s.span_id.clone(), s.parent.clone(), s.name.clone()))
+        .collect()
+}
+
+fn read_back(spans: &[Value]) -> Tree {
+    let id = |s: &Value| s["spanID"].as_str().unwrap().to_string();
+    let name = |s: &Value| s["operationName"].as_str().unwrap().to_string();
+    spans.iter().map(|s| (id(s), parent(s), name(s))).collect()
+}
+
+fn one_trace(spans: &[RecvSpan]) -> String {
+    let ids: BTreeSet<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
+    assert_eq!(ids.len(), 1, "one trace per run: {ids:?}");
+    ids.into_iter().next().unwrap().to_string()
+}
+
+#[test]
+fn the_demo_pipeline_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {
+    let jaeger = Jaeger::start();
+    let dir = demo_pipeline();
+    let argv = ["snakemake", "--cores", "2"];
+    let spans = run_into(dir.path(), &jaeger.grpc_url(), "grpc", &argv);
+    assert!(spans.len() > 10, "the demo's spans: {}", spans.len());
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    assert_eq!(read_back(&got), written(&spans), "ids, parents and names");
+    // Task names are Jaeger's operations for the pipeline's service.
+    let service = jaeger.process_of(&trace, &got[0])["serviceName"].clone();
+    let service = service.as_str().expect("a service").to_string();
+    let ops = jaeger
+        .get(&format!("/api/services/{service}/operations"))
+        .unwrap();
+    // Names, or (in newer versions) objects with a name.
+    let ops: BTreeSet<&str> = (ops["data"].as_array().unwrap().iter())
+        .filter_map(|o| o.as_str().or(o["name"].as_str()))
+        .collect();
+    let tasks = spans
+        .iter()
+        .filter(|s| !s.str(attr::CICD_PIPELINE_TASK_NAME).is_empty());
+    for task in tasks {
+        assert!(ops.contains(task.name.as_str()), "{} in {ops:?}", task.name);
+    }
+    // The resource, where Jaeger keeps it: the process's tags.
+    let process = jaeger.process_of(&trace, &got[0]);
+    let host = process["tags"].as_array().unwrap().iter();
+    let host: Vec<_> = host.filter(|t| t["key"] == "host.name").collect();
+    let want = spans[0]
+        .resource
+        .get("host.name")
+        .map(|v| v.str().to_string());
+    assert_eq!(host.len(), 1, "host.name in {process}");
+    assert_eq!(want.as_deref(), host[0]["value"].as_str(), "{process}");
+}
+
+#[test]
+fn a_failing_tool_reads_back_as_an_error_with_its_events_over_otlp_http() {
+    let jaeger = Jaeger::start();
+    let dir = tempfile::tempdir().unwrap();
+    let argv = ["sh", "-c", "echo fine; ls /no/such/file; exit 3"];
+    // A signal's own endpoint is the full URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
+    let url = format!("{}/v1/traces", jaeger.http_url());
+    let spans = run_into(dir.path(), &url, "http/protobuf", &argv);
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    assert_eq!(read_back(&got), written(&spans));
+    let failed: Vec<_> = spans.iter().filter(|s| s.status == 2).collect();
+    assert!(
+        failed.iter().any(|s| s.name.contains("ls")),
+        "the failing ls is an error in the file: {:?}",
+        spans
+            .iter()
+            .map(|s| (&s.name, s.status))
+            .collect::<Vec<_>>()
+    );
+    for want in &spans {
+        let span = got
+            .iter()
+            .find(|g| g["spanID"] == want.span_id.as_str())
+            .unwrap();
+        let error = tag(span, "otel.status_code").and_then(Value::as_str) == Some("ERROR");
+        assert_eq!(error, want.status == 2, "{}: {span}", want.name);
+        // Span events are Jaeger's logs, each with its name as `event`.
+        let logs = span["logs"].as_array().map_or(0, Vec::len);
+        assert_eq!(logs, want.events.len(), "{}'s events: {span}", want.name);
+        for e in &want.events {
+            let named = (span["logs"].as_array().unwrap().iter()).any(|l| {
+                (l["fields"].as_array().unwrap().iter())
+                    .any(|f| f["key"] == "event" && f["value"] == e.name.as_str())
+            });
+            assert!(
+                named,
+                "{} has event {} in Jaeger: {span}",
+                want.name, e.name
+            );
+        }
+    }
+}
