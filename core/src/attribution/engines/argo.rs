@@ -20,21 +20,10 @@ use crate::{
 pub const KIND: EngineKind = EngineKind::scheduler("argo");
 
 /// An Argo workflow's run starts with the main container of one of its pods.
-pub const ENGINE: Engine = Engine {
-    kind: KIND,
-    recognises: |_, _| false,
-    start: |_, _, _| unreachable!("an Argo step starts in its pod (starts_in)"),
-    bookkeeping: crate::files::Bookkeeping {
-        parts: &[],
-        names: &[],
-    },
-    started_by_parent: None,
-    starts_in: Some(|placed, image, _| {
-        let step = ArgoStep::start(placed.argo?, image)?;
-        Some(Box::new(step))
-    }),
-    watches: None,
-};
+pub const ENGINE: Engine = Engine::scheduler(KIND, |placed, image, _| {
+    let step = ArgoStep::start(placed.argo?, image)?;
+    Some(Box::new(step))
+});
 
 pub struct ArgoStep {
     namespace: String,

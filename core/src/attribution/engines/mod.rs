@@ -271,6 +271,25 @@ pub trait Watch: Send {
     fn forget(&mut self, dropped: &[Proc]);
 }
 
+impl Engine {
+    /// A scheduler (Slurm, Argo): no command line of its own to recognise; its runs start
+    /// only in its units (`starts_in`).
+    pub const fn scheduler(kind: EngineKind, starts_in: StartsIn) -> Self {
+        Self {
+            kind,
+            recognises: |_, _| false,
+            start: |_, _, _| unreachable!("a scheduler's runs start in its units (starts_in)"),
+            bookkeeping: Bookkeeping {
+                parts: &[],
+                names: &[],
+            },
+            started_by_parent: None,
+            starts_in: Some(starts_in),
+            watches: None,
+        }
+    }
+}
+
 /// How an engine starts a run in a scheduler's unit (`Engine::starts_in`).
 pub type StartsIn = fn(&Placed, image: &Image, host: &SharedHost) -> Option<Box<dyn EngineRun>>;
 

@@ -16,21 +16,10 @@ pub const KIND: EngineKind = EngineKind::scheduler("slurm");
 
 /// A Slurm job starts with the first process of one of its steps (the batch script, an
 /// `srun` step); its processes, but for a workflow engine's, are its tasks and tools.
-pub const ENGINE: Engine = Engine {
-    kind: KIND,
-    recognises: |_, _| false,
-    start: |_, _, _| unreachable!("a Slurm job starts in its step (starts_in)"),
-    bookkeeping: crate::files::Bookkeeping {
-        parts: &[],
-        names: &[],
-    },
-    started_by_parent: None,
-    starts_in: Some(|placed, image, _| {
-        let job = SlurmJob::start(placed.slurm?, image)?;
-        Some(Box::new(job))
-    }),
-    watches: None,
-};
+pub const ENGINE: Engine = Engine::scheduler(KIND, |placed, image, _| {
+    let job = SlurmJob::start(placed.slurm?, image)?;
+    Some(Box::new(job))
+});
 
 pub struct SlurmJob {
     job: u64,
