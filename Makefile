@@ -1,11 +1,15 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
+.PHONY: setup jaeger demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
 
 CARGO ?= cargo
 SHELL := /bin/bash
 
 setup:
 	@scripts/setup.sh
+
+# Jaeger v2 for the tests that read traces back from a real backend (not the demo's).
+jaeger:
+	@scripts/jaeger.sh
 
 # The main job on an embedded default: trace the bundled Snakemake pipeline.
 demo: setup
@@ -15,7 +19,7 @@ demo: setup
 # Every test: unit, then end-to-end with the real probes, engines and receivers.
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
 # Two slots per CPU and one more: see the ci profile in .config/nextest.toml.
-test: setup lint fuzz-smoke unit-unprivileged
+test: setup jaeger lint fuzz-smoke unit-unprivileged
 	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
 

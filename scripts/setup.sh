@@ -112,16 +112,6 @@ if [ ! -d "$traceql/node_modules/@grafana/lezer-traceql" ]; then
   npm ci --prefix "$traceql" --no-audit --no-fund --silent
 fi
 
-# Jaeger v2, the real backend the tests read traces back from: the Go module pinned by
-# tests/jaeger/go.mod (and go.sum), built once into the cache from the Go module proxy.
-jaeger="$HOME/.cache/pipetrace/jaeger-v1.76.0"
-if [ ! -x "$jaeger" ]; then
-  say "building Jaeger v1.76.0 (Jaeger v2) from the Go module proxy (about 4 minutes on 2 CPUs)"
-  mkdir -p "$(dirname "$jaeger")"
-  (cd "$(dirname "$0")/../tests/jaeger" && go build -trimpath -o "$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger)
-  mv "$jaeger.tmp" "$jaeger"
-fi
-
 # Tracepoints are found through tracefs (pipetrace mounts it too when it can).
 if [ ! -d /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || say "could not mount tracefs; run as root"

@@ -1,6 +1,6 @@
-//! Jaeger v2, a real backend: the Go module pinned in tests/jaeger (scripts/setup.sh builds
-//! it), started with its in-memory store, OTLP receivers on free ports and its query API.
-//! Tests judge what pipetrace sent by what Jaeger's query API gives back.
+//! Jaeger v2, a real backend: the Go module pinned in tests/jaeger (scripts/jaeger.sh builds
+//! it: `make jaeger`, a step of `make test`), started with its in-memory store, OTLP
+//! receivers on free ports and its query API. Tests judge what pipetrace sent by what Jaeger's query API gives back.
 use std::{
     path::PathBuf,
     process::{Child, Command, Stdio},
@@ -22,7 +22,7 @@ pub fn binary() -> PathBuf {
     let path = PathBuf::from(home).join(format!(".cache/pipetrace/jaeger-{VERSION}"));
     assert!(
         path.exists(),
-        "Jaeger {VERSION} is not built: run scripts/setup.sh (go build in tests/jaeger)"
+        "Jaeger {VERSION} is not built: run `make jaeger` (scripts/jaeger.sh builds tests/jaeger)"
     );
     path
 }
