@@ -1,6 +1,7 @@
 //! Jaeger v2, a real backend: the Go module pinned in tests/jaeger (scripts/jaeger.sh builds
 //! it: `make jaeger`, a step of `make test`), started with its in-memory store, OTLP
-//! receivers on free ports and its query API. Tests judge what pipetrace sent by what Jaeger's query API gives back.
+//! receivers on free ports and its query API. Tests judge what pipetrace sent by what
+//! Jaeger's query API gives back.
 use std::{
     path::PathBuf,
     process::{Child, Command, Stdio},
