@@ -1,16 +1,18 @@
 //! Seen in a real backend: pipetrace's traces sent to Jaeger v2 (its in-memory store) over
 //! OTLP/gRPC and OTLP/HTTP, and judged by what Jaeger's query API gives back, against the
-//! trace file pipetrace wrote beside it.
+//! trace file pipetrace wrote beside it: the demo Snakemake pipeline, a CWL workflow, a
+//! plain script with a failing tool, and an OOM kill.
 use std::{collections::BTreeSet, path::Path};
 
 use pipetrace_e2e::{
+    cgroup::MemoryCgroup,
     demo_pipeline,
     jaeger::{Jaeger, parent, tag},
     pipetrace, read_jsonl,
     spans::RecvSpan,
     stderr,
 };
-use pipetrace_semconv::attr;
+use pipetrace_semconv::{attr, event};
 use serde_json::Value;
 
 /// `pipetrace run -o FILE` with traces also sent to `endpoint` (metrics stay in files: Jaeger
@@ -136,4 +138,79 @@ fn a_failing_tool_reads_back_as_an_error_with_its_events_over_otlp_http() {
             );
         }
     }
+}
+
+#[test]
+fn a_cwl_workflow_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {
+    let jaeger = Jaeger::start();
+    let dir = tempfile::tempdir().unwrap();
+    let wf = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cwl/wf.cwl");
+    std::fs::copy(&wf, dir.path().join("wf.cwl")).unwrap();
+    std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
+    std::fs::write(
+        dir.path().join("job.yml"),
+        "text: {class: File, path: in.txt}\n",
+    )
+    .unwrap();
+    let argv = [
+        "cwltool",
+        "--no-container",
+        "--outdir",
+        "results",
+        "wf.cwl",
+        "job.yml",
+    ];
+    let spans = run_into(dir.path(), &jaeger.grpc_url(), "grpc", &argv);
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    assert_eq!(read_back(&got), written(&spans));
+    let steps: BTreeSet<&str> = (spans.iter())
+        .filter(|s| !s.str(attr::CICD_PIPELINE_TASK_NAME).is_empty())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert!(
+        steps.len() >= 2,
+        "the workflow's two steps as tasks: {steps:?}"
+    );
+}
+
+#[test]
+fn an_oom_kill_reads_back_as_an_error_with_its_event_on_the_tool() {
+    let limit = 64 * 1048576;
+    let cg = MemoryCgroup::new(limit);
+    let jaeger = Jaeger::start();
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && {} alloc 256; true",
+        cg.0.display(),
+        env!("CARGO_BIN_EXE_workload")
+    );
+    let argv = ["sh", "-c", script.as_str()];
+    let spans = run_into(dir.path(), &jaeger.grpc_url(), "grpc", &argv);
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "workload")
+        .expect("the tool");
+    assert_eq!(tool.status, 2, "killed: {}", tool.status_message);
+    let span = got
+        .iter()
+        .find(|g| g["spanID"] == tool.span_id.as_str())
+        .unwrap();
+    assert_eq!(
+        tag(span, "otel.status_code").and_then(Value::as_str),
+        Some("ERROR")
+    );
+    let message = tag(span, "otel.status_description").and_then(Value::as_str);
+    assert_eq!(message, Some(tool.status_message.as_str()), "{span}");
+    let oom = (span["logs"].as_array().unwrap().iter()).find(|l| {
+        (l["fields"].as_array().unwrap().iter())
+            .any(|f| f["key"] == "event" && f["value"] == event::OOM_KILL)
+    });
+    let oom = oom.unwrap_or_else(|| panic!("the OOM event on the tool in Jaeger: {span}"));
+    let limit_field = (oom["fields"].as_array().unwrap().iter())
+        .find(|f| f["key"] == attr::MEMORY_LIMIT)
+        .map(|f| f["value"].clone());
+    assert_eq!(limit_field, Some(Value::from(limit as i64)), "{oom}");
 }
