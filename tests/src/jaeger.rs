@@ -39,7 +39,28 @@ pub struct Jaeger {
 impl Jaeger {
     /// Starts one and waits (up to a minute) until its query API answers.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// With its OTLP receivers behind mutual TLS: their certificate, and the clients' CA.
+    pub fn start_with_tls(certs: &crate::tls::Certs) -> Self {
+        Self::start_with(Some(certs))
+    }
+
+    fn start_with(tls: Option<&crate::tls::Certs>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
+        let tls = tls.map_or(String::new(), |c| {
+            format!(
+                "
+        tls:
+          cert_file: {}
+          key_file: {}
+          client_ca_file: {}",
+                c.server_cert.display(),
+                c.server_key.display(),
+                c.ca.display()
+            )
+        });
         let (otlp_grpc, otlp_http, query) = (free_port(), free_port(), free_port());
         let (query_grpc, health) = (free_port(), free_port());
         let config = format!(
@@ -73,9 +94,9 @@ receivers:
   otlp:
     protocols:
       grpc:
-        endpoint: 127.0.0.1:{otlp_grpc}
+        endpoint: 127.0.0.1:{otlp_grpc}{tls}
       http:
-        endpoint: 127.0.0.1:{otlp_http}
+        endpoint: 127.0.0.1:{otlp_http}{tls}
 exporters:
   jaeger_storage_exporter:
     trace_storage: memstore

@@ -1,7 +1,7 @@
 //! Seen in a real backend: pipetrace's traces sent to Jaeger v2 (its in-memory store) over
 //! OTLP/gRPC and OTLP/HTTP, and judged by what Jaeger's query API gives back, against the
 //! trace file pipetrace wrote beside it: the demo Snakemake pipeline, a CWL workflow, a
-//! plain script with a failing tool, and an OOM kill.
+//! plain script with a failing tool, an OOM kill, and spans over mutual TLS.
 use std::{collections::BTreeSet, path::Path};
 
 use pipetrace_e2e::{
@@ -11,6 +11,7 @@ use pipetrace_e2e::{
     pipetrace, read_jsonl,
     spans::RecvSpan,
     stderr,
+    tls::Certs,
 };
 use pipetrace_semconv::{attr, event};
 use serde_json::Value;
@@ -18,8 +19,20 @@ use serde_json::Value;
 /// `pipetrace run -o FILE` with traces also sent to `endpoint` (metrics stay in files: Jaeger
 /// takes traces only), in `dir`.
 fn run_into(dir: &Path, endpoint: &str, protocol: &str, argv: &[&str]) -> Vec<RecvSpan> {
+    run_into_with(dir, endpoint, protocol, &[], argv)
+}
+
+/// [`run_into`] with more settings for pipetrace.
+fn run_into_with(
+    dir: &Path,
+    endpoint: &str,
+    protocol: &str,
+    env: &[(&str, &str)],
+    argv: &[&str],
+) -> Vec<RecvSpan> {
     let file = dir.join("t.otlp.jsonl");
     let o = pipetrace()
+        .envs(env.iter().copied())
         .env("PIPETRACE_EXPORT__OTLP__TRACES__ENDPOINT", endpoint)
         .env("PIPETRACE_EXPORT__OTLP__TRACES__PROTOCOL", protocol)
         .args(["run", "-o"])
@@ -213,4 +226,31 @@ fn an_oom_kill_reads_back_as_an_error_with_its_event_on_the_tool() {
         .find(|f| f["key"] == attr::MEMORY_LIMIT)
         .map(|f| f["value"].clone());
     assert_eq!(limit_field, Some(Value::from(limit as i64)), "{oom}");
+}
+
+#[test]
+fn over_mutual_tls_every_span_reaches_jaeger() {
+    let certs = Certs::new();
+    let jaeger = Jaeger::start_with_tls(&certs);
+    let dir = tempfile::tempdir().unwrap();
+    let path = |p: &std::path::PathBuf| p.to_str().unwrap().to_string();
+    let (ca, cert, key) = (
+        path(&certs.ca),
+        path(&certs.client_cert),
+        path(&certs.client_key),
+    );
+    let env = [
+        ("PIPETRACE_EXPORT__OTLP__TRACES__CERTIFICATE", ca.as_str()),
+        (
+            "PIPETRACE_EXPORT__OTLP__TRACES__CLIENT_CERTIFICATE",
+            cert.as_str(),
+        ),
+        ("PIPETRACE_EXPORT__OTLP__TRACES__CLIENT_KEY", key.as_str()),
+    ];
+    let url = format!("https://127.0.0.1:{}", jaeger.otlp_grpc);
+    let argv = ["sh", "-c", "sort /etc/hostname | wc -l"];
+    let spans = run_into_with(dir.path(), &url, "grpc", &env, &argv);
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    assert_eq!(read_back(&got), written(&spans));
 }
