@@ -178,6 +178,19 @@ pub fn tag<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
     Some(&tags.iter().find(|t| t["key"] == key)?["value"])
 }
 
+/// A field of a log (a span event) by key.
+pub fn field<'a>(log: &'a Value, key: &str) -> Option<&'a Value> {
+    let fields = log["fields"].as_array()?;
+    Some(&fields.iter().find(|f| f["key"] == key)?["value"])
+}
+
+/// The span's log of span event `name` (Jaeger keeps an event's name as field `event`).
+pub fn log_named<'a>(span: &'a Value, name: &str) -> Option<&'a Value> {
+    let logs = span["logs"].as_array()?;
+    logs.iter()
+        .find(|l| field(l, "event").is_some_and(|v| v == name))
+}
+
 /// The span a span is the child of, in Jaeger's references.
 pub fn parent(span: &Value) -> Option<String> {
     let refs = span["references"].as_array()?;

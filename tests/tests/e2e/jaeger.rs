@@ -7,7 +7,7 @@ use std::{collections::BTreeSet, path::Path};
 use pipetrace_e2e::{
     cgroup::MemoryCgroup,
     demo_pipeline,
-    jaeger::{Jaeger, parent, tag},
+    jaeger::{Jaeger, field, log_named, parent, tag},
     pipetrace, read_jsonl,
     spans::RecvSpan,
     stderr,
@@ -82,8 +82,8 @@ fn the_demo_pipeline_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {
     let got = jaeger.trace(&trace, spans.len());
     assert_eq!(read_back(&got), written(&spans), "ids, parents and names");
     // Task names are Jaeger's operations for the pipeline's service.
-    let service = jaeger.process_of(&trace, &got[0])["serviceName"].clone();
-    let service = service.as_str().expect("a service").to_string();
+    let process = jaeger.process_of(&trace, &got[0]);
+    let service = process["serviceName"].as_str().expect("a service");
     let ops = jaeger
         .get(&format!("/api/services/{service}/operations"))
         .unwrap();
@@ -98,7 +98,6 @@ fn the_demo_pipeline_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {
         assert!(ops.contains(task.name.as_str()), "{} in {ops:?}", task.name);
     }
     // The resource, where Jaeger keeps it: the process's tags.
-    let process = jaeger.process_of(&trace, &got[0]);
     let host = process["tags"].as_array().unwrap().iter();
     let host: Vec<_> = host.filter(|t| t["key"] == "host.name").collect();
     let want = spans[0]
@@ -140,14 +139,11 @@ fn a_failing_tool_reads_back_as_an_error_with_its_events_over_otlp_http() {
         let logs = span["logs"].as_array().map_or(0, Vec::len);
         assert_eq!(logs, want.events.len(), "{}'s events: {span}", want.name);
         for e in &want.events {
-            let named = (span["logs"].as_array().unwrap().iter()).any(|l| {
-                (l["fields"].as_array().unwrap().iter())
-                    .any(|f| f["key"] == "event" && f["value"] == e.name.as_str())
-            });
             assert!(
-                named,
+                log_named(span, &e.name).is_some(),
                 "{} has event {} in Jaeger: {span}",
-                want.name, e.name
+                want.name,
+                e.name
             );
         }
     }
@@ -217,15 +213,10 @@ fn an_oom_kill_reads_back_as_an_error_with_its_event_on_the_tool() {
     );
     let message = tag(span, "otel.status_description").and_then(Value::as_str);
     assert_eq!(message, Some(tool.status_message.as_str()), "{span}");
-    let oom = (span["logs"].as_array().unwrap().iter()).find(|l| {
-        (l["fields"].as_array().unwrap().iter())
-            .any(|f| f["key"] == "event" && f["value"] == event::OOM_KILL)
-    });
-    let oom = oom.unwrap_or_else(|| panic!("the OOM event on the tool in Jaeger: {span}"));
-    let limit_field = (oom["fields"].as_array().unwrap().iter())
-        .find(|f| f["key"] == attr::MEMORY_LIMIT)
-        .map(|f| f["value"].clone());
-    assert_eq!(limit_field, Some(Value::from(limit as i64)), "{oom}");
+    let oom = log_named(span, event::OOM_KILL)
+        .unwrap_or_else(|| panic!("the OOM event on the tool in Jaeger: {span}"));
+    let limit_field = field(oom, attr::MEMORY_LIMIT);
+    assert_eq!(limit_field, Some(&Value::from(limit as i64)), "{oom}");
 }
 
 #[test]
