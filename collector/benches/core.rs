@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use pipetrace::{
-    accounting::{CpuTimes, Usage},
+    accounting::{CpuTimes, Switches, Usage},
     attribution::{Attributor, Mode},
     event::{Event, ProcKey},
     export::Sink,
@@ -147,6 +147,7 @@ fn end(k: ProcKey, at: u64) -> [Event; 3] {
                 rtime: 900_000,
                 prev: (0, 0),
             },
+            switches: Switches::default(),
         },
         Event::Usage { key: k, usage },
     ]

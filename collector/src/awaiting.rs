@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::{
-    accounting::{CpuTimes, Usage},
+    accounting::{CpuTimes, Switches, Usage},
     event::ProcKey,
     tree::Tree,
 };
@@ -83,11 +83,11 @@ impl Awaiting {
         );
     }
 
-    /// The CPU a process finally used, booked as its last thread left its CPU: completes
-    /// the figures from exit, in case the reap-time report does not come.
-    pub fn final_cpu(&mut self, key: ProcKey, cpu: &CpuTimes) {
+    /// The CPU and context switches of a process, booked as its last thread left its CPU:
+    /// completes the figures from exit, in case the reap-time report does not come.
+    pub fn final_cpu(&mut self, key: ProcKey, cpu: &CpuTimes, switches: &Switches) {
         if let Some(u) = self.entries.get_mut(&key).and_then(|e| e.at_exit.as_mut()) {
-            u.take_final_cpu(cpu);
+            u.take_final(cpu, switches);
         }
     }
 
@@ -282,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn the_cpu_of_the_last_switch_completes_the_figures_from_exit() {
+    fn the_figures_of_the_last_switch_complete_the_figures_from_exit() {
         let mut tree = Tree::default();
         for pid in 1..=3 {
             tree.fork(key(pid), 0, key(0), "a".into());
@@ -291,11 +291,17 @@ mod tests {
         let exit = |user, system| Usage {
             cpu_user_ns: user,
             cpu_system_ns: system,
+            voluntary_switches: 5,
+            involuntary_switches: 7,
             ..Usage::default()
         };
         for pid in 1..=3 {
             a.exited(key(pid), 0, Some(exit(10, 30)));
         }
+        let switched = |voluntary, involuntary| Switches {
+            voluntary,
+            involuntary,
+        };
         let cpu = |utime, stime, rtime| CpuTimes {
             utime,
             stime,
@@ -303,24 +309,26 @@ mod tests {
             prev: (0, 0),
         };
         // The way out (a heap unmapped) booked 60 ns more; the ticks say a quarter user.
-        a.final_cpu(key(1), &cpu(4, 12, 100));
+        // Preempted on the way out: more involuntary switches.
+        a.final_cpu(key(1), &cpu(4, 12, 100), &switched(6, 19));
         // A thread that left while another was still being released: less, kept out.
-        a.final_cpu(key(2), &cpu(1, 1, 20));
-        a.final_cpu(key(3), &cpu(4, 12, 100));
+        a.final_cpu(key(2), &cpu(1, 1, 20), &switched(1, 2));
+        a.final_cpu(key(3), &cpu(4, 12, 100), &switched(6, 19));
         assert!(
             a.reported(key(3), exit(20, 81)),
             "the reap-time report wins"
         );
-        a.final_cpu(key(9), &cpu(4, 12, 100));
+        a.final_cpu(key(9), &cpu(4, 12, 100), &switched(6, 19));
         let mut got = a.ready(&tree, true);
         got.sort_by_key(|(k, _)| k.pid);
-        let cpu = |i: usize| {
+        let figures = |i: usize| {
             let u = got[i].1.unwrap();
-            (u.cpu_user_ns, u.cpu_system_ns, u.at_exit)
+            let switches = (u.voluntary_switches, u.involuntary_switches);
+            (u.cpu_user_ns, u.cpu_system_ns, switches, u.at_exit)
         };
-        assert_eq!(cpu(0), (25, 75, true));
-        assert_eq!(cpu(1), (10, 30, true));
-        assert_eq!(cpu(2), (20, 81, false));
+        assert_eq!(figures(0), (25, 75, (6, 19), true));
+        assert_eq!(figures(1), (10, 30, (5, 7), true));
+        assert_eq!(figures(2), (20, 81, (5, 7), false));
     }
 
     #[test]

@@ -369,7 +369,7 @@ impl Session {
                 self.signalled(target, time_ns, sig, code, sender);
             }
             Event::Open { key, path, flags } => self.opened(key, &path, flags),
-            Event::FinalCpu { key, cpu } => self.awaiting.final_cpu(key, &cpu),
+            Event::FinalCpu { key, cpu, switches } => self.awaiting.final_cpu(key, &cpu, &switches),
             Event::Usage { key, usage } => {
                 // Settled in `poll`, once the process's exited descendants are.
                 if !self.awaiting.reported(key, usage) {

@@ -7,7 +7,7 @@ use pipetrace_probes_common::{
 
 pub use crate::facts::split_argv;
 use crate::{
-    accounting::{CpuTimes, Usage},
+    accounting::{CpuTimes, Switches, Usage},
     facts::{ns_per_tick, page_size},
 };
 
@@ -65,10 +65,12 @@ pub enum Event {
     },
     /// A thread of the process left its CPU for good after every thread had exited: the
     /// CPU it finally used, in the kernel's units (tick-sampled user and system, exact
-    /// runtime, the split last reported; nanoseconds), for the figures from exit.
+    /// runtime, the split last reported; nanoseconds), and its context switches, for the
+    /// figures from exit.
     FinalCpu {
         key: ProcKey,
         cpu: CpuTimes,
+        switches: Switches,
     },
     /// The process was reaped: its final resource usage.
     Usage {
@@ -176,6 +178,10 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                     stime: e.stime_ns,
                     rtime: e.runtime_ns,
                     prev: (e.prev_utime_ns, e.prev_stime_ns),
+                },
+                switches: Switches {
+                    voluntary: e.nvcsw,
+                    involuntary: e.nivcsw,
                 },
             })
         }

@@ -12,7 +12,9 @@ pub mod live {
 pub use by_container::{ByContainer, ContainerPart};
 pub use gpu::GpuFigures;
 pub use rollup::{Allocation, Rollup};
-pub use usage::{CpuTimes, IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Usage};
+pub use usage::{
+    CpuTimes, IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE, Switches, Usage,
+};
 
 /// Which counters this kernel and these probes measure; the rest are left out of exports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

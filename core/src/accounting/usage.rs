@@ -130,14 +130,17 @@ impl Usage {
         dropped
     }
 
-    /// Takes the CPU the kernel booked by the last switch of a thread of this process where
-    /// it is more than these figures hold: figures taken at exit lack the way out. Never
-    /// lowers them: a thread leaving while another's release is still under way reports
-    /// less than the end.
-    pub fn take_final_cpu(&mut self, cpu: &CpuTimes) {
+    /// Takes the CPU and the context switches the kernel booked by the last switch of a
+    /// thread of this process where they are more than these figures hold: figures taken at
+    /// exit lack the way out (a heap unmapped, preemptions there under load). Never lowers
+    /// them: a thread leaving while another's release is still under way reports less than
+    /// the end.
+    pub fn take_final(&mut self, cpu: &CpuTimes, switches: &Switches) {
         if cpu.rtime > self.cpu_user_ns.saturating_add(self.cpu_system_ns) {
             (self.cpu_user_ns, self.cpu_system_ns) = cpu.split();
         }
+        self.voluntary_switches = self.voluntary_switches.max(switches.voluntary);
+        self.involuntary_switches = self.involuntary_switches.max(switches.involuntary);
     }
 
     /// The memory this process's program used at its peak: its image's high-water mark when
@@ -181,6 +184,13 @@ impl Usage {
         self.impossible |= o.impossible;
         self.gpu.add(&o.gpu);
     }
+}
+
+/// A process's context switches as the kernel counts them (`nvcsw`, `nivcsw`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Switches {
+    pub voluntary: u64,
+    pub involuntary: u64,
 }
 
 /// A process's CPU as the kernel keeps it, nanoseconds: tick-sampled user and system time,

@@ -214,9 +214,10 @@ pub struct UsageEvent {
     pub figures: Figures,
 }
 
-/// A process's CPU figures as a thread of it leaves its CPU for the last time, after every
-/// thread has exited: the exit record's figures lack what the exit path spends after its
-/// tracepoint (unmapping memory, closing files), which the kernel books only at this switch.
+/// A process's CPU figures and context switches as a thread of it leaves its CPU for the
+/// last time, after every thread has exited: the exit record's figures lack what the exit
+/// path spends after its tracepoint (unmapping memory, closing files, preemptions there
+/// under load), which the kernel books only at this switch.
 /// Stands in for them when the reap-time report does not come. Sent by each thread that
 /// leaves after the last exit: the largest is the process's.
 #[repr(C)]
@@ -229,6 +230,8 @@ pub struct FinalCpuEvent {
     /// `signal_struct.prev_cputime`: the split the kernel last reported, which wait4 keeps.
     pub prev_utime_ns: u64,
     pub prev_stime_ns: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
 }
 
 /// A file a process opened (`openat` returned a descriptor).

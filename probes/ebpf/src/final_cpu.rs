@@ -1,8 +1,9 @@
 //! A dead thread's last switch-out (called from tp_btf/sched_switch): once no thread of its
-//! process lives, the process's CPU figures as they finally are. The exit record's figures
-//! are read at the exit tracepoint, before the kernel unmaps the memory and closes the files,
-//! and a thread's runtime is booked only when it leaves its CPU or a tick comes: a process
-//! that frees a large heap spends milliseconds there.
+//! process lives, the process's CPU figures and context switches as they finally are. The
+//! exit record's figures are read at the exit tracepoint, before the kernel unmaps the memory
+//! and closes the files, and a thread's runtime is booked only when it leaves its CPU or a
+//! tick comes: a process that frees a large heap spends milliseconds there, and is preempted
+//! there under load.
 use aya_ebpf::helpers::generated::bpf_ktime_get_boot_ns;
 use pipetrace_probes_common::{ABSENT, EventHeader, FinalCpuEvent, KIND_FINAL_CPU, KernelOffsets};
 
@@ -17,11 +18,12 @@ pub const TASK_DEAD: u32 = 0x80;
 /// by this exit reaps it on another CPU as it leaves, and the write is short.
 const TRIES: usize = 16;
 
-/// `signal_struct`'s CPU sums and its threads not yet released, read between two equal even
-/// values of `stats_lock`'s sequence (the kernel sums a released thread and counts it down in
-/// one write section); None if a release kept writing.
+/// `signal_struct`'s sums (utime, stime, runtime, nvcsw, nivcsw) and its threads not yet
+/// released, read between two equal even values of `stats_lock`'s sequence (the kernel sums
+/// a released thread and counts it down in one write section); None if a release kept
+/// writing.
 #[inline(always)]
-fn sums(sig: *const u8, o: &KernelOffsets) -> Option<(i32, [u64; 3])> {
+fn sums(sig: *const u8, o: &KernelOffsets) -> Option<(i32, [u64; 5])> {
     for _ in 0..TRIES {
         let before: u32 = Direct::at(sig, o.sig_stats_seq)?;
         if before & 1 == 1 {
@@ -32,6 +34,8 @@ fn sums(sig: *const u8, o: &KernelOffsets) -> Option<(i32, [u64; 3])> {
             field::<Direct>(sig, o.sig_utime),
             field::<Direct>(sig, o.sig_stime),
             field::<Direct>(sig, o.sig_sum_sched_runtime),
+            field::<Direct>(sig, o.sig_nvcsw),
+            field::<Direct>(sig, o.sig_nivcsw),
         ];
         if Direct::at::<u32>(sig, o.sig_stats_seq)? == before {
             return Some((threads, cpu));
@@ -61,9 +65,9 @@ pub fn left(prev: Task, o: &KernelOffsets) {
     // Sums that a release kept writing (its CPU held by the hypervisor mid-write) give way
     // to the leader's own figures: all of a single-threaded process's CPU, and user space
     // takes them only if they exceed what the exit record read.
-    let (summed, [ut, st, rt]) = match sums(sig, o) {
+    let (summed, [ut, st, rt, vcs, ivcs]) = match sums(sig, o) {
         Some((unreleased, cpu)) => (leader_summed(tgid, unreleased, cpu[2]), cpu),
-        None => (false, [0; 3]),
+        None => (false, [0; 5]),
     };
     let Some(mut entry) = emit::EVENTS.reserve::<FinalCpuEvent>(0) else {
         emit::count_lost(KIND_FINAL_CPU);
@@ -89,6 +93,8 @@ pub fn left(prev: Task, o: &KernelOffsets) {
         (*ev).runtime_ns = rt + mine(o.task_sum_exec_runtime);
         (*ev).prev_utime_ns = field::<Direct>(sig, o.sig_prev_utime);
         (*ev).prev_stime_ns = field::<Direct>(sig, o.sig_prev_stime);
+        (*ev).nvcsw = vcs + mine(o.task_nvcsw);
+        (*ev).nivcsw = ivcs + mine(o.task_nivcsw);
     }
     entry.submit(emit::submit_flags());
 }

@@ -82,12 +82,9 @@ fn cpu_matches(tool: &RecvSpan, truth: &Value) {
     within("CPU", u + s, tu + ts, 0.02, 0.020);
 }
 
+/// Memory, faults and context switches (2%, or 2 faults or switches) as wait4 gives them.
 fn counters_match(tool: &RecvSpan, truth: &Value) {
-    counters_match_within(tool, truth, 2.0);
-}
-
-/// As [`counters_match`], context switches within `switches` (absolute, or 2%).
-fn counters_match_within(tool: &RecvSpan, truth: &Value, switches: f64) {
+    let switches = 2.0;
     let n = |k| tool.num(k).unwrap();
     let t = |k: &str| truth[k].as_f64().unwrap();
     within(
@@ -200,9 +197,9 @@ fn figures_taken_at_exit_match_wait4_when_the_reap_comes_late() {
                 "{args:?} {theirs}: pipetrace {ours} s vs wait4's {truth} s"
             );
         }
-        // The threads' last moments, killed with the process, can still switch after the
-        // figures were taken: a few switches more in wait4's count under load.
-        counters_match_within(&tool, &truth, 8.0);
+        // Preemptions on the way out, after the exit tracepoint, are booked by the last
+        // switch: even under load the counts match.
+        counters_match(&tool, &truth);
     }
 }
 
