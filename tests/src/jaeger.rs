@@ -3,14 +3,15 @@
 //! receivers on free ports and its query API. Tests judge what pipetrace sent by what
 //! Jaeger's query API gives back.
 use std::{
-    path::PathBuf,
+    collections::BTreeSet,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::Duration,
 };
 
 use serde_json::Value;
 
-use crate::{receiver::free_port, wait_until};
+use crate::{pipetrace, read_jsonl, receiver::free_port, spans::RecvSpan, stderr, wait_until};
 
 /// The version tests/jaeger/go.mod pins, and where setup puts its build.
 pub const VERSION: &str = "v1.76.0";
@@ -29,25 +30,39 @@ pub fn binary() -> PathBuf {
 }
 
 pub struct Jaeger {
-    child: Child,
+    child: Option<Child>,
+    config: PathBuf,
     pub otlp_grpc: u16,
     pub otlp_http: u16,
     pub query: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+/// Where Jaeger keeps the spans it takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Memory,
+    /// Badger on disk in the test's directory: kept across a restart.
+    Disk,
 }
 
 impl Jaeger {
     /// Starts one and waits (up to a minute) until its query API answers.
     pub fn start() -> Self {
-        Self::start_with(None)
+        Self::start_with(None, Store::Memory)
     }
 
     /// With its OTLP receivers behind mutual TLS: their certificate, and the clients' CA.
     pub fn start_with_tls(certs: &crate::tls::Certs) -> Self {
-        Self::start_with(Some(certs))
+        Self::start_with(Some(certs), Store::Memory)
     }
 
-    fn start_with(tls: Option<&crate::tls::Certs>) -> Self {
+    /// With its spans on disk (Badger), so that what it took outlives [`Jaeger::stop`].
+    pub fn start_on_disk() -> Self {
+        Self::start_with(None, Store::Disk)
+    }
+
+    fn start_with(tls: Option<&crate::tls::Certs>, store: Store) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let tls = tls.map_or(String::new(), |c| {
             format!(
@@ -61,6 +76,17 @@ impl Jaeger {
                 c.ca.display()
             )
         });
+        let backend = match store {
+            Store::Memory => "memory:\n          max_traces: 100000".to_string(),
+            Store::Disk => {
+                let d = dir.path().join("badger");
+                format!(
+                    "badger:\n          directories:\n            keys: {0}\n            \
+                     values: {0}\n          ephemeral: false",
+                    d.display()
+                )
+            }
+        };
         let (otlp_grpc, otlp_http, query) = (free_port(), free_port(), free_port());
         let (query_grpc, health) = (free_port(), free_port());
         let config = format!(
@@ -80,12 +106,11 @@ extensions:
       endpoint: 127.0.0.1:{health}
   jaeger_storage:
     backends:
-      memstore:
-        memory:
-          max_traces: 100000
+      store:
+        {backend}
   jaeger_query:
     storage:
-      traces: memstore
+      traces: store
     http:
       endpoint: 127.0.0.1:{query}
     grpc:
@@ -99,30 +124,53 @@ receivers:
         endpoint: 127.0.0.1:{otlp_http}{tls}
 exporters:
   jaeger_storage_exporter:
-    trace_storage: memstore
+    trace_storage: store
 "
         );
-        let file = dir.path().join("jaeger.yaml");
-        std::fs::write(&file, config).expect("write jaeger.yaml");
-        let log = std::fs::File::create(dir.path().join("jaeger.log")).expect("log");
+        let config_file = dir.path().join("jaeger.yaml");
+        std::fs::write(&config_file, config).expect("write jaeger.yaml");
+        let mut j = Self {
+            child: None,
+            config: config_file,
+            otlp_grpc,
+            otlp_http,
+            query,
+            dir,
+        };
+        j.run();
+        j
+    }
+
+    /// Starts the binary on this configuration and waits for its query API.
+    fn run(&mut self) {
+        let log = (std::fs::OpenOptions::new().create(true).append(true))
+            .open(self.dir.path().join("jaeger.log"))
+            .expect("log");
         let child = Command::new(binary())
             .arg("--config")
-            .arg(&file)
+            .arg(&self.config)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("start jaeger");
-        let j = Self {
-            child,
-            otlp_grpc,
-            otlp_http,
-            query,
-            _dir: dir,
-        };
+        self.child = Some(child);
         wait_until(Duration::from_secs(60), "Jaeger's query API", || {
-            j.get("/api/services").ok()
+            self.get("/api/services").ok()
         });
-        j
+    }
+
+    /// Stops it (SIGKILL: a crash, not a shutdown); its ports refuse until [`Jaeger::restart`].
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same ports and store.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.run();
     }
 
     pub fn grpc_url(&self) -> String {
@@ -167,8 +215,7 @@ exporters:
 
 impl Drop for Jaeger {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
@@ -196,4 +243,70 @@ pub fn parent(span: &Value) -> Option<String> {
     let refs = span["references"].as_array()?;
     let r = refs.iter().find(|r| r["refType"] == "CHILD_OF")?;
     Some(r["spanID"].as_str()?.to_string())
+}
+
+/// `pipetrace run -o FILE` with traces also sent to `endpoint` (metrics stay in files: Jaeger
+/// takes traces only), in `dir`.
+pub fn run_into(dir: &Path, endpoint: &str, protocol: &str, argv: &[&str]) -> Vec<RecvSpan> {
+    run_into_with(dir, endpoint, protocol, &[], argv)
+}
+
+/// [`run_into`] with more settings for pipetrace.
+pub fn run_into_with(
+    dir: &Path,
+    endpoint: &str,
+    protocol: &str,
+    env: &[(&str, &str)],
+    argv: &[&str],
+) -> Vec<RecvSpan> {
+    let file = dir.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .envs(env.iter().copied())
+        .env("PIPETRACE_EXPORT__OTLP__TRACES__ENDPOINT", endpoint)
+        .env("PIPETRACE_EXPORT__OTLP__TRACES__PROTOCOL", protocol)
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--")
+        .args(argv)
+        .current_dir(dir)
+        .output()
+        .expect("pipetrace run");
+    let err = stderr(&o);
+    assert!(
+        !err.contains("not delivered"),
+        "every span delivered: {err}"
+    );
+    read_jsonl(&file)
+}
+
+/// (span id, parent, name, in error) of each span, as pipetrace wrote them and as Jaeger
+/// gives them.
+pub type Tree = BTreeSet<(String, Option<String>, String, bool)>;
+
+pub fn written(spans: &[RecvSpan]) -> Tree {
+    (spans.iter())
+        .map(|s| {
+            (
+                s.span_id.clone(),
+                s.parent.clone(),
+                s.name.clone(),
+                s.status == 2,
+            )
+        })
+        .collect()
+}
+
+pub fn read_back(spans: &[Value]) -> Tree {
+    let id = |s: &Value| s["spanID"].as_str().unwrap().to_string();
+    let name = |s: &Value| s["operationName"].as_str().unwrap().to_string();
+    let error = |s: &Value| tag(s, "otel.status_code").and_then(Value::as_str) == Some("ERROR");
+    (spans.iter())
+        .map(|s| (id(s), parent(s), name(s), error(s)))
+        .collect()
+}
+
+pub fn one_trace(spans: &[RecvSpan]) -> String {
+    let ids: BTreeSet<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
+    assert_eq!(ids.len(), 1, "one trace per run: {ids:?}");
+    ids.into_iter().next().unwrap().to_string()
 }

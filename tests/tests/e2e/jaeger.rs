@@ -7,69 +7,13 @@ use std::{collections::BTreeSet, path::Path};
 use pipetrace_e2e::{
     cgroup::MemoryCgroup,
     demo_pipeline,
-    jaeger::{Jaeger, field, log_named, parent, tag},
-    pipetrace, read_jsonl,
-    spans::RecvSpan,
-    stderr,
+    jaeger::{
+        Jaeger, field, log_named, one_trace, read_back, run_into, run_into_with, tag, written,
+    },
     tls::Certs,
 };
 use pipetrace_semconv::{attr, event};
 use serde_json::Value;
-
-/// `pipetrace run -o FILE` with traces also sent to `endpoint` (metrics stay in files: Jaeger
-/// takes traces only), in `dir`.
-fn run_into(dir: &Path, endpoint: &str, protocol: &str, argv: &[&str]) -> Vec<RecvSpan> {
-    run_into_with(dir, endpoint, protocol, &[], argv)
-}
-
-/// [`run_into`] with more settings for pipetrace.
-fn run_into_with(
-    dir: &Path,
-    endpoint: &str,
-    protocol: &str,
-    env: &[(&str, &str)],
-    argv: &[&str],
-) -> Vec<RecvSpan> {
-    let file = dir.join("t.otlp.jsonl");
-    let o = pipetrace()
-        .envs(env.iter().copied())
-        .env("PIPETRACE_EXPORT__OTLP__TRACES__ENDPOINT", endpoint)
-        .env("PIPETRACE_EXPORT__OTLP__TRACES__PROTOCOL", protocol)
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--")
-        .args(argv)
-        .current_dir(dir)
-        .output()
-        .expect("pipetrace run");
-    let err = stderr(&o);
-    assert!(
-        !err.contains("not delivered"),
-        "every span delivered: {err}"
-    );
-    read_jsonl(&file)
-}
-
-/// (span id, parent, name) of each span, as pipetrace wrote them and as Jaeger gives them.
-type Tree = BTreeSet<(String, Option<String>, String)>;
-
-fn written(spans: &[RecvSpan]) -> Tree {
-    (spans.iter())
-        .map(|s| (s.span_id.clone(), s.parent.clone(), s.name.clone()))
-        .collect()
-}
-
-fn read_back(spans: &[Value]) -> Tree {
-    let id = |s: &Value| s["spanID"].as_str().unwrap().to_string();
-    let name = |s: &Value| s["operationName"].as_str().unwrap().to_string();
-    spans.iter().map(|s| (id(s), parent(s), name(s))).collect()
-}
-
-fn one_trace(spans: &[RecvSpan]) -> String {
-    let ids: BTreeSet<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
-    assert_eq!(ids.len(), 1, "one trace per run: {ids:?}");
-    ids.into_iter().next().unwrap().to_string()
-}
 
 #[test]
 fn the_demo_pipeline_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {

@@ -20,6 +20,7 @@ mod host;
 mod host_idle;
 mod image;
 mod jaeger;
+mod jaeger_delivery;
 mod least_privilege;
 mod limits;
 mod live_view;
