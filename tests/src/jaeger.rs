@@ -310,3 +310,81 @@ pub fn one_trace(spans: &[RecvSpan]) -> String {
     assert_eq!(ids.len(), 1, "one trace per run: {ids:?}");
     ids.into_iter().next().unwrap().to_string()
 }
+
+/// The OpenTelemetry Collector pipeline shipped in deploy/collector/pipetrace.yaml, run by
+/// Jaeger v2's binary (a Collector distribution with those components), sending to a
+/// [`Jaeger`]: OTLP receivers and its Prometheus endpoint on free ports.
+pub struct Collector {
+    child: Child,
+    pub otlp_grpc: u16,
+    pub prometheus: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Collector {
+    /// Starts it with `env` over the file's defaults (its `${env:...}` settings) and waits
+    /// until its Prometheus endpoint answers.
+    pub fn start(backend: &Jaeger, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (otlp_grpc, otlp_http, prometheus) = (free_port(), free_port(), free_port());
+        let config =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/collector/pipetrace.yaml");
+        let log = std::fs::File::create(dir.path().join("collector.log")).expect("log");
+        let child = Command::new(binary())
+            .arg("--config")
+            .arg(&config)
+            .env("PIPETRACE_COLLECTOR_GRPC", format!("127.0.0.1:{otlp_grpc}"))
+            .env("PIPETRACE_COLLECTOR_HTTP", format!("127.0.0.1:{otlp_http}"))
+            .env(
+                "PIPETRACE_BACKEND",
+                format!("127.0.0.1:{}", backend.otlp_grpc),
+            )
+            .env("PIPETRACE_PROMETHEUS", format!("127.0.0.1:{prometheus}"))
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start the collector");
+        let c = Self {
+            child,
+            otlp_grpc,
+            prometheus,
+            dir,
+        };
+        wait_until(
+            Duration::from_secs(60),
+            "the collector's Prometheus endpoint",
+            || c.metrics().ok(),
+        );
+        c
+    }
+
+    pub fn grpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.otlp_grpc)
+    }
+
+    /// What it serves Prometheus now (text format).
+    pub fn metrics(&self) -> Result<String, String> {
+        let url = format!("http://127.0.0.1:{}/metrics", self.prometheus);
+        let o = Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--fail", &url])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !o.status.success() {
+            return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+
+    /// Its log so far, for a failure's message.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("collector.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -81,12 +81,12 @@ fn snakemake(dir: PathBuf) -> std::thread::JoinHandle<std::process::Output> {
     })
 }
 
-fn label<'a>(alert: &'a Value, name: &str) -> &'a str {
+pub(crate) fn label<'a>(alert: &'a Value, name: &str) -> &'a str {
     alert["labels"][name].as_str().unwrap_or_default()
 }
 
 /// Waits until the webhook got an alert `name` whose labels satisfy `is`.
-async fn delivered(hook: &Webhook, name: &str, is: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn delivered(hook: &Webhook, name: &str, is: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
         let got = hook.alerts();
@@ -103,7 +103,7 @@ async fn delivered(hook: &Webhook, name: &str, is: impl Fn(&Value) -> bool) -> V
 }
 
 /// Waits until a PromQL query returns series; returns them.
-async fn returns_series(prom: &Daemon, q: &str) -> Vec<Value> {
+pub(crate) async fn returns_series(prom: &Daemon, q: &str) -> Vec<Value> {
     let deadline = Instant::now() + WAIT;
     loop {
         let r = prom.query(q, None).await;
@@ -285,33 +285,34 @@ async fn each_alert_fires_on_the_pipeline_that_provokes_it_and_none_on_a_clean_o
     idle_agent.stop();
 }
 
-/// `promtool check rules` passes, and `promtool test rules` (deploy/alerts/
-/// prometheus-rules.test.yaml) passes with a test of every rule the file has.
+/// `promtool check rules` passes, and `promtool test rules` passes with a test of every rule,
+/// for each rules file shipped: on pipetrace's metrics (prometheus-rules.yaml) and on the
+/// Collector's span metrics (spanmetrics-rules.yaml).
 #[test]
 fn promtool_checks_the_rules_and_unit_tests_every_one() {
-    for args in [
-        &["check", "rules", "prometheus-rules.yaml"][..],
-        &["test", "rules", "prometheus-rules.test.yaml"][..],
-    ] {
-        let o = Command::new("promtool")
-            .args(args)
-            .current_dir(deploy("alerts"))
-            .output()
-            .expect("promtool (scripts/setup.sh installs Prometheus)");
-        let said =
-            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "promtool {args:?}:\n{said}");
-    }
-    let yaml = |p: &str| -> serde_yaml::Value {
-        serde_yaml::from_str(&std::fs::read_to_string(deploy(p)).unwrap()).unwrap()
-    };
-    let rules = yaml("alerts/prometheus-rules.yaml");
-    let tests = serde_yaml::to_string(&yaml("alerts/prometheus-rules.test.yaml")).unwrap();
-    for r in rules["groups"][0]["rules"].as_sequence().unwrap() {
-        let name = r["alert"].as_str().unwrap();
-        assert!(
-            tests.contains(&format!("alertname: {name}\n")),
-            "{name} has no promtool test"
-        );
+    for file in ["prometheus-rules", "spanmetrics-rules"] {
+        let (rules, tests) = (format!("{file}.yaml"), format!("{file}.test.yaml"));
+        for args in [["check", "rules", &rules], ["test", "rules", &tests]] {
+            let o = Command::new("promtool")
+                .args(args)
+                .current_dir(deploy("alerts"))
+                .output()
+                .expect("promtool (scripts/setup.sh installs Prometheus)");
+            let said = String::from_utf8_lossy(&o.stdout).to_string()
+                + &String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "promtool {args:?}:\n{said}");
+        }
+        let yaml = |p: &str| -> serde_yaml::Value {
+            serde_yaml::from_str(&std::fs::read_to_string(deploy(p)).unwrap()).unwrap()
+        };
+        let rules = yaml(&format!("alerts/{rules}"));
+        let tests = serde_yaml::to_string(&yaml(&format!("alerts/{tests}"))).unwrap();
+        for r in rules["groups"][0]["rules"].as_sequence().unwrap() {
+            let name = r["alert"].as_str().unwrap();
+            assert!(
+                tests.contains(&format!("alertname: {name}\n")),
+                "{name} has no promtool test in {file}.test.yaml"
+            );
+        }
     }
 }

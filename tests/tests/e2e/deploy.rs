@@ -15,26 +15,54 @@ fn yaml(p: &str) -> serde_yaml::Value {
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{p} is not valid YAML: {e}"))
 }
 
+/// The default of a collector setting `${env:NAME:-default}`.
+fn env_default(setting: &serde_yaml::Value) -> &str {
+    let s = setting.as_str().unwrap_or_default();
+    let (_, default) = s.split_once(":-").unwrap_or(("", s));
+    default.trim_end_matches('}')
+}
+
+/// The compose stack wires the agent to the shipped collector configuration, the collector
+/// to Jaeger, and Prometheus to the collector's metrics with the shipped rules (the
+/// collector's pipeline itself runs in tests/tests/e2e/collector.rs).
 #[test]
-fn compose_stack_wires_pipetrace_to_tempo() {
+fn compose_stack_wires_pipetrace_through_the_collector_to_jaeger() {
     let compose = yaml("compose/docker-compose.yml");
-    let env = &compose["services"]["pipetrace"]["environment"];
+    let services = &compose["services"];
+    let env = &services["pipetrace"]["environment"];
     assert_eq!(
         env["OTEL_EXPORTER_OTLP_ENDPOINT"].as_str(),
-        Some("http://tempo:4317")
+        Some("http://collector:4317")
     );
-    let tempo = yaml("compose/tempo.yaml");
-    let grpc = tempo["distributor"]["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].as_str();
+    let collector = &services["collector"];
+    let mount = collector["volumes"][0].as_str().unwrap();
+    let (file, _) = mount.split_once(':').unwrap();
+    assert_eq!(file, "../collector/pipetrace.yaml");
+    let config = yaml("collector/pipetrace.yaml");
+    let grpc = &config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"];
     assert_eq!(
-        grpc,
-        Some("0.0.0.0:4317"),
-        "Tempo listens where pipetrace sends"
+        env_default(grpc),
+        "0.0.0.0:4317",
+        "it listens where pipetrace sends"
     );
-    for f in [
-        "compose/grafana-datasources.yaml",
-        "compose/grafana-dashboards.yaml",
-    ] {
-        yaml(f);
+    let backend = collector["environment"]["PIPETRACE_BACKEND"].as_str();
+    assert_eq!(backend, Some("jaeger:4317"));
+    assert!(
+        services["jaeger"]["image"]
+            .as_str()
+            .unwrap()
+            .starts_with("jaegertracing/jaeger:2")
+    );
+    let prometheus = yaml("compose/prometheus.yml");
+    let target = prometheus["scrape_configs"][0]["static_configs"][0]["targets"][0].as_str();
+    let port = env_default(&config["exporters"]["prometheus"]["endpoint"]);
+    assert_eq!(
+        target.map(|t| t.split_once(':').unwrap().1),
+        port.split_once(':').map(|p| p.1)
+    );
+    for rules in prometheus["rule_files"].as_sequence().unwrap() {
+        let name = rules.as_str().unwrap().rsplit('/').next().unwrap();
+        yaml(&format!("alerts/{name}"));
     }
     for e in std::fs::read_dir(deploy("dashboards")).unwrap() {
         let p = e.unwrap().path();

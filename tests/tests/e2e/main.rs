@@ -4,6 +4,7 @@ mod accounting;
 mod alerting;
 mod argo;
 mod cli;
+mod collector;
 mod compare;
 mod container_lifecycle;
 mod containers;
