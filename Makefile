@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup jaeger demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
+.PHONY: setup jaeger nextflow demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -11,6 +11,10 @@ setup:
 jaeger:
 	@scripts/jaeger.sh
 
+# The real Nextflow (Maven Central's artifacts) for the tests that trace a Nextflow run.
+nextflow:
+	@scripts/nextflow.sh >/dev/null
+
 # The main job on an embedded default: trace the bundled Snakemake pipeline.
 demo: setup
 	$(CARGO) build --release -p pipetrace
@@ -19,7 +23,7 @@ demo: setup
 # Every test: unit, then end-to-end with the real probes, engines and receivers.
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
 # Two slots per CPU and one more: see the ci profile in .config/nextest.toml.
-test: setup jaeger lint fuzz-smoke unit-unprivileged
+test: setup jaeger nextflow lint fuzz-smoke unit-unprivileged
 	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
 

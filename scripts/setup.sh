@@ -8,12 +8,12 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # for the privilege and fault tests, strace to prove what the agent never opens; podman with
 # runc, and a static BusyBox for a rootfs (no image can be pulled here), for the container
 # tests; Slurm and munge for the batch-scheduler tests (scripts/slurm-up.sh starts them); tmux
-# for the live view's test in a real terminal; a JDK (javac, java) for the Nextflow stand-in, a real
-# JVM that launches tasks as Nextflow's does; debootstrap to build the agent's and pipelines'
+# for the live view's test in a real terminal; a JDK and Maven for the real Nextflow, whose
+# artifacts scripts/nextflow.sh copies from Maven Central (`make nextflow`); debootstrap to build the agent's and pipelines'
 # images from Debian's packages (`make image`); Prometheus and Alertmanager, which the deployment
 # tests run against a real agent (installed without starting their services); Node.js and npm
 # for Grafana's TraceQL grammar, which checks the dashboards' Tempo queries.
-declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [javac]=default-jdk-headless [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm)
+declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm)
 missing=()
 for bin in "${!pkg_for[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")

@@ -5,6 +5,7 @@ pub mod cgroup;
 pub mod fake_gpu;
 pub mod jaeger;
 pub mod metrics;
+pub mod nextflow;
 pub mod podman;
 pub mod progress;
 pub mod prometheus;

@@ -196,20 +196,20 @@ fn print_trace_sizes(max: usize, dir: &Path) {
     for n in counts.into_iter().filter(|&c| c <= max) {
         row(&n.to_string(), ladder::trace_sizes(n, dir));
     }
-    // The demo's Snakemake pipeline, and the Nextflow stand-in's tasks with metrics on.
+    // The demo's Snakemake pipeline, and the real Nextflow's tasks with metrics on.
     let demo = pipetrace_e2e::demo_pipeline();
     row(
         "snakemake",
         ladder::traced_sizes(&["snakemake", "--cores", "2"], demo.path()),
     );
     let nf = tempfile::tempdir().expect("tempdir");
-    let tasks: String = (0..8)
-        .map(|i| format!("-\tSTEP (s{i})\tsleep 1.2; sort -r in.txt | head -2 > out.txt\n"))
-        .collect();
-    std::fs::write(nf.path().join("tasks.tsv"), tasks).expect("write tasks");
+    let main_nf = "process STEP {\n    tag \"s${i}\"\n    input:\n    val i\n    script:\n    \
+                   \"\"\"\n    sleep 1.2; sort -r ${projectDir}/in.txt | head -2 > out.txt\n    \
+                   \"\"\"\n}\n\nworkflow {\n    STEP(Channel.of(0..7))\n}\n";
+    std::fs::write(nf.path().join("main.nf"), main_nf).expect("write main.nf");
     std::fs::write(nf.path().join("in.txt"), "b\na\nc\n").expect("write input");
-    let stand_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow");
-    let nextflow = [stand_in.to_str().unwrap(), "run", "demo", "-with-trace"];
+    let launcher = pipetrace_e2e::nextflow::launcher();
+    let nextflow = [launcher.to_str().unwrap(), "run", "main.nf", "-with-trace"];
     row("nextflow", ladder::traced_sizes(&nextflow, nf.path()));
 }
 

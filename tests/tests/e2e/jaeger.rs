@@ -1,7 +1,8 @@
 //! Seen in a real backend: pipetrace's traces sent to Jaeger v2 (its in-memory store) over
 //! OTLP/gRPC and OTLP/HTTP, and judged by what Jaeger's query API gives back, against the
 //! trace file pipetrace wrote beside it: the demo Snakemake pipeline, a CWL workflow, a
-//! plain script with a failing tool, an OOM kill, and spans over mutual TLS.
+//! real Nextflow run, a plain script with a failing tool, an OOM kill, and spans over mutual
+//! TLS.
 use std::{collections::BTreeSet, path::Path};
 
 use pipetrace_e2e::{
@@ -10,6 +11,7 @@ use pipetrace_e2e::{
     jaeger::{
         Jaeger, field, log_named, one_trace, read_back, run_into, run_into_with, tag, written,
     },
+    nextflow,
     tls::Certs,
 };
 use pipetrace_semconv::{attr, event};
@@ -188,4 +190,71 @@ fn over_mutual_tls_every_span_reaches_jaeger() {
     let trace = one_trace(&spans);
     let got = jaeger.trace(&trace, spans.len());
     assert_eq!(read_back(&got), written(&spans));
+}
+
+/// Two Nextflow processes, the second fed by the first.
+const NEXTFLOW_PIPELINE: &str = r#"
+process SPLIT {
+    tag "${id}"
+    input:
+    val id
+    output:
+    path 'words.txt'
+    script:
+    """
+    echo pear apple fig | tr ' ' '\n' > words.txt
+    """
+}
+
+process SORT {
+    input:
+    path 'words.txt'
+    script:
+    """
+    sort words.txt | head -1
+    """
+}
+
+workflow {
+    SORT(SPLIT('fruit'))
+}
+"#;
+
+#[test]
+fn a_real_nextflow_run_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {
+    let jaeger = Jaeger::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.nf"), NEXTFLOW_PIPELINE).unwrap();
+    let launcher = nextflow::launcher();
+    let argv = [launcher.to_str().unwrap(), "run", "main.nf"];
+    let spans = run_into(dir.path(), &jaeger.grpc_url(), "grpc", &argv);
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    assert_eq!(read_back(&got), written(&spans));
+    // The tasks, as Nextflow's work directories name them, are in Jaeger under the run.
+    let tasks: BTreeSet<&str> = (got.iter())
+        .filter(|s| tag(s, attr::CICD_PIPELINE_TASK_NAME).is_some())
+        .map(|s| s["operationName"].as_str().unwrap())
+        .collect();
+    let headers: BTreeSet<String> = (nextflow_headers(&dir.path().join("work")))
+        .into_iter()
+        .collect();
+    assert_eq!(
+        tasks,
+        headers.iter().map(String::as_str).collect(),
+        "the .command.run headers"
+    );
+}
+
+/// The task names the `.command.run` headers of a Nextflow work directory give.
+fn nextflow_headers(work: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for prefix in std::fs::read_dir(work).unwrap().flatten() {
+        for task in std::fs::read_dir(prefix.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(task.path().join(".command.run")).unwrap();
+            let name = text.lines().find_map(|l| l.strip_prefix("### name: "));
+            out.push(name.expect("a header").trim_matches('\'').to_string());
+        }
+    }
+    out
 }

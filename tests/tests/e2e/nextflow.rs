@@ -1,44 +1,103 @@
-//! Nextflow cannot run on these machines (its launcher downloads its jar), so these tests use
-//! a STAND-IN (tests/data/nextflow, clearly not Nextflow) that behaves as Nextflow does seen
-//! from the kernel: its launcher execs a real JVM, which starts each task from a thread pool
-//! with `ProcessBuilder` (`/bin/bash -ue .command.run` in `work/<2 hex>/<30 hex>`, through
-//! `jspawnhelper` under Java's default POSIX_SPAWN), and `.command.run` is Nextflow's wrapper
-//! rewritten: staging, teed output, `.exitcode`, and with task metrics on the wrapper run
-//! again as `nxf_trace`, sampling /proc every second. Judged by what the run left on disk:
-//! `.command.run` headers, `.exitcode`, the commands of `.command.sh`; never by names written
-//! into the test.
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    time::Duration,
-};
+//! The real Nextflow (24.10.0 from Maven Central: `make nextflow`), run offline by its JVM,
+//! which starts each task from a thread pool with `ProcessBuilder` (`/bin/bash -ue
+//! .command.run` in `work/<2 hex>/<30 hex>`, through `jspawnhelper` under Java's default
+//! POSIX_SPAWN; `-with-trace` runs the wrapper again as `nxf_trace`, sampling /proc). Judged
+//! by what the run left on disk: `.command.run` headers, `.exitcode`, the commands of
+//! `.command.sh`; never by names written into the test. (The stand-in in tests/data/nextflow
+//! stays only for Slurm and the progress of a run: see docs/engines.md.)
+use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use pipetrace_e2e::{
-    Agent, pipetrace, read_jsonl,
+    Agent, nextflow, pipetrace, read_jsonl,
     receiver::Receiver,
     spans::{RecvSpan, Trace},
     stderr,
 };
 
-// Each task runs past a few of the metrics sampler's ticks (its first, then one a second).
-// The last fails (sort of a missing file): with `errorStrategy 'finish'` the run ends in
-// error once the tasks already submitted finished.
-const TASKS: &str = "new\tNFCORE:QC:SORT_LINES (sample_a)\tsleep 1.5; sort -r in.txt > out.txt\n\
-old\tCOUNT (sample_b)\tsleep 1.2; wc -l in.txt > out.txt\n\
--\tMULTIQC\tsleep 1.2; cat in.txt | tr a-z A-Z > out.txt\n\
--\tNFCORE:QC:BROKEN (sample_c)\tsleep 0.5; sort missing.txt > out.txt\n";
+/// Four tasks, two inside nested workflows (`NFCORE:QC:...`). Each runs past a few of the
+/// metrics sampler's ticks (its first, then one a second). BROKEN fails (sort of a missing
+/// file): with `errorStrategy 'finish'` the run ends in error once the tasks already
+/// submitted finished.
+const MAIN_NF: &str = r#"
+process SORT_LINES {
+    tag "${id}"
+    input:
+    tuple val(id), path('in.txt')
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.5; sort -r in.txt > out.txt
+    """
+}
+
+process COUNT {
+    tag "${id}"
+    input:
+    tuple val(id), path('in.txt')
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; wc -l in.txt > out.txt
+    """
+}
+
+process MULTIQC {
+    input:
+    path 'in.txt'
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; cat in.txt | tr a-z A-Z > out.txt
+    """
+}
+
+process BROKEN {
+    tag "${id}"
+    input:
+    val id
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 0.5; sort missing.txt > out.txt
+    """
+}
+
+workflow QC {
+    take:
+    samples
+    main:
+    SORT_LINES(samples)
+    BROKEN('sample_c')
+}
+
+workflow NFCORE {
+    QC(Channel.of(['sample_a', file('in.txt')]))
+}
+
+workflow {
+    NFCORE()
+    COUNT(Channel.of(['sample_b', file('in.txt')]))
+    MULTIQC(file('in.txt'))
+}
+"#;
+
+/// Every task starts at once (two CPUs here would run two at a time, and the failure would
+/// stop the rest before they start).
+const CONFIG: &str = "executor {\n    cpus = 8\n}\n";
 
 const FAILED_ARGS: [&str; 2] = ["-process.errorStrategy=finish", "-process.maxForks=4"];
 
-fn pipeline(tasks: &str) -> tempfile::TempDir {
+/// A launch directory holding the pipeline as `script`, its config and its input.
+fn pipeline(script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tasks.tsv"), tasks).unwrap();
+    std::fs::write(dir.path().join(script), MAIN_NF).unwrap();
+    std::fs::write(dir.path().join("nextflow.config"), CONFIG).unwrap();
     std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
     dir
-}
-
-fn stand_in() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow")
 }
 
 /// One task as its work directory records it.
@@ -66,13 +125,16 @@ fn programs(script: &str) -> Vec<String> {
     commands.filter_map(first).filter(|w| !builtin(w)).collect()
 }
 
-/// Every work directory's task, by its hash.
+/// Every work directory's task, by its hash. A directory without a wrapper is a task that
+/// never started (Nextflow stopping after a failure leaves it empty).
 fn on_disk(dir: &Path) -> BTreeMap<String, OnDisk> {
     let mut out = BTreeMap::new();
     for prefix in std::fs::read_dir(dir.join("work")).unwrap().flatten() {
         for task in std::fs::read_dir(prefix.path()).unwrap().flatten() {
             let read = |f: &str| std::fs::read_to_string(task.path().join(f));
-            let text = read(".command.run").unwrap();
+            let Ok(text) = read(".command.run") else {
+                continue;
+            };
             let name = text.lines().find_map(|l| {
                 l.strip_prefix("### name: ")
                     .map(|n| n.trim_matches('\''))
@@ -166,14 +228,14 @@ fn judge(dir: &Path, spans: &[RecvSpan]) {
     assert_eq!(kept.count(), 1 + want.len() + commands);
 }
 
-/// `pipetrace run` over the stand-in, its JVM launching tasks as `mechanism` says.
+/// `pipetrace run` over Nextflow, its JVM launching tasks as `mechanism` says.
 fn traced_run(mechanism: &str, extra: &[&str]) -> (tempfile::TempDir, Vec<RecvSpan>, bool) {
-    let dir = pipeline(TASKS);
+    let dir = pipeline("main.nf");
     let out = dir.path().join("t.otlp.jsonl");
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .arg(stand_in())
-        .args(["run", "nf-core/demo"])
+        .arg(nextflow::launcher())
+        .args(["run", "main.nf"])
         .args(FAILED_ARGS)
         .args(extra)
         .env(
@@ -192,7 +254,7 @@ fn a_real_jvm_run_is_named_by_its_records(mechanism: &str, extra: &[&str]) {
     let (dir, spans, ok) = traced_run(mechanism, extra);
     assert!(!ok, "a task failed: the run fails");
     let run = spans.iter().find(|s| s.is_run()).unwrap();
-    assert_eq!(run.str("cicd.pipeline.name"), "nf-core/demo");
+    assert_eq!(run.str("cicd.pipeline.name"), "main.nf");
     assert_eq!(run.status, 2, "the run failed");
     judge(dir.path(), &spans);
 }
@@ -217,9 +279,9 @@ fn tasks_a_jvm_forks_are_named_without_task_metrics() {
 async fn a_node_agent_names_nextflow_tasks_and_scheduler_started_ones() {
     let rx = Receiver::start().await;
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
-    let dir = pipeline(TASKS);
-    let pipeline_name = format!("nf-demo-{}", std::process::id());
-    let st = std::process::Command::new(stand_in())
+    let pipeline_name = format!("nf-demo-{}.nf", std::process::id());
+    let dir = pipeline(&pipeline_name);
+    let st = std::process::Command::new(nextflow::launcher())
         .args(["run", &pipeline_name, "-with-trace"])
         .args(FAILED_ARGS)
         .current_dir(dir.path())

@@ -1,9 +1,8 @@
 //! A Nextflow run whose tasks its Slurm executor submits (`sbatch .command.run` in each work
 //! directory), served by two node agents with host ids of their own: one watching the head
-//! (in a cgroup of its own), one watching the Slurm jobs. Nextflow cannot run on these
-//! machines (its launcher downloads its jar), so the head is the STAND-IN of
-//! tests/data/nextflow (clearly not Nextflow: a real JVM that submits as Nextflow's Slurm
-//! executor does, task metrics on); the jobs run on the real single-node Slurm. Judged by
+//! (in a cgroup of its own), one watching the Slurm jobs. The head is the real Nextflow
+//! (24.10.0 from Maven Central, task metrics on); the jobs run on the real single-node
+//! Slurm. Judged by
 //! what the run left on disk: the `.command.run` headers, the commands of each `.command.sh`
 //! and the `.nextflow/history` record: one trace with one root, the head's run; every task
 //! one task span from the jobs' node, named by its header, with its script's commands as its
@@ -12,14 +11,69 @@ use std::{collections::BTreeMap, path::Path};
 
 use pipetrace_e2e::{
     cgroup::HeadCgroup,
-    host_id, node_agent, read_jsonl, short_hostname, slurm_up, slurm_wait_gone,
+    host_id, nextflow, node_agent, read_jsonl, short_hostname, slurm_up, slurm_wait_gone,
     spans::{RecvSpan, Trace},
 };
 use pipetrace_semconv::attr;
 
-const TASKS: &str = "new\tNFCORE:QC:SORT_LINES (sample_a)\tsleep 1.2; sort -r in.txt > out.txt\n\
-old\tCOUNT (sample_b)\tsleep 1.2; wc -l in.txt > out.txt\n\
-new\tMULTIQC\tsleep 1.2; cat in.txt | tr a-z A-Z > out.txt\n";
+/// Three tasks, one inside nested workflows (`NFCORE:QC:...`).
+const MAIN_NF: &str = r#"
+process SORT_LINES {
+    tag "${id}"
+    input:
+    tuple val(id), path('in.txt')
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; sort -r in.txt > out.txt
+    """
+}
+
+process COUNT {
+    tag "${id}"
+    input:
+    tuple val(id), path('in.txt')
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; wc -l in.txt > out.txt
+    """
+}
+
+process MULTIQC {
+    input:
+    path 'in.txt'
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; cat in.txt | tr a-z A-Z > out.txt
+    """
+}
+
+workflow QC {
+    take:
+    samples
+    main:
+    SORT_LINES(samples)
+}
+
+workflow NFCORE {
+    QC(Channel.of(['sample_a', file('in.txt')]))
+}
+
+workflow {
+    NFCORE()
+    COUNT(Channel.of(['sample_b', file('in.txt')]))
+    MULTIQC(file('in.txt'))
+}
+"#;
+
+/// Slurm's queue and the jobs' `.exitcode` polled every second (Nextflow's defaults wait
+/// up to a minute).
+const CONFIG: &str = "executor {\n    pollInterval = '1 sec'\n    queueStatInterval = '1 sec'\n}\n";
 
 /// The commands of a task's `.command.sh` (after its shebang, split at `;` and `|`): what
 /// its tools must be.
@@ -67,17 +121,17 @@ fn a_nextflow_run_on_slurm_is_one_trace_across_the_head_and_the_jobs_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let launch = dir.path().join("launch");
     std::fs::create_dir_all(&launch).unwrap();
-    std::fs::write(launch.join("tasks.tsv"), TASKS).unwrap();
+    std::fs::write(launch.join("main.nf"), MAIN_NF).unwrap();
+    std::fs::write(launch.join("nextflow.config"), CONFIG).unwrap();
     std::fs::write(launch.join("in.txt"), "pear\napple\nfig\n").unwrap();
     let head = HeadCgroup::new("nextflow");
     let (head_node, head_out) = node_agent(dir.path(), "node-a", &head.path);
     let jobs_scope = format!("/slurm_{}", short_hostname());
     let (jobs_node, jobs_out) = node_agent(dir.path(), "node-b", &jobs_scope);
-    let stand_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow");
     let script = format!(
         "echo $$ > {} && exec {} run main.nf -process.executor=slurm -with-trace",
         head.dir.join("cgroup.procs").display(),
-        stand_in.display()
+        nextflow::launcher().display()
     );
     let o = std::process::Command::new("sh")
         .args(["-c", &script])

@@ -1,9 +1,8 @@
 //! Queued, running and done while a Nextflow run goes, as its own records say: `pipetrace
 //! status` and the live metrics count the tasks `.nextflow.log` says were submitted and
 //! completed, and with the Slurm executor those whose job has not begun (no `.command.begin`
-//! in its work directory, Nextflow's own test) as queued. Nextflow cannot run on these
-//! machines (its launcher downloads its jar): the run is the STAND-IN of tests/data/nextflow
-//! (clearly not Nextflow: a real JVM that submits and logs as Nextflow does).
+//! in its work directory, Nextflow's own test) as queued. The run is the real Nextflow
+//! (24.10.0 from Maven Central).
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
@@ -12,7 +11,7 @@ use std::{
 };
 
 use pipetrace_e2e::{
-    own_agent,
+    nextflow, own_agent,
     progress::{metric_values, status_of},
     slurm_up, slurm_wait_gone,
 };
@@ -66,14 +65,30 @@ fn counts(now: &Value) -> Option<Records> {
     })
 }
 
-/// The stand-in running `name` (a pipeline named alike) in `launch`, with `args`.
+/// The process every task of `name` runs: named after the test's process, so that its Slurm
+/// jobs (`nf-<PROCESS>_(<tag>)`) are this test's.
+fn process_of(name: &str) -> String {
+    let kind = if name.contains("slurm") {
+        "SLURM"
+    } else {
+        "LOCAL"
+    };
+    format!("STEP_{kind}_{}", std::process::id())
+}
+
+/// Nextflow running pipeline `name` in `launch` (six tasks of `script`), with `args`; Slurm's
+/// queue and the jobs' `.exitcode` polled every second.
 fn start(launch: &Path, name: &str, script: &str, args: &[&str]) -> Child {
-    let tasks: String = (0..TASKS)
-        .map(|i| format!("new\tSTEP_{name} (s{i})\t{script}\n"))
-        .collect();
-    std::fs::write(launch.join("tasks.tsv"), tasks).unwrap();
-    let stand_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nextflow/nextflow");
-    Command::new(stand_in)
+    let process = process_of(name);
+    let pipeline = format!(
+        "process {process} {{\n    tag \"s${{i}}\"\n    input:\n    val i\n    script:\n    \
+         \"\"\"\n    {script}\n    \"\"\"\n}}\n\nworkflow {{\n    {process}(Channel.of(0..{}))\n}}\n",
+        TASKS - 1
+    );
+    std::fs::write(launch.join(name), pipeline).unwrap();
+    let config = "executor {\n    pollInterval = '1 sec'\n    queueStatInterval = '1 sec'\n}\n";
+    std::fs::write(launch.join("nextflow.config"), config).unwrap();
+    Command::new(nextflow::launcher())
         .args(["run", name])
         .args(args)
         .current_dir(launch)
@@ -170,7 +185,7 @@ fn status_counts_jobs_pending_in_slurm_as_queued() {
     );
     let ok = run.wait().unwrap().success();
     let jobs: Vec<String> = (0..TASKS)
-        .map(|i| format!("nf-STEP_{name}_(s{i})"))
+        .map(|i| format!("nf-{}_(s{i})", process_of(&name)))
         .collect();
     slurm_wait_gone(&["-n", &jobs.join(",")]);
     agent.stop();
