@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup jaeger nextflow demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
+.PHONY: setup jaeger nextflow stack demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -9,11 +9,16 @@ setup:
 
 # Jaeger v2 for the tests that read traces back from a real backend (not the demo's).
 jaeger:
-	@scripts/jaeger.sh
+	@scripts/jaeger.sh >/dev/null
 
 # The real Nextflow (Maven Central's artifacts) for the tests that trace a Nextflow run.
 nextflow:
 	@scripts/nextflow.sh >/dev/null
+
+# Jaeger v2 and a node agent here, the demo traced into them (scripts/stack.sh; root).
+stack: setup
+	$(CARGO) build --release -p pipetrace
+	@scripts/stack.sh
 
 # The main job on an embedded default: trace the bundled Snakemake pipeline.
 demo: setup

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Jaeger v2, the real backend the tests read traces back from, for `make test` only
 # (the demo needs none): the Go module pinned by tests/jaeger/go.mod and go.sum, built once
-# from the Go module proxy into the cache. Idempotent.
+# from the Go module proxy into the cache. Idempotent; prints the binary's path.
 set -euo pipefail
 say() { printf 'jaeger: %s\n' "$*" >&2; }
 jaeger="$HOME/.cache/pipetrace/jaeger-v1.76.0"
@@ -11,3 +11,4 @@ if [ ! -x "$jaeger" ]; then
   (cd "$(dirname "$0")/../tests/jaeger" && go build -trimpath -o "$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger)
   mv "$jaeger.tmp" "$jaeger"
 fi
+echo "$jaeger"

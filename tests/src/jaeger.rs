@@ -146,7 +146,9 @@ exporters:
         let log = (std::fs::OpenOptions::new().create(true).append(true))
             .open(self.dir.path().join("jaeger.log"))
             .expect("log");
+        // Its own traces would go to localhost:4317 otherwise.
         let child = Command::new(binary())
+            .env("OTEL_TRACES_EXPORTER", "none")
             .arg("--config")
             .arg(&self.config)
             .stdout(Stdio::null())
@@ -330,7 +332,9 @@ impl Collector {
         let config =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/collector/pipetrace.yaml");
         let log = std::fs::File::create(dir.path().join("collector.log")).expect("log");
+        // Its own traces would go to localhost:4317 otherwise.
         let child = Command::new(binary())
+            .env("OTEL_TRACES_EXPORTER", "none")
             .arg("--config")
             .arg(&config)
             .env("PIPETRACE_COLLECTOR_GRPC", format!("127.0.0.1:{otlp_grpc}"))

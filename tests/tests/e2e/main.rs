@@ -46,6 +46,7 @@ mod snakemake;
 mod snakemake_cluster;
 mod snakemake_corpus;
 mod snakemake_scripts;
+mod stack;
 mod storm;
 mod storm_usage;
 mod top;

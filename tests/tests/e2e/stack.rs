@@ -1,0 +1,83 @@
+//! `make stack` (scripts/stack.sh): Jaeger v2 and a node agent started here, the demo pipeline
+//! run by Snakemake under the agent, its trace waited for in Jaeger, where to look printed;
+//! `scripts/stack.sh stop` stops both. Judged by Jaeger's query API against Snakemake's own
+//! records of the run.
+use std::{collections::BTreeSet, path::Path, process::Command};
+
+use pipetrace_e2e::{pipetrace_bin, receiver::free_port, snakemake::metadata, stderr};
+use serde_json::Value;
+
+fn get(url: &str) -> Value {
+    let o = Command::new("curl").args(["-sf", url]).output().unwrap();
+    assert!(o.status.success(), "{url}");
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn the_stack_traces_the_demo_into_jaeger_and_stops() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = tempfile::tempdir().unwrap();
+    let query = format!("127.0.0.1:{}", free_port());
+    let run = |args: &[&str]| {
+        Command::new(root.join("scripts/stack.sh"))
+            .args(args)
+            .env("PIPETRACE", pipetrace_bin())
+            .env("STACK_DIR", dir.path())
+            .env("JAEGER_QUERY", &query)
+            .env("JAEGER_QUERY_GRPC", format!("127.0.0.1:{}", free_port()))
+            .env("JAEGER_OTLP_GRPC", format!("127.0.0.1:{}", free_port()))
+            .env("JAEGER_OTLP_HTTP", format!("127.0.0.1:{}", free_port()))
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let said = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{said}{}", stderr(&o));
+    let hex = |w: &&str| w.len() == 32 && w.chars().all(|c| c.is_ascii_hexdigit());
+    let trace = (said.split_whitespace())
+        .map(|w| w.trim_end_matches('.'))
+        .find(hex)
+        .unwrap_or_else(|| panic!("no trace named: {said}"));
+    let spans = get(&format!("http://{query}/api/traces/{trace}"));
+    let spans = spans["data"][0]["spans"].as_array().unwrap().clone();
+    let demo = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path());
+    let demo = (demo.filter(|p| p.is_dir()))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("demo-")
+        })
+        .expect("the demo's folder");
+    let name = format!("run {}", demo.file_name().unwrap().to_string_lossy());
+    let run_span = spans.iter().find(|s| s["operationName"] == name.as_str());
+    assert!(run_span.is_some(), "{name} in Jaeger");
+    // Every job Snakemake recorded is a task in Jaeger, by its rule.
+    let rules: BTreeSet<String> = (metadata(&demo).into_iter())
+        .map(|(_, m)| m["rule"].as_str().unwrap().to_string())
+        .collect();
+    let ops: BTreeSet<String> = (spans.iter())
+        .filter(|s| {
+            (s["tags"].as_array().unwrap().iter()).any(|t| t["key"] == "cicd.pipeline.task.name")
+        })
+        .map(|s| s["operationName"].as_str().unwrap().to_string())
+        .collect();
+    for rule in &rules {
+        assert!(
+            ops.iter()
+                .any(|o| o == rule || o.starts_with(&format!("{rule} ("))),
+            "{rule} in {ops:?}"
+        );
+    }
+    assert!(rules.len() >= 4, "the demo's jobs: {rules:?}");
+    let o = run(&["stop"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gone = Command::new("curl")
+        .args(["-sf", &format!("http://{query}/api/services")])
+        .status()
+        .unwrap();
+    assert!(!gone.success(), "Jaeger stopped");
+}
