@@ -65,7 +65,7 @@ mine="$query&operation=run%20$demo"
 run_in_jaeger() { curl -sf "$mine" | grep -q '"traceID"'; }
 wait_for "the demo's trace in Jaeger" 60 run_in_jaeger
 trace=$(curl -sf "$mine" | grep -o '"traceID":"[0-9a-f]*"' | head -1 | cut -d'"' -f4)
-spans=$(curl -sf "$api/traces/$trace" | grep -o '"spanID"' | wc -l)
+spans=$(curl -sf "$api/traces/$trace" | grep -o '"operationName"' | wc -l)
 trap - ERR
 cat <<MSG
 The demo's trace is in Jaeger: $spans spans, trace $trace.
