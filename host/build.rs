@@ -1,11 +1,35 @@
 //! Builds the eBPF programs (probes/ebpf) for the bpf target and leaves the object in OUT_DIR,
 //! where src/probes/loader.rs embeds it.
+//!
+//! Every distinct build of this crate (clippy's check, the tests', a release) runs this script
+//! with an OUT_DIR of its own, and each eBPF build takes about a minute on two CPUs: the
+//! object is kept in the target directory under a digest of what makes it (the probes'
+//! sources, the lock file, the nightly compiler and bpf-linker), and taken from there while
+//! none of it changed.
+use std::{
+    hash::{Hash, Hasher},
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+/// The probes' binary, as probes/ebpf names it and aya-build leaves it in OUT_DIR.
+const OBJECT: &str = "pipetrace-probes";
+
 fn main() -> anyhow::Result<()> {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../probes/ebpf");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let kept = cache(&out).map(|dir| dir.join(format!("{:016x}", digest(&root))));
+    if let Some(kept) = kept.as_ref().filter(|k| k.join(OBJECT).is_file()) {
+        for dir in ["probes/ebpf", "probes/common", "Cargo.lock"] {
+            println!("cargo:rerun-if-changed={}", root.join(dir).display());
+        }
+        std::fs::copy(kept.join(OBJECT), out.join(OBJECT))?;
+        return Ok(());
+    }
     aya_build::build_ebpf(
         [aya_build::Package {
             name: "pipetrace-probes-ebpf",
-            root_dir: root,
+            root_dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../probes/ebpf"),
             ..Default::default()
         }],
         aya_build::Toolchain::default(),
@@ -15,5 +39,57 @@ fn main() -> anyhow::Result<()> {
             "building the eBPF probes failed: {e:#}\n\
              run scripts/setup.sh (installs nightly rust-src and bpf-linker), then build again"
         )
-    })
+    })?;
+    if let Some(kept) = kept {
+        // Written whole, then renamed: builds running side by side may keep it at once.
+        std::fs::create_dir_all(&kept)?;
+        let part = kept.join(format!("{OBJECT}.{}", std::process::id()));
+        std::fs::copy(out.join(OBJECT), &part)?;
+        std::fs::rename(part, kept.join(OBJECT))?;
+    }
+    Ok(())
+}
+
+/// `<target>/pipetrace-probes`, from OUT_DIR = `<target>/<profile>/build/<crate>-<hash>/out`.
+fn cache(out: &Path) -> Option<PathBuf> {
+    let build = out.ancestors().nth(2)?;
+    (build.file_name()? == "build").then_some(())?;
+    Some(out.ancestors().nth(4)?.join("pipetrace-probes"))
+}
+
+/// What the object is made of: every file of the probes' crates, the lock file, and the
+/// versions of the compiler and linker that build it.
+fn digest(root: &Path) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    let mut files = Vec::new();
+    for dir in ["probes/ebpf", "probes/common"] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.push(root.join("Cargo.lock"));
+    files.sort();
+    for f in &files {
+        f.strip_prefix(root).unwrap_or(f).hash(&mut h);
+        std::fs::read(f).unwrap_or_default().hash(&mut h);
+    }
+    for (program, args) in [
+        ("rustup", &["run", "nightly", "rustc", "-vV"][..]),
+        ("bpf-linker", &["--version"][..]),
+    ] {
+        let said = Command::new(program).args(args).output();
+        said.map(|o| o.stdout).unwrap_or_default().hash(&mut h);
+    }
+    h.finish()
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                walk(&path, files);
+            }
+        } else {
+            files.push(path);
+        }
+    }
 }
