@@ -12,6 +12,7 @@ use pipetrace_e2e::{
         Jaeger, field, log_named, one_trace, read_back, run_into, run_into_with, tag, written,
     },
     nextflow,
+    podman::{PODMAN_RUN, busybox_rootfs, container_id},
     tls::Certs,
 };
 use pipetrace_semconv::{attr, event};
@@ -257,4 +258,69 @@ fn nextflow_headers(work: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// A tool in a podman container: Jaeger keeps the container as the span's tags (container.*
+/// is per process: one agent's resource is its host), the pipeline on the run span, and the
+/// host and a resource attribute given by `OTEL_RESOURCE_ATTRIBUTES` as its process's tags.
+#[test]
+fn a_containers_tools_read_back_with_its_id_and_name_and_the_resource_on_the_process() {
+    let jaeger = Jaeger::start();
+    let dir = tempfile::tempdir().unwrap();
+    let rootfs = dir.path().join("rootfs");
+    busybox_rootfs(&rootfs);
+    let cidfile = dir.path().join("cid");
+    let name = format!("pipetrace-jaeger-{}", std::process::id());
+    let (cid, root) = (cidfile.to_str().unwrap(), rootfs.to_str().unwrap());
+    let mut argv = vec!["podman"];
+    argv.extend(PODMAN_RUN);
+    argv.extend(["--name", &name, "--cidfile", cid, "--rootfs", root]);
+    argv.extend([
+        "/bin/sh",
+        "-c",
+        "sleep 0.3; cat /proc/self/cgroup >/dev/null",
+    ]);
+    let env = [(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "deployment.environment.name=test",
+    )];
+    let spans = run_into_with(dir.path(), &jaeger.grpc_url(), "grpc", &env, &argv);
+    let trace = one_trace(&spans);
+    let got = jaeger.trace(&trace, spans.len());
+    assert_eq!(read_back(&got), written(&spans));
+    let id = container_id(&cidfile);
+    for tool in ["sleep", "cat"] {
+        let span = (got.iter())
+            .find(|s| s["operationName"] == tool && tag(s, attr::TOOL_NAME).is_some())
+            .unwrap_or_else(|| panic!("{tool} in Jaeger"));
+        assert_eq!(
+            tag(span, attr::CONTAINER_ID),
+            Some(&Value::from(id.as_str())),
+            "{span}"
+        );
+        assert_eq!(
+            tag(span, attr::CONTAINER_NAME),
+            Some(&Value::from(name.as_str()))
+        );
+    }
+    let run = got
+        .iter()
+        .find(|s| tag(s, attr::CICD_PIPELINE_NAME).is_some())
+        .expect("run");
+    assert_eq!(
+        tag(run, attr::CICD_PIPELINE_NAME),
+        Some(&Value::from("podman")),
+        "{run}"
+    );
+    let process = jaeger.process_of(&trace, run);
+    let tags = process["tags"].as_array().unwrap();
+    let env = tags
+        .iter()
+        .find(|t| t["key"] == "deployment.environment.name");
+    assert_eq!(
+        env.map(|t| &t["value"]),
+        Some(&Value::from("test")),
+        "{process}"
+    );
+    assert!(tags.iter().any(|t| t["key"] == "host.name"), "{process}");
 }
