@@ -24,3 +24,76 @@ pub fn launcher() -> PathBuf {
     );
     path
 }
+
+/// A pipeline of three tasks, one inside nested workflows (`NFCORE:QC:SORT_LINES`), each
+/// running past a few of the task-metrics sampler's ticks (its first, then one a second); with
+/// `--broken true` a fourth, `NFCORE:QC:BROKEN`, fails (sort of a missing file). Reads
+/// `in.txt` in the launch directory.
+pub const QC_PIPELINE: &str = r#"params.broken = false
+process SORT_LINES {
+    tag "${id}"
+    input:
+    tuple val(id), path('in.txt')
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; sort -r in.txt > out.txt
+    """
+}
+
+process COUNT {
+    tag "${id}"
+    input:
+    tuple val(id), path('in.txt')
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; wc -l in.txt > out.txt
+    """
+}
+
+process MULTIQC {
+    input:
+    path 'in.txt'
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 1.2; cat in.txt | tr a-z A-Z > out.txt
+    """
+}
+
+process BROKEN {
+    tag "${id}"
+    input:
+    val id
+    output:
+    path 'out.txt'
+    script:
+    """
+    sleep 0.5; sort missing.txt > out.txt
+    """
+}
+
+workflow QC {
+    take:
+    samples
+    main:
+    SORT_LINES(samples)
+    if (params.broken) {
+        BROKEN('sample_c')
+    }
+}
+
+workflow NFCORE {
+    QC(Channel.of(['sample_a', file('in.txt')]))
+}
+
+workflow {
+    NFCORE()
+    COUNT(Channel.of(['sample_b', file('in.txt')]))
+    MULTIQC(file('in.txt'))
+}
+"#;

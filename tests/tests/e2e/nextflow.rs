@@ -14,87 +14,23 @@ use pipetrace_e2e::{
     stderr,
 };
 
-/// Four tasks, two inside nested workflows (`NFCORE:QC:...`). Each runs past a few of the
-/// metrics sampler's ticks (its first, then one a second). BROKEN fails (sort of a missing
-/// file): with `errorStrategy 'finish'` the run ends in error once the tasks already
-/// submitted finished.
-const MAIN_NF: &str = r#"
-process SORT_LINES {
-    tag "${id}"
-    input:
-    tuple val(id), path('in.txt')
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 1.5; sort -r in.txt > out.txt
-    """
-}
-
-process COUNT {
-    tag "${id}"
-    input:
-    tuple val(id), path('in.txt')
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 1.2; wc -l in.txt > out.txt
-    """
-}
-
-process MULTIQC {
-    input:
-    path 'in.txt'
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 1.2; cat in.txt | tr a-z A-Z > out.txt
-    """
-}
-
-process BROKEN {
-    tag "${id}"
-    input:
-    val id
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 0.5; sort missing.txt > out.txt
-    """
-}
-
-workflow QC {
-    take:
-    samples
-    main:
-    SORT_LINES(samples)
-    BROKEN('sample_c')
-}
-
-workflow NFCORE {
-    QC(Channel.of(['sample_a', file('in.txt')]))
-}
-
-workflow {
-    NFCORE()
-    COUNT(Channel.of(['sample_b', file('in.txt')]))
-    MULTIQC(file('in.txt'))
-}
-"#;
-
 /// Every task starts at once (two CPUs here would run two at a time, and the failure would
 /// stop the rest before they start).
 const CONFIG: &str = "executor {\n    cpus = 8\n}\n";
 
-const FAILED_ARGS: [&str; 2] = ["-process.errorStrategy=finish", "-process.maxForks=4"];
+/// BROKEN runs too and fails (sort of a missing file): with `errorStrategy 'finish'` the run
+/// ends in error once the tasks already submitted finished.
+const FAILED_ARGS: [&str; 4] = [
+    "--broken",
+    "true",
+    "-process.errorStrategy=finish",
+    "-process.maxForks=4",
+];
 
 /// A launch directory holding the pipeline as `script`, its config and its input.
 fn pipeline(script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(script), MAIN_NF).unwrap();
+    std::fs::write(dir.path().join(script), nextflow::QC_PIPELINE).unwrap();
     std::fs::write(dir.path().join("nextflow.config"), CONFIG).unwrap();
     std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
     dir

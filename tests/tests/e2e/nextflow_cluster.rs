@@ -16,61 +16,6 @@ use pipetrace_e2e::{
 };
 use pipetrace_semconv::attr;
 
-/// Three tasks, one inside nested workflows (`NFCORE:QC:...`).
-const MAIN_NF: &str = r#"
-process SORT_LINES {
-    tag "${id}"
-    input:
-    tuple val(id), path('in.txt')
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 1.2; sort -r in.txt > out.txt
-    """
-}
-
-process COUNT {
-    tag "${id}"
-    input:
-    tuple val(id), path('in.txt')
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 1.2; wc -l in.txt > out.txt
-    """
-}
-
-process MULTIQC {
-    input:
-    path 'in.txt'
-    output:
-    path 'out.txt'
-    script:
-    """
-    sleep 1.2; cat in.txt | tr a-z A-Z > out.txt
-    """
-}
-
-workflow QC {
-    take:
-    samples
-    main:
-    SORT_LINES(samples)
-}
-
-workflow NFCORE {
-    QC(Channel.of(['sample_a', file('in.txt')]))
-}
-
-workflow {
-    NFCORE()
-    COUNT(Channel.of(['sample_b', file('in.txt')]))
-    MULTIQC(file('in.txt'))
-}
-"#;
-
 /// Slurm's queue and the jobs' `.exitcode` polled every second (Nextflow's defaults wait
 /// up to a minute).
 const CONFIG: &str = "executor {\n    pollInterval = '1 sec'\n    queueStatInterval = '1 sec'\n}\n";
@@ -121,7 +66,7 @@ fn a_nextflow_run_on_slurm_is_one_trace_across_the_head_and_the_jobs_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let launch = dir.path().join("launch");
     std::fs::create_dir_all(&launch).unwrap();
-    std::fs::write(launch.join("main.nf"), MAIN_NF).unwrap();
+    std::fs::write(launch.join("main.nf"), nextflow::QC_PIPELINE).unwrap();
     std::fs::write(launch.join("nextflow.config"), CONFIG).unwrap();
     std::fs::write(launch.join("in.txt"), "pear\napple\nfig\n").unwrap();
     let head = HeadCgroup::new("nextflow");
