@@ -16,14 +16,19 @@ nextflow:
 	@scripts/nextflow.sh >/dev/null
 
 # Jaeger v2 and a node agent here, the demo traced into them (scripts/stack.sh; root).
-stack: setup
+stack:
+	@scripts/setup.sh demo
 	$(CARGO) build --release -p pipetrace
 	@scripts/stack.sh
 
-# The main job on an embedded default: trace the bundled Snakemake pipeline.
-demo: setup
-	$(CARGO) build --release -p pipetrace
-	./target/release/pipetrace demo
+# The main job on an embedded default: trace the bundled Snakemake pipeline. Installs only
+# what the demo needs (`scripts/setup.sh demo`), and says how long setup and the build took.
+demo:
+	@start=$$(date +%s) && scripts/setup.sh demo && set_up=$$(date +%s) && \
+	 $(CARGO) build --release -p pipetrace && built=$$(date +%s) && \
+	 ./target/release/pipetrace demo; rc=$$?; \
+	 [ -n "$${built:-}" ] && echo "make demo: setup $$((set_up - start)) s, release build $$((built - set_up)) s"; \
+	 exit $$rc
 
 # Every test: unit, then end-to-end with the real probes, engines and receivers.
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).

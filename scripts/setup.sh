@@ -9,11 +9,19 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # runc, and a static BusyBox for a rootfs (no image can be pulled here), for the container
 # tests; Slurm and munge for the batch-scheduler tests (scripts/slurm-up.sh starts them); tmux
 # for the live view's test in a real terminal; a JDK and Maven for the real Nextflow, whose
-# artifacts scripts/nextflow.sh copies from Maven Central (`make nextflow`); debootstrap to build the agent's and pipelines'
-# images from Debian's packages (`make image`); Prometheus and Alertmanager, which the deployment
+# artifacts scripts/nextflow.sh copies from Maven Central (`make nextflow`); debootstrap to
+# build the agent's and pipelines' images from Debian's packages (`make image`); Prometheus and Alertmanager, which the deployment
 # tests run against a real agent (installed without starting their services); Node.js and npm
 # for Grafana's TraceQL grammar, which checks the dashboards' Tempo queries.
-declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm)
+# `setup.sh demo` installs what `make demo` needs and no more: the build toolchain, Snakemake
+# and the demo's tools. `setup.sh` (make test) installs everything.
+mode="${1:-all}"
+case "$mode" in demo | all) ;; *) say "usage: $0 [demo|all]"; exit 2 ;; esac
+if [ "$mode" = demo ]; then
+  declare -A pkg_for=([snakemake]=snakemake [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils)
+else
+  declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm)
+fi
 missing=()
 for bin in "${!pkg_for[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")
@@ -51,6 +59,15 @@ if ! bpf-linker --version 2>/dev/null | grep -q '^bpf-linker 0\.13\.'; then
   say "building bpf-linker 0.13 against nightly's LLVM $major (about 90 s)"
   LLVM_PREFIX="$prefix" cargo +nightly install --quiet bpf-linker@0.13.0 \
     --no-default-features --features "llvm-$major"
+fi
+
+# Tracepoints are found through tracefs (pipetrace mounts it too when it can).
+if [ ! -d /sys/kernel/tracing/events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || say "could not mount tracefs; run as root"
+fi
+if [ "$mode" = demo ]; then
+  say "ready for the demo (make test installs the rest)"
+  exit 0
 fi
 
 # The test runner (on these machines already; installed from crates.io where it is not).
@@ -112,8 +129,4 @@ if [ ! -d "$traceql/node_modules/@grafana/lezer-traceql" ]; then
   npm ci --prefix "$traceql" --no-audit --no-fund --silent
 fi
 
-# Tracepoints are found through tracefs (pipetrace mounts it too when it can).
-if [ ! -d /sys/kernel/tracing/events ]; then
-  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || say "could not mount tracefs; run as root"
-fi
 say "ready"
