@@ -324,3 +324,23 @@ fn a_containers_tools_read_back_with_its_id_and_name_and_the_resource_on_the_pro
     );
     assert!(tags.iter().any(|t| t["key"] == "host.name"), "{process}");
 }
+
+/// Compressed OTLP, as a collector decodes it: gzip and zstd over HTTP, gzip and zstd over
+/// gRPC, each run read back whole.
+#[test]
+fn compressed_requests_read_back_from_jaeger() {
+    let jaeger = Jaeger::start();
+    let http = format!("{}/v1/traces", jaeger.http_url());
+    let grpc = jaeger.grpc_url();
+    for (url, protocol) in [(&http, "http/protobuf"), (&grpc, "grpc")] {
+        for compression in ["gzip", "zstd"] {
+            let dir = tempfile::tempdir().unwrap();
+            let env = [("PIPETRACE_EXPORT__OTLP__COMPRESSION", compression)];
+            let argv = ["sh", "-c", "echo a | wc -c"];
+            let spans = run_into_with(dir.path(), url, protocol, &env, &argv);
+            let trace = one_trace(&spans);
+            let got = jaeger.trace(&trace, spans.len());
+            assert_eq!(read_back(&got), written(&spans), "{protocol} {compression}");
+        }
+    }
+}
