@@ -1,6 +1,7 @@
-//! Usage for every process: a storm of 100,000 processes, beside a second storm that loads
-//! both CPUs and the probes, traced by `pipetrace run` and by `pipetrace agent`. Every
-//! process has its kernel figures, and each one's CPU and memory equal what wait4 said.
+//! Usage for every process: a storm of 50,000 processes (past pid_max, so pids recur), beside
+//! a second storm that loads both CPUs and the probes, traced by `pipetrace run` and by
+//! `pipetrace agent`. Every process has its kernel figures, and each one's CPU and memory equal
+//! what wait4 said.
 use std::{collections::HashMap, path::Path, process::Command};
 
 use pipetrace_e2e::{Agent, Background, each_jsonl_span, pipetrace, stderr};
@@ -8,7 +9,7 @@ use pipetrace_semconv::attr;
 use serde_json::Value;
 
 const STORM_OF: &str = env!("CARGO_BIN_EXE_storm-of");
-const PROCESSES: usize = 100_000;
+const PROCESSES: usize = 50_000;
 
 /// An untraced storm of its own on the same machine, until dropped.
 fn second_storm() -> Background {
