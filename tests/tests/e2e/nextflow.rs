@@ -3,8 +3,7 @@
 //! .command.run` in `work/<2 hex>/<30 hex>`, through `jspawnhelper` under Java's default
 //! POSIX_SPAWN; `-with-trace` runs the wrapper again as `nxf_trace`, sampling /proc). Judged
 //! by what the run left on disk: `.command.run` headers, `.exitcode`, the commands of
-//! `.command.sh`; never by names written into the test. (The stand-in in tests/data/nextflow
-//! stays only for Slurm and the progress of a run: see docs/engines.md.)
+//! `.command.sh`; never by names written into the test.
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use pipetrace_e2e::{
