@@ -17,6 +17,7 @@ use crate::{
         SpanBuilder,
         metrics::{AgentFigures, Metrics},
     },
+    source::KernelLosses,
     tree::Tree,
 };
 
@@ -453,7 +454,7 @@ impl Session {
     pub fn metrics_tick(
         &mut self,
         net: &dyn Fn(u32) -> pipetrace_probes_common::Accumulator,
-        lost_events: u64,
+        lost: KernelLosses,
     ) -> Option<opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest>
     {
         let now = self.host.boottime_ns();
@@ -463,7 +464,7 @@ impl Session {
         self.stalls.observe(&self.attr, &self.tree, &parts, now);
         self.announce_started();
         self.observe_idle();
-        let figures = self.agent_figures(lost_events);
+        let figures = self.agent_figures(lost);
         let mut req = self.metrics.collect(&figures, self.stalls.counts())?;
         if let Some(scope) =
             (req.resource_metrics.first_mut()).and_then(|r| r.scope_metrics.first_mut())
@@ -481,11 +482,12 @@ impl Session {
     }
 
     /// What the agent lost, dropped, retried and holds now.
-    pub fn agent_figures(&self, lost_events: u64) -> AgentFigures {
+    pub fn agent_figures(&self, lost: KernelLosses) -> AgentFigures {
         use std::sync::atomic::Ordering::Relaxed;
         let st = &self.sink_stats;
         AgentFigures {
-            lost_events,
+            lost_events: lost.events,
+            accumulator_lost: lost.accumulator_updates,
             undecodable: self.undecodable,
             spans_dropped: st.spans.dropped(),
             export_failures: st.spans.failed(),

@@ -50,6 +50,8 @@ fn went(out: &mut String, what: &str, dest: &Place, stats: &StreamStats) {
 pub struct Loss {
     /// Refused by a full ring buffer (the probes' per-kind counters).
     pub kernel: u64,
+    /// Updates of the kernel's per-process sums refused by a full map.
+    pub accumulator: u64,
     /// In the ring buffer but not decodable.
     pub undecodable: u64,
 }
@@ -397,6 +399,15 @@ impl Delivery<'_> {
                  end); raise probes.ring_buffer_bytes / export.queue_spans / \
                  export.queue_bytes, or set export.spool.dir",
                 lost.kernel, lost.undecodable
+            );
+        }
+        if lost.accumulator > 0 {
+            let _ = writeln!(
+                out,
+                "pipetrace: WARNING {} updates of per-process sums lost (network bytes, exited \
+                 threads' waits and I/O): the kernel's map of live processes was full; those \
+                 processes' figures are short by them",
+                lost.accumulator
             );
         }
     }

@@ -119,6 +119,15 @@ impl Events {
     }
 }
 
+/// Dropped in the kernel, cumulative since the probes were loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelLosses {
+    /// Records refused by a full ring buffer.
+    pub events: u64,
+    /// Updates of a process's sums refused by a full accumulator map.
+    pub accumulator_updates: u64,
+}
+
 impl ProbeState {
     pub fn measured(&self) -> Measured {
         match self {
@@ -143,6 +152,17 @@ impl ProbeState {
         match self {
             ProbeState::Kernel(p) => p.lost_events(),
             ProbeState::Poll => 0,
+        }
+    }
+
+    /// What the kernel side dropped so far: records, and updates of its per-process sums.
+    pub fn losses(&self) -> KernelLosses {
+        match self {
+            ProbeState::Kernel(p) => KernelLosses {
+                events: p.lost_events(),
+                accumulator_updates: p.lost_accumulator_updates(),
+            },
+            ProbeState::Poll => KernelLosses::default(),
         }
     }
 }

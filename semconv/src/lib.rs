@@ -312,6 +312,7 @@ pub mod metric {
     pub const GPU_THROTTLED: &str = "pipetrace.gpu.throttled";
     pub const HOST_IDLE: &str = "pipetrace.host.idle";
     pub const AGENT_EVENTS_LOST: &str = "pipetrace.agent.events.lost";
+    pub const AGENT_ACCUMULATOR_LOST: &str = "pipetrace.agent.accumulator.lost";
     pub const AGENT_RECORDS_UNDECODABLE: &str = "pipetrace.agent.records.undecodable";
     pub const AGENT_SPANS_DROPPED: &str = "pipetrace.agent.spans.dropped";
     pub const AGENT_EXPORT_FAILURES: &str = "pipetrace.agent.export.failures";
@@ -358,6 +359,7 @@ pub mod metric {
         GPU_THROTTLED,
         HOST_IDLE,
         AGENT_EVENTS_LOST,
+        AGENT_ACCUMULATOR_LOST,
         AGENT_RECORDS_UNDECODABLE,
         AGENT_SPANS_DROPPED,
         AGENT_EXPORT_FAILURES,

@@ -14,22 +14,24 @@ use crate::{
     export::Sink,
     registry::{AgentLock, AgentStatus},
     session::Session,
+    source::KernelLosses,
 };
 
 /// Where the one-agent lock lives when no state directory is configured.
 const RUNTIME_DIR: &str = "/run/pipetrace";
 
 /// The agent's figures in its log, every minute.
-fn log_figures(pipe: &Session, lost: u64) {
+fn log_figures(pipe: &Session, lost: KernelLosses) {
     let f = pipe.agent_figures(lost);
     log::info!(
-        "{} events, {} processes known, {} in runs; lost {} kernel events, dropped {} spans, \
-         {} failed, {} spooled; metric exports {} dropped, {} failed, {} spooled; {} export \
-         retries, {} bytes queued",
+        "{} events, {} processes known, {} in runs; lost {} kernel events and {} updates of \
+         per-process sums, dropped {} spans, {} failed, {} spooled; metric exports {} dropped, \
+         {} failed, {} spooled; {} export retries, {} bytes queued",
         pipe.events,
         f.processes_known,
         f.processes_tracked,
         f.lost_events,
+        f.accumulator_lost,
         f.spans_dropped,
         f.export_failures,
         f.spans_spooled,
@@ -118,7 +120,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     core.drain_now();
     core.pipe.poll(true);
     core.export_metrics();
-    let lost = taps.lost_events();
+    let lost = taps.losses();
     let Core { pipe, .. } = core;
     stop_and_say(cfg, pipe, lost).await;
     Ok(0)
@@ -145,7 +147,7 @@ async fn serve_until(
             }
         });
         let next = next.await?;
-        let lost = core.taps.lost_events();
+        let lost = core.taps.losses();
         match next {
             Some(true) => {
                 let pipe = &mut core.pipe;
@@ -167,7 +169,7 @@ async fn serve_until(
 }
 
 /// Sends what is left and says what the agent did and lost.
-async fn stop_and_say(cfg: &Config, pipe: Session, lost: u64) {
+async fn stop_and_say(cfg: &Config, pipe: Session, lost: KernelLosses) {
     let (events, bad) = (pipe.events, pipe.undecodable);
     let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
     let at_exit = pipe.usage_at_exit;
@@ -182,11 +184,14 @@ async fn stop_and_say(cfg: &Config, pipe: Session, lost: u64) {
     }
     use std::sync::atomic::Ordering::Relaxed;
     log::warn!(
-        "pipetrace agent stopped: {events} events, {lost} kernel events lost, {bad} undecodable, \
-         {usage_missing} processes without figures, {at_exit} with figures from exit, \
+        "pipetrace agent stopped: {events} events, {} kernel events lost, {} updates of \
+         per-process sums lost, {bad} undecodable, {usage_missing} processes without figures, \
+         {at_exit} with figures from exit, \
          {} spans queued, \
          {} dropped (queue full), {} OTLP failures; metric exports {} dropped, {} failed; \
          peak RSS {} KiB, private {} KiB{}",
+        lost.events,
+        lost.accumulator_updates,
         stats.spans.queued.load(Relaxed),
         stats.spans.dropped(),
         stats.spans.otlp.failed.load(Relaxed),

@@ -86,10 +86,11 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         dir.map(|d| format!(", state in {d}")).unwrap_or_default()
     );
     println!(
-        "        lost {} kernel events, {} undecodable; spans: {} dropped, {} failed, \
-         {} spooled; metric exports: {} dropped, {} failed, {} spooled; {} export \
-         retries; {} bytes queued",
+        "        lost {} kernel events and {} updates of per-process sums, {} undecodable; \
+         spans: {} dropped, {} failed, {} spooled; metric exports: {} dropped, {} failed, \
+         {} spooled; {} export retries; {} bytes queued",
         f.lost_events,
+        f.accumulator_lost,
         f.undecodable,
         f.spans_dropped,
         f.export_failures,
@@ -111,6 +112,7 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         f.rss_bytes >> 20
     );
     let lost = f.lost_events
+        + f.accumulator_lost
         + f.spans_dropped
         + f.export_failures
         + f.metric_exports_dropped

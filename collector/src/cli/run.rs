@@ -187,8 +187,10 @@ pub async fn run(
     drain_to_the_end(&mut core, cfg.probes.usage_wait).await;
     // The run's final figures, exact for every process that ended.
     core.export_metrics();
+    let kernel = taps.losses();
     let lost = Loss {
-        kernel: taps.lost_events(),
+        kernel: kernel.events,
+        accumulator: kernel.accumulator_updates,
         undecodable: core.pipe.undecodable,
     };
     let Core { pipe, .. } = core;

@@ -67,7 +67,7 @@ impl<'a> Core<'a> {
     pub fn export_metrics(&mut self) {
         let taps = self.taps;
         let net = move |pid| taps.accumulated(pid);
-        let lost = taps.lost_events();
+        let lost = taps.losses();
         if let Some(req) = self.pipe.metrics_tick(&net, lost) {
             self.pipe.send_metrics(req);
         }

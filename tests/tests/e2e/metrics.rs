@@ -223,6 +223,7 @@ async fn live_cumulative_metrics_of_a_running_task_over_grpc() {
             .value
     };
     assert_eq!(own(metric::AGENT_EVENTS_LOST), 0.0);
+    assert_eq!(own(metric::AGENT_ACCUMULATOR_LOST), 0.0);
     assert_eq!(own(metric::AGENT_SPANS_DROPPED), 0.0);
     assert_eq!(own(metric::AGENT_EXPORT_FAILURES), 0.0);
     assert_eq!(own(metric::AGENT_METRIC_EXPORTS_FAILED), 0.0);

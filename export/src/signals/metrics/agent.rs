@@ -16,6 +16,8 @@ use pipetrace_semconv::metric;
 pub struct AgentFigures {
     /// Kernel records refused by a full ring buffer.
     pub lost_events: u64,
+    /// Updates of the kernel's per-process sums refused by a full map.
+    pub accumulator_lost: u64,
     /// Ring-buffer records that did not decode.
     pub undecodable: u64,
     /// Spans refused by a full export queue.
@@ -78,12 +80,18 @@ type Figure = (
 );
 
 /// Counted since the agent started.
-const COUNTERS: [Figure; 16] = [
+const COUNTERS: [Figure; 17] = [
     (
         metric::AGENT_EVENTS_LOST,
         "{event}",
         "Kernel events lost to a full ring buffer",
         |f| f.lost_events,
+    ),
+    (
+        metric::AGENT_ACCUMULATOR_LOST,
+        "{update}",
+        "Updates of the kernel's per-process sums dropped by a full map",
+        |f| f.accumulator_lost,
     ),
     (
         metric::AGENT_RECORDS_UNDECODABLE,
@@ -272,5 +280,33 @@ mod tests {
             let want = vec![("s".to_string(), Some(Value::AsInt(v as i64)))];
             assert_eq!(idle_points(&f), want);
         }
+    }
+
+    /// Each kernel-side loss is its own cumulative counter: what a full ring buffer refused
+    /// and what a full accumulator map refused are told apart.
+    #[test]
+    fn kernel_losses_are_counters_of_their_own() {
+        let f = AgentFigures {
+            lost_events: 3,
+            accumulator_lost: 5,
+            ..Default::default()
+        };
+        let now = SystemTime::now();
+        let ms = metrics(&f, now, now);
+        let sum = |name: &str| {
+            let m = ms.iter().find(|m| m.name == name).expect(name);
+            match &m.data {
+                Some(Data::Sum(s)) if s.is_monotonic => (m.unit.clone(), s.data_points[0].value),
+                other => panic!("{name}: a monotonic sum, not {other:?}"),
+            }
+        };
+        assert_eq!(
+            sum(metric::AGENT_EVENTS_LOST),
+            ("{event}".to_string(), Some(Value::AsInt(3)))
+        );
+        assert_eq!(
+            sum(metric::AGENT_ACCUMULATOR_LOST),
+            ("{update}".to_string(), Some(Value::AsInt(5)))
+        );
     }
 }
