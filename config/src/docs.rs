@@ -20,6 +20,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "Kernel ring buffer size in bytes: a power of two, at least one page. Counted twice in the agent's resident set (the kernel maps it twice), once in RAM.",
     ),
     (
+        "probes.accumulator_entries",
+        "Processes the kernel keeps per-process sums for at once (network bytes, exited threads' waits and I/O, threads in I/O wait); past it those updates are dropped and counted in pipetrace.agent.accumulator.lost.",
+    ),
+    (
         "probes.usage_wait",
         "How long an exited process waits for the kernel's report of its usage (sent when its parent reaps it) before the figures taken at its exit stand in.",
     ),

@@ -152,6 +152,11 @@ fn validate_probes(cfg: &Config) -> Checked {
         let why = format!("{rb} is not a power of two of at least 4096 (try 33554432)");
         return fail("probes.ring_buffer_bytes", why);
     }
+    let entries = cfg.probes.accumulator_entries;
+    if !(1..=1 << 22).contains(&entries) {
+        let why = format!("{entries} is not between 1 and 4194304 (try 65536)");
+        return fail("probes.accumulator_entries", why);
+    }
     if let Some(scope) = &cfg.probes.scope_cgroup
         && scope != ".."
         && !(scope.starts_with('/') && scope.len() > 1)
@@ -480,6 +485,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.ring_buffer_bytes"), "{err}");
+        let f = file("probes:\n  accumulator_entries: 0\n");
+        let err = load_with(Some(f.path()), &[], &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("probes.accumulator_entries"), "{err}");
+        assert!(err.contains("try 65536"), "{err}");
         let f = file("export:\n  batch_spans: 0\n");
         let err = load_with(Some(f.path()), &[], &Flags::default()).unwrap_err();
         assert!(err.to_string().contains("`export.batch_spans`"), "{err}");

@@ -56,7 +56,7 @@ pub fn open(
         }
         return Ok(poll(cfg, &e.to_string()));
     }
-    match Probes::load(cfg.ring_buffer_bytes, files) {
+    match Probes::load(cfg.into(), files) {
         Ok(mut probes) => {
             let reader = probes.take_reader()?;
             Ok((Events::Kernel(reader), ProbeState::Kernel(Box::new(probes))))

@@ -240,7 +240,11 @@ fn check_pid_namespace(r: &mut Report) {
 
 fn check_probes(r: &mut Report) {
     // The definitive check: load and attach the real probes, then let them go.
-    match Probes::load(1 << 20, true) {
+    let sizes = pipetrace_config::Probes {
+        ring_buffer_bytes: 1 << 20,
+        ..Default::default()
+    };
+    match Probes::load((&sizes).into(), true) {
         Ok(p) => {
             r.ok(
                 "probes",

@@ -10,8 +10,8 @@ use aya::{
     maps::{HashMap, MapData, PerCpuArray, RingBuf},
 };
 use pipetrace_probes_common::{
-    ABSENT, ACC_MAP, Accumulator, EVENTS_MAP, KIND_SLOTS, KernelOffsets, LOST_ACCUMULATOR,
-    LOST_MAP, OFFSETS_GLOBAL, WAKE_GLOBAL,
+    ABSENT, ACC_MAP, Accumulator, EVENTS_MAP, IO_WAIT_MAP, KIND_SLOTS, KernelOffsets,
+    LOST_ACCUMULATOR, LOST_MAP, OFFSETS_GLOBAL, WAKE_GLOBAL,
 };
 
 use attach::Links;
@@ -84,16 +84,33 @@ fn kernel_btf() -> Result<Btf, ProbeError> {
     parsed.map_err(|e| failed(&e))
 }
 
+/// The sizes of the probes' maps, as the configuration sets them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapSizes {
+    /// The ring buffer's bytes: a power of two, at least a page.
+    pub ring_buffer_bytes: u32,
+    /// Processes with per-process sums at once (and threads asleep in I/O wait).
+    pub accumulator_entries: u32,
+}
+
+impl From<&pipetrace_config::Probes> for MapSizes {
+    fn from(p: &pipetrace_config::Probes) -> Self {
+        Self {
+            ring_buffer_bytes: p.ring_buffer_bytes,
+            accumulator_entries: p.accumulator_entries,
+        }
+    }
+}
+
 /// The probes object with its maps, the kernel offsets and vmlinux's BTF for the attach
 /// ids. Our reads of vmlinux's BTF (the offsets, then the attach ids) run beside the
 /// loader's, each about a fifth of a start: the offsets go to the loader as soon as they
 /// are known; the attach ids wait until the loader has dropped its parse, so that the two
 /// parses never add up in the start's peak.
 fn load_with_btf(
-    ring_buffer_bytes: u32,
+    sizes: MapSizes,
     tracefs: PathBuf,
 ) -> Result<(Ebpf, KernelOffsets, Btf), ProbeError> {
-    let wake_bytes = u64::from(ring_buffer_bytes / 4);
     std::thread::scope(|s| {
         let (offsets_tx, offsets_rx) = std::sync::mpsc::sync_channel(1);
         let (dropped_tx, dropped_rx) = std::sync::mpsc::sync_channel(1);
@@ -104,7 +121,7 @@ fn load_with_btf(
             let _ = dropped_rx.recv();
             resolved.then(kernel_btf)
         });
-        let ebpf = load_object(ring_buffer_bytes, &wake_bytes, offsets_rx, dropped_tx);
+        let ebpf = load_object(sizes, offsets_rx, dropped_tx);
         let btf = ours.join().expect("the BTF thread does not panic");
         let (ebpf, offsets) = ebpf?;
         let btf = btf.ok_or(ProbeError::Missing("offsets"))??;
@@ -116,8 +133,7 @@ fn load_with_btf(
 /// BTF on its own (10 MB) for CO-RE relocations, which Rust probes never carry: dropped
 /// at once, and `dropped` says so.
 fn load_object(
-    ring_buffer_bytes: u32,
-    wake_bytes: &u64,
+    sizes: MapSizes,
     offsets: std::sync::mpsc::Receiver<Result<KernelOffsets, OffsetError>>,
     dropped: std::sync::mpsc::SyncSender<()>,
 ) -> Result<(Ebpf, KernelOffsets), ProbeError> {
@@ -127,10 +143,13 @@ fn load_object(
     let offsets = offsets
         .recv()
         .map_err(|_| ProbeError::Missing("offsets"))??;
+    let wake_bytes = u64::from(sizes.ring_buffer_bytes / 4);
     let ebpf = loader
         .override_global(OFFSETS_GLOBAL, &offsets, true)
-        .override_global(WAKE_GLOBAL, wake_bytes, true)
-        .map_max_entries(EVENTS_MAP, ring_buffer_bytes)
+        .override_global(WAKE_GLOBAL, &wake_bytes, true)
+        .map_max_entries(EVENTS_MAP, sizes.ring_buffer_bytes)
+        .map_max_entries(ACC_MAP, sizes.accumulator_entries)
+        .map_max_entries(IO_WAIT_MAP, sizes.accumulator_entries)
         .load(PROBES)
         .map_err(|e| ProbeError::Load(format!("{e:#}")))?;
     Ok((ebpf, offsets))
@@ -189,7 +208,7 @@ pub struct Probes {
 
 impl Probes {
     /// Loads and attaches every probe; the open probes only when `files` is asked for.
-    pub fn load(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
+    pub fn load(sizes: MapSizes, files: bool) -> Result<Self, ProbeError> {
         // The agent's own span (`self_telemetry.traces`): how long loading took, and why it failed.
         let span = tracing::info_span!(
             "pipetrace.probes.attach",
@@ -198,7 +217,7 @@ impl Probes {
             otel.status_code = tracing::field::Empty,
         )
         .entered();
-        let loaded = Self::load_and_attach(ring_buffer_bytes, files);
+        let loaded = Self::load_and_attach(sizes, files);
         if let Err(e) = &loaded {
             span.record("otel.status_code", "error");
             span.record("error", e.to_string());
@@ -206,11 +225,11 @@ impl Probes {
         loaded
     }
 
-    fn load_and_attach(ring_buffer_bytes: u32, files: bool) -> Result<Self, ProbeError> {
+    fn load_and_attach(sizes: MapSizes, files: bool) -> Result<Self, ProbeError> {
         keep_large_buffers_mapped();
         let tracefs = ensure_tracefs()?;
         raise_memlock();
-        let (mut ebpf, offsets, btf) = load_with_btf(ring_buffer_bytes, tracefs)?;
+        let (mut ebpf, offsets, btf) = load_with_btf(sizes, tracefs)?;
         // Each program's verification is a syscall of its own: side by side, on every CPU.
         attach::load_all(&mut ebpf, &btf, &btf_programs(&offsets));
         let mut links = Links::default();

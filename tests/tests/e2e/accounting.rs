@@ -5,7 +5,7 @@ use std::{
     path::Path,
 };
 
-use pipetrace_e2e::{pipetrace, read_jsonl, spans::RecvSpan, stderr};
+use pipetrace_e2e::{metrics::flatten_metrics, pipetrace, read_jsonl, spans::RecvSpan, stderr};
 use pipetrace_semconv::attr;
 use serde_json::Value;
 
@@ -254,4 +254,46 @@ fn a_socket_sender_of_known_bytes() {
     cpu_matches(&tool, &truth);
     assert_eq!(tool.num(attr::NETWORK_TRANSMIT_BYTES), Some(n as f64));
     assert_eq!(tool.num(attr::NETWORK_RECEIVE_BYTES), Some(4.0));
+}
+
+/// A map of per-process sums too small for what runs at once (4 entries, 16 processes whose
+/// threads exit) drops updates: the run says how many in its summary and in its metrics,
+/// apart from the ring buffer's losses. With the default size nothing is lost.
+#[test]
+fn a_full_map_of_per_process_sums_is_counted_and_said() {
+    let script = format!("for i in $(seq 16); do {WORKLOAD} threads 3 300 & done; wait");
+    let lost = |entries: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.otlp.jsonl");
+        let o = pipetrace()
+            .env("PIPETRACE_PROBES__ACCUMULATOR_ENTRIES", entries)
+            .args(["run", "-o"])
+            .arg(&out)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert!(o.status.success(), "{err}");
+        let said = (err.lines())
+            .find_map(|l| l.strip_prefix("pipetrace: WARNING "))
+            .and_then(|l| l.split_once(" updates of per-process sums lost"))
+            .map(|(n, _)| n.parse::<u64>().unwrap());
+        let metrics = std::fs::read_to_string(dir.path().join("t.metrics.otlp.jsonl")).unwrap();
+        let counted = (metrics.lines())
+            .flat_map(|l| flatten_metrics(serde_json::from_str(l).unwrap()))
+            .filter(|p| p.name == pipetrace_semconv::metric::AGENT_ACCUMULATOR_LOST)
+            .map(|p| p.value as u64)
+            .max()
+            .expect("the counter is exported");
+        (said, counted)
+    };
+    let (said, counted) = lost("4");
+    assert!(counted > 0, "a map of 4 overflowed: {counted}");
+    assert_eq!(
+        said,
+        Some(counted),
+        "the summary says what the metric counts"
+    );
+    assert_eq!(lost("65536"), (None, 0), "the default holds them all");
 }
