@@ -3,13 +3,15 @@
 # (scripts/jaeger.sh builds it; deploy/jaeger/jaeger.yaml: in-memory store) and a pipetrace
 # node agent sending to it, runs the demo Snakemake pipeline under that agent, waits for its
 # trace in Jaeger and prints where to look. Both keep running: `scripts/stack.sh stop` stops them.
-# Settings: STACK_DIR (where logs and pids go), JAEGER_QUERY, JAEGER_OTLP_GRPC and
-# JAEGER_OTLP_HTTP (host:port), PIPETRACE (the binary; default target/release/pipetrace).
+# Settings: STACK_DIR (where logs, pids and the demo's copy go), JAEGER_QUERY,
+# JAEGER_QUERY_GRPC, JAEGER_OTLP_GRPC and JAEGER_OTLP_HTTP (host:port), PIPETRACE (the
+# binary; default target/release/pipetrace).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'stack: %s\n' "$*" >&2; }
 dir="${STACK_DIR:-${TMPDIR:-/tmp}/pipetrace-stack}"
 export JAEGER_QUERY="${JAEGER_QUERY:-127.0.0.1:16686}"
+export JAEGER_QUERY_GRPC="${JAEGER_QUERY_GRPC:-127.0.0.1:16685}"
 export JAEGER_OTLP_GRPC="${JAEGER_OTLP_GRPC:-127.0.0.1:4317}"
 export JAEGER_OTLP_HTTP="${JAEGER_OTLP_HTTP:-127.0.0.1:4318}"
 pipetrace="${PIPETRACE:-target/release/pipetrace}"
@@ -26,16 +28,18 @@ if [ "${1:-}" = stop ]; then stop; say "stopped"; exit 0; fi
 
 [ "$(id -u)" = 0 ] || { say "the agent loads eBPF probes: run it as root (sudo make stack)"; exit 2; }
 [ -x "$pipetrace" ] || { say "$pipetrace is not built: run make stack (it builds it)"; exit 2; }
-command -v snakemake >/dev/null || { say "snakemake is missing: run make setup"; exit 2; }
-for addr in "$JAEGER_QUERY" "$JAEGER_OTLP_GRPC" "$JAEGER_OTLP_HTTP"; do
+command -v snakemake >/dev/null || { say "snakemake is missing: run scripts/setup.sh demo"; exit 2; }
+for addr in "$JAEGER_QUERY" "$JAEGER_QUERY_GRPC" "$JAEGER_OTLP_GRPC" "$JAEGER_OTLP_HTTP"; do
   if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
-    say "$addr is taken (a stack already up? scripts/stack.sh stop); set JAEGER_QUERY, JAEGER_OTLP_GRPC or JAEGER_OTLP_HTTP"
+    say "$addr is taken (a stack already up? scripts/stack.sh stop); set JAEGER_QUERY, \
+JAEGER_QUERY_GRPC, JAEGER_OTLP_GRPC or JAEGER_OTLP_HTTP to free host:ports"
     exit 2
   fi
 done
 jaeger="$(scripts/jaeger.sh)"
 stop
-rm -rf "$dir" && mkdir -p "$dir"
+# Only what an earlier stack left: STACK_DIR may be a folder of the user's.
+mkdir -p "$dir" && rm -rf "$dir"/demo-* "$dir/state" "$dir"/*.log
 trap 'say "failed: logs in $dir"; stop' ERR
 
 wait_for() { # $1: what, $2: seconds, rest: a command that succeeds once it is up
