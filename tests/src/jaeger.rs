@@ -186,14 +186,8 @@ exporters:
     /// GET `path` of the query API, as JSON.
     pub fn get(&self, path: &str) -> Result<Value, String> {
         let url = format!("http://127.0.0.1:{}{path}", self.query);
-        let o = Command::new("curl")
-            .args(["-sS", "--max-time", "10", "--fail-with-body", &url])
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !o.status.success() {
-            return Err(format!("{url}: {}", String::from_utf8_lossy(&o.stdout)));
-        }
-        serde_json::from_slice(&o.stdout).map_err(|e| format!("{url}: {e}"))
+        let body = http_get(&url)?;
+        serde_json::from_str(&body).map_err(|e| format!("{url}: {e}"))
     }
 
     /// The spans Jaeger holds of trace `id` (hex), once it holds `at_least` of them (it
@@ -219,6 +213,21 @@ impl Drop for Jaeger {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The body of a GET of `url` (curl: no HTTP client of the tests' own to block on), or
+/// what went wrong: the answer of a failed request, or curl's error.
+pub fn http_get(url: &str) -> Result<String, String> {
+    let o = Command::new("curl")
+        .args(["-sS", "--max-time", "10", "--fail-with-body", url])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let body = String::from_utf8_lossy(&o.stdout).into_owned();
+    if !o.status.success() {
+        let why = String::from_utf8_lossy(&o.stderr);
+        return Err(format!("{url}: {body}{why}"));
+    }
+    Ok(body)
 }
 
 /// A span's tag by key, as Jaeger gives it.
@@ -320,7 +329,8 @@ pub struct Collector {
     child: Child,
     pub otlp_grpc: u16,
     pub prometheus: u16,
-    dir: tempfile::TempDir,
+    /// Holds its log while it runs.
+    _dir: tempfile::TempDir,
 }
 
 impl Collector {
@@ -353,7 +363,7 @@ impl Collector {
             child,
             otlp_grpc,
             prometheus,
-            dir,
+            _dir: dir,
         };
         wait_until(
             Duration::from_secs(60),
@@ -369,20 +379,7 @@ impl Collector {
 
     /// What it serves Prometheus now (text format).
     pub fn metrics(&self) -> Result<String, String> {
-        let url = format!("http://127.0.0.1:{}/metrics", self.prometheus);
-        let o = Command::new("curl")
-            .args(["-sS", "--max-time", "10", "--fail", &url])
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !o.status.success() {
-            return Err(String::from_utf8_lossy(&o.stderr).into_owned());
-        }
-        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-    }
-
-    /// Its log so far, for a failure's message.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("collector.log")).unwrap_or_default()
+        http_get(&format!("http://127.0.0.1:{}/metrics", self.prometheus))
     }
 }
 

@@ -72,6 +72,18 @@ pub fn demo_pipeline() -> tempfile::TempDir {
     dir
 }
 
+/// A directory holding tests/data/cwl/wf.cwl, its input `in.txt` and its job `job.yml`:
+/// `cwltool --no-container --outdir results wf.cwl job.yml` runs it there.
+pub fn cwl_workflow() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wf = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cwl/wf.cwl");
+    std::fs::copy(&wf, dir.path().join("wf.cwl")).expect("copy wf.cwl");
+    std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").expect("write in.txt");
+    let job = "text: {class: File, path: in.txt}\n";
+    std::fs::write(dir.path().join("job.yml"), job).expect("write job.yml");
+    dir
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for e in std::fs::read_dir(from).expect("read demo dir") {

@@ -10,15 +10,7 @@ use pipetrace_e2e::{
 
 #[test]
 fn cwltool_workflow_steps_are_tasks() {
-    let dir = tempfile::tempdir().unwrap();
-    let wf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cwl/wf.cwl");
-    std::fs::copy(&wf, dir.path().join("wf.cwl")).unwrap();
-    std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
-    std::fs::write(
-        dir.path().join("job.yml"),
-        "text: {class: File, path: in.txt}\n",
-    )
-    .unwrap();
+    let dir = pipetrace_e2e::cwl_workflow();
     let out = dir.path().join("t.otlp.jsonl");
     let o = pipetrace()
         .args(["-o", out.to_str().unwrap(), "run", "--"])
@@ -49,7 +41,7 @@ fn cwltool_workflow_steps_are_tasks() {
     assert_eq!(run.str("cicd.pipeline.name"), "wf.cwl");
     // A task per step, named by the step id the workflow gives it.
     let doc: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
+        serde_yaml::from_str(&std::fs::read_to_string(dir.path().join("wf.cwl")).unwrap()).unwrap();
     let mut steps: Vec<&str> = doc["steps"]
         .as_mapping()
         .unwrap()

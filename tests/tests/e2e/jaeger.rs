@@ -99,15 +99,7 @@ fn a_failing_tool_reads_back_as_an_error_with_its_events_over_otlp_http() {
 #[test]
 fn a_cwl_workflow_read_back_from_jaeger_is_the_tree_pipetrace_wrote() {
     let jaeger = Jaeger::start();
-    let dir = tempfile::tempdir().unwrap();
-    let wf = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/cwl/wf.cwl");
-    std::fs::copy(&wf, dir.path().join("wf.cwl")).unwrap();
-    std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
-    std::fs::write(
-        dir.path().join("job.yml"),
-        "text: {class: File, path: in.txt}\n",
-    )
-    .unwrap();
+    let dir = pipetrace_e2e::cwl_workflow();
     let argv = [
         "cwltool",
         "--no-container",

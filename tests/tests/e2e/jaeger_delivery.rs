@@ -12,15 +12,7 @@ use pipetrace_e2e::{
 use pipetrace_semconv::attr;
 use serde_json::Value;
 
-/// `N spooled to disk` on the summary's spans line (0 when it names none).
-fn spooled(err: &str) -> usize {
-    let line = (err.lines())
-        .find(|l| l.contains(" spans sent over OTLP to "))
-        .unwrap_or_default();
-    line.find(" spooled to disk").map_or(0, |at| {
-        line[..at].rsplit(' ').next().unwrap().parse().unwrap()
-    })
-}
+use crate::reliability::spooled_count;
 
 /// Jaeger is killed two seconds into a run and comes back, on the same ports and store,
 /// three seconds later: what pipetrace could not send meanwhile waits (in memory, then on
@@ -59,7 +51,7 @@ fn a_backend_restart_mid_run_loses_nothing() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(!err.contains("not delivered"), "all delivered: {err}");
-    assert!(spooled(&err) > 0, "some waited on disk: {err}");
+    assert!(spooled_count(&err) > 0, "some waited on disk: {err}");
     let spans = read_jsonl(&file);
     let tools = spans
         .iter()

@@ -304,7 +304,7 @@ async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
 }
 
 /// `N spooled to disk` on the summary's spans line.
-fn spooled_count(err: &str) -> usize {
+pub(crate) fn spooled_count(err: &str) -> usize {
     let line = spans_line(err);
     let at = line
         .find(" spooled to disk")

@@ -4,13 +4,13 @@
 //! records of the run.
 use std::{collections::BTreeSet, path::Path, process::Command};
 
-use pipetrace_e2e::{pipetrace_bin, receiver::free_port, snakemake::metadata, stderr};
+use pipetrace_e2e::{
+    jaeger::http_get, pipetrace_bin, receiver::free_port, snakemake::metadata, stderr,
+};
 use serde_json::Value;
 
 fn get(url: &str) -> Value {
-    let o = Command::new("curl").args(["-sf", url]).output().unwrap();
-    assert!(o.status.success(), "{url}");
-    serde_json::from_slice(&o.stdout).unwrap()
+    serde_json::from_str(&http_get(url).unwrap()).unwrap()
 }
 
 #[test]
@@ -75,9 +75,6 @@ fn the_stack_traces_the_demo_into_jaeger_and_stops() {
     assert!(rules.len() >= 4, "the demo's jobs: {rules:?}");
     let o = run(&["stop"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let gone = Command::new("curl")
-        .args(["-sf", &format!("http://{query}/api/services")])
-        .status()
-        .unwrap();
-    assert!(!gone.success(), "Jaeger stopped");
+    let gone = http_get(&format!("http://{query}/api/services"));
+    assert!(gone.is_err(), "Jaeger stopped: {gone:?}");
 }
