@@ -570,19 +570,32 @@ fn a_thousand_runs_in_a_long_lived_agent_keep_the_metric_export_small() {
         idle <= 2 * one_run,
         "idle export {idle} B vs one run's {one_run} B"
     );
-    // No growth with the runs seen: the busiest export late on is within 2x of early on.
-    let tenth = sizes.len() / 10;
-    let early = sizes[..tenth.max(1) * 3].iter().map(|s| s.0).max().unwrap();
-    let late = sizes[sizes.len() - tenth.max(1) * 3..]
-        .iter()
-        .map(|s| s.0)
-        .max()
-        .unwrap();
+    // No growth with the runs seen: an ended run's series leave the export once their
+    // staleness markers went out. How many runs share one export depends on how the agent
+    // keeps up with the host, so the check is per run, not per export's bytes.
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let named: BTreeSet<&str> = line
+            .match_indices("bounded-run-")
+            .map(|(i, _)| {
+                let tail = &line[i..];
+                &tail[..tail.find('"').unwrap_or(tail.len())]
+            })
+            .collect();
+        for n in named {
+            *seen.entry(n.to_string()).or_default() += 1;
+        }
+    }
+    let most = seen.iter().max_by_key(|e| e.1).unwrap();
+    eprintln!("a run's series in at most {} exports ({})", most.1, most.0);
     assert!(
-        late <= 2 * early,
-        "late exports {late} B vs early {early} B"
+        *most.1 <= 6,
+        "{} is in {} exports: ended series stay in the export",
+        most.0,
+        most.1
     );
     // Memory: flat (within 16 MiB of early on).
+    let tenth = sizes.len() / 10;
     let rss = |w: &[(usize, f64)]| w.iter().map(|s| s.1).fold(0.0, f64::max);
     let (rss_early, rss_late) = (
         rss(&sizes[..tenth.max(1) * 3]),
