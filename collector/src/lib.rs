@@ -9,6 +9,9 @@ pub use pipetrace_host::{cgroup, cpu_policy, gpu, poller, probes, source};
 // The export crate's, likewise.
 pub use pipetrace_export::{export, outputs, signals};
 
+#[macro_use]
+mod print;
+
 pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;

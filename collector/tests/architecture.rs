@@ -15,7 +15,7 @@ use std::{
 /// The crate's top-level modules, bottom layer first. A module may import modules of lower
 /// layers only. Keep docs/architecture.md's diagram in step with this table.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("meaning and input", &["awaiting", "scope"]),
+    ("meaning and input", &["awaiting", "scope", "print"]),
     ("live view", &["live_view"]),
     ("views", &["report", "registry"]),
     ("machines", &["sizing"]),

@@ -222,7 +222,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.spool.dir",
-        "Where; null: spool/ in diagnosis.state_dir (no spool when that is null too). A default folder that cannot be used is warned of and left out; one set here stops pipetrace with exit code 2.",
+        "Where; null: spool/ in diagnosis.state_dir (no spool when that is null too). A default folder that cannot be used is warned of and left out; one set here stops pipetrace with exit code 2 (125 under pipetrace run).",
     ),
     (
         "export.spool.max_size",

@@ -148,13 +148,30 @@ pub fn otel(vars: &[(String, String)]) -> Layer {
 const PREFIX: &str = "PIPETRACE_";
 
 /// The top-level keys with a value of their own, each a PIPETRACE_ variable.
-const TOP_LEVEL: [&str; 2] = ["SERVICE_NAME", "CPU_POLICY"];
+const TOP_LEVEL: [&str; 3] = ["SERVICE_NAME", "RESOURCE_ATTRIBUTES", "CPU_POLICY"];
+
+/// Keys whose value is a map of names to text, which a variable may give whole as OTel's
+/// variables do (`k1=v1,k2=v2`, values percent-encoded), or one name at a time
+/// (PIPETRACE_RESOURCE_ATTRIBUTES__TEAM=genomics).
+const MAPS: [&str; 4] = [
+    "resource_attributes",
+    "export.otlp.headers",
+    "export.otlp.traces.headers",
+    "export.otlp.metrics.headers",
+];
 
 /// PIPETRACE_ variables that are config keys: any with a `__` (a nested key) and the
 /// top-level ones. The rest (PIPETRACE_LOG, PIPETRACE_BIN, PIPETRACE_CONFIG, ...) are the
-/// process's own settings.
+/// process's own settings, or other programs' (the collector's configuration in deploy/).
 fn is_config(rest: &str) -> bool {
     rest.contains("__") || TOP_LEVEL.iter().any(|k| rest.eq_ignore_ascii_case(k))
+}
+
+/// Whether a variable gives a whole map (`MAPS`): read by [`maps`], not by figment, whose
+/// values would be text where a map is wanted.
+fn is_whole_map(rest: &str) -> bool {
+    let key = rest.replace("__", ".").to_ascii_lowercase();
+    MAPS.contains(&key.as_str())
 }
 
 /// figment's own provider for PIPETRACE_*: PIPETRACE_EXPORT__BATCH_SPANS=64 is
@@ -162,9 +179,44 @@ fn is_config(rest: &str) -> bool {
 /// other layers above the file are, so that the order of merging alone decides.
 fn figments_env() -> Env {
     Env::prefixed(PREFIX)
-        .filter(|rest| is_config(rest.as_str()))
+        .filter(|rest| is_config(rest.as_str()) && !is_whole_map(rest.as_str()))
         .split("__")
         .global()
+}
+
+/// PIPETRACE_ variables that give a whole map (`MAPS`), as `k1=v1,k2=v2`.
+pub fn maps(vars: &[(String, String)]) -> Layer {
+    let mut layer = Layer::new("environment");
+    for (name, raw) in vars {
+        let rest = name.get(PREFIX.len()..).unwrap_or_default();
+        let ours = name.len() > PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX);
+        if !ours || !is_whole_map(rest) {
+            continue;
+        }
+        let key = rest.replace("__", ".").to_ascii_lowercase();
+        let path: Vec<&str> = key.split('.').collect();
+        layer.set(&path, headers(raw), variable(name));
+    }
+    layer
+}
+
+/// A PIPETRACE_ variable a letter or two away from a top-level key's (PIPETRACE_SERVICE_NAM):
+/// a typo, refused rather than ignored. Others without `__` belong to the process or to
+/// other programs and are left alone.
+fn misspelt(name: &str) -> Option<ConfigError> {
+    let rest = name.get(PREFIX.len()..)?;
+    if !name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX) || is_config(rest) {
+        return None;
+    }
+    let near = crate::layer::nearest(&rest.to_ascii_uppercase(), &TOP_LEVEL)?;
+    Some(ConfigError::Invalid {
+        source_name: variable(name),
+        key: rest.to_ascii_lowercase(),
+        message: format!(
+            "no setting has this name: did you mean PIPETRACE_{near}? (a key inside a section \
+             is PIPETRACE_SECTION__KEY, as in PIPETRACE_EXPORT__BATCH_SPANS)"
+        ),
+    })
 }
 
 /// The key path figment's Env makes of a variable's name, None for a name it leaves out.
@@ -212,6 +264,11 @@ impl Provider for PipetraceEnv {
 /// key name; Env would silently keep whichever comes last, or skip the variable.
 pub fn pipetrace() -> Result<PipetraceEnv, ConfigError> {
     let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
+    let names: Vec<String> = names.collect();
+    if let Some(e) = names.iter().find_map(|n| misspelt(n)) {
+        return Err(e);
+    }
+    let names = names.into_iter();
     let mut settings: Vec<Named> = names.filter_map(|n| Some((key_of(&n)?, n))).collect();
     if let Some((key, name)) = settings
         .iter()
@@ -227,7 +284,12 @@ pub fn pipetrace() -> Result<PipetraceEnv, ConfigError> {
     }
     // Sorted, a key sits right before the keys below it.
     settings.sort();
-    if let Some(pair) = settings.windows(2).find(|w| w[1].0.starts_with(&w[0].0)) {
+    // A map given whole may have names added one at a time: they merge.
+    let merges = |key: &[String], sub: &[String]| {
+        sub.len() > key.len() && MAPS.contains(&key.join(".").as_str())
+    };
+    let clash = |w: &&[Named]| w[1].0.starts_with(&w[0].0) && !merges(&w[0].0, &w[1].0);
+    if let Some(pair) = settings.windows(2).find(clash) {
         return Err(collision(&pair[0], &pair[1]));
     }
     let origins = (settings.into_iter())
@@ -261,6 +323,44 @@ fn collision((key, a): &Named, (sub, b): &Named) -> ConfigError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_map_is_given_whole_as_otel_gives_it_or_a_name_at_a_time() {
+        use crate::{Flags, testing::load_with};
+        let vars = [
+            (
+                "PIPETRACE_RESOURCE_ATTRIBUTES",
+                "team=genomics,site=north%20wing",
+            ),
+            ("PIPETRACE_RESOURCE_ATTRIBUTES__COST", "lab-7"),
+            ("PIPETRACE_EXPORT__OTLP__HEADERS", "api-key=a%3Db"),
+        ];
+        let cfg = load_with(None, &vars, &Flags::default()).unwrap();
+        let r = &cfg.resource_attributes;
+        assert_eq!(r.get("team").map(String::as_str), Some("genomics"));
+        assert_eq!(r.get("site").map(String::as_str), Some("north wing"));
+        assert_eq!(r.get("cost").map(String::as_str), Some("lab-7"));
+        let h = &cfg.export.otlp.headers;
+        assert_eq!(h.get("api-key").map(String::as_str), Some("a=b"));
+    }
+
+    #[test]
+    fn a_variable_a_letter_from_a_top_level_key_is_a_typo() {
+        use crate::{Flags, testing::load_with};
+        let e = load_with(None, &[("PIPETRACE_SERVICE_NAM", "x")], &Flags::default());
+        let err = e.unwrap_err().to_string();
+        assert!(
+            err.starts_with("environment variable PIPETRACE_SERVICE_NAM:"),
+            "{err}"
+        );
+        assert!(
+            err.contains("did you mean PIPETRACE_SERVICE_NAME?"),
+            "{err}"
+        );
+        // The process's own and other programs' variables are not.
+        let others = [("PIPETRACE_LOG", "debug"), ("PIPETRACE_KEEP_PERCENT", "10")];
+        assert!(load_with(None, &others, &Flags::default()).is_ok());
+    }
 
     fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter()

@@ -167,6 +167,15 @@ pub(crate) fn from_figment(e: figment::Error, fig: &Figment) -> ConfigError {
         .or_else(|| (e.metadata.as_ref()).map(|md| describe(md, fig.profile(), &path)))
         .unwrap_or_else(|| "config".into());
     let mut message = e.kind.to_string();
+    if path.is_empty() && matches!(e.kind, figment::error::Kind::Message(_)) {
+        return ConfigError::Malformed {
+            source_name,
+            message: format!(
+                "not valid YAML: {message}; mend the file there (`pipetrace config validate \
+                 FILE` checks it)"
+            ),
+        };
+    }
     if let figment::error::Kind::UnknownField(name, expected) = &e.kind
         && let Some(near) = nearest(name, expected)
     {
@@ -180,7 +189,7 @@ pub(crate) fn from_figment(e: figment::Error, fig: &Figment) -> ConfigError {
 }
 
 /// The valid key closest to a mistyped one, if any is close (a typo, not another word).
-fn nearest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
     let (best, distance) = (valid.iter())
         .map(|v| (*v, strsim::damerau_levenshtein(typed, v)))
         .min_by_key(|(_, d)| *d)?;

@@ -1,4 +1,5 @@
 //! pipetrace's configuration: a typed model ([`model`]) and its layered loading ([`load`]).
+mod checks;
 mod docs;
 pub mod env;
 pub mod export;

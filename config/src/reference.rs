@@ -24,8 +24,12 @@ Later layers win: the defaults below < the YAML file (`--config FILE` or `PIPETR
 < the environment (OpenTelemetry's `OTEL_*` variables, then `PIPETRACE_*`) < the command-line
 flags (`--endpoint`, `--protocol`, `-o FILE`). Any key can be set from the environment as
 `PIPETRACE_` followed by its path in capitals, with `__` between levels
-(`PIPETRACE_EXPORT__BATCH_SPANS=1024`); a variable that names no key is an error that names the
-key it resembles. Durations are written as `5s`, `10m`, `1h`.
+(`PIPETRACE_EXPORT__BATCH_SPANS=1024`); a variable that names no key (one with `__`, or one a
+letter or two away from a top-level key, as `PIPETRACE_SERVICE_NAM`) is an error that names
+the key it resembles. A map (`resource_attributes`, `export.otlp.headers`) is given whole as
+OpenTelemetry's variables give it, `PIPETRACE_RESOURCE_ATTRIBUTES=team=genomics,site=north`
+(values percent-encoded), or one name at a time,
+`PIPETRACE_RESOURCE_ATTRIBUTES__TEAM=genomics`. Durations are written as `5s`, `10m`, `1h`.
 
 - `pipetrace config print-default > pipetrace.yaml`: every setting with its default, commented.
 - `pipetrace config validate pipetrace.yaml`: checks a file; exits 2 naming the key at fault.
@@ -47,7 +51,8 @@ what passes a count is counted in the span's dropped counts. Grafana Tempo cuts 
 over its `max_attribute_bytes` (2048) unmarked: `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT=2048` cuts
 them here, marked. Any key can be set as `PIPETRACE_<PATH>` with `__` between levels
 (`PIPETRACE_EXPORT__BATCH_SPANS=512`). An unknown key or a bad value stops pipetrace with exit
-code 2 and one line naming the file and the key, before anything starts.
+code 2 (125 under `pipetrace run`, apart from the command's own codes) and one line naming the
+file and the key, before anything starts.
 
 ## An example
 

@@ -66,11 +66,11 @@ pub struct Args<'a> {
 pub fn run(args: &Args) -> i32 {
     match compare_runs(args) {
         Ok(out) => {
-            print!("{out}");
+            out!("{out}");
             0
         }
         Err(e) => {
-            eprintln!("pipetrace: {e}");
+            errln!("pipetrace: {e}");
             super::EXIT_USAGE
         }
     }
@@ -114,7 +114,7 @@ fn compare_runs(args: &Args) -> Result<String, InputError> {
     if let Some(path) = args.html {
         std::fs::write(path, compare::html(&c))
             .map_err(|e| InputError::Write(path.display().to_string(), e))?;
-        eprintln!("pipetrace: comparison written to {}", path.display());
+        errln!("pipetrace: comparison written to {}", path.display());
     }
     let mut out = String::new();
     match args.json {

@@ -71,7 +71,7 @@ pub async fn run(mut cfg: Config, dir: &Path) -> anyhow::Result<i32> {
         cfg.export.file = Some(dir.join("trace.otlp.jsonl"));
         let _ = std::fs::remove_file(dir.join("trace.otlp.jsonl"));
     }
-    eprintln!(
+    errln!(
         "pipetrace demo: tracing `snakemake --cores 2` in {}",
         dir.display()
     );

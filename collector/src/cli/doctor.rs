@@ -13,17 +13,17 @@ struct Report {
 
 impl Report {
     fn ok(&mut self, what: &str, detail: String) {
-        println!("  ok    {what}: {detail}");
+        outln!("  ok    {what}: {detail}");
     }
 
     fn note(&mut self, what: &str, good: bool, yes: &str, no: &str) {
         let mark = if good { "ok  " } else { "note" };
-        println!("  {mark}  {what}: {}", if good { yes } else { no });
+        outln!("  {mark}  {what}: {}", if good { yes } else { no });
     }
 
     fn fail(&mut self, what: &str, detail: String, fix: &str) {
         self.failed = true;
-        println!("  FAIL  {what}: {detail}\n        fix: {fix}");
+        outln!("  FAIL  {what}: {detail}\n        fix: {fix}");
     }
 }
 
@@ -47,7 +47,7 @@ fn effective_caps() -> Option<u64> {
 fn agent_section(state_dir: &Path) {
     let running = crate::registry::AgentStatus::running();
     if running.len() > 1 {
-        println!(
+        outln!(
             "  note  {} agents run on this node (each with its own state directory); one \
              sees every process already",
             running.len()
@@ -62,14 +62,14 @@ fn agent_section(state_dir: &Path) {
         Some(s) if shown(s.pid) => {}
         // Running, but /run was not writable for its registry entry.
         Some(s) if s.alive() && s.age() < 30 => print_agent(&s, None),
-        Some(s) => println!(
+        Some(s) => outln!(
             "  note  agent: not running (last status from pid {}, {} s ago, in {})",
             s.pid,
             s.age(),
             file.display()
         ),
         None if running.is_empty() => {
-            println!("  note  agent: none running ({} absent)", file.display())
+            outln!("  note  agent: none running ({} absent)", file.display())
         }
         None => {}
     }
@@ -77,7 +77,7 @@ fn agent_section(state_dir: &Path) {
 
 fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
     let f = &s.figures;
-    println!(
+    outln!(
         "  ok    agent: pid {}, {} mode, exporting to {}, status {} s old{}",
         s.pid,
         s.mode,
@@ -85,7 +85,7 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         s.age(),
         dir.map(|d| format!(", state in {d}")).unwrap_or_default()
     );
-    println!(
+    outln!(
         "        lost {} kernel events and {} updates of per-process sums, {} undecodable; \
          spans: {} dropped, {} failed, {} spooled; metric exports: {} dropped, {} failed, \
          {} spooled; {} export retries; {} bytes queued",
@@ -101,7 +101,7 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         f.export_retries,
         f.export_queue_bytes
     );
-    println!(
+    outln!(
         "        {} processes known, {} in runs, {} without usage, {} with figures from \
          exit, {} impossible figures dropped; memory {} MiB",
         f.processes_known,
@@ -118,7 +118,7 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         + f.metric_exports_dropped
         + f.metric_exports_failed;
     if lost > 0 {
-        println!(
+        outln!(
             "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
              export.queue_bytes, or set export.spool.dir; check the backend"
         );
@@ -127,21 +127,21 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
 
 pub fn run(state_dir: &Path) -> i32 {
     let mut r = Report { failed: false };
-    println!("pipetrace doctor");
+    outln!("pipetrace doctor");
     check_kernel(&mut r);
     check_privileges(&mut r);
     check_pid_namespace(&mut r);
     check_probes(&mut r);
     agent_section(state_dir);
     if r.failed {
-        println!(
+        outln!(
             "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
              processes missed, sampled figures), or refuse with probes.strict; fix the lines \
              marked FAIL"
         );
         1
     } else {
-        println!("pipetrace can run here");
+        outln!("pipetrace can run here");
         0
     }
 }
@@ -189,11 +189,15 @@ fn check_kernel(r: &mut Report) {
 fn check_privileges(r: &mut Report) {
     match crate::probes::ensure_tracefs() {
         Ok(p) => r.ok("tracefs", p.display().to_string()),
-        Err(e) => r.fail(
-            "tracefs",
-            e.to_string(),
-            &format!("mount -t tracefs nodev {TRACEFS}"),
-        ),
+        Err(e) => {
+            let fix = match &e {
+                crate::probes::ProbeError::TracefsDenied(at) => {
+                    format!("mount -o remount,mode=755 {at}")
+                }
+                _ => format!("mount -t tracefs nodev {TRACEFS}"),
+            };
+            r.fail("tracefs", e.to_string(), &fix)
+        }
     }
     match effective_caps() {
         Some(caps) => {

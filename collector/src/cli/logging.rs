@@ -77,8 +77,11 @@ fn filter() -> EnvFilter {
 /// Installs the logger for the whole process. A second call changes nothing.
 pub fn init() {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // A closed stderr loses the lines, quietly: the fmt layer's own report of a failed
+    // write would go to stderr too, and panic there.
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .event_format(Line { color })
         .with_filter(filter());
     // Fails only when a logger is already installed (tests); that one stays.

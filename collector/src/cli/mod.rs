@@ -25,6 +25,20 @@ use pipetrace_config::{Config, ConfigError, Flags, Protocol};
 /// Exit code for bad input (config, usage).
 pub const EXIT_USAGE: i32 = 2;
 
+/// Exit code of `pipetrace run` when pipetrace itself fails (bad input, cannot start): apart
+/// from the command's own codes, as `env`, `timeout` and `nice` keep theirs (125).
+pub const EXIT_RUN_OWN: i32 = 125;
+
+/// The exit code of pipetrace's own failure in `command`: `run`'s is 125, whatever went
+/// wrong, so that it is never taken for the command's; others say 2 for bad input, else 1.
+fn own_failure(command: &Command, usage: bool) -> i32 {
+    match command {
+        Command::Run { .. } => EXIT_RUN_OWN,
+        _ if usage => EXIT_USAGE,
+        _ => 1,
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "pipetrace",
@@ -77,7 +91,7 @@ enum Command {
         #[arg(long)]
         keep_running: bool,
         /// The command and its arguments (after `--`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
     },
     /// Watch the whole host: every run of a known engine or a run rule becomes a trace.
@@ -173,8 +187,25 @@ impl Cli {
 }
 
 fn config_failed(e: ConfigError) -> i32 {
-    eprintln!("pipetrace: config error: {e}");
+    errln!("pipetrace: config error: {e}");
     EXIT_USAGE
+}
+
+/// A command line clap refused (or help and version, which it prints as errors): said as
+/// clap says it; under `run`, with `run`'s own exit code for pipetrace's failures.
+fn parse_failed(e: clap::Error) -> i32 {
+    let _ = e.print();
+    let asked = matches!(
+        e.kind(),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+    );
+    // clap's usage line names the subcommand it was parsing.
+    let under_run = e.render().to_string().contains("Usage: pipetrace run ");
+    match () {
+        _ if asked => 0,
+        _ if under_run => EXIT_RUN_OWN,
+        _ => e.exit_code(),
+    }
 }
 
 /// The agent's own spans are taken from the start (the probes load before the sink runs),
@@ -198,17 +229,19 @@ fn own_spans(cfg: &Config) {
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failed(e),
+    };
     logging::init();
     match &cli.command {
         Command::Config(ConfigCommand::PrintDefault) => {
-            print!("{}", pipetrace_config::load::default_yaml());
+            out!("{}", pipetrace_config::load::default_yaml());
             0
         }
-        Command::Config(ConfigCommand::Validate { file }) => match cli.load(Some(file)) {
-            Ok(_) => config_cmd::valid(file),
-            Err(e) => config_failed(e),
-        },
+        Command::Config(ConfigCommand::Validate { file }) => {
+            config_cmd::validate(file, || cli.load(Some(file)))
+        }
         Command::Doctor => {
             let state = cli
                 .load(None)
@@ -245,7 +278,7 @@ pub fn main() -> i32 {
             let machines = match crate::sizing::catalog(&cfg.sizing) {
                 Ok(m) => m.map(|m| (m, cfg.diagnosis.headroom)),
                 Err(e) => {
-                    eprintln!("pipetrace: {e}");
+                    errln!("pipetrace: {e}");
                     return EXIT_USAGE;
                 }
             };
@@ -261,66 +294,73 @@ pub fn main() -> i32 {
         }
         Command::Status { json } => top::status(*json),
         Command::Top => top::top(),
-        command => {
-            let cfg = match cli.load(None) {
-                Ok(c) => c,
-                Err(e) => return config_failed(e),
-            };
-            if !matches!(command, Command::Send { .. }) {
-                own_spans(&cfg);
+        command => with_runtime(&cli, command),
+    }
+}
+
+/// `run`, `agent`, `demo` and `send`: the commands that trace or export, on the async
+/// runtime, with SIGPIPE ignored.
+fn with_runtime(cli: &Cli, command: &Command) -> i32 {
+    let cfg = match cli.load(None) {
+        Ok(c) => c,
+        Err(e) => {
+            errln!("pipetrace: config error: {e}");
+            return own_failure(command, true);
+        }
+    };
+    if !matches!(command, Command::Send { .. }) {
+        own_spans(&cfg);
+    }
+    // A backend that closes its socket must not end the agent: writes get EPIPE.
+    // The wrapped command gets the default back (`run`'s pre_exec).
+    // SAFETY: before any thread of the runtime starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // Before the runtime's threads start, so that they inherit it.
+    if let Err(e) = crate::cpu_policy::apply(cfg.cpu_policy) {
+        log::warn!(
+            "cpu_policy {:?} not applied ({e}): pipetrace's threads keep the policy \
+                 they started with",
+            cfg.cpu_policy
+        );
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            errln!("pipetrace: error: cannot start the async runtime: {e}");
+            return own_failure(command, false);
+        }
+    };
+    let result = rt.block_on(async {
+        match command {
+            Command::Run {
+                no_summary,
+                keep_running,
+                command,
+            } => {
+                let how = run::How {
+                    summary: !no_summary,
+                    keep_running: *keep_running,
+                };
+                run::run(&cfg, command, None, how).await
             }
-            // A backend that closes its socket must not end the agent: writes get EPIPE.
-            // The wrapped command gets the default back (`run`'s pre_exec).
-            // SAFETY: before any thread of the runtime starts.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-            // Before the runtime's threads start, so that they inherit it.
-            if let Err(e) = crate::cpu_policy::apply(cfg.cpu_policy) {
-                log::warn!(
-                    "cpu_policy {:?} not applied ({e}): pipetrace's threads keep the policy \
-                     they started with",
-                    cfg.cpu_policy
-                );
-            }
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("pipetrace: error: cannot start the async runtime: {e}");
-                    return 1;
-                }
-            };
-            let result = rt.block_on(async {
-                match command {
-                    Command::Run {
-                        no_summary,
-                        keep_running,
-                        command,
-                    } => {
-                        let how = run::How {
-                            summary: !no_summary,
-                            keep_running: *keep_running,
-                        };
-                        run::run(&cfg, command, None, how).await
-                    }
-                    Command::Agent => agent::run(&cfg).await,
-                    Command::Demo { dir } => demo::run(cfg, dir).await,
-                    Command::Send { file } => send::run(&cfg, file).await,
-                    _ => unreachable!("handled above"),
-                }
-            });
-            match result {
-                Ok(code) => code,
-                Err(e) => {
-                    eprintln!("pipetrace: error: {e:#}");
-                    // A setting that cannot work is a usage error, as a bad config is.
-                    let usage = e.downcast_ref::<usage_error::UsageError>().is_some()
-                        || e.downcast_ref::<crate::export::ExportError>().is_some();
-                    if usage { EXIT_USAGE } else { 1 }
-                }
-            }
+            Command::Agent => agent::run(&cfg).await,
+            Command::Demo { dir } => demo::run(cfg, dir).await,
+            Command::Send { file } => send::run(&cfg, file).await,
+            _ => unreachable!("handled above"),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            errln!("pipetrace: error: {e:#}");
+            // A setting that cannot work is a usage error, as a bad config is.
+            let usage = e.downcast_ref::<usage_error::UsageError>().is_some()
+                || e.downcast_ref::<crate::export::ExportError>().is_some();
+            own_failure(command, usage)
         }
     }
 }

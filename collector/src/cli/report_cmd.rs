@@ -20,14 +20,14 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     let machines = match sizing::catalog(&cfg.sizing) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("pipetrace: {e}");
+            errln!("pipetrace: {e}");
             return super::EXIT_USAGE;
         }
     };
     let spans = match report::read_file(ask.file) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("pipetrace: {e}");
+            errln!("pipetrace: {e}");
             return super::EXIT_USAGE;
         }
     };
@@ -43,22 +43,22 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
         .unwrap_or_default();
     let size = |run: &[ReportSpan]| sized.get(run.first()?.trace.as_str());
     if ask.json {
-        println!("{}", json(&runs, &size));
+        outln!("{}", json(&runs, &size));
     } else {
         let mut out = tables(&runs, &size);
         report::who::ByWho::of(&spans).render(&mut out);
-        print!("{out}");
+        out!("{out}");
     }
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
     match super::run::write_report(&path, &report::html_with(&spans, &more)) {
         Ok(()) => {
-            eprintln!("pipetrace: report written to {}", path.display());
+            errln!("pipetrace: report written to {}", path.display());
             0
         }
         Err(e) => {
-            eprintln!("pipetrace: {e:#}");
+            errln!("pipetrace: {e:#}");
             1
         }
     }

@@ -113,7 +113,7 @@ fn announce(argv: &[String], to_: &Destinations) {
         true => String::new(),
         false => format!(", metrics to {}", to(metrics)),
     };
-    eprintln!(
+    errln!(
         "pipetrace: tracing `{command}`: spans to {}{metrics}",
         to(spans)
     );
@@ -218,7 +218,7 @@ pub async fn run(
 /// The command could not start: nothing was traced; the exit code a shell would give.
 async fn cannot_start(exporter: Sink, program: &str, e: std::io::Error) -> i32 {
     let _ = exporter.shutdown(Duration::from_secs(1)).await;
-    eprintln!("pipetrace: cannot start `{program}`: {e}");
+    errln!("pipetrace: cannot start `{program}`: {e}");
     if e.kind() == std::io::ErrorKind::NotFound {
         127
     } else {
@@ -293,7 +293,7 @@ async fn finish(
         None => (exporter.shutdown(timeout).await, None),
     };
     if !flushed {
-        eprintln!(
+        errln!(
             "pipetrace: telemetry not fully sent within {}; the rest is kept, spooled or \
              counted as dropped below",
             humantime::format_duration(timeout)
@@ -323,14 +323,14 @@ async fn finish(
     }
     print_end(cfg, summary.as_ref(), (&delivery, &machine_lines), &ending);
     if let Some(line) = stats.limits.describe() {
-        eprintln!("{line}");
+        errln!("{line}");
     }
     if let Some(k) = &kept {
-        eprint!("{}", super::send::kept_lines(cfg, k));
+        errout!("{}", super::send::kept_lines(cfg, k));
     }
     match report {
-        Some(Ok(path)) => eprintln!("pipetrace: report written to {}", path.display()),
-        Some(Err(e)) => eprintln!("pipetrace: {e}"),
+        Some(Ok(path)) => errln!("pipetrace: report written to {}", path.display()),
+        Some(Err(e)) => errln!("pipetrace: {e}"),
         _ => {}
     }
 }
@@ -442,22 +442,22 @@ fn print_end(
     let Some(s) = summary else {
         let mut text = String::new();
         delivery.render(&mut text);
-        eprint!("{text}");
+        errout!("{text}");
         return;
     };
     let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
     let text = s.render((tasks, tools), end.wall, machines, delivery);
-    eprint!("\n{text}");
+    errout!("\n{text}");
     if end.usage_missing > 0 {
-        eprintln!(
+        errln!(
             "pipetrace: {} processes have no resource figures: the kernel's record of their \
              exit was lost (see the lost-event count above)",
             end.usage_missing
         );
     }
     match end.stopped.describe() {
-        Some(line) => eprintln!("{line}"),
-        None if end.still_running > 0 => eprintln!(
+        Some(line) => errln!("{line}"),
+        None if end.still_running > 0 => errln!(
             "pipetrace: {} processes of the run still run (started in the background, they \
              outlived the command); not exported",
             end.still_running

@@ -188,7 +188,8 @@ pub async fn run(cfg: &Config, file: &Path) -> anyhow::Result<i32> {
         true => std::fs::remove_file(file).map_err(|e| e.to_string()),
         false => unsent::write(file, &left).map_err(|e| e.to_string()),
     };
-    eprint!("{}", report(file, &clients, &tally, &away, kept));
+    let again = command(cfg, file);
+    errout!("{}", report(file, &again, &clients, &tally, &away, kept));
     let all = tally.traces.refused + tally.metrics.refused + tally.traces.left + tally.metrics.left;
     Ok(if all == 0 { 0 } else { 1 })
 }
@@ -196,6 +197,7 @@ pub async fn run(cfg: &Config, file: &Path) -> anyhow::Result<i32> {
 /// What arrived, what was refused, and what is still in the file.
 fn report(
     file: &Path,
+    again: &str,
     clients: &BySignal<Option<Arc<Client>>>,
     tally: &BySignal<Tally>,
     away: &BySignal<Option<String>>,
@@ -225,7 +227,7 @@ fn report(
         if let Some(why) = away.get(kind) {
             out.push_str(&format!(
                 "pipetrace: {url} still does not take {noun} ({why}): {} kept in {shown}; run \
-                 `pipetrace send {shown}` again once it answers\n",
+                 `{again}` again once it answers\n",
                 t.left
             ));
         }

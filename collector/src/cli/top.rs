@@ -89,20 +89,20 @@ pub fn status(json: bool) -> i32 {
     match agents(ANSWER) {
         Ok(a) if json => match serde_json::to_string_pretty(&a) {
             Ok(s) => {
-                println!("{s}");
+                outln!("{s}");
                 0
             }
             Err(e) => {
-                eprintln!("pipetrace: {e}");
+                errln!("pipetrace: {e}");
                 1
             }
         },
         Ok(a) => {
-            println!("{}", text(&a, None).join("\n"));
+            outln!("{}", text(&a, None).join("\n"));
             0
         }
         Err(e) => {
-            eprintln!("pipetrace: {e}");
+            errln!("pipetrace: {e}");
             1
         }
     }
@@ -112,12 +112,12 @@ pub fn status(json: bool) -> i32 {
 pub fn top() -> i32 {
     if AgentStatus::running().is_empty() {
         let e = agents(Duration::ZERO).err().unwrap_or_default();
-        eprintln!("pipetrace: {e}");
+        errln!("pipetrace: {e}");
         return 1;
     }
     let mut out = std::io::stdout();
     if terminal::enable_raw_mode().is_err() {
-        eprintln!("pipetrace: top needs a terminal: use `pipetrace status` for a one-off look");
+        errln!("pipetrace: top needs a terminal: use `pipetrace status` for a one-off look");
         return super::EXIT_USAGE;
     }
     let _ = out.queue(EnterAlternateScreen).and_then(|o| o.queue(Hide));

@@ -37,6 +37,13 @@ pub enum ProbeError {
     )]
     Tracefs(std::io::Error),
     #[error(
+        "tracefs is mounted at {0} but this user cannot read it (permission denied: it is \
+         mounted mode 0700, as the kernel mounts it by default); make it readable \
+         (mount -o remount,mode=755 {0}), or add CAP_DAC_READ_SEARCH to the agent's \
+         capabilities, or run as root"
+    )]
+    TracefsDenied(String),
+    #[error(
         "loading the eBPF probes failed: {0}; run as root or grant CAP_BPF and CAP_PERFMON \
          (see `pipetrace doctor`)"
     )]
@@ -50,12 +57,17 @@ pub enum ProbeError {
 /// Mounts tracefs if nothing is mounted there yet; tracepoint ids are read from it.
 pub fn ensure_tracefs() -> Result<PathBuf, ProbeError> {
     let root = Path::new(TRACEFS);
-    if root.join("events").is_dir() {
-        return Ok(root.to_path_buf());
-    }
     let debugfs = Path::new("/sys/kernel/debug/tracing");
-    if debugfs.join("events").is_dir() {
-        return Ok(debugfs.to_path_buf());
+    for dir in [root, debugfs] {
+        match std::fs::metadata(dir.join("events")) {
+            Ok(m) if m.is_dir() => return Ok(dir.to_path_buf()),
+            // Mounted, but closed to this user: mounting again would not help. (debugfs is
+            // root's alone, whether or not tracing is under it.)
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && dir == root => {
+                return Err(ProbeError::TracefsDenied(dir.display().to_string()));
+            }
+            _ => {}
+        }
     }
     let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
     let (src, dst, fs) = (c("nodev"), c(TRACEFS), c("tracefs"));

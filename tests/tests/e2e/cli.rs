@@ -178,7 +178,7 @@ fn a_bad_config_starts_nothing() {
         ])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(125));
     assert!(
         stderr(&o).contains("probes.ring_buffer_bytes"),
         "{}",
@@ -192,7 +192,7 @@ fn a_bad_config_starts_nothing() {
         .unwrap();
     assert_eq!(
         o.status.code(),
-        Some(2),
+        Some(125),
         "an endpoint without a scheme is refused"
     );
     assert!(
@@ -228,7 +228,7 @@ fn an_engine_pipetrace_does_not_model_is_refused_naming_those_it_does() {
         .args(["run", "--", "touch", marker.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
     assert!(stderr(&o).contains("`prefekt`"), "{}", stderr(&o));
     assert!(!marker.exists(), "the command must not have run");
     let good = write(
@@ -298,7 +298,11 @@ fn without_privileges_doctor_and_run_say_what_to_do() {
         ],
         &[("PIPETRACE_PROBES__STRICT", "true")],
     );
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        o.status.code(),
+        Some(125),
+        "pipetrace's own failure under run"
+    );
     let err = stderr(&o);
     assert!(
         (err.contains("run as root") || err.contains("CAP_BPF")) && err.contains("probes.strict"),
@@ -412,7 +416,7 @@ fn a_config_other_users_can_write_is_refused_and_nothing_runs() {
         .arg(&marker)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(125));
     assert!(
         stderr(&o).contains("writable by other users"),
         "{}",
@@ -435,11 +439,26 @@ fn the_agent_never_opens_a_process_environment() {
         .arg(dir.path().join("agent.otlp.jsonl"))
         .arg("agent")
         .env("PIPETRACE_DIAGNOSIS__STATE_DIR", dir.path())
+        .env("PIPETRACE_LOG", "info")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("strace (Debian package strace)");
-    // Let it seed from /proc, then give it a pipeline to watch.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // Once it has seeded from /proc and watches, give it a pipeline to watch. Its stderr is
+    // read to the end, so that it never writes to a closed pipe.
+    let said = std::io::BufRead::lines(std::io::BufReader::new(strace.stderr.take().unwrap()));
+    let (tx, watching) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in said.map_while(Result::ok) {
+            if line.contains("pipetrace agent watching") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let limit = std::time::Duration::from_secs(60);
+    assert!(
+        watching.recv_timeout(limit).is_ok(),
+        "the agent under strace never said it was watching"
+    );
     let st = std::process::Command::new("sh")
         .args([
             "-c",

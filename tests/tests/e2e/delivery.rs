@@ -115,13 +115,20 @@ async fn a_run_whose_backend_never_answered_is_delivered_by_pipetrace_send() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("still does not take spans"), "{err}");
-    assert!(err.contains("again once it answers"), "{err}");
+    // The command to run again carries the endpoint it needs.
+    let again = format!(
+        "`pipetrace --endpoint {away} send {}` again",
+        file.display()
+    );
+    assert!(err.contains(&again), "{again} in: {err}");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 
-    // Back (over HTTP this time): the whole run arrives, each span once.
+    // Back (over HTTP this time, and told so by OpenTelemetry's variables alone): the whole
+    // run arrives, each span once.
     let rx = Receiver::start().await;
     let o = pipetrace()
-        .args(["--endpoint", &rx.http_url(), "--protocol", "http/protobuf"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.http_url())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
         .arg("send")
         .arg(&file)
         .output()

@@ -139,7 +139,7 @@ fn a_limit_that_is_no_count_is_a_usage_error_naming_the_variable() {
         .output()
         .unwrap();
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(125), "{err}");
     assert!(err.contains("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"), "{err}");
     assert!(!marker.exists(), "the command ran");
 }

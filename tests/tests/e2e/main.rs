@@ -3,6 +3,7 @@
 mod accounting;
 mod alerting;
 mod argo;
+mod bad_input;
 mod cli;
 mod collector;
 mod compare;

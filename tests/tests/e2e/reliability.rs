@@ -464,7 +464,7 @@ fn bad_tls_settings_start_nothing() {
             .output()
             .unwrap();
         let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(o.status.code(), Some(125), "{err}");
         assert!(err.contains(says), "{err}");
         assert!(!marker.exists(), "the command ran");
     }

@@ -1,0 +1,223 @@
+//! Bad input, as a new user gives it: each refused with one line that names the setting and
+//! how to mend it, before anything starts, and nothing left behind; pipetrace's own
+//! failures under `run` never taken for the command's (exit 125); a closed output never
+//! costs the run.
+use std::{path::Path, process::Command};
+
+use pipetrace_e2e::{pipetrace, pipetrace_bin, read_jsonl, stderr};
+
+/// The names in `dir`, sorted: what a refused command left there.
+fn left_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `pipetrace ARGS` in an empty folder, with `env` set.
+fn in_empty_dir(args: &[&str], env: &[(&str, &str)]) -> (tempfile::TempDir, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let o = pipetrace()
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    (dir, o)
+}
+
+#[test]
+fn an_unknown_flag_after_run_is_refused_and_nothing_runs() {
+    for flag in ["--bogus", "-q", "--version"] {
+        let (dir, o) = in_empty_dir(&["run", flag, "touch", "ran"], &[]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(125), "{flag}: {err}");
+        assert!(err.contains(flag) && err.contains("pipetrace run"), "{err}");
+        assert_eq!(left_in(dir.path()), Vec::<String>::new(), "{flag}: {err}");
+    }
+    // After the command's own name, its flags are its own.
+    let (dir, o) = in_empty_dir(&["run", "touch", "-c", "ran"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!dir.path().join("ran").exists(), "touch -c creates nothing");
+}
+
+#[test]
+fn a_misspelt_top_level_variable_is_refused_naming_the_right_one() {
+    let (dir, o) = in_empty_dir(
+        &["run", "--", "touch", "ran"],
+        &[("PIPETRACE_SERVICE_NAM", "x")],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("variable PIPETRACE_SERVICE_NAM:"),
+        "names the variable: {err}"
+    );
+    assert!(
+        err.contains("did you mean PIPETRACE_SERVICE_NAME?"),
+        "{err}"
+    );
+    assert_eq!(left_in(dir.path()), Vec::<String>::new(), "{err}");
+    // Other programs' variables (the collector's, in deploy/) are no typo of ours.
+    let (_, o) = in_empty_dir(&["run", "--", "true"], &[("PIPETRACE_KEEP_PERCENT", "10")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// `PIPETRACE_RESOURCE_ATTRIBUTES` as docs/configuration.md gives it, whole (as OTel's
+/// variable, values percent-encoded) and a name at a time: on the resource of every span.
+#[test]
+fn resource_attributes_from_pipetraces_variables_are_on_every_span() {
+    let env = [
+        (
+            "PIPETRACE_RESOURCE_ATTRIBUTES",
+            "team=genomics,site=north%20wing",
+        ),
+        ("PIPETRACE_RESOURCE_ATTRIBUTES__COST", "lab-7"),
+    ];
+    let (dir, o) = in_empty_dir(&["-o", "t.otlp.jsonl", "run", "--", "true"], &env);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&dir.path().join("t.otlp.jsonl"));
+    assert!(!spans.is_empty());
+    for s in &spans {
+        let r = |k: &str| s.resource.get(k).map(|v| v.str().to_string());
+        assert_eq!(r("team").as_deref(), Some("genomics"), "{:?}", s.resource);
+        assert_eq!(r("site").as_deref(), Some("north wing"), "{:?}", s.resource);
+        assert_eq!(r("cost").as_deref(), Some("lab-7"), "{:?}", s.resource);
+    }
+}
+
+#[test]
+fn config_validate_names_its_own_argument_and_the_yaml_at_fault() {
+    let (dir, o) = in_empty_dir(&["config", "validate", "missing.yaml"], &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("missing.yaml") && err.contains("`config validate`"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("--config"),
+        "the path came from no --config: {err}"
+    );
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "export:\n  batch_spans: 5\n bad: [\n",
+    )
+    .unwrap();
+    let o = pipetrace()
+        .args(["config", "validate", "bad.yaml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.yaml") && err.contains("not valid YAML"),
+        "{err}"
+    );
+    assert!(err.contains("line"), "says where: {err}");
+    assert!(!err.contains("key ``"), "no empty key named: {err}");
+}
+
+#[test]
+fn a_prometheus_listen_address_that_cannot_work_is_refused_before_the_run() {
+    let cases = [
+        (
+            "PIPETRACE_METRICS__PROMETHEUS__LISTEN",
+            "localhost-9464",
+            "metrics.prometheus.listen",
+        ),
+        (
+            "PIPETRACE_METRICS__ENABLED",
+            "false",
+            "metrics.prometheus.listen",
+        ),
+    ];
+    for (var, value, key) in cases {
+        let mut env = vec![(var, value)];
+        if var == "PIPETRACE_METRICS__ENABLED" {
+            env.push(("PIPETRACE_METRICS__PROMETHEUS__LISTEN", "127.0.0.1:0"));
+        }
+        let (dir, o) = in_empty_dir(&["run", "--", "touch", "ran"], &env);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(125), "{var}={value}: {err}");
+        assert!(err.contains(key), "{err}");
+        assert_eq!(left_in(dir.path()), Vec::<String>::new(), "{err}");
+    }
+}
+
+/// `pipetrace run -- cmd 2>&1 | head -1`: the reader is gone before pipetrace's last lines.
+/// They are lost; the run, its trace and the command's exit code are not.
+#[test]
+fn a_closed_stdout_and_stderr_lose_text_not_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = Command::new(pipetrace_bin())
+        .args(["-o", "t.otlp.jsonl", "run", "--", "sh", "-c", "exit 3"])
+        .current_dir(dir.path())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(o.code(), Some(3), "the command's code, no panic (101)");
+    let spans = read_jsonl(&dir.path().join("t.otlp.jsonl"));
+    assert!(spans.iter().any(|s| s.is_run()), "{spans:?}");
+}
+
+/// With only the capabilities the docs offer for eBPF (CAP_BPF + CAP_PERFMON) as a user who
+/// cannot read tracefs (mounted 0700, the kernel's default): doctor says it is mounted but
+/// closed, and how to open it, not that it is missing.
+#[test]
+fn doctor_tells_a_closed_tracefs_from_a_missing_one() {
+    let mode = std::fs::metadata("/sys/kernel/tracing/events")
+        .map(|_| {
+            std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata("/sys/kernel/tracing")
+                    .unwrap()
+                    .permissions(),
+            )
+        })
+        .expect("tracefs mounted here");
+    assert_eq!(
+        mode & 0o005,
+        0,
+        "tracefs is closed to others here (mode {mode:o})"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let bin = dir.path().join("pipetrace");
+    std::fs::copy(pipetrace_bin(), &bin).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args([
+            "--inh-caps=-all,+bpf,+perfmon",
+            "--ambient-caps=-all,+bpf,+perfmon",
+            "--",
+        ])
+        .arg(&bin)
+        .arg("doctor")
+        .env("HOME", dir.path())
+        .output()
+        .expect("setpriv (util-linux)");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = (out.lines())
+        .find(|l| l.contains("tracefs"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("FAIL"), "{out}");
+    assert!(
+        line.contains("cannot read it") && !line.contains("not mounted"),
+        "{out}"
+    );
+    assert!(out.contains("mode=755"), "the fix: {out}");
+    assert!(
+        out.contains("CAP_BPF + CAP_PERFMON"),
+        "the capabilities are seen: {out}"
+    );
+}
