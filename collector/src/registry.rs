@@ -229,22 +229,11 @@ pub fn runs_wanted() -> bool {
 
 /// Writes this agent's runs now (replaced whole, never half-written).
 pub fn write_runs(runs: &[crate::live_view::Now]) {
-    use std::os::unix::fs::OpenOptionsExt;
     let pid = std::process::id();
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(REGISTRY)?;
-        let tmp = Path::new(REGISTRY).join(format!(".{pid}.runs.tmp"));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        std::io::Write::write_all(
-            &mut f,
-            &serde_json::to_vec(runs).map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(tmp, runs_file(pid))
+        let json = serde_json::to_vec(runs).map_err(std::io::Error::other)?;
+        pipetrace_host::store::replace_whole(&runs_file(pid), &json)
     };
     if let Err(e) = write() {
         log::debug!("cannot write the agent's runs to {REGISTRY}: {e}");

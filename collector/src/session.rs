@@ -24,6 +24,7 @@ use crate::{
 mod events;
 mod gpu;
 mod now;
+mod settings;
 #[cfg(test)]
 mod tests;
 
@@ -137,13 +138,6 @@ impl Session {
         }
     }
 
-    /// Judges whether the node is idle at every metrics tick (`pipetrace.host.idle`): node
-    /// agents only.
-    pub fn with_host_idle(mut self, cfg: &pipetrace_config::Host) -> Self {
-        self.idle = Some(host::IdleClock::new(cfg, self.host.ticks_per_s()));
-        self
-    }
-
     /// The node's idleness now, from the whole host's CPU time and the runs seen.
     fn observe_idle(&mut self) {
         let Some(clock) = self.idle.as_mut() else {
@@ -165,44 +159,11 @@ impl Session {
         };
     }
 
-    /// Watches only the processes in `cgroup` and below it (`probes.scope_cgroup`).
-    pub fn with_scope(mut self, cgroup: Option<String>) -> Self {
-        self.scope = crate::scope::Scope::new(cgroup);
-        self
-    }
-
-    /// Which opened files are kept, and how many listed (`files.*`).
-    pub fn with_files(mut self, files: crate::files::Filter) -> Self {
-        self.attr.files_per_task = files.max_per_task;
-        self.files = files;
-        self
-    }
-
-    /// Where task history lives, how it is judged, and when a task is stalled.
-    pub fn with_diagnosis(mut self, cfg: &pipetrace_config::Diagnosis) -> Self {
-        let store = crate::host::store::DirStore::under(cfg.state_dir.as_deref(), "history");
-        self.history = History::new(cfg, store);
-        self.stalls = crate::diagnosis::watch::StallWatch::new(cfg.stall_after);
-        self
-    }
-
-    /// How long an exited process waits for the kernel's usage report.
     /// The wait status of `pid`, reaped by us: used when the source cannot see it.
     pub fn known_exit(&mut self, pid: u32, status: u32) {
         if self.procfs {
             self.known_exits.insert(pid, status);
         }
-    }
-
-    /// Events come from polling /proc: every process is marked so.
-    pub fn with_procfs(mut self, procfs: bool) -> Self {
-        self.procfs = procfs;
-        self
-    }
-
-    pub fn with_usage_wait(mut self, wait: Duration) -> Self {
-        self.awaiting.set_wait(wait);
-        self
     }
 
     /// The pid and program of `key`'s parent, if it has exec'd.
@@ -590,13 +551,6 @@ impl Session {
             let ends_run = matches!(f, Finished::Run { .. });
             self.folder.push_span(signal, ends_run, &mut self.outgoing);
         }
-    }
-
-    /// Each run's trace at most `max_bytes` of OTLP protobuf (0: no limit), spans shorter
-    /// than `fold_under` folding with their repeats past half of it.
-    pub fn with_trace_budget(mut self, max_bytes: u64, fold_under: Duration) -> Self {
-        self.folder = crate::signals::fold::Folder::new(max_bytes, fold_under);
-        self
     }
 
     /// A metrics tick's request, to every output.

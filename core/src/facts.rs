@@ -5,9 +5,9 @@
 
 /// The kernel reports process start in nanoseconds; /proc in USER_HZ ticks. Identities use
 /// ticks so that a process seen first by the /proc scan and later by the probes is one process.
+/// (The C library answers from the process's auxiliary vector: no system call, no cache.)
 pub fn ns_per_tick() -> u64 {
-    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *NS.get_or_init(|| 1_000_000_000 / sysconf(libc::_SC_CLK_TCK).max(1))
+    1_000_000_000 / sysconf(libc::_SC_CLK_TCK).max(1)
 }
 
 /// The kernel's page size (memory counters come in pages).

@@ -6,6 +6,22 @@ use std::{
 
 use pipetrace_core::port::Store;
 
+/// Writes `path` whole, readable by its owner only: written aside (`.NAME.tmp` in the same
+/// folder), then renamed over, so that a reader never sees half a file.
+pub fn replace_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    io::Write::write_all(&mut f, bytes)?;
+    std::fs::rename(tmp, path)
+}
+
 pub struct DirStore {
     dir: PathBuf,
 }
@@ -30,10 +46,7 @@ impl Store for DirStore {
 
     fn save(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
-        // Written aside, then renamed over: a reader never sees half a file.
-        let tmp = self.dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(tmp, self.dir.join(name))
+        replace_whole(&self.dir.join(name), bytes)
     }
 
     fn names(&self) -> Vec<String> {

@@ -232,6 +232,25 @@ pub fn wait_for_runs(out: &Path, runs: &[&str]) {
     });
 }
 
+/// Waits (up to 30 s) until the agent writing `out` has exported a run span that `is` holds
+/// true of (`waited_for` says which): it has seen that run end.
+pub fn wait_for_run_where(out: &Path, waited_for: &str, is: impl Fn(&spans::RecvSpan) -> bool) {
+    let what = format!("{waited_for} in {}", out.display());
+    wait_until(std::time::Duration::from_secs(30), &what, || {
+        (spans_so_far(out).iter())
+            .any(|s| s.is_run() && is(s))
+            .then_some(())
+    });
+}
+
+/// Waits until the agent writing `out` has exported the run span of Slurm job `job`.
+pub fn wait_for_job(out: &Path, job: &str) {
+    let what = format!("the run span of Slurm job {job}");
+    wait_for_run_where(out, &what, |s| {
+        s.str(pipetrace_semconv::attr::SLURM_JOB_ID) == job
+    });
+}
+
 /// A shell loop running in the background until dropped: another user's load beside a test.
 pub struct Background(std::process::Child);
 

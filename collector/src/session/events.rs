@@ -37,7 +37,7 @@ impl Session {
             let unix = started.duration_since(std::time::UNIX_EPOCH);
             let secs = unix.map_or(0, |d| d.as_secs() as i64);
             let cell = self.host.slurm_allocation(key.pid, uid, secs);
-            self.attr.set_client_allocation(key, cell);
+            self.attr.set_client_allocation(&self.tree, key, cell);
         }
         self.attr.on_exec(&self.tree, key);
         self.take_from_attribution();

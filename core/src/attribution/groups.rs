@@ -21,9 +21,7 @@ fn failed(p: &Proc) -> bool {
 
 impl Attributor {
     pub(super) fn groups_tasks(&self, run: ProcKey) -> bool {
-        self.runs
-            .get(&run)
-            .is_some_and(|r| r.adapter.groups_tasks())
+        self.runs.get(&run).is_some_and(|r| r.groups_tasks)
     }
 
     /// A process of an engine task was named: it is a tool of that task's span.
@@ -79,7 +77,7 @@ impl Attributor {
         let ids: Vec<String> = run.groups.keys().cloned().collect();
         let done: Vec<String> = ids
             .into_iter()
-            .filter(|id| force || run.adapter.group_ended(id))
+            .filter(|id| force || run.adapter.task_runs().is_none_or(|t| t.group_ended(id)))
             .collect();
         let groups: Vec<Group> = done.iter().filter_map(|id| run.groups.remove(id)).collect();
         let mut out = Vec::new();

@@ -45,7 +45,7 @@ impl Attributor {
                 && self
                     .runs
                     .get(&run)
-                    .is_some_and(|r| r.adapter.awaits_identity());
+                    .is_some_and(|r| r.adapter.multi_node().is_some_and(|m| m.awaits_identity()));
             if !waits {
                 ready.push(f);
                 continue;

@@ -32,7 +32,8 @@ pub use verdict::{ExitCodes, Verdict};
 use crate::{
     accounting::{Allocation, Rollup},
     event::ProcKey,
-    tree::{Image, Proc, Tree},
+    port::AllocCell,
+    tree::{Proc, Tree},
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,6 +204,21 @@ struct Run {
     shared: bool,
     /// Engine tasks of several processes, by the engine's id, until they end.
     groups: HashMap<String, groups::Group>,
+    /// Its engine's tasks are task runs of several processes each (`EngineRun::task_runs`).
+    groups_tasks: bool,
+}
+
+impl Run {
+    /// The run is another engine's from now on (a command that turned out to run one, a
+    /// job that turned out to be a run's part): its name, key and capabilities are that
+    /// engine's.
+    fn switch_to(&mut self, mut adapter: Box<dyn EngineRun>) {
+        self.info.name = adapter.pipeline_name();
+        self.info.engine = adapter.engine();
+        self.info.key = adapter.pipeline_key();
+        self.groups_tasks = adapter.task_runs().is_some();
+        self.adapter = adapter;
+    }
 }
 
 pub struct Attributor {
@@ -229,8 +245,8 @@ pub struct Attributor {
     held: held::Held,
     /// Inputs and outputs listed per task (`files.max_per_task`).
     pub files_per_task: usize,
-    /// Allocation clients (`srun`, `salloc` outside any job) and the job Slurm will name.
-    clients: HashMap<ProcKey, crate::port::AllocCell>,
+    /// Allocation clients (`Engine::allocates`) and the allocation their scheduler will name.
+    clients: HashMap<ProcKey, (engines::Allocates, AllocCell)>,
     /// Running tasks' likely names, found by `name_running`.
     running_names: crate::event::ProcMap<ProcKey, String>,
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
@@ -312,7 +328,7 @@ impl Attributor {
     /// (a Snakemake cluster head before its first submission) is left out.
     pub fn named_runs(&self) -> impl Iterator<Item = (ProcKey, &str)> + '_ {
         (self.runs.iter())
-            .filter(|(_, r)| !r.adapter.awaits_identity())
+            .filter(|(_, r)| !r.adapter.multi_node().is_some_and(|m| m.awaits_identity()))
             .map(|(k, r)| (*k, r.info.name.as_str()))
     }
 
@@ -370,59 +386,6 @@ impl Attributor {
     /// The tool a process is counted as in metrics and roll-ups.
     pub fn tool_of(p: &Proc) -> String {
         naming::proc_tool_name(p)
-    }
-
-    /// Whether an exec needs the process's working directory (a readlink per exec, so
-    /// only where it is used): a run root's (engine workdir, name), a member's with a
-    /// relative path or when task rules may match on it, an exec that may start a run.
-    pub fn wants_cwd(&self, tree: &Tree, e: &crate::event::Exec) -> bool {
-        let member = self.members.get(&e.key).copied().or_else(|| {
-            let parent = tree.by_pid(e.ppid)?;
-            self.members.get(&parent.key).copied()
-        });
-        if let Some(m) = member {
-            let engine_asks = || {
-                let run = self.runs.get(&m.run);
-                m.task.is_none() && run.is_some_and(|r| r.adapter.needs_cwd(&e.argv))
-            };
-            return m.role == Role::RunRoot
-                || !e.filename.starts_with('/')
-                || !self.task_rules.is_empty()
-                || engine_asks();
-        }
-        match self.mode {
-            Mode::Run { root_pid } => root_pid == e.key.pid,
-            Mode::Agent => {
-                let image = Image {
-                    path: e.filename.clone(),
-                    argv: e.argv.clone(),
-                    ..Default::default()
-                };
-                // A step's first process: its directory may say what it is (a Nextflow
-                // task's); one not seen before its exec entered an agent's scope here.
-                let step_start = (tree.get(&e.key)).is_none_or(|p| runs::started_by_stepd(tree, p));
-                self.engines.detect(&image).is_some() || !self.run_rules.is_empty() || step_start
-            }
-        }
-    }
-
-    /// Whether `key` just exec'd a Slurm client that asks for an allocation of its own: an
-    /// `srun` or `salloc` in no run (so in no job) of a node agent. Its job is what the
-    /// caller then asks Slurm for ([`Self::set_client_allocation`]).
-    pub fn creates_allocation(&self, tree: &Tree, key: ProcKey) -> bool {
-        let Some(p) = tree.get(&key) else {
-            return false;
-        };
-        let in_job = (p.container.as_ref()).is_some_and(|c| c.slurm.is_some());
-        matches!(self.mode, Mode::Agent)
-            && !self.members.contains_key(&key)
-            && !in_job
-            && p.image.as_ref().is_some_and(engines::slurm::allocates)
-    }
-
-    /// The job allocation client `key` created, as Slurm will name it.
-    pub fn set_client_allocation(&mut self, key: ProcKey, cell: crate::port::AllocCell) {
-        self.clients.insert(key, cell);
     }
 
     pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {

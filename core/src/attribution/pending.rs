@@ -46,7 +46,7 @@ impl Attributor {
         let Some(r) = self.runs.get_mut(&run).filter(|r| !r.shared) else {
             return;
         };
-        if let Some(shared) = r.adapter.shared() {
+        if let Some(shared) = r.adapter.multi_node().and_then(|m| m.shared()) {
             r.shared = true;
             self.shares.push((run, shared));
             self.release(run);

@@ -33,7 +33,7 @@ impl Attributor {
     /// starts it (a Nextflow task's `.command.sh`): the task span stands for it.
     fn is_task_script(&self, key: ProcKey, img: &crate::tree::Image) -> bool {
         let run = self.members.get(&key).and_then(|m| self.runs.get(&m.run));
-        run.is_some_and(|r| r.adapter.task_script(img))
+        run.is_some_and(|r| r.adapter.wrapper().is_some_and(|w| w.task_script(img)))
     }
 
     /// A task root that is a `sh -c` job script: the task span stands for it. Judged by what

@@ -9,11 +9,34 @@ use super::{
 };
 use crate::{
     accounting::Rollup,
-    port,
+    port::{self, AllocCell},
     tree::{Image, Proc, Tree},
 };
 
 impl Attributor {
+    /// Whether `key`, in no run of a node agent, just exec'd a scheduler's client that asks
+    /// for an allocation of its own (`Engine::allocates`: Slurm's `srun` or `salloc` outside
+    /// a job). Its allocation is what the caller then asks for
+    /// ([`Self::set_client_allocation`]).
+    pub fn creates_allocation(&self, tree: &Tree, key: ProcKey) -> bool {
+        self.allocation_client(tree, key).is_some()
+    }
+
+    fn allocation_client(&self, tree: &Tree, key: ProcKey) -> Option<engines::Allocates> {
+        let p = tree.get(&key)?;
+        if !matches!(self.mode, Mode::Agent) || self.members.contains_key(&key) {
+            return None;
+        }
+        self.engines.allocates(p)
+    }
+
+    /// The allocation client `key` created, as its scheduler will name it.
+    pub fn set_client_allocation(&mut self, tree: &Tree, key: ProcKey, cell: AllocCell) {
+        if let Some(a) = self.allocation_client(tree, key) {
+            self.clients.insert(key, (a, cell));
+        }
+    }
+
     /// In `pipetrace run`, the wrapped command's process starts the run when it is first
     /// seen: at its fork, or at its exec should the fork event be lost. Returns true then.
     pub(super) fn claim_run_root(&mut self, key: ProcKey) -> bool {
@@ -26,9 +49,10 @@ impl Attributor {
         false
     }
 
-    pub(super) fn start_run(&mut self, key: ProcKey, adapter: Box<dyn EngineRun>) {
-        let shared = adapter.shared();
+    pub(super) fn start_run(&mut self, key: ProcKey, mut adapter: Box<dyn EngineRun>) {
+        let shared = adapter.multi_node().and_then(|m| m.shared());
         let is_shared = shared.is_some();
+        let groups_tasks = adapter.task_runs().is_some();
         if let Some(shared) = shared {
             self.shares.push((key, shared));
         }
@@ -53,6 +77,7 @@ impl Attributor {
             joined: false,
             shared: is_shared,
             groups: HashMap::new(),
+            groups_tasks,
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());
@@ -86,8 +111,8 @@ impl Attributor {
             (e.start)(image, started, self.host.clone())
         } else if let Some(rule) = self.run_rules.iter().find(|r| r.matches(image)) {
             Box::new(Generic::rule(&*self.host, rule.name(image), image))
-        } else if let Some(alloc) = client {
-            Box::new(engines::slurm::SlurmClient::new(alloc))
+        } else if let Some((allocates, alloc)) = client {
+            (allocates.start)(alloc)
         } else if let Some(run) = self.engines.start_in(&placed, image, &self.host) {
             run
         } else {
@@ -118,10 +143,7 @@ impl Attributor {
                 if run.info.engine != EngineKind::COMMAND {
                     return;
                 }
-                run.adapter = (engine.start)(image, started, self.host.clone());
-                run.info.engine = run.adapter.engine();
-                run.info.name = run.adapter.pipeline_name();
-                run.info.key = run.adapter.pipeline_key();
+                run.switch_to((engine.start)(image, started, self.host.clone()));
             }
             None if matches!(self.mode, Mode::Agent) => {
                 self.start_run(
@@ -157,10 +179,7 @@ impl Attributor {
             }
             _ => return,
         };
-        run.info.name = adapter.pipeline_name();
-        run.info.engine = adapter.engine();
-        run.info.key = adapter.pipeline_key();
-        run.adapter = adapter;
+        run.switch_to(adapter);
     }
 
     /// Shows `child`'s exec to the engines that watch every exec; a run one finds starts as
@@ -182,8 +201,9 @@ impl Attributor {
             if let Some(server) = claim.server
                 && let Some(run) = self.runs.get_mut(&claim.parent)
                 && run.info.engine == engine.kind
+                && let Some(t) = run.adapter.task_runs()
             {
-                run.adapter.served_by(server);
+                t.served_by(server);
             }
         }
         self.watches = watches;
@@ -216,13 +236,13 @@ impl Attributor {
             return;
         };
         let adapter = (e.start)(image, self.unix_time(p.start_ns), self.host.clone());
-        let shared = adapter.shared().filter(|s| s.part.is_some());
+        let shared = adapter
+            .multi_node()
+            .and_then(|m| m.shared())
+            .filter(|s| s.part.is_some());
         match (shared, self.runs.get_mut(&job)) {
             (Some(shared), Some(run)) if run.info.tasks == 0 => {
-                run.info.name = adapter.pipeline_name();
-                run.info.engine = adapter.engine();
-                run.info.key = adapter.pipeline_key();
-                run.adapter = adapter;
+                run.switch_to(adapter);
                 run.shared = true;
                 self.shares.push((job, shared));
             }

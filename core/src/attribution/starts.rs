@@ -2,7 +2,8 @@
 //! own work, or neither yet, as a task rule or the run's engine says at its exec. Every
 //! exec decides again: a process is what it executed last.
 use super::{
-    Attributor, Class, EntityRef, Membership, Place, ProcKey, Role, naming, placement::runner,
+    Attributor, Class, EntityRef, Membership, Mode, Place, ProcKey, Role, naming,
+    placement::runner, runs,
 };
 use crate::{
     accounting::Rollup,
@@ -10,6 +11,40 @@ use crate::{
 };
 
 impl Attributor {
+    /// Whether an exec needs the process's working directory (a readlink per exec, so
+    /// only where it is used): a run root's (engine workdir, name), a member's with a
+    /// relative path or when task rules may match on it, an exec that may start a run.
+    pub fn wants_cwd(&self, tree: &Tree, e: &crate::event::Exec) -> bool {
+        let member = self.members.get(&e.key).copied().or_else(|| {
+            let parent = tree.by_pid(e.ppid)?;
+            self.members.get(&parent.key).copied()
+        });
+        if let Some(m) = member {
+            let engine_asks = || {
+                let run = self.runs.get(&m.run);
+                m.task.is_none() && run.is_some_and(|r| r.adapter.needs_cwd(&e.argv))
+            };
+            return m.role == Role::RunRoot
+                || !e.filename.starts_with('/')
+                || !self.task_rules.is_empty()
+                || engine_asks();
+        }
+        match self.mode {
+            Mode::Run { root_pid } => root_pid == e.key.pid,
+            Mode::Agent => {
+                let image = Image {
+                    path: e.filename.clone(),
+                    argv: e.argv.clone(),
+                    ..Default::default()
+                };
+                // A step's first process: its directory may say what it is (a Nextflow
+                // task's); one not seen before its exec entered an agent's scope here.
+                let step_start = (tree.get(&e.key)).is_none_or(|p| runs::started_by_stepd(tree, p));
+                self.engines.detect(&image).is_some() || !self.run_rules.is_empty() || step_start
+            }
+        }
+    }
+
     /// A member of a run exec'd `image`: the engine's plumbing, a task, or what it was.
     pub(super) fn member_exec(&mut self, tree: &Tree, key: ProcKey, m: Membership, image: &Image) {
         if self.plumbing_exec(tree, key, m, image) {
@@ -34,7 +69,9 @@ impl Attributor {
             return false;
         };
         let run = self.runs.get(&m.run);
-        if !run.is_some_and(|r| r.adapter.plumbing(image, runs, runner.key == m.run)) {
+        if !run.is_some_and(|r| {
+            (r.adapter.wrapper()).is_some_and(|w| w.plumbing(image, runs, runner.key == m.run))
+        }) {
             return false;
         }
         let helper = Membership {
@@ -54,7 +91,8 @@ impl Attributor {
         let parent = p.parent.and_then(|k| self.members.get(&k).copied());
         let classified = parent
             .is_some_and(|pm| pm.task.is_none() && matches!(pm.role, Role::RunRoot | Role::Member));
-        let script = (self.runs.get(&m.run)).is_some_and(|r| r.adapter.task_script(image));
+        let script = (self.runs.get(&m.run))
+            .is_some_and(|r| r.adapter.wrapper().is_some_and(|w| w.task_script(image)));
         if !classified && !script {
             return;
         }
@@ -110,7 +148,7 @@ impl Attributor {
             Class::Undecided => return,
         };
         if !run.joined
-            && let Some(tp) = run.adapter.trace_parent()
+            && let Some(tp) = run.adapter.task_runs().and_then(|t| t.trace_parent())
         {
             run.joined = true;
             self.joins.push((run_key, tp));
@@ -149,7 +187,8 @@ impl Attributor {
             return;
         };
         let helper = self.runs.get(&run).is_some_and(|r| {
-            r.adapter.folds_helpers() && r.adapter.helper_in_task(image, parent_image)
+            r.adapter.folds_helpers()
+                && (r.adapter.wrapper()).is_some_and(|w| w.helper_in_task(image, parent_image))
         });
         if helper {
             let m = Membership {

@@ -295,9 +295,16 @@ fn runs_an_agent_saw_are_compared_by_their_run_ids() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let (jobs, slowed) = jobs_of(&wf);
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    agent.stop();
     let wf_name = wf.file_name().unwrap().to_string_lossy().to_string();
+    let both = "both run spans";
+    pipetrace_e2e::wait_until(std::time::Duration::from_secs(30), both, || {
+        let spans = pipetrace_e2e::spans_so_far(&out);
+        let named = |s: &&pipetrace_e2e::spans::RecvSpan| {
+            s.is_run() && s.str(pipetrace_semconv::attr::CICD_PIPELINE_NAME) == wf_name
+        };
+        (spans.iter().filter(named).count() >= 2).then_some(())
+    });
+    agent.stop();
     let mut runs: Vec<(u64, String)> = (pipetrace_e2e::read_jsonl(&out).iter())
         .filter(|s| s.is_run() && s.str(pipetrace_semconv::attr::CICD_PIPELINE_NAME) == wf_name)
         .map(|s| (s.start, s.trace_id.clone()))

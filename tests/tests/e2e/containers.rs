@@ -262,7 +262,9 @@ fn a_sidecar_scoped_to_one_pods_cgroup_exports_nothing_of_a_container_beside_it(
     let beside = std::thread::spawn(move || podman_in(&other_root, &name, &other_cid));
     let mine_id = podman_in(&root, &mine.0, &dir.path().join("mine.cid"));
     let other_id = beside.join().unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    pipetrace_e2e::wait_for_run_where(&out, "the watched container's run", |s| {
+        s.str(attr::CONTAINER_ID) == mine_id
+    });
     let report = agent.stop();
     let spans = pipetrace_e2e::read_jsonl(&out);
     for tool in ["sleep", "cat"] {

@@ -26,10 +26,10 @@ fn a_slurm_steps_tools_carry_its_job_step_and_user() {
         .status()
         .unwrap();
     assert!(st.success(), "srun");
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    agent.stop();
     let job = std::fs::read_to_string(&jobid).unwrap().trim().to_string();
     assert!(!job.is_empty());
+    pipetrace_e2e::wait_for_job(&out, &job);
+    agent.stop();
     let spans = read_jsonl(&out);
     // The node agent sees every job on the node: other tests' jobs run beside this one.
     let sleep: Vec<&RecvSpan> = spans
@@ -159,7 +159,10 @@ fn a_job_arrays_jobs_carry_the_array_and_their_index() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    for index in ["0", "1"] {
+        let text = std::fs::read_to_string(dir.path().join(format!("{index}.txt"))).unwrap();
+        pipetrace_e2e::wait_for_job(&out, text.split_whitespace().next().unwrap());
+    }
     agent.stop();
     let spans = read_jsonl(&out);
     for index in ["0", "1"] {

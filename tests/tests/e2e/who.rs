@@ -147,9 +147,9 @@ fn a_slurm_jobs_account_is_its_cost_centre() {
         .status()
         .unwrap();
     assert!(st.success(), "srun");
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    agent.stop();
     let job = std::fs::read_to_string(&jobid).unwrap().trim().to_string();
+    pipetrace_e2e::wait_for_job(&out, &job);
+    agent.stop();
     let spans = read_jsonl(&out);
     let sleep = (spans.iter())
         .find(|s| s.is_tool() && s.str(attr::SLURM_JOB_ID) == job && s.name == "sleep")

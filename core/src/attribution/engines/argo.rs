@@ -8,7 +8,7 @@
 //! Argo's own containers (`init`, `wait`: `argoexec init|wait`) are no step: they start no
 //! run. In the main container Argo's `argoexec emissary -- <command>` starts the step's
 //! command; `argoexec` elsewhere in a step is Argo's work, a helper.
-use super::{Class, Engine, EngineKind, EngineRun, Place, Shared};
+use super::{Class, Engine, EngineKind, EngineRun, MultiNode, Place, Shared};
 use crate::attribution::TaskInfo;
 use crate::{
     attribution::naming,
@@ -72,7 +72,24 @@ impl ArgoStep {
     }
 }
 
+impl MultiNode for ArgoStep {
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared {
+            identity: format!("argo/{}/{}", self.namespace, self.workflow),
+            part: self.step.clone().map(TaskInfo::named),
+        })
+    }
+
+    fn awaits_identity(&self) -> bool {
+        false
+    }
+}
+
 impl EngineRun for ArgoStep {
+    fn multi_node(&self) -> Option<&dyn MultiNode> {
+        Some(self)
+    }
+
     fn engine(&self) -> super::EngineKind {
         KIND
     }
@@ -84,13 +101,6 @@ impl EngineRun for ArgoStep {
     /// A workflow's name is mostly generated (`<prefix>-<random>`): no key to compare runs.
     fn pipeline_key(&self) -> String {
         String::new()
-    }
-
-    fn shared(&self) -> Option<Shared> {
-        Some(Shared {
-            identity: format!("argo/{}/{}", self.namespace, self.workflow),
-            part: self.step.clone().map(TaskInfo::named),
-        })
     }
 
     /// In a step, what runs is the step's own work (tools of its task).

@@ -10,10 +10,13 @@ pub mod cwltool;
 pub mod generic;
 pub mod nextflow;
 pub mod prefect;
+mod run;
 pub mod slurm;
 pub mod snakemake;
 
 use std::time::SystemTime;
+
+pub use run::{EngineRun, MultiNode, TaskRuns, Wrapper};
 
 use super::TaskInfo;
 use crate::event::ProcKey;
@@ -137,93 +140,6 @@ impl Progress {
     }
 }
 
-/// One run of one engine.
-pub trait EngineRun: Send {
-    /// The engine's name (`pipetrace.run.engine`).
-    fn engine(&self) -> EngineKind;
-    /// What users call the pipeline (`cicd.pipeline.name`).
-    fn pipeline_name(&self) -> String;
-    /// What makes two runs the same pipeline, for history: the same key, the same pipeline.
-    fn pipeline_key(&self) -> String;
-    /// The engine's own name of this run, where it has one (a Prefect flow run's name).
-    fn run_label(&self) -> Option<String> {
-        None
-    }
-    /// How far the run is, where the engine's records say (Snakemake's log, Nextflow's
-    /// log, Prefect's database).
-    fn progress(&mut self) -> Option<Progress> {
-        None
-    }
-    /// Whether an engine task may start several processes (siblings): each is then a tool of
-    /// one task span per engine task (`TaskInfo::run_id`), exported once the task ended.
-    fn groups_tasks(&self) -> bool {
-        false
-    }
-    /// Whether the engine's records say task `id` ended (so no process of it is to come).
-    fn group_ended(&mut self, _id: &str) -> bool {
-        true
-    }
-    /// The engine's own span of this run where it traces itself (W3C traceparent): asked as
-    /// tasks start, so that the run's spans join that trace before any is built.
-    fn trace_parent(&mut self) -> Option<String> {
-        None
-    }
-    /// Whether every node names this run alike (its spans from several nodes form one trace).
-    /// Asked at its start, and as its processes start until it answers.
-    fn shared(&self) -> Option<Shared> {
-        None
-    }
-    /// Whether the run will be named alike on every node but does not know by what yet (a
-    /// Snakemake cluster head before its first submission): its spans wait until it does.
-    fn awaits_identity(&self) -> bool {
-        false
-    }
-    /// Whether processes of the run outside any task are the engine's helpers (engines) or
-    /// the run's own tools (a plain command).
-    fn folds_helpers(&self) -> bool {
-        true
-    }
-    /// The engine's server process this run talks to, found by its connection to it (a
-    /// standing Prefect server), where the engine keeps its records.
-    fn served_by(&mut self, _server: u32) {}
-    /// What `p` (in the run, in no task, just exec'd `image`) is.
-    fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class;
-    /// Whether the engine needs the working directory of a new process of the run that runs
-    /// `argv` (its records are found relative to it).
-    fn needs_cwd(&self, _argv: &[String]) -> bool {
-        false
-    }
-    /// Whether `image`, exec'd by a process of a task whose parent runs `parent`, is the
-    /// engine's work rather than the task's (a job run by an engine subprocess).
-    fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {
-        false
-    }
-    /// Whether `image`, exec'd in the run by a process whose nearest ancestor that exec'd
-    /// runs `runner` (the run's root, when `runner_is_root`), is the engine's own per-task
-    /// plumbing: what its task wrapper runs for itself (staging, output capture, metrics
-    /// sampling), counted in the engine span, never a tool of the task.
-    fn plumbing(&self, _image: &Image, _runner: &Image, _runner_is_root: bool) -> bool {
-        false
-    }
-    /// Whether `image` runs a task's own script, as the engine's wrapper starts it: it and
-    /// what it starts are the task's work, even under the wrapper's plumbing, and the script
-    /// itself is no tool (the commands it runs are).
-    fn task_script(&self, _image: &Image) -> bool {
-        false
-    }
-    /// The name a running task will most likely end with, if the records tell already
-    /// (without records of its own: its tool's).
-    fn provisional(&mut self, task: &Proc) -> Option<String> {
-        Some(super::naming::proc_tool_name(task))
-    }
-    /// Names ended tasks from the engine's records: None for one whose record is not
-    /// written yet (it is asked again). An overdue task, or any with `force`, gets a name.
-    /// (Without records of its own: each by its tool.)
-    fn resolve(&mut self, ended: &[Ended], _force: bool) -> Vec<Option<TaskInfo>> {
-        ended.iter().map(|e| Some(by_tool(e.proc))).collect()
-    }
-}
-
 /// An engine: how to recognise its process, and how to follow one of its runs. The core
 /// asks every engine in [`ENGINES`] order; the optional capabilities are `None` for an
 /// engine that has no need of them.
@@ -245,6 +161,19 @@ pub struct Engine {
     /// command line (Prefect's flows, by their connection to a standing server): makes the
     /// watcher, one per attribution.
     pub watches: Option<fn() -> Box<dyn Watch>>,
+    /// For a scheduler whose clients ask for an allocation of their own outside any job
+    /// (Slurm's `srun`, `salloc`): such a client roots a run, named once the scheduler has
+    /// named the allocation (the host asks it: `Host::slurm_allocation`).
+    pub allocates: Option<Allocates>,
+}
+
+/// A scheduler's allocation clients (`Engine::allocates`).
+#[derive(Clone, Copy)]
+pub struct Allocates {
+    /// Whether a process in no run that just exec'd is a client that asks for one.
+    pub client: fn(p: &Proc) -> bool,
+    /// The run such a client roots, named by the allocation once it is known.
+    pub start: fn(alloc: crate::port::AllocCell) -> Box<dyn EngineRun>,
 }
 
 /// What a watcher may know of the attribution.
@@ -286,6 +215,7 @@ impl Engine {
             started_by_parent: None,
             starts_in: Some(starts_in),
             watches: None,
+            allocates: None,
         }
     }
 }
@@ -367,6 +297,11 @@ impl Enabled {
             &image.argv,
         );
         (self.0.iter().copied()).find(|e| (e.recognises)(&tool, image))
+    }
+
+    /// The allocation clients `p` is one of (`Engine::allocates`).
+    pub fn allocates(&self, p: &Proc) -> Option<Allocates> {
+        (self.0.iter()).find_map(|e| e.allocates.filter(|a| (a.client)(p)))
     }
 
     /// A watcher for each engine enabled that watches execs.

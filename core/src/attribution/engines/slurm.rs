@@ -2,7 +2,7 @@
 //! named alike on every node by its user and job id; on the node that runs the batch script
 //! the run's root is that script, and each step elsewhere (`srun`) is a task of it from the
 //! node that ran it. Slurm's own clients (`srun`, `scontrol`, ...) are the run's engine work.
-use super::{Class, Engine, EngineKind, EngineRun, Place, Shared};
+use super::{Allocates, Class, Engine, EngineKind, EngineRun, MultiNode, Place, Shared};
 use crate::attribution::TaskInfo;
 use crate::{
     attribution::naming,
@@ -16,10 +16,16 @@ pub const KIND: EngineKind = EngineKind::scheduler("slurm");
 
 /// A Slurm job starts with the first process of one of its steps (the batch script, an
 /// `srun` step); its processes, but for a workflow engine's, are its tasks and tools.
-pub const ENGINE: Engine = Engine::scheduler(KIND, |placed, image, _| {
-    let job = SlurmJob::start(placed.slurm?, image)?;
-    Some(Box::new(job))
-});
+pub const ENGINE: Engine = Engine {
+    allocates: Some(Allocates {
+        client: allocates,
+        start: |alloc| Box::new(SlurmClient::new(alloc)),
+    }),
+    ..Engine::scheduler(KIND, |placed, image, _| {
+        let job = SlurmJob::start(placed.slurm?, image)?;
+        Some(Box::new(job))
+    })
+};
 
 pub struct SlurmJob {
     job: u64,
@@ -73,7 +79,26 @@ impl SlurmJob {
     }
 }
 
+impl MultiNode for SlurmJob {
+    /// The job id alone: cgroup v2 nodes do not show the user, and v1 and v2 nodes of one
+    /// cluster must agree.
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared {
+            identity: format!("slurm/{}", self.job),
+            part: self.part.clone().map(TaskInfo::named),
+        })
+    }
+
+    fn awaits_identity(&self) -> bool {
+        false
+    }
+}
+
 impl EngineRun for SlurmJob {
+    fn multi_node(&self) -> Option<&dyn MultiNode> {
+        Some(self)
+    }
+
     fn engine(&self) -> super::EngineKind {
         KIND
     }
@@ -92,15 +117,6 @@ impl EngineRun for SlurmJob {
         Some(self.shown())
     }
 
-    /// The job id alone: cgroup v2 nodes do not show the user, and v1 and v2 nodes of one
-    /// cluster must agree.
-    fn shared(&self) -> Option<Shared> {
-        Some(Shared {
-            identity: format!("slurm/{}", self.job),
-            part: self.part.clone().map(TaskInfo::named),
-        })
-    }
-
     /// In a step, what runs is the step's own work (tools of its task).
     fn folds_helpers(&self) -> bool {
         self.part.is_none()
@@ -117,9 +133,15 @@ impl EngineRun for SlurmJob {
     }
 }
 
-/// Whether `image` asks Slurm for an allocation of its own when run outside a job.
-pub fn allocates(image: &Image) -> bool {
-    matches!(naming::executable_name(&image.path), "srun" | "salloc")
+/// Whether `p` asks Slurm for an allocation of its own: `srun` or `salloc` outside a job.
+fn allocates(p: &Proc) -> bool {
+    let in_job = (p.container.as_ref()).is_some_and(|c| c.slurm.is_some());
+    let program = |i: &Image| naming::executable_name(&i.path).to_string();
+    !in_job
+        && p.image
+            .as_ref()
+            .map(program)
+            .is_some_and(|n| n == "srun" || n == "salloc")
 }
 
 /// A job started by `srun` or `salloc` with no batch script: the client, on the node it was
@@ -140,7 +162,25 @@ impl SlurmClient {
     }
 }
 
+impl MultiNode for SlurmClient {
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared {
+            identity: format!("slurm/{}", self.job()?),
+            part: None,
+        })
+    }
+
+    /// Until Slurm has answered which job it is (or that it cannot tell).
+    fn awaits_identity(&self) -> bool {
+        self.alloc.get().is_none()
+    }
+}
+
 impl EngineRun for SlurmClient {
+    fn multi_node(&self) -> Option<&dyn MultiNode> {
+        Some(self)
+    }
+
     fn engine(&self) -> super::EngineKind {
         KIND
     }
@@ -158,18 +198,6 @@ impl EngineRun for SlurmClient {
 
     fn run_label(&self) -> Option<String> {
         self.job().map(|j| j.to_string())
-    }
-
-    fn shared(&self) -> Option<Shared> {
-        Some(Shared {
-            identity: format!("slurm/{}", self.job()?),
-            part: None,
-        })
-    }
-
-    /// Until Slurm has answered which job it is (or that it cannot tell).
-    fn awaits_identity(&self) -> bool {
-        self.alloc.get().is_none()
     }
 
     fn classify(&mut self, _p: &Proc, image: &Image, place: Place) -> Class {
@@ -248,8 +276,32 @@ mod tests {
         assert!(!client.awaits_identity());
         let unknown = SlurmClient::new(AllocCell::new(std::sync::OnceLock::from(None)));
         assert!(!unknown.awaits_identity() && unknown.shared().is_none());
-        assert!(allocates(&image("/usr/bin/srun")) && allocates(&image("salloc")));
-        assert!(!allocates(&image("/usr/bin/sbatch")));
+    }
+
+    #[test]
+    fn srun_and_salloc_outside_a_job_ask_for_an_allocation() {
+        let running = |path: &str, in_job: bool| {
+            let key = crate::event::ProcKey {
+                pid: 2,
+                start_ticks: 1,
+            };
+            let mut p = Proc::new(key, None, 1, 0, "x".into());
+            p.image = Some(image(path));
+            p.container = in_job.then(|| {
+                std::sync::Arc::new(crate::containers::Container {
+                    id: String::new(),
+                    slurm: Some(step("0")),
+                    runtime: None,
+                    pod_uid: None,
+                    details: Default::default(),
+                })
+            });
+            p
+        };
+        assert!(allocates(&running("/usr/bin/srun", false)));
+        assert!(allocates(&running("salloc", false)));
+        assert!(!allocates(&running("/usr/bin/sbatch", false)));
+        assert!(!allocates(&running("/usr/bin/srun", true)), "a step's srun");
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub const ENGINE: Engine = Engine {
     started_by_parent: None,
     starts_in: None,
     watches: None,
+    allocates: None,
 };
 
 struct Cwltool {

@@ -17,14 +17,15 @@
 //!
 //! How far a head's run is comes from its `.nextflow.log` (see `progress`).
 mod progress;
+mod workdirs;
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     path::{Path, PathBuf},
     time::SystemTime,
 };
 
-use super::{Class, Ended, Engine, EngineRun, Place, Shared, digest};
+use super::{Class, Ended, Engine, EngineRun, MultiNode, Place, Shared, Wrapper, digest};
 use crate::{
     attribution::{TaskInfo, naming},
     event::ProcKey,
@@ -61,6 +62,7 @@ pub const ENGINE: Engine = Engine {
         under_batch(host.clone(), image)
     }),
     watches: None,
+    allocates: None,
 };
 
 struct Nextflow {
@@ -77,6 +79,11 @@ struct Nextflow {
     identity: Option<String>,
     /// Tasks named when they started, from their `.command.run`.
     named: HashMap<ProcKey, TaskInfo>,
+    /// The run ids (work directories) of the tasks named so far.
+    claimed: HashSet<String>,
+    /// A head's work directory, where a task whose `.command.run` was not read as it
+    /// started is found when it ends.
+    work: Option<PathBuf>,
     /// A head's log, for how far the run is.
     log: Option<progress::LogProgress>,
 }
@@ -127,8 +134,14 @@ fn start_task(
         )),
         _ => None,
     };
+    let work = match (&task_root, &image.cwd) {
+        (None, Some(cwd)) => Some(workdirs::work_dir(cwd, args)),
+        _ => None,
+    };
     Box::new(Nextflow {
         log,
+        work,
+        claimed: HashSet::new(),
         key: format!("{}-{key}", pipeline.replace('/', "_")),
         pipeline,
         identity: launch.as_deref().and_then(|l| running_in(&*host, l)),
@@ -243,7 +256,61 @@ fn parse_header<'a>(lines: impl Iterator<Item = &'a str>) -> Option<TaskInfo> {
     })
 }
 
+impl MultiNode for Nextflow {
+    /// The head's run, or a task of it run by a batch scheduler on this node, named by the
+    /// run its launch directory's history says runs now.
+    fn shared(&self) -> Option<Shared> {
+        let identity = self.identity.clone()?;
+        let part = self.task_root.clone();
+        Some(Shared { identity, part })
+    }
+
+    fn awaits_identity(&self) -> bool {
+        false
+    }
+}
+
+impl Wrapper for Nextflow {
+    fn helper_in_task(&self, _image: &Image, _parent: &Image) -> bool {
+        false
+    }
+
+    /// What a task's `.command.run` runs for itself, outside its script: staging, `tee`s of
+    /// its output, `nxf_date`, `touch .command.begin`, and with task metrics on the
+    /// wrapper re-entered (`bash .command.run nxf_trace`) sampling /proc every second.
+    fn plumbing(&self, image: &Image, runner: &Image, runner_is_root: bool) -> bool {
+        let wrapper = runs_command_run(runner) || (self.task_root.is_some() && runner_is_root);
+        wrapper && !self.task_script(image)
+    }
+
+    /// The task's script, as `.command.run` (or its metrics wrapper) runs it.
+    fn task_script(&self, image: &Image) -> bool {
+        runs_script(image, ".command.sh")
+    }
+}
+
+impl Nextflow {
+    /// A task's `.command.run` not read as it started, found by its work directory.
+    fn found_after(&mut self, e: &Ended) -> Option<TaskInfo> {
+        let image = e.proc.image.as_ref().filter(|i| runs_command_run(i))?;
+        let known = command_run(image).and_then(|path| read_task(&*self.host, &path));
+        let work = self.work.as_deref()?;
+        let info =
+            known.or_else(|| workdirs::find(&*self.host, work, (e.start, e.end), &self.claimed))?;
+        self.claimed.insert(info.run_id.clone());
+        Some(info)
+    }
+}
+
 impl EngineRun for Nextflow {
+    fn wrapper(&self) -> Option<&dyn Wrapper> {
+        Some(self)
+    }
+
+    fn multi_node(&self) -> Option<&dyn MultiNode> {
+        Some(self)
+    }
+
     fn engine(&self) -> super::EngineKind {
         KIND
     }
@@ -270,30 +337,9 @@ impl EngineRun for Nextflow {
         argv.iter().any(|a| a == ".command.run")
     }
 
-    /// The head's run, or a task of it run by a batch scheduler on this node, named by the
-    /// run its launch directory's history says runs now.
-    fn shared(&self) -> Option<Shared> {
-        let identity = self.identity.clone()?;
-        let part = self.task_root.clone();
-        Some(Shared { identity, part })
-    }
-
     /// A task of a run rooted on another node: what it runs is its own work.
     fn folds_helpers(&self) -> bool {
         self.task_root.is_none() || self.identity.is_none()
-    }
-
-    /// What a task's `.command.run` runs for itself, outside its script: staging, `tee`s of
-    /// its output, `nxf_date`, `touch .command.begin`, and with task metrics on the
-    /// wrapper re-entered (`bash .command.run nxf_trace`) sampling /proc every second.
-    fn plumbing(&self, image: &Image, runner: &Image, runner_is_root: bool) -> bool {
-        let wrapper = runs_command_run(runner) || (self.task_root.is_some() && runner_is_root);
-        wrapper && !self.task_script(image)
-    }
-
-    /// The task's script, as `.command.run` (or its metrics wrapper) runs it.
-    fn task_script(&self, image: &Image) -> bool {
-        runs_script(image, ".command.sh")
     }
 
     fn classify(&mut self, p: &Proc, image: &Image, _place: Place) -> Class {
@@ -319,6 +365,7 @@ impl EngineRun for Nextflow {
         // task, named by its tool.
         match command_run(image).and_then(|path| read_task(&*self.host, &path)) {
             Some(info) => {
+                self.claimed.insert(info.run_id.clone());
                 self.named.insert(p.key, info);
                 Class::Task
             }
@@ -340,7 +387,10 @@ impl EngineRun for Nextflow {
         ended
             .iter()
             .map(|e| {
-                let info = self.named.remove(&e.proc.key);
+                let info = self
+                    .named
+                    .remove(&e.proc.key)
+                    .or_else(|| self.found_after(e));
                 Some(
                     info.unwrap_or_else(|| {
                         TaskInfo::fallback(e.proc, naming::proc_tool_name(e.proc))
@@ -421,7 +471,11 @@ mod tests {
             ..Default::default()
         };
         let task = under_batch(live(), &batch).expect("a Nextflow task");
-        let shared = task.shared().expect("named by the running run");
+        let shared = task
+            .multi_node()
+            .unwrap()
+            .shared()
+            .expect("named by the running run");
         assert_eq!(shared.identity, format!("nextflow/{uuid}/sad_turing"));
         assert_eq!(shared.part.unwrap().name, "ALIGN");
         let head = start(
@@ -435,11 +489,11 @@ mod tests {
             live(),
         );
         assert_eq!(
-            head.shared().unwrap().identity,
+            head.multi_node().unwrap().shared().unwrap().identity,
             shared.identity,
             "the head's too"
         );
-        assert_eq!(head.shared().unwrap().part, None);
+        assert_eq!(head.multi_node().unwrap().shared().unwrap().part, None);
         let elsewhere = Image {
             cwd: Some(dir.path().to_path_buf()),
             ..batch
@@ -448,6 +502,60 @@ mod tests {
             under_batch(live(), &elsewhere).is_none(),
             "no .command.run there"
         );
+    }
+
+    /// A quick task on a loaded machine: its `.command.run` ended before pipetrace read its
+    /// working directory. Its work directory is found by when Nextflow's wrapper touched
+    /// `.command.begin`, and one directory names one task only.
+    #[test]
+    fn a_task_whose_directory_was_not_read_is_found_by_its_begin_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let secs = |s: f64| t0 + std::time::Duration::from_secs_f64(s);
+        for (hash, name, began) in [("ab/0123", "SORT", 1.0), ("cd/4567", "COUNT", 10.0)] {
+            let work = dir.path().join(format!("work/{hash}89abcdef0123456789abcdef01"));
+            std::fs::create_dir_all(&work).unwrap();
+            let header = format!("#!/bin/bash\n### ---\n### name: '{name}'\n");
+            std::fs::write(work.join(".command.run"), header).unwrap();
+            let begin = std::fs::File::create(work.join(".command.begin")).unwrap();
+            begin.set_modified(secs(began)).unwrap();
+        }
+        let head = Image {
+            path: "/usr/bin/nextflow".into(),
+            argv: ["nextflow", "run", "main.nf"].map(String::from).to_vec(),
+            cwd: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let mut run = start(&head, t0, live());
+        let task = |pid: u32| {
+            let key = ProcKey {
+                pid,
+                start_ticks: u64::from(pid),
+            };
+            let mut p = Proc::new(key, None, 1, 0, "bash".into());
+            p.image = Some(Image {
+                path: "/bin/bash".into(),
+                argv: ["/bin/bash", "-ue", ".command.run"].map(String::from).to_vec(),
+                cwd: None,
+                ..Default::default()
+            });
+            p
+        };
+        let (sort, count, again) = (task(10), task(11), task(12));
+        let ended = |p: &'static Proc, from: f64, to: f64| Ended {
+            proc: p,
+            overdue: false,
+            start: secs(from),
+            end: secs(to),
+        };
+        let leak = |p: Proc| &*Box::leak(Box::new(p));
+        let (sort, count, again) = (leak(sort), leak(count), leak(again));
+        let names = run.resolve(
+            &[ended(count, 9.8, 11.0), ended(sort, 0.9, 2.0), ended(again, 0.9, 2.0)],
+            false,
+        );
+        let names: Vec<String> = names.into_iter().map(|t| t.unwrap().name).collect();
+        assert_eq!(names, ["COUNT", "SORT", ".command.run"]);
     }
 
     #[test]

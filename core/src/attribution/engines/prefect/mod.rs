@@ -28,7 +28,7 @@ use std::{
 use db::{Db, FlowRun, TaskRun};
 use matching::{Process, Threads};
 
-use super::{Class, Ended, Engine, EngineRun, Place, by_tool, digest};
+use super::{Class, Ended, Engine, EngineRun, Place, TaskRuns, by_tool, digest};
 use crate::{
     attribution::{TaskInfo, naming},
     tree::{Image, Proc},
@@ -50,6 +50,7 @@ pub const ENGINE: Engine = Engine {
     started_by_parent: Some(starts_a_server),
     starts_in: None,
     watches: Some(servers::watch),
+    allocates: None,
 };
 
 /// A flow process is known by the temporary API server it starts, not by its own command
@@ -194,6 +195,26 @@ fn process(e: &Ended) -> Process {
     }
 }
 
+impl TaskRuns for Prefect {
+    fn group_ended(&mut self, id: &str) -> bool {
+        if self.unreadable() {
+            return true;
+        }
+        // Its processes' rows may land up to ROW_DELAY after they end, and they end first.
+        let end = self.db().and_then(|db| db.task_run_end(id));
+        end.is_some_and(|e| e + 2 * ROW_DELAY < self.host.now())
+    }
+
+    fn trace_parent(&mut self) -> Option<String> {
+        self.flow.as_ref()?.traceparent.clone()
+    }
+
+    fn served_by(&mut self, server: u32) {
+        self.server = Some(server);
+        self.standing = true;
+    }
+}
+
 impl EngineRun for Prefect {
     fn engine(&self) -> super::EngineKind {
         KIND
@@ -212,17 +233,8 @@ impl EngineRun for Prefect {
         self.key.clone()
     }
 
-    fn groups_tasks(&self) -> bool {
-        true
-    }
-
-    fn group_ended(&mut self, id: &str) -> bool {
-        if self.unreadable() {
-            return true;
-        }
-        // Its processes' rows may land up to ROW_DELAY after they end, and they end first.
-        let end = self.db().and_then(|db| db.task_run_end(id));
-        end.is_some_and(|e| e + 2 * ROW_DELAY < self.host.now())
+    fn task_runs(&mut self) -> Option<&mut dyn TaskRuns> {
+        Some(self)
     }
 
     /// The flow runs' task runs by state, from Prefect's database.
@@ -235,15 +247,6 @@ impl EngineRun for Prefect {
         Some(progress::of(
             runs.iter().flat_map(|f| db.task_states(&f.id)),
         ))
-    }
-
-    fn trace_parent(&mut self) -> Option<String> {
-        self.flow.as_ref()?.traceparent.clone()
-    }
-
-    fn served_by(&mut self, server: u32) {
-        self.server = Some(server);
-        self.standing = true;
     }
 
     fn classify(&mut self, p: &Proc, image: &Image, place: Place) -> Class {

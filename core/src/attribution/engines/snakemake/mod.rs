@@ -26,7 +26,9 @@ use std::{collections::HashMap, path::PathBuf, time::SystemTime};
 
 use records::{Ran, Records};
 
-use super::{Class, Ended, Engine, EngineRun, Place, Shared, digest, is_container_query};
+use super::{
+    Class, Ended, Engine, EngineRun, MultiNode, Place, Shared, Wrapper, digest, is_container_query,
+};
 use crate::{
     attribution::{
         TaskInfo,
@@ -52,6 +54,7 @@ pub const ENGINE: Engine = Engine {
     started_by_parent: None,
     starts_in: None,
     watches: None,
+    allocates: None,
 };
 
 struct Snakemake {
@@ -300,7 +303,57 @@ fn unnamed(p: &Proc) -> TaskInfo {
     TaskInfo::fallback(p, first.unwrap_or_else(|| naming::proc_tool_name(p)))
 }
 
+impl MultiNode for Snakemake {
+    /// A cluster job is a task of the head's run; the head's run is named by its directory
+    /// once its first submission made it.
+    fn shared(&self) -> Option<Shared> {
+        let (dir, part) = match (&self.remote, &self.target) {
+            (Some(dir), Some(t)) => (
+                dir,
+                Some(TaskInfo {
+                    in_engine: false,
+                    ..t.info()
+                }),
+            ),
+            _ => (self.head.dir.as_ref()?, None),
+        };
+        let identity = cluster::identity(dir);
+        Some(Shared { identity, part })
+    }
+
+    fn awaits_identity(&self) -> bool {
+        self.head.submits && self.head.dir.is_none()
+    }
+}
+
+impl Wrapper for Snakemake {
+    fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {
+        let parent_tool = naming::tool_name_of(
+            naming::program_name(&parent.path, &parent.argv),
+            &parent.argv,
+        );
+        is_container_query(image)
+            || (parent_tool == "snakemake" && shell_command(&image.argv).is_none())
+    }
+
+    fn plumbing(&self, _image: &Image, _runner: &Image, _runner_is_root: bool) -> bool {
+        false
+    }
+
+    fn task_script(&self, _image: &Image) -> bool {
+        false
+    }
+}
+
 impl EngineRun for Snakemake {
+    fn wrapper(&self) -> Option<&dyn Wrapper> {
+        Some(self)
+    }
+
+    fn multi_node(&self) -> Option<&dyn MultiNode> {
+        Some(self)
+    }
+
     fn engine(&self) -> super::EngineKind {
         KIND
     }
@@ -322,27 +375,6 @@ impl EngineRun for Snakemake {
 
     fn pipeline_key(&self) -> String {
         self.key.clone()
-    }
-
-    /// A cluster job is a task of the head's run; the head's run is named by its directory
-    /// once its first submission made it.
-    fn shared(&self) -> Option<Shared> {
-        let (dir, part) = match (&self.remote, &self.target) {
-            (Some(dir), Some(t)) => (
-                dir,
-                Some(TaskInfo {
-                    in_engine: false,
-                    ..t.info()
-                }),
-            ),
-            _ => (self.head.dir.as_ref()?, None),
-        };
-        let identity = cluster::identity(dir);
-        Some(Shared { identity, part })
-    }
-
-    fn awaits_identity(&self) -> bool {
-        self.head.submits && self.head.dir.is_none()
     }
 
     /// In a cluster job, what runs is the job's own work (tools of its task).
@@ -404,15 +436,6 @@ impl EngineRun for Snakemake {
     /// A job shell's directory, until the first job's told where the jobs run.
     fn needs_cwd(&self, argv: &[String]) -> bool {
         !self.jobs_dir_known && shell_command(argv).is_some()
-    }
-
-    fn helper_in_task(&self, image: &Image, parent: &Image) -> bool {
-        let parent_tool = naming::tool_name_of(
-            naming::program_name(&parent.path, &parent.argv),
-            &parent.argv,
-        );
-        is_container_query(image)
-            || (parent_tool == "snakemake" && shell_command(&image.argv).is_none())
     }
 
     fn provisional(&mut self, task: &Proc) -> Option<String> {
