@@ -48,6 +48,8 @@ struct Store {
     headers: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Each trace's size as Grafana Tempo counts it.
     sizes: Arc<Mutex<crate::tempo::TraceSizes>>,
+    /// Keeps what Tempo keeps (`tempo::admit`), and says what it discarded.
+    tempo: bool,
 }
 
 impl Store {
@@ -74,8 +76,17 @@ impl Store {
         f
     }
 
-    fn add(&self, req: ExportTraceServiceRequest) {
-        self.sizes.lock().expect("sizes lock").add(&req);
+    /// Takes a request; returns the spans it discarded (as Tempo would).
+    fn add(&self, mut req: ExportTraceServiceRequest) -> u64 {
+        let rejected = {
+            let mut sizes = self.sizes.lock().expect("sizes lock");
+            if self.tempo {
+                crate::tempo::admit(&mut sizes, &mut req, crate::tempo::MAX_BYTES_PER_TRACE)
+            } else {
+                sizes.add(&req);
+                0
+            }
+        };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -83,6 +94,7 @@ impl Store {
             .into_iter()
             .map(|s| RecvSpan { received: now, ..s });
         self.spans.lock().expect("store lock").extend(spans);
+        rejected
     }
 
     fn saw<'a>(&self, headers: impl Iterator<Item = (&'a str, &'a str)>) {
@@ -93,6 +105,21 @@ impl Store {
                 .map(|(k, v)| format!("{k}={v}")),
         );
     }
+}
+
+/// The OTLP partial success that says `rejected` spans were discarded, as Tempo words it.
+fn partial(
+    rejected: u64,
+) -> Option<opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess> {
+    (rejected > 0).then(|| {
+        opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
+            rejected_spans: rejected as i64,
+            error_message: format!(
+                "TRACE_TOO_LARGE: max size of trace ({}) exceeded",
+                crate::tempo::MAX_BYTES_PER_TRACE
+            ),
+        }
+    })
 }
 
 #[tonic::async_trait]
@@ -115,9 +142,9 @@ impl TraceService for Store {
             Some(Fault::Http { .. }) => return Err(tonic::Status::unavailable("planted fault")),
             None => {}
         }
-        self.add(request.into_inner());
+        let rejected = self.add(request.into_inner());
         Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
+            partial_success: partial(rejected),
         }))
     }
 }
@@ -152,11 +179,11 @@ async fn http_traces(
     }
     let r = match ExportTraceServiceRequest::decode(body) {
         Ok(req) => {
-            store.add(req);
+            let rejected = store.add(req);
             (
                 StatusCode::OK,
                 ExportTraceServiceResponse {
-                    partial_success: None,
+                    partial_success: partial(rejected),
                 }
                 .encode_to_vec(),
             )
@@ -215,6 +242,8 @@ pub struct Options<'a> {
     pub tls: Option<&'a crate::tls::Certs>,
     /// Fixed ports (a backend coming back where it was); free ones otherwise.
     pub ports: Option<(u16, u16)>,
+    /// Behave as Grafana Tempo does with its default limits (`tempo::admit`).
+    pub tempo: bool,
 }
 
 /// A free loopback port, for a receiver started later.
@@ -231,8 +260,22 @@ impl Receiver {
         Self::start_with(Options::default()).await
     }
 
+    /// Listens on two free loopback ports, and keeps what Grafana Tempo keeps: a trace past
+    /// 5,000,000 bytes loses its further spans (said in the OTLP partial success), an
+    /// attribute past 2,048 bytes is cut.
+    pub async fn start_as_tempo() -> Self {
+        Self::start_with(Options {
+            tempo: true,
+            ..Default::default()
+        })
+        .await
+    }
+
     pub async fn start_with(opts: Options<'_>) -> Self {
-        let store = Store::default();
+        let store = Store {
+            tempo: opts.tempo,
+            ..Store::default()
+        };
         let (gp, hp) = opts.ports.unwrap_or((0, 0));
         let grpc_listener = TcpListener::bind(("127.0.0.1", gp))
             .await
@@ -336,6 +379,11 @@ impl Receiver {
     }
 
     /// Each trace taken, as Grafana Tempo counts it.
+    /// Spans discarded as Tempo discards them (`start_as_tempo`), over all traces.
+    pub fn discarded(&self) -> u64 {
+        self.trace_sizes().discarded.values().sum()
+    }
+
     pub fn trace_sizes(&self) -> crate::tempo::TraceSizes {
         self.store.sizes.lock().expect("sizes lock").clone()
     }

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::usage_error::UsageError;
 use crate::export::{
     Kept,
-    otlp::{Backoff, Batch, BySignal, Client, SendError, unsent},
+    otlp::{Accepted, Backoff, Batch, BySignal, Client, SendError, unsent},
 };
 
 /// Where `pipetrace run` keeps what it could not deliver: beside its trace file, else in
@@ -129,11 +129,11 @@ async fn deliver(
     b: &Batch,
     retry: &Retry,
     deadline: Instant,
-) -> Result<(), SendError> {
+) -> Result<Accepted, SendError> {
     let mut backoff = Backoff::new(retry);
     loop {
         let e = match client.send(b.kind, &b.body).await {
-            Ok(()) => return Ok(()),
+            Ok(taken) => return Ok(taken),
             Err(e) => e,
         };
         let wait = backoff.next(e.retry_after);
@@ -172,7 +172,15 @@ pub async fn run(cfg: &Config, file: &Path) -> anyhow::Result<i32> {
             continue;
         }
         match deliver(client, &b, &cfg.export.retry, deadline).await {
-            Ok(()) => t.accepted += n,
+            Ok(taken) => {
+                // A partial success: what it rejected is refused for good.
+                let rejected = taken.rejected.min(n);
+                t.accepted += n - rejected;
+                if rejected > 0 {
+                    t.refused += rejected;
+                    t.why.get_or_insert(taken.message);
+                }
+            }
             Err(e) if e.retryable => {
                 *away.get_mut(b.kind) = Some(e.message);
                 t.left += n;

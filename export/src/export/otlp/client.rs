@@ -46,6 +46,47 @@ pub enum OtlpError {
     HalfIdentity,
 }
 
+/// What a backend took of a request: all of it, or all but what its partial success says
+/// it rejected (a trace past Tempo's size limit, spans past a quota).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// Spans or data points rejected.
+    pub rejected: u64,
+    /// Why, as the backend says it.
+    pub message: String,
+}
+
+/// An Export*ServiceResponse: traces', metrics' and logs' share the layout (field 1, a
+/// partial success of the count rejected and an error message).
+#[derive(Clone, PartialEq, prost::Message)]
+struct ExportResponse {
+    #[prost(message, optional, tag = "1")]
+    partial_success: Option<PartialSuccess>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct PartialSuccess {
+    #[prost(int64, tag = "1")]
+    rejected: i64,
+    #[prost(string, tag = "2")]
+    error_message: String,
+}
+
+impl Accepted {
+    /// A response's body (protobuf): an empty or unreadable one takes everything, as the
+    /// specification's "success" does.
+    pub fn of(body: &[u8]) -> Self {
+        let Ok(r) = <ExportResponse as prost::Message>::decode(body) else {
+            return Self::default();
+        };
+        let p = r.partial_success.unwrap_or_default();
+        Self {
+            rejected: u64::try_from(p.rejected).unwrap_or(0),
+            message: p.error_message,
+        }
+    }
+}
+
 /// A failed send.
 #[derive(Debug)]
 pub struct SendError {
@@ -179,7 +220,7 @@ impl Client {
     }
 
     /// Sends one encoded request of signal `kind`.
-    pub async fn send(&self, kind: SignalKind, body: &Bytes) -> Result<(), SendError> {
+    pub async fn send(&self, kind: SignalKind, body: &Bytes) -> Result<Accepted, SendError> {
         match &self.transport {
             Transport::Grpc {
                 channel,
@@ -267,7 +308,7 @@ async fn send_grpc(
     headers: &Headers,
     compression: Option<CompressionEncoding>,
     body: &Bytes,
-) -> Result<(), SendError> {
+) -> Result<Accepted, SendError> {
     let path = match kind {
         SignalKind::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
         SignalKind::Metrics => "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
@@ -282,13 +323,13 @@ async fn send_grpc(
     }
     let result = match grpc.ready().await {
         Ok(()) => grpc
-            .unary::<Bytes, (), _>(
+            .unary::<Bytes, Bytes, _>(
                 req,
                 tonic::codegen::http::uri::PathAndQuery::from_static(path),
                 super::raw::RawCodec,
             )
             .await
-            .map(|_| ()),
+            .map(|r| Accepted::of(r.get_ref())),
         Err(e) => Err(tonic::Status::unavailable(error_chain(&e))),
     };
     result.map_err(|s| {
@@ -337,7 +378,7 @@ async fn send_http(
     headers: &[(String, String)],
     compression: Compression,
     body: &Bytes,
-) -> Result<(), SendError> {
+) -> Result<Accepted, SendError> {
     let mut b = client
         .post(url)
         .header("content-type", "application/x-protobuf");
@@ -367,7 +408,9 @@ async fn send_http(
     })?;
     let status = resp.status();
     if status.is_success() {
-        return Ok(());
+        // A body that does not arrive is no rejection said.
+        let body = resp.bytes().await.unwrap_or_default();
+        return Ok(Accepted::of(&body));
     }
     let retry_after = resp
         .headers()
@@ -390,4 +433,41 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         src = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::collector::{
+        metrics::v1::{ExportMetricsPartialSuccess, ExportMetricsServiceResponse},
+        trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse},
+    };
+    use prost::Message;
+
+    use super::Accepted;
+
+    #[test]
+    fn a_partial_success_says_how_much_was_rejected_and_why() {
+        let traces = ExportTraceServiceResponse {
+            partial_success: Some(ExportTracePartialSuccess {
+                rejected_spans: 3,
+                error_message: "TRACE_TOO_LARGE".into(),
+            }),
+        };
+        let got = Accepted::of(&traces.encode_to_vec());
+        assert_eq!((got.rejected, got.message.as_str()), (3, "TRACE_TOO_LARGE"));
+        let metrics = ExportMetricsServiceResponse {
+            partial_success: Some(ExportMetricsPartialSuccess {
+                rejected_data_points: 7,
+                error_message: "quota".into(),
+            }),
+        };
+        assert_eq!(Accepted::of(&metrics.encode_to_vec()).rejected, 7);
+        // Success: no body, an empty message, or one the backend garbled.
+        assert_eq!(Accepted::of(&[]), Accepted::default());
+        let none = ExportTraceServiceResponse {
+            partial_success: None,
+        };
+        assert_eq!(Accepted::of(&none.encode_to_vec()), Accepted::default());
+        assert_eq!(Accepted::of(&[0xff, 0xff]), Accepted::default());
+    }
 }

@@ -9,7 +9,7 @@ mod retry;
 mod spool;
 pub mod unsent;
 
-pub use client::{BySignal, Client, OtlpError, SendError};
+pub use client::{Accepted, BySignal, Client, OtlpError, SendError};
 pub use outbox::{Batch, Outbox, OutboxStats};
 pub use retry::Backoff;
 pub use spool::{Spool, SpoolError};

@@ -18,7 +18,7 @@ use pipetrace_config::{Retry, SignalKind};
 use tokio::{sync::Notify, time::Instant};
 use tracing::{Instrument, Span, field::Empty};
 
-use super::{Backoff, BySignal, Client, SendError, Spool};
+use super::{Accepted, Backoff, BySignal, Client, SendError, Spool};
 
 /// One encoded OTLP request of one signal, and how many spans (or metric requests) it holds.
 #[derive(Debug)]
@@ -413,14 +413,24 @@ impl Outbox {
         self: &Arc<Self>,
         client: &Client,
         next: Next,
-        result: Result<(), SendError>,
+        result: Result<Accepted, SendError>,
         t: &mut Trying,
     ) -> Option<Duration> {
         let b = next.batch();
         let (stats, url) = (self.stats(b.kind), client.url(b.kind));
         match result {
-            Ok(()) => {
-                stats.sent.fetch_add(b.items, Relaxed);
+            Ok(taken) => {
+                // What the backend said it rejected is lost for good, and counted so.
+                let rejected = taken.rejected.min(b.items);
+                if rejected > 0 {
+                    log::warn!(
+                        "OTLP export to {url}: the backend rejected {rejected} of {} items ({})",
+                        b.items,
+                        taken.message
+                    );
+                    stats.failed.fetch_add(rejected, Relaxed);
+                }
+                stats.sent.fetch_add(b.items - rejected, Relaxed);
                 if std::mem::take(&mut t.failing) {
                     log::warn!("OTLP export to {url} works again");
                 }

@@ -1,5 +1,6 @@
 //! A gRPC codec for requests that are already encoded: batches are encoded once, when they
-//! enter the outbox, and sent (and retried) as those bytes. The answer is not needed.
+//! enter the outbox, and sent (and retried) as those bytes. The answer comes back as its
+//! bytes too, for its partial success (`Accepted::of`).
 use bytes::{Buf, BufMut, Bytes};
 use tonic::{
     Status,
@@ -23,18 +24,17 @@ impl Encoder for RawEncoder {
 }
 
 impl Decoder for RawDecoder {
-    type Item = ();
+    type Item = Bytes;
     type Error = Status;
 
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<()>, Status> {
-        src.advance(src.remaining());
-        Ok(Some(()))
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining())))
     }
 }
 
 impl Codec for RawCodec {
     type Encode = Bytes;
-    type Decode = ();
+    type Decode = Bytes;
     type Encoder = RawEncoder;
     type Decoder = RawDecoder;
 

@@ -513,7 +513,9 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
         let secs = |s: f64| t0 + std::time::Duration::from_secs_f64(s);
         for (hash, name, began) in [("ab/0123", "SORT", 1.0), ("cd/4567", "COUNT", 10.0)] {
-            let work = dir.path().join(format!("work/{hash}89abcdef0123456789abcdef01"));
+            let work = dir
+                .path()
+                .join(format!("work/{hash}89abcdef0123456789abcdef01"));
             std::fs::create_dir_all(&work).unwrap();
             let header = format!("#!/bin/bash\n### ---\n### name: '{name}'\n");
             std::fs::write(work.join(".command.run"), header).unwrap();
@@ -535,7 +537,9 @@ mod tests {
             let mut p = Proc::new(key, None, 1, 0, "bash".into());
             p.image = Some(Image {
                 path: "/bin/bash".into(),
-                argv: ["/bin/bash", "-ue", ".command.run"].map(String::from).to_vec(),
+                argv: ["/bin/bash", "-ue", ".command.run"]
+                    .map(String::from)
+                    .to_vec(),
                 cwd: None,
                 ..Default::default()
             });
@@ -551,7 +555,11 @@ mod tests {
         let leak = |p: Proc| &*Box::leak(Box::new(p));
         let (sort, count, again) = (leak(sort), leak(count), leak(again));
         let names = run.resolve(
-            &[ended(count, 9.8, 11.0), ended(sort, 0.9, 2.0), ended(again, 0.9, 2.0)],
+            &[
+                ended(count, 9.8, 11.0),
+                ended(sort, 0.9, 2.0),
+                ended(again, 0.9, 2.0),
+            ],
             false,
         );
         let names: Vec<String> = names.into_iter().map(|t| t.unwrap().name).collect();
