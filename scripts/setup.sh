@@ -116,6 +116,15 @@ if ! "$prefect/bin/python" -c 'import prefect, sys, opentelemetry.sdk; sys.exit(
   "$prefect/bin/pip" install --quiet --disable-pip-version-check 'prefect[otel]==3.8.8' 'fastapi==0.139.*'
 fi
 
+# The newest Prefect 3 (PyPI) beside the pinned one, as `pip install prefect` gives it:
+# installed once (remove the venv to take a newer one).
+prefect_newest="$HOME/.local/share/pipetrace/prefect-newest"
+if ! "$prefect_newest/bin/python" -c 'import prefect, opentelemetry.sdk' 2>/dev/null; then
+  say "installing the newest Prefect 3 from PyPI into $prefect_newest (about 90 s)"
+  [ -x "$prefect_newest/bin/pip" ] || python3 -m venv "$prefect_newest"
+  "$prefect_newest/bin/pip" install --quiet --disable-pip-version-check 'prefect[otel]>=3,<4'
+fi
+
 # The independent OTLP collector the interoperability test relays through.
 if ! python3 -c 'import rotel' 2>/dev/null; then
   say "installing the rotel collector (PyPI)"

@@ -1,6 +1,7 @@
-//! Prefect 3.8.8 (PyPI, the venv scripts/setup.sh makes) running a flow with direct and
-//! submitted tasks that start subprocesses, a subflow and a failing task, with its temporary
-//! local server, under `pipetrace run` and `pipetrace agent`. Judged by Prefect's own
+//! Prefect 3.8.8 (PyPI, the venv scripts/setup.sh makes), and the newest Prefect 3 PyPI had
+//! when setup ran, running a flow with direct and submitted tasks that start subprocesses, a
+//! subflow and a failing task, with its temporary local server, under `pipetrace run` and
+//! `pipetrace agent`. Judged by Prefect's own
 //! database: the run is the flow, every task run is one task span, and the processes it
 //! started are its tools.
 use std::{collections::BTreeMap, path::Path, time::Duration};
@@ -14,8 +15,25 @@ use pipetrace_e2e::{
     stderr,
 };
 
+/// The Prefect a test runs: the pinned release most tests run, or the newest 3.x.
+#[derive(Clone, Copy, Debug)]
+enum Prefect {
+    Pinned,
+    Newest,
+}
+
+impl Prefect {
+    fn python(self) -> std::path::PathBuf {
+        let venv = match self {
+            Prefect::Pinned => "prefect",
+            Prefect::Newest => "prefect-newest",
+        };
+        pipetrace_e2e::venv_program(venv, "python")
+    }
+}
+
 fn python() -> std::path::PathBuf {
-    pipetrace_e2e::venv_program("prefect", "python")
+    Prefect::Pinned.python()
 }
 
 fn flow() -> std::path::PathBuf {
@@ -217,11 +235,15 @@ fn judge(home: &Path, run: &str, spans: &[RecvSpan], failed: bool, temporary: bo
 
 /// The flow that fails on purpose, run by `cmd` (pipetrace with its settings) under
 /// `pipetrace run`: its spans.
-fn failing_flow_under_run(mut cmd: std::process::Command, home: &Path) -> Vec<RecvSpan> {
+fn failing_flow_under_run(
+    mut cmd: std::process::Command,
+    home: &Path,
+    prefect: Prefect,
+) -> Vec<RecvSpan> {
     let out = home.join("t.otlp.jsonl");
     let o = cmd
         .args(["-o", out.to_str().unwrap(), "run", "--"])
-        .arg(python())
+        .arg(prefect.python())
         .arg(flow())
         .arg("fail")
         .output()
@@ -234,13 +256,24 @@ fn failing_flow_under_run(mut cmd: std::process::Command, home: &Path) -> Vec<Re
     read_jsonl(&out)
 }
 
-#[test]
-fn prefect_task_runs_name_their_processes() {
+/// A flow's first run in a fresh Prefect home (its temporary server migrates a new
+/// database first), judged by that database.
+fn task_runs_name_their_processes(prefect: Prefect) {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = pipetrace();
     cmd.envs(prefect_env(home.path()));
-    let spans = failing_flow_under_run(cmd, home.path());
+    let spans = failing_flow_under_run(cmd, home.path(), prefect);
     judge(home.path(), &only_flow_run(home.path()), &spans, true, true);
+}
+
+#[test]
+fn prefect_task_runs_name_their_processes() {
+    task_runs_name_their_processes(Prefect::Pinned);
+}
+
+#[test]
+fn the_newest_prefects_task_runs_name_their_processes() {
+    task_runs_name_their_processes(Prefect::Newest);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -200,7 +200,7 @@ fn pipetrace_run_finds_a_flow(server: &Server, home: &Path) {
     let mut cmd = pipetrace();
     cmd.env("PIPETRACE_DIAGNOSIS__STATE_DIR", state.path());
     server.flow(home, &mut cmd);
-    let spans = super::failing_flow_under_run(cmd, home);
+    let spans = super::failing_flow_under_run(cmd, home, super::Prefect::Pinned);
     judge(home, &new_flow_run(home, &before), &spans, true, false);
 }
 
