@@ -61,6 +61,8 @@ pub struct Args<'a> {
     pub state_dir: Option<PathBuf>,
     /// The machines table and headroom, where sizing is on.
     pub machines: Option<(crate::sizing::Catalog, f64)>,
+    /// Each side's machines in the table too (`--machines`; JSON and the page have them).
+    pub print_machines: bool,
 }
 
 pub fn run(args: &Args) -> i32 {
@@ -119,7 +121,11 @@ fn compare_runs(args: &Args) -> Result<String, InputError> {
     let mut out = String::new();
     match args.json {
         true => out = serde_json::to_string_pretty(&c).expect("plain data") + "\n",
-        false => compare::table(&c, &mut out),
+        false => {
+            let mut c = c;
+            c.machines = c.machines.filter(|_| args.print_machines);
+            compare::table(&c, &mut out)
+        }
     }
     Ok(out)
 }

@@ -79,6 +79,7 @@ pub async fn run(mut cfg: Config, dir: &Path) -> anyhow::Result<i32> {
     let how = super::run::How {
         summary: true,
         keep_running: false,
+        machines: false,
     };
     super::run::run(&cfg, &argv, Some(dir), how).await
 }

@@ -90,6 +90,10 @@ enum Command {
         /// processes running instead of stopping them with it (they are not exported).
         #[arg(long)]
         keep_running: bool,
+        /// Also print the cloud machines that fit each task and the run (the HTML report
+        /// always has them).
+        #[arg(long)]
+        machines: bool,
         /// The command and its arguments (after `--`).
         #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
@@ -112,6 +116,9 @@ enum Command {
         /// Print the machines of each run as JSON instead of the tables.
         #[arg(long)]
         json: bool,
+        /// Also print the cloud machines that fit each run (the HTML report always has them).
+        #[arg(long)]
+        machines: bool,
     },
     /// Two runs side by side, task by task: what moved beyond noise and the tools behind it.
     Compare {
@@ -129,6 +136,9 @@ enum Command {
         /// Also write the comparison as an HTML page here.
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// Also print each side's cloud machines (JSON and the page always have them).
+        #[arg(long)]
+        machines: bool,
     },
     /// What the node's agent sees running now, once: every run with its running tasks.
     Status {
@@ -250,7 +260,12 @@ pub fn main() -> i32 {
                 .unwrap_or_else(|| "/var/lib/pipetrace".into());
             doctor::run(&state)
         }
-        Command::Report { file, html, json } => match cli.load(None) {
+        Command::Report {
+            file,
+            html,
+            json,
+            machines,
+        } => match cli.load(None) {
             Ok(cfg) => {
                 let html = html.as_deref();
                 report_cmd::run(
@@ -259,6 +274,7 @@ pub fn main() -> i32 {
                         file,
                         html,
                         json: *json,
+                        machines: *machines,
                     },
                 )
             }
@@ -270,6 +286,7 @@ pub fn main() -> i32 {
             usual,
             json,
             html,
+            machines: print_machines,
         } => {
             let cfg = match cli.load(None) {
                 Ok(c) => c,
@@ -290,6 +307,7 @@ pub fn main() -> i32 {
                 html: html.as_deref(),
                 state_dir: cfg.diagnosis.state_dir.clone(),
                 machines,
+                print_machines: *print_machines,
             })
         }
         Command::Status { json } => top::status(*json),
@@ -339,11 +357,13 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
             Command::Run {
                 no_summary,
                 keep_running,
+                machines,
                 command,
             } => {
                 let how = run::How {
                     summary: !no_summary,
                     keep_running: *keep_running,
+                    machines: *machines,
                 };
                 run::run(&cfg, command, None, how).await
             }

@@ -14,6 +14,8 @@ pub struct Ask<'a> {
     pub file: &'a Path,
     pub html: Option<&'a Path>,
     pub json: bool,
+    /// The machines on the terminal too (they are in the JSON and the page always).
+    pub machines: bool,
 }
 
 pub fn run(cfg: &Config, ask: Ask) -> i32 {
@@ -45,7 +47,8 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     if ask.json {
         outln!("{}", json(&runs, &size));
     } else {
-        let mut out = tables(&runs, &size);
+        let shown = |run: &[ReportSpan]| size(run).filter(|_| ask.machines);
+        let mut out = tables(&runs, &shown);
         report::who::ByWho::of(&spans).render(&mut out);
         out!("{out}");
     }

@@ -131,6 +131,8 @@ pub struct How {
     pub summary: bool,
     /// Told to stop, leave the command's other processes running.
     pub keep_running: bool,
+    /// Print the machines that fit under the summary (`--machines`).
+    pub machines: bool,
 }
 
 /// Runs `argv` in `cwd` under the probes. Returns the command's exit code.
@@ -207,7 +209,7 @@ pub async fn run(
         cfg,
         pipe,
         (lost, ending),
-        (how.summary, machines.as_ref()),
+        (how.summary, how.machines, machines.as_ref()),
         cwd,
     )
     .await;
@@ -271,7 +273,7 @@ async fn finish(
     cfg: &Config,
     pipe: Session,
     (lost, ending): (Loss, Ending),
-    (print_summary, machines): (bool, Option<&Catalog>),
+    (print_summary, print_machines, machines): (bool, bool, Option<&Catalog>),
     cwd: Option<&Path>,
 ) {
     let mut outputs = pipe.into_outputs();
@@ -317,8 +319,9 @@ async fn finish(
         keep_for_compare(s, dir);
     }
     let summary = summary.filter(|_| print_summary);
+    // The machines are the HTML report's; on the terminal only when asked.
     let mut machine_lines = String::new();
-    if let Some(s) = &sizing {
+    if let Some(s) = sizing.as_ref().filter(|_| print_machines) {
         crate::sizing::text(s, &mut machine_lines);
     }
     print_end(cfg, summary.as_ref(), (&delivery, &machine_lines), &ending);

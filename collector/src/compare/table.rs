@@ -85,7 +85,7 @@ pub fn render(c: &Comparison, out: &mut String) {
         }
     }
     for (side, s) in [("A", &c.a), ("B", &c.b)] {
-        if !s.who.is_empty() {
+        if s.who.tells() {
             let _ = write!(out, "\n{side}, by who:");
             s.who.render(out);
         }

@@ -115,12 +115,19 @@ impl ByWho {
         }
     }
 
-    /// Two small tables under the per-task one.
+    /// Whether the terminal tables say anything: more than one user, or more than one cost
+    /// centre (one alone is the run's own total again).
+    pub fn tells(&self) -> bool {
+        self.rows().iter().any(|(_, rows)| rows.len() > 1)
+    }
+
+    /// Small tables under the per-task one: by user where more than one ran, by cost centre
+    /// where more than one was charged. (The HTML page shows both always.)
     pub fn render(&self, out: &mut String) {
-        if self.is_empty() {
-            return;
-        }
         for (what, rows) in self.rows() {
+            if rows.len() < 2 {
+                continue;
+            }
             let _ = writeln!(
                 out,
                 "\n{:<24} {:>5} {:>6} {:>10} {:>14}",

@@ -68,7 +68,7 @@ fn cpu_memory_and_io_bound_tasks_each_get_machines_that_fit_with_both_prices() {
     std::fs::write(dir.path().join("Snakefile"), snakefile()).unwrap();
     let file = dir.path().join("t.otlp.jsonl");
     let o = (pipetrace().current_dir(dir.path()))
-        .args(["run", "--output"])
+        .args(["run", "--machines", "--output"])
         .arg(&file)
         .arg("--")
         .arg(Version::Seven.program())

@@ -318,6 +318,11 @@ async fn snakemake_pipeline_over_grpc() {
     // The scheduler's solver is the engine's: one engine line, no cbc anywhere.
     assert!(summary.contains("─ snakemake (engine)"), "{summary}");
     assert!(!summary.contains("cbc"), "{summary}");
+    // One screen: no machines unless asked (`--machines`), no tables of one user or one
+    // cost centre.
+    for noise in ["machines that would have run", "by user", "by cost centre"] {
+        assert!(!summary.contains(noise), "{noise}: {summary}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -106,6 +106,15 @@ fn every_span_carries_its_user_and_cost_centre_and_the_report_totals_by_them() {
     let o = pipetrace().arg("report").arg(&out).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8_lossy(&o.stdout).to_string();
+    // A table of one cost centre (or one user) is the run's own total again: left out.
+    let centres = want
+        .keys()
+        .filter(|(what, _)| *what == "cost centre")
+        .count();
+    if centres == 1 {
+        assert!(!table.contains("by cost centre"), "{table}");
+        want.retain(|(what, _), _| *what != "cost centre");
+    }
     for ((what, who), (runs, cost)) in &want {
         let (got_runs, got_cost) = row(&table, what, who);
         assert_eq!(got_runs, *runs, "{what} {who}: {table}");
