@@ -18,7 +18,7 @@ const OBJECT: &str = "pipetrace-probes";
 fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let kept = cache(&out).map(|dir| dir.join(format!("{:016x}", digest(&root))));
+    let kept = cache(&out, &root).map(|dir| dir.join(format!("{:016x}", digest(&root))));
     if let Some(kept) = kept.as_ref().filter(|k| k.join(OBJECT).is_file()) {
         for dir in ["probes/ebpf", "probes/common", "Cargo.lock"] {
             println!("cargo:rerun-if-changed={}", root.join(dir).display());
@@ -41,17 +41,28 @@ fn main() -> anyhow::Result<()> {
         )
     })?;
     if let Some(kept) = kept {
-        // Written whole, then renamed: builds running side by side may keep it at once.
-        std::fs::create_dir_all(&kept)?;
+        // Written whole, then renamed: builds running side by side may keep it at once. A
+        // cache that cannot be written costs the next build its time, nothing else.
         let part = kept.join(format!("{OBJECT}.{}", std::process::id()));
-        std::fs::copy(out.join(OBJECT), &part)?;
-        std::fs::rename(part, kept.join(OBJECT))?;
+        let keep = std::fs::create_dir_all(&kept)
+            .and_then(|()| std::fs::copy(out.join(OBJECT), &part))
+            .and_then(|_| std::fs::rename(&part, kept.join(OBJECT)));
+        if let Err(e) = keep {
+            println!("cargo:warning=the probes' object is not kept in {}: {e}", kept.display());
+        }
     }
     Ok(())
 }
 
-/// `<target>/pipetrace-probes`, from OUT_DIR = `<target>/<profile>/build/<crate>-<hash>/out`.
-fn cache(out: &Path) -> Option<PathBuf> {
+/// The workspace's `target/pipetrace-probes` where that folder is (the fuzz targets'
+/// workspace, tests/fuzz, builds this crate in a target directory of its own and takes the
+/// object from there too), else `<target>/pipetrace-probes` from OUT_DIR =
+/// `<target>/<profile>/build/<crate>-<hash>/out`.
+fn cache(out: &Path, root: &Path) -> Option<PathBuf> {
+    let shared = root.join("target");
+    if shared.is_dir() {
+        return Some(shared.join("pipetrace-probes"));
+    }
     let build = out.ancestors().nth(2)?;
     (build.file_name()? == "build").then_some(())?;
     Some(out.ancestors().nth(4)?.join("pipetrace-probes"))

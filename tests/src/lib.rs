@@ -251,6 +251,28 @@ pub fn wait_for_job(out: &Path, job: &str) {
     });
 }
 
+/// Runs pipetrace ARGS as user `nobody` holding only `caps` (setpriv's names: `bpf`,
+/// `perfmon`; none: empty), from a copy `nobody` can reach wherever the build directory is.
+pub fn as_nobody_with_caps(caps: &[&str], args: &[&str], env: &[(&str, &str)]) -> Output {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("pipetrace");
+    std::fs::copy(pipetrace_bin(), &bin).unwrap();
+    let set: String = caps.iter().map(|c| format!(",+{c}")).collect();
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(format!("--inh-caps=-all{set}"))
+        .arg(format!("--ambient-caps=-all{set}"))
+        .arg("--")
+        .arg(&bin)
+        .args(args)
+        .env("HOME", dir.path())
+        .envs(env.iter().copied())
+        .output()
+        .expect("setpriv (util-linux)")
+}
+
 /// A shell loop running in the background until dropped: another user's load beside a test.
 pub struct Background(std::process::Child);
 

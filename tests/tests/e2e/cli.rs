@@ -250,24 +250,7 @@ fn as_nobody(args: &[&str]) -> std::process::Output {
 }
 
 fn as_nobody_with(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("pipetrace");
-    std::fs::copy(pipetrace_bin(), &bin).unwrap();
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--",
-        ])
-        .arg(&bin)
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("setpriv (util-linux)")
+    pipetrace_e2e::as_nobody_with_caps(&[], args, env)
 }
 
 #[test]
