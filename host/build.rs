@@ -48,7 +48,10 @@ fn main() -> anyhow::Result<()> {
             .and_then(|()| std::fs::copy(out.join(OBJECT), &part))
             .and_then(|_| std::fs::rename(&part, kept.join(OBJECT)));
         if let Err(e) = keep {
-            println!("cargo:warning=the probes' object is not kept in {}: {e}", kept.display());
+            println!(
+                "cargo:warning=the probes' object is not kept in {}: {e}",
+                kept.display()
+            );
         }
     }
     Ok(())

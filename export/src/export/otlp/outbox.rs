@@ -420,12 +420,17 @@ impl Outbox {
         let (stats, url) = (self.stats(b.kind), client.url(b.kind));
         match result {
             Ok(taken) => {
-                // What the backend said it rejected is lost for good, and counted so.
+                // What the backend said it rejected is lost for good, and counted so: spans
+                // one by one; a metric export (counted whole) as failed once any of its
+                // points were rejected.
                 let rejected = taken.rejected.min(b.items);
                 if rejected > 0 {
+                    let what = match b.kind {
+                        SignalKind::Traces => format!("{rejected} of {} spans", b.items),
+                        SignalKind::Metrics => format!("{} data points", taken.rejected),
+                    };
                     log::warn!(
-                        "OTLP export to {url}: the backend rejected {rejected} of {} items ({})",
-                        b.items,
+                        "OTLP export to {url}: the backend rejected {what} ({})",
                         taken.message
                     );
                     stats.failed.fetch_add(rejected, Relaxed);
