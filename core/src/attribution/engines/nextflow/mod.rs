@@ -504,68 +504,6 @@ mod tests {
         );
     }
 
-    /// A quick task on a loaded machine: its `.command.run` ended before pipetrace read its
-    /// working directory. Its work directory is found by when Nextflow's wrapper touched
-    /// `.command.begin`, and one directory names one task only.
-    #[test]
-    fn a_task_whose_directory_was_not_read_is_found_by_its_begin_marker() {
-        let dir = tempfile::tempdir().unwrap();
-        let t0 = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
-        let secs = |s: f64| t0 + std::time::Duration::from_secs_f64(s);
-        for (hash, name, began) in [("ab/0123", "SORT", 1.0), ("cd/4567", "COUNT", 10.0)] {
-            let work = dir
-                .path()
-                .join(format!("work/{hash}89abcdef0123456789abcdef01"));
-            std::fs::create_dir_all(&work).unwrap();
-            let header = format!("#!/bin/bash\n### ---\n### name: '{name}'\n");
-            std::fs::write(work.join(".command.run"), header).unwrap();
-            let begin = std::fs::File::create(work.join(".command.begin")).unwrap();
-            begin.set_modified(secs(began)).unwrap();
-        }
-        let head = Image {
-            path: "/usr/bin/nextflow".into(),
-            argv: ["nextflow", "run", "main.nf"].map(String::from).to_vec(),
-            cwd: Some(dir.path().to_path_buf()),
-            ..Default::default()
-        };
-        let mut run = start(&head, t0, live());
-        let task = |pid: u32| {
-            let key = ProcKey {
-                pid,
-                start_ticks: u64::from(pid),
-            };
-            let mut p = Proc::new(key, None, 1, 0, "bash".into());
-            p.image = Some(Image {
-                path: "/bin/bash".into(),
-                argv: ["/bin/bash", "-ue", ".command.run"]
-                    .map(String::from)
-                    .to_vec(),
-                cwd: None,
-                ..Default::default()
-            });
-            p
-        };
-        let (sort, count, again) = (task(10), task(11), task(12));
-        let ended = |p: &'static Proc, from: f64, to: f64| Ended {
-            proc: p,
-            overdue: false,
-            start: secs(from),
-            end: secs(to),
-        };
-        let leak = |p: Proc| &*Box::leak(Box::new(p));
-        let (sort, count, again) = (leak(sort), leak(count), leak(again));
-        let names = run.resolve(
-            &[
-                ended(count, 9.8, 11.0),
-                ended(sort, 0.9, 2.0),
-                ended(again, 0.9, 2.0),
-            ],
-            false,
-        );
-        let names: Vec<String> = names.into_iter().map(|t| t.unwrap().name).collect();
-        assert_eq!(names, ["COUNT", "SORT", ".command.run"]);
-    }
-
     #[test]
     fn a_heads_log_is_its_launch_directorys_or_the_one_it_was_given() {
         let cwd = Path::new("/launch");
