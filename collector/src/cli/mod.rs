@@ -238,6 +238,11 @@ fn own_spans(cfg: &Config) {
 }
 
 /// Runs the command line; returns the process exit code.
+/// The command line's definition, for what is generated from it (completions, the man page).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
