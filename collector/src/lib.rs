@@ -10,7 +10,7 @@ pub use pipetrace_host::{cgroup, cpu_policy, gpu, poller, probes, source};
 pub use pipetrace_export::{export, outputs, signals};
 
 #[macro_use]
-mod print;
+pub(crate) mod print;
 
 pub(crate) mod awaiting;
 pub mod cli;

@@ -33,3 +33,16 @@ macro_rules! errout {
         let _ = write!(std::io::stderr().lock(), $($t)*);
     }};
 }
+
+/// `-q`: pipetrace's own progress lines (what it traces, where the report went) are not
+/// said; errors and losses still are.
+pub(crate) static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A progress line on stderr, unless `-q`.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        if !$crate::print::QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+            errln!($($t)*);
+        }
+    }};
+}

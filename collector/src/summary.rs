@@ -372,6 +372,14 @@ impl Summary {
 }
 
 impl Delivery<'_> {
+    /// Whether anything failed, was dropped or lost on the way: said even under `-q`.
+    pub fn troubled(&self) -> bool {
+        let (s, l) = (self.stats, self.lost);
+        let export =
+            s.spans.failed() + s.spans.dropped() + s.metrics.failed() + s.metrics.dropped();
+        export + l.kernel + l.accumulator + l.undecodable > 0
+    }
+
     /// Where the spans and metric exports went, and what was lost on the way.
     pub fn render(&self, out: &mut String) {
         let (to, stats) = (self.to, self.stats);

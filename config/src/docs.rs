@@ -62,7 +62,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.otlp.compression",
-        "gzip or none (OTEL_EXPORTER_OTLP_COMPRESSION).",
+        "none, gzip or zstd (OTEL_EXPORTER_OTLP_COMPRESSION); null: none.",
     ),
     (
         "export.otlp.certificate",
@@ -95,7 +95,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.otlp.traces.compression",
-        "gzip or none, for traces.",
+        "none, gzip or zstd, for traces.",
     ),
     (
         "export.otlp.traces.certificate",
@@ -128,7 +128,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.otlp.metrics.compression",
-        "gzip or none, for metrics.",
+        "none, gzip or zstd, for metrics.",
     ),
     (
         "export.otlp.metrics.certificate",

@@ -134,7 +134,7 @@ fn deepest<'a>(root: &'a Value, path: &[String]) -> &'a Value {
 
 /// How a provider is named in an error: a file by its path, a [`Layer`] by the variable or
 /// flag that set the key, anything else is the built-in defaults.
-fn describe(md: &Metadata, profile: &Profile, path: &[String]) -> String {
+pub(crate) fn describe(md: &Metadata, profile: &Profile, path: &[String]) -> String {
     match &md.source {
         Some(Source::File(p)) => p.display().to_string(),
         Some(Source::Custom(_)) => md.interpolate(profile, path),
@@ -180,6 +180,13 @@ pub(crate) fn from_figment(e: figment::Error, fig: &Figment) -> ConfigError {
         && let Some(near) = nearest(name, expected)
     {
         message = format!("{message}; did you mean `{near}`?");
+    }
+    // A variable holds text: a list in it is written as figment reads one.
+    if let figment::error::Kind::InvalidType(_, expected) = &e.kind
+        && expected.contains("sequence")
+        && let Some(var) = source_name.strip_prefix("environment variable ")
+    {
+        message = format!("{message}; write a list in brackets: {var}='[a,b]'");
     }
     ConfigError::Invalid {
         source_name,

@@ -8,6 +8,7 @@ pub mod limits;
 pub mod load;
 pub mod model;
 pub mod reference;
+pub mod show;
 #[cfg(test)]
 mod testing;
 

@@ -76,6 +76,14 @@ impl Flags {
 /// Loads the layered configuration: the file, then the process environment (OTEL_*, then
 /// PIPETRACE_* read by figment's Env), then the flags.
 pub fn load(file: Option<&Path>, flags: &Flags) -> Result<Config, ConfigError> {
+    let fig = layered(file, flags)?;
+    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &fig))?;
+    crate::checks::validate(&cfg, &fig)?;
+    Ok(cfg)
+}
+
+/// The layers merged, not yet extracted: each value still knows what set it.
+pub(crate) fn layered(file: Option<&Path>, flags: &Flags) -> Result<Figment, ConfigError> {
     let mut fig = Figment::from(Serialized::defaults(Config::default()));
     if let Some(path) = file {
         refuse_writable_by_others(path)?;
@@ -91,13 +99,10 @@ pub fn load(file: Option<&Path>, flags: &Flags) -> Result<Config, ConfigError> {
         .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
         .collect();
     // PIPETRACE_ over OTEL_: pipetrace's own name for a key is the more specific one.
-    fig = (fig.merge(crate::env::otel(&vars)))
+    Ok((fig.merge(crate::env::otel(&vars)))
         .merge(crate::env::pipetrace()?)
         .merge(crate::env::maps(&vars))
-        .merge(flags.layer());
-    let cfg: Config = fig.extract().map_err(|e| from_figment(e, &fig))?;
-    crate::checks::validate(&cfg, &fig)?;
-    Ok(cfg)
+        .merge(flags.layer()))
 }
 
 /// The config decides what runs with the agent's privileges and where telemetry goes: a
@@ -272,6 +277,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("export.batch_timeout"), "{err}");
+    }
+
+    #[test]
+    fn a_list_in_a_variable_without_brackets_says_how_to_write_one() {
+        let var = [("PIPETRACE_ATTRIBUTION__ENGINES", "snakemake,cwl")];
+        let err = load_with(None, &var, &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PIPETRACE_ATTRIBUTION__ENGINES='[a,b]'"),
+            "{err}"
+        );
+        let var = [("PIPETRACE_ATTRIBUTION__ENGINES", "[snakemake,cwl]")];
+        let cfg = load_with(None, &var, &Flags::default()).unwrap();
+        assert_eq!(cfg.attribution.engines.unwrap(), ["snakemake", "cwl"]);
     }
 
     #[test]

@@ -29,8 +29,12 @@ letter or two away from a top-level key, as `PIPETRACE_SERVICE_NAM`) is an error
 the key it resembles. A map (`resource_attributes`, `export.otlp.headers`) is given whole as
 OpenTelemetry's variables give it, `PIPETRACE_RESOURCE_ATTRIBUTES=team=genomics,site=north`
 (values percent-encoded), or one name at a time,
-`PIPETRACE_RESOURCE_ATTRIBUTES__TEAM=genomics`. Durations are written as `5s`, `10m`, `1h`.
+`PIPETRACE_RESOURCE_ATTRIBUTES__TEAM=genomics`. A list is written in brackets,
+`PIPETRACE_ATTRIBUTION__ENGINES='[snakemake,nextflow]'`. Durations are written as `5s`, `10m`, `1h`.
 
+- `pipetrace config show [--json]`: every setting in effect (file, environment and flags merged)
+  with what set it: `defaults`, the file's path, `environment variable X` or `flag --x`; a
+  header's value is never shown.
 - `pipetrace config print-default > pipetrace.yaml`: every setting with its default, commented.
 - `pipetrace config validate pipetrace.yaml`: checks a file; exits 2 naming the key at fault.
 

@@ -1,4 +1,4 @@
-//! `pipetrace config validate FILE`.
+//! `pipetrace config validate FILE` and `pipetrace config show`.
 use std::path::Path;
 
 use pipetrace_config::{Config, ConfigError};
@@ -22,4 +22,24 @@ pub fn validate(file: &Path, load: impl FnOnce() -> Result<Config, ConfigError>)
         }
         Err(e) => super::config_failed(e),
     }
+}
+
+/// `pipetrace config show [--json]`: the settings in effect and what set each.
+pub fn show(file: Option<&Path>, flags: &pipetrace_config::Flags, json: bool) -> i32 {
+    let settings = match pipetrace_config::show::explain(file, flags) {
+        Ok(s) => s,
+        Err(e) => return super::config_failed(e),
+    };
+    if json {
+        match serde_json::to_string_pretty(&settings) {
+            Ok(s) => outln!("{s}"),
+            Err(e) => {
+                errln!("pipetrace: {e}");
+                return 1;
+            }
+        }
+    } else {
+        out!("{}", pipetrace_config::show::text(&settings));
+    }
+    0
 }

@@ -58,7 +58,7 @@ fn missing_tools() -> Vec<&'static str> {
         .collect()
 }
 
-pub async fn run(mut cfg: Config, dir: &Path) -> anyhow::Result<i32> {
+pub async fn run(mut cfg: Config, dir: &Path, summary: bool) -> anyhow::Result<i32> {
     let missing = missing_tools();
     if !missing.is_empty() {
         anyhow::bail!(
@@ -71,13 +71,13 @@ pub async fn run(mut cfg: Config, dir: &Path) -> anyhow::Result<i32> {
         cfg.export.file = Some(dir.join("trace.otlp.jsonl"));
         let _ = std::fs::remove_file(dir.join("trace.otlp.jsonl"));
     }
-    errln!(
+    say!(
         "pipetrace demo: tracing `snakemake --cores 2` in {}",
         dir.display()
     );
     let argv: Vec<String> = ["snakemake", "--cores", "2"].map(String::from).to_vec();
     let how = super::run::How {
-        summary: true,
+        summary,
         keep_running: false,
         machines: false,
     };

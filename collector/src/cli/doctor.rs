@@ -7,23 +7,70 @@ const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
 
+/// One check's outcome, as `--json` gives it.
+#[derive(serde::Serialize)]
+struct Check {
+    check: String,
+    /// `ok`, `note` (works, with less) or `fail`.
+    status: &'static str,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+/// The checks, printed as they come (the probes take a moment) or kept for JSON.
 struct Report {
     failed: bool,
+    json: bool,
+    checks: Vec<Check>,
 }
 
 impl Report {
+    fn add(&mut self, check: &str, status: &'static str, detail: String, fix: Option<String>) {
+        if !self.json {
+            let mark = match status {
+                "ok" => "ok  ",
+                "note" => "note",
+                _ => "FAIL",
+            };
+            outln!("  {mark}  {check}: {detail}");
+            if let Some(fix) = &fix {
+                outln!("        fix: {fix}");
+            }
+        }
+        let check = check.to_string();
+        (self.checks).push(Check {
+            check,
+            status,
+            detail,
+            fix,
+        });
+    }
+
     fn ok(&mut self, what: &str, detail: String) {
-        outln!("  ok    {what}: {detail}");
+        self.add(what, "ok", detail, None);
     }
 
     fn note(&mut self, what: &str, good: bool, yes: &str, no: &str) {
-        let mark = if good { "ok  " } else { "note" };
-        outln!("  {mark}  {what}: {}", if good { yes } else { no });
+        match good {
+            true => self.add(what, "ok", yes.into(), None),
+            false => self.add(what, "note", no.into(), None),
+        }
     }
 
     fn fail(&mut self, what: &str, detail: String, fix: &str) {
         self.failed = true;
-        outln!("  FAIL  {what}: {detail}\n        fix: {fix}");
+        self.add(what, "fail", detail, Some(fix.into()));
+    }
+
+    /// A line under the last check (the agent's figures).
+    fn more(&mut self, line: String) {
+        if !self.json {
+            outln!("        {line}");
+        }
+        if let Some(last) = self.checks.last_mut() {
+            last.detail = format!("{}; {line}", last.detail);
+        }
     }
 }
 
@@ -44,49 +91,56 @@ fn effective_caps() -> Option<u64> {
 
 /// Every agent running on this node, each with its own status (from the node's registry),
 /// and what the agent of this state directory last said if it is not among them.
-fn agent_section(state_dir: &Path) {
+fn agent_section(r: &mut Report, state_dir: &Path) {
     let running = crate::registry::AgentStatus::running();
     if running.len() > 1 {
-        outln!(
-            "  note  {} agents run on this node (each with its own state directory); one \
-             sees every process already",
-            running.len()
+        r.add(
+            "agents",
+            "note",
+            format!(
+                "{} agents run on this node (each with its own state directory); one sees \
+                 every process already",
+                running.len()
+            ),
+            None,
         );
     }
     for (dir, s) in &running {
-        print_agent(s, dir.as_deref());
+        print_agent(r, s, dir.as_deref());
     }
     let shown = |pid: u32| running.iter().any(|(_, s)| s.pid == pid);
     let file = crate::registry::path(state_dir);
-    match crate::registry::AgentStatus::read(state_dir) {
-        Some(s) if shown(s.pid) => {}
+    let last = match crate::registry::AgentStatus::read(state_dir) {
+        Some(s) if shown(s.pid) => return,
         // Running, but /run was not writable for its registry entry.
-        Some(s) if s.alive() && s.age() < 30 => print_agent(&s, None),
-        Some(s) => outln!(
-            "  note  agent: not running (last status from pid {}, {} s ago, in {})",
+        Some(s) if s.alive() && s.age() < 30 => return print_agent(r, &s, None),
+        Some(s) => format!(
+            "not running (last status from pid {}, {} s ago, in {})",
             s.pid,
             s.age(),
             file.display()
         ),
-        None if running.is_empty() => {
-            outln!("  note  agent: none running ({} absent)", file.display())
-        }
-        None => {}
-    }
+        None if running.is_empty() => format!("none running ({} absent)", file.display()),
+        None => return,
+    };
+    r.add("agent", "note", last, None);
 }
 
-fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
+fn print_agent(r: &mut Report, s: &crate::registry::AgentStatus, dir: Option<&str>) {
     let f = &s.figures;
-    outln!(
-        "  ok    agent: pid {}, {} mode, exporting to {}, status {} s old{}",
-        s.pid,
-        s.mode,
-        s.exporting_to,
-        s.age(),
-        dir.map(|d| format!(", state in {d}")).unwrap_or_default()
+    r.ok(
+        "agent",
+        format!(
+            "pid {}, {} mode, exporting to {}, status {} s old{}",
+            s.pid,
+            s.mode,
+            s.exporting_to,
+            s.age(),
+            dir.map(|d| format!(", state in {d}")).unwrap_or_default()
+        ),
     );
-    outln!(
-        "        lost {} kernel events and {} updates of per-process sums, {} undecodable; \
+    r.more(format!(
+        "lost {} kernel events and {} updates of per-process sums, {} undecodable; \
          spans: {} dropped, {} failed, {} spooled; metric exports: {} dropped, {} failed, \
          {} spooled; {} export retries; {} bytes queued",
         f.lost_events,
@@ -100,17 +154,17 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         f.metric_exports_spooled,
         f.export_retries,
         f.export_queue_bytes
-    );
-    outln!(
-        "        {} processes known, {} in runs, {} without usage, {} with figures from \
-         exit, {} impossible figures dropped; memory {} MiB",
+    ));
+    r.more(format!(
+        "{} processes known, {} in runs, {} without usage, {} with figures from exit, {} \
+         impossible figures dropped; memory {} MiB",
         f.processes_known,
         f.processes_tracked,
         f.usage_missing,
         f.usage_at_exit,
         f.figures_dropped,
         f.rss_bytes >> 20
-    );
+    ));
     let lost = f.lost_events
         + f.accumulator_lost
         + f.spans_dropped
@@ -118,32 +172,48 @@ fn print_agent(s: &crate::registry::AgentStatus, dir: Option<&str>) {
         + f.metric_exports_dropped
         + f.metric_exports_failed;
     if lost > 0 {
-        outln!(
-            "  note  the agent lost or dropped data: raise probes.ring_buffer_bytes, \
-             export.queue_bytes, or set export.spool.dir; check the backend"
+        r.add(
+            "agent losses",
+            "note",
+            "the agent lost or dropped data".into(),
+            Some(
+                "raise probes.ring_buffer_bytes, export.queue_bytes, or set export.spool.dir; \
+                 check the backend"
+                    .into(),
+            ),
         );
     }
 }
 
-pub fn run(state_dir: &Path) -> i32 {
-    let mut r = Report { failed: false };
-    outln!("pipetrace doctor");
+/// `pipetrace doctor [--json]`: exit 1 when eBPF cannot run here.
+pub fn run(state_dir: &Path, json: bool) -> i32 {
+    let mut r = Report {
+        failed: false,
+        json,
+        checks: Vec::new(),
+    };
+    if !json {
+        outln!("pipetrace doctor");
+    }
     check_kernel(&mut r);
     check_privileges(&mut r);
     check_pid_namespace(&mut r);
     check_probes(&mut r);
-    agent_section(state_dir);
-    if r.failed {
-        outln!(
-            "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
-             processes missed, sampled figures), or refuse with probes.strict; fix the lines \
-             marked FAIL"
-        );
-        1
+    agent_section(&mut r, state_dir);
+    let verdict = if r.failed {
+        "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
+         processes missed, sampled figures), or refuse with probes.strict; fix the lines \
+         marked FAIL"
     } else {
-        outln!("pipetrace can run here");
-        0
+        "pipetrace can run here"
+    };
+    if json {
+        let all = serde_json::json!({ "ok": !r.failed, "checks": r.checks, "verdict": verdict });
+        outln!("{all:#}");
+    } else {
+        outln!("{verdict}");
     }
+    i32::from(r.failed)
 }
 
 /// The kernel's version and its BTF.

@@ -1,6 +1,7 @@
 //! pipetrace's own logs: `tracing`, with the `log` crate's records bridged in so that every
-//! `log::` call site keeps working. On stderr, filtered by PIPETRACE_LOG (`warn` unless set;
-//! `info`, `pipetrace=debug,h2=off`, ...), one line per event as env_logger wrote them:
+//! `log::` call site keeps working. On stderr, filtered by -q/-v, else PIPETRACE_LOG, else
+//! RUST_LOG (`warn` unless set; `info`, `pipetrace=debug,h2=off`, ...), one line per event
+//! as env_logger wrote them:
 //! `[2025-01-31T12:00:00Z WARN  pipetrace::cli::agent] message`. Beside them, the agent's
 //! own spans, exported when `self_telemetry.traces` asks (`crate::export::own`).
 use std::{fmt, io::IsTerminal, time::SystemTime};
@@ -16,8 +17,28 @@ use tracing_subscriber::{
     util::SubscriberInitExt,
 };
 
-/// The variable holding the filter.
-const VAR: &str = "PIPETRACE_LOG";
+/// The variables holding the filter: pipetrace's own first, then the Rust convention's.
+const VARS: [&str; 2] = ["PIPETRACE_LOG", "RUST_LOG"];
+
+/// What the command line asked of the logs: `-v` (counted) or `-q`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Asked {
+    pub verbose: u8,
+    pub quiet: bool,
+}
+
+impl Asked {
+    /// The filter the flags set, if any: they are the most specific ask.
+    fn spec(self) -> Option<&'static str> {
+        match (self.quiet, self.verbose) {
+            (true, _) => Some("error"),
+            (_, 0) => None,
+            (_, 1) => Some("info"),
+            (_, 2) => Some("debug"),
+            _ => Some("trace"),
+        }
+    }
+}
 
 /// One line per event: time, level, target, message and fields.
 struct Line {
@@ -64,18 +85,27 @@ where
     }
 }
 
-/// PIPETRACE_LOG as a filter; unset, empty or unreadable: warnings and errors.
-fn filter() -> EnvFilter {
-    let spec = std::env::var(VAR).unwrap_or_default();
+/// The flags' filter, else the first variable set and not empty; else warnings and errors.
+fn spec(asked: Asked, var: impl Fn(&str) -> Option<String>) -> String {
+    let from_env = || {
+        (VARS.iter())
+            .filter_map(|v| var(v))
+            .map(|s| s.trim().to_string())
+            .find(|s| !s.is_empty())
+    };
+    (asked.spec().map(str::to_string))
+        .or_else(from_env)
+        .unwrap_or_else(|| "warn".into())
+}
+
+fn filter(asked: Asked) -> EnvFilter {
+    let spec = spec(asked, |v| std::env::var(v).ok());
     let builder = EnvFilter::builder().with_default_directive(LevelFilter::WARN.into());
-    match spec.trim() {
-        "" => builder.parse_lossy("warn"),
-        s => builder.parse_lossy(s),
-    }
+    builder.parse_lossy(spec)
 }
 
 /// Installs the logger for the whole process. A second call changes nothing.
-pub fn init() {
+pub fn init(asked: Asked) {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     // A closed stderr loses the lines, quietly: the fmt layer's own report of a failed
     // write would go to stderr too, and panic there.
@@ -83,7 +113,7 @@ pub fn init() {
         .with_writer(std::io::stderr)
         .log_internal_errors(false)
         .event_format(Line { color })
-        .with_filter(filter());
+        .with_filter(filter(asked));
     // Fails only when a logger is already installed (tests); that one stays.
     let own = crate::export::own::layer(Default::default());
     let _ = tracing_subscriber::registry()
@@ -95,6 +125,36 @@ pub fn init() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flags_win_then_pipetraces_variable_then_rusts() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                (vars.iter())
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let both = env(&[("PIPETRACE_LOG", "debug"), ("RUST_LOG", "trace")]);
+        assert_eq!(spec(Asked::default(), both), "debug");
+        assert_eq!(
+            spec(Asked::default(), env(&[("RUST_LOG", "h2=off,info")])),
+            "h2=off,info"
+        );
+        let empty_first = env(&[("PIPETRACE_LOG", " "), ("RUST_LOG", "info")]);
+        assert_eq!(spec(Asked::default(), empty_first), "info");
+        assert_eq!(spec(Asked::default(), env(&[])), "warn");
+        let quiet = Asked {
+            quiet: true,
+            verbose: 0,
+        };
+        assert_eq!(spec(quiet, both), "error");
+        let vv = Asked {
+            quiet: false,
+            verbose: 2,
+        };
+        assert_eq!(spec(vv, env(&[("PIPETRACE_LOG", "error")])), "debug");
+    }
 
     #[test]
     fn lines_read_as_env_logger_wrote_them() {

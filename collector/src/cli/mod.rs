@@ -1,5 +1,6 @@
 //! The `pipetrace` command line. Errors become one clear line and an exit code here.
 mod agent;
+mod args;
 mod compare;
 mod config_cmd;
 mod demo;
@@ -17,10 +18,9 @@ mod trace_file;
 mod usage_error;
 mod view;
 
-use std::path::PathBuf;
-
-use clap::{Parser, Subcommand};
-use pipetrace_config::{Config, ConfigError, Flags, Protocol};
+use args::{Cli, Command, ConfigCommand};
+use clap::Parser;
+use pipetrace_config::{Config, ConfigError};
 
 /// Exit code for bad input (config, usage).
 pub const EXIT_USAGE: i32 = 2;
@@ -39,150 +39,14 @@ fn own_failure(command: &Command, usage: bool) -> i32 {
     }
 }
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "pipetrace",
-    version,
-    about = "Watch pipelines from the Linux kernel; export them as OpenTelemetry"
-)]
-pub struct Cli {
-    /// YAML config file (defaults < file < environment < flags).
-    #[arg(
-        long,
-        short = 'c',
-        global = true,
-        value_name = "FILE",
-        env = "PIPETRACE_CONFIG"
-    )]
-    config: Option<PathBuf>,
-    /// OTLP endpoint, e.g. http://localhost:4317 (gRPC) or http://localhost:4318 (HTTP).
-    #[arg(long, global = true, value_name = "URL")]
-    endpoint: Option<String>,
-    /// OTLP protocol: grpc or http/protobuf.
-    #[arg(long, global = true, value_parser = parse_protocol)]
-    protocol: Option<Protocol>,
-    /// Write OTLP JSON lines to this file (default when no endpoint is set: a file in .).
-    #[arg(long, short = 'o', global = true, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// OTel service.name of the exported resource.
-    #[arg(long, global = true)]
-    service_name: Option<String>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-fn parse_protocol(s: &str) -> Result<Protocol, String> {
-    match s {
-        "grpc" => Ok(Protocol::Grpc),
-        "http/protobuf" | "http" => Ok(Protocol::HttpProtobuf),
-        other => Err(format!("`{other}` is not grpc or http/protobuf")),
-    }
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run a command under pipetrace: one trace for it, exits with its exit code.
-    Run {
-        /// Do not print the trace tree and summary at the end.
-        #[arg(long)]
-        no_summary: bool,
-        /// When pipetrace is told to stop (Ctrl-C, SIGTERM), leave the command's other
-        /// processes running instead of stopping them with it (they are not exported).
-        #[arg(long)]
-        keep_running: bool,
-        /// Also print the cloud machines that fit each task and the run (the HTML report
-        /// always has them).
-        #[arg(long)]
-        machines: bool,
-        /// The command and its arguments (after `--`).
-        #[arg(trailing_var_arg = true, required = true)]
-        command: Vec<String>,
-    },
-    /// Watch the whole host: every run of a known engine or a run rule becomes a trace.
-    Agent,
-    /// Check that this machine can run pipetrace, and say how to fix what is missing.
-    Doctor,
-    /// Validate or print configuration.
-    #[command(subcommand)]
-    Config(ConfigCommand),
-    /// Print the per-task table of a trace file and the machines that fit each task, and
-    /// write its HTML report.
-    Report {
-        /// An OTLP JSON lines trace file, as `pipetrace run` writes it.
-        file: PathBuf,
-        /// Where to write the HTML report (default: beside FILE, `.report.html`).
-        #[arg(long)]
-        html: Option<PathBuf>,
-        /// Print the machines of each run as JSON instead of the tables.
-        #[arg(long)]
-        json: bool,
-        /// Also print the cloud machines that fit each run (the HTML report always has them).
-        #[arg(long)]
-        machines: bool,
-    },
-    /// Two runs side by side, task by task: what moved beyond noise and the tools behind it.
-    Compare {
-        /// A trace file (`FILE#N` for its Nth run), or a run id kept in the state directory.
-        a: String,
-        /// The run to compare A with, given as A is.
-        #[arg(required_unless_present = "usual")]
-        b: Option<String>,
-        /// Compare A with the usual of its pipeline, from the task history.
-        #[arg(long, conflicts_with = "b")]
-        usual: bool,
-        /// Print JSON instead of the table.
-        #[arg(long)]
-        json: bool,
-        /// Also write the comparison as an HTML page here.
-        #[arg(long, value_name = "FILE")]
-        html: Option<PathBuf>,
-        /// Also print each side's cloud machines (JSON and the page always have them).
-        #[arg(long)]
-        machines: bool,
-    },
-    /// What the node's agent sees running now, once: every run with its running tasks.
-    Status {
-        /// As JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// What the node's agent sees running now, on a full screen updated every second.
-    Top,
-    /// Send what a run could not deliver (the file its last lines name) to the OTLP
-    /// endpoint of --endpoint / OTEL_EXPORTER_OTLP_*, and say what arrived.
-    Send {
-        /// The file `pipetrace run` kept undelivered spans and metrics in.
-        file: PathBuf,
-    },
-    /// Trace the bundled demo pipeline (Snakemake with bwa, samtools and python).
-    Demo {
-        /// Where to write the demo pipeline and its results.
-        #[arg(long, default_value = "pipetrace-demo")]
-        dir: PathBuf,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum ConfigCommand {
-    /// Check a config file; exit 2 with the key at fault if it is not valid.
-    Validate { file: PathBuf },
-    /// Print the default configuration as YAML.
-    PrintDefault,
-}
-
 impl Cli {
-    fn flags(&self) -> Flags {
-        Flags {
-            service_name: self.service_name.clone(),
-            endpoint: self.endpoint.clone(),
-            protocol: self.protocol,
-            output: self.output.clone(),
-        }
-    }
-
     fn load(&self, file: Option<&std::path::Path>) -> Result<Config, ConfigError> {
-        let file = file.or(self.config.as_deref());
-        let cfg = pipetrace_config::load(file, &self.flags())?;
+        let (given, flags) = self.settings().map_err(|message| ConfigError::Malformed {
+            source_name: "the command line".into(),
+            message,
+        })?;
+        let file = file.or(given.as_deref());
+        let cfg = pipetrace_config::load(file, &flags)?;
         // The engines are the core's to know: a name none has is refused before anything runs.
         let engines = cfg.attribution.engines.as_deref();
         if let Err(e) = crate::attribution::engines::Enabled::from_config(engines) {
@@ -237,18 +101,26 @@ fn own_spans(cfg: &Config) {
     }
 }
 
-/// Runs the command line; returns the process exit code.
 /// The command line's definition, for what is generated from it (completions, the man page).
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+/// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_failed(e),
     };
-    logging::init();
+    if let Err(e) = cli.settings() {
+        errln!("pipetrace: {e}: give it after a command that takes it (see --help)");
+        return own_failure(&cli.command, true);
+    }
+    crate::print::QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
+    logging::init(logging::Asked {
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    });
     match &cli.command {
         Command::Config(ConfigCommand::PrintDefault) => {
             out!("{}", pipetrace_config::load::default_yaml());
@@ -257,19 +129,24 @@ pub fn main() -> i32 {
         Command::Config(ConfigCommand::Validate { file }) => {
             config_cmd::validate(file, || cli.load(Some(file)))
         }
-        Command::Doctor => {
+        Command::Config(ConfigCommand::Show { json, .. }) => match cli.settings() {
+            Ok((file, flags)) => config_cmd::show(file.as_deref(), &flags, *json),
+            Err(_) => unreachable!("checked above"),
+        },
+        Command::Doctor { json, .. } => {
             let state = cli
                 .load(None)
                 .ok()
                 .and_then(|c| c.diagnosis.state_dir)
                 .unwrap_or_else(|| "/var/lib/pipetrace".into());
-            doctor::run(&state)
+            doctor::run(&state, *json)
         }
         Command::Report {
             file,
             html,
             json,
             machines,
+            ..
         } => match cli.load(None) {
             Ok(cfg) => {
                 let html = html.as_deref();
@@ -292,6 +169,7 @@ pub fn main() -> i32 {
             json,
             html,
             machines: print_machines,
+            ..
         } => {
             let cfg = match cli.load(None) {
                 Ok(c) => c,
@@ -364,17 +242,18 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
                 keep_running,
                 machines,
                 command,
+                ..
             } => {
                 let how = run::How {
-                    summary: !no_summary,
+                    summary: !no_summary && !cli.quiet,
                     keep_running: *keep_running,
                     machines: *machines,
                 };
                 run::run(&cfg, command, None, how).await
             }
-            Command::Agent => agent::run(&cfg).await,
-            Command::Demo { dir } => demo::run(cfg, dir).await,
-            Command::Send { file } => send::run(&cfg, file).await,
+            Command::Agent { .. } => agent::run(&cfg).await,
+            Command::Demo { dir, .. } => demo::run(cfg, dir, !cli.quiet).await,
+            Command::Send { file, .. } => send::run(&cfg, file).await,
             _ => unreachable!("handled above"),
         }
     });

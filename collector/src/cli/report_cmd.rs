@@ -1,5 +1,5 @@
 //! `pipetrace report FILE`: the end-of-run table, the machines that fit each task and the
-//! HTML report from a trace file; `--json`: the machines per run as JSON.
+//! HTML report from a trace file; `--json`: each run's tasks and machines as JSON.
 use std::path::Path;
 
 use pipetrace_config::Config;
@@ -57,7 +57,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
     match super::run::write_report(&path, &report::html_with(&spans, &more)) {
         Ok(()) => {
-            errln!("pipetrace: report written to {}", path.display());
+            say!("pipetrace: report written to {}", path.display());
             0
         }
         Err(e) => {
@@ -88,7 +88,8 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
     out
 }
 
-/// `{"runs": [{"trace", "name", "machines"}]}`: for scripts and `pipetrace compare`.
+/// `{"runs": [{"trace", "name", "status", "tasks", "machines"}]}`: for scripts and
+/// `pipetrace compare`. A task's row is the table's, in units a script need not parse.
 fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
     let runs: Vec<serde_json::Value> = runs
         .iter()
@@ -97,11 +98,37 @@ fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
             serde_json::json!({
                 "trace": run.first().map(|s| s.trace.as_str()),
                 "name": root.map(|r| r.name.as_str()),
+                "status": root.map(|r| r.error.as_deref().unwrap_or("ok")),
+                "tasks": task_rows(run),
                 "machines": size(run),
             })
         })
         .collect();
     serde_json::json!({ "runs": runs }).to_string()
+}
+
+/// The table's rows: bytes, seconds, no units.
+fn task_rows(run: &[ReportSpan]) -> Vec<serde_json::Value> {
+    let mut table = Table::default();
+    for s in run.iter().filter(|s| s.kind == Kind::Task) {
+        table.record_task(s);
+    }
+    (table.rows().iter())
+        .map(|r| {
+            serde_json::json!({
+                "task": r.name,
+                "jobs": r.jobs,
+                "failed": r.failed,
+                "wall_seconds": r.wall,
+                "cpu_seconds": r.cpu,
+                "memory_peak_bytes": r.peak,
+                "disk_bytes": r.disk,
+                "bottleneck": (r.bottleneck != "-").then_some(r.bottleneck),
+                "advice": (r.advice != "-").then_some(r.advice),
+                "gpu": r.gpu,
+            })
+        })
+        .collect()
 }
 
 /// A run's line above its table, where a file holds several: name, status, wall time and

@@ -113,7 +113,7 @@ fn announce(argv: &[String], to_: &Destinations) {
         true => String::new(),
         false => format!(", metrics to {}", to(metrics)),
     };
-    errln!(
+    say!(
         "pipetrace: tracing `{command}`: spans to {}{metrics}",
         to(spans)
     );
@@ -332,7 +332,7 @@ async fn finish(
         errout!("{}", super::send::kept_lines(cfg, k));
     }
     match report {
-        Some(Ok(path)) => errln!("pipetrace: report written to {}", path.display()),
+        Some(Ok(path)) => say!("pipetrace: report written to {}", path.display()),
         Some(Err(e)) => errln!("pipetrace: {e}"),
         _ => {}
     }
@@ -445,7 +445,9 @@ fn print_end(
     let Some(s) = summary else {
         let mut text = String::new();
         delivery.render(&mut text);
-        errout!("{text}");
+        if delivery.troubled() || !crate::print::QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+            errout!("{text}");
+        }
         return;
     };
     let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);

@@ -102,6 +102,10 @@ pub fn status(json: bool) -> i32 {
             0
         }
         Err(e) => {
+            // A script reads "no agent" as the empty list; the exit status says it too.
+            if json {
+                outln!("[]");
+            }
             errln!("pipetrace: {e}");
             1
         }

@@ -9,6 +9,7 @@ mod collector;
 mod compare;
 mod container_lifecycle;
 mod containers;
+mod conventions;
 mod cwl;
 mod cwl_standard;
 mod delivery;

@@ -1,0 +1,413 @@
+//! The command line's shape: each flag on the commands it applies to, with examples.
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+use pipetrace_config::{Flags, Protocol};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pipetrace",
+    version,
+    about = "Watch pipelines from the Linux kernel; export them as OpenTelemetry",
+    after_help = "Examples:
+  pipetrace demo                                      # trace the bundled Snakemake pipeline
+  pipetrace run -- snakemake -c4                      # one run: a trace file and a report
+  pipetrace run --endpoint http://localhost:4317 -- nextflow run main.nf
+  pipetrace agent --config /etc/pipetrace/config.yaml # every run on this host
+  pipetrace report run.otlp.jsonl                     # the table and page of a trace file
+
+Logs: -v (info), -vv (debug), -q (errors only); PIPETRACE_LOG or RUST_LOG take a filter."
+)]
+pub(super) struct Cli {
+    /// Given before the command: kept for `pipetrace --endpoint URL run ...`; the command's
+    /// own flags win.
+    #[command(flatten)]
+    pub config: ConfigArg,
+    #[command(flatten)]
+    pub export: ExportArgs,
+    /// More of pipetrace's own logs: -v info, -vv debug, -vvv trace.
+    #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "quiet")]
+    pub verbose: u8,
+    /// Errors only: no warnings and, for run and demo, no summary at the end.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The configuration file, for the commands that read the configuration.
+#[derive(Args, Debug, Default, Clone)]
+pub(super) struct ConfigArg {
+    /// YAML config file (defaults < file < environment < flags).
+    #[arg(long, short = 'c', value_name = "FILE", env = "PIPETRACE_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// Where and how telemetry goes, for the commands that export.
+#[derive(Args, Debug, Default, Clone)]
+pub(super) struct ExportArgs {
+    /// OTLP endpoint, e.g. http://localhost:4317 (gRPC) or http://localhost:4318 (HTTP).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// OTLP protocol: grpc or http/protobuf.
+    #[arg(long, value_parser = parse_protocol)]
+    pub protocol: Option<Protocol>,
+    /// Write OTLP JSON lines to this file (default when no endpoint is set: a file in .).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// OTel service.name of the exported resource.
+    #[arg(long, value_name = "NAME")]
+    pub service_name: Option<String>,
+}
+
+/// Where to send, for `send` (the file holds the rest).
+#[derive(Args, Debug, Default, Clone)]
+pub(super) struct SendArgs {
+    /// OTLP endpoint, e.g. http://localhost:4317 (gRPC) or http://localhost:4318 (HTTP).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// OTLP protocol: grpc or http/protobuf.
+    #[arg(long, value_parser = parse_protocol)]
+    pub protocol: Option<Protocol>,
+}
+
+fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    match s {
+        "grpc" => Ok(Protocol::Grpc),
+        "http/protobuf" | "http" => Ok(Protocol::HttpProtobuf),
+        other => Err(format!("`{other}` is not grpc or http/protobuf")),
+    }
+}
+
+impl ExportArgs {
+    fn given(&self) -> Option<&'static str> {
+        let set = [
+            (self.endpoint.is_some(), "--endpoint"),
+            (self.protocol.is_some(), "--protocol"),
+            (self.output.is_some(), "--output"),
+            (self.service_name.is_some(), "--service-name"),
+        ];
+        set.into_iter().find(|(on, _)| *on).map(|(_, name)| name)
+    }
+
+    /// These flags over `below` (the ones given before the command).
+    fn over(&self, below: &ExportArgs) -> Flags {
+        Flags {
+            service_name: (self.service_name.clone()).or_else(|| below.service_name.clone()),
+            endpoint: self.endpoint.clone().or_else(|| below.endpoint.clone()),
+            protocol: self.protocol.or(below.protocol),
+            output: self.output.clone().or_else(|| below.output.clone()),
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum Command {
+    /// Run a command under pipetrace: one trace for it, exits with its exit code.
+    #[command(after_help = "Examples:
+  pipetrace run -- snakemake -c4
+  pipetrace run --endpoint http://localhost:4317 -- nextflow run main.nf -profile test
+  pipetrace run -o trace.otlp.jsonl --no-summary -- ./align.sh sample.fq
+
+Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting-started.md).")]
+    Run {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        export: ExportArgs,
+        /// Do not print the trace tree and summary at the end.
+        #[arg(long)]
+        no_summary: bool,
+        /// When pipetrace is told to stop (Ctrl-C, SIGTERM), leave the command's other
+        /// processes running instead of stopping them with it (they are not exported).
+        #[arg(long)]
+        keep_running: bool,
+        /// Also print the cloud machines that fit each task and the run (the HTML report
+        /// always has them).
+        #[arg(long)]
+        machines: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Watch the whole host: every run of a known engine or a run rule becomes a trace.
+    #[command(after_help = "Examples:
+  pipetrace agent --endpoint http://collector:4317
+  pipetrace agent --config /etc/pipetrace/config.yaml")]
+    Agent {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        export: ExportArgs,
+    },
+    /// Check that this machine can run pipetrace, and say how to fix what is missing.
+    #[command(after_help = "Examples:
+  pipetrace doctor
+  pipetrace doctor --json | jq '.checks[] | select(.status == \"fail\")'")]
+    Doctor {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show, validate or print configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print the per-task table of a trace file and the machines that fit each task, and
+    /// write its HTML report.
+    #[command(after_help = "Examples:
+  pipetrace report run.otlp.jsonl
+  pipetrace report run.otlp.jsonl --html /tmp/run.html --machines
+  pipetrace report run.otlp.jsonl --json | jq '.runs[0].tasks'")]
+    Report {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// An OTLP JSON lines trace file, as `pipetrace run` writes it.
+        file: PathBuf,
+        /// Where to write the HTML report (default: beside FILE, `.report.html`).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Print each run's task table and machines as JSON instead of the tables.
+        #[arg(long)]
+        json: bool,
+        /// Also print the cloud machines that fit each run (the HTML report always has them).
+        #[arg(long)]
+        machines: bool,
+    },
+    /// Two runs side by side, task by task: what moved beyond noise and the tools behind it.
+    #[command(after_help = "Examples:
+  pipetrace compare before.otlp.jsonl after.otlp.jsonl
+  pipetrace compare runs.otlp.jsonl#1 runs.otlp.jsonl#2 --html diff.html
+  pipetrace compare after.otlp.jsonl --usual   # A: its pipeline's usual, B: this run")]
+    Compare {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// A trace file (`FILE#N` for its Nth run), or a run id kept in the state directory.
+        a: String,
+        /// The run to compare A with, given as A is.
+        #[arg(required_unless_present = "usual")]
+        b: Option<String>,
+        /// Compare the run given with the usual of its pipeline, from the task history: the
+        /// usual is side A (before), the run side B (after).
+        #[arg(long, conflicts_with = "b")]
+        usual: bool,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the comparison as an HTML page here.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Also print each side's cloud machines (JSON and the page always have them).
+        #[arg(long)]
+        machines: bool,
+    },
+    /// What the node's agent sees running now, once: every run with its running tasks.
+    #[command(after_help = "Examples:
+  pipetrace status
+  pipetrace status --json   # [] and exit status 1 when no agent runs")]
+    Status {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What the node's agent sees running now, on a full screen updated every second.
+    Top,
+    /// Send what a run could not deliver (the file its last lines name) to the OTLP
+    /// endpoint of --endpoint / OTEL_EXPORTER_OTLP_*, and say what arrived.
+    #[command(after_help = "Examples:
+  pipetrace send --endpoint http://collector:4317 run.unsent.pb")]
+    Send {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        export: SendArgs,
+        /// The file `pipetrace run` kept undelivered spans and metrics in.
+        file: PathBuf,
+    },
+    /// Trace the bundled demo pipeline (Snakemake with bwa, samtools and python).
+    #[command(after_help = "Examples:
+  pipetrace demo
+  pipetrace demo --endpoint http://localhost:4317 --dir /tmp/demo")]
+    Demo {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        export: ExportArgs,
+        /// Where to write the demo pipeline and its results.
+        #[arg(long, default_value = "pipetrace-demo")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ConfigCommand {
+    /// The configuration in effect (defaults, file, environment and flags merged), each
+    /// value with what set it.
+    #[command(after_help = "Examples:
+  pipetrace config show
+  PIPETRACE_EXPORT__COMPRESSION=none pipetrace config show -c my.yaml --endpoint http://x:4317
+  pipetrace config show --json")]
+    Show {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        export: ExportArgs,
+        /// As JSON: [{"key", "value", "from"}].
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a config file; exit 2 with the key at fault if it is not valid.
+    Validate { file: PathBuf },
+    /// Print the default configuration as YAML.
+    PrintDefault,
+}
+
+impl Cli {
+    /// The config file and flags the command reads its configuration with, or the flag
+    /// given before a command it does not apply to.
+    pub fn settings(&self) -> Result<(Option<PathBuf>, Flags), String> {
+        let none = ExportArgs::default();
+        let (config, export): (Option<&ConfigArg>, Option<ExportArgs>) = match &self.command {
+            Command::Run { config, export, .. }
+            | Command::Agent { config, export }
+            | Command::Demo { config, export, .. }
+            | Command::Config(ConfigCommand::Show { config, export, .. }) => {
+                (Some(config), Some(export.clone()))
+            }
+            Command::Send { config, export, .. } => (
+                Some(config),
+                Some(ExportArgs {
+                    endpoint: export.endpoint.clone(),
+                    protocol: export.protocol,
+                    ..none.clone()
+                }),
+            ),
+            Command::Doctor { config, .. }
+            | Command::Report { config, .. }
+            | Command::Compare { config, .. } => (Some(config), None),
+            Command::Status { .. } | Command::Top | Command::Config(_) => (None, None),
+        };
+        let name = self.command_name();
+        if let (None, Some(flag)) = (&export, self.export.given()) {
+            return Err(format!("{flag} does not apply to `pipetrace {name}`"));
+        }
+        if config.is_none() && self.config.config.is_some() && !config_from_env() {
+            return Err(format!("--config does not apply to `pipetrace {name}`"));
+        }
+        let file = config
+            .and_then(|c| c.config.clone())
+            .or(self.config.config.clone());
+        let flags = export.map_or_else(Flags::default, |e| e.over(&self.export));
+        Ok((file, flags))
+    }
+
+    fn command_name(&self) -> &'static str {
+        match &self.command {
+            Command::Run { .. } => "run",
+            Command::Agent { .. } => "agent",
+            Command::Doctor { .. } => "doctor",
+            Command::Config(_) => "config",
+            Command::Report { .. } => "report",
+            Command::Compare { .. } => "compare",
+            Command::Status { .. } => "status",
+            Command::Top => "top",
+            Command::Send { .. } => "send",
+            Command::Demo { .. } => "demo",
+        }
+    }
+}
+
+/// PIPETRACE_CONFIG fills --config wherever the flag is: set in the environment, it is no
+/// mistake on a command that reads no configuration.
+fn config_from_env() -> bool {
+    std::env::var_os("PIPETRACE_CONFIG").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(args).unwrap()
+    }
+
+    #[test]
+    fn export_flags_go_before_or_after_the_command_and_the_commands_win() {
+        let cli = parse(&[
+            "pipetrace",
+            "--endpoint",
+            "http://a:4317",
+            "run",
+            "--",
+            "true",
+        ]);
+        assert_eq!(
+            cli.settings().unwrap().1.endpoint.as_deref(),
+            Some("http://a:4317")
+        );
+        let cli = parse(&[
+            "pipetrace",
+            "--endpoint",
+            "http://a:4317",
+            "run",
+            "--endpoint",
+            "http://b:4317",
+            "--",
+            "true",
+        ]);
+        assert_eq!(
+            cli.settings().unwrap().1.endpoint.as_deref(),
+            Some("http://b:4317")
+        );
+    }
+
+    #[test]
+    fn a_flag_on_a_command_it_does_not_apply_to_is_refused() {
+        // On the command itself clap refuses it; before it, the settings do.
+        assert!(Cli::try_parse_from(["pipetrace", "status", "--endpoint", "x"]).is_err());
+        let cli = parse(&["pipetrace", "--endpoint", "http://a:4317", "status"]);
+        let e = cli.settings().unwrap_err();
+        assert!(
+            e.contains("--endpoint does not apply to `pipetrace status`"),
+            "{e}"
+        );
+        assert!(Cli::try_parse_from(["pipetrace", "report", "f", "--output", "x"]).is_err());
+    }
+
+    #[test]
+    fn the_help_of_a_command_shows_only_its_own_flags_and_examples() {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        cmd.build();
+        let status = cmd
+            .find_subcommand_mut("status")
+            .unwrap()
+            .render_help()
+            .to_string();
+        assert!(
+            !status.contains("--endpoint") && !status.contains("--config"),
+            "{status}"
+        );
+        assert!(
+            status.contains("--quiet") && status.contains("Examples:"),
+            "{status}"
+        );
+        let run = cmd
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_help()
+            .to_string();
+        assert!(
+            run.contains("--endpoint") && run.contains("--config"),
+            "{run}"
+        );
+    }
+
+    #[test]
+    fn quiet_and_verbose_are_taken_anywhere_but_not_together() {
+        let cli = parse(&["pipetrace", "run", "-vv", "--", "true"]);
+        assert_eq!(cli.verbose, 2);
+        assert!(parse(&["pipetrace", "-q", "report", "f"]).quiet);
+        assert!(Cli::try_parse_from(["pipetrace", "-q", "-v", "top"]).is_err());
+    }
+}
