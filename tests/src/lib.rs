@@ -11,6 +11,7 @@ pub mod progress;
 pub mod prometheus;
 pub mod receiver;
 pub mod snakemake;
+pub mod snapshot;
 pub mod spans;
 pub mod tempo;
 pub mod tls;

@@ -5,7 +5,12 @@
 //! (`getent passwd`) and by the spans' own cost figures.
 use std::{collections::BTreeMap, path::Path, process::Command};
 
-use pipetrace_e2e::{Agent, pipetrace, read_jsonl, slurm_up, spans::RecvSpan, stderr};
+use pipetrace_e2e::{
+    Agent, pipetrace, read_jsonl, slurm_up,
+    snapshot::{blocks_headed, normalize},
+    spans::RecvSpan,
+    stderr,
+};
 use pipetrace_semconv::attr;
 
 /// (uid, name) of `user` as the host's user database has it.
@@ -124,6 +129,10 @@ fn every_span_carries_its_user_and_cost_centre_and_the_report_totals_by_them() {
         );
     }
     assert!(want[&("user", "nobody")].1 > 0.0, "nobody's run had a cost");
+    // The terminal's report of this test's two runs, and its table by user, as reviewed
+    // (other tests' runs in the file left out).
+    let mine = blocks_headed(&table, &["run by-root ", "run by-nobody ", "by user"]);
+    insta::assert_snapshot!("report_two_users", normalize(&mine, &[]));
     let page = std::fs::read_to_string(dir.path().join("who.report.html")).unwrap();
     assert!(
         page.contains("Cost by user and cost centre") && page.contains("<td>nobody</td>"),
