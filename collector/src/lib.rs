@@ -21,4 +21,5 @@ pub(crate) mod report;
 pub(crate) mod scope;
 pub mod session;
 pub(crate) mod sizing;
+pub(crate) mod suggest;
 pub(crate) mod summary;

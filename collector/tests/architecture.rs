@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("live view", &["live_view"]),
     ("views", &["report", "registry"]),
     ("machines", &["sizing"]),
+    ("advice", &["suggest"]),
     ("comparison", &["compare"]),
     ("terminal", &["summary"]),
     ("the loop", &["session"]),

@@ -79,6 +79,22 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
     }
 }
 
+fn parse_percentile(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (1.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{s}` is not a percentile from 1 to 100, e.g. 95")),
+    }
+}
+
+fn parse_margin(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if (0.0..=10.0).contains(&m) => Ok(m),
+        _ => Err(format!(
+            "`{s}` is not a margin from 0 to 10, e.g. 0.2 for 20% more"
+        )),
+    }
+}
+
 impl ExportArgs {
     fn given(&self) -> Option<&'static str> {
         let set = [
@@ -202,6 +218,36 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         #[arg(long)]
         machines: bool,
     },
+    /// What each task should ask for next time (CPUs, memory, time), from what its jobs used,
+    /// in the engine's own settings: a Snakemake profile, a Nextflow config, cwltool overrides.
+    #[command(after_help = "Examples:
+  pipetrace suggest run1.otlp.jsonl run2.otlp.jsonl -o profile/config.yaml
+  snakemake --profile profile --cores 8               # the rules ask what they used
+  pipetrace suggest nf.otlp.jsonl --format nextflow -o suggested.config
+  nextflow run main.nf -c suggested.config
+  pipetrace suggest cwl.otlp.jsonl --format cwl --cwl-workflow wf.cwl -o overrides.yml
+  cwltool --overrides overrides.yml wf.cwl job.yml")]
+    Suggest {
+        /// Trace files (`FILE#N` for one run of a file holding several): the more runs, the
+        /// better the percentile.
+        #[arg(required = true, value_name = "FILE")]
+        inputs: Vec<String>,
+        /// The settings' format: auto takes the runs' engine (a table for any other).
+        #[arg(long, value_enum, default_value = "auto")]
+        format: super::suggest_cmd::Format,
+        /// Of each task's jobs, the percentile of their CPU use, peak memory and time taken.
+        #[arg(long, default_value_t = 95.0, value_parser = parse_percentile)]
+        percentile: f64,
+        /// Added on top of the percentile: 0.2 asks 20% more.
+        #[arg(long, default_value_t = 0.2, value_parser = parse_margin)]
+        margin: f64,
+        /// The CWL workflow the runs ran (--format cwl): its steps name their tools' files.
+        #[arg(long, value_name = "WORKFLOW")]
+        cwl_workflow: Option<PathBuf>,
+        /// Write the settings here instead of to stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// What the node's agent sees running now, once: every run with its running tasks.
     #[command(after_help = "Examples:
   pipetrace status
@@ -286,7 +332,10 @@ impl Cli {
             Command::Doctor { config, .. }
             | Command::Report { config, .. }
             | Command::Compare { config, .. } => (Some(config), None),
-            Command::Status { .. } | Command::Top | Command::Config(_) => (None, None),
+            Command::Status { .. }
+            | Command::Top
+            | Command::Config(_)
+            | Command::Suggest { .. } => (None, None),
         };
         let name = self.command_name();
         if let (None, Some(flag)) = (&export, self.export.given()) {
@@ -311,6 +360,7 @@ impl Cli {
             Command::Report { .. } => "report",
             Command::Compare { .. } => "compare",
             Command::Status { .. } => "status",
+            Command::Suggest { .. } => "suggest",
             Command::Top => "top",
             Command::Send { .. } => "send",
             Command::Demo { .. } => "demo",

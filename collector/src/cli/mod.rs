@@ -13,6 +13,7 @@ mod run;
 mod send;
 mod serve;
 mod stop;
+mod suggest_cmd;
 mod top;
 mod trace_file;
 mod usage_error;
@@ -194,6 +195,23 @@ pub fn main() -> i32 {
             })
         }
         Command::Status { json } => top::status(*json),
+        Command::Suggest {
+            inputs,
+            format,
+            percentile,
+            margin,
+            cwl_workflow,
+            output,
+        } => suggest_cmd::run(&suggest_cmd::Ask {
+            inputs,
+            format: *format,
+            policy: crate::suggest::Policy {
+                percentile: *percentile,
+                margin: *margin,
+            },
+            cwl_workflow: cwl_workflow.as_deref(),
+            output: output.as_deref(),
+        }),
         Command::Top => top::top(),
         command => with_runtime(&cli, command),
     }

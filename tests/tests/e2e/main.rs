@@ -52,6 +52,7 @@ mod snakemake_scripts;
 mod stack;
 mod storm;
 mod storm_usage;
+mod suggest;
 mod top;
 mod trace_budget;
 mod traceql;

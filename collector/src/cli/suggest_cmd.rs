@@ -1,0 +1,138 @@
+//! `pipetrace suggest FILE...`: what each task should ask for next time, in the engine's own
+//! settings (see `crate::suggest`).
+use std::path::{Path, PathBuf};
+
+use pipetrace_semconv::attr;
+
+use crate::{
+    report::{self, Kind, ReportSpan},
+    suggest::{self, Policy, formats},
+};
+
+/// The settings' format: the engine's (`auto`: the runs' engine), or a table, or JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Auto,
+    Snakemake,
+    Nextflow,
+    Cwl,
+    Table,
+    Json,
+}
+
+pub struct Ask<'a> {
+    pub inputs: &'a [String],
+    pub format: Format,
+    pub policy: Policy,
+    pub cwl_workflow: Option<&'a Path>,
+    pub output: Option<&'a Path>,
+}
+
+pub fn run(ask: &Ask) -> i32 {
+    match settings(ask) {
+        Ok((text, written)) => {
+            match ask.output {
+                Some(path) => match std::fs::write(path, &text) {
+                    Ok(()) => say!("pipetrace: {written} written to {}", path.display()),
+                    Err(e) => {
+                        errln!("pipetrace: cannot write {}: {e}", path.display());
+                        return 1;
+                    }
+                },
+                None => out!("{text}"),
+            }
+            0
+        }
+        Err(e) => {
+            errln!("pipetrace: {e}");
+            super::EXIT_USAGE
+        }
+    }
+}
+
+/// The settings' text, and what they are (for the line saying where they went).
+fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
+    let mut spans = Vec::new();
+    let mut runs = 0;
+    for input in ask.inputs {
+        let picked = read(input)?;
+        runs += picked.len();
+        spans.extend(picked.into_iter().flatten());
+    }
+    let s = suggest::suggest(&spans, ask.policy);
+    if s.is_empty() {
+        return Err(format!(
+            "no tasks in {}: suggest needs the trace of a pipeline run (its task spans)",
+            ask.inputs.join(", ")
+        ));
+    }
+    let from = ask.inputs.join(", ");
+    let basis = formats::Basis {
+        runs,
+        percentile: ask.policy.percentile,
+        margin: ask.policy.margin,
+        from: &from,
+    };
+    let format = match ask.format {
+        Format::Auto => engine_format(&spans),
+        f => f,
+    };
+    Ok(match format {
+        Format::Snakemake => (formats::snakemake(&s, &basis), "a Snakemake profile"),
+        Format::Nextflow => (formats::nextflow(&s, &basis), "a Nextflow config"),
+        Format::Cwl => {
+            let Some(wf) = ask.cwl_workflow else {
+                return Err(
+                    "--format cwl needs --cwl-workflow WORKFLOW.cwl: the overrides \
+                            name each step's tool file"
+                        .into(),
+                );
+            };
+            let tools = formats::cwl_tools(wf)?;
+            (formats::cwl(&s, &basis, &tools), "a cwltool overrides file")
+        }
+        Format::Json => {
+            let json = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+            (json + "\n", "JSON")
+        }
+        Format::Table | Format::Auto => (formats::table(&s, &basis), "a table"),
+    })
+}
+
+/// `FILE` (every run in it) or `FILE#N` (its Nth run): each run's spans.
+fn read(input: &str) -> Result<Vec<Vec<ReportSpan>>, String> {
+    let (file, number) = match input.rsplit_once('#') {
+        Some((f, n)) if Path::new(f).is_file() => (f, Some(n)),
+        _ => (input, None),
+    };
+    let spans = report::read_file(&PathBuf::from(file)).map_err(|e| e.to_string())?;
+    let runs = report::by_run(&spans);
+    match number {
+        None => Ok(runs),
+        Some(n) => match n.parse::<usize>() {
+            Ok(i) if (1..=runs.len()).contains(&i) => Ok(vec![runs[i - 1].clone()]),
+            _ => Err(format!(
+                "{file} holds {} runs: `#{n}` is none of them",
+                runs.len()
+            )),
+        },
+    }
+}
+
+/// The engine of the runs given, when they agree on one whose settings pipetrace writes.
+fn engine_format(spans: &[ReportSpan]) -> Format {
+    let mut engines = (spans.iter())
+        .filter(|s| s.kind == Kind::Run)
+        .filter_map(|s| s.text(attr::RUN_ENGINE));
+    let Some(first) = engines.next() else {
+        return Format::Table;
+    };
+    if engines.any(|e| e != first) {
+        return Format::Table;
+    }
+    match first {
+        e if e.contains("snakemake") => Format::Snakemake,
+        e if e.contains("nextflow") => Format::Nextflow,
+        _ => Format::Table,
+    }
+}

@@ -1,0 +1,166 @@
+//! The suggestions in each engine's own settings: a Snakemake profile, a Nextflow config, a
+//! cwltool overrides file, and a table for anything else.
+use std::{collections::BTreeMap, fmt::Write as _, path::Path};
+
+use super::{Suggestion, mib};
+
+/// What the figures were drawn from, for the file's first lines.
+pub struct Basis<'a> {
+    pub runs: usize,
+    pub percentile: f64,
+    pub margin: f64,
+    pub from: &'a str,
+}
+
+impl Basis<'_> {
+    fn header(&self, comment: &str) -> String {
+        format!(
+            "{comment} pipetrace suggest: from {} run(s) in {}: per task, the {}th percentile of \
+             its jobs' figures\n{comment} plus {:.0}%, memory never below a peak seen (twice \
+             the limit a job was OOM-killed at).\n",
+            self.runs,
+            self.from,
+            self.percentile,
+            self.margin * 100.0
+        )
+    }
+}
+
+fn minutes(secs: u64) -> u64 {
+    secs.div_ceil(60)
+}
+
+/// Mebibytes, as Nextflow's `MB` and CWL's `ramMin` count.
+fn mb(bytes: u64) -> u64 {
+    bytes.div_ceil(1 << 20)
+}
+
+/// Megabytes, as Snakemake's `mem_mb` counts (it derives `mem_mib` from it): rounded up,
+/// so that the ask is never below the figure.
+fn decimal_mb(bytes: u64) -> u64 {
+    bytes.div_ceil(1_000_000)
+}
+
+/// A Snakemake profile's `config.yaml`: `set-threads` and `set-resources` as lists of
+/// `RULE=N` and `RULE:RESOURCE=VALUE`, as the command line takes them, which Snakemake 7, 8
+/// and 9 all read (`--profile DIR`).
+pub fn snakemake(s: &[Suggestion], basis: &Basis) -> String {
+    let mut out = basis.header("#");
+    out.push_str("set-threads:\n");
+    for x in s {
+        let _ = writeln!(out, "  - {}={}", x.task, x.cpus);
+    }
+    out.push_str("set-resources:\n");
+    for x in s {
+        let _ = writeln!(out, "  - {}:mem_mb={}", x.task, decimal_mb(x.memory_bytes));
+        let _ = writeln!(out, "  - {}:runtime={}", x.task, minutes(x.time_seconds));
+    }
+    out
+}
+
+/// A Nextflow config (`-c FILE`): a `withName` selector per process.
+pub fn nextflow(s: &[Suggestion], basis: &Basis) -> String {
+    let mut out = basis.header("//");
+    out.push_str("process {\n");
+    for x in s {
+        let _ = writeln!(
+            out,
+            "    withName: '{}' {{\n        cpus = {}\n        memory = '{} MB'\n        time = '{}m'\n    }}",
+            x.task.replace('\'', ""),
+            x.cpus,
+            mb(x.memory_bytes),
+            minutes(x.time_seconds)
+        );
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// A cwltool overrides file (`--overrides FILE`): a ResourceRequirement per tool, keyed by
+/// the tool's file as the workflow's step names it (`tools`: step name to tool path).
+pub fn cwl(s: &[Suggestion], basis: &Basis, tools: &BTreeMap<String, String>) -> String {
+    let mut out = basis.header("#");
+    out.push_str("cwltool:overrides:\n");
+    for x in s {
+        let Some(tool) = tools.get(&x.task) else {
+            let _ = writeln!(
+                out,
+                "  # step {}: its tool is not a file of its own",
+                x.task
+            );
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "  {tool}:\n    requirements:\n      ResourceRequirement:\n        coresMin: {}\n        \
+             ramMin: {}\n",
+            x.cpus,
+            mb(x.memory_bytes)
+        );
+    }
+    out
+}
+
+/// The steps of a CWL workflow whose `run` is a file, as absolute `file://` URIs (how
+/// cwltool identifies the tool an override is for).
+pub fn cwl_tools(workflow: &Path) -> Result<BTreeMap<String, String>, String> {
+    let text = std::fs::read_to_string(workflow)
+        .map_err(|e| format!("cannot read {}: {e}", workflow.display()))?;
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text)
+        .map_err(|e| format!("{} is not YAML: {e}", workflow.display()))?;
+    let dir = workflow.parent().unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or(dir.to_path_buf());
+    let mut out = BTreeMap::new();
+    let steps: Vec<(String, &serde_yaml::Value)> = match &doc["steps"] {
+        serde_yaml::Value::Mapping(m) => (m.iter())
+            .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v)))
+            .collect(),
+        serde_yaml::Value::Sequence(v) => (v.iter())
+            .filter_map(|s| Some((s["id"].as_str()?.trim_start_matches('#').to_string(), s)))
+            .collect(),
+        _ => {
+            return Err(format!(
+                "{} has no steps: give a CWL Workflow",
+                workflow.display()
+            ));
+        }
+    };
+    for (name, step) in steps {
+        if let Some(run) = step["run"].as_str() {
+            out.insert(name, format!("file://{}", dir.join(run).display()));
+        }
+    }
+    Ok(out)
+}
+
+/// For anything else: a table of what to ask for and why.
+pub fn table(s: &[Suggestion], basis: &Basis) -> String {
+    let mut out = basis.header("#");
+    let _ = writeln!(
+        out,
+        "{:<24} {:>5} {:>5} {:>12} {:>8}  {:>9} {:>12} {:>9}  why",
+        "task", "jobs", "cpus", "memory", "time", "busy max", "peak max", "asked"
+    );
+    for x in s {
+        let asked = match (x.asked_cpus, x.asked_memory_bytes) {
+            (Some(c), Some(m)) => format!("{c} / {}", mib(m)),
+            (Some(c), None) => format!("{c} CPUs"),
+            (None, Some(m)) => mib(m),
+            (None, None) => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<24} {:>5} {:>5} {:>12} {:>7}m  {:>9.2} {:>12} {:>9}  {}",
+            x.task,
+            x.jobs,
+            x.cpus,
+            mib(x.memory_bytes),
+            minutes(x.time_seconds),
+            x.busy_cpus_max,
+            mib(x.memory_peak_max),
+            asked,
+            x.why.join("; ")
+        );
+    }
+    out
+}
