@@ -74,6 +74,7 @@ fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
         from: &from,
     };
     let format = match ask.format {
+        Format::Auto if ask.cwl_workflow.is_some() => Format::Cwl,
         Format::Auto => engine_format(&spans),
         f => f,
     };

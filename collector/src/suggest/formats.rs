@@ -77,10 +77,12 @@ pub fn nextflow(s: &[Suggestion], basis: &Basis) -> String {
 }
 
 /// A cwltool overrides file (`--overrides FILE`): a ResourceRequirement per tool, keyed by
-/// the tool's file as the workflow's step names it (`tools`: step name to tool path).
+/// the tool's file as the workflow's steps name it (`tools`: step name to tool URI). Steps
+/// that run one tool file share its override: the largest of their asks.
 pub fn cwl(s: &[Suggestion], basis: &Basis, tools: &BTreeMap<String, String>) -> String {
     let mut out = basis.header("#");
     out.push_str("cwltool:overrides:\n");
+    let mut by_tool: BTreeMap<&str, (Vec<&str>, u32, u64)> = BTreeMap::new();
     for x in s {
         let Some(tool) = tools.get(&x.task) else {
             let _ = writeln!(
@@ -90,12 +92,18 @@ pub fn cwl(s: &[Suggestion], basis: &Basis, tools: &BTreeMap<String, String>) ->
             );
             continue;
         };
+        let e = by_tool.entry(tool).or_default();
+        e.0.push(&x.task);
+        e.1 = e.1.max(x.cpus);
+        e.2 = e.2.max(x.memory_bytes);
+    }
+    for (tool, (steps, cpus, memory)) in by_tool {
         let _ = writeln!(
             out,
-            "  {tool}:\n    requirements:\n      ResourceRequirement:\n        coresMin: {}\n        \
-             ramMin: {}\n",
-            x.cpus,
-            mb(x.memory_bytes)
+            "  # step {}\n  {tool}:\n    requirements:\n      ResourceRequirement:\n        \
+             coresMin: {cpus}\n        ramMin: {}",
+            steps.join(", "),
+            mb(memory)
         );
     }
     out
@@ -108,8 +116,11 @@ pub fn cwl_tools(workflow: &Path) -> Result<BTreeMap<String, String>, String> {
         .map_err(|e| format!("cannot read {}: {e}", workflow.display()))?;
     let doc: serde_yaml::Value = serde_yaml::from_str(&text)
         .map_err(|e| format!("{} is not YAML: {e}", workflow.display()))?;
-    let dir = workflow.parent().unwrap_or(Path::new("."));
-    let dir = std::fs::canonicalize(dir).unwrap_or(dir.to_path_buf());
+    let dir = (workflow.parent())
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| format!("cannot find {}'s folder: {e}", workflow.display()))?;
     let mut out = BTreeMap::new();
     let steps: Vec<(String, &serde_yaml::Value)> = match &doc["steps"] {
         serde_yaml::Value::Mapping(m) => (m.iter())

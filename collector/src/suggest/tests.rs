@@ -110,6 +110,7 @@ fn each_engines_settings_name_every_task() {
     let spans = [
         task("a", "align", 100.0, 150.0, 100 * MIB),
         task("b", "sort", 10.0, 1.0, MIB),
+        task("c", "realign", 10.0, 1.0, 200 * MIB),
     ];
     let s = suggest(&spans, Policy::default());
     let basis = formats::Basis {
@@ -123,7 +124,7 @@ fn each_engines_settings_name_every_task() {
     let threads: Vec<&str> = (yaml["set-threads"].as_sequence().unwrap().iter())
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(threads, ["align=2", "sort=1"]);
+    assert_eq!(threads, ["align=2", "realign=1", "sort=1"]);
     let res = yaml["set-resources"].as_sequence().unwrap();
     assert!(
         res.iter().any(|r| r.as_str() == Some("align:mem_mb=126")),
@@ -140,14 +141,18 @@ fn each_engines_settings_name_every_task() {
         ),
         "{config}"
     );
-    let tools = [("align".to_string(), "file:///w/align.cwl".to_string())].into();
+    let tools = [
+        ("align".to_string(), "file:///w/align.cwl".to_string()),
+        ("realign".to_string(), "file:///w/align.cwl".to_string()),
+    ]
+    .into();
     let overrides = formats::cwl(&s, &basis, &tools);
     let yaml: serde_yaml::Value = serde_yaml::from_str(&overrides).unwrap();
     let req =
         &yaml["cwltool:overrides"]["file:///w/align.cwl"]["requirements"]["ResourceRequirement"];
     assert_eq!(
         (req["coresMin"].as_u64(), req["ramMin"].as_u64()),
-        (Some(2), Some(120))
+        (Some(2), Some(240))
     );
     assert!(overrides.contains("# step sort: its tool is not a file of its own"));
 }

@@ -6,7 +6,7 @@
 //! memory down.
 use std::path::Path;
 
-use pipetrace_e2e::{pipetrace, snakemake::newest_log, stderr, venv_program};
+use pipetrace_e2e::{nextflow, pipetrace, snakemake::newest_log, stderr, venv_program};
 
 const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
 const V1_MEMORY: &str = "/sys/fs/cgroup/memory";
@@ -134,4 +134,218 @@ fn snakemake_8_applies_the_suggested_profile() {
 #[test]
 fn snakemake_9_applies_the_suggested_profile() {
     suggested_profile_is_applied_by(&venv_program("snakemake9", "snakemake"));
+}
+
+/// Every process asks 4 CPUs and 2 GB (and every task starts at once).
+const GENEROUS: &str =
+    "executor {\n    cpus = 8\n}\nprocess {\n    cpus = 4\n    memory = '2 GB'\n}\n";
+/// What Nextflow's trace file records of each task: what it was given.
+const GIVEN: &str = "trace {\n    fields = 'process,name,status,cpus,memory,time'\n}\n";
+
+/// Nextflow's trace file as rows of its header's fields.
+fn nextflow_trace(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    (lines.map(|l| {
+        head.iter()
+            .map(|h| h.to_string())
+            .zip(l.split('\t').map(String::from))
+    }))
+    .map(|row| row.collect())
+    .collect()
+}
+
+#[test]
+fn nextflow_applies_the_suggested_config_and_asks_less() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.nf"), nextflow::QC_PIPELINE).unwrap();
+    std::fs::write(dir.path().join("nextflow.config"), GENEROUS).unwrap();
+    std::fs::write(dir.path().join("given.config"), GIVEN).unwrap();
+    std::fs::write(dir.path().join("in.txt"), "pear\napple\nfig\n").unwrap();
+    let trace = dir.path().join("first.otlp.jsonl");
+    let first = pipetrace()
+        .args(["run", "--no-summary", "-o", trace.to_str().unwrap(), "--"])
+        .arg(nextflow::launcher())
+        .args([
+            "run",
+            "main.nf",
+            "-c",
+            "given.config",
+            "-with-trace",
+            "first.txt",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let asked = nextflow_trace(&dir.path().join("first.txt"));
+    assert!(
+        asked
+            .iter()
+            .all(|r| r["cpus"] == "4" && r["memory"] == "2 GB"),
+        "{asked:?}"
+    );
+    let config = dir.path().join("suggested.config");
+    let o = pipetrace()
+        .args([
+            "suggest",
+            trace.to_str().unwrap(),
+            "-o",
+            config.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Nextflow's own parser reads it, and the tasks get what it says.
+    let again = std::process::Command::new(nextflow::launcher())
+        .args([
+            "run",
+            "main.nf",
+            "-c",
+            "given.config",
+            "-c",
+            "suggested.config",
+        ])
+        .args(["-with-trace", "again.txt"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    let given = nextflow_trace(&dir.path().join("again.txt"));
+    assert_eq!(given.len(), asked.len(), "{given:?}");
+    let suggested = std::fs::read_to_string(&config).unwrap();
+    for row in &given {
+        assert_eq!(
+            row["cpus"], "1",
+            "a second of sleep and a sort: {row:?}\n{suggested}"
+        );
+        let mb: f64 = row["memory"]
+            .trim_end_matches(" MB")
+            .parse()
+            .unwrap_or_else(|_| panic!("{row:?}"));
+        assert!((64.0..2048.0).contains(&mb), "{row:?}\n{suggested}");
+        assert_eq!(row["time"], "1m", "{row:?}");
+    }
+}
+
+/// A tool that asks 2 CPUs and 2 GiB and says what cwltool gave it.
+const TOOL: &str = r#"cwlVersion: v1.2
+class: CommandLineTool
+requirements:
+  ResourceRequirement:
+    coresMin: 2
+    ramMin: 2048
+inputs:
+  text: File
+baseCommand: [sh, -c]
+arguments:
+  - "PROGRAM $0 > /dev/null; echo $(runtime.cores) $(runtime.ram)"
+  - $(inputs.text.path)
+stdout: PROGRAM.txt
+outputs:
+  given: stdout
+"#;
+
+const WORKFLOW: &str = r#"cwlVersion: v1.2
+class: Workflow
+inputs:
+  text: File
+outputs:
+  first: {type: File, outputSource: first/given}
+  second: {type: File, outputSource: second/given}
+steps:
+  first:
+    run: hash.cwl
+    in: {text: text}
+    out: [given]
+  second:
+    run: count.cwl
+    in: {text: text}
+    out: [given]
+"#;
+
+/// What each step's tool printed: the cores and RAM cwltool gave it.
+fn cwl_given(outdir: &Path) -> Vec<(u64, u64)> {
+    let mut given: Vec<(u64, u64)> = (std::fs::read_dir(outdir).unwrap().flatten())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .map(|t| {
+            let f: Vec<u64> = t.split_whitespace().map(|w| w.parse().unwrap()).collect();
+            (f[0], f[1])
+        })
+        .collect();
+    given.sort();
+    given
+}
+
+#[test]
+fn cwltool_applies_the_suggested_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("hash.cwl"), TOOL.replace("PROGRAM", "sha256sum")).unwrap();
+    let count = TOOL
+        .replace("PROGRAM $0", "wc -l $0")
+        .replace("PROGRAM", "wc");
+    std::fs::write(d.join("count.cwl"), count).unwrap();
+    std::fs::write(d.join("wf.cwl"), WORKFLOW).unwrap();
+    std::fs::write(d.join("in.txt"), "pear\napple\n").unwrap();
+    std::fs::write(d.join("job.yml"), "text: {class: File, path: in.txt}\n").unwrap();
+    let trace = d.join("t.otlp.jsonl");
+    let first = pipetrace()
+        .args(["run", "--no-summary", "-o", trace.to_str().unwrap(), "--"])
+        .args([
+            "cwltool",
+            "--no-container",
+            "--outdir",
+            "first",
+            "wf.cwl",
+            "job.yml",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(cwl_given(&d.join("first")), [(2, 2048), (2, 2048)]);
+    let o = pipetrace()
+        .args([
+            "suggest",
+            trace.to_str().unwrap(),
+            "--cwl-workflow",
+            "wf.cwl",
+            "-o",
+            "ov.yml",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let overrides = std::fs::read_to_string(d.join("ov.yml")).unwrap();
+    let again = std::process::Command::new("cwltool")
+        .args([
+            "--no-container",
+            "--overrides",
+            "ov.yml",
+            "--outdir",
+            "again",
+            "wf.cwl",
+            "job.yml",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    // A hash and a line count of two lines: one CPU and the least memory pipetrace asks.
+    assert_eq!(
+        cwl_given(&d.join("again")),
+        [(1, 64), (1, 64)],
+        "{overrides}"
+    );
 }
