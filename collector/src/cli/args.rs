@@ -228,8 +228,11 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
   pipetrace suggest cwl.otlp.jsonl --format cwl --cwl-workflow wf.cwl -o overrides.yml
   cwltool --overrides overrides.yml wf.cwl job.yml")]
     Suggest {
-        /// Trace files (`FILE#N` for one run of a file holding several): the more runs, the
-        /// better the percentile.
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Trace files (`FILE#N` for one run of a file holding several) or the ids of runs
+        /// `pipetrace run` kept (as compare takes them): the more runs, the better the
+        /// percentile.
         #[arg(required = true, value_name = "FILE")]
         inputs: Vec<String>,
         /// The settings' format: auto takes the runs' engine (a table for any other).
@@ -330,12 +333,10 @@ impl Cli {
                 }),
             ),
             Command::Doctor { config, .. }
+            | Command::Suggest { config, .. }
             | Command::Report { config, .. }
             | Command::Compare { config, .. } => (Some(config), None),
-            Command::Status { .. }
-            | Command::Top
-            | Command::Config(_)
-            | Command::Suggest { .. } => (None, None),
+            Command::Status { .. } | Command::Top | Command::Config(_) => (None, None),
         };
         let name = self.command_name();
         if let (None, Some(flag)) = (&export, self.export.given()) {

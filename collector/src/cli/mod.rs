@@ -202,7 +202,13 @@ pub fn main() -> i32 {
             margin,
             cwl_workflow,
             output,
+            ..
         } => suggest_cmd::run(&suggest_cmd::Ask {
+            state_dir: cli
+                .load(None)
+                .ok()
+                .and_then(|c| c.diagnosis.state_dir)
+                .as_deref(),
             inputs,
             format: *format,
             policy: crate::suggest::Policy {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use pipetrace_semconv::attr;
 
 use crate::{
+    compare::store,
     report::{self, Kind, ReportSpan},
     suggest::{self, Policy, formats},
 };
@@ -22,6 +23,8 @@ pub enum Format {
 
 pub struct Ask<'a> {
     pub inputs: &'a [String],
+    /// Where `pipetrace run` keeps runs for compare: inputs may be their ids.
+    pub state_dir: Option<&'a Path>,
     pub format: Format,
     pub policy: Policy,
     pub cwl_workflow: Option<&'a Path>,
@@ -53,13 +56,22 @@ pub fn run(ask: &Ask) -> i32 {
 /// The settings' text, and what they are (for the line saying where they went).
 fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
     let mut spans = Vec::new();
+    let mut jobs = suggest::Jobs::default();
     let mut runs = 0;
     for input in ask.inputs {
+        if !Path::new(input.rsplit_once('#').map_or(input.as_str(), |(f, _)| f)).exists()
+            && let (Some(dir), true) = (ask.state_dir, store::looks_like_id(input))
+        {
+            jobs.add_kept(&store::load(dir, input).map_err(|e| e.to_string())?);
+            runs += 1;
+            continue;
+        }
         let picked = read(input)?;
         runs += picked.len();
         spans.extend(picked.into_iter().flatten());
     }
-    let s = suggest::suggest(&spans, ask.policy);
+    jobs.add_spans(&spans);
+    let s = jobs.suggest(ask.policy);
     if s.is_empty() {
         return Err(format!(
             "no tasks in {}: suggest needs the trace of a pipeline run (its task spans)",

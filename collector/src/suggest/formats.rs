@@ -16,8 +16,8 @@ impl Basis<'_> {
     fn header(&self, comment: &str) -> String {
         format!(
             "{comment} pipetrace suggest: from {} run(s) in {}: per task, the {}th percentile of \
-             its jobs' figures\n{comment} plus {:.0}%, memory never below a peak seen (twice \
-             the limit a job was OOM-killed at).\n",
+             its jobs' figures,\n{comment} memory and time {:.0}% more, memory never below a \
+             peak seen (twice the limit a job was OOM-killed at).\n",
             self.runs,
             self.from,
             self.percentile,

@@ -29,6 +29,8 @@ impl Default for Policy {
     }
 }
 
+/// Busy CPUs over a whole number by at most this are that number.
+const CPU_NOISE: f64 = 0.1;
 /// Memory is asked in whole MiB, and never below this.
 const MIN_MEMORY: u64 = 64 << 20;
 /// Time is asked in whole minutes, and never below one.
@@ -58,7 +60,7 @@ pub struct Suggestion {
 
 /// One job's figures.
 #[derive(Clone, Debug, Default)]
-struct Job {
+pub struct Job {
     busy: f64,
     peak: u64,
     wall: f64,
@@ -69,34 +71,73 @@ struct Job {
     oom: bool,
 }
 
+/// Each task's jobs, by task name, gathered from trace files and kept runs alike.
+#[derive(Default)]
+pub struct Jobs(BTreeMap<String, Vec<Job>>);
+
 /// The suggestions for every task in `spans` (any number of runs), by task name.
+#[cfg(test)]
 pub fn suggest(spans: &[ReportSpan], policy: Policy) -> Vec<Suggestion> {
-    let mut jobs: BTreeMap<String, Vec<Job>> = BTreeMap::new();
-    let ooms = oom_kills(spans);
-    for s in spans.iter().filter(|s| s.kind == Kind::Task) {
-        let Some(name) = s.text(attr::CICD_PIPELINE_TASK_NAME) else {
-            continue;
-        };
-        let wall = s.secs();
-        let oom_limit = ooms.get(s.id.as_str()).copied();
-        let job = Job {
-            busy: if wall > 0.0 { s.cpu() / wall } else { 0.0 },
-            peak: s.num(attr::MEMORY_PEAK) as u64,
-            wall,
-            asked_cpus: s.numbers.get(attr::CPU_ALLOCATED).copied(),
-            asked_memory: s.numbers.get(attr::MEMORY_LIMIT).map(|m| *m as u64),
-            oom_limit: oom_limit.flatten(),
-            oom: oom_limit.is_some(),
-        };
-        // A folded span stands for its repeats, each alike.
-        let n = (s.num(attr::FOLD_SPANS) as usize).max(1);
-        jobs.entry(name.to_string())
-            .or_default()
-            .extend(std::iter::repeat_n(job, n));
+    let mut jobs = Jobs::default();
+    jobs.add_spans(spans);
+    jobs.suggest(policy)
+}
+
+impl Jobs {
+    pub fn suggest(self, policy: Policy) -> Vec<Suggestion> {
+        (self.0.into_iter())
+            .map(|(task, jobs)| one(task, &jobs, policy))
+            .collect()
     }
-    (jobs.into_iter())
-        .map(|(task, jobs)| one(task, &jobs, policy))
-        .collect()
+
+    /// A run `pipetrace run` kept for compare (by its id): each job's figures, without
+    /// what it was given or whether it was OOM-killed (the kept summary holds neither).
+    pub fn add_kept(&mut self, run: &crate::compare::Run) {
+        use crate::compare::Metric;
+        for t in &run.tasks {
+            let n = t.jobs.max(1);
+            let f = |m: Metric| t.figures.get(&m).copied().unwrap_or(0.0);
+            let wall = f(Metric::Wall) / n as f64;
+            let job = Job {
+                busy: if wall > 0.0 {
+                    f(Metric::Cpu) / n as f64 / wall
+                } else {
+                    0.0
+                },
+                peak: f(Metric::PeakMemory) as u64,
+                wall,
+                ..Job::default()
+            };
+            let list = self.0.entry(t.task.clone()).or_default();
+            list.extend(std::iter::repeat_n(job, n as usize));
+        }
+    }
+
+    pub fn add_spans(&mut self, spans: &[ReportSpan]) {
+        let ooms = oom_kills(spans);
+        let jobs = &mut self.0;
+        for s in spans.iter().filter(|s| s.kind == Kind::Task) {
+            let Some(name) = s.text(attr::CICD_PIPELINE_TASK_NAME) else {
+                continue;
+            };
+            let wall = s.secs();
+            let oom_limit = ooms.get(s.id.as_str()).copied();
+            let job = Job {
+                busy: if wall > 0.0 { s.cpu() / wall } else { 0.0 },
+                peak: s.num(attr::MEMORY_PEAK) as u64,
+                wall,
+                asked_cpus: s.numbers.get(attr::CPU_ALLOCATED).copied(),
+                asked_memory: s.numbers.get(attr::MEMORY_LIMIT).map(|m| *m as u64),
+                oom_limit: oom_limit.flatten(),
+                oom: oom_limit.is_some(),
+            };
+            // A folded span stands for its repeats, each alike.
+            let n = (s.num(attr::FOLD_SPANS) as usize).max(1);
+            jobs.entry(name.to_string())
+                .or_default()
+                .extend(std::iter::repeat_n(job, n));
+        }
+    }
 }
 
 /// The tasks (by span id) whose process the kernel OOM-killed, with the limit it hit.
@@ -137,7 +178,9 @@ fn one(task: String, jobs: &[Job], policy: Policy) -> Suggestion {
     let max = |f: fn(&Job) -> f64| jobs.iter().map(f).fold(0.0, f64::max);
     let (busy_max, peak_max, wall_max) = (max(|j| j.busy), max(|j| j.peak as f64), max(|j| j.wall));
     let mut why = Vec::new();
-    let cpus = ((pct(|j| j.busy) * grow).ceil() as u32).max(1);
+    // No margin on CPUs: a job given fewer runs slower, it does not fail; a tenth of a CPU
+    // over a whole one is the measure's noise, not a second CPU.
+    let cpus = ((pct(|j| j.busy) - CPU_NOISE).ceil() as u32).max(1);
     // Memory: never below a peak seen; a job killed for memory used all it had and wanted
     // more, so at least twice what it was killed at.
     let mut memory = (pct(|j| j.peak as f64) * grow).max(peak_max) as u64;

@@ -42,7 +42,7 @@ fn the_percentile_with_its_margin_never_below_a_peak() {
     let s = &suggest(&spans, Policy::default())[0];
     assert_eq!(s.jobs, 20);
     assert_eq!(s.memory_bytes, 400 * MIB, "never below the peak seen");
-    // 1.5 CPUs busy, 20% more: 1.8, asked as 2.
+    // 1.5 CPUs busy: whole CPUs, 2.
     assert_eq!(s.cpus, 2);
     // 100 s plus 20%: 120 s, two minutes.
     assert_eq!(s.time_seconds, 120);
@@ -57,7 +57,7 @@ fn an_over_asked_task_is_asked_less_and_says_why() {
         16384 * MIB,
     )];
     let s = &suggest(&spans, Policy::default())[0];
-    assert_eq!(s.cpus, 2, "1 CPU busy, 20% more, whole CPUs");
+    assert_eq!(s.cpus, 1, "1 CPU busy");
     assert_eq!(s.memory_bytes, 240 * MIB);
     assert!(
         s.why.iter().any(|w| w.contains("asked 8 CPUs")),

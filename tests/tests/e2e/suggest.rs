@@ -71,24 +71,52 @@ fn snakemake_in(dir: &Path, snakemake: &Path, extra: &[&str]) -> std::process::O
         .unwrap()
 }
 
+/// The run as `pipetrace run` kept it, named by its id as compare takes it: the same rules
+/// (the kept summary holds no OOM kill, so only the figures speak).
+fn by_its_id(trace: &Path, state: &Path) {
+    let spans = pipetrace_e2e::read_jsonl(trace);
+    let id = &spans
+        .iter()
+        .find(|s| s.is_run())
+        .expect("a run span")
+        .trace_id;
+    let o = pipetrace()
+        .args(["suggest", &id[..12], "--format", "json"])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let task = |name: &str| {
+        (rows.as_array().unwrap().iter())
+            .find(|r| r["task"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {rows}"))
+            .clone()
+    };
+    assert_eq!(task("lazy")["cpus"], 1, "{rows}");
+    assert!(
+        task("hungry")["memory_peak_max"].as_u64().unwrap() > 0,
+        "{rows}"
+    );
+}
+
 fn suggested_profile_is_applied_by(snakemake: &Path) {
     let dir = tempfile::tempdir().unwrap();
     let cgroups = format!("{V1_MEMORY}/pipetrace-suggest-{}", std::process::id());
     std::fs::write(dir.path().join("Snakefile"), snakefile(&cgroups)).unwrap();
     let trace = dir.path().join("first.otlp.jsonl");
+    let state = dir.path().join("state");
     let first = pipetrace()
         .args(["run", "--no-summary", "-o", trace.to_str().unwrap(), "--"])
         .arg(snakemake)
         .args(["--cores", "4", "--keep-going"])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert_eq!(
-        first.status.code(),
-        Some(1),
-        "hungry is OOM-killed: {}",
-        stderr(&first)
-    );
+    let why = stderr(&first);
+    assert_eq!(first.status.code(), Some(1), "hungry is OOM-killed: {why}");
+    by_its_id(&trace, &state);
     let log = std::fs::read_to_string(newest_log(dir.path())).unwrap();
     assert_eq!(threads(&job_block(&log, "lazy")), 4);
     let profile = dir.path().join("profile");
