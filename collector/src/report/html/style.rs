@@ -32,7 +32,7 @@ svg{max-width:100%;height:auto}svg text{fill:var(--fg)}svg .axis{stroke:var(--li
 width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}\
 .stack{display:flex;height:14px;min-width:12em;border-radius:3px;overflow:hidden;\
 background:var(--shade)}.stack span{display:block;height:100%}td.bar{width:60%}\
-.note{color:var(--muted);font-size:.9em}\
+td.wrap{white-space:normal;text-align:left;min-width:16em}.note{color:var(--muted);font-size:.9em}\
 code{font-family:ui-monospace,monospace;background:var(--shade);padding:0 .3em;\
 border-radius:3px}\
 @media (max-width:600px){body{margin:.6em}td,th{padding:3px 5px}\

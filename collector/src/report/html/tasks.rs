@@ -49,7 +49,10 @@ pub fn render(table: &Table, out: &mut String) {
             bytes(r.disk as f64),
             td(verdict, r.bottleneck.to_string()),
             td(failed, r.failed.to_string()),
-            td(advice, r.advice.to_string()),
+            match advice {
+                true => format!("<td class=\"wrap\">{}</td>", esc(r.advice)),
+                false => String::new(),
+            },
         );
     }
     out.push_str("</table></div>");
