@@ -43,9 +43,10 @@ fn chromium(args: &[&str], url: &str) -> std::process::Output {
 fn screenshots(page: &Path, name: &str) {
     let url = format!("file://{}", page.display());
     for (suffix, size, extra) in [
-        ("", "1280,2400", None),
-        ("-narrow", "420,2400", None),
-        ("-dark", "1280,2400", Some("--force-dark-mode")),
+        // Tall enough for the whole page: the timeline is near its end.
+        ("", "1280,4800", None),
+        ("-narrow", "420,7200", None),
+        ("-dark", "1280,4800", Some("--force-dark-mode")),
     ] {
         let png = shots_dir().join(format!("{name}{suffix}.png"));
         let _ = std::fs::remove_file(&png);
