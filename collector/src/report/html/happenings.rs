@@ -30,12 +30,12 @@ pub fn render(spans: &[ReportSpan], out: &mut String) {
     events.sort();
     if !events.is_empty() {
         out.push_str(
-            "<h2>Events</h2><table><tr><th>at s</th><th class=\"l\">where</th><th>what</th></tr>",
+            "<h2>Events</h2><table><tr><th>at s</th><th class=\"l\">where</th><th class=\"l\">what</th></tr>",
         );
         for (t, at, what) in events.iter().take(MAX_LISTED) {
             let _ = write!(
                 out,
-                "<tr><td>{:.1}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                "<tr><td>{:.1}</td><td class=\"l\">{}</td><td class=\"wrap\">{}</td></tr>",
                 t.saturating_sub(t0) as f64 / 1e9,
                 esc(at),
                 esc(what)
@@ -52,11 +52,11 @@ pub fn render(spans: &[ReportSpan], out: &mut String) {
         .partition(|s| task_of(s, &by_id).is_some());
     failed.sort_by_key(|s| (s.end, s.id.clone()));
     if !failed.is_empty() {
-        out.push_str("<h2>Failures</h2><table><tr><th>ended at s</th><th class=\"l\">where</th><th>why</th></tr>");
+        out.push_str("<h2>Failures</h2><table><tr><th>ended at s</th><th class=\"l\">where</th><th class=\"l\">why</th></tr>");
         for s in failed.iter().take(MAX_LISTED) {
             let _ = write!(
                 out,
-                "<tr><td>{:.1}</td><td class=\"l\">{}</td><td class=\"err\">{}</td></tr>",
+                "<tr><td>{:.1}</td><td class=\"l\">{}</td><td class=\"wrap err\">{}</td></tr>",
                 s.end.saturating_sub(t0) as f64 / 1e9,
                 esc(&place(s, &by_id)),
                 esc(s.error.as_deref().unwrap_or_default())

@@ -194,7 +194,7 @@ mod tests {
         helper.error = Some("readlink exited with code 1".into());
         let html = render(&[run, task, shell, bwa, helper]);
         assert!(
-            html.contains("<td class=\"l\">align › bwa</td><td>no CPU"),
+            html.contains("<td class=\"l\">align › bwa</td><td class=\"wrap\">no CPU"),
             "{html}"
         );
         assert!(html.contains("bwa killed by SIGTERM"));

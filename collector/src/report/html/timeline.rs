@@ -35,6 +35,8 @@ const LANES_FROM: usize = 300;
 /// Lanes drawn at most (task names).
 const MAX_LANES: usize = 500;
 const CURVE: f64 = 60.0;
+/// Job bars drawn at most: past that the page grows by megabytes and shows no more.
+const MAX_BARS: usize = 20_000;
 
 /// A step of 1, 2 or 5 times a power of ten (or minutes, hours) that gives 4 to 10 ticks.
 pub fn tick_step(span_s: f64) -> f64 {
@@ -150,23 +152,36 @@ fn running(jobs: &[Job], axis: &Axis, y: f64, out: &mut String) {
         .flat_map(|j| [(j.span.start, 1), (j.span.end, -1)])
         .collect();
     edges.sort();
-    let (mut n, mut most, mut pts) = (0i64, 1i64, Vec::new());
+    // The most running within each pixel: a bounded curve however many jobs ran.
+    let mut at: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    let (mut n, mut most) = (0i64, 1i64);
     for (t, d) in &edges {
-        pts.push((*t, n));
+        let before = n;
         n += d;
         most = most.max(n);
-        pts.push((*t, n));
+        let px = axis.x(*t).round() as i64;
+        let e = at.entry(px).or_insert((before, n));
+        (e.0, e.1) = (e.0.max(before).max(n), n);
     }
     let yv = |n: i64| y + CURVE - n as f64 / most as f64 * (CURVE - 4.0);
-    let path: String = (pts.iter())
-        .map(|(t, n)| format!("{:.1},{:.1}", axis.x(*t), yv(*n)))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let mut path = String::new();
+    let mut last = 0;
+    for (px, (peak, after)) in &at {
+        let _ = write!(
+            path,
+            "{px},{:.1} {px},{:.1} {px},{:.1} ",
+            yv(last),
+            yv(*peak),
+            yv(*after)
+        );
+        last = *after;
+    }
     let _ = write!(
         out,
         "<text x=\"4\" y=\"{:.1}\">jobs running (at most {most})</text>\
-         <polyline points=\"{path}\" fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"1.5\"/>",
-        y + CURVE / 2.0
+         <polyline points=\"{}\" fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"1.5\"/>",
+        y + CURVE / 2.0,
+        path.trim_end()
     );
 }
 
@@ -224,6 +239,7 @@ pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
         );
     }
     ticks(&axis, h_rows + CURVE + 10.0, out);
+    let mut drawn = 0;
     for (i, (label, on)) in rows.iter().enumerate() {
         let y = 4.0 + ROW * i as f64;
         let _ = write!(
@@ -232,16 +248,24 @@ pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
             y + 13.0,
             esc(label)
         );
-        for j in on {
+        for j in on.iter().take(MAX_BARS.saturating_sub(drawn)) {
             let (x0, x1) = (axis.x(j.span.start), axis.x(j.span.end));
             bar(out, (x0, x1, y, ROW - 4.0), color(j.span).0, &job_title(j));
             if on.len() == 1 {
                 tools(j, &axis, y, out);
             }
         }
+        drawn += on.len().min(MAX_BARS.saturating_sub(drawn));
     }
     running(jobs, &axis, h_rows + 4.0, out);
     out.push_str("</svg>");
+    if jobs.len() > drawn {
+        let _ = write!(
+            out,
+            "<p>{drawn} of {} jobs are drawn; the jobs table and the trace have them all.</p>",
+            jobs.len()
+        );
+    }
 }
 
 #[cfg(test)]
@@ -278,5 +302,40 @@ mod tests {
         assert_eq!(out.matches("<rect").count(), LANES_FROM + 1);
         assert!(out.contains("no verdict") && !out.contains("cpu-bound"));
         assert!(out.contains("jobs running (at most 2)"), "{out}");
+    }
+
+    fn between<'a>(s: &'a str, a: &str, b: &str) -> &'a str {
+        let from = s.find(a).unwrap() + a.len();
+        &s[from..from + s[from..].find(b).unwrap()]
+    }
+
+    #[test]
+    fn the_running_curve_has_a_few_points_per_pixel_however_many_jobs() {
+        let spans: Vec<_> = (0..5000)
+            .map(|i| {
+                task(
+                    &i.to_string(),
+                    "x",
+                    None,
+                    (i as f64 * 0.01, i as f64 * 0.01 + 0.5),
+                )
+            })
+            .collect();
+        let jobs = jobs_of(&spans);
+        let axis = Axis {
+            t0: spans[0].start,
+            span: 51e9,
+        };
+        let mut out = String::new();
+        running(&jobs, &axis, 0.0, &mut out);
+        let curve = out.split("<polyline points=\"").nth(1).unwrap();
+        let points = curve[..curve.find('"').unwrap()].split(' ').count();
+        assert!(
+            points <= 3 * WIDTH as usize,
+            "{points} points for 10000 starts and ends"
+        );
+        // 50 at once, 51 where float starts and ends of neighbours overlap by a nanosecond.
+        let most: u32 = between(&out, "(at most ", ")").parse().unwrap();
+        assert!((50..=51).contains(&most), "{most}");
     }
 }
