@@ -73,9 +73,9 @@ fn io(j: &Job) -> f64 {
     j.span.num(attr::DISK_READ_BYTES) + j.span.num(attr::DISK_WRITE_BYTES)
 }
 
-const W: f64 = 1000.0;
-const LABEL: f64 = 180.0;
-const PLOT: f64 = 480.0;
+const W: f64 = 800.0;
+const LABEL: f64 = 170.0;
+const PLOT: f64 = 380.0;
 const ROW: f64 = 24.0;
 
 /// One metric's plot: a row per task, on one axis from zero to the largest job.
@@ -91,7 +91,7 @@ fn plot(m: &Metric, tasks: &BTreeMap<&str, Vec<&Job>>, out: &mut String) {
     let h = ROW * tasks.len() as f64 + 6.0;
     let _ = write!(
         out,
-        "<h3>{title}</h3><svg viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\" \
+        "<h3>{title}</h3><div class=\"scroll fig\"><svg viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\" \
          xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">"
     );
     for (i, (task, jobs)) in tasks.iter().enumerate() {
@@ -135,7 +135,7 @@ fn plot(m: &Metric, tasks: &BTreeMap<&str, Vec<&Job>>, out: &mut String) {
             esc(&said)
         );
     }
-    out.push_str("</svg>");
+    out.push_str("</svg></div>");
 }
 
 /// The plots, for the tasks of more than one job.

@@ -36,7 +36,8 @@ td.wrap{white-space:normal;text-align:left;min-width:16em}.note{color:var(--mute
 code{font-family:ui-monospace,monospace;background:var(--shade);padding:0 .3em;\
 border-radius:3px}\
 @media (max-width:600px){body{margin:.6em}td,th{padding:3px 5px}\
-dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.4em}}";
+dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.4em}\
+.fig svg{min-width:640px}}";
 
 /// Sorting by a column's header and filtering by text, for the jobs table; the table reads
 /// the same without it. `?sort=KEY&desc&filter=TEXT` in the address does the same on

@@ -225,7 +225,7 @@ pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
     legend(jobs, startup.is_some(), out);
     let _ = write!(
         out,
-        "<svg viewBox=\"0 0 {WIDTH} {h}\" width=\"{WIDTH}\" height=\"{h}\" \
+        "<div class=\"scroll fig\"><svg viewBox=\"0 0 {WIDTH} {h}\" width=\"{WIDTH}\" height=\"{h}\" \
          xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">"
     );
     if let Some(r) = startup {
@@ -258,7 +258,7 @@ pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
         drawn += on.len().min(MAX_BARS.saturating_sub(drawn));
     }
     running(jobs, &axis, h_rows + 4.0, out);
-    out.push_str("</svg>");
+    out.push_str("</svg></div>");
     if jobs.len() > drawn {
         let _ = write!(
             out,
