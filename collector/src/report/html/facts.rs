@@ -12,6 +12,7 @@ use crate::report::{ReportSpan, markup::esc};
 /// The banner: succeeded or failed, in words, with how many jobs ended how.
 fn banner(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
     let failed = jobs.iter().filter(|j| j.failed()).count();
+    let ran: usize = jobs.iter().map(|j| j.repeats() as usize).sum();
     let (class, head) = match run.and_then(|r| r.error.as_deref()) {
         Some(e) => ("bad", format!("Failed: {e}")),
         None if failed > 0 => ("bad", format!("Completed, with {failed} failed jobs")),
@@ -26,7 +27,7 @@ fn banner(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
     if let Some(r) = run {
         let _ = write!(out, " in {}", secs(r.secs()));
     }
-    let _ = write!(out, " · {} ok · {failed} failed</div>", jobs.len() - failed);
+    let _ = write!(out, " · {} ok · {failed} failed</div>", ran - failed);
 }
 
 /// One fact as a term and its value, where the value is known.
@@ -60,7 +61,8 @@ fn facts(r: &ReportSpan, jobs: &[Job], out: &mut String) {
         (!host && cpus > 0.0).then(|| format!("{cpus:.0}")),
     );
     let planned = r.num(attr::RUN_TASKS_PLANNED) as usize;
-    let (ran, failed) = (jobs.len(), jobs.iter().filter(|j| j.failed()).count());
+    let ran: usize = jobs.iter().map(|j| j.repeats() as usize).sum();
+    let failed = jobs.iter().filter(|j| j.failed()).count();
     let mut counts = format!("{} ok, {failed} failed", ran - failed);
     if planned > ran {
         let _ = write!(
@@ -128,5 +130,22 @@ mod tests {
         assert!(out.contains("1 ok · 1 failed"), "{out}");
         assert!(out.contains("<dt>engine</dt><dd>snakemake</dd>"), "{out}");
         assert!(!out.contains("host CPUs"), "no figure, no fact: {out}");
+    }
+
+    #[test]
+    fn a_folded_span_counts_as_the_jobs_it_stands_for() {
+        let folded = with(
+            task("a", "touch", None, (0.0, 1.0)),
+            &[(attr::FOLD_SPANS, 40.0)],
+            &[],
+        );
+        let spans = [folded, task("b", "sort", None, (0.0, 1.0))];
+        let jobs = jobs_of(&spans);
+        let mut out = String::new();
+        render(None, &jobs, &mut out);
+        assert!(out.contains("41 ok · 0 failed"), "{out}");
+        let mut table = String::new();
+        super::super::jobs::render(&jobs, &mut table);
+        assert!(table.contains(">ok ×40 (folded)<"), "{table}");
     }
 }

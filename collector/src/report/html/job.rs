@@ -141,6 +141,11 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// The jobs this span stands for: a folded span holds short, successful repeats.
+    pub fn repeats(&self) -> u64 {
+        (self.span.num(attr::FOLD_SPANS) as u64).max(1)
+    }
+
     pub fn wall(&self) -> f64 {
         self.span.secs()
     }

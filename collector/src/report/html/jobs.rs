@@ -58,7 +58,10 @@ pub const COLS: [Col; 18] = [
     Col {
         key: "status",
         head: "status",
-        cell: |j| text(j.status()),
+        cell: |j| match j.repeats() {
+            1 => text(j.status()),
+            n => text(format!("{} ×{n} (folded)", j.status())),
+        },
     },
     Col {
         key: "exit",
