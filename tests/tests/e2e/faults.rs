@@ -372,6 +372,24 @@ rule oom:
     ] {
         assert!(html.contains(want), "report lacks {want}");
     }
+    // The findings, most serious first: the OOM kill, the stall, the over-ask; each links to
+    // its job's row.
+    let findings = html
+        .split("<ol class=\"findings\">")
+        .nth(1)
+        .expect("findings");
+    let findings = &findings[..findings.find("</ol>").unwrap()];
+    let at = |class: &str, job: &str| {
+        let item = format!("<li class=\"{class}\"><a href=\"#job-");
+        let i = findings
+            .find(&item)
+            .unwrap_or_else(|| panic!("no {class}: {findings}"));
+        let named = &findings[i..findings[i..].find("</li>").unwrap() + i];
+        assert!(named.contains(&format!("\">{job}</a>")), "{named}");
+        i
+    };
+    let (oom, stall, ask) = (at("oom", "oom"), at("stall", "stuck"), at("overask", "ask"));
+    assert!(oom < stall && stall < ask, "{findings}");
     // Self-contained: nothing fetched from elsewhere (its one script is inline).
     assert!(!html.contains("<script src") && !html.contains("<link"));
     let again = dir.path().join("again.html");

@@ -9,10 +9,21 @@ use super::{
 };
 use crate::report::{ReportSpan, markup::esc};
 
+/// Jobs that ran and failed: the run's own count where it has one (a long run's page may
+/// list only some of its jobs), else the jobs here, folded ones as the jobs they stand for.
+fn counts(run: Option<&ReportSpan>, jobs: &[Job]) -> (usize, usize) {
+    let of_run = |k: &str| run.and_then(|r| r.numbers.get(k)).map(|v| *v as usize);
+    let ran = jobs.iter().map(|j| j.repeats() as usize).sum();
+    let failed = jobs.iter().filter(|j| j.failed()).count();
+    match (of_run(attr::RUN_TASKS), of_run(attr::RUN_TASKS_FAILED)) {
+        (Some(r), Some(f)) if r >= ran => (r, f),
+        _ => (ran, failed),
+    }
+}
+
 /// The banner: succeeded or failed, in words, with how many jobs ended how.
 fn banner(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
-    let failed = jobs.iter().filter(|j| j.failed()).count();
-    let ran: usize = jobs.iter().map(|j| j.repeats() as usize).sum();
+    let (ran, failed) = counts(run, jobs);
     let (class, head) = match run.and_then(|r| r.error.as_deref()) {
         Some(e) => ("bad", format!("Failed: {e}")),
         None if failed > 0 => ("bad", format!("Completed, with {failed} failed jobs")),
@@ -61,8 +72,7 @@ fn facts(r: &ReportSpan, jobs: &[Job], out: &mut String) {
         (!host && cpus > 0.0).then(|| format!("{cpus:.0}")),
     );
     let planned = r.num(attr::RUN_TASKS_PLANNED) as usize;
-    let ran: usize = jobs.iter().map(|j| j.repeats() as usize).sum();
-    let failed = jobs.iter().filter(|j| j.failed()).count();
+    let (ran, failed) = counts(Some(r), jobs);
     let mut counts = format!("{} ok, {failed} failed", ran - failed);
     if planned > ran {
         let _ = write!(
@@ -147,5 +157,20 @@ mod tests {
         let mut table = String::new();
         super::super::jobs::render(&jobs, &mut table);
         assert!(table.contains(">ok ×40 (folded)<"), "{table}");
+    }
+
+    #[test]
+    fn a_run_that_lists_only_some_jobs_is_counted_by_its_own_figures() {
+        let mut run = with(
+            task("r", "run x", None, (0.0, 5.0)),
+            &[(attr::RUN_TASKS, 100.0), (attr::RUN_TASKS_FAILED, 3.0)],
+            &[],
+        );
+        (run.kind, run.parent) = (Kind::Run, None);
+        let spans = [task("a", "sort", None, (0.0, 1.0))];
+        let mut out = String::new();
+        render(Some(&run), &jobs_of(&spans), &mut out);
+        assert!(out.contains("97 ok · 3 failed"), "{out}");
+        assert!(out.contains("<dd>97 ok, 3 failed</dd>"), "{out}");
     }
 }
