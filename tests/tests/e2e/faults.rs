@@ -379,14 +379,19 @@ rule oom:
         .nth(1)
         .expect("findings");
     let findings = &findings[..findings.find("</ol>").unwrap()];
+    // Where the item of `class` naming `job` is (the sleeping nap stalls too).
     let at = |class: &str, job: &str| {
         let item = format!("<li class=\"{class}\"><a href=\"#job-");
-        let i = findings
-            .find(&item)
-            .unwrap_or_else(|| panic!("no {class}: {findings}"));
-        let named = &findings[i..findings[i..].find("</li>").unwrap() + i];
-        assert!(named.contains(&format!("\">{job}</a>")), "{named}");
-        i
+        let named = format!("\">{job}</a>");
+        (findings.match_indices(&item).map(|(i, _)| i))
+            .find(|i| {
+                findings[*i..]
+                    .split("</li>")
+                    .next()
+                    .unwrap()
+                    .contains(&named)
+            })
+            .unwrap_or_else(|| panic!("no {class} finding of {job}: {findings}"))
     };
     let (oom, stall, ask) = (at("oom", "oom"), at("stall", "stuck"), at("overask", "ask"));
     assert!(oom < stall && stall < ask, "{findings}");
