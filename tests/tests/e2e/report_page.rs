@@ -84,7 +84,7 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
 
 /// The jobs table's column keys and rows, in document order.
 fn job_rows(html: &str) -> (Vec<String>, Vec<Row>) {
-    let table = between(html, "id=\"jobs-table\">", "</table>").expect("the jobs table");
+    let table = between(html, "<table class=\"jobs\">", "</table>").expect("the jobs table");
     let head = between(table, "<thead>", "</thead>").unwrap();
     let keys: Vec<String> = (head.split("data-k=\"").skip(1))
         .map(|h| h[..h.find('"').unwrap()].to_string())

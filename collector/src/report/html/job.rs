@@ -86,8 +86,10 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// Its row's id: the run's trace and its place, unique in a page of many runs.
     pub fn anchor(&self) -> String {
-        format!("job-{}", self.n)
+        let trace: String = self.span.trace.chars().take(8).collect();
+        format!("job-{trace}-{}", self.n)
     }
 
     pub fn failed(&self) -> bool {

@@ -170,7 +170,7 @@ pub fn render(jobs: &[Job], out: &mut String) {
         "<h2 id=\"jobs\">Jobs</h2><p class=\"note\">CPU % asked: CPU time over wall time \
          times the CPUs asked for. Waits: runnable but waiting for a CPU, for block I/O, for \
          memory to be reclaimed. Click a header to sort.</p><div class=\"scroll\"><table \
-         class=\"jobs\" id=\"jobs-table\"><thead><tr>",
+         class=\"jobs\"><thead><tr>",
     );
     for c in &cols {
         // Text columns read from the left, figures from the right.
@@ -233,6 +233,6 @@ mod tests {
         let mut out = String::new();
         render(&two, &mut out);
         assert!(out.contains("<td data-v=\"0.25\">250 ms</td>"), "{out}");
-        assert!(out.contains("<tr id=\"job-1\">"), "{out}");
+        assert!(out.contains("<tr id=\"job-t-1\">"), "{out}");
     }
 }

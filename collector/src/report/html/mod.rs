@@ -230,6 +230,8 @@ mod tests {
             one < bwa && bwa < two && two < sort,
             "each run's tasks in its section"
         );
+        // Each run's rows have ids of their own, for the findings to link to.
+        assert!(html.contains("<tr id=\"job-a-0\">") && html.contains("<tr id=\"job-b-0\">"));
     }
 
     #[test]

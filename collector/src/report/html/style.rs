@@ -26,7 +26,7 @@ dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere;\
 font-family:ui-monospace,monospace;font-size:.9em}\
 ol.findings li{margin:.3em 0}ol.findings li.oom,ol.findings li.failure{color:var(--bad)}\
 ol.findings li.oom a,ol.findings li.failure a{color:var(--bad);font-weight:bold}\
-#jobs-filter{margin:.5em 0;padding:4px 8px;width:min(30em,100%);box-sizing:border-box}\
+.jobs-filter{margin:.5em 0;padding:4px 8px;width:min(30em,100%);box-sizing:border-box}\
 svg{max-width:100%;height:auto}svg text{fill:var(--fg)}svg .axis{stroke:var(--line)}\
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;\
 width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}\
@@ -39,13 +39,14 @@ border-radius:3px}\
 dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.4em}\
 .fig svg{min-width:640px}}";
 
-/// Sorting by a column's header and filtering by text, for the jobs table; the table reads
+/// Sorting by a column's header and filtering by text, for each run's jobs table; the table reads
 /// the same without it. `?sort=KEY&desc&filter=TEXT` in the address does the same on
 /// opening (a link to a view; the tests' headless browser).
 pub const SCRIPT: &str = r#"(function(){
-var t=document.getElementById('jobs-table');if(!t)return;
+var p=new URLSearchParams(location.search);
+function setup(t){
 var tb=t.tBodies[0],heads=t.tHead.rows[0].cells;
-var f=document.createElement('input');f.type='search';f.id='jobs-filter';
+var f=document.createElement('input');f.type='search';f.className='jobs-filter';
 f.placeholder='filter jobs: task, tag, status, verdict';
 t.parentNode.parentNode.insertBefore(f,t.parentNode);
 function filter(){var q=f.value.toLowerCase();
@@ -65,8 +66,8 @@ function go(){sortBy(i,th.getAttribute('aria-sort')==='ascending');}
 th.addEventListener('click',go);
 th.addEventListener('keydown',function(e){if(e.key==='Enter')go();});});
 f.addEventListener('input',filter);
-var p=new URLSearchParams(location.search);
 if(p.get('sort'))for(var k=0;k<heads.length;k++)
 if(heads[k].getAttribute('data-k')===p.get('sort'))sortBy(k,p.has('desc'));
-if(p.get('filter')){f.value=p.get('filter');filter();}
+if(p.get('filter')){f.value=p.get('filter');filter();}}
+Array.prototype.forEach.call(document.querySelectorAll('table.jobs'),setup);
 })();"#;

@@ -79,7 +79,7 @@ mod tests {
         let spans = [slow, task("b", "sort", None, (0.0, 1.0))];
         let mut out = String::new();
         render(None, &jobs_of(&spans), &mut out);
-        assert!(out.contains("<a href=\"#job-0\">nap</a></td><td>3.60 s</td><td>1.20 s</td><td>3.0x</td><td>3</td>"), "{out}");
+        assert!(out.contains("<a href=\"#job-t-0\">nap</a></td><td>3.60 s</td><td>1.20 s</td><td>3.0x</td><td>3</td>"), "{out}");
         assert!(!out.contains(">sort<"), "{out}");
     }
 }
