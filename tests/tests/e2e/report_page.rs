@@ -1,5 +1,5 @@
 //! The HTML report as a reader meets it, in a real browser: the demo, a failed run and a run
-//! with an OOM kill, each opened in headless Chromium. The page leads with its status and
+//! with an OOM kill and a signal, each opened in headless Chromium. The page leads with its status and
 //! findings, lists every job Snakemake's own records list, hides the columns no job has a
 //! value for, sorts and filters with its inline script, and is photographed wide, narrow and
 //! dark into target/report-screenshots/ for a person to look at.
@@ -239,12 +239,17 @@ fn a_failed_runs_page_says_so_and_names_the_exit_code_first() {
 }
 
 #[test]
-fn an_oom_killed_job_is_the_first_finding_with_its_peak_and_limit() {
+fn an_oom_killed_job_is_the_first_finding_with_its_peak_and_limit_then_a_signal_with_its_sender() {
     let cg = MemoryCgroup::new(64 << 20);
     let dir = tempfile::tempdir().unwrap();
     let snakefile = format!(
         r#"rule all:
-    input: "oom.done", expand("burn.{{n}}", n=[1, 2, 3, 4])
+    input: "oom.done", "term.done", expand("burn.{{n}}", n=[1, 2, 3, 4])
+
+# Its tool is ended by a signal its shell sends.
+rule term:
+    output: "term.done"
+    shell: "echo $$ > shpid; {w} sleep 30000 & p=$!; sleep 0.3; kill -TERM $p; wait $p; touch {{output}}"
 
 # Four jobs of one task, one far longer than the rest.
 rule burn:
@@ -288,11 +293,22 @@ rule oom:
     assert!(first.contains("over its limit of 64 MiB"), "{first}");
     let peak = between(first, "at a peak of ", " MiB").expect(first);
     assert!(peak.parse::<f64>().unwrap() >= 60.0, "{first}");
+    // The signal, and the process that sent it.
+    let sender = std::fs::read_to_string(dir.path().join("shpid")).unwrap();
+    let term = (items.iter())
+        .find(|f| f.contains(">term</a>"))
+        .unwrap_or_else(|| panic!("no finding of term: {items:?}"));
+    assert!(term.starts_with(" class=\"failure\""), "{term}");
+    let said = format!("ended by SIGTERM from process {}", sender.trim());
+    assert!(term.contains(&said), "{term}");
     let (keys, rows) = job_rows(&html);
     let mut recorded = recorded_jobs(dir.path());
     *recorded.entry("oom".into()).or_default() += 1;
+    *recorded.entry("term".into()).or_default() += 1;
     assert_eq!(per_task(&rows), recorded, "{keys:?}");
     let oom = rows.iter().find(|r| r.task == "oom").unwrap();
     assert_eq!(oom.cells["exit"].1, "SIGKILL (OOM)", "{oom:?}");
+    let term = rows.iter().find(|r| r.task == "term").unwrap();
+    assert_eq!(term.cells["exit"].1, "SIGTERM", "{term:?}");
     columns_follow_the_trace(&keys, &read_jsonl(&out));
 }
