@@ -8,7 +8,7 @@ use super::{
     job::Job,
     units::{bytes, money, pct, secs},
 };
-use crate::report::markup::esc;
+use crate::report::{ReportSpan, markup::esc};
 
 /// How serious a finding is; the page lists the most serious first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -137,9 +137,22 @@ fn dominant_bottleneck(jobs: &[Job]) -> Option<Finding> {
     Some(about(longest, t, Rank::Bottleneck, esc(&s)))
 }
 
+/// A run that failed with no job failing failed in the engine itself (a Snakefile that does
+/// not parse, a missing input): said, rather than "nothing to flag".
+fn run_failure(run: Option<&ReportSpan>, jobs: &[Job]) -> Option<Finding> {
+    let e = run?.error.as_deref()?;
+    let s = format!("The run failed outside its jobs: {e}. The engine's own output says why.");
+    (!jobs.iter().any(|j| j.failed())).then(|| Finding {
+        rank: Rank::Failure,
+        weight: f64::MAX,
+        job: None,
+        html: esc(&s),
+    })
+}
+
 /// Every finding of the run, most serious first.
-pub fn findings(jobs: &[Job]) -> Vec<Finding> {
-    let mut all: Vec<Finding> = Vec::new();
+pub fn findings(run: Option<&ReportSpan>, jobs: &[Job]) -> Vec<Finding> {
+    let mut all: Vec<Finding> = run_failure(run, jobs).into_iter().collect();
     for j in jobs {
         all.extend(
             [oom(j), failure(j), stalls(j), slower(j)]
@@ -156,8 +169,8 @@ pub fn findings(jobs: &[Job]) -> Vec<Finding> {
 /// Findings listed at most of one kind; the rest are counted, the table has them.
 const PER_RANK: usize = 5;
 
-pub fn render(jobs: &[Job], out: &mut String) {
-    let all = findings(jobs);
+pub fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
+    let all = findings(run, jobs);
     out.push_str("<h2 id=\"findings\">Findings</h2>");
     if all.is_empty() {
         out.push_str(
@@ -220,7 +233,7 @@ mod tests {
         );
         let spans = [failed, oom, victim, slow];
         let jobs = jobs_of(&spans);
-        let all = findings(&jobs);
+        let all = findings(None, &jobs);
         let ranks: Vec<_> = all.iter().map(|f| f.rank).collect();
         assert_eq!(ranks, [Rank::Oom, Rank::Failure, Rank::Bottleneck]);
         let label = |f: &Finding| f.job.as_ref().unwrap().1.clone();
@@ -236,7 +249,7 @@ mod tests {
             all[1].html
         );
         let mut out = String::new();
-        render(&jobs, &mut out);
+        render(None, &jobs, &mut out);
         let (a, b) = (
             out.find("\">align sample=A</a>"),
             out.find("\">stats sample=B</a>"),
@@ -272,7 +285,21 @@ mod tests {
     fn a_clean_run_says_there_is_nothing_to_flag() {
         let spans = [task("a", "sort", None, (0.0, 1.0))];
         let mut out = String::new();
-        render(&jobs_of(&spans), &mut out);
+        render(None, &jobs_of(&spans), &mut out);
         assert!(out.contains("Nothing to flag"), "{out}");
+    }
+
+    #[test]
+    fn a_run_that_failed_with_no_job_failing_is_a_finding_not_nothing_to_flag() {
+        let mut run = task("r", "run x", None, (0.0, 1.0));
+        run.error = Some("run exited with code 1".into());
+        let spans = [task("a", "sort", None, (0.0, 1.0))];
+        let mut out = String::new();
+        render(Some(&run), &jobs_of(&spans), &mut out);
+        assert!(
+            out.contains("<li class=\"failure\">The run failed outside its jobs: run exited"),
+            "{out}"
+        );
+        assert!(!out.contains("Nothing to flag"), "{out}");
     }
 }

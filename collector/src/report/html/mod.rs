@@ -113,7 +113,7 @@ fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut 
     let run = spans.iter().find(|s| s.kind == Kind::Run);
     let jobs = job::jobs_of(spans);
     facts::render(run, &jobs, out);
-    findings::render(&jobs, out);
+    findings::render(run, &jobs, out);
     jobs::render(&jobs, out);
     let engine = run
         .and_then(|r| r.text(attr::RUN_ENGINE))
