@@ -62,9 +62,19 @@ struct Attrs {
 
 /// What the table and the page read of a task; the rest of its span is in the trace.
 /// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
-/// and GPUs for the machines, `sizing`.)
-pub const TASK_KEYS: [&str; 29] = [
+/// and GPUs for the machines, `sizing`; tag, exit, signal and what was asked for the page's
+/// jobs table.)
+pub const TASK_KEYS: [&str; 38] = [
     attr::CICD_PIPELINE_TASK_NAME,
+    attr::TASK_TAG,
+    attr::TASK_WILDCARDS,
+    attr::TASK_THREADS,
+    attr::PROCESS_EXIT_CODE,
+    attr::PROCESS_SIGNAL,
+    attr::MEMORY_LIMIT,
+    attr::CPU_ALLOCATION_SOURCE,
+    attr::RECOMMENDATION_MEMORY,
+    attr::RECOMMENDATION_CPUS,
     attr::FOLD_SPANS,
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,

@@ -151,7 +151,8 @@ impl ByWho {
     /// The same as an HTML section.
     pub fn html(&self) -> String {
         let mut out = String::new();
-        if self.is_empty() {
+        // One user, one centre and no cost would only say the run's own CPU again.
+        if self.is_empty() || (self.currency.is_none() && !self.tells()) {
             return out;
         }
         out.push_str("<section class=\"who\"><h2>Cost by user and cost centre</h2>");
@@ -247,6 +248,18 @@ mod tests {
             "{text}"
         );
         assert!(w.html().contains("<td>lab</td>"));
+        let alone = [span(
+            "a",
+            Kind::Run,
+            &[(attr::USER_NAME, "alice")],
+            1.0,
+            0.0,
+        )];
+        assert_eq!(
+            ByWho::of(&alone).html(),
+            "",
+            "one user, no cost: nothing to add"
+        );
         let anonymous = [span("a", Kind::Task, &[], 1.0, 0.0)];
         assert!(ByWho::of(&anonymous).is_empty(), "nothing to group by");
     }

@@ -372,8 +372,31 @@ rule oom:
     ] {
         assert!(html.contains(want), "report lacks {want}");
     }
-    // Self-contained: nothing fetched from elsewhere.
-    assert!(!html.contains("<script") && !html.contains("<link"));
+    // The findings, most serious first: the OOM kill, the stall, the over-ask; each links to
+    // its job's row.
+    let findings = html
+        .split("<ol class=\"findings\">")
+        .nth(1)
+        .expect("findings");
+    let findings = &findings[..findings.find("</ol>").unwrap()];
+    // Where the item of `class` naming `job` is (the sleeping nap stalls too).
+    let at = |class: &str, job: &str| {
+        let item = format!("<li class=\"{class}\"><a href=\"#job-");
+        let named = format!("\">{job}</a>");
+        (findings.match_indices(&item).map(|(i, _)| i))
+            .find(|i| {
+                findings[*i..]
+                    .split("</li>")
+                    .next()
+                    .unwrap()
+                    .contains(&named)
+            })
+            .unwrap_or_else(|| panic!("no {class} finding of {job}: {findings}"))
+    };
+    let (oom, stall, ask) = (at("oom", "oom"), at("stall", "stuck"), at("overask", "ask"));
+    assert!(oom < stall && stall < ask, "{findings}");
+    // Self-contained: nothing fetched from elsewhere (its one script is inline).
+    assert!(!html.contains("<script src") && !html.contains("<link"));
     let again = dir.path().join("again.html");
     let o = pipetrace()
         .arg("report")

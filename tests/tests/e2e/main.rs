@@ -38,6 +38,7 @@ mod progress;
 mod progress_nextflow;
 mod progress_prefect;
 mod reliability;
+mod report_page;
 mod report_runs;
 mod restart;
 mod rollup;

@@ -1,0 +1,193 @@
+//! What each task asked for (the engine's threads and memory, a cgroup's quota and limit, a
+//! cpuset) against what its jobs used, with what to ask for next time.
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use pipetrace_semconv::attr;
+
+use super::{
+    job::Job,
+    units::{bytes, pct},
+};
+use crate::report::markup::esc;
+
+/// Memory asked for is rounded up to this: engines and schedulers take whole MiB, and a
+/// figure of 64 MiB steps reads as chosen.
+const MEMORY_STEP: f64 = 64.0 * 1048576.0;
+/// Room above the peak seen, for the next run's inputs to differ.
+const HEADROOM: f64 = 1.2;
+
+/// One task's asks and uses over its jobs.
+#[derive(Default, Debug, PartialEq)]
+pub struct Asked {
+    pub cpus: Option<f64>,
+    pub cpus_used: f64,
+    pub memory: Option<f64>,
+    pub peak: f64,
+    pub oom: bool,
+    /// What the engine or the system asked by (`engine.threads`, `cgroup.cpu.max`...).
+    pub source: Option<String>,
+}
+
+impl Asked {
+    fn add(&mut self, j: &Job) {
+        if let Some(n) = j.cpus_asked() {
+            self.cpus = Some(self.cpus.unwrap_or(0.0).max(n));
+            self.source = j.span.text(attr::CPU_ALLOCATION_SOURCE).map(str::to_string);
+        }
+        self.cpus_used = self.cpus_used.max(j.cpus_used());
+        if let Some(m) = j.memory_asked() {
+            self.memory = Some(self.memory.unwrap_or(0.0).max(m));
+        }
+        self.peak = self.peak.max(j.peak_seen());
+        self.oom |= j.oom().is_some();
+    }
+
+    /// CPUs to ask for next time: the most its busiest job kept busy, rounded up.
+    pub fn next_cpus(&self) -> Option<f64> {
+        self.cpus.map(|_| self.cpus_used.ceil().max(1.0))
+    }
+
+    /// Memory to ask for next time: the peak and some room, in steps; twice the limit
+    /// after an OOM kill, which hides how much more the job wanted.
+    pub fn next_memory(&self) -> Option<f64> {
+        let want = match (self.oom, self.memory) {
+            (true, Some(limit)) => 2.0 * limit,
+            _ if self.peak > 0.0 => self.peak * HEADROOM,
+            _ => return None,
+        };
+        Some((want / MEMORY_STEP).ceil() * MEMORY_STEP)
+    }
+}
+
+/// The asks of each task that asked for anything.
+pub fn by_task(jobs: &[Job]) -> BTreeMap<String, Asked> {
+    let mut all: BTreeMap<String, Asked> = BTreeMap::new();
+    for j in jobs {
+        all.entry(j.task().to_string()).or_default().add(j);
+    }
+    all.retain(|_, a| a.cpus.is_some() || a.memory.is_some());
+    all
+}
+
+/// The words an engine asks in: Snakemake's `threads` and `mem_mb`, Nextflow's `cpus` and
+/// `memory`, CWL's `coresMin` and `ramMin`.
+fn words(engine: &str) -> (&'static str, &'static str) {
+    match engine {
+        "snakemake" => ("threads", "mem_mb"),
+        "nextflow" => ("cpus", "memory"),
+        "cwl" | "cwltool" | "toil" => ("coresMin", "ramMin"),
+        _ => ("CPUs", "memory"),
+    }
+}
+
+fn next_time(a: &Asked, engine: &str) -> String {
+    let (cpus, mem) = words(engine);
+    let mut parts = Vec::new();
+    // Only what should change.
+    if let Some(n) = a.next_cpus().filter(|n| Some(*n) != a.cpus) {
+        parts.push(format!("{cpus}: {n:.0}"));
+    }
+    let new = |m: &f64| (a.memory.is_some() || a.oom) && Some(*m) != a.memory;
+    if let Some(m) = a.next_memory().filter(new) {
+        let mib = m / 1048576.0;
+        // Nextflow's MB is a MiB.
+        parts.push(match engine {
+            "nextflow" => format!("{mem}: '{mib:.0} MB'"),
+            _ if mem == "memory" => format!("{mem}: {}", bytes(m)),
+            _ => format!("{mem}: {mib:.0}"),
+        });
+    }
+    parts.join(", ")
+}
+
+pub fn render(jobs: &[Job], engine: &str, out: &mut String) {
+    let asked = by_task(jobs);
+    if asked.is_empty() {
+        return;
+    }
+    // The memory columns only where some task had memory asked for it.
+    let memory = asked.values().any(|a| a.memory.is_some());
+    out.push_str(
+        "<h2 id=\"asked\">Asked for and used</h2><div class=\"scroll\"><table><tr><th>task</th>\
+         <th>CPUs asked</th><th>CPUs used (busiest job)</th>",
+    );
+    if memory {
+        out.push_str("<th>memory asked</th><th>peak memory</th><th>% of memory asked</th>");
+    }
+    out.push_str("<th class=\"l\">ask next time</th></tr>");
+    for (task, a) in &asked {
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.1}</td>",
+            esc(task),
+            opt(a.cpus.map(|n| format!("{n:.0}"))),
+            a.cpus_used,
+        );
+        if memory {
+            let _ = write!(
+                out,
+                "<td>{}</td><td>{}</td><td>{}</td>",
+                opt(a.memory.map(bytes)),
+                bytes(a.peak),
+                opt(a.memory.map(|m| pct(a.peak / m))),
+            );
+        }
+        let next = next_time(a, engine);
+        let _ = match next.is_empty() {
+            true => write!(out, "<td class=\"l\">as now</td></tr>"),
+            false => write!(out, "<td class=\"l\"><code>{}</code></td></tr>", esc(&next)),
+        };
+    }
+    out.push_str("</table></div>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        super::job::{jobs_of, tests::*},
+        *,
+    };
+
+    const MIB: f64 = 1048576.0;
+
+    #[test]
+    fn next_time_asks_for_what_the_busiest_job_used_with_room() {
+        let job = |id: &str, cpu: f64, peak: f64| {
+            with(
+                task(id, "align", None, (0.0, 10.0)),
+                &[
+                    (attr::CPU_ALLOCATED, 4.0),
+                    (attr::CPU_USER_TIME, cpu),
+                    (attr::MEMORY_PEAK, peak),
+                    (attr::MEMORY_LIMIT, 1024.0 * MIB),
+                ],
+                &[(attr::CPU_ALLOCATION_SOURCE, "engine.threads")],
+            )
+        };
+        let spans = [job("a", 12.0, 100.0 * MIB), job("b", 15.0, 300.0 * MIB)];
+        let jobs = jobs_of(&spans);
+        let a = &by_task(&jobs)["align"];
+        assert_eq!(a.next_cpus(), Some(2.0), "1.5 CPUs busy at most");
+        assert_eq!(
+            a.next_memory(),
+            Some(384.0 * MIB),
+            "300 MiB and 20%, in 64 MiB steps"
+        );
+        assert_eq!(next_time(a, "snakemake"), "threads: 2, mem_mb: 384");
+        assert_eq!(next_time(a, "nextflow"), "cpus: 2, memory: '384 MB'");
+    }
+
+    #[test]
+    fn a_task_that_asked_for_nothing_is_not_listed_and_an_oom_asks_for_twice() {
+        let spans = [task("a", "free", None, (0.0, 1.0))];
+        assert!(by_task(&jobs_of(&spans)).is_empty());
+        let a = Asked {
+            memory: Some(64.0 * MIB),
+            peak: 64.0 * MIB,
+            oom: true,
+            ..Default::default()
+        };
+        assert_eq!(a.next_memory(), Some(128.0 * MIB));
+    }
+}

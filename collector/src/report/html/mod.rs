@@ -1,0 +1,270 @@
+//! A self-contained HTML report of a run: no stylesheet, font or script from elsewhere, SVG
+//! drawn here. Like Nextflow's report, but every figure is the kernel's, and what needs
+//! looking at comes first: the status, the findings, then each job.
+mod asked;
+mod boxes;
+mod facts;
+mod findings;
+mod happenings;
+mod job;
+mod jobs;
+mod style;
+mod tasks;
+mod timeline;
+mod units;
+mod usual;
+mod went;
+
+use std::fmt::Write as _;
+
+use pipetrace_semconv::attr;
+
+use super::{Kind, ReportSpan, markup::esc, table::Table};
+
+/// HTML a layer above adds to each run's section, after its tasks (the machines).
+pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
+
+/// The report page of one run whose per-task table was summed as its spans came
+/// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts; `more` is
+/// put after the tasks.
+pub fn render_run(spans: &[ReportSpan], table: &Table, omitted: u64, more: &str) -> String {
+    one_run(spans, Some(table), omitted, &|_| more.to_string())
+}
+
+/// The page of one run, named by it; `summed` and `omitted` as for [`section`].
+fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64, extra: More) -> String {
+    let title = (spans.iter().find(|s| s.kind == Kind::Run))
+        .map_or("pipetrace report".to_string(), |r| r.name.clone());
+    let mut out = head(&title);
+    section(spans, summed, extra, &mut out);
+    out.push_str(&super::who::ByWho::of(spans).html());
+    if omitted > 0 {
+        let _ = write!(
+            out,
+            "<p>{omitted} more tasks are summed in the tables above but not listed one by one.</p>"
+        );
+    }
+    tail(&mut out);
+    out
+}
+
+fn head(title: &str) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"color-scheme\" content=\"light dark\"><title>{}</title>\
+         <style>{}</style></head><body><h1>{}</h1>",
+        esc(title),
+        style::CSS,
+        esc(title)
+    );
+    out
+}
+
+/// The end of the page: the script that sorts and filters the jobs tables.
+fn tail(out: &mut String) {
+    let _ = writeln!(out, "<script>{}</script></body></html>", style::SCRIPT);
+}
+
+/// The report page without a machines section (the tests').
+#[cfg(test)]
+fn render(spans: &[ReportSpan]) -> String {
+    render_with(spans, &|_| String::new())
+}
+
+/// [`render`] with `extra` of each run after its tasks.
+pub fn render_with(spans: &[ReportSpan], extra: More) -> String {
+    // One run (as `pipetrace run` writes) is drawn from the spans as they are.
+    let one = spans
+        .iter()
+        .all(|s| Some(&s.trace) == spans.first().map(|f| &f.trace));
+    if one {
+        return one_run(spans, None, 0, extra);
+    }
+    let runs = super::by_run(spans);
+    let mut out = head(&format!("pipetrace report: {} runs", runs.len()));
+    for run in &runs {
+        let name = (run.iter().find(|s| s.kind == Kind::Run))
+            .map_or("run (no run span)", |r| r.name.as_str());
+        let _ = write!(out, "<section><h1>{}</h1>", esc(name));
+        section(run, None, extra, &mut out);
+        out.push_str("</section>");
+    }
+    out.push_str(&super::who::ByWho::of(spans).html());
+    tail(&mut out);
+    out
+}
+
+/// One run's part of the report: its status and facts, the findings, its jobs, its tasks,
+/// what they asked for and used, where the time went, how jobs spread, the
+/// usual, the tasks, the machines, files, timeline and events. `summed`: the per-task table as
+/// summed while the run ran, where `spans` may not hold every task; else it is summed from
+/// `spans`.
+fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut String) {
+    let mut own = Table::default();
+    if summed.is_none() {
+        for s in spans.iter().filter(|s| s.kind == Kind::Task) {
+            own.record_task(s);
+        }
+    }
+    let table = summed.unwrap_or(&own);
+    let run = spans.iter().find(|s| s.kind == Kind::Run);
+    let jobs = job::jobs_of(spans);
+    facts::render(run, &jobs, out);
+    findings::render(run, &jobs, out);
+    jobs::render(&jobs, out);
+    let engine = run
+        .and_then(|r| r.text(attr::RUN_ENGINE))
+        .unwrap_or_default();
+    asked::render(&jobs, engine, out);
+    went::render(run, &jobs, out);
+    boxes::render(&jobs, out);
+    usual::render(run, &jobs, out);
+    tasks::render(table, out);
+    machines(run, extra(spans), out);
+    super::files::render_html(spans, out);
+    timeline::render(spans, &jobs, out);
+    happenings::render(spans, out);
+}
+
+/// The machines that fit, where the run was worth sizing (it cost more than a cent or ran
+/// longer than a minute); else how to ask for them.
+fn machines(run: Option<&ReportSpan>, html: String, out: &mut String) {
+    let small = run.is_some_and(|r| r.num(attr::COST) <= 0.01 && r.secs() <= 60.0);
+    if html.is_empty() {
+        return;
+    }
+    if !small {
+        out.push_str(&html);
+        return;
+    }
+    out.push_str(
+        "<p id=\"machines\">The cloud machines that would fit each task are left out for a \
+         run this small (under a minute, under a cent); <code>pipetrace report TRACE-FILE \
+         --machines</code> prints them.</p>",
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use pipetrace_semconv::event;
+
+    use super::*;
+    use crate::report::ReportEvent;
+
+    fn span(id: &str, parent: Option<&str>, kind: Kind, name: &str) -> ReportSpan {
+        let mut texts = BTreeMap::new();
+        if kind == Kind::Task {
+            texts.insert(attr::CICD_PIPELINE_TASK_NAME.to_string(), name.to_string());
+        }
+        ReportSpan {
+            trace: "t".into(),
+            id: id.into(),
+            parent: parent.map(Into::into),
+            kind,
+            name: name.into(),
+            start: 1_000_000_000,
+            end: 3_000_000_000,
+            error: None,
+            numbers: BTreeMap::new(),
+            texts,
+            lists: BTreeMap::new(),
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn happenings_are_placed_on_their_task_and_the_engines_own_are_only_counted() {
+        let run = span("r", None, Kind::Run, "run x");
+        let task = span("t", Some("r"), Kind::Task, "align");
+        let shell = span("s", Some("t"), Kind::Tool, "bash");
+        let mut bwa = span("b", Some("s"), Kind::Tool, "bwa");
+        bwa.error = Some("bwa killed by SIGTERM".into());
+        bwa.events.push(ReportEvent {
+            name: event::STALL.into(),
+            time: 2_000_000_000,
+            numbers: [(attr::STALL_DURATION.to_string(), 4.0)].into(),
+            texts: BTreeMap::new(),
+        });
+        let mut helper = span("h", Some("r"), Kind::Tool, "readlink");
+        helper.error = Some("readlink exited with code 1".into());
+        let html = render(&[run, task, shell, bwa, helper]);
+        assert!(
+            html.contains("<td class=\"l\">align › bwa</td><td class=\"wrap\">no CPU"),
+            "{html}"
+        );
+        assert!(html.contains("bwa killed by SIGTERM"));
+        assert!(
+            !html.contains("readlink exited"),
+            "the engine's own are not listed"
+        );
+        assert!(html.contains("1 process(es) outside any task"));
+    }
+
+    #[test]
+    fn a_file_of_many_runs_has_one_section_per_run_with_its_own_tasks() {
+        let mut spans = Vec::new();
+        for (trace, name, task, start) in [("b", "run two", "sort", 5), ("a", "run one", "bwa", 1)]
+        {
+            let mut run = span(&format!("{trace}r"), None, Kind::Run, name);
+            let mut t = span(&format!("{trace}t"), Some(&run.id), Kind::Task, task);
+            (run.trace, t.trace) = (trace.into(), trace.into());
+            (run.start, t.start) = (start * 1_000_000_000, start * 1_000_000_000);
+            spans.extend([run, t]);
+        }
+        let html = render(&spans);
+        assert!(
+            html.contains("<title>pipetrace report: 2 runs</title>"),
+            "{html}"
+        );
+        let (one, two) = (html.find("<h1>run one</h1>"), html.find("<h1>run two</h1>"));
+        let (one, two) = (one.expect("run one"), two.expect("run two"));
+        assert!(one < two, "in the order they started");
+        let bwa = html.find("<td>bwa</td>").unwrap();
+        let sort = html.find("<td>sort</td>").unwrap();
+        assert!(
+            one < bwa && bwa < two && two < sort,
+            "each run's tasks in its section"
+        );
+        // Each run's rows have ids of their own, for the findings to link to.
+        assert!(html.contains("<tr id=\"job-a-0\">") && html.contains("<tr id=\"job-b-0\">"));
+    }
+
+    #[test]
+    fn a_run_of_many_jobs_draws_a_lane_per_task() {
+        let mut spans = vec![span("r", None, Kind::Run, "run x")];
+        for i in 0..2005 {
+            spans.push(span(&format!("t{i}"), Some("r"), Kind::Task, "true"));
+            spans.push(span(
+                &format!("o{i}"),
+                Some(&format!("t{i}")),
+                Kind::Tool,
+                "true",
+            ));
+        }
+        let html = render(&spans);
+        assert!(html.contains(">true (2005 jobs)</text>"));
+        assert_eq!(html.matches("<tr id=\"job-").count(), 2005);
+    }
+
+    #[test]
+    fn a_task_with_files_gets_a_files_table_and_a_run_without_none() {
+        use crate::report::files::tests::task;
+        let run = span("r", None, Kind::Run, "run x");
+        let plain = render(&[run.clone(), span("t", Some("r"), Kind::Task, "align")]);
+        assert!(!plain.contains("Files"), "{plain}");
+        let with = task("t", "align", (&["/d/a.fq"], Some(4)), (&["/o/a.bam"], None));
+        let html = render(&[run, with]);
+        let (tasks, files) = (html.find(">Tasks</h2>"), html.find("<h2>Files</h2>"));
+        let timeline = html.find(">Timeline</h2>").unwrap();
+        assert!(tasks.unwrap() < files.unwrap() && files.unwrap() < timeline);
+        assert!(
+            html.contains("<td class=\"l\">/d/a.fq (+3 more)</td><td class=\"l\">/o/a.bam</td>"),
+            "{html}"
+        );
+    }
+}
