@@ -155,8 +155,7 @@ pub fn table(s: &[Suggestion], basis: &Basis) -> String {
     for x in s {
         let asked = match (x.asked_cpus, x.asked_memory_bytes) {
             (Some(c), Some(m)) => format!("{c} / {}", mib(m)),
-            (Some(c), None) if c == 1.0 => "1 CPU".into(),
-            (Some(c), None) => format!("{c} CPUs"),
+            (Some(c), None) => format!("{c} CPU{}", if c == 1.0 { "" } else { "s" }),
             (None, Some(m)) => mib(m),
             (None, None) => "-".into(),
         };
