@@ -2,6 +2,7 @@
 //! and tools; CPU, memory and disk I/O per task; events and failures in words), built from
 //! spans, whether just made by `pipetrace run` or read back from an OTLP JSON lines file
 //! (`pipetrace report FILE`).
+pub mod asks;
 mod events;
 mod files;
 mod html;

@@ -11,30 +11,7 @@ use serde::Serialize;
 
 use crate::report::{Kind, ReportSpan};
 
-/// How the figures become asks.
-#[derive(Clone, Copy, Debug)]
-pub struct Policy {
-    /// Of the jobs' figures, this percentile (0..=100).
-    pub percentile: f64,
-    /// Added on top: 0.2 asks 20 % more than the percentile.
-    pub margin: f64,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            percentile: 95.0,
-            margin: 0.2,
-        }
-    }
-}
-
-/// Busy CPUs over a whole number by at most this are that number.
-const CPU_NOISE: f64 = 0.1;
-/// Memory is asked in whole MiB, and never below this.
-const MIN_MEMORY: u64 = 64 << 20;
-/// Time is asked in whole minutes, and never below one.
-const MIN_TIME_SECS: u64 = 60;
+pub use crate::report::asks::{JobFigures as Job, Policy};
 
 /// One task's figures over its jobs, and what to ask for next time.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -56,19 +33,6 @@ pub struct Suggestion {
     pub oom_killed: usize,
     /// Why the asks are what they are, in words.
     pub why: Vec<String>,
-}
-
-/// One job's figures.
-#[derive(Clone, Debug, Default)]
-pub struct Job {
-    busy: f64,
-    peak: u64,
-    wall: f64,
-    asked_cpus: Option<f64>,
-    asked_memory: Option<u64>,
-    /// The limit it was killed at, when the kernel killed it for memory.
-    oom_limit: Option<u64>,
-    oom: bool,
 }
 
 /// Each task's jobs, by task name, gathered from trace files and kept runs alike.
@@ -126,7 +90,7 @@ impl Jobs {
                 busy: if wall > 0.0 { s.cpu() / wall } else { 0.0 },
                 peak: s.num(attr::MEMORY_PEAK) as u64,
                 wall,
-                asked_cpus: s.numbers.get(attr::CPU_ALLOCATED).copied(),
+                asked_cpus: asked_cpus(s),
                 asked_memory: s.numbers.get(attr::MEMORY_LIMIT).map(|m| *m as u64),
                 oom_limit: oom_limit.flatten(),
                 oom: oom_limit.is_some(),
@@ -138,6 +102,14 @@ impl Jobs {
                 .extend(std::iter::repeat_n(job, n));
         }
     }
+}
+
+/// The CPUs a job was given, where something gave them: an engine's threads, a cgroup's
+/// quota or a cpuset (a job on the host's CPUs asked for nothing).
+fn asked_cpus(s: &ReportSpan) -> Option<f64> {
+    let n = s.num(attr::CPU_ALLOCATED);
+    let by = s.text(attr::CPU_ALLOCATION_SOURCE);
+    (n > 0.0 && by.is_some_and(|b| b != "host")).then_some(n)
 }
 
 /// The tasks (by span id) whose process the kernel OOM-killed, with the limit it hit.
@@ -162,77 +134,42 @@ fn oom_kills(spans: &[ReportSpan]) -> HashMap<&str, Option<u64>> {
     out
 }
 
-/// The `p`th percentile of `v` (nearest rank).
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
-}
-
 fn one(task: String, jobs: &[Job], policy: Policy) -> Suggestion {
-    let grow = 1.0 + policy.margin;
-    let pct = |f: fn(&Job) -> f64| percentile(jobs.iter().map(f).collect(), policy.percentile);
+    let a = crate::report::asks::asks(jobs, policy);
     let max = |f: fn(&Job) -> f64| jobs.iter().map(f).fold(0.0, f64::max);
-    let (busy_max, peak_max, wall_max) = (max(|j| j.busy), max(|j| j.peak as f64), max(|j| j.wall));
+    let (busy_max, wall_max) = (max(|j| j.busy), max(|j| j.wall));
+    let peak_max = jobs.iter().map(|j| j.peak).max().unwrap_or(0);
+    let oom = jobs.iter().filter(|j| j.oom).count();
     let mut why = Vec::new();
-    // No margin on CPUs: a job given fewer runs slower, it does not fail; a tenth of a CPU
-    // over a whole one is the measure's noise, not a second CPU.
-    let cpus = ((pct(|j| j.busy) - CPU_NOISE).ceil() as u32).max(1);
-    // Memory: never below a peak seen; a job killed for memory used all it had and wanted
-    // more, so at least twice what it was killed at.
-    let mut memory = (pct(|j| j.peak as f64) * grow).max(peak_max) as u64;
-    let oom: Vec<&Job> = jobs.iter().filter(|j| j.oom).collect();
-    if !oom.is_empty() {
-        let hit = (oom.iter())
-            .map(|j| j.oom_limit.or(j.asked_memory).unwrap_or(j.peak).max(j.peak))
-            .max()
-            .unwrap_or(0);
-        memory = memory.max(2 * hit);
+    if let Some(hit) = a.oom_hit {
         why.push(format!(
-            "{} of {} jobs killed for memory at {}: twice that",
-            oom.len(),
+            "{oom} of {} jobs killed for memory at {}: twice that",
             jobs.len(),
             mib(hit)
         ));
     }
-    let memory = round_up(memory.max(MIN_MEMORY), 1 << 20);
-    let time = round_up(
-        ((pct(|j| j.wall) * grow).ceil() as u64).max(MIN_TIME_SECS),
-        60,
-    );
     let asked_cpus = jobs.iter().filter_map(|j| j.asked_cpus).reduce(f64::max);
     let asked_memory = jobs.iter().filter_map(|j| j.asked_memory).max();
-    if let Some(a) = asked_cpus.filter(|a| f64::from(cpus) < *a) {
-        why.push(format!("asked {a} CPUs, used at most {busy_max:.2}"));
+    if let Some(n) = asked_cpus.filter(|n| f64::from(a.cpus) < *n) {
+        why.push(format!("asked {n} CPUs, used at most {busy_max:.2}"));
     }
-    if let Some(a) = asked_memory.filter(|a| memory < *a) {
-        why.push(format!(
-            "asked {}, peaked at {}",
-            mib(a),
-            mib(peak_max as u64)
-        ));
+    if let Some(m) = asked_memory.filter(|m| a.memory_bytes < *m) {
+        why.push(format!("asked {}, peaked at {}", mib(m), mib(peak_max)));
     }
     Suggestion {
         task,
         jobs: jobs.len(),
-        cpus,
-        memory_bytes: memory,
-        time_seconds: time,
+        cpus: a.cpus,
+        memory_bytes: a.memory_bytes,
+        time_seconds: a.time_seconds,
         asked_cpus,
         asked_memory_bytes: asked_memory,
         busy_cpus_max: busy_max,
-        memory_peak_max: peak_max as u64,
+        memory_peak_max: peak_max,
         wall_seconds_max: wall_max,
-        oom_killed: oom.len(),
+        oom_killed: oom,
         why,
     }
-}
-
-fn round_up(v: u64, unit: u64) -> u64 {
-    v.div_ceil(unit) * unit
 }
 
 pub fn mib(bytes: u64) -> String {

@@ -27,6 +27,8 @@ fn task(id: &str, name: &str, wall_s: f64, cpu_s: f64, peak: u64) -> ReportSpan 
 
 fn asked(mut s: ReportSpan, cpus: f64, memory: u64) -> ReportSpan {
     s.numbers.insert(attr::CPU_ALLOCATED.into(), cpus);
+    let by = attr::CPU_ALLOCATION_SOURCE.to_string();
+    s.texts.insert(by, "engine.threads".into());
     s.numbers.insert(attr::MEMORY_LIMIT.into(), memory as f64);
     s
 }

@@ -8,13 +8,7 @@ use super::{
     job::Job,
     units::{bytes, pct},
 };
-use crate::report::markup::esc;
-
-/// Memory asked for is rounded up to this: engines and schedulers take whole MiB, and a
-/// figure of 64 MiB steps reads as chosen.
-const MEMORY_STEP: f64 = 64.0 * 1048576.0;
-/// Room above the peak seen, for the next run's inputs to differ.
-const HEADROOM: f64 = 1.2;
+use crate::report::{asks, markup::esc};
 
 /// One task's asks and uses over its jobs.
 #[derive(Default, Debug, PartialEq)]
@@ -26,6 +20,8 @@ pub struct Asked {
     pub oom: bool,
     /// What the engine or the system asked by (`engine.threads`, `cgroup.cpu.max`...).
     pub source: Option<String>,
+    /// Each job's figures, for the next time's asks (`report::asks`, as `suggest` asks).
+    pub jobs: Vec<asks::JobFigures>,
 }
 
 impl Asked {
@@ -40,22 +36,31 @@ impl Asked {
         }
         self.peak = self.peak.max(j.peak_seen());
         self.oom |= j.oom().is_some();
+        self.jobs.push(asks::JobFigures {
+            busy: j.cpus_used(),
+            peak: j.peak_seen() as u64,
+            wall: j.wall(),
+            asked_cpus: j.cpus_asked(),
+            asked_memory: j.memory_asked().map(|m| m as u64),
+            oom: j.oom().is_some(),
+            oom_limit: (j.oom())
+                .and_then(|e| e.numbers.get(attr::MEMORY_LIMIT))
+                .map(|m| *m as u64),
+        });
     }
 
-    /// CPUs to ask for next time: the most its busiest job kept busy, rounded up.
+    fn asks(&self) -> asks::Asks {
+        asks::asks(&self.jobs, asks::Policy::default())
+    }
+
+    /// CPUs to ask for next time, where some were asked for.
     pub fn next_cpus(&self) -> Option<f64> {
-        self.cpus.map(|_| self.cpus_used.ceil().max(1.0))
+        self.cpus.map(|_| f64::from(self.asks().cpus))
     }
 
-    /// Memory to ask for next time: the peak and some room, in steps; twice the limit
-    /// after an OOM kill, which hides how much more the job wanted.
+    /// Memory to ask for next time, where the jobs had a peak.
     pub fn next_memory(&self) -> Option<f64> {
-        let want = match (self.oom, self.memory) {
-            (true, Some(limit)) => 2.0 * limit,
-            _ if self.peak > 0.0 => self.peak * HEADROOM,
-            _ => return None,
-        };
-        Some((want / MEMORY_STEP).ceil() * MEMORY_STEP)
+        (self.peak > 0.0 || self.oom).then(|| self.asks().memory_bytes as f64)
     }
 }
 
@@ -93,6 +98,8 @@ fn next_time(a: &Asked, engine: &str) -> String {
         // Nextflow's MB is a MiB.
         parts.push(match engine {
             "nextflow" => format!("{mem}: '{mib:.0} MB'"),
+            // Snakemake's mem_mb counts 10^6 bytes.
+            "snakemake" => format!("{mem}: {:.0}", (m / 1e6).ceil()),
             _ if mem == "memory" => format!("{mem}: {}", bytes(m)),
             _ => format!("{mem}: {mib:.0}"),
         });
@@ -169,13 +176,9 @@ mod tests {
         let jobs = jobs_of(&spans);
         let a = &by_task(&jobs)["align"];
         assert_eq!(a.next_cpus(), Some(2.0), "1.5 CPUs busy at most");
-        assert_eq!(
-            a.next_memory(),
-            Some(384.0 * MIB),
-            "300 MiB and 20%, in 64 MiB steps"
-        );
-        assert_eq!(next_time(a, "snakemake"), "threads: 2, mem_mb: 384");
-        assert_eq!(next_time(a, "nextflow"), "cpus: 2, memory: '384 MB'");
+        assert_eq!(a.next_memory(), Some(360.0 * MIB), "300 MiB and 20%");
+        assert_eq!(next_time(a, "snakemake"), "threads: 2, mem_mb: 378");
+        assert_eq!(next_time(a, "nextflow"), "cpus: 2, memory: '360 MB'");
     }
 
     #[test]
@@ -186,6 +189,12 @@ mod tests {
             memory: Some(64.0 * MIB),
             peak: 64.0 * MIB,
             oom: true,
+            jobs: vec![asks::JobFigures {
+                peak: 64 << 20,
+                oom: true,
+                oom_limit: Some(64 << 20),
+                ..Default::default()
+            }],
             ..Default::default()
         };
         assert_eq!(a.next_memory(), Some(128.0 * MIB));
