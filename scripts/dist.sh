@@ -12,8 +12,8 @@
 #   pipetrace_<version>-1_<arch>.deb    /usr/bin/pipetrace, the systemd unit (not enabled),
 #                                       /etc/pipetrace/config.yaml (a conffile, every key
 #                                       commented out), man pages, bash/zsh/fish completions
-#   pipetrace-<version>-<arch>.tar.gz   the same files under pipetrace-<version>-<arch>/, the
-#                                       unit in usr/lib/systemd/system (docs/install.md)
+#   pipetrace-<version>-<arch>.tar.gz   the same files under pipetrace-<version>-<arch>/
+#                                       (docs/install.md says how to install it)
 #
 # --fast compresses less (cargo deb --fast, gzip -1): the test's choice, a minute less of
 # xz on two CPUs for a package some 20% larger; the files are the same.
@@ -66,17 +66,13 @@ say "cargo deb (pipetrace $version, $arch, binary from $bin_dir)"
 (cd "$root" && CARGO_TARGET_DIR="$stage/target" cargo deb -p pipetrace-dist --no-build \
   "${fast[@]}" --output "$deb" >/dev/null) || die "cargo deb failed (see above)"
 
-# The tarball holds what the package installs, the unit under usr/ so that extracting it over
-# / never replaces a merged-/usr system's /lib symlink.
+# The tarball holds what the package installs. Nothing in /lib (cargo-deb puts the unit in
+# /usr/lib): extracted over /, a tarball's lib/ would replace a merged-/usr system's symlink.
 top="pipetrace-${version}-${arch}"
 tree="$stage/tree/$top"
 mkdir -p "$tree"
 dpkg-deb -x "$deb" "$tree"
-if [[ -d $tree/lib ]]; then
-  mkdir -p "$tree/usr/lib"
-  cp -a "$tree/lib/." "$tree/usr/lib/"
-  rm -rf "$tree/lib"
-fi
+[[ ! -e $tree/lib ]] || die "the package installs into /lib: move those files to usr/lib"
 tar -C "$stage/tree" --sort=name --owner=0 --group=0 --numeric-owner \
   --mtime="@${SOURCE_DATE_EPOCH:-$(date +%s)}" -cf - "$top" | gzip "$gzip_level" -n >"$tarball.part"
 mv "$tarball.part" "$tarball"
