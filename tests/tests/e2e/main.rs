@@ -14,6 +14,7 @@ mod cwl_standard;
 mod delivery;
 mod deploy;
 mod diagnosis;
+mod dist;
 mod exit_semantics;
 mod faults;
 mod files;
