@@ -90,7 +90,7 @@ fn clean_root() -> tempfile::TempDir {
     require("debootstrap");
     let tar = ok(
         "scripts/rootfs.sh agent",
-        &mut Command::new(repo("scripts/rootfs.sh")).arg("agent"),
+        Command::new(repo("scripts/rootfs.sh")).arg("agent"),
     );
     let root = tempfile::tempdir().unwrap();
     let mut c = Command::new("tar");
@@ -154,7 +154,7 @@ fn mode(p: &Path) -> u32 {
 }
 
 /// The package installs and runs in a clean root: every file in place, the config valid,
-/// doctor content, a pipeline traced by the probes, the unit verified and left disabled. The
+/// doctor satisfied, a pipeline traced by the probes, the unit verified and left disabled. The
 /// tarball holds the same files. (One test: packaging takes a while, and is done once.)
 #[test]
 fn the_package_installs_and_runs_in_a_clean_debian_root() {
@@ -188,6 +188,7 @@ fn the_package_installs_and_runs_in_a_clean_debian_root() {
         ],
     );
     eprintln!("config validate: {validated}");
+    bash_completes_in(r);
     let doctor = in_root_ok(r, &["pipetrace", "doctor"]);
     assert!(doctor.contains("pipetrace can run here"), "{doctor}");
     assert!(!doctor.contains("FAIL"), "{doctor}");
@@ -200,6 +201,20 @@ fn the_package_installs_and_runs_in_a_clean_debian_root() {
     for (path, _) in INSTALLED {
         assert!(!r.join(path).exists(), "{path} stays after dpkg --purge");
     }
+}
+
+/// bash's completion, as installed, loads and completes `pipetrace do` (bash is in every
+/// Debian root).
+fn bash_completes_in(r: &Path) {
+    let script = "source /usr/share/bash-completion/completions/pipetrace
+        COMP_WORDS=(pipetrace do); COMP_CWORD=1; COMP_LINE='pipetrace do'; COMP_POINT=12
+        _pipetrace pipetrace do pipetrace; printf '%s\\n' \"${COMPREPLY[@]}\"";
+    let complete = in_root_ok(r, &["bash", "-c", script]);
+    assert_eq!(
+        complete.trim(),
+        "doctor",
+        "the completion of `pipetrace do`"
+    );
 }
 
 /// `pipetrace run` of the installed binary, in the root: the run and its tools, from eBPF.
