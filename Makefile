@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup jaeger nextflow stack demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image
+.PHONY: setup jaeger nextflow stack demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image dist
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -37,7 +37,7 @@ demo:
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
 # Two slots per CPU and one more: see the ci profile in .config/nextest.toml.
 test: setup jaeger nextflow lint fuzz-smoke unit-unprivileged
-	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml
+	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml -p pipetrace-dist
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
 
 # The core's unit tests (the core crate's and the collector's) need no root, no kernel and
@@ -114,3 +114,13 @@ docs:
 image: setup
 	$(CARGO) build --release -p pipetrace
 	scripts/image.sh agent $${CARGO_TARGET_DIR:-target}/release/pipetrace
+
+# The Debian package and the release tarball, in target/dist (scripts/dist.sh; docs/install.md):
+# the release binary, the systemd unit (installed, not enabled), a commented
+# /etc/pipetrace/config.yaml, bash/zsh/fish completions and man pages generated from the CLI.
+# Says how long the build and the packaging took.
+dist: setup
+	@start=$$(date +%s) && \
+	 $(CARGO) build --release -p pipetrace -p pipetrace-dist && built=$$(date +%s) && \
+	 scripts/dist.sh $${CARGO_TARGET_DIR:-target}/release $${CARGO_TARGET_DIR:-target}/dist && \
+	 echo "make dist: release build $$((built - start)) s, packaging $$(($$(date +%s) - built)) s"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds pipetrace's container images with podman from Debian's own packages: no registry is
-# pulled. A minimal bookworm root filesystem (debootstrap --variant=minbase) is made once per
-# package list and kept as a tarball under $PIPETRACE_IMAGE_CACHE (default
-# ~/.cache/pipetrace-images), then `podman import`ed with the image's entrypoint.
+# pulled. A minimal bookworm root filesystem (scripts/rootfs.sh: debootstrap
+# --variant=minbase, made once per package list and kept as a tarball under
+# $PIPETRACE_IMAGE_CACHE, default ~/.cache/pipetrace-images) is `podman import`ed with the
+# image's entrypoint.
 #
 #   scripts/image.sh agent [BINARY [TAG...]]
 #       the agent: BINARY (default target/release/pipetrace) as /usr/local/bin/pipetrace,
@@ -19,15 +20,10 @@ set -euo pipefail
 say() { printf 'image: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
-SUITE=bookworm
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-CACHE=${PIPETRACE_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pipetrace-images}
-# The agent needs nothing from Debian but libc (and ca-certificates for OTLP over TLS); the
-# pipeline image runs Snakemake 7 (Debian's) and its shell rules. debootstrap resolves no
-# virtual packages: python3-cffi-backend provides python3-bcrypt's
-# python3-cffi-backend-api-{min,max}.
-AGENT_PACKAGES=ca-certificates
-PIPELINE_PACKAGES=ca-certificates,snakemake,python3-cffi-backend
+# The cached debootstrap'd roots (SUITE, the package lists, rootfs_lock, rootfs).
+ROOTFS_WHO=image
+# shellcheck source=scripts/rootfs.sh
+source "$(dirname "$0")/rootfs.sh"
 # podman as the tests run it: runc and the cgroupfs manager (crun fails on hybrid cgroups).
 PODMAN=(podman --cgroup-manager=cgroupfs --runtime runc)
 
@@ -39,45 +35,8 @@ kind=${1:-}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-mkdir -p "$CACHE"
-# One build at a time (tests build the same images side by side).
-exec 9>"$CACHE/.lock"
-flock 9
-
-# Removes a debootstrap target, unmounting first what debootstrap mounted in it (/proc, /sys).
-discard() {
-  findmnt -rn -o TARGET | grep -F "$1/" | sort -r | xargs -r umount -l || true
-  rm -rf --one-file-system "$1"
-}
-
-# What an interrupted build left (nothing else builds while the lock is held).
-for stale in "$CACHE"/rootfs.* "$CACHE"/*.part; do
-  [[ -e $stale ]] && discard "$stale"
-done
-
-# The cached rootfs tarball for a package list: made once, by debootstrap.
-rootfs() {
-  local packages=$1
-  local key
-  key=$(printf '%s %s minbase %s %s v1' "$SUITE" "$MIRROR" "$packages" "$(uname -m)" | sha256sum | cut -c1-16)
-  local tar="$CACHE/$SUITE-minbase-$key.tar"
-  if [[ ! -s $tar ]]; then
-    local dir
-    dir=$(mktemp -d "$CACHE/rootfs.XXXXXX")
-    say "debootstrap $SUITE (minbase, $packages) from $MIRROR into $tar"
-    local start=$SECONDS
-    debootstrap --variant=minbase --include="$packages" "$SUITE" "$dir" "$MIRROR" >&2 ||
-      { discard "$dir"; die "debootstrap failed (is $MIRROR reachable? see the log above)"; }
-    # What no container needs: downloaded packages, package lists, documentation.
-    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* \
-      "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/info/*
-    tar -C "$dir" --numeric-owner -cf "$tar.part" .
-    mv "$tar.part" "$tar"
-    discard "$dir"
-    say "rootfs ready in $((SECONDS - start)) s ($(du -h "$tar" | cut -f1))"
-  fi
-  printf '%s\n' "$tar"
-}
+# One build at a time, roots and images alike (tests build the same images side by side).
+rootfs_lock
 
 # The label an image carries: what it was made of. Unchanged, the import is skipped.
 up_to_date() {

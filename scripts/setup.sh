@@ -10,9 +10,11 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # tests; Slurm and munge for the batch-scheduler tests (scripts/slurm-up.sh starts them); tmux
 # for the live view's test in a real terminal; a JDK and Maven for the real Nextflow, whose
 # artifacts scripts/nextflow.sh copies from Maven Central (`make nextflow`); debootstrap to
-# build the agent's and pipelines' images from Debian's packages (`make image`); Prometheus and Alertmanager, which the deployment
-# tests run against a real agent (installed without starting their services); Node.js and npm
-# for Grafana's TraceQL grammar, which checks the dashboards' Tempo queries.
+# build the agent's and pipelines' images from Debian's packages (`make image`) and, with
+# systemd-analyze and man, to install and check the Debian package (`make dist`'s test);
+# Prometheus and Alertmanager, which the deployment tests run against a real agent
+# (installed without starting their services); Node.js and npm for Grafana's TraceQL
+# grammar, which checks the dashboards' Tempo queries.
 # `setup.sh demo` installs what `make demo` needs and no more: the build toolchain, Snakemake
 # and the demo's tools. `setup.sh` (make test) installs everything.
 mode="${1:-all}"
@@ -20,7 +22,7 @@ case "$mode" in demo | all) ;; *) say "usage: $0 [demo|all]"; exit 2 ;; esac
 if [ "$mode" = demo ]; then
   declare -A pkg_for=([snakemake]=snakemake [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils)
 else
-  declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm [chromium]=chromium)
+  declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm [chromium]=chromium [systemd-analyze]=systemd [man]=man-db)
 fi
 missing=()
 for bin in "${!pkg_for[@]}"; do
@@ -80,6 +82,12 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   say "installing cargo-fuzz"
   cargo install --quiet --locked cargo-fuzz
+fi
+
+# cargo-deb, which `make dist` (and its test) packages the binary with as a .deb.
+if ! cargo deb --version >/dev/null 2>&1; then
+  say "installing cargo-deb (about 2 min)"
+  cargo install --quiet --locked cargo-deb
 fi
 
 # Current Snakemake (9, from PyPI) in its own venv, beside Debian's 7 and 8.30 below: the

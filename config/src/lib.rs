@@ -2,6 +2,7 @@
 mod checks;
 mod docs;
 pub mod env;
+pub mod etc_file;
 pub mod export;
 pub mod layer;
 pub mod limits;

@@ -111,7 +111,7 @@ fn helm_values_carry_a_valid_agent_config() {
 #[test]
 fn systemd_unit_runs_the_agent_with_a_validated_config() {
     let unit = std::fs::read_to_string(deploy("systemd/pipetrace.service")).unwrap();
-    assert!(unit.contains("ExecStartPre=/usr/local/bin/pipetrace config validate"));
+    assert!(unit.contains("ExecStartPre=/usr/bin/pipetrace config validate"));
     assert!(unit.contains("agent"));
     for section in ["[Unit]", "[Service]", "[Install]"] {
         assert!(unit.contains(section), "{section}");

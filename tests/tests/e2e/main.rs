@@ -15,6 +15,7 @@ mod cwl_standard;
 mod delivery;
 mod deploy;
 mod diagnosis;
+mod dist;
 mod end_snapshots;
 mod exit_semantics;
 mod faults;
