@@ -125,12 +125,13 @@ pub fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
 
 pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetError> {
     // Mmap: look up a handful of fields without building all of vmlinux's types in memory.
-    let btf = Btf::from_file_with_backend(btf_path, btf_rs::Backend::Mmap).map_err(|e| {
-        OffsetError::Btf {
+    // Kernels before 6.16 refuse to map /sys/kernel/btf/vmlinux (ENODEV): read it whole.
+    let btf = Btf::from_file_with_backend(btf_path, btf_rs::Backend::Mmap)
+        .or_else(|_| Btf::from_file(btf_path))
+        .map_err(|e| OffsetError::Btf {
             path: btf_path.display().to_string(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     let structs = Structs::new(&btf);
     let mut o = required(&structs)?;
     accounting(&structs, &mut o);
