@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup jaeger nextflow stack demo test unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image dist
+.PHONY: setup jaeger nextflow stack demo test test-kernels unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image dist
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -39,6 +39,13 @@ demo:
 test: setup jaeger nextflow lint fuzz-smoke unit-unprivileged
 	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml -p pipetrace-dist
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
+
+# Debian's own kernels (bookworm's 6.1, bookworm-backports' 6.12) booted under qemu's software
+# emulation: doctor and a traced command in each, checked as on the host (tests/e2e/kernels.rs,
+# scripts/test-kernels.sh; docs/kernels.md). A few minutes on two CPUs, so not in `make test`.
+test-kernels: setup
+	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml
+	$(CARGO) nextest run -p pipetrace-e2e -E 'test(/^kernels::/)' --run-ignored all
 
 # The core's unit tests (the core crate's and the collector's) need no root, no kernel and
 # no /proc of their own: run them as nobody (uid 65534) to keep it so.

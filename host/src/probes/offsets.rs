@@ -31,20 +31,20 @@ fn peel(btf: &Btf, mut t: Type) -> Option<Type> {
     None
 }
 
-/// Bit offset of `field` in `members` and its width in bits where it is a bitfield,
-/// descending into anonymous structs and unions.
-fn find(btf: &Btf, members: &[btf_rs::Member], field: &str) -> Option<(u32, Option<u32>)> {
+/// `field` in `members` and its bit offset there, descending into anonymous structs and
+/// unions.
+fn find(btf: &Btf, members: &[btf_rs::Member], field: &str) -> Option<(u32, btf_rs::Member)> {
     for m in members {
         let name = btf.resolve_name(m).unwrap_or_default();
         if name == field {
-            return Some((m.bit_offset(), m.bitfield_size().filter(|&b| b != 0)));
+            return Some((m.bit_offset(), m.clone()));
         }
         if name.is_empty() {
             let inner = peel(btf, btf.resolve_chained_type(m).ok()?)?;
             if let Type::Struct(s) | Type::Union(s) = inner
-                && let Some((off, bits)) = find(btf, &s.members, field)
+                && let Some((off, found)) = find(btf, &s.members, field)
             {
-                return Some((m.bit_offset() + off, bits));
+                return Some((m.bit_offset() + off, found));
             }
         }
     }
@@ -80,10 +80,24 @@ impl<'a> Structs<'a> {
             .ok_or_else(|| OffsetError::NoStruct(strukt.into()))
     }
 
+    /// Bit offset of a field and its width in bits where it is a bitfield.
     fn member(&self, strukt: &str, field: &str) -> Result<(u32, Option<u32>), OffsetError> {
         let s = self.get(strukt)?;
-        find(self.btf, &s.members, field)
-            .ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))
+        let (bit, m) = find(self.btf, &s.members, field)
+            .ok_or_else(|| OffsetError::NoField(strukt.into(), field.into()))?;
+        Ok((bit, m.bitfield_size().filter(|&b| b != 0)))
+    }
+
+    /// The type of a field, typedefs and qualifiers peeled.
+    pub fn field_type(&self, strukt: &str, field: &str) -> Option<Type> {
+        let s = self.get(strukt).ok()?;
+        let (_, m) = find(self.btf, &s.members, field)?;
+        peel(self.btf, self.btf.resolve_chained_type(&m).ok()?)
+    }
+
+    /// The name of a struct, union or other named type.
+    pub fn type_name(&self, t: &Type) -> Option<String> {
+        self.btf.resolve_name(t.as_btf_type()?).ok()
     }
 
     pub fn field_offset(&self, strukt: &str, field: &str) -> Result<u32, OffsetError> {
@@ -125,12 +139,13 @@ pub fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
 
 pub fn resolve(btf_path: &Path, tracefs: &Path) -> Result<KernelOffsets, OffsetError> {
     // Mmap: look up a handful of fields without building all of vmlinux's types in memory.
-    let btf = Btf::from_file_with_backend(btf_path, btf_rs::Backend::Mmap).map_err(|e| {
-        OffsetError::Btf {
+    // Kernels before 6.16 refuse to map /sys/kernel/btf/vmlinux (ENODEV): read it whole.
+    let btf = Btf::from_file_with_backend(btf_path, btf_rs::Backend::Mmap)
+        .or_else(|_| Btf::from_file(btf_path))
+        .map_err(|e| OffsetError::Btf {
             path: btf_path.display().to_string(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     let structs = Structs::new(&btf);
     let mut o = required(&structs)?;
     accounting(&structs, &mut o);
@@ -172,10 +187,9 @@ fn accounting(structs: &Structs, o: &mut KernelOffsets) {
     let task = |f| opt("task_struct", f);
     let delay = |f| opt("task_delay_info", f);
     o.mm_hiwater_rss = opt("mm_struct", "hiwater_rss");
-    o.mm_rss_stat = opt("mm_struct", "rss_stat");
     o.mm_total_vm = opt("mm_struct", "total_vm");
-    o.percpu_counter_count = opt("percpu_counter", "count");
-    o.percpu_counter_size = structs.size("percpu_counter").unwrap_or(ABSENT);
+    (o.mm_rss_stat, o.percpu_counter_count, o.percpu_counter_size) =
+        rss_counters(structs).unwrap_or((ABSENT, ABSENT, ABSENT));
     o.task_signal = task("signal");
     o.task_run_delay = within("task_struct", "sched_info", "sched_info", "run_delay");
     o.task_delays = task("delays");
@@ -205,6 +219,26 @@ fn accounting(structs: &Structs, o: &mut KernelOffsets) {
     o.binprm_filename = opt("linux_binprm", "filename");
     o.siginfo_code = opt("kernel_siginfo", "si_code");
     o.sk_family = within("sock", "__sk_common", "sock_common", "skc_family");
+}
+
+/// Where the rss counters of `mm_struct.rss_stat` are: the first one's value, where the
+/// value sits in each, and the stride. Since 6.2 an array of `percpu_counter` (its `count`);
+/// before, `struct mm_rss_stat`, an array of atomic_long_t (8 bytes, the value first).
+fn rss_counters(structs: &Structs) -> Option<(u32, u32, u32)> {
+    let at = structs.field_offset("mm_struct", "rss_stat").ok()?;
+    match structs.field_type("mm_struct", "rss_stat")? {
+        Type::Array(_) => Some((
+            at,
+            structs.field_offset("percpu_counter", "count").ok()?,
+            structs.size("percpu_counter")?,
+        )),
+        t @ Type::Struct(_) if structs.type_name(&t).as_deref() == Some("mm_rss_stat") => Some((
+            at + structs.field_offset("mm_rss_stat", "count").ok()?,
+            0,
+            8,
+        )),
+        _ => None,
+    }
 }
 
 /// `signal_struct.stats_lock.seqcount.seqcount.sequence`: each a first member (seqlock_t is

@@ -320,7 +320,8 @@ pub struct KernelOffsets {
     pub mm_arg_start: u32,
     pub mm_arg_end: u32,
     pub mm_hiwater_rss: u32,
-    /// `mm_struct.rss_stat`: an array of `struct percpu_counter`, whose `count` and size follow.
+    /// `mm_struct.rss_stat`'s first counter, where its value sits in it and the stride: an
+    /// array of `struct percpu_counter` since 6.2, of atomic_long_t (0, 8) before.
     pub mm_rss_stat: u32,
     pub percpu_counter_count: u32,
     pub percpu_counter_size: u32,
