@@ -25,6 +25,7 @@ pub mod attr {
     pub const PROCESS_EXECUTABLE_NAME: &str = "process.executable.name";
     pub const PROCESS_EXECUTABLE_PATH: &str = "process.executable.path";
     pub const PROCESS_COMMAND_LINE: &str = "process.command_line";
+    pub const PROCESS_WORKING_DIRECTORY: &str = "process.working_directory";
     pub const PROCESS_EXIT_CODE: &str = "process.exit.code";
     pub const TOOL_NAME: &str = "pipetrace.tool.name";
     pub const PROCESS_SIGNAL: &str = "pipetrace.process.signal";
@@ -166,6 +167,7 @@ pub mod attr {
         PROCESS_EXECUTABLE_NAME,
         PROCESS_EXECUTABLE_PATH,
         PROCESS_COMMAND_LINE,
+        PROCESS_WORKING_DIRECTORY,
         PROCESS_EXIT_CODE,
         TOOL_NAME,
         PROCESS_SIGNAL,

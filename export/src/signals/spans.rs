@@ -194,6 +194,12 @@ impl SpanBuilder {
             a.push(KeyValue::new(attr::RUN_TASKS_DONE, i64::from(p.done)));
         }
         self.process_attrs(p, false, &mut a);
+        // Where the run was started: its report names the directory it worked in.
+        let cwd = (p.first_image.as_ref().or(p.image.as_ref())).and_then(|i| i.cwd.as_ref());
+        if let Some(dir) = cwd {
+            let dir = self.redactor.text(&dir.to_string_lossy());
+            a.push(KeyValue::new(attr::PROCESS_WORKING_DIRECTORY, dir));
+        }
         let (m, d) = (self.measured, &self.diagnosis);
         usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
         let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());

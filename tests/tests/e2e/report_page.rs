@@ -173,6 +173,9 @@ fn the_demo_page_lists_every_job_and_sorts_and_filters_them() {
         html.find("id=\"jobs\""),
     );
     assert!(banner.unwrap() < found.unwrap() && found.unwrap() < jobs.unwrap());
+    // The run's facts name the directory Snakemake ran in, as the kernel saw it.
+    let fact = format!("<dt>directory</dt><dd>{}</dd>", dir.path().display());
+    assert!(html.contains(&fact), "no {fact}");
     let (keys, rows) = job_rows(&html);
     assert_eq!(per_task(&rows), recorded_jobs(dir.path()), "{keys:?}");
     columns_follow_the_trace(&keys, &read_jsonl(&dir.path().join("trace.otlp.jsonl")));

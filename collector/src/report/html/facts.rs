@@ -58,6 +58,11 @@ fn facts(r: &ReportSpan, jobs: &[Job], out: &mut String) {
         "command",
         r.text(attr::PROCESS_COMMAND_LINE).map(str::to_string),
     );
+    fact(
+        out,
+        "directory",
+        r.text(attr::PROCESS_WORKING_DIRECTORY).map(str::to_string),
+    );
     fact(out, "engine", r.text(attr::RUN_ENGINE).map(str::to_string));
     let host = r.text(attr::CPU_ALLOCATION_SOURCE) == Some("host");
     let cpus = r.num(attr::CPU_ALLOCATED);
