@@ -22,6 +22,23 @@ use std::{
     process::{Command, Output},
 };
 
+/// A path in the repository (`deploy/helm`, `scripts/dist.sh`).
+pub fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p)
+}
+
+/// Panics, saying how to install it, when `program` is missing: nothing is skipped.
+pub fn require(program: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "{program} is not installed: run scripts/setup.sh (as root), which installs it"
+    );
+}
+
 /// The pipetrace binary of this build (`PIPETRACE_BIN` overrides).
 pub fn pipetrace_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("PIPETRACE_BIN") {

@@ -12,24 +12,8 @@ use std::{
     time::Instant,
 };
 
-use pipetrace_e2e::{pipetrace_bin, read_jsonl, stderr};
+use pipetrace_e2e::{pipetrace_bin, read_jsonl, repo, require, stderr};
 use pipetrace_semconv::attr;
-
-fn repo(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p)
-}
-
-/// Panics, saying how to install it, when `program` is missing: nothing is skipped.
-fn require(program: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "{program} is not installed: run scripts/setup.sh (as root), which installs it"
-    );
-}
 
 /// Runs `c`; its stdout, or a panic naming `what` with its stderr.
 fn ok(what: &str, c: &mut Command) -> String {

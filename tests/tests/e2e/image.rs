@@ -18,6 +18,7 @@ use std::{
 use pipetrace_e2e::{
     pipetrace_bin,
     receiver::Receiver,
+    repo, require,
     snakemake::Records,
     spans::{RecvSpan, Val},
     stderr,
@@ -30,22 +31,6 @@ const AGENT_TAG: &str = "localhost/pipetrace:e2e";
 const PIPELINE_TAG: &str = "localhost/pipetrace-pipeline:latest";
 /// The node the chart's `NODE_NAME` (the downward API's `spec.nodeName`) names.
 const NODE: &str = "e2e-node";
-
-fn repo(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p)
-}
-
-/// Panics, saying how to install it, when `program` is missing: nothing is skipped.
-fn require(program: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "{program} is not installed: run scripts/setup.sh (as root), which installs it"
-    );
-}
 
 /// podman as the tests run it: runc and the cgroupfs manager (crun fails on this host's
 /// hybrid cgroups), and containers' open-files and process limits within this host's hard
