@@ -1,5 +1,5 @@
 # The two commands the README opens with, and a few more. Each installs what is missing first.
-.PHONY: setup jaeger nextflow stack demo test test-kernels unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image dist
+.PHONY: setup jaeger nextflow stack demo test test-kernels unit-unprivileged lint fuzz fuzz-smoke bench bench-tools bench-perf bench-accounting docs image dist probes-object
 
 CARGO ?= cargo
 SHELL := /bin/bash
@@ -131,3 +131,13 @@ dist: setup
 	 $(CARGO) build --release -p pipetrace -p pipetrace-dist && built=$$(date +%s) && \
 	 scripts/dist.sh $${CARGO_TARGET_DIR:-target}/release $${CARGO_TARGET_DIR:-target}/dist && \
 	 echo "make dist: release build $$((built - start)) s, packaging $$(($$(date +%s) - built)) s"
+
+# The probes' object committed in probes/prebuilt, for machines without the eBPF toolchain
+# (`make demo` then skips installing it): rebuilt from the sources here, with their digest.
+probes-object: setup
+	$(CARGO) build -p pipetrace-host
+	@out=$$(ls -td $${CARGO_TARGET_DIR:-target}/debug/build/pipetrace-host-*/out | while read d; do \
+	   [ -f "$$d/pipetrace-probes.sources.sha256" ] && echo "$$d" && break; done) && \
+	 cp "$$out/pipetrace-probes" probes/prebuilt/pipetrace-probes && \
+	 cp "$$out/pipetrace-probes.sources.sha256" probes/prebuilt/sources.sha256 && \
+	 echo "probes/prebuilt: $$(cat probes/prebuilt/sources.sha256)"

@@ -6,11 +6,19 @@
 //! object is kept in the target directory under a digest of what makes it (the probes'
 //! sources, the lock file, the nightly compiler and bpf-linker), and taken from there while
 //! none of it changed.
+//!
+//! A machine without the eBPF toolchain (nightly's rust-src and bpf-linker: minutes to
+//! install and build, which `make demo` spares) takes the object committed in
+//! probes/prebuilt, when it was built from the sources as they are (`make probes-object`
+//! refreshes it; a host unit test fails when it is stale).
 use std::{
     hash::{Hash, Hasher},
     path::{Path, PathBuf},
     process::Command,
 };
+
+#[path = "src/probes/sources.rs"]
+mod pipetrace_probes_digest;
 
 /// The probes' binary, as probes/ebpf names it and aya-build leaves it in OUT_DIR.
 const OBJECT: &str = "pipetrace-probes";
@@ -24,7 +32,12 @@ fn main() -> anyhow::Result<()> {
             println!("cargo:rerun-if-changed={}", root.join(dir).display());
         }
         std::fs::copy(kept.join(OBJECT), out.join(OBJECT))?;
+        let digest = pipetrace_probes_digest::of_sources(&root) + "\n";
+        std::fs::write(out.join(format!("{OBJECT}.sources.sha256")), digest)?;
         return Ok(());
+    }
+    if !toolchain_present() {
+        return prebuilt(&root, &out);
     }
     aya_build::build_ebpf(
         [aya_build::Package {
@@ -40,6 +53,11 @@ fn main() -> anyhow::Result<()> {
              run scripts/setup.sh (installs nightly rust-src and bpf-linker), then build again"
         )
     })?;
+    // What `make probes-object` records beside the object it commits.
+    std::fs::write(
+        out.join(format!("{OBJECT}.sources.sha256")),
+        pipetrace_probes_digest::of_sources(&root) + "\n",
+    )?;
     if let Some(kept) = kept {
         // Written whole, then renamed: builds running side by side may keep it at once. A
         // cache that cannot be written costs the next build its time, nothing else.
@@ -54,6 +72,33 @@ fn main() -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// Whether this machine can build the probes: nightly's compiler and bpf-linker answer.
+fn toolchain_present() -> bool {
+    let answers = |program: &str, args: &[&str]| {
+        (Command::new(program).args(args).output()).is_ok_and(|o| o.status.success())
+    };
+    answers("bpf-linker", &["--version"]) && answers("rustup", &["run", "nightly", "rustc", "-V"])
+}
+
+/// probes/prebuilt's object, when the sources it was built from are the sources here.
+fn prebuilt(root: &Path, out: &Path) -> anyhow::Result<()> {
+    let dir = root.join("probes/prebuilt");
+    for p in ["probes/ebpf", "probes/common", "probes/prebuilt"] {
+        println!("cargo:rerun-if-changed={}", root.join(p).display());
+    }
+    let recorded = std::fs::read_to_string(dir.join("sources.sha256")).unwrap_or_default();
+    let now = pipetrace_probes_digest::of_sources(root);
+    if recorded.trim() != now {
+        anyhow::bail!(
+            "the eBPF toolchain (nightly rust-src, bpf-linker) is not installed, and \
+             probes/prebuilt was built from other sources than these: run scripts/setup.sh \
+             to install the toolchain (or `make probes-object` where it is)"
+        );
+    }
+    std::fs::copy(dir.join(OBJECT), out.join(OBJECT))?;
     Ok(())
 }
 

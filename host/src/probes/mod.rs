@@ -2,6 +2,8 @@
 mod attach;
 mod offsets;
 mod reader;
+#[cfg(test)]
+mod sources;
 
 use std::path::{Path, PathBuf};
 

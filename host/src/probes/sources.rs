@@ -1,0 +1,54 @@
+//! The digest of the probes' sources, which probes/prebuilt records: shared by host/build.rs
+//! (is the committed object built from these sources?) and the unit test that fails when
+//! it is not.
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// SHA-256, in hex, of every file of the probes' crates (by path, then content), in the
+/// order of their paths: stable across compilers, unlike std's hasher.
+pub fn of_sources(root: &Path) -> String {
+    let mut files = Vec::new();
+    for dir in ["probes/ebpf", "probes/common"] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap_or(f);
+        h.update(rel.to_string_lossy().as_bytes());
+        h.update([0]);
+        let body = std::fs::read(f).unwrap_or_default();
+        h.update((body.len() as u64).to_le_bytes());
+        h.update(&body);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                walk(&path, files);
+            }
+        } else {
+            files.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_committed_probes_object_is_built_from_these_sources() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let recorded = std::fs::read_to_string(root.join("probes/prebuilt/sources.sha256"));
+        assert_eq!(
+            recorded.unwrap_or_default().trim(),
+            super::of_sources(&root),
+            "probes/prebuilt is stale: the probes' sources changed since it was built; \
+             run `make probes-object` and commit probes/prebuilt"
+        );
+    }
+}
