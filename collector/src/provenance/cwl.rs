@@ -1,0 +1,130 @@
+//! A CWL run's declared files: the workflow's inputs as its job file gives them and its
+//! outputs as cwltool reported them (the JSON it prints), each under the step the workflow
+//! connects it to. (Intermediate files live in cwltool's temporary directories and are gone
+//! at the end.)
+use std::{collections::BTreeMap, path::Path};
+
+use serde_yaml::Value;
+
+use super::records::Job;
+
+/// The jobs of the workflow at `workflow` run with `job_file` (relative to `dir`), its
+/// outputs from cwltool's JSON (`outputs`, when kept).
+pub fn jobs(
+    dir: &Path,
+    workflow: &str,
+    job_file: Option<&str>,
+    outputs: Option<&Path>,
+) -> Result<Vec<Job>, String> {
+    let read = |p: &Path| -> Result<Value, String> {
+        let text =
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        serde_yaml::from_str(&text).map_err(|e| format!("{} is no YAML or JSON: {e}", p.display()))
+    };
+    let wf = read(&dir.join(workflow))?;
+    let given: BTreeMap<String, String> = match job_file {
+        Some(j) => files_of(
+            &read(&dir.join(j))?,
+            dir.join(j).parent().unwrap_or(dir),
+            dir,
+        ),
+        None => BTreeMap::new(),
+    };
+    let made: BTreeMap<String, String> = match outputs {
+        Some(o) => files_of(&read(o)?, dir, dir),
+        None => BTreeMap::new(),
+    };
+    let mut jobs: BTreeMap<String, Job> = BTreeMap::new();
+    for (step, body) in entries(&wf["steps"]) {
+        let job = jobs.entry(step.clone()).or_insert_with(|| Job {
+            step: step.clone(),
+            ..Job::default()
+        });
+        for (_, source) in entries(&body["in"]) {
+            let source = source.as_str().or_else(|| source["source"].as_str());
+            if let Some(path) = source.and_then(|s| given.get(s.trim_start_matches('#'))) {
+                job.inputs.insert(path.clone());
+            }
+        }
+    }
+    for (name, body) in entries(&wf["outputs"]) {
+        let source = body["outputSource"].as_str().unwrap_or_default();
+        let (Some((step, _)), Some(path)) = (source.split_once('/'), made.get(&name)) else {
+            continue;
+        };
+        if let Some(job) = jobs.get_mut(step.trim_start_matches('#')) {
+            job.outputs.insert(path.clone());
+        }
+    }
+    Ok(jobs.into_values().collect())
+}
+
+/// A CWL map or list of `{id: ...}` as (id, body) pairs.
+fn entries(v: &Value) -> Vec<(String, Value)> {
+    match v {
+        Value::Mapping(m) => (m.iter())
+            .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.clone())))
+            .collect(),
+        Value::Sequence(s) => (s.iter())
+            .filter_map(|v| Some((v["id"].as_str()?.to_string(), v.clone())))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The File values of a job or output object, by name: paths relative to the run's `dir`.
+fn files_of(v: &Value, base: &Path, dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (name, value) in entries(v) {
+        if value["class"].as_str() != Some("File") {
+            continue;
+        }
+        let Some(p) = value["path"]
+            .as_str()
+            .or_else(|| value["location"].as_str())
+        else {
+            continue;
+        };
+        let p = p.strip_prefix("file://").unwrap_or(p);
+        let full = base.join(p);
+        let full = std::fs::canonicalize(&full).unwrap_or(full);
+        let rel = super::model::relative(&full.to_string_lossy(), dir);
+        out.insert(name, rel);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workflows_files_go_to_the_steps_it_connects_them_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(dir.path()).unwrap();
+        let wf = "cwlVersion: v1.2\nclass: Workflow\ninputs:\n  text: File\noutputs:\n  \
+                  counted: {type: File, outputSource: count/out}\nsteps:\n  sort:\n    run: \
+                  sort.cwl\n    in: {f: text}\n    out: [out]\n  count:\n    run: count.cwl\n    \
+                  in: {f: sort/out}\n    out: [out]\n";
+        std::fs::write(d.join("wf.cwl"), wf).unwrap();
+        std::fs::write(d.join("in.txt"), "b\na\n").unwrap();
+        std::fs::write(d.join("job.yml"), "text: {class: File, path: in.txt}\n").unwrap();
+        std::fs::create_dir(d.join("results")).unwrap();
+        let out = d.join("results/count.txt");
+        std::fs::write(&out, "2\n").unwrap();
+        let json = format!(
+            r#"{{"counted": {{"class": "File", "location": "file://{}"}}}}"#,
+            out.display()
+        );
+        std::fs::write(d.join("out.json"), json).unwrap();
+        let jobs = jobs(&d, "wf.cwl", Some("job.yml"), Some(&d.join("out.json"))).unwrap();
+        let by: BTreeMap<&str, &Job> = jobs.iter().map(|j| (j.step.as_str(), j)).collect();
+        assert_eq!(by["sort"].inputs.iter().collect::<Vec<_>>(), ["in.txt"]);
+        assert!(by["sort"].outputs.is_empty());
+        assert!(by["count"].inputs.is_empty(), "its input is sort's, gone");
+        assert_eq!(
+            by["count"].outputs.iter().collect::<Vec<_>>(),
+            ["results/count.txt"]
+        );
+    }
+}
