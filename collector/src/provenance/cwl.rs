@@ -1,7 +1,7 @@
 //! A CWL run's declared files: the workflow's inputs as its job file gives them and its
 //! outputs as cwltool reported them (the JSON it prints), each under the step the workflow
-//! connects it to. (Intermediate files live in cwltool's temporary directories and are gone
-//! at the end.)
+//! connects it to; a step's output another step takes, kept by cwltool only in a temporary
+//! directory, by its name in the workflow (`sort/out`).
 use std::{collections::BTreeMap, path::Path};
 
 use serde_yaml::Value;
@@ -41,10 +41,20 @@ pub fn jobs(
             ..Job::default()
         });
         for (_, source) in entries(&body["in"]) {
-            let source = source.as_str().or_else(|| source["source"].as_str());
-            if let Some(path) = source.and_then(|s| given.get(s.trim_start_matches('#'))) {
-                job.inputs.insert(path.clone());
-            }
+            let Some(source) = source.as_str().or_else(|| source["source"].as_str()) else {
+                continue;
+            };
+            let source = source.trim_start_matches('#');
+            match given.get(source) {
+                Some(path) => job.inputs.insert(path.clone()),
+                // Another step's output, kept by cwltool only in its temporary directory:
+                // named as the workflow names it.
+                None if source.contains('/') => job.inputs.insert(source.to_string()),
+                None => false,
+            };
+        }
+        for out in out_ids(&body["out"]) {
+            job.outputs.insert(format!("{step}/{out}"));
         }
     }
     for (name, body) in entries(&wf["outputs"]) {
@@ -53,10 +63,19 @@ pub fn jobs(
             continue;
         };
         if let Some(job) = jobs.get_mut(step.trim_start_matches('#')) {
+            // The workflow's output is a file cwltool kept: named by its path instead.
+            job.outputs.remove(source.trim_start_matches('#'));
             job.outputs.insert(path.clone());
         }
     }
     Ok(jobs.into_values().collect())
+}
+
+/// A step's `out`: ids, or `{id: ...}` maps.
+fn out_ids(v: &Value) -> Vec<String> {
+    (v.as_sequence().into_iter().flatten())
+        .filter_map(|o| o.as_str().or_else(|| o["id"].as_str()).map(String::from))
+        .collect()
 }
 
 /// A CWL map or list of `{id: ...}` as (id, body) pairs.
@@ -120,8 +139,10 @@ mod tests {
         let jobs = jobs(&d, "wf.cwl", Some("job.yml"), Some(&d.join("out.json"))).unwrap();
         let by: BTreeMap<&str, &Job> = jobs.iter().map(|j| (j.step.as_str(), j)).collect();
         assert_eq!(by["sort"].inputs.iter().collect::<Vec<_>>(), ["in.txt"]);
-        assert!(by["sort"].outputs.is_empty());
-        assert!(by["count"].inputs.is_empty(), "its input is sort's, gone");
+        // Sort's output, kept by cwltool in a temporary directory only, is named as the
+        // workflow names it, in both steps.
+        assert_eq!(by["sort"].outputs.iter().collect::<Vec<_>>(), ["sort/out"]);
+        assert_eq!(by["count"].inputs.iter().collect::<Vec<_>>(), ["sort/out"]);
         assert_eq!(
             by["count"].outputs.iter().collect::<Vec<_>>(),
             ["results/count.txt"]

@@ -11,6 +11,7 @@ mod model;
 mod records;
 #[cfg(test)]
 mod tests;
+mod vocab;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -18,7 +19,8 @@ use std::{
 };
 
 use crate::report::ReportSpan;
-use jsonld::{Crate, Language, file_id, iso};
+use jsonld::Crate;
+use vocab::{Language, file_id, iso};
 
 pub struct Ask<'a> {
     /// One run's spans.

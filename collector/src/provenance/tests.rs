@@ -6,9 +6,10 @@ use serde_json::Value;
 
 use super::{
     facts::{FileFacts, Software},
-    jsonld::{Crate, Language, UNDECLARED_INPUT, file_id, iso},
+    jsonld::Crate,
     model::{Run, Task},
     records::Job,
+    vocab::{Language, TERMS, UNDECLARED_INPUT, file_id, iso},
 };
 
 fn set(paths: &[&str]) -> BTreeSet<String> {
@@ -243,4 +244,16 @@ fn a_file_gone_at_the_end_is_named_by_its_path_as_no_data_entity() {
     assert!(!ids(&g["./"], "hasPart").contains(gone));
     // The run's results are files that are there.
     assert!(!ids(&g["#run"], "result").contains(gone));
+}
+
+#[test]
+fn pipetraces_own_terms_are_full_uris_in_the_context_and_described_in_the_graph() {
+    assert!(
+        TERMS.starts_with("https://") && TERMS.ends_with("/terms#"),
+        "{TERMS}"
+    );
+    let json = crate_json();
+    let term = format!("{TERMS}{UNDECLARED_INPUT}");
+    assert_eq!(json["@context"][1][UNDECLARED_INPUT]["@id"], term.as_str());
+    assert_eq!(graph(&json)[&term]["@type"], "rdf:Property");
 }
