@@ -37,6 +37,7 @@ mod prefect;
 mod progress;
 mod progress_nextflow;
 mod progress_prefect;
+mod provenance;
 mod reliability;
 mod report_runs;
 mod restart;
