@@ -257,3 +257,24 @@ fn pipetraces_own_terms_are_full_uris_in_the_context_and_described_in_the_graph(
     assert_eq!(json["@context"][1][UNDECLARED_INPUT]["@id"], term.as_str());
     assert_eq!(graph(&json)[&term]["@type"], "rdf:Property");
 }
+
+#[test]
+fn the_engine_and_its_files_are_found_on_the_runs_command_line() {
+    use super::{cwl_job_file, engine_program, workflow_file};
+    let snakemake = "/usr/bin/python3 /usr/bin/snakemake --cores 2";
+    assert_eq!(engine_program(snakemake, "snakemake"), "/usr/bin/snakemake");
+    let cwltool = "/usr/bin/python3 /usr/bin/cwltool --outdir out wf.cwl job.yml";
+    assert_eq!(cwl_job_file(cwltool).as_deref(), Some("job.yml"));
+    assert_eq!(cwl_job_file("cwltool wf.cwl"), None);
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(d.join("workflow")).unwrap();
+    std::fs::write(d.join("workflow/Snakefile"), "rule all:\n").unwrap();
+    std::fs::write(d.join("other.smk"), "rule all:\n").unwrap();
+    let found = |cmd: &str| workflow_file(None, cmd, Language::Snakemake, &d);
+    assert_eq!(found("snakemake -c1").unwrap(), "workflow/Snakefile");
+    assert_eq!(found("snakemake -s other.smk -c1").unwrap(), "other.smk");
+    let none = workflow_file(None, "cwltool x.cwl", Language::Cwl, &d).unwrap_err();
+    assert!(none.contains("--workflow"), "{none}");
+}
