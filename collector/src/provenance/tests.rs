@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{
-    facts::{FileFacts, Software},
+    facts::{FileFacts, Package, Software},
     jsonld::Crate,
     model::{Run, Task},
     records::Job,
@@ -69,11 +69,19 @@ fn crate_json() -> Value {
             .collect();
     let bwa = Software {
         path: "/usr/bin/bwa".into(),
-        package: Some(("bwa".into(), "0.7.17".into())),
+        package: Some(Package {
+            name: "bwa".into(),
+            version: "0.7.17".into(),
+            url: "https://packages.debian.org/bwa".into(),
+        }),
     };
     let engine = Software {
         path: "/usr/bin/snakemake".into(),
-        package: Some(("snakemake".into(), "7.21.0".into())),
+        package: Some(Package {
+            name: "snakemake".into(),
+            version: "7.21.0".into(),
+            url: "https://packages.debian.org/snakemake".into(),
+        }),
     };
     let krate = Crate {
         run: &run,

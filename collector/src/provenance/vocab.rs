@@ -125,7 +125,7 @@ pub fn program_id(path: &str) -> String {
 pub fn software_entity(s: &Software, name: &str, home: Option<&str>) -> Value {
     let url = match (&s.package, home) {
         (_, Some(home)) => home.to_string(),
-        (Some((pkg, _)), None) => format!("https://packages.debian.org/{pkg}"),
+        (Some(p), None) => p.url.clone(),
         (None, None) => program_id(&s.path),
     };
     let mut node = json!({
@@ -138,7 +138,7 @@ pub fn software_entity(s: &Software, name: &str, home: Option<&str>) -> Value {
     set(
         &mut node,
         "softwareVersion",
-        (s.package.as_ref()).map(|(_, v)| json!(v)),
+        (s.package.as_ref()).map(|p| json!(p.version)),
     );
     node
 }
