@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, path::Path};
 
 use serde_yaml::Value;
 
-use super::records::Job;
+use super::{jsonld::Parameter, records::Job};
 
 /// The jobs of the workflow at `workflow` run with `job_file` (relative to `dir`), its
 /// outputs from cwltool's JSON (`outputs`, when kept).
@@ -71,6 +71,25 @@ pub fn jobs(
     Ok(jobs.into_values().collect())
 }
 
+/// The job file's inputs that are values (not files nor directories).
+pub fn parameters(dir: &Path, job_file: &str) -> Vec<Parameter> {
+    let Some(job) = (std::fs::read_to_string(dir.join(job_file)).ok())
+        .and_then(|t| serde_yaml::from_str::<Value>(&t).ok())
+    else {
+        return Vec::new();
+    };
+    let param = |name: String, value: String, kind| Parameter { name, value, kind };
+    (entries(&job).into_iter())
+        .filter_map(|(name, v)| match v {
+            Value::String(s) => Some(param(name, s, "Text")),
+            Value::Bool(b) => Some(param(name, b.to_string(), "Boolean")),
+            Value::Number(n) if n.is_f64() => Some(param(name, n.to_string(), "Float")),
+            Value::Number(n) => Some(param(name, n.to_string(), "Integer")),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A step's `out`: ids, or `{id: ...}` maps.
 fn out_ids(v: &Value) -> Vec<String> {
     (v.as_sequence().into_iter().flatten())
@@ -127,7 +146,8 @@ mod tests {
                   in: {f: sort/out}\n    out: [out]\n";
         std::fs::write(d.join("wf.cwl"), wf).unwrap();
         std::fs::write(d.join("in.txt"), "b\na\n").unwrap();
-        std::fs::write(d.join("job.yml"), "text: {class: File, path: in.txt}\n").unwrap();
+        let job = "text: {class: File, path: in.txt}\nlines: 3\nlabel: fruit\n";
+        std::fs::write(d.join("job.yml"), job).unwrap();
         std::fs::create_dir(d.join("results")).unwrap();
         let out = d.join("results/count.txt");
         std::fs::write(&out, "2\n").unwrap();
@@ -146,6 +166,17 @@ mod tests {
         assert_eq!(
             by["count"].outputs.iter().collect::<Vec<_>>(),
             ["results/count.txt"]
+        );
+        // The job's values, the file left out.
+        let values: Vec<(String, String, &str)> = (parameters(&d, "job.yml").into_iter())
+            .map(|p| (p.name, p.value, p.kind))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                ("lines".into(), "3".into(), "Integer"),
+                ("label".into(), "fruit".into(), "Text")
+            ]
         );
     }
 }

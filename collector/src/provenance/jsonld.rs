@@ -27,6 +27,8 @@ pub struct Crate<'a> {
     pub engine: Software,
     /// Each task's job as the engine declared it, by task id.
     pub jobs: BTreeMap<String, &'a Job>,
+    /// The workflow's inputs that are values, as the engine was given them.
+    pub parameters: Vec<Parameter>,
     /// Every file named that exists at the end, by id.
     pub files: BTreeMap<String, FileFacts>,
     pub programs: BTreeMap<String, Software>,
@@ -35,6 +37,15 @@ pub struct Crate<'a> {
     pub publisher_url: Option<&'a str>,
     /// Today, for datePublished (ISO 8601).
     pub published: String,
+}
+
+/// A workflow input that is a value: its name, the value as text, and its schema.org
+/// DataType (Text, Integer, Float, Boolean).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parameter {
+    pub name: String,
+    pub value: String,
+    pub kind: &'static str,
 }
 
 /// What a task read and wrote by the crate's ids: the declared ones first (they appear
@@ -219,7 +230,12 @@ impl Crate<'_> {
                 .map(|id| format!("#param-{dir}-{}", slug(id)))
                 .collect::<Vec<_>>()
         };
-        set(&mut workflow, "input", refs(params("in", &wf_inputs)));
+        let value_params: Vec<String> = (self.parameters.iter())
+            .map(|p| format!("#param-value-{}", slug(&p.name)))
+            .collect();
+        let mut inputs = params("in", &wf_inputs);
+        inputs.extend(value_params.iter().cloned());
+        set(&mut workflow, "input", refs(inputs));
         set(&mut workflow, "output", refs(params("out", &wf_outputs)));
         graph.push(workflow);
         graph.push(self.language.entity());
@@ -235,6 +251,24 @@ impl Crate<'_> {
                 }));
                 example_of.entry(id.clone()).or_default().push(param);
             }
+        }
+        // The workflow's inputs that are values (CWL's strings, numbers, booleans).
+        for (p, param) in self.parameters.iter().zip(&value_params) {
+            let value = format!("#value-{}", slug(&p.name));
+            graph.push(json!({
+                "@id": param,
+                "@type": "FormalParameter",
+                "additionalType": p.kind,
+                "name": p.name,
+                "workExample": {"@id": value},
+            }));
+            graph.push(json!({
+                "@id": value,
+                "@type": "PropertyValue",
+                "name": p.name,
+                "value": p.value,
+                "exampleOfWork": {"@id": param},
+            }));
         }
         for (i, s) in steps.iter().enumerate() {
             graph.push(json!({
@@ -303,7 +337,12 @@ impl Crate<'_> {
             "endTime": iso(run.end),
             "actionStatus": status(&run.error),
         });
-        set(&mut run_action, "object", refs(wf_inputs.clone()));
+        let values = (self.parameters.iter()).map(|p| format!("#value-{}", slug(&p.name)));
+        set(
+            &mut run_action,
+            "object",
+            refs(wf_inputs.iter().cloned().chain(values)),
+        );
         let all_out: BTreeSet<String> = files.iter().flat_map(|(_, f)| known(&f.outputs)).collect();
         set(&mut run_action, "result", refs(all_out));
         set(&mut run_action, "error", run.error.clone().map(Value::from));

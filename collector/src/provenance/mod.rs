@@ -63,12 +63,15 @@ pub fn write(ask: &Ask) -> Result<Written, String> {
         }
     };
     let workflow = workflow_file(ask.workflow, &run.command_line, language, &dir)?;
-    let jobs = match language {
-        Language::Snakemake => records::snakemake(&dir),
-        Language::Cwl => {
-            let job_file = cwl_job_file(&run.command_line);
-            cwl::jobs(&dir, &workflow, job_file.as_deref(), ask.cwl_outputs)?
-        }
+    let job_file = cwl_job_file(&run.command_line);
+    let (jobs, parameters) = match language {
+        Language::Snakemake => (records::snakemake(&dir), Vec::new()),
+        Language::Cwl => (
+            cwl::jobs(&dir, &workflow, job_file.as_deref(), ask.cwl_outputs)?,
+            (job_file.iter())
+                .flat_map(|j| cwl::parameters(&dir, j))
+                .collect(),
+        ),
     };
     let by_task: BTreeMap<String, &records::Job> = (run.tasks.iter())
         .filter_map(|t| Some((t.id.clone(), records::job_of(t, &jobs)?)))
@@ -100,6 +103,7 @@ pub fn write(ask: &Ask) -> Result<Written, String> {
         language,
         engine,
         jobs: by_task.clone(),
+        parameters,
         files,
         programs,
         license: ask.license,

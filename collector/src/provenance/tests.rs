@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{
     facts::{FileFacts, Package, Software},
-    jsonld::Crate,
+    jsonld::{Crate, Parameter},
     model::{Run, Task},
     records::Job,
     vocab::{Language, TERMS, UNDECLARED_INPUT, file_id, iso},
@@ -90,6 +90,11 @@ fn crate_json() -> Value {
         language: Language::Snakemake,
         engine,
         jobs: BTreeMap::from([("a1".to_string(), &align), ("s1".to_string(), &stats)]),
+        parameters: vec![Parameter {
+            name: "min_quality".into(),
+            value: "30".into(),
+            kind: "Integer",
+        }],
         files,
         programs: BTreeMap::from([("/usr/bin/bwa".to_string(), bwa)]),
         license: "CC-BY-4.0",
@@ -285,4 +290,20 @@ fn the_engine_and_its_files_are_found_on_the_runs_command_line() {
     assert_eq!(found("snakemake -s other.smk -c1").unwrap(), "other.smk");
     let none = workflow_file(None, "cwltool x.cwl", Language::Cwl, &d).unwrap_err();
     assert!(none.contains("--workflow"), "{none}");
+}
+
+#[test]
+fn the_workflows_value_inputs_are_formal_parameters_with_their_values_in_the_runs_object() {
+    let g = graph(&crate_json());
+    let param = "#param-value-min-quality";
+    assert!(ids(&g["Snakefile"], "input").contains(param));
+    assert_eq!(types(&g[param]), set(&["FormalParameter"]));
+    assert_eq!(g[param]["additionalType"], "Integer");
+    let value = ids(&g[param], "workExample").into_iter().next().unwrap();
+    assert!(ids(&g["#run"], "object").contains(&value));
+    assert_eq!(
+        (&g[&value]["name"], &g[&value]["value"]),
+        (&"min_quality".into(), &"30".into())
+    );
+    assert_eq!(ids(&g[&value], "exampleOfWork"), set(&[param]));
 }
