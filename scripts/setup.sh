@@ -133,6 +133,16 @@ if ! "$prefect_newest/bin/python" -c 'import prefect, opentelemetry.sdk' 2>/dev/
   "$prefect_newest/bin/pip" install --quiet --disable-pip-version-check 'prefect[otel]>=3,<4'
 fi
 
+# The RO-Crate community's validator (PyPI) in its own venv: the provenance tests judge
+# `pipetrace provenance`'s crates with it, offline (they seed its HTTP cache themselves).
+rocrate="$HOME/.local/share/pipetrace/rocrate"
+if ! "$rocrate/bin/rocrate-validator" --version 2>/dev/null | grep -q '0\.13\.0'; then
+  say "installing roc-validator 0.13.0 from PyPI into $rocrate (about 30 s)"
+  rm -rf "$rocrate"
+  python3 -m venv "$rocrate"
+  "$rocrate/bin/pip" install --quiet --disable-pip-version-check 'roc-validator==0.13.0'
+fi
+
 # The independent OTLP collector the interoperability test relays through.
 if ! python3 -c 'import rotel' 2>/dev/null; then
   say "installing the rotel collector (PyPI)"

@@ -16,6 +16,7 @@ pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;
 pub(crate) mod live_view;
+pub(crate) mod provenance;
 pub(crate) mod registry;
 pub(crate) mod report;
 pub(crate) mod scope;

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("machines", &["sizing"]),
     ("comparison", &["compare"]),
     ("advice", &["suggest"]),
+    ("provenance", &["provenance"]),
     ("terminal", &["summary"]),
     ("the loop", &["session"]),
     ("commands", &["cli"]),

@@ -251,6 +251,46 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// A Workflow Run RO-Crate (Provenance Run Crate 0.5) of a traced Snakemake or CWL run,
+    /// written into the run's directory: the workflow, each task's files as the engine
+    /// declared them and as its tools opened them, the programs, never a file's contents.
+    #[command(after_help = "Examples:
+  PIPETRACE_FILES__ENABLED=true pipetrace run -o run.otlp.jsonl -- snakemake -c4
+  pipetrace provenance run.otlp.jsonl --hash   # writes ./ro-crate-metadata.json
+  pipetrace provenance runs.otlp.jsonl#2 --dir /data/run2 --license CC0-1.0
+  pipetrace run -o cwl.otlp.jsonl -- cwltool wf.cwl job.yml > outputs.json
+  pipetrace provenance cwl.otlp.jsonl --cwl-outputs outputs.json")]
+    Provenance {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// An OTLP JSON lines trace file (`FILE#N` for its Nth run), traced with
+        /// `files.enabled: true` for the files each tool opened.
+        file: String,
+        /// The run's directory, where the crate is written (its root, beside the files it
+        /// names): default the trace file's directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The workflow file, when not the one the run's command line names (or Snakefile).
+        #[arg(long, value_name = "FILE")]
+        workflow: Option<PathBuf>,
+        /// Also record each file's SHA-256, computed by pipetrace reading the files now.
+        #[arg(long)]
+        hash: bool,
+        /// CWL: the JSON of the run's outputs cwltool printed (saved from its stdout), for
+        /// the workflow's declared outputs.
+        #[arg(long, value_name = "FILE")]
+        cwl_outputs: Option<PathBuf>,
+        /// The crate's license: an SPDX identifier or a URL.
+        #[arg(long, default_value = "CC-BY-4.0")]
+        license: String,
+        /// The organization publishing the crate, taken as the run's user's affiliation
+        /// (RO-Crate recommends naming one).
+        #[arg(long, value_name = "NAME")]
+        publisher: Option<String>,
+        /// The publishing organization's web address.
+        #[arg(long, value_name = "URL", requires = "publisher")]
+        publisher_url: Option<String>,
+    },
     /// What the node's agent sees running now, once: every run with its running tasks.
     #[command(after_help = "Examples:
   pipetrace status
@@ -334,6 +374,7 @@ impl Cli {
             ),
             Command::Doctor { config, .. }
             | Command::Suggest { config, .. }
+            | Command::Provenance { config, .. }
             | Command::Report { config, .. }
             | Command::Compare { config, .. } => (Some(config), None),
             Command::Status { .. } | Command::Top | Command::Config(_) => (None, None),
@@ -362,6 +403,7 @@ impl Cli {
             Command::Compare { .. } => "compare",
             Command::Status { .. } => "status",
             Command::Suggest { .. } => "suggest",
+            Command::Provenance { .. } => "provenance",
             Command::Top => "top",
             Command::Send { .. } => "send",
             Command::Demo { .. } => "demo",

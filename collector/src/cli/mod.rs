@@ -8,6 +8,7 @@ mod doctor;
 mod forward;
 mod logging;
 mod outputs;
+mod provenance_cmd;
 mod report_cmd;
 mod run;
 mod send;
@@ -217,6 +218,26 @@ pub fn main() -> i32 {
             },
             cwl_workflow: cwl_workflow.as_deref(),
             output: output.as_deref(),
+        }),
+        Command::Provenance {
+            file,
+            dir,
+            workflow,
+            hash,
+            cwl_outputs,
+            license,
+            publisher,
+            publisher_url,
+            ..
+        } => provenance_cmd::run(&provenance_cmd::Ask {
+            input: file,
+            dir: dir.as_deref(),
+            workflow: workflow.as_deref(),
+            hash: *hash,
+            cwl_outputs: cwl_outputs.as_deref(),
+            license,
+            publisher: publisher.as_deref(),
+            publisher_url: publisher_url.as_deref(),
         }),
         Command::Top => top::top(),
         command => with_runtime(&cli, command),

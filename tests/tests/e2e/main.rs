@@ -39,6 +39,7 @@ mod prefect;
 mod progress;
 mod progress_nextflow;
 mod progress_prefect;
+mod provenance;
 mod reliability;
 mod report_page;
 mod report_runs;
