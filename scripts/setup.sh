@@ -38,6 +38,15 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The demo takes the probes' object committed in probes/prebuilt (host/build.rs checks that
+# it was built from the sources as they are): no eBPF toolchain, minutes saved.
+ebpf_toolchain=yes
+if [ "$mode" = demo ] && [ -f "$(dirname "$0")/../probes/prebuilt/pipetrace-probes" ]; then
+  say "the probes' object comes from probes/prebuilt: no eBPF toolchain needed for the demo"
+  ebpf_toolchain=no
+fi
+
+if [ "$ebpf_toolchain" = yes ]; then
 # The eBPF programs build with nightly's core library from source.
 if ! rustup toolchain list | grep -q '^nightly'; then
   say "installing the nightly toolchain"
@@ -61,6 +70,7 @@ if ! bpf-linker --version 2>/dev/null | grep -q '^bpf-linker 0\.13\.'; then
   say "building bpf-linker 0.13 against nightly's LLVM $major (about 90 s)"
   LLVM_PREFIX="$prefix" cargo +nightly install --quiet bpf-linker@0.13.0 \
     --no-default-features --features "llvm-$major"
+fi
 fi
 
 # Tracepoints are found through tracefs (pipetrace mounts it too when it can).
