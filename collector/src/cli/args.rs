@@ -223,6 +223,7 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
     #[command(after_help = "Examples:
   pipetrace suggest run1.otlp.jsonl run2.otlp.jsonl -o profile/config.yaml
   snakemake --profile profile --cores 8               # the rules ask what they used
+  pipetrace suggest --pipeline rnaseq --format table   # from its task history
   pipetrace suggest nf.otlp.jsonl --format nextflow -o suggested.config
   nextflow run main.nf -c suggested.config
   pipetrace suggest cwl.otlp.jsonl --format cwl --cwl-workflow wf.cwl -o overrides.yml
@@ -233,8 +234,12 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         /// Trace files (`FILE#N` for one run of a file holding several) or the ids of runs
         /// `pipetrace run` kept (as compare takes them): the more runs, the better the
         /// percentile.
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required_unless_present = "pipeline", value_name = "FILE")]
         inputs: Vec<String>,
+        /// Also the task history `pipetrace run` keeps of this pipeline (its name as
+        /// `compare --usual` finds it): each earlier run's medians.
+        #[arg(long, value_name = "NAME")]
+        pipeline: Option<String>,
         /// The settings' format: auto takes the runs' engine (a table for any other).
         #[arg(long, value_enum, default_value = "auto")]
         format: super::suggest_cmd::Format,

@@ -203,8 +203,10 @@ pub fn main() -> i32 {
             margin,
             cwl_workflow,
             output,
+            pipeline,
             ..
         } => suggest_cmd::run(&suggest_cmd::Ask {
+            pipeline: pipeline.as_deref(),
             state_dir: cli
                 .load(None)
                 .ok()

@@ -25,6 +25,8 @@ pub struct Ask<'a> {
     pub inputs: &'a [String],
     /// Where `pipetrace run` keeps runs for compare: inputs may be their ids.
     pub state_dir: Option<&'a Path>,
+    /// A pipeline whose task history (in the state directory) to add.
+    pub pipeline: Option<&'a str>,
     pub format: Format,
     pub policy: Policy,
     pub cwl_workflow: Option<&'a Path>,
@@ -71,6 +73,9 @@ fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
         spans.extend(picked.into_iter().flatten());
     }
     jobs.add_spans(&spans);
+    if let Some(name) = ask.pipeline {
+        runs += history(ask.state_dir, name, &mut jobs)?;
+    }
     let s = jobs.suggest(ask.policy);
     if s.is_empty() {
         return Err(format!(
@@ -110,6 +115,33 @@ fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
         }
         Format::Table | Format::Auto => (formats::table(&s, &basis), "a table"),
     })
+}
+
+/// Adds the task history of `name` (as its history file is named): how many runs it holds.
+fn history(state: Option<&Path>, name: &str, jobs: &mut suggest::Jobs) -> Result<usize, String> {
+    let store = crate::host::store::DirStore::under(state, "history");
+    let kept = (store.as_deref())
+        .map(crate::diagnosis::read_history)
+        .unwrap_or_default();
+    let Some(h) = kept.iter().find(|h| h.pipeline == name) else {
+        let known: Vec<&str> = kept.iter().map(|h| h.pipeline.as_str()).collect();
+        return Err(format!(
+            "no task history of a pipeline named `{name}` in diagnosis.state_dir (known: {}): \
+             run it under pipetrace first",
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
+        ));
+    };
+    jobs.add_history(h);
+    let mut runs: Vec<&str> = (h.tasks.values().flatten())
+        .map(|r| r.run.as_str())
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    Ok(runs.len())
 }
 
 /// `FILE` (every run in it) or `FILE#N` (its Nth run): each run's spans.

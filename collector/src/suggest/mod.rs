@@ -77,6 +77,24 @@ impl Jobs {
         }
     }
 
+    /// A pipeline's task history (what `compare --usual` reads): each earlier run of a task
+    /// as one job of the medians of its jobs (the history keeps no more).
+    pub fn add_history(&mut self, kept: &crate::diagnosis::HistoryKept) {
+        for (task, runs) in &kept.tasks {
+            let list = self.0.entry(task.clone()).or_default();
+            list.extend(runs.iter().map(|r| Job {
+                busy: if r.wall_s > 0.0 {
+                    r.cpu_s / r.wall_s
+                } else {
+                    0.0
+                },
+                peak: r.peak_bytes as u64,
+                wall: r.wall_s,
+                ..Job::default()
+            }));
+        }
+    }
+
     pub fn add_spans(&mut self, spans: &[ReportSpan]) {
         let ooms = oom_kills(spans);
         let jobs = &mut self.0;

@@ -98,6 +98,26 @@ fn by_its_id(trace: &Path, state: &Path) {
         task("hungry")["memory_peak_max"].as_u64().unwrap() > 0,
         "{rows}"
     );
+    // And from the pipeline's task history, by the name its history file has.
+    let file = (std::fs::read_dir(state.join("history")).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a history file");
+    let name = file.file_stem().unwrap().to_str().unwrap();
+    let o = pipetrace()
+        .args(["suggest", "--pipeline", name, "--format", "json"])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let from_history: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tasks: Vec<&str> = (from_history.as_array().unwrap().iter())
+        .map(|r| r["task"].as_str().unwrap())
+        .collect();
+    assert!(
+        tasks.contains(&"lazy") && tasks.contains(&"hungry"),
+        "{from_history}"
+    );
 }
 
 fn suggested_profile_is_applied_by(snakemake: &Path) {
