@@ -10,7 +10,7 @@
 //! A machine without the eBPF toolchain (nightly's rust-src and bpf-linker: minutes to
 //! install and build, which `make demo` spares) takes the object committed in
 //! probes/prebuilt, when it was built from the sources as they are (`make probes-object`
-//! refreshes it; a host unit test fails when it is stale).
+//! refreshes it; host/tests/prebuilt.rs fails when it is stale).
 use std::{
     hash::{Hash, Hasher},
     path::{Path, PathBuf},

@@ -2,8 +2,6 @@
 mod attach;
 mod offsets;
 mod reader;
-#[cfg(test)]
-mod sources;
 
 use std::path::{Path, PathBuf};
 
