@@ -488,15 +488,17 @@ fn size_without_others(mut req: ExportMetricsServiceRequest) -> usize {
 
 /// Waits until the newest export in `path` names nothing that contains `needle`; panics
 /// after `limit` (the series never ended).
-fn wait_for_an_export_without(path: &Path, needle: &str, limit: Duration) {
+/// Returns that export's place among the file's exports.
+fn wait_for_an_export_without(path: &Path, needle: &str, limit: Duration) -> usize {
     let start = std::time::Instant::now();
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let last = text.lines().rev().find(|l| !l.trim().is_empty());
+        let exports: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let last = exports.last();
         let whole =
             last.is_some_and(|l| serde_json::from_str::<ExportMetricsServiceRequest>(l).is_ok());
         if whole && !last.unwrap().contains(needle) {
-            return;
+            return exports.len() - 1;
         }
         assert!(
             start.elapsed() < limit,
@@ -537,7 +539,16 @@ fn a_thousand_runs_in_a_long_lived_agent_keep_the_metric_export_small() {
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().contains("metrics"))
         .expect("a metrics file");
-    wait_for_an_export_without(&metrics, "bounded-run-", Duration::from_secs(60));
+    // Every run ended as the agent sees it (a loaded agent works through the runs' records
+    // after the last one ended: an export between two of them names none), then idle.
+    let ended = || {
+        let spans = pipetrace_e2e::spans_so_far(&out);
+        let runs = spans.iter().filter(|s| s.is_run());
+        let n = runs.filter(|s| s.str(attr::CICD_PIPELINE_NAME).starts_with("bounded-run-"));
+        (n.count() >= 1000).then_some(())
+    };
+    pipetrace_e2e::wait_until(Duration::from_secs(120), "the 1,000 runs' spans", ended);
+    let idle_at = wait_for_an_export_without(&metrics, "bounded-run-", Duration::from_secs(60));
     agent.stop();
     let sizes = export_sizes(&metrics);
     assert!(sizes.len() >= 10, "{} exports", sizes.len());
@@ -553,9 +564,16 @@ fn a_thousand_runs_in_a_long_lived_agent_keep_the_metric_export_small() {
     let text = std::fs::read_to_string(&metrics).unwrap();
     let markers = text.matches("\"flags\":1").count();
     assert!(markers >= 1000, "{markers} staleness markers");
-    // The idle export (after every run ended) against the smallest export that carried a
-    // run: within 2x, however many runs came before.
-    let idle = sizes.last().unwrap().0;
+    // The idle export (the first after every run ended, which the wait saw; the one the
+    // agent's stop flushes is not idle) against the smallest export that carried a run:
+    // within 2x, however many runs came before.
+    let idle = sizes[idle_at].0;
+    let stop_flush = text.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    eprintln!(
+        "the stop's export: {} B, {} series of this test's runs",
+        stop_flush.len(),
+        stop_flush.matches("bounded-run-").count()
+    );
     let quiet_start = sizes.first().unwrap().0;
     let one_run = sizes
         .iter()
