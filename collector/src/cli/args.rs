@@ -306,6 +306,9 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         json: bool,
     },
     /// What the node's agent sees running now, on a full screen updated every second.
+    #[command(after_help = "Examples:
+  pipetrace top            # up and down choose a run, q quits
+  pipetrace status --json  # the same, once, for a script")]
     Top,
     /// Send what a run could not deliver (the file its last lines name) to the OTLP
     /// endpoint of --endpoint / OTEL_EXPORTER_OTLP_*, and say what arrived.
@@ -352,8 +355,12 @@ pub(super) enum ConfigCommand {
         json: bool,
     },
     /// Check a config file; exit 2 with the key at fault if it is not valid.
+    #[command(after_help = "Examples:
+  pipetrace config validate /etc/pipetrace/config.yaml")]
     Validate { file: PathBuf },
     /// Print the default configuration as YAML.
+    #[command(after_help = "Examples:
+  pipetrace config print-default > pipetrace.yaml   # every setting, commented")]
     PrintDefault,
 }
 
@@ -499,6 +506,28 @@ mod tests {
             run.contains("--endpoint") && run.contains("--config"),
             "{run}"
         );
+    }
+
+    #[test]
+    fn every_command_shows_examples() {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        for sub in cmd.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+            let name = sub.get_name().to_string();
+            let mut all = vec![(name.clone(), sub.render_help().to_string())];
+            for leaf in sub.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+                let leaf_name = format!("{name} {}", leaf.get_name());
+                all.push((leaf_name, leaf.render_help().to_string()));
+            }
+            let has_leaves = all.len() > 1;
+            for (n, help) in all.into_iter().skip(usize::from(has_leaves)) {
+                if !help.contains("Examples:") {
+                    missing.push(n);
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no examples in the help of {missing:?}");
     }
 
     #[test]
