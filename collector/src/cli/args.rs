@@ -392,6 +392,14 @@ impl Cli {
             Command::Status { .. } | Command::Top | Command::Config(_) => (None, None),
         };
         let name = self.command_name();
+        // `send` takes where to send; what was sent is the file's.
+        let send_only = |e: &ExportArgs| {
+            (e.output.as_ref().map(|_| "--output"))
+                .or(e.service_name.as_ref().map(|_| "--service-name"))
+        };
+        if let (Command::Send { .. }, Some(flag)) = (&self.command, send_only(&self.export)) {
+            return Err(format!("{flag} does not apply to `pipetrace {name}`"));
+        }
         if let (None, Some(flag)) = (&export, self.export.given()) {
             return Err(format!("{flag} does not apply to `pipetrace {name}`"));
         }
@@ -478,6 +486,12 @@ mod tests {
             "{e}"
         );
         assert!(Cli::try_parse_from(["pipetrace", "report", "f", "--output", "x"]).is_err());
+        let cli = parse(&["pipetrace", "--output", "x", "send", "f"]);
+        assert!(
+            cli.settings()
+                .unwrap_err()
+                .contains("--output does not apply")
+        );
     }
 
     #[test]
