@@ -120,10 +120,7 @@ fn cache(out: &Path, root: &Path) -> Option<PathBuf> {
 /// versions of the compiler and linker that build it.
 fn digest(root: &Path) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
-    let mut files = Vec::new();
-    for dir in ["probes/ebpf", "probes/common"] {
-        walk(&root.join(dir), &mut files);
-    }
+    let mut files = pipetrace_probes_digest::files(root);
     files.push(root.join("Cargo.lock"));
     files.sort();
     for f in &files {
@@ -138,17 +135,4 @@ fn digest(root: &Path) -> u64 {
         said.map(|o| o.stdout).unwrap_or_default().hash(&mut h);
     }
     h.finish()
-}
-
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "target") {
-                walk(&path, files);
-            }
-        } else {
-            files.push(path);
-        }
-    }
 }

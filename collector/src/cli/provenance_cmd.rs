@@ -1,10 +1,7 @@
 //! `pipetrace provenance FILE[#N]`: the run's Workflow Run RO-Crate (see `crate::provenance`).
 use std::path::{Path, PathBuf};
 
-use crate::{
-    provenance,
-    report::{self, ReportSpan},
-};
+use crate::{provenance, report::ReportSpan};
 
 pub struct Ask<'a> {
     pub input: &'a str,
@@ -64,29 +61,15 @@ pub fn run(ask: &Ask) -> i32 {
 
 /// `FILE` (its only run) or `FILE#N` (its Nth): the file and the run's spans.
 fn one_run(input: &str) -> Result<(PathBuf, Vec<ReportSpan>), String> {
-    let (file, number) = match input.rsplit_once('#') {
-        Some((f, n)) if Path::new(f).is_file() => (f, Some(n)),
-        _ => (input, None),
-    };
-    let spans = report::read_file(Path::new(file)).map_err(|e| e.to_string())?;
-    let mut runs = report::by_run(&spans);
-    let i = match number {
-        None if runs.len() == 1 => 1,
+    let mut r = super::trace_file::runs_in(input)?;
+    let file = r.file.display().to_string();
+    let i = match r.picked {
+        Some(i) => i,
+        None if r.runs.len() == 1 => 0,
         None => {
-            return Err(format!(
-                "{file} holds {} runs: give one as {file}#N",
-                runs.len()
-            ));
+            let n = r.runs.len();
+            return Err(format!("{file} holds {n} runs: give one as {file}#N"));
         }
-        Some(n) => match n.parse::<usize>() {
-            Ok(i) if (1..=runs.len()).contains(&i) => i,
-            _ => {
-                return Err(format!(
-                    "{file} holds {} runs: `#{n}` is none of them",
-                    runs.len()
-                ));
-            }
-        },
     };
-    Ok((PathBuf::from(file), runs.swap_remove(i - 1)))
+    Ok((r.file, r.runs.swap_remove(i)))
 }

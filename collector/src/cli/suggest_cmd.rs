@@ -1,12 +1,12 @@
 //! `pipetrace suggest FILE...`: what each task should ask for next time, in the engine's own
 //! settings (see `crate::suggest`).
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pipetrace_semconv::attr;
 
 use crate::{
     compare::store,
-    report::{self, Kind, ReportSpan},
+    report::{Kind, ReportSpan},
     suggest::{self, Policy, formats},
 };
 
@@ -146,22 +146,11 @@ fn history(state: Option<&Path>, name: &str, jobs: &mut suggest::Jobs) -> Result
 
 /// `FILE` (every run in it) or `FILE#N` (its Nth run): each run's spans.
 fn read(input: &str) -> Result<Vec<Vec<ReportSpan>>, String> {
-    let (file, number) = match input.rsplit_once('#') {
-        Some((f, n)) if Path::new(f).is_file() => (f, Some(n)),
-        _ => (input, None),
-    };
-    let spans = report::read_file(&PathBuf::from(file)).map_err(|e| e.to_string())?;
-    let runs = report::by_run(&spans);
-    match number {
-        None => Ok(runs),
-        Some(n) => match n.parse::<usize>() {
-            Ok(i) if (1..=runs.len()).contains(&i) => Ok(vec![runs[i - 1].clone()]),
-            _ => Err(format!(
-                "{file} holds {} runs: `#{n}` is none of them",
-                runs.len()
-            )),
-        },
-    }
+    let mut r = super::trace_file::runs_in(input)?;
+    Ok(match r.picked {
+        Some(i) => vec![r.runs.swap_remove(i)],
+        None => r.runs,
+    })
 }
 
 /// The engine of the runs given, when they agree on one whose settings pipetrace writes.

@@ -8,13 +8,8 @@ use sha2::{Digest, Sha256};
 /// SHA-256, in hex, of every file of the probes' crates (by path, then content), in the
 /// order of their paths: stable across compilers, unlike std's hasher.
 pub fn of_sources(root: &Path) -> String {
-    let mut files = Vec::new();
-    for dir in ["probes/ebpf", "probes/common"] {
-        walk(&root.join(dir), &mut files);
-    }
-    files.sort();
     let mut h = Sha256::new();
-    for f in &files {
+    for f in &files(root) {
         let rel = f.strip_prefix(root).unwrap_or(f);
         h.update(rel.to_string_lossy().as_bytes());
         h.update([0]);
@@ -23,6 +18,16 @@ pub fn of_sources(root: &Path) -> String {
         h.update(&body);
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every file of the probes' crates (their build output aside), in the order of their paths.
+pub fn files(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["probes/ebpf", "probes/common"] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    files
 }
 
 fn walk(dir: &Path, files: &mut Vec<PathBuf>) {

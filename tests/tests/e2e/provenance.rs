@@ -119,19 +119,25 @@ fn sha256sum(path: &Path) -> String {
     text.split_whitespace().next().unwrap().to_string()
 }
 
+/// `command` under `pipetrace run` in `dir`, with files on: its trace file and output.
+fn traced(dir: &Path, command: &[&str]) -> (std::path::PathBuf, std::process::Output) {
+    let trace = dir.join("t.otlp.jsonl");
+    let o = pipetrace()
+        .env(FILES_ON.0, FILES_ON.1)
+        .current_dir(dir)
+        .args(["run", "--no-summary", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .args(command)
+        .output()
+        .unwrap();
+    (trace, o)
+}
+
 #[test]
 fn the_demos_crate_validates_as_a_provenance_run_crate_and_lists_snakemakes_files() {
     let dir = demo_pipeline();
-    let trace = dir.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .env(FILES_ON.0, FILES_ON.1)
-        .current_dir(dir.path())
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .args(["--no-summary", "--", "snakemake", "--cores", "2"])
-        .output()
-        .unwrap();
+    let (trace, o) = traced(dir.path(), &["snakemake", "--cores", "2"]);
     assert!(o.status.success(), "the demo ran: {}", stderr(&o));
     let o = pipetrace()
         .arg("provenance")
@@ -240,17 +246,15 @@ fn the_demos_crate_validates_as_a_provenance_run_crate_and_lists_snakemakes_file
 #[test]
 fn a_cwl_runs_crate_validates_and_puts_the_declared_files_under_their_steps() {
     let dir = cwl_workflow();
-    let trace = dir.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .env(FILES_ON.0, FILES_ON.1)
-        .current_dir(dir.path())
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .args(["--no-summary", "--", "cwltool", "--no-container"])
-        .args(["--outdir", "results", "wf.cwl", "job.yml"])
-        .output()
-        .unwrap();
+    let command = [
+        "cwltool",
+        "--no-container",
+        "--outdir",
+        "results",
+        "wf.cwl",
+        "job.yml",
+    ];
+    let (trace, o) = traced(dir.path(), &command);
     assert!(o.status.success(), "cwltool ran: {}", stderr(&o));
     // cwltool's report of the workflow's outputs, as it printed it.
     let outputs: Value = serde_json::from_slice(&o.stdout).unwrap();
