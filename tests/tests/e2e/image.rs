@@ -769,11 +769,12 @@ fn the_image_is_the_one_the_dockerfile_describes() {
     let version = podman_ok(&check);
     let ours = output(Command::new(pipetrace_bin()).arg("--version"));
     assert_eq!(version, String::from_utf8_lossy(&ours.stdout).trim());
-    // Both install the same Debian packages besides the base system.
-    let image_sh = read("scripts/image.sh");
+    // Both install the same Debian packages besides the base system (image.sh builds
+    // its root with scripts/rootfs.sh).
+    let rootfs_sh = read("scripts/rootfs.sh");
     assert!(
-        image_sh.contains("AGENT_PACKAGES=ca-certificates\n"),
-        "scripts/image.sh"
+        rootfs_sh.contains("AGENT_PACKAGES=ca-certificates\n"),
+        "scripts/rootfs.sh"
     );
     assert!(dockerfile.contains("--no-install-recommends ca-certificates "));
 }
