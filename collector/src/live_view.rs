@@ -448,6 +448,7 @@ mod tests {
             done: 1,
             total: 5,
             queued: None,
+            cached: 0,
         });
         assert_eq!((by_count.queued, by_count.running), (Some(3), None));
         // Jobs on other nodes: none seen here, three running by the engine's records.
@@ -456,6 +457,7 @@ mod tests {
             done: 1,
             total: 6,
             queued: Some(2),
+            cached: 0,
         });
         assert_eq!((now.done, now.total, now.queued), (1, Some(6), Some(2)));
         assert_eq!(

@@ -497,7 +497,11 @@ impl Session {
         // Runs named alike on every node since the last look: before any span is built.
         self.take_from_attribution();
         self.read_allocations();
-        for f in finished {
+        for mut f in finished {
+            if let Finished::Run { proc, info, .. } = &mut f {
+                info.engine_version =
+                    (info.engine_version.take()).or_else(|| now::engine_version(proc, info));
+            }
             let mut judged = crate::diagnosis::Judgement::default();
             match &f {
                 Finished::Task {
@@ -526,7 +530,7 @@ impl Session {
                     };
                     // A pipeline with no key of its own (a Slurm job) has no history.
                     if !pipeline.is_empty() {
-                        judged.slower = self.history.record(&job);
+                        judged.usual = self.history.judge(&job);
                     }
                 }
                 Finished::Run { proc, info, usage } => self.record_run(proc, info, usage),

@@ -17,6 +17,7 @@ mod live;
 pub mod pidns;
 pub mod poller;
 pub mod probes;
+pub mod python_dist;
 pub mod slurm_alloc;
 pub mod slurm_jobs;
 pub mod source;
@@ -55,6 +56,7 @@ pub fn fake_info(fake: &fake::FakeHost) -> HostInfo {
         arch: None,
         os_version: None,
         cloud: Default::default(),
+        memory_bytes: None,
         boot_to_unix_ns: boot.as_nanos() as i128,
     }
 }
@@ -85,6 +87,8 @@ pub struct HostInfo {
     pub os_version: Option<String>,
     /// The cloud, instance type and region, where the machine tells them offline.
     pub cloud: Cloud,
+    /// The memory the kernel manages (`MemTotal`), bytes.
+    pub memory_bytes: Option<u64>,
     /// Add to a CLOCK_BOOTTIME timestamp to get Unix time, nanoseconds.
     pub boot_to_unix_ns: i128,
 }
@@ -105,6 +109,9 @@ impl HostInfo {
             arch: otel_arch(&machine),
             os_version: Some(release).filter(|r| !r.is_empty()),
             cloud: Cloud::detect(&Cloud::dmi_dir(), Path::new(CLOUD_INIT_DATA)),
+            memory_bytes: <procfs::Meminfo as procfs::Current>::current()
+                .ok()
+                .map(|m| m.mem_total),
             boot_to_unix_ns: boot_to_unix_ns(),
         })
     }

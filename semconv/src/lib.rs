@@ -13,6 +13,9 @@ pub mod attr {
     pub const RUN_TASKS_PLANNED: &str = "pipetrace.run.tasks_planned";
     pub const RUN_TASKS_DONE: &str = "pipetrace.run.tasks_done";
     pub const RUN_LABEL: &str = "pipetrace.run.label";
+    pub const RUN_ENGINE_VERSION: &str = "pipetrace.run.engine_version";
+    pub const RUN_TASKS_CACHED: &str = "pipetrace.run.tasks_cached";
+    pub const HOST_MEMORY: &str = "pipetrace.host.memory";
     pub const STARTED_NAME: &str = "pipetrace.started.name";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
@@ -154,6 +157,9 @@ pub mod attr {
         RUN_TASKS_FAILED,
         RUN_TASKS_PLANNED,
         RUN_TASKS_DONE,
+        RUN_ENGINE_VERSION,
+        RUN_TASKS_CACHED,
+        HOST_MEMORY,
         RUN_LABEL,
         STARTED_NAME,
         TASK_WILDCARDS,

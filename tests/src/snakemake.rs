@@ -25,6 +25,20 @@ impl Version {
         }
     }
 
+    /// What `snakemake --version` prints: the engine's own word for its version.
+    pub fn says_version(self) -> String {
+        static SAID: [std::sync::OnceLock<String>; 3] = [const { std::sync::OnceLock::new() }; 3];
+        SAID[self.major() as usize - 7]
+            .get_or_init(|| {
+                let o = std::process::Command::new(self.program())
+                    .arg("--version")
+                    .output()
+                    .expect("snakemake --version");
+                String::from_utf8_lossy(&o.stdout).trim().to_string()
+            })
+            .clone()
+    }
+
     /// Its major version, as a case's `versions` names it.
     pub fn major(self) -> u64 {
         match self {

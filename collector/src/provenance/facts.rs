@@ -102,29 +102,14 @@ fn dpkg_query(args: &[&str]) -> Option<String> {
 /// A virtualenv's program (`VENV/bin/snakemake`): the distribution of its name that pip
 /// installed there (`VENV/lib/python3.X/site-packages/snakemake-9.1.0.dist-info`).
 fn pip(path: &Path) -> Option<Package> {
-    let bin = path.parent().filter(|b| b.ends_with("bin"))?;
-    let program = path.file_name()?.to_str()?.to_lowercase().replace('_', "-");
-    let lib = bin.parent()?.join("lib");
-    for python in std::fs::read_dir(lib).ok()?.flatten() {
-        for e in std::fs::read_dir(python.path().join("site-packages"))
-            .into_iter()
-            .flatten()
-        {
-            let Ok(e) = e else { continue };
-            let dir = e.file_name().to_string_lossy().into_owned();
-            let Some((name, version)) =
-                (dir.strip_suffix(".dist-info")).and_then(|d| d.rsplit_once('-'))
-            else {
-                continue;
-            };
-            if name.to_lowercase().replace('_', "-") == program {
-                let url = format!("https://pypi.org/project/{name}/");
-                let (name, version) = (name.to_string(), version.to_string());
-                return Some(Package { name, version, url });
-            }
-        }
-    }
-    None
+    let program = path.file_name()?.to_str()?;
+    let d = pipetrace_host::python_dist::in_bin(path.parent()?, program)?;
+    let url = format!("https://pypi.org/project/{}/", d.name);
+    Some(Package {
+        name: d.name,
+        version: d.version,
+        url,
+    })
 }
 
 /// A conda environment's program (`ENV/bin/samtools`): the package whose record in

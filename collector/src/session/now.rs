@@ -118,3 +118,11 @@ impl Session {
         runs
     }
 }
+
+/// The version of a run's engine written in Python, from its installed distribution beside
+/// the run's program or interpreter (its records said none).
+pub(super) fn engine_version(p: &Proc, info: &crate::attribution::RunInfo) -> Option<String> {
+    let package = crate::attribution::engines::python_package(info.engine)?;
+    let image = p.image.as_ref()?;
+    pipetrace_host::python_dist::engine_version(&image.path, &image.argv, package)
+}

@@ -121,6 +121,9 @@ pub struct RunInfo {
     pub label: Option<String>,
     /// How far it got by its engine's records as it ended, where the engine says.
     pub progress: Option<engines::Progress>,
+    /// The engine's version: its records' word (Nextflow's log), else its package's, as the
+    /// run ends (None for a plain command).
+    pub engine_version: Option<String>,
 }
 
 /// The engine's helpers of one run, summed.

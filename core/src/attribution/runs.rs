@@ -64,6 +64,7 @@ impl Attributor {
             key: adapter.pipeline_key(),
             label: None,
             progress: None,
+            engine_version: None,
         };
         let run = Run {
             info,

@@ -81,6 +81,27 @@ pub struct Slower {
     pub this_s: f64,
 }
 
+/// A finished task against its usual, once [`MIN_RUNS`] earlier runs have it: every task's
+/// report row, slower or not.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Against {
+    pub usual_s: f64,
+    pub runs: usize,
+    pub this_s: f64,
+    /// It took at least `slower_factor` times the usual (and `min_wall` more).
+    pub slower: bool,
+}
+
+impl Against {
+    pub fn slower(&self) -> Option<Slower> {
+        self.slower.then_some(Slower {
+            usual_s: self.usual_s,
+            runs: self.runs,
+            this_s: self.this_s,
+        })
+    }
+}
+
 pub struct History {
     store: Option<Box<dyn Store>>,
     keep: usize,
@@ -175,6 +196,11 @@ impl History {
     /// earlier run counts once, with the median of its jobs; the task is judged once
     /// [`MIN_RUNS`] runs have it, against the median over runs.
     pub fn record(&mut self, job: &Job) -> Option<Slower> {
+        self.judge(job)?.slower()
+    }
+
+    /// [`record`](Self::record), with the task against its usual whether slower or not.
+    pub fn judge(&mut self, job: &Job) -> Option<Against> {
         self.store.as_ref()?;
         let (keep, factor, min_wall) = (self.keep, self.factor, self.min_wall_s);
         let h = self.pipeline(job.pipeline);
@@ -214,10 +240,11 @@ impl History {
         }
         let usual = usual?;
         let wall_s = job.wall_s;
-        (wall_s >= usual * factor && wall_s - usual >= min_wall).then_some(Slower {
+        Some(Against {
             usual_s: usual,
             runs: n,
             this_s: wall_s,
+            slower: wall_s >= usual * factor && wall_s - usual >= min_wall,
         })
     }
 

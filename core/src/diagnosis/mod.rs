@@ -9,7 +9,7 @@ pub mod watch;
 
 pub use bottleneck::{Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
 pub use history::{
-    History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, Slower, median,
+    Against, History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, Slower, median,
     read_all as read_history,
 };
 pub use rightsizing::{gpus as gpu_rightsizing, judge as rightsizing};
@@ -23,8 +23,8 @@ pub struct Judgement {
     pub stalls: Vec<Stall>,
     /// How long it made no progress in all, stall or not (ns).
     pub quiet_ns: u64,
-    /// Set when it took far longer than its history says is usual.
-    pub slower: Option<Slower>,
+    /// A task against its usual, where its history has one (slower or not).
+    pub usual: Option<Against>,
 }
 
 pub fn gib(bytes: u64) -> String {

@@ -122,6 +122,11 @@ impl SpanBuilder {
         let alloc = totals.allocation.as_ref();
         usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
         files::task_attrs(&totals.rollup.files, &self.redactor, &mut a);
+        // Every task with a usual says it, so a report compares each task, not only the slow.
+        if let Some(u) = &judged.usual {
+            a.push(KeyValue::new(attr::HISTORY_USUAL_DURATION, u.usual_s));
+            a.push(KeyValue::new(attr::HISTORY_RUNS, u.runs as i64));
+        }
         let name = task_span_name(info);
         let what = format!("task {}", info.name);
         let status = match totals.rollup.oom_kills {
@@ -149,11 +154,11 @@ impl SpanBuilder {
             .extend(diagnosis::stall_events(&judged.stalls, &self.host));
         let by_container = &totals.rollup.containers;
         (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
-        if let Some(slow) = &judged.slower {
+        if let Some(slow) = judged.usual.as_ref().and_then(|u| u.slower()) {
             let at = p.end_ns();
             span.events
                 .events
-                .push(diagnosis::slower_event(slow, self.host.system_time(at)));
+                .push(diagnosis::slower_event(&slow, self.host.system_time(at)));
         }
         ReadySpan {
             kind: Kind::Task,
@@ -192,6 +197,15 @@ impl SpanBuilder {
         if let Some(p) = &info.progress {
             a.push(KeyValue::new(attr::RUN_TASKS_PLANNED, i64::from(p.total)));
             a.push(KeyValue::new(attr::RUN_TASKS_DONE, i64::from(p.done)));
+            if p.cached > 0 {
+                a.push(KeyValue::new(attr::RUN_TASKS_CACHED, i64::from(p.cached)));
+            }
+        }
+        if let Some(v) = &info.engine_version {
+            a.push(KeyValue::new(attr::RUN_ENGINE_VERSION, v.clone()));
+        }
+        if let Some(m) = self.host.memory_bytes {
+            a.push(KeyValue::new(attr::HOST_MEMORY, m as i64));
         }
         self.process_attrs(p, false, &mut a);
         // Where the run was started: its report names the directory it worked in.

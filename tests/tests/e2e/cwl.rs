@@ -38,6 +38,18 @@ fn cwltool_workflow_steps_are_tasks() {
     t.assert_names_registered(&[]);
     let run = spans.iter().find(|s| s.is_run()).unwrap();
     assert_eq!(run.str("pipetrace.run.engine"), "cwltool");
+    // `cwltool --version` says `/usr/bin/cwltool 3.1.20230209161050`.
+    let said = std::process::Command::new("cwltool")
+        .arg("--version")
+        .output();
+    let said = String::from_utf8_lossy(&said.unwrap().stdout)
+        .trim()
+        .to_string();
+    let version = run.str("pipetrace.run.engine_version");
+    assert!(
+        !version.is_empty() && said.ends_with(&format!(" {version}")),
+        "{said}"
+    );
     assert_eq!(run.str("cicd.pipeline.name"), "wf.cwl");
     // A task per step, named by the step id the workflow gives it.
     let doc: serde_yaml::Value =

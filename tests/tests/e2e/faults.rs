@@ -497,6 +497,7 @@ fn a_task_far_slower_than_its_history_says_is_flagged() {
         )
     };
     // Three usual runs, then one three times as long.
+    let mut walls = Vec::new();
     for (i, ms) in [1200, 1100, 1200, 3600].into_iter().enumerate() {
         let _ = std::fs::remove_file(dir.path().join("nap.done"));
         let (spans, err) = run(dir.path(), &rule(ms));
@@ -508,8 +509,31 @@ fn a_task_far_slower_than_its_history_says_is_flagged() {
             .collect();
         if i < 3 {
             assert!(slower.is_empty(), "run {i}: {:?} {err}", nap.events);
+            assert_eq!(
+                nap.num(attr::HISTORY_USUAL_DURATION),
+                None,
+                "run {i}: no usual yet"
+            );
+            walls.push((nap.end - nap.start) as f64 / 1e9);
             continue;
         }
+        // The usual is the median of the earlier runs' naps, as their own spans timed them,
+        // and every task with one says it, slower or not.
+        walls.sort_by(f64::total_cmp);
+        let usual = nap.num(attr::HISTORY_USUAL_DURATION).unwrap();
+        assert!((usual - walls[1]).abs() < 1e-3, "{usual} against {walls:?}");
+        assert_eq!(nap.int(attr::HISTORY_RUNS), Some(3));
+        // The report page sets the task against it and names the job.
+        let page = std::fs::read_to_string(dir.path().join("t.report.html")).unwrap();
+        let row = page
+            .split("<tr class=\"bad\"><td>nap</td><td>1</td>")
+            .nth(1);
+        let row = row.unwrap_or_else(|| panic!("no row for nap: {page}"));
+        let usual_cell = format!("<td>{usual:.2} s</td>");
+        assert!(
+            row.split("</tr>").next().unwrap().contains(&usual_cell),
+            "{row}"
+        );
         let history = pipetrace_e2e::state_dir().join("history");
         let saved: Vec<String> = std::fs::read_dir(&history)
             .map(|d| {

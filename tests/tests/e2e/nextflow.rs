@@ -264,3 +264,47 @@ async fn a_node_agent_names_nextflow_tasks_and_scheduler_started_ones() {
     );
     agent.stop();
 }
+
+/// `-resume` takes every task of an earlier run from Nextflow's cache: the run span counts
+/// them as the log's `Cached process` lines do, and names the version the log's banner says;
+/// the report page says both.
+#[test]
+fn a_resumed_run_counts_what_nextflow_took_from_its_cache_and_names_its_version() {
+    let dir = pipeline("main.nf");
+    let first = std::process::Command::new(nextflow::launcher())
+        .args(["run", "main.nf"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let out = dir.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .args(["-o", out.to_str().unwrap(), "run", "--"])
+        .arg(nextflow::launcher())
+        .args(["run", "main.nf", "-resume"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The resumed run's own log, as Nextflow wrote it.
+    let log = std::fs::read_to_string(dir.path().join(".nextflow.log")).unwrap();
+    let cached = log
+        .lines()
+        .filter(|l| l.contains("] Cached process > "))
+        .count();
+    assert!(cached >= 3, "{log}");
+    let version = (log.lines())
+        .find_map(|l| l.split_once("N E X T F L O W")?.1.split_once("version "))
+        .map(|(_, v)| v.split_whitespace().next().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no banner: {log}"));
+    let spans = read_jsonl(&out);
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(run.int("pipetrace.run.tasks_cached"), Some(cached as i64));
+    assert_eq!(run.str("pipetrace.run.engine_version"), version);
+    let page = std::fs::read_to_string(dir.path().join("t.report.html")).unwrap();
+    assert!(
+        page.contains(&format!("<dd>nextflow {version}</dd>")),
+        "{page}"
+    );
+    assert!(page.contains(&format!(", {cached} cached (")), "{page}");
+}

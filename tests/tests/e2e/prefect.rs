@@ -264,6 +264,16 @@ fn task_runs_name_their_processes(prefect: Prefect) {
     cmd.envs(prefect_env(home.path()));
     let spans = failing_flow_under_run(cmd, home.path(), prefect);
     judge(home.path(), &only_flow_run(home.path()), &spans, true, true);
+    // The version Prefect itself says, from the interpreter that ran the flow.
+    let said = std::process::Command::new(prefect.python())
+        .args(["-c", "import prefect; print(prefect.__version__)"])
+        .output()
+        .unwrap();
+    let run = spans.iter().find(|s| s.is_run()).unwrap();
+    assert_eq!(
+        run.str("pipetrace.run.engine_version"),
+        String::from_utf8_lossy(&said.stdout).trim()
+    );
 }
 
 #[test]

@@ -176,6 +176,13 @@ fn the_demo_page_lists_every_job_and_sorts_and_filters_them() {
     // The run's facts name the directory Snakemake ran in, as the kernel saw it.
     let fact = format!("<dt>directory</dt><dd>{}</dd>", dir.path().display());
     assert!(html.contains(&fact), "no {fact}");
+    // The engine's version as it says it, and the host the run had.
+    let said = pipetrace_e2e::snakemake::Version::Seven.says_version();
+    assert!(html.contains(&format!("<dt>engine</dt><dd>snakemake {said}</dd>")));
+    let cpus = std::thread::available_parallelism().unwrap();
+    let host = format!("<dt>host</dt><dd>{cpus} CPUs, ");
+    let memory = between(&html, &host, "</dd>").unwrap_or_else(|| panic!("no {host}"));
+    assert!(memory.ends_with(" of memory"), "{memory}");
     let (keys, rows) = job_rows(&html);
     assert_eq!(per_task(&rows), recorded_jobs(dir.path()), "{keys:?}");
     columns_follow_the_trace(&keys, &read_jsonl(&dir.path().join("trace.otlp.jsonl")));

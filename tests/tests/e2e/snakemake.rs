@@ -232,6 +232,14 @@ fn check_demo_trace(spans: &[RecvSpan], failed_sample: Option<&str>) {
     let run = spans.iter().find(|s| s.is_run()).expect("run span");
     check_rollups(&t, run);
     assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
+    let said = pipetrace_e2e::snakemake::Version::Seven.says_version();
+    assert_eq!(run.str("pipetrace.run.engine_version"), said);
+    // The kernel's own figure, read here apart from the agent.
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib: i64 = (meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert_eq!(run.int("pipetrace.host.memory"), Some(kib * 1024));
     assert!(!run.str("cicd.pipeline.run.id").is_empty());
     assert!(run.resource.contains_key("host.name") && run.resource.contains_key("host.id"));
     // The HTTP test names its service through OTEL_SERVICE_NAME.

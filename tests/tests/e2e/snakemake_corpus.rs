@@ -185,6 +185,11 @@ fn judge(case: &Case, v: Version, run: &Ran) {
     let run = spans.iter().find(|s| s.is_run()).expect("run span");
     assert_eq!(run.str("pipetrace.run.engine"), "snakemake");
     assert_eq!(
+        run.str("pipetrace.run.engine_version"),
+        v.says_version(),
+        "{what}: the engine's version against `snakemake --version`"
+    );
+    assert_eq!(
         run.status,
         if exit == 0 { 1 } else { 2 },
         "{what}: run status"

@@ -63,14 +63,22 @@ fn facts(r: &ReportSpan, jobs: &[Job], out: &mut String) {
         "directory",
         r.text(attr::PROCESS_WORKING_DIRECTORY).map(str::to_string),
     );
-    fact(out, "engine", r.text(attr::RUN_ENGINE).map(str::to_string));
+    let engine = r
+        .text(attr::RUN_ENGINE)
+        .map(|e| match r.text(attr::RUN_ENGINE_VERSION) {
+            Some(v) => format!("{e} {v}"),
+            None => e.to_string(),
+        });
+    fact(out, "engine", engine);
     let host = r.text(attr::CPU_ALLOCATION_SOURCE) == Some("host");
     let cpus = r.num(attr::CPU_ALLOCATED);
-    fact(
-        out,
-        "host CPUs",
-        (host && cpus > 0.0).then(|| format!("{cpus:.0}")),
-    );
+    let memory = r.num(attr::HOST_MEMORY);
+    let machine = [
+        (host && cpus > 0.0).then(|| format!("{cpus:.0} CPUs")),
+        (memory > 0.0).then(|| format!("{} of memory", bytes(memory))),
+    ];
+    let machine: Vec<String> = machine.into_iter().flatten().collect();
+    fact(out, "host", Some(machine.join(", ")));
     fact(
         out,
         "CPUs it could use",
@@ -79,6 +87,13 @@ fn facts(r: &ReportSpan, jobs: &[Job], out: &mut String) {
     let planned = r.num(attr::RUN_TASKS_PLANNED) as usize;
     let (ran, failed) = counts(Some(r), jobs);
     let mut counts = format!("{} ok, {failed} failed", ran - failed);
+    let cached = r.num(attr::RUN_TASKS_CACHED) as usize;
+    if cached > 0 {
+        let _ = write!(
+            counts,
+            ", {cached} cached (taken from the engine's cache, not run)"
+        );
+    }
     if planned > ran {
         let _ = write!(
             counts,
@@ -144,7 +159,43 @@ mod tests {
         );
         assert!(out.contains("1 ok · 1 failed"), "{out}");
         assert!(out.contains("<dt>engine</dt><dd>snakemake</dd>"), "{out}");
-        assert!(!out.contains("host CPUs"), "no figure, no fact: {out}");
+        assert!(!out.contains("<dt>host</dt>"), "no figure, no fact: {out}");
+    }
+
+    #[test]
+    fn the_facts_name_the_engines_version_the_hosts_size_and_the_cached_jobs() {
+        let mut run = with(
+            task("r", "run x", None, (0.0, 5.0)),
+            &[
+                (attr::CPU_ALLOCATED, 2.0),
+                (attr::HOST_MEMORY, 24.0 * 1073741824.0),
+                (attr::RUN_TASKS, 2.0),
+                (attr::RUN_TASKS_FAILED, 0.0),
+                (attr::RUN_TASKS_CACHED, 3.0),
+            ],
+            &[
+                (attr::RUN_ENGINE, "nextflow"),
+                (attr::RUN_ENGINE_VERSION, "24.10.0"),
+                (attr::CPU_ALLOCATION_SOURCE, "host"),
+            ],
+        );
+        (run.kind, run.parent) = (Kind::Run, None);
+        let spans = [
+            task("a", "sort", None, (0.0, 1.0)),
+            task("b", "sort", None, (0.0, 1.0)),
+        ];
+        let mut out = String::new();
+        render(Some(&run), &jobs_of(&spans), &mut out);
+        assert!(
+            out.contains("<dt>engine</dt><dd>nextflow 24.10.0</dd>"),
+            "{out}"
+        );
+        assert!(
+            out.contains("<dt>host</dt><dd>2 CPUs, 24 GiB of memory</dd>"),
+            "{out}"
+        );
+        let cached = "<dd>2 ok, 0 failed, 3 cached (taken from the engine's cache, not run)</dd>";
+        assert!(out.contains(cached), "{out}");
     }
 
     #[test]

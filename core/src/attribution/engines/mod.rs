@@ -130,6 +130,9 @@ pub struct Progress {
     /// still pending, a Prefect task run still pending); else (None) those neither done
     /// nor seen running.
     pub queued: Option<u32>,
+    /// Of `done`, the tasks the engine took from its cache instead of running them
+    /// (Nextflow's `-resume`).
+    pub cached: u32,
 }
 
 impl Progress {
@@ -165,6 +168,10 @@ pub struct Engine {
     /// (Slurm's `srun`, `salloc`): such a client roots a run, named once the scheduler has
     /// named the allocation (the host asks it: `Host::slurm_allocation`).
     pub allocates: Option<Allocates>,
+    /// For an engine written in Python: its distribution's name, whose installed version
+    /// (beside the program or its interpreter) is the run's engine version where the
+    /// engine's records do not say it.
+    pub python_package: Option<&'static str>,
 }
 
 /// A scheduler's allocation clients (`Engine::allocates`).
@@ -216,6 +223,7 @@ impl Engine {
             starts_in: Some(starts_in),
             watches: None,
             allocates: None,
+            python_package: None,
         }
     }
 }
@@ -243,6 +251,11 @@ pub const ENGINES: &[Engine] = &[
     slurm::ENGINE,
     argo::ENGINE,
 ];
+
+/// The Python distribution that is engine `kind` (`Engine::python_package`).
+pub fn python_package(kind: EngineKind) -> Option<&'static str> {
+    ENGINES.iter().find(|e| e.kind == kind)?.python_package
+}
 
 /// The workflow engines `attribution.engines` may name.
 pub fn names() -> impl Iterator<Item = &'static str> {

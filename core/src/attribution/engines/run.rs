@@ -24,6 +24,10 @@ pub trait EngineRun: Send {
     fn progress(&mut self) -> Option<Progress> {
         None
     }
+    /// The engine's version, where its records say (Nextflow's log); asked as the run ends.
+    fn engine_version(&self) -> Option<String> {
+        None
+    }
     /// Whether processes of the run outside any task are the engine's helpers (engines) or
     /// the run's own tools (a plain command).
     fn folds_helpers(&self) -> bool {

@@ -51,6 +51,7 @@ pub const ENGINE: Engine = Engine {
     starts_in: None,
     watches: None,
     allocates: None,
+    python_package: Some("cwltool"),
 };
 
 struct Cwltool {

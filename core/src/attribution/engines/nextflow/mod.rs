@@ -63,6 +63,7 @@ pub const ENGINE: Engine = Engine {
     }),
     watches: None,
     allocates: None,
+    python_package: None,
 };
 
 struct Nextflow {
@@ -321,6 +322,10 @@ impl EngineRun for Nextflow {
 
     fn pipeline_key(&self) -> String {
         self.key.clone()
+    }
+
+    fn engine_version(&self) -> Option<String> {
+        self.log.as_ref()?.version()
     }
 
     /// A head's tasks submitted, ended, and waiting in a grid scheduler, by its log.

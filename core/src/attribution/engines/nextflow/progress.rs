@@ -34,6 +34,8 @@ const LONGEST: usize = 1 << 20;
 enum Line<'a> {
     /// `Session UUID: …`: whose log this is.
     Session(&'a str),
+    /// `N E X T F L O W  ~  version 24.10.0`: the version that writes the log.
+    Version(&'a str),
     Submitted {
         hash: &'a str,
         name: &'a str,
@@ -83,6 +85,10 @@ fn parse(line: &str) -> Option<Line<'_>> {
     if let Some(s) = msg.strip_prefix("Session UUID: ") {
         return Some(Line::Session(s.trim()));
     }
+    if let Some(v) = msg.strip_prefix("N E X T F L O W") {
+        let v = v.split_once("version ")?.1.split_whitespace().next()?;
+        return Some(Line::Version(v));
+    }
     for what in ["Submitted process", "Re-submitted process"] {
         if let Some((hash, name)) = hashed(msg, what) {
             return Some(Line::Submitted { hash, name });
@@ -123,6 +129,8 @@ struct Open {
 struct Tally {
     submitted: u32,
     done: u32,
+    cached: u32,
+    version: Option<String>,
     open: Vec<Open>,
     /// Grid jobs' work directories by hash, logged before their task's submission line.
     grid: HashMap<String, PathBuf>,
@@ -131,7 +139,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, line: Line) {
         match line {
-            Line::Session(_) => {}
+            Line::Session(_) | Line::Version(_) => {}
             Line::Submitted { hash, name } => {
                 self.submitted += 1;
                 self.open.push(Open {
@@ -144,6 +152,7 @@ impl Tally {
             Line::Cached => {
                 self.submitted += 1;
                 self.done += 1;
+                self.cached += 1;
             }
             Line::Grid(dir) => {
                 if let Some(h) = hash_of(dir) {
@@ -177,6 +186,7 @@ impl Tally {
             done: self.done,
             total: self.submitted.max(self.done),
             queued: Some(queued),
+            cached: self.cached,
         }
     }
 }
@@ -215,6 +225,11 @@ impl LogProgress {
         if self.session.as_deref() != Some(session) {
             self.session = Some(session.to_string());
         }
+    }
+
+    /// The Nextflow version that wrote the run's own log, once it is found.
+    pub fn version(&self) -> Option<String> {
+        self.ours.then(|| self.tally.version.clone()).flatten()
     }
 
     /// The counts as the log says now; None before the run's own log is found.
@@ -262,6 +277,8 @@ impl LogProgress {
                     return;
                 }
                 Some(Line::Session(_)) => self.ours = true,
+                // Its banner comes before the session's line: a later one restarts.
+                Some(Line::Version(v)) => self.tally.version = Some(v.to_string()),
                 Some(l) if self.ours => self.tally.add(l),
                 _ => {}
             }

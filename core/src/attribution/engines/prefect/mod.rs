@@ -51,6 +51,7 @@ pub const ENGINE: Engine = Engine {
     starts_in: None,
     watches: Some(servers::watch),
     allocates: None,
+    python_package: Some("prefect"),
 };
 
 /// A flow process is known by the temporary API server it starts, not by its own command

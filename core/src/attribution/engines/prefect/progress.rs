@@ -44,7 +44,8 @@ mod tests {
             Progress {
                 done: 2,
                 total: 7,
-                queued: Some(4)
+                queued: Some(4),
+                cached: 0,
             }
         );
         assert_eq!(p.running(), Some(1));

@@ -55,6 +55,7 @@ pub const ENGINE: Engine = Engine {
     starts_in: None,
     watches: None,
     allocates: None,
+    python_package: Some("snakemake"),
 };
 
 struct Snakemake {
@@ -370,6 +371,7 @@ impl EngineRun for Snakemake {
             done,
             total,
             queued: None,
+            cached: 0,
         })
     }
 
