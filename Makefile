@@ -3,16 +3,21 @@
 
 CARGO ?= cargo
 SHELL := /bin/bash
+# Each step of `make test` says its name first (`== lint`): .ci/run times the steps by them.
+STEP = @echo "== $@"
 
 setup:
+	$(STEP)
 	@scripts/setup.sh
 
 # Jaeger v2 for the tests that read traces back from a real backend (not the demo's).
 jaeger:
+	$(STEP)
 	@scripts/jaeger.sh >/dev/null
 
 # The real Nextflow (Maven Central's artifacts) for the tests that trace a Nextflow run.
 nextflow:
+	$(STEP)
 	@scripts/nextflow.sh >/dev/null
 
 # Jaeger v2 and a node agent here, the demo traced into them (scripts/stack.sh; root).
@@ -37,7 +42,9 @@ demo:
 # nextest ends with one summary line over every test (cargo test would end on doc-tests).
 # Two slots per CPU and one more: see the ci profile in .config/nextest.toml.
 test: setup jaeger nextflow lint fuzz-smoke unit-unprivileged
+	@echo "== build"
 	$(CARGO) build -p pipetrace -p pipetrace-fake-nvml -p pipetrace-dist
+	@echo "== e2e"
 	$(CARGO) nextest run --profile ci --test-threads $$((2 * $$(nproc) + 1))
 
 # Debian's own kernels (bookworm's 6.1, bookworm-backports' 6.12) booted under qemu's software
@@ -50,6 +57,7 @@ test-kernels: setup
 # The core's unit tests (the core crate's and the collector's) need no root, no kernel and
 # no /proc of their own: run them as nobody (uid 65534) to keep it so.
 unit-unprivileged: setup
+	$(STEP)
 	@for p in pipetrace-core pipetrace-host pipetrace-export pipetrace; do \
 	 bin=$$($(CARGO) test -p $$p --lib --no-run --message-format=json 2>/dev/null \
 	   | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4) && \
@@ -66,6 +74,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_BUILD ?= --dev
 FUZZ_TARGETS = config argv events
 fuzz-smoke: setup
+	$(STEP)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p target/fuzz-corpus/$$t && \
 	  (cd tests/fuzz && $(CARGO) +nightly fuzz run $(FUZZ_BUILD) $$t ../../target/fuzz-corpus/$$t seeds/$$t \
@@ -79,6 +88,7 @@ fuzz:
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(FUZZ_LONG) FUZZ_BUILD=
 
 lint:
+	$(STEP)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 

@@ -152,3 +152,21 @@ pub fn traced_sizes(command: &[&str], dir: &Path) -> (crate::tempo::TraceSizes, 
     assert!(o.status.success(), "{}", crate::stderr(&o));
     (sink.sizes(), t.elapsed().as_secs_f64())
 }
+
+/// The agent under the default trace budget, a run rule naming a storm of `n` processes as
+/// a run (`cfg`): each trace's size as the sink got it once the agent stopped (its stop
+/// flushes all), the storm's wall time, the agent's memory just before it stopped, and its
+/// final report.
+pub fn agent_trace_sizes(n: usize, cfg: &Path) -> (crate::tempo::TraceSizes, f64, Mem, String) {
+    let sink = Sink::start();
+    let agent = crate::Agent::start(&["-c", cfg.to_str().unwrap(), "--endpoint", sink.url()]);
+    let wall = time(storm(n)).as_secs_f64();
+    // Its run span comes once the storm's last process has been taken in.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(600) && !sink.run_ended() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mem = memory::of(agent.pid()).unwrap_or_default();
+    let said = agent.stop();
+    (sink.sizes(), wall, mem, said)
+}

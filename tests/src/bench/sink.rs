@@ -2,7 +2,7 @@
 //! spans are gigabytes, kept neither on disk nor in the bench.
 use std::sync::{
     Arc,
-    atomic::{AtomicU64, Ordering::Relaxed},
+    atomic::{AtomicBool, AtomicU64, Ordering::Relaxed},
 };
 
 use opentelemetry_proto::tonic::collector::{
@@ -19,6 +19,8 @@ use opentelemetry_proto::tonic::collector::{
 #[derive(Clone, Default)]
 struct Counts {
     spans: Arc<AtomicU64>,
+    /// A run's own span came (the one with `pipetrace.run.tasks`, exported as it ends).
+    run_ended: Arc<AtomicBool>,
     /// Each trace's size as Grafana Tempo counts it (a few numbers per trace).
     sizes: Arc<std::sync::Mutex<crate::tempo::TraceSizes>>,
 }
@@ -36,6 +38,15 @@ impl TraceService for Counts {
             .map(|s| s.spans.len())
             .sum();
         self.spans.fetch_add(n as u64, Relaxed);
+        let spans = (req.resource_spans.iter())
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans);
+        if spans
+            .flat_map(|s| &s.attributes)
+            .any(|a| a.key == pipetrace_semconv::attr::RUN_TASKS)
+        {
+            self.run_ended.store(true, Relaxed);
+        }
         Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
     }
 }
@@ -90,6 +101,11 @@ impl Sink {
     /// Each trace received so far, as Grafana Tempo counts it.
     pub fn sizes(&self) -> crate::tempo::TraceSizes {
         self.counts.sizes.lock().expect("sizes lock").clone()
+    }
+
+    /// Whether a run's own span came.
+    pub fn run_ended(&self) -> bool {
+        self.counts.run_ended.load(Relaxed)
     }
 
     /// Spans received so far.

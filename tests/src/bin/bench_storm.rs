@@ -180,8 +180,11 @@ const STORM_RULE: &str = "export:\n  max_trace_bytes: 0\nattribution:\n  run_rul
 
 /// Spans and OTLP protobuf bytes per trace, as Grafana Tempo counts them, of `pipetrace run`
 /// storms of each count under the default trace budget (`export.max_trace_bytes`).
-fn print_trace_sizes(max: usize, dir: &Path) {
-    let counts = [1_000, 20_000, 100_000, 1_000_000];
+fn print_trace_sizes(max: usize, at: Option<usize>, dir: &Path) {
+    let counts = match at {
+        Some(n) => vec![n],
+        None => vec![1_000, 20_000, 100_000, 1_000_000],
+    };
     println!("traces under the default budget (5,000,000 bytes; pipetrace run, OTLP/gRPC):");
     println!("  processes   traces   spans (all)   largest trace: spans, bytes");
     let row = |what: &str, (sizes, wall): (pipetrace_e2e::tempo::TraceSizes, f64)| {
@@ -195,6 +198,9 @@ fn print_trace_sizes(max: usize, dir: &Path) {
     };
     for n in counts.into_iter().filter(|&c| c <= max) {
         row(&n.to_string(), ladder::trace_sizes(n, dir));
+    }
+    if at.is_some() {
+        return;
     }
     // The demo's Snakemake pipeline, and the real Nextflow's tasks with metrics on.
     let demo = pipetrace_e2e::demo_pipeline();
@@ -213,6 +219,28 @@ fn print_trace_sizes(max: usize, dir: &Path) {
     row("nextflow", ladder::traced_sizes(&nextflow, nf.path()));
 }
 
+/// The agent under the default budget, a run rule naming the storm: its traces' sizes, its
+/// memory at the end and its report.
+fn print_agent_trace_sizes(n: usize, dir: &Path) {
+    let cfg = dir.join("agent-budget.yaml");
+    let rule = STORM_RULE.replace("export:\n  max_trace_bytes: 0\n", "");
+    std::fs::write(&cfg, rule).expect("write config");
+    let (sizes, wall, mem, said) = ladder::agent_trace_sizes(n, &cfg);
+    let spans: usize = sizes.traces.values().map(|(_, s)| s).sum();
+    let largest = sizes.traces.values().max_by_key(|(b, _)| *b);
+    let (bytes, in_it) = largest.map_or((0, 0), |(b, s)| (*b, *s));
+    println!("the agent under the default budget, a storm of {n} processes ({wall:.1} s):");
+    println!(
+        "  {} traces, {spans} spans, largest {in_it} spans, {bytes} bytes; memory at the end: \
+         peak RSS {:.1} MiB, real cost at peak {:.1} MiB, private {:.1} MiB",
+        sizes.traces.len(),
+        mem.peak,
+        mem.real_peak(),
+        mem.private
+    );
+    println!("  agent report: {said}");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let numbers: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
@@ -224,8 +252,12 @@ fn main() {
         .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().expect("tempdir");
     // `--traces-only`: the trace budget's rows alone, up to `--memory MAX` processes.
+    // `--at N`: only a storm of N processes, under `pipetrace run` and under the agent.
+    let at: Option<usize> = (args.iter().position(|a| a == "--at"))
+        .and_then(|i| args.get(i + 1)?.parse().ok());
     if args.iter().any(|a| a == "--traces-only") {
-        return print_trace_sizes(memory_max, dir.path());
+        print_trace_sizes(memory_max, at, dir.path());
+        return print_agent_trace_sizes(at.unwrap_or(n), dir.path());
     }
     let cfg = dir.path().join("bench.yaml");
     let capture = if files {
@@ -243,7 +275,7 @@ fn main() {
     print_probes(n, &cfg, dir.path());
     if !files {
         print_memory(memory_max, dir.path());
-        print_trace_sizes(memory_max, dir.path());
+        print_trace_sizes(memory_max, None, dir.path());
         export_over_runs(1000, dir.path());
     }
 }
