@@ -253,8 +253,8 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     // `--traces-only`: the trace budget's rows alone, up to `--memory MAX` processes.
     // `--at N`: only a storm of N processes, under `pipetrace run` and under the agent.
-    let at: Option<usize> = (args.iter().position(|a| a == "--at"))
-        .and_then(|i| args.get(i + 1)?.parse().ok());
+    let at: Option<usize> =
+        (args.iter().position(|a| a == "--at")).and_then(|i| args.get(i + 1)?.parse().ok());
     if args.iter().any(|a| a == "--traces-only") {
         print_trace_sizes(memory_max, at, dir.path());
         return print_agent_trace_sizes(at.unwrap_or(n), dir.path());
