@@ -3,15 +3,10 @@
 //! is one, and prints the table or JSON, and writes the page if asked.
 use std::path::{Path, PathBuf};
 
-use crate::{
-    compare::{self, Run, store},
-    report,
-};
+use crate::compare::{self, Run, store};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error(transparent)]
-    Read(#[from] report::ReadError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]
@@ -26,19 +21,8 @@ pub enum InputError {
          (`*.otlp.jsonl`) or a trace id `pipetrace run` printed"
     )]
     Missing(String),
-    #[error("{file} holds {n} runs; pick one as {file}#N:\n{runs}")]
-    Several {
-        file: String,
-        n: usize,
-        runs: String,
-    },
-    #[error("{file} has no run #{want}; it holds {n}:\n{runs}")]
-    NoSuchNumber {
-        file: String,
-        want: String,
-        n: usize,
-        runs: String,
-    },
+    #[error(transparent)]
+    Runs(#[from] super::trace_file::RunsError),
     #[error(
         "no task history of the pipeline of {0} in {1}: run the pipeline under pipetrace a few \
          times (with diagnosis.state_dir set) or compare two runs"
@@ -132,56 +116,14 @@ fn compare_runs(args: &Args) -> Result<String, InputError> {
 
 /// One side: `FILE`, `FILE#N`, or a kept run id.
 fn side(input: &str, state: Option<&Path>) -> Result<Run, InputError> {
-    let (file, number) = match input.rsplit_once('#') {
-        Some((f, n)) if Path::new(f).is_file() => (f, Some(n)),
-        _ => (input, None),
-    };
+    let (file, _) = super::trace_file::split(input);
     if Path::new(file).is_file() {
-        return of_file(input, file, number);
+        let (_, spans) = super::trace_file::runs_in(input)?.one()?;
+        return Ok(Run::of_spans(input, &spans));
     }
     match state {
         Some(dir) if store::looks_like_id(input) => Ok(store::load(dir, input)?),
         _ if Path::new(file).exists() => Err(InputError::Neither(input.into())),
         _ => Err(InputError::Missing(input.into())),
     }
-}
-
-fn of_file(label: &str, file: &str, number: Option<&str>) -> Result<Run, InputError> {
-    let spans = report::read_file(Path::new(file))?;
-    let runs = report::by_run(&spans);
-    let list = || {
-        let line = |(i, r): (usize, &Vec<report::ReportSpan>)| {
-            let run = r.iter().find(|s| s.kind == report::Kind::Run);
-            let name = run.map_or("(no run span)", |s| s.name.as_str());
-            let trace = r.first().map_or("", |s| s.trace.as_str());
-            format!("  #{}  {name}  trace {trace}", i + 1)
-        };
-        runs.iter()
-            .enumerate()
-            .map(line)
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let pick = match number {
-        None if runs.len() == 1 => 0,
-        None => {
-            return Err(InputError::Several {
-                file: file.into(),
-                n: runs.len(),
-                runs: list(),
-            });
-        }
-        Some(n) => match n.parse::<usize>() {
-            Ok(i) if (1..=runs.len()).contains(&i) => i - 1,
-            _ => {
-                return Err(InputError::NoSuchNumber {
-                    file: file.into(),
-                    want: n.into(),
-                    n: runs.len(),
-                    runs: list(),
-                });
-            }
-        },
-    };
-    Ok(Run::of_spans(label, &runs[pick]))
 }

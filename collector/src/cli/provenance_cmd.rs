@@ -6,12 +6,7 @@ use crate::{provenance, report::ReportSpan};
 pub struct Ask<'a> {
     pub input: &'a str,
     pub dir: Option<&'a Path>,
-    pub workflow: Option<&'a Path>,
-    pub hash: bool,
-    pub cwl_outputs: Option<&'a Path>,
-    pub license: &'a str,
-    pub publisher: Option<&'a str>,
-    pub publisher_url: Option<&'a str>,
+    pub options: provenance::Options<'a>,
 }
 
 pub fn run(ask: &Ask) -> i32 {
@@ -28,12 +23,7 @@ pub fn run(ask: &Ask) -> i32 {
     let written = provenance::write(&provenance::Ask {
         spans: &spans,
         dir,
-        workflow: ask.workflow,
-        hash: ask.hash,
-        cwl_outputs: ask.cwl_outputs,
-        license: ask.license,
-        publisher: ask.publisher,
-        publisher_url: ask.publisher_url,
+        options: ask.options,
     });
     match written {
         Ok(w) => {
@@ -61,15 +51,6 @@ pub fn run(ask: &Ask) -> i32 {
 
 /// `FILE` (its only run) or `FILE#N` (its Nth): the file and the run's spans.
 fn one_run(input: &str) -> Result<(PathBuf, Vec<ReportSpan>), String> {
-    let mut r = super::trace_file::runs_in(input)?;
-    let file = r.file.display().to_string();
-    let i = match r.picked {
-        Some(i) => i,
-        None if r.runs.len() == 1 => 0,
-        None => {
-            let n = r.runs.len();
-            return Err(format!("{file} holds {n} runs: give one as {file}#N"));
-        }
-    };
-    Ok((r.file, r.runs.swap_remove(i)))
+    let runs = super::trace_file::runs_in(input).map_err(|e| e.to_string())?;
+    runs.one().map_err(|e| e.to_string())
 }

@@ -146,11 +146,8 @@ fn history(state: Option<&Path>, name: &str, jobs: &mut suggest::Jobs) -> Result
 
 /// `FILE` (every run in it) or `FILE#N` (its Nth run): each run's spans.
 fn read(input: &str) -> Result<Vec<Vec<ReportSpan>>, String> {
-    let mut r = super::trace_file::runs_in(input)?;
-    Ok(match r.picked {
-        Some(i) => vec![r.runs.swap_remove(i)],
-        None => r.runs,
-    })
+    let runs = super::trace_file::runs_in(input).map_err(|e| e.to_string())?;
+    Ok(runs.picked_or_all())
 }
 
 /// The engine of the runs given, when they agree on one whose settings pipetrace writes.

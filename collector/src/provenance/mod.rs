@@ -27,6 +27,12 @@ pub struct Ask<'a> {
     pub spans: &'a [ReportSpan],
     /// The run's directory: the crate's root.
     pub dir: &'a Path,
+    pub options: Options<'a>,
+}
+
+/// What the user says of the crate beside the run (`pipetrace provenance`'s flags).
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
     /// The workflow file, when not the one the run's command line names.
     pub workflow: Option<&'a Path>,
     pub hash: bool,
@@ -62,12 +68,17 @@ pub fn write(ask: &Ask) -> Result<Written, String> {
             ));
         }
     };
-    let workflow = workflow_file(ask.workflow, &run.command_line, language, &dir)?;
+    let workflow = workflow_file(ask.options.workflow, &run.command_line, language, &dir)?;
     let job_file = cwl_job_file(&run.command_line);
     let (jobs, parameters) = match language {
         Language::Snakemake => (records::snakemake(&dir), Vec::new()),
         Language::Cwl => (
-            cwl::jobs(&dir, &workflow, job_file.as_deref(), ask.cwl_outputs)?,
+            cwl::jobs(
+                &dir,
+                &workflow,
+                job_file.as_deref(),
+                ask.options.cwl_outputs,
+            )?,
             (job_file.iter())
                 .flat_map(|j| cwl::parameters(&dir, j))
                 .collect(),
@@ -85,7 +96,7 @@ pub fn write(ask: &Ask) -> Result<Written, String> {
         }
     }
     let files: BTreeMap<String, facts::FileFacts> = (paths.iter())
-        .filter_map(|p| Some((file_id(p), facts::file(&dir, p, ask.hash)?)))
+        .filter_map(|p| Some((file_id(p), facts::file(&dir, p, ask.options.hash)?)))
         .collect();
     let programs: BTreeMap<String, facts::Software> = (run.tasks.iter())
         .flat_map(|t| t.programs.iter())
@@ -106,9 +117,9 @@ pub fn write(ask: &Ask) -> Result<Written, String> {
         parameters,
         files,
         programs,
-        license: ask.license,
-        publisher: ask.publisher,
-        publisher_url: ask.publisher_url,
+        license: ask.options.license,
+        publisher: ask.options.publisher,
+        publisher_url: ask.options.publisher_url,
         published: iso(nanos(std::time::SystemTime::now())),
     };
     let json = krate.json();
