@@ -3,7 +3,7 @@
 //! procfs crate.)
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use pipetrace::{event::split_argv, redact::Redactor};
+use pipetrace_core::{event::split_argv, redact::Redactor};
 
 const SECRET: &str = "S3CR3Tvalue";
 

@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = pipetrace::event::decode(data);
+    let _ = pipetrace_core::event::decode(data);
 });
