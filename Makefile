@@ -69,7 +69,7 @@ unit-unprivileged: setup
 # cargo-fuzz targets (tests/fuzz): config parsing, argv splitting and redaction, kernel event
 # decoding. `make test` runs each for FUZZ_SECONDS, built unoptimized (`--dev`: an optimized
 # sanitizer build of the collector and its dependencies took about 19 of CI's 46 minutes, the
-# unoptimized one 5; the targets now build the core and the config crate alone, about 40
+# unoptimized one 5; the targets now build the core and the config crate alone, 66
 # crates, not the collector's 300); `make fuzz` builds optimized and runs each for FUZZ_LONG
 # seconds.
 FUZZ_SECONDS ?= 20
