@@ -74,13 +74,6 @@ pub const MIN_RUNS: usize = 3;
 /// Jobs of one run kept per task: a 10,000-job fan-out must not push out earlier runs.
 const JOBS_PER_RUN: usize = 32;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Slower {
-    pub usual_s: f64,
-    pub runs: usize,
-    pub this_s: f64,
-}
-
 /// A finished task against its usual, once [`MIN_RUNS`] earlier runs have it: every task's
 /// report row, slower or not.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,16 +83,6 @@ pub struct Against {
     pub this_s: f64,
     /// It took at least `slower_factor` times the usual (and `min_wall` more).
     pub slower: bool,
-}
-
-impl Against {
-    pub fn slower(&self) -> Option<Slower> {
-        self.slower.then_some(Slower {
-            usual_s: self.usual_s,
-            runs: self.runs,
-            this_s: self.this_s,
-        })
-    }
 }
 
 pub struct History {
@@ -194,12 +177,7 @@ impl History {
 
     /// Judges a finished task against the earlier runs of its task, then adds it. Each
     /// earlier run counts once, with the median of its jobs; the task is judged once
-    /// [`MIN_RUNS`] runs have it, against the median over runs.
-    pub fn record(&mut self, job: &Job) -> Option<Slower> {
-        self.judge(job)?.slower()
-    }
-
-    /// [`record`](Self::record), with the task against its usual whether slower or not.
+    /// [`MIN_RUNS`] runs have it, against the median over runs, slower or not.
     pub fn judge(&mut self, job: &Job) -> Option<Against> {
         self.store.as_ref()?;
         let (keep, factor, min_wall) = (self.keep, self.factor, self.min_wall_s);
@@ -381,6 +359,11 @@ fn keep_last_runs(records: &mut Vec<Record>, keep: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The task judged far slower than usual, or None.
+    fn slower(h: &mut History, job: &Job) -> Option<Against> {
+        h.judge(job).filter(|a| a.slower)
+    }
     use crate::port::fake::MemoryStore;
 
     /// A history kept in `store`, as an agent starting anew reads it.
@@ -429,10 +412,14 @@ mod tests {
         let d = MemoryStore::default();
         let mut h = kept_in(&d);
         for (run, w) in [("r1", 10.0), ("r2", 11.0), ("r3", 9.0)] {
-            assert_eq!(h.record(&job(run, w, true)), None);
+            assert_eq!(slower(&mut h, &job(run, w, true)), None);
         }
-        assert_eq!(h.record(&job("r4", 15.0, true)), None, "1.5x is usual");
-        let s = h.record(&job("r5", 25.0, true)).unwrap();
+        assert_eq!(
+            slower(&mut h, &job("r4", 15.0, true)),
+            None,
+            "1.5x is usual"
+        );
+        let s = slower(&mut h, &job("r5", 25.0, true)).unwrap();
         assert_eq!((s.usual_s, s.runs), (10.5, 4));
         h.save();
         // A new agent reads it back; only the last 5 runs are kept.
@@ -440,7 +427,7 @@ mod tests {
         assert_eq!(again.pipeline("rna/seq").tasks["align"].len(), 5);
         assert_eq!(d.names(), ["rna_seq.json"]);
         for i in 0..10 {
-            again.record(&job(&format!("later{i}"), 10.0, true));
+            slower(&mut again, &job(&format!("later{i}"), 10.0, true));
         }
         assert_eq!(again.pipeline("rna/seq").tasks["align"].len(), 5);
     }
@@ -452,21 +439,21 @@ mod tests {
         // Two earlier runs of five quick jobs each, one job killed: two runs, not ten jobs.
         for run in ["a", "b"] {
             for _ in 0..5 {
-                assert_eq!(h.record(&job(run, 0.2, true)), None);
+                assert_eq!(slower(&mut h, &job(run, 0.2, true)), None);
             }
         }
-        assert_eq!(h.record(&job("b", 0.01, false)), None);
+        assert_eq!(slower(&mut h, &job("b", 0.01, false)), None);
         assert_eq!(
-            h.record(&job("c", 5.0, true)),
+            slower(&mut h, &job("c", 5.0, true)),
             None,
             "two earlier runs are too few"
         );
         // The jobs of the run being judged are never its own history.
         for _ in 0..6 {
-            assert_eq!(h.record(&job("d", 0.2, true)), None);
+            assert_eq!(slower(&mut h, &job("d", 0.2, true)), None);
         }
         // Three earlier runs now (a, b, c; d's own jobs not counted while d runs).
-        let s = h.record(&job("e", 20.0, true)).unwrap();
+        let s = slower(&mut h, &job("e", 20.0, true)).unwrap();
         assert_eq!(s.runs, 4);
         let killed = h.pipeline("rna/seq").tasks["align"]
             .iter()
@@ -480,7 +467,7 @@ mod tests {
         let d = MemoryStore::default();
         let mut h = kept_in(&d);
         for (run, w) in [("r1", 1.0), ("r1", 3.0), ("r1", 2.0), ("r2", 5.0)] {
-            h.record(&job(run, w, true));
+            slower(&mut h, &job(run, w, true));
         }
         h.save();
         let all = read_all(&d);
@@ -505,14 +492,14 @@ mod tests {
             ("r4", 10.0),
             ("r5", 10.0),
         ] {
-            h.record(&job(run, w, true));
+            slower(&mut h, &job(run, w, true));
         }
         // r6's first job makes six runs: r1 goes, but r6's other jobs (and those of a run
         // in between) are judged as its first was, over all five earlier runs.
-        let first = h.record(&job("r6", 30.0, true)).unwrap();
+        let first = slower(&mut h, &job("r6", 30.0, true)).unwrap();
         assert_eq!((first.usual_s, first.runs), (10.0, 5));
         for _ in 0..40 {
-            assert_eq!(h.record(&job("r6", 30.0, true)), Some(first.clone()));
+            assert_eq!(slower(&mut h, &job("r6", 30.0, true)), Some(first.clone()));
         }
         let kept = |h: &mut History, run: &str| {
             let records = &h.pipeline("rna/seq").tasks["align"];
@@ -524,8 +511,8 @@ mod tests {
             "a run keeps at most its quota"
         );
         assert_eq!(kept(&mut h, "r1"), 0, "only the last five runs are kept");
-        let other = h.record(&job("x", 30.0, true)).unwrap();
+        let other = slower(&mut h, &job("x", 30.0, true)).unwrap();
         assert_eq!(other.runs, 5, "r2..r6 for a new run");
-        assert_eq!(h.record(&job("r6", 30.0, true)).unwrap().runs, 4);
+        assert_eq!(slower(&mut h, &job("r6", 30.0, true)).unwrap().runs, 4);
     }
 }

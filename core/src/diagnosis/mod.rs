@@ -9,7 +9,7 @@ pub mod watch;
 
 pub use bottleneck::{Kind as BottleneckKind, judge as bottleneck, mostly_quiet};
 pub use history::{
-    Against, History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, Slower, median,
+    Against, History, Job, Kept as HistoryKept, MIN_RUNS, RunFigures, median,
     read_all as read_history,
 };
 pub use rightsizing::{gpus as gpu_rightsizing, judge as rightsizing};

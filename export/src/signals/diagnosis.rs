@@ -74,7 +74,7 @@ pub fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<
 }
 
 /// A task that took far longer than its history says is usual.
-pub fn slower_event(s: &crate::diagnosis::Slower, at: std::time::SystemTime) -> Event {
+pub fn slower_event(s: &crate::diagnosis::Against, at: std::time::SystemTime) -> Event {
     let a = vec![
         KeyValue::new(attr::HISTORY_USUAL_DURATION, s.usual_s),
         KeyValue::new(attr::HISTORY_RUNS, s.runs as i64),

@@ -154,11 +154,11 @@ impl SpanBuilder {
             .extend(diagnosis::stall_events(&judged.stalls, &self.host));
         let by_container = &totals.rollup.containers;
         (span.events.events).extend(containers::lifecycle_events(by_container, &self.host));
-        if let Some(slow) = judged.usual.as_ref().and_then(|u| u.slower()) {
+        if let Some(slow) = judged.usual.as_ref().filter(|u| u.slower) {
             let at = p.end_ns();
             span.events
                 .events
-                .push(diagnosis::slower_event(&slow, self.host.system_time(at)));
+                .push(diagnosis::slower_event(slow, self.host.system_time(at)));
         }
         ReadySpan {
             kind: Kind::Task,
