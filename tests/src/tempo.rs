@@ -79,6 +79,16 @@ pub struct TraceSizes {
 }
 
 impl TraceSizes {
+    /// Spans in all traces.
+    pub fn spans(&self) -> usize {
+        self.traces.values().map(|(_, s)| s).sum()
+    }
+
+    /// The largest trace's (bytes, spans); (0, 0) of none.
+    pub fn largest(&self) -> (usize, usize) {
+        (self.traces.values().max_by_key(|(b, _)| *b)).map_or((0, 0), |&(b, s)| (b, s))
+    }
+
     pub fn add(&mut self, req: &ExportTraceServiceRequest) {
         for rs in &req.resource_spans {
             let resource = rs.resource.as_ref().map_or(0, |r| r.encoded_len());

@@ -188,9 +188,7 @@ fn print_trace_sizes(max: usize, at: Option<usize>, dir: &Path) {
     println!("traces under the default budget (5,000,000 bytes; pipetrace run, OTLP/gRPC):");
     println!("  processes   traces   spans (all)   largest trace: spans, bytes");
     let row = |what: &str, (sizes, wall): (pipetrace_e2e::tempo::TraceSizes, f64)| {
-        let spans: usize = sizes.traces.values().map(|(_, s)| s).sum();
-        let largest = sizes.traces.values().max_by_key(|(b, _)| *b);
-        let (bytes, in_it) = largest.map_or((0, 0), |(b, s)| (*b, *s));
+        let (spans, (bytes, in_it)) = (sizes.spans(), sizes.largest());
         let traces = sizes.traces.len();
         println!(
             "  {what:>9}   {traces:>6}   {spans:>11}   {in_it:>6}, {bytes:>9}   ({wall:.1} s)"
@@ -226,9 +224,7 @@ fn print_agent_trace_sizes(n: usize, dir: &Path) {
     let rule = STORM_RULE.replace("export:\n  max_trace_bytes: 0\n", "");
     std::fs::write(&cfg, rule).expect("write config");
     let (sizes, wall, mem, said) = ladder::agent_trace_sizes(n, &cfg);
-    let spans: usize = sizes.traces.values().map(|(_, s)| s).sum();
-    let largest = sizes.traces.values().max_by_key(|(b, _)| *b);
-    let (bytes, in_it) = largest.map_or((0, 0), |(b, s)| (*b, *s));
+    let (spans, (bytes, in_it)) = (sizes.spans(), sizes.largest());
     println!("the agent under the default budget, a storm of {n} processes ({wall:.1} s):");
     println!(
         "  {} traces, {spans} spans, largest {in_it} spans, {bytes} bytes; memory at the end: \
