@@ -240,33 +240,44 @@ pub fn write_runs(runs: &[crate::live_view::Now]) {
     }
 }
 
-/// Asks agent `pid` for its runs and reads them, waiting up to `wait` for an answer newer
-/// than the question.
-pub fn read_runs(
-    pid: u32,
-    wait: std::time::Duration,
-) -> Result<Vec<crate::live_view::Now>, String> {
-    let (want, path) = (want_file(pid), runs_file(pid));
-    let asked = SystemTime::now();
+/// What one agent answered: its runs, or why there are none to show.
+pub type Answer = Result<Vec<crate::live_view::Now>, String>;
+
+/// Asks every agent in `pids` for its runs at once, then reads each answer, waiting up to
+/// `wait` (in all, not per agent) for answers newer than the question: each view is of a
+/// moment after it was asked, however many agents run.
+pub fn read_runs(pids: &[u32], wait: std::time::Duration) -> Vec<Answer> {
     let denied = |p: &Path| {
         format!(
             "cannot use {}: the agent's runs are for its own user only (run as root)",
             p.display()
         )
     };
-    std::fs::write(&want, b"").map_err(|_| denied(&want))?;
+    let asked = SystemTime::now();
+    let asks: Vec<Result<(), String>> = (pids.iter())
+        .map(|&pid| std::fs::write(want_file(pid), b"").map_err(|_| denied(&want_file(pid))))
+        .collect();
     let deadline = std::time::Instant::now() + wait;
-    while modified(&path).is_none_or(|t| t < asked) && std::time::Instant::now() < deadline {
+    let waiting = |pid: &u32| modified(&runs_file(*pid)).is_none_or(|t| t < asked);
+    while std::time::Instant::now() < deadline
+        && (pids.iter().zip(&asks)).any(|(pid, a)| a.is_ok() && waiting(pid))
+    {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied => denied(&path),
-        _ => format!(
-            "no answer from the agent (pid {pid}) yet: it writes what runs every 2 s while \
-             asked (a pipetrace older than `status` never does)"
-        ),
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    (pids.iter().zip(asks))
+        .map(|(&pid, asked)| {
+            asked?;
+            let path = runs_file(pid);
+            let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::PermissionDenied => denied(&path),
+                _ => format!(
+                    "no answer from the agent (pid {pid}) yet: it writes what runs every 2 s \
+                     while asked (a pipetrace older than `status` never does)"
+                ),
+            })?;
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

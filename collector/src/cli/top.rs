@@ -40,9 +40,11 @@ fn agents(wait: Duration) -> Result<Vec<AgentNow>, String> {
             crate::registry::REGISTRY
         ));
     }
+    let pids: Vec<u32> = running.iter().map(|(_, s)| s.pid).collect();
+    let answers = crate::registry::read_runs(&pids, wait);
     let mut out = Vec::new();
-    for (_, s) in running {
-        let (runs, note) = match crate::registry::read_runs(s.pid, wait) {
+    for ((_, s), answer) in running.into_iter().zip(answers) {
+        let (runs, note) = match answer {
             Ok(runs) => (runs, None),
             Err(e) => (Vec::new(), Some(e)),
         };

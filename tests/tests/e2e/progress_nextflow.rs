@@ -111,12 +111,15 @@ fn agreed(
     let mut last = Vec::new();
     while Instant::now() < deadline && run.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(250));
+        // The agent's view is of a moment between these two looks at the records.
+        let before = records(launch);
         let now = status_of(agent, name);
-        let said = records(launch);
-        last.push(format!("{:?} / {said:?}", now.as_ref().and_then(counts)));
-        if let Some(now) = now
-            && counts(&now).as_ref() == Some(&said)
-            && wanted(&said)
+        let after = records(launch);
+        let seen = now.as_ref().and_then(counts);
+        last.push(format!("{before:?} <= {seen:?} <= {after:?}"));
+        if let (Some(now), Some(seen)) = (now, seen)
+            && [&before, &after].contains(&&seen)
+            && wanted(&seen)
         {
             return now;
         }
