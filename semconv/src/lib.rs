@@ -31,6 +31,7 @@ pub mod attr {
     pub const PROCESS_WORKING_DIRECTORY: &str = "process.working_directory";
     pub const PROCESS_EXIT_CODE: &str = "process.exit.code";
     pub const TOOL_NAME: &str = "pipetrace.tool.name";
+    pub const TOOL_TASK_RUN_ALTERNATIVES: &str = "pipetrace.tool.task_run.alternatives";
     pub const PROCESS_SIGNAL: &str = "pipetrace.process.signal";
     pub const PROCESS_ARGV_TRUNCATED: &str = "pipetrace.process.argv_truncated";
     pub const PROCESS_IMAGES: &str = "pipetrace.process.images";
@@ -176,6 +177,7 @@ pub mod attr {
         PROCESS_WORKING_DIRECTORY,
         PROCESS_EXIT_CODE,
         TOOL_NAME,
+        TOOL_TASK_RUN_ALTERNATIVES,
         PROCESS_SIGNAL,
         PROCESS_ARGV_TRUNCATED,
         PROCESS_IMAGES,

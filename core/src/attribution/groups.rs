@@ -28,6 +28,7 @@ impl Attributor {
     pub(super) fn join_group(&mut self, run_key: ProcKey, p: Proc, info: TaskInfo) -> Finished {
         let rollup = self.rollups.remove(&p.key).unwrap_or_default();
         let (start, end) = (p.start_ns, p.end_ns());
+        let alternatives = info.alternatives.clone();
         let leader = match self.runs.get_mut(&run_key) {
             Some(run) => {
                 let g = run
@@ -56,6 +57,7 @@ impl Attributor {
             run: run_key,
             parent: EntityRef::Task(leader),
             verdict: None,
+            alternatives,
         }
     }
 

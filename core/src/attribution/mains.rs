@@ -19,6 +19,7 @@ impl Attributor {
             run: m.run,
             parent,
             verdict: None,
+            alternatives: Vec::new(),
         };
         let root = m
             .task

@@ -80,6 +80,9 @@ pub struct TaskInfo {
     pub traceparent: Option<String>,
     /// Exit codes the engine judges otherwise than by 0 alone (cwltool's `successCodes`...).
     pub codes: ExitCodes,
+    /// Of a process joined to an engine task of several: the other task runs (their ids)
+    /// that may as well have started it, where the records cannot tell them apart.
+    pub alternatives: Vec<String>,
 }
 
 impl TaskInfo {
@@ -146,6 +149,8 @@ pub enum Finished {
         /// The engine's verdict on its exit, where it is a task's own process whose exit
         /// a listed code decides.
         verdict: Option<Verdict>,
+        /// The other engine tasks (their run ids) that may as well have started it.
+        alternatives: Vec<String>,
     },
     Task {
         proc: Proc,

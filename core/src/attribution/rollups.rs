@@ -19,6 +19,7 @@ impl Attributor {
                 run,
                 parent: EntityRef::Task(p.key),
                 verdict: info.verdict(&p),
+                alternatives: Vec::new(),
             });
         }
         out.push(self.task_done(run, p, info));

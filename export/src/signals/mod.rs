@@ -375,7 +375,11 @@ impl SpanBuilder {
                 run,
                 parent,
                 verdict,
-            } => self.tool_span(proc, *run, (*parent, *verdict), &judged.stalls),
+                alternatives,
+            } => {
+                let placed = (*parent, *verdict, alternatives.as_slice());
+                self.tool_span(proc, *run, placed, &judged.stalls)
+            }
             Finished::Task {
                 proc,
                 run,

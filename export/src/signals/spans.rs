@@ -24,7 +24,7 @@ impl SpanBuilder {
         &self,
         p: &Proc,
         run: ProcKey,
-        (parent, verdict): (EntityRef, Option<Verdict>),
+        (parent, verdict, alternatives): (EntityRef, Option<Verdict>, &[String]),
         stalls: &[Stall],
     ) -> ReadySpan {
         let img = p.image.as_ref();
@@ -55,6 +55,14 @@ impl SpanBuilder {
             a.push(KeyValue::new(
                 attr::PROCESS_IMAGES,
                 Value::Array(names.into()),
+            ));
+        }
+        if !alternatives.is_empty() {
+            let ids = alternatives.iter().map(|id| id.clone().into());
+            let ids: Vec<opentelemetry::StringValue> = ids.collect();
+            a.push(KeyValue::new(
+                attr::TOOL_TASK_RUN_ALTERNATIVES,
+                Value::Array(ids.into()),
             ));
         }
         self.process_attrs(p, false, &mut a);

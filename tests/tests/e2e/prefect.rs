@@ -11,9 +11,10 @@ mod standing;
 use pipetrace_e2e::{
     Agent, pipetrace, read_jsonl,
     receiver::Receiver,
-    spans::{RecvSpan, Trace},
+    spans::{RecvSpan, Trace, Val},
     stderr,
 };
+use pipetrace_semconv::attr;
 
 /// The Prefect a test runs: the pinned release most tests run, or the newest 3.x.
 #[derive(Clone, Copy, Debug)]
@@ -538,16 +539,17 @@ fn the_flow_bodys_own_processes_are_no_task_runs() {
 }
 
 /// Equal task runs that run together (`.map()` of ten on four worker threads) start about
-/// 1 ms apart: each process goes to the task run whose thread started it.
+/// 1 ms apart, and on a loaded machine their threads fork 3 to 15 ms later in any order:
+/// each process goes to the task run whose thread started it, or, where Prefect's stamps
+/// allow others as well, to one of them with the others named on its span, its own among
+/// them. Never silently to a sibling.
 #[test]
-#[ignore = "failed 2 of 3 runs on a loaded machine (a process of a mapped task run \
-            goes to a sibling): see docs/engines.md, Prefect limits"]
 fn concurrent_equal_task_runs_keep_their_own_processes() {
     let (home, spans) = traced_flow("mapped.py", &[]);
     let t = Trace::new(&spans);
     t.assert_well_formed();
     let ran = task_runs_that_ran(home.path());
-    assert_eq!(ran.len(), 10);
+    assert_eq!(ran.len(), 10, "the flow waits until the server has all ten");
     let named: BTreeMap<String, String> = (t.tasks().into_iter())
         .map(|s| {
             let id = s.str("cicd.pipeline.task.run.id").to_string();
@@ -555,6 +557,35 @@ fn concurrent_equal_task_runs_keep_their_own_processes() {
         })
         .collect();
     assert_eq!(named, ran, "one span per task run, named by it");
-    assert_eq!(assert_tagged_tools_under_their_task_runs(&t), 20);
+    let (mut own, mut allowed) = (0, 0);
+    for tool in t.tools() {
+        let Some(want) = tagged_task_run(tool.str("process.command_line")) else {
+            continue;
+        };
+        let under = t.task_of(tool).map(|s| s.str("cicd.pipeline.task.run.id"));
+        let others: Vec<&str> = match tool.attr(attr::TOOL_TASK_RUN_ALTERNATIVES) {
+            Some(Val::List(ids)) => ids.iter().map(Val::str).collect(),
+            _ => Vec::new(),
+        };
+        let line = tool.str("process.command_line");
+        assert!(
+            others
+                .iter()
+                .all(|o| ran.contains_key(*o) && Some(*o) != under),
+            "{line}: under {under:?}, others {others:?}"
+        );
+        match under == Some(want) {
+            true => own += 1,
+            false => {
+                assert!(
+                    others.contains(&want),
+                    "{line}: under {under:?}, others {others:?}"
+                );
+                allowed += 1;
+            }
+        }
+    }
+    assert_eq!(own + allowed, 20, "every tagged process is a tool");
+    eprintln!("{own} under their own task run, {allowed} under one allowed as well (named)");
     assert_tools_within_their_task_runs(home.path(), &t);
 }

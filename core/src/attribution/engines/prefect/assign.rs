@@ -68,24 +68,27 @@ pub fn decide(
     let mut found: Vec<Option<Found>> = batch.iter().map(|_| None).collect();
     let mut left = matching::order(tasks, batch);
     while !left.is_empty() {
-        let plan = plan(tasks, batch, &left, known, &scratch);
+        // A thread's processes are taken in the order it ran them, one a round: a later
+        // one's task run must not stand for its thread while an earlier one is matched.
+        let firsts = firsts(batch, &left);
+        let plan = plan(tasks, batch, &firsts, known, &scratch);
         let mut next = Vec::new();
         for i in left.iter().copied() {
             let p = &batch[i];
+            if !firsts.contains(&i) {
+                next.push(i);
+                continue;
+            }
             let f = match plan.get(&i) {
-                Some(&k) => Found {
-                    run: Some(tasks[k].clone()),
+                Some((k, others)) => Found {
+                    run: Some(tasks[*k].clone()),
                     sure: candidates(tasks, p).iter().all(|t| t.end.is_some()),
+                    others: others.iter().map(|&o| tasks[o].id.clone()).collect(),
                 },
-                // A later process of a thread planned this round waits for the next one.
-                None if p.thread != 0 && plan.keys().any(|&j| batch[j].thread == p.thread) => {
-                    next.push(i);
-                    continue;
-                }
                 None => scratch.find(tasks, p),
             };
             if let Some(run) = &f.run {
-                scratch.remember(p.thread, run, f.sure);
+                scratch.remember(p.thread, run, f.sure, &f.others);
             }
             found[i] = Some(f);
         }
@@ -94,23 +97,100 @@ pub fn decide(
     found.into_iter().map(|f| f.expect("all decided")).collect()
 }
 
+/// Of `left`, each thread's first process to start, and every one whose thread is not
+/// known.
+fn firsts(batch: &[Process], left: &[usize]) -> Vec<usize> {
+    let mut first: HashMap<u32, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for &i in left {
+        match batch[i].thread {
+            0 => out.push(i),
+            t => {
+                let f = first.entry(t).or_insert(i);
+                if batch[i].start < batch[*f].start {
+                    *f = i;
+                }
+            }
+        }
+    }
+    out.extend(first.into_values());
+    out
+}
+
 /// The task run (an index into `tasks`) for the first process in `left` of each thread
-/// that is not its thread's known task run's, chosen together.
+/// that is not its thread's known task run's, chosen together; with the others that may
+/// as well have started it (see `allowed`).
 fn plan(
     tasks: &[TaskRun],
     batch: &[Process],
     left: &[usize],
     known: &[Process],
     threads: &Threads,
-) -> HashMap<usize, usize> {
+) -> HashMap<usize, (usize, Vec<usize>)> {
     let reps = representatives(tasks, batch, left, threads);
     let options: Vec<Vec<(usize, f64)>> = (reps.iter())
         .map(|&i| options(tasks, &batch[i], batch, known, threads))
         .collect();
     let chosen = search(&options);
-    (reps.into_iter().zip(chosen))
-        .filter_map(|(i, t)| Some((i, t?)))
+    let others = allowed(&options, &chosen);
+    (reps.into_iter().zip(chosen).zip(others))
+        .filter_map(|((i, t), others)| Some((i, (t?, others))))
         .collect()
+}
+
+/// For each row, the other task runs Prefect's records allow as well: each holds the row's
+/// process, no other thread holds it for good, and every other row can still be given a
+/// task run of its own (as many rows matched as in the chosen plan). Equal task runs
+/// started together hold each other's processes: on a loaded machine their threads fork
+/// 3 to 15 ms after their stamps, in any order, and end as far from theirs, so the
+/// nearest fit is a guess; the match names the others it could as well have been.
+fn allowed(options: &[Vec<(usize, f64)>], chosen: &[Option<usize>]) -> Vec<Vec<usize>> {
+    let open: Vec<Vec<usize>> = (options.iter())
+        .map(|o| o.iter().filter(|x| x.1 < TAKEN).map(|x| x.0).collect())
+        .collect();
+    let most = matched(&open, None);
+    (open.iter().enumerate())
+        .map(|(r, mine)| {
+            (mine.iter().copied())
+                .filter(|&t| chosen[r].is_some_and(|c| c != t))
+                .filter(|&t| matched(&open, Some((r, t))) == most)
+                .collect()
+        })
+        .collect()
+}
+
+/// How many rows can each have a task run of their own from `open`, row `fixed.0` given
+/// `fixed.1` where set (augmenting paths: the rows are a batch's threads, a few dozen).
+fn matched(open: &[Vec<usize>], fixed: Option<(usize, usize)>) -> usize {
+    fn place(
+        r: usize,
+        open: &[Vec<usize>],
+        owner: &mut HashMap<usize, usize>,
+        seen: &mut HashSet<usize>,
+    ) -> bool {
+        for &t in &open[r] {
+            if !seen.insert(t) {
+                continue;
+            }
+            let free = match owner.get(&t) {
+                None => true,
+                Some(&o) => place(o, open, owner, seen),
+            };
+            if free {
+                owner.insert(t, r);
+                return true;
+            }
+        }
+        false
+    }
+    let mut rows = open.to_vec();
+    if let Some((r, t)) = fixed {
+        rows[r] = vec![t];
+    }
+    let mut owner = HashMap::new();
+    (0..rows.len())
+        .filter(|&r| place(r, &rows, &mut owner, &mut HashSet::new()))
+        .count()
 }
 
 /// Each thread's first process in `batch` that a task run may hold, none of them the
@@ -286,5 +366,92 @@ mod tests {
             .map(|(i, p)| format!("w{}-{}", p.thread - 10, i % 2))
             .collect();
         assert_eq!(names(&tasks, &batch), want);
+    }
+
+    /// Four equal mapped task runs on a loaded machine, as Prefect and the kernel recorded
+    /// them (µs): each thread's `sleep` then `echo`, then each thread's next task run. The
+    /// later processes, each held by one task run only, are matched first; a thread's
+    /// `echo` must still go where its `sleep` went, not be matched again as its first.
+    #[test]
+    fn a_threads_later_task_run_does_not_rematch_its_earlier_processes() {
+        let tasks = [
+            run("w-cde", 5_011, 233_428),
+            run("w-470", 10_343, 284_182),
+            run("w-d7d", 11_303, 294_646),
+            run("w-356", 20_148, 303_188),
+            run("w-090", 380_000, 610_000),
+            run("w-7f9", 381_000, 600_000),
+            run("w-fbe", 390_000, 612_000),
+        ];
+        let known = [process(78, 7_268, 229_556)];
+        let mut threads = Threads::default();
+        threads.remember(78, &tasks[0], true, &[]);
+        let batch = [
+            process(80, 19_079, 246_102),
+            process(79, 28_021, 245_571),
+            process(81, 29_858, 249_129),
+            process(78, 230_454, 231_883),
+            process(79, 250_372, 252_007),
+            process(81, 250_670, 253_969),
+            process(80, 282_498, 283_793),
+            process(79, 383_740, 601_169),
+            process(80, 384_612, 593_618),
+            process(81, 398_275, 609_185),
+        ];
+        let found = decide(&tasks, &batch, &known, &threads);
+        let of = |i: usize| found[i].run.as_ref().unwrap().name.clone();
+        for (sleep, echo) in [(0, 6), (1, 4), (2, 5)] {
+            assert_eq!(of(sleep), of(echo), "thread {}", batch[sleep].thread);
+        }
+        assert_eq!(of(7), "w-090");
+        assert_eq!(of(8), "w-7f9");
+        assert_eq!(of(3), "w-cde");
+    }
+
+    /// Two equal task runs started 1 ms apart, both holding both threads' processes: either
+    /// way is allowed, and the match says so. A third, which started 200 ms later, holds
+    /// neither, and its own thread's process is its alone.
+    #[test]
+    fn task_runs_nothing_tells_apart_are_named_beside_the_match() {
+        let tasks = [
+            run("w-a", 0, 300_000),
+            run("w-b", 1_000, 302_000),
+            run("w-c", 200_000, 520_000),
+        ];
+        let batch = [
+            process(11, 8_000, 293_000),
+            process(12, 10_000, 293_000),
+            process(13, 205_000, 515_000),
+        ];
+        let found = decide(&tasks, &batch, &[], &Threads::default());
+        let others: Vec<&[String]> = found.iter().map(|f| f.others.as_slice()).collect();
+        assert_eq!(others[0].len() + others[1].len(), 2, "{others:?}");
+        let (a, b) = (found[0].run.clone().unwrap(), found[1].run.clone().unwrap());
+        assert_eq!(others[0], std::slice::from_ref(&b.id));
+        assert_eq!(others[1], std::slice::from_ref(&a.id));
+        assert!(others[2].is_empty(), "{others:?}");
+    }
+
+    /// Task runs started together that end apart (they sleep 0.3, 0.4 and 0.5 s): each
+    /// thread's process is held by one task run that the others' leave free, so no other
+    /// is named, though the first thread's is held by all three.
+    #[test]
+    fn task_runs_their_ends_tell_apart_name_no_others() {
+        let tasks = [
+            run("a", 67_000, 381_000),
+            run("b", 73_000, 483_000),
+            run("c", 79_000, 592_000),
+        ];
+        let batch = [
+            process(17, 80_000, 580_000),
+            process(13, 81_000, 380_000),
+            process(14, 82_000, 480_000),
+        ];
+        let found = decide(&tasks, &batch, &[], &Threads::default());
+        let names: Vec<String> = (found.iter())
+            .map(|f| f.run.as_ref().unwrap().name.clone())
+            .collect();
+        assert_eq!(names, ["c", "a", "b"]);
+        assert!(found.iter().all(|f| f.others.is_empty()));
     }
 }

@@ -59,7 +59,16 @@ pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
 /// The task run each thread of the flow process ran last, and whether that is final (a
 /// guess made within one batch only informs the rest of it).
 #[derive(Clone, Default)]
-pub struct Threads(HashMap<u32, (TaskRun, bool)>);
+pub struct Threads(HashMap<u32, Held>);
+
+/// A thread's task run, whether that is final, and the others that fit its processes
+/// about as well.
+#[derive(Clone)]
+struct Held {
+    run: TaskRun,
+    fin: bool,
+    others: Vec<String>,
+}
 
 /// The task run found for a process, and whether it is sure.
 pub struct Found {
@@ -69,46 +78,54 @@ pub struct Found {
     /// running is not enough: under load the server writes other task runs' rows seconds
     /// late, and one of those may have started it.
     pub sure: bool,
+    /// Other task runs (their ids) that fit the process about as well: task runs started
+    /// together, doing the same work, that nothing recorded tells apart.
+    pub others: Vec<String>,
 }
 
 impl Threads {
     /// The task run thread `tid` ran last.
     pub fn last(&self, tid: u32) -> Option<&TaskRun> {
-        self.0.get(&tid).map(|(run, _)| run)
+        self.0.get(&tid).map(|h| &h.run)
     }
 
     /// Whether a thread other than `tid` was matched to task run `id` for good.
     pub fn held_by_other(&self, tid: u32, id: &str) -> bool {
-        (self.0.iter()).any(|(t, (run, fin))| *t != tid && *fin && run.id == id)
+        (self.0.iter()).any(|(t, h)| *t != tid && h.fin && h.run.id == id)
     }
 
-    /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match.
-    pub fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool) {
+    /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match; `others`:
+    /// the task runs that fit it about as well.
+    pub fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool, others: &[String]) {
         if tid != 0 {
-            self.0.insert(tid, (run.clone(), fin));
+            let (run, others) = (run.clone(), others.to_vec());
+            self.0.insert(tid, Held { run, fin, others });
         }
     }
 
-    /// The task run that started `p`: its thread's own, when that one may have; else the
-    /// first to start of those no other thread runs now (submitted task runs start in order,
-    /// each a moment before its thread forks); else the first to start.
+    /// The task run that started `p`: its thread's own, when that one may have (with the
+    /// others that fit the thread about as well); else the first to start of those no other
+    /// thread runs now (submitted task runs start in order, each a moment before its thread
+    /// forks); else the first to start.
     pub fn find(&self, tasks: &[TaskRun], p: &Process) -> Found {
         let cands = candidates(tasks, p);
         let own = self.0.get(&p.thread);
         let taken: Vec<&str> = (self.0.iter())
-            .filter(|(tid, (run, _))| **tid != p.thread && running_at(run, p.start))
-            .map(|(_, (run, _))| run.id.as_str())
+            .filter(|(tid, h)| **tid != p.thread && running_at(&h.run, p.start))
+            .map(|(_, h)| h.run.id.as_str())
             .collect();
-        let mine = cands
-            .iter()
-            .find(|t| own.is_some_and(|(o, _)| o.id == t.id));
-        let own_final = mine.is_some() && own.is_some_and(|(_, fin)| *fin);
+        let mine = cands.iter().find(|t| own.is_some_and(|h| h.run.id == t.id));
+        let own_final = mine.is_some() && own.is_some_and(|h| h.fin);
+        let others = match (mine, own) {
+            (Some(_), Some(h)) => h.others.clone(),
+            _ => Vec::new(),
+        };
         let free = cands.iter().filter(|t| !taken.contains(&t.id.as_str()));
         let run = (mine.or_else(|| free.min_by_key(|t| t.start)))
             .or_else(|| cands.iter().min_by_key(|t| t.start))
             .map(|t| (*t).clone());
         let sure = run.is_some() && (own_final || cands.iter().all(|t| t.end.is_some()));
-        Found { run, sure }
+        Found { run, sure, others }
     }
 }
 
@@ -163,7 +180,7 @@ mod tests {
     /// Finds `p`'s task run and remembers it as its thread's.
     fn take(threads: &mut Threads, tasks: &[TaskRun], p: &Process) -> Option<TaskRun> {
         let run = threads.find(tasks, p).run?;
-        threads.remember(p.thread, &run, true);
+        threads.remember(p.thread, &run, true, &[]);
         Some(run)
     }
 
@@ -215,7 +232,7 @@ mod tests {
         let (first, next) = (process(7, 10, 300), process(7, 310, 320));
         let guess = threads.find(&tasks, &first);
         assert!(!guess.sure);
-        threads.remember(7, guess.run.as_ref().unwrap(), false);
+        threads.remember(7, guess.run.as_ref().unwrap(), false, &[]);
         let found = threads.find(&tasks, &next);
         assert_eq!(
             found.run.unwrap().name,
@@ -223,7 +240,7 @@ mod tests {
             "its thread's guess still leads"
         );
         assert!(!found.sure, "but a guess proves nothing");
-        threads.remember(7, &tasks[0], true);
+        threads.remember(7, &tasks[0], true, &[]);
         assert!(threads.find(&tasks, &next).sure);
     }
 
@@ -297,7 +314,7 @@ mod tests {
         // Thread 9 was matched to "b" by mistake; 8's process can only be "b"'s.
         let tasks = vec![run("a", 0, Some(300)), run("b", 10, Some(600))];
         let mut threads = Threads::default();
-        threads.remember(9, &tasks[1], true);
+        threads.remember(9, &tasks[1], true, &[]);
         let p = process(8, 550, 590);
         assert_eq!(take(&mut threads, &tasks, &p).unwrap().name, "b");
     }

@@ -289,11 +289,12 @@ impl EngineRun for Prefect {
             named[i] = match found.run {
                 Some(t) if settled => {
                     self.remember_known(*p);
-                    self.threads.remember(p.thread, &t, true);
+                    self.threads.remember(p.thread, &t, true, &found.others);
                     Some(TaskInfo {
                         name: t.name,
                         run_id: t.id,
                         traceparent: t.traceparent,
+                        alternatives: found.others,
                         ..Default::default()
                     })
                 }
