@@ -58,9 +58,13 @@ test-kernels: setup
 # no /proc of their own: run them as nobody (uid 65534) to keep it so.
 unit-unprivileged: setup
 	$(STEP)
-	@for p in pipetrace-core pipetrace-host pipetrace-export pipetrace; do \
-	 bin=$$($(CARGO) test -p $$p --lib --no-run --message-format=json 2>/dev/null \
-	   | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4) && \
+	@# Built as `make test`'s own nextest run builds them (the default members' lib tests at
+	@# once, features unified alike), so that run reuses them instead of compiling again.
+	@$(CARGO) test --lib --no-run --message-format=json 2>/dev/null \
+	 | python3 -c 'import json, sys; wanted = sys.argv[1:]; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in wanted]' \
+	   pipetrace_core pipetrace_host pipetrace_export pipetrace > target/unprivileged-units
+	@[ "$$(wc -l < target/unprivileged-units)" = 4 ] || { echo "unit-unprivileged: expected 4 test binaries, found: $$(cat target/unprivileged-units)"; exit 1; }
+	@for bin in $$(cat target/unprivileged-units); do \
 	 dir=$$(mktemp -d) && cp "$$bin" "$$dir/unit" && chmod -R a+rx "$$dir" && \
 	 (cd "$$dir" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$$dir" ./unit -q) ; \
 	 rc=$$?; rm -rf "$$dir"; [ $$rc = 0 ] || exit $$rc; \
