@@ -64,8 +64,9 @@ struct Attrs {
 /// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
 /// and GPUs for the machines, `sizing`; tag, exit, signal and what was asked for the page's
 /// jobs table.)
-pub const TASK_KEYS: [&str; 38] = [
+pub const TASK_KEYS: [&str; 39] = [
     attr::CICD_PIPELINE_TASK_NAME,
+    attr::CICD_PIPELINE_TASK_RUN_ID,
     attr::TASK_TAG,
     attr::TASK_WILDCARDS,
     attr::TASK_THREADS,
@@ -107,7 +108,8 @@ pub const TASK_KEYS: [&str; 38] = [
 
 /// What the page draws of a tool (a run may have many thousands), and the I/O and waits
 /// `pipetrace compare` reads of it.
-pub const TOOL_KEYS: [&str; 10] = [
+pub const TOOL_KEYS: [&str; 11] = [
+    attr::TOOL_TASK_RUN_ALTERNATIVES,
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,
     attr::MEMORY_PEAK,

@@ -557,7 +557,7 @@ fn concurrent_equal_task_runs_keep_their_own_processes() {
         })
         .collect();
     assert_eq!(named, ran, "one span per task run, named by it");
-    let (mut own, mut allowed) = (0, 0);
+    let (mut own, mut allowed, mut naming) = (0, 0, 0);
     for tool in t.tools() {
         let Some(want) = tagged_task_run(tool.str("process.command_line")) else {
             continue;
@@ -568,6 +568,7 @@ fn concurrent_equal_task_runs_keep_their_own_processes() {
             _ => Vec::new(),
         };
         let line = tool.str("process.command_line");
+        naming += usize::from(!others.is_empty());
         assert!(
             others
                 .iter()
@@ -588,4 +589,8 @@ fn concurrent_equal_task_runs_keep_their_own_processes() {
     assert_eq!(own + allowed, 20, "every tagged process is a tool");
     eprintln!("{own} under their own task run, {allowed} under one allowed as well (named)");
     assert_tools_within_their_task_runs(home.path(), &t);
+    // The report's findings say which jobs' processes may be each other's, and only then.
+    let page = std::fs::read_to_string(home.path().join("t.report.html")).unwrap();
+    let said = page.matches(" may as well be those of ").count();
+    assert_eq!(said > 0, naming > 0, "{naming} processes name others");
 }

@@ -1,5 +1,6 @@
 //! What to look at first: OOM kills, failures, stalls, jobs slower than usual, the largest
-//! over-ask and the dominant bottleneck, most serious first, each linked to its job's row.
+//! over-ask and the dominant bottleneck, most serious first, each linked to its job's row;
+//! last, the jobs whose processes may as well be other jobs' (the records cannot tell).
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use pipetrace_semconv::{attr, event};
@@ -19,6 +20,7 @@ pub enum Rank {
     Slower,
     OverAsk,
     Bottleneck,
+    Uncertain,
 }
 
 pub struct Finding {
@@ -88,6 +90,34 @@ fn slower(j: &Job) -> Option<Finding> {
     Some(about(j, factor, Rank::Slower, esc(&e.describe())))
 }
 
+/// A job some of whose processes may as well be other jobs' (`.map()`ped Prefect task runs
+/// started together: the engine records no thread), with those jobs named.
+fn uncertain(j: &Job, jobs: &[Job]) -> Option<Finding> {
+    let lists = (j.tools.iter())
+        .filter_map(|t| t.lists.get(attr::TOOL_TASK_RUN_ALTERNATIVES))
+        .filter(|l| !l.is_empty());
+    let (mut count, mut ids) = (0, std::collections::BTreeSet::new());
+    for l in lists {
+        count += 1;
+        ids.extend(l.iter().map(String::as_str));
+    }
+    if ids.is_empty() {
+        return None;
+    }
+    let label = |id: &str| {
+        (jobs.iter())
+            .find(|o| o.span.text(attr::CICD_PIPELINE_TASK_RUN_ID) == Some(id))
+            .map_or_else(|| id.to_string(), Job::label)
+    };
+    let names: Vec<String> = ids.iter().map(|id| label(id)).collect();
+    let s = format!(
+        "{count} of its processes (with what they started) may as well be those of {}: \
+         these started together and the engine's records cannot tell which ran which",
+        names.join(" or ")
+    );
+    Some(about(j, count as f64, Rank::Uncertain, esc(&s)))
+}
+
 /// The job that left the most asked-for CPU time unused, with what that cost.
 fn largest_over_ask(jobs: &[Job]) -> Option<Finding> {
     let j = (jobs.iter())
@@ -155,7 +185,7 @@ pub fn findings(run: Option<&ReportSpan>, jobs: &[Job]) -> Vec<Finding> {
     let mut all: Vec<Finding> = run_failure(run, jobs).into_iter().collect();
     for j in jobs {
         all.extend(
-            [oom(j), failure(j), stalls(j), slower(j)]
+            [oom(j), failure(j), stalls(j), slower(j), uncertain(j, jobs)]
                 .into_iter()
                 .flatten(),
         );
@@ -278,6 +308,39 @@ mod tests {
             f.html.contains("about 1.00 USD of its 1.00 USD"),
             "{}",
             f.html
+        );
+    }
+
+    #[test]
+    fn processes_that_may_be_other_jobs_name_those_jobs_last() {
+        let run = |id: &str, name: &str| {
+            let t = task(id, name, None, (0.0, 1.0));
+            with(t, &[], &[(attr::CICD_PIPELINE_TASK_RUN_ID, id)])
+        };
+        let mut maybe = tool("x", "a", "sh");
+        let alternatives = vec!["b".to_string(), "gone".to_string()];
+        (maybe.lists).insert(attr::TOOL_TASK_RUN_ALTERNATIVES.into(), alternatives);
+        let mut failed = run("c", "work-c");
+        failed.error = Some("task work-c exited with code 1".into());
+        let spans = [
+            run("a", "work-a"),
+            run("b", "work-b"),
+            failed,
+            maybe,
+            tool("y", "a", "sh"),
+        ];
+        let jobs = jobs_of(&spans);
+        let all = findings(None, &jobs);
+        let ranks: Vec<_> = all.iter().map(|f| f.rank).collect();
+        assert_eq!(ranks, [Rank::Failure, Rank::Uncertain]);
+        assert_eq!(all[1].job.as_ref().unwrap().1, "work-a");
+        assert!(
+            all[1].html.starts_with(
+                "1 of its processes (with what they started) may as well be those of \
+                     work-b or gone:"
+            ),
+            "{}",
+            all[1].html
         );
     }
 
