@@ -60,9 +60,10 @@ unit-unprivileged: setup
 	$(STEP)
 	@# Built as `make test`'s own nextest run builds them (the default members' lib tests at
 	@# once, features unified alike), so that run reuses them instead of compiling again.
-	@$(CARGO) test --lib --no-run --message-format=json 2>/dev/null \
+	@mkdir -p target; set -o pipefail; $(CARGO) test --lib --no-run --message-format=json 2>target/unprivileged-build.log \
 	 | python3 -c 'import json, sys; wanted = sys.argv[1:]; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in wanted]' \
-	   pipetrace_core pipetrace_host pipetrace_export pipetrace > target/unprivileged-units
+	   pipetrace_core pipetrace_host pipetrace_export pipetrace > target/unprivileged-units \
+	 || { tail -40 target/unprivileged-build.log; exit 1; }
 	@[ "$$(wc -l < target/unprivileged-units)" = 4 ] || { echo "unit-unprivileged: expected 4 test binaries, found: $$(cat target/unprivileged-units)"; exit 1; }
 	@for bin in $$(cat target/unprivileged-units); do \
 	 dir=$$(mktemp -d) && cp "$$bin" "$$dir/unit" && chmod -R a+rx "$$dir" && \
