@@ -255,7 +255,10 @@ pub fn read_runs(pids: &[u32], wait: std::time::Duration) -> Vec<Answer> {
     };
     let asked = SystemTime::now();
     let asks: Vec<Result<(), String>> = (pids.iter())
-        .map(|&pid| std::fs::write(want_file(pid), b"").map_err(|_| denied(&want_file(pid))))
+        .map(|&pid| {
+            let want = want_file(pid);
+            std::fs::write(&want, b"").map_err(|_| denied(&want))
+        })
         .collect();
     let deadline = std::time::Instant::now() + wait;
     let waiting = |pid: &u32| modified(&runs_file(*pid)).is_none_or(|t| t < asked);

@@ -359,12 +359,12 @@ fn keep_last_runs(records: &mut Vec<Record>, keep: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::port::fake::MemoryStore;
 
     /// The task judged far slower than usual, or None.
     fn slower(h: &mut History, job: &Job) -> Option<Against> {
         h.judge(job).filter(|a| a.slower)
     }
-    use crate::port::fake::MemoryStore;
 
     /// A history kept in `store`, as an agent starting anew reads it.
     fn kept_in(store: &MemoryStore) -> History {

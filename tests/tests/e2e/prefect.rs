@@ -439,24 +439,38 @@ fn task_runs_that_ran(home: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A process that carries its task run's id: the id it carries, and the task run it is
+/// under.
+struct Tagged<'a> {
+    tool: &'a RecvSpan,
+    want: &'a str,
+    under: Option<&'a str>,
+}
+
+/// Every process of the trace that carries its task run's id.
+fn tagged_tools<'a>(t: &'a Trace) -> Vec<Tagged<'a>> {
+    (t.tools().into_iter())
+        .filter_map(|tool| {
+            let want = tagged_task_run(tool.str("process.command_line"))?;
+            let under = t.task_of(tool).map(|s| s.str("cicd.pipeline.task.run.id"));
+            Some(Tagged { tool, want, under })
+        })
+        .collect()
+}
+
 /// Every process that carries its task run's id is under that task run's span.
 fn assert_tagged_tools_under_their_task_runs(t: &Trace) -> usize {
-    let mut tagged = 0;
-    for tool in t.tools() {
-        let Some(want) = tagged_task_run(tool.str("process.command_line")) else {
-            continue;
-        };
-        tagged += 1;
-        let under = t.task_of(tool);
+    let tagged = tagged_tools(t);
+    for x in &tagged {
+        let task = t.task_of(x.tool).map(|s| s.str("cicd.pipeline.task.name"));
         assert_eq!(
-            under.map(|s| s.str("cicd.pipeline.task.run.id")),
-            Some(want),
-            "{} is under {:?}",
-            tool.str("process.command_line"),
-            under.map(|s| s.str("cicd.pipeline.task.name")),
+            x.under,
+            Some(x.want),
+            "{} is under {task:?}",
+            x.tool.str("process.command_line"),
         );
     }
-    tagged
+    tagged.len()
 }
 
 /// Task runs called one after another on the flow's thread start within milliseconds of the
@@ -558,11 +572,7 @@ fn concurrent_equal_task_runs_keep_their_own_processes() {
         .collect();
     assert_eq!(named, ran, "one span per task run, named by it");
     let (mut own, mut allowed, mut naming) = (0, 0, 0);
-    for tool in t.tools() {
-        let Some(want) = tagged_task_run(tool.str("process.command_line")) else {
-            continue;
-        };
-        let under = t.task_of(tool).map(|s| s.str("cicd.pipeline.task.run.id"));
+    for Tagged { tool, want, under } in tagged_tools(&t) {
         let others: Vec<&str> = match tool.attr(attr::TOOL_TASK_RUN_ALTERNATIVES) {
             Some(Val::List(ids)) => ids.iter().map(Val::str).collect(),
             _ => Vec::new(),

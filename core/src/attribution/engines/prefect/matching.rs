@@ -61,8 +61,8 @@ pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
 #[derive(Clone, Default)]
 pub struct Threads(HashMap<u32, Held>);
 
-/// A thread's task run, whether that is final, and the others that fit its processes
-/// about as well.
+/// A thread's task run, whether that is final, and the others Prefect's records allow as
+/// well (see `assign::allowed`).
 #[derive(Clone)]
 struct Held {
     run: TaskRun,
@@ -78,7 +78,7 @@ pub struct Found {
     /// running is not enough: under load the server writes other task runs' rows seconds
     /// late, and one of those may have started it.
     pub sure: bool,
-    /// Other task runs (their ids) that fit the process about as well: task runs started
+    /// Other task runs (their ids) that Prefect's records allow as well: task runs started
     /// together, doing the same work, that nothing recorded tells apart.
     pub others: Vec<String>,
 }
@@ -95,7 +95,7 @@ impl Threads {
     }
 
     /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match; `others`:
-    /// the task runs that fit it about as well.
+    /// the task runs the records allow as well.
     pub fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool, others: &[String]) {
         if tid != 0 {
             let (run, others) = (run.clone(), others.to_vec());
@@ -104,7 +104,7 @@ impl Threads {
     }
 
     /// The task run that started `p`: its thread's own, when that one may have (with the
-    /// others that fit the thread about as well); else the first to start of those no other
+    /// others the records allowed the thread as well); else the first to start of those no other
     /// thread runs now (submitted task runs start in order, each a moment before its thread
     /// forks); else the first to start.
     pub fn find(&self, tasks: &[TaskRun], p: &Process) -> Found {
