@@ -392,6 +392,11 @@ impl Agent {
         self.child.id()
     }
 
+    /// What it logged since it said it was watching (or since the last call).
+    pub fn said(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
     /// SIGKILL: a crash, or an OOM kill of the agent itself; nothing is flushed.
     pub fn kill(mut self) {
         let _ = self.child.kill();

@@ -266,6 +266,11 @@ pub fn jobs_dir(workdir: &Path) -> PathBuf {
 /// The log of the latest run in `workdir` (the launch directory).
 /// 7 and 9 keep it there whatever a `workdir:` says; 8.30 keeps it where the jobs run.
 pub fn newest_log(workdir: &Path) -> PathBuf {
+    latest_log(workdir).expect("the run's log")
+}
+
+/// As [`newest_log`], None while Snakemake has written none yet (a run starting).
+pub fn latest_log(workdir: &Path) -> Option<PathBuf> {
     let dirs = [workdir.to_path_buf(), jobs_dir(workdir)];
     let logs = dirs
         .iter()
@@ -273,7 +278,6 @@ pub fn newest_log(workdir: &Path) -> PathBuf {
     // Named by their start time: the greatest name is the latest.
     (logs.flatten().flatten().map(|e| e.path()))
         .max_by_key(|p| p.file_name().map(|n| n.to_os_string()))
-        .expect("the run's log")
 }
 
 impl Records {

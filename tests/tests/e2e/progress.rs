@@ -9,14 +9,14 @@ use std::{
 use pipetrace_e2e::{
     own_agent, pipetrace,
     progress::{metric_values, status_of},
-    snakemake::newest_log,
+    snakemake::latest_log,
     stderr,
 };
 use pipetrace_semconv::{attr, metric};
 
 /// What Snakemake's log says last: (done, total).
 fn log_progress(workdir: &Path) -> Option<(u32, u32)> {
-    let log = std::fs::read_to_string(newest_log(workdir)).ok()?;
+    let log = std::fs::read_to_string(latest_log(workdir)?).ok()?;
     let last = log.lines().rev().find(|l| l.ends_with("%) done"))?;
     let (counts, _) = last.split_once(" steps (")?;
     let (done, total) = counts.split_once(" of ")?;
@@ -146,10 +146,9 @@ fn a_run_started_span_carries_what_the_pipelines_runs_usually_take() {
         runs.push(pipetrace_e2e::read_jsonl(&file));
     }
     let started = |spans: &[pipetrace_e2e::spans::RecvSpan]| {
-        (spans.iter())
-            .find(|s| s.name == "run started")
-            .cloned()
-            .expect("a run started span")
+        let found = (spans.iter()).find(|s| s.name == "run started").cloned();
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        found.unwrap_or_else(|| panic!("a run started span among {names:?}"))
     };
     for earlier in &runs[..3] {
         let s = started(earlier);

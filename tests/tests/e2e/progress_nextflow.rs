@@ -11,8 +11,8 @@ use std::{
 };
 
 use pipetrace_e2e::{
-    nextflow, own_agent,
-    progress::{metric_values, status_of},
+    Agent, nextflow, own_agent,
+    progress::{agent_entry, entry_summary, metric_values, run_in},
     slurm_up, slurm_wait_gone,
 };
 use pipetrace_semconv::metric;
@@ -101,7 +101,7 @@ fn start(launch: &Path, name: &str, script: &str, args: &[&str]) -> Child {
 /// Polls until the agent's view of run `name` and the records agree at a moment `wanted`
 /// holds; the view then, or a panic with what both said.
 fn agreed(
-    agent: u32,
+    agent: &Agent,
     name: &str,
     launch: &Path,
     run: &mut Child,
@@ -113,10 +113,15 @@ fn agreed(
         std::thread::sleep(Duration::from_millis(250));
         // The agent's view is of a moment between these two looks at the records.
         let before = records(launch);
-        let now = status_of(agent, name);
+        let entry = agent_entry(agent.pid());
+        let now = entry.as_ref().and_then(|e| run_in(e, name));
         let after = records(launch);
         let seen = now.as_ref().and_then(counts);
-        last.push(format!("{before:?} <= {seen:?} <= {after:?}"));
+        let also = match now {
+            Some(_) => String::new(),
+            None => format!(" ({})", entry_summary(entry.as_ref())),
+        };
+        last.push(format!("{before:?} <= {seen:?} <= {after:?}{also}"));
         if let (Some(now), Some(seen)) = (now, seen)
             && [&before, &after].contains(&&seen)
             && wanted(&seen)
@@ -124,9 +129,22 @@ fn agreed(
             return now;
         }
     }
+    // What it lost, if anything: its entry in the node's registry says.
+    let entry = std::fs::read_to_string(format!("/run/pipetrace/agents/{}.json", agent.pid()));
     panic!(
-        "the agent's view never matched the run's records:\n{}",
-        last.join("\n")
+        "the agent's view never matched the run's records:\n{}\nits registry entry: {}\n\
+         the agent logged:\n{}",
+        last.join("\n"),
+        entry.unwrap_or_default(),
+        agent
+            .said()
+            .iter()
+            .rev()
+            .take(40)
+            .rev()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -137,7 +155,7 @@ fn status_counts_a_local_run_as_its_log_does_while_tasks_wait_for_a_slot() {
     let name = format!("progress-{}.nf", std::process::id());
     let mut run = start(dir.path(), &name, "sleep 4", &["-process.maxForks=2"]);
     // Some done, not all submitted: Nextflow logs a task only as a slot frees for it.
-    let now = agreed(agent.pid(), &name, dir.path(), &mut run, |r| {
+    let now = agreed(&agent, &name, dir.path(), &mut run, |r| {
         r.completed >= 1 && r.submitted < TASKS as u64
     });
     let (done, total) = (
@@ -173,7 +191,7 @@ fn status_counts_jobs_pending_in_slurm_as_queued() {
         "sleep 4",
         &["-process.executor=slurm", "-executor.queueSize=10"],
     );
-    let now = agreed(agent.pid(), &name, dir.path(), &mut run, |r| {
+    let now = agreed(&agent, &name, dir.path(), &mut run, |r| {
         r.submitted == TASKS as u64 && r.waiting >= 1
     });
     let (done, total) = (
