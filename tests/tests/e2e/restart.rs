@@ -13,7 +13,7 @@ async fn a_restarted_agent_continues_the_same_trace() {
         "rule all:\n    input: \"done.txt\"\n\n\
          rule first:\n    output: \"first.txt\"\n    shell: \"echo one > {output}\"\n\n\
          rule slow:\n    input: \"first.txt\"\n    output: \"slow.txt\"\n    \
-         shell: \"sleep 4 && cat {input} > {output}\"\n\n\
+         shell: \"while [ ! -e go ]; do sleep 0.2; done; cat {input} > {output}\"\n\n\
          rule after:\n    input: \"slow.txt\"\n    output: \"done.txt\"\n    \
          shell: \"sort {input} > {output}\"\n",
     )
@@ -25,7 +25,7 @@ async fn a_restarted_agent_continues_the_same_trace() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("snakemake");
-    // The first job has ended and been exported; the slow one runs: kill the agent.
+    // The first job has ended and been exported; the slow one waits: kill the agent.
     wait_for_process(dir.path(), "sleep");
     let name = dir
         .path()
@@ -41,6 +41,9 @@ async fn a_restarted_agent_continues_the_same_trace() {
         .await;
     first.kill();
     let second = Agent::start(&["--endpoint", &rx.grpc_url()]);
+    // The slow job waits for the second agent to watch (its start takes seconds on a busy
+    // machine): a job that ended while no agent ran is seen by none.
+    std::fs::write(dir.path().join("go"), "").unwrap();
     assert!(snakemake.wait().unwrap().success());
     let spans = rx
         .wait_for(Duration::from_secs(20), |s| {
