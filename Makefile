@@ -82,13 +82,18 @@ FUZZ_BUILD ?= --dev
 FUZZ_TARGETS = config argv events
 fuzz-smoke: setup
 	$(STEP)
-	@for t in $(FUZZ_TARGETS); do \
+	@# Built once, then the targets fuzzed side by side (each logs to target/fuzz-<target>.log).
+	@cd tests/fuzz && $(CARGO) +nightly fuzz build $(FUZZ_BUILD) 2>&1 | tail -1; [ $${PIPESTATUS[0]} = 0 ]
+	@pids=""; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p target/fuzz-corpus/$$t && \
-	  (cd tests/fuzz && $(CARGO) +nightly fuzz run $(FUZZ_BUILD) $$t ../../target/fuzz-corpus/$$t seeds/$$t \
-	     -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 2>&1 \
-	     | grep -E '^(stat::number_of_executed_units|==.*ERROR|SUMMARY)|panicked' ; \
-	   exit $${PIPESTATUS[0]}) || exit 1; \
-	done
+	  (cd tests/fuzz && exec $(CARGO) +nightly fuzz run $(FUZZ_BUILD) $$t ../../target/fuzz-corpus/$$t seeds/$$t \
+	     -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 >../../target/fuzz-$$t.log 2>&1) & \
+	  pids="$$pids $$!"; \
+	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; \
+	for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$t:"; grep -E '^(stat::number_of_executed_units|==.*ERROR|SUMMARY)|panicked' target/fuzz-$$t.log; \
+	done; \
+	[ $$rc = 0 ] || { echo "a fuzz target failed: see target/fuzz-<target>.log"; exit 1; }
 
 FUZZ_LONG ?= 600
 fuzz:
