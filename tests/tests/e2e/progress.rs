@@ -125,7 +125,7 @@ fn a_run_started_span_carries_what_the_pipelines_runs_usually_take() {
     std::fs::create_dir_all(&wf).unwrap();
     std::fs::write(
         wf.join("Snakefile"),
-        "rule all:\n    input: 'a.txt'\nrule a:\n    output: 'a.txt'\n    shell: 'sleep 1.2; touch {output}'\n",
+        "rule all:\n    input: 'a.txt'\nrule a:\n    output: 'a.txt'\n    shell: 'sleep 2; touch {output}'\n",
     )
     .unwrap();
     let state = dir.path().join("state");
@@ -134,7 +134,8 @@ fn a_run_started_span_carries_what_the_pipelines_runs_usually_take() {
         let file = dir.path().join(format!("t{i}.otlp.jsonl"));
         let o = pipetrace()
             .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
-            // Sampled often: the run is announced while its task runs.
+            // Sampled often: the run is announced while its task runs, named once a second
+            // old (a younger task is not named yet): the task runs a second more.
             .env("PIPETRACE_METRICS__INTERVAL", "250ms")
             .args(["run", "--output"])
             .arg(&file)
