@@ -1,7 +1,7 @@
-//! Usage for every process: a storm of more processes than pids (pid_max, so pids recur), beside
-//! a second storm that loads both CPUs and the probes, traced by `pipetrace run` and by
-//! `pipetrace agent`. Every process has its kernel figures, and each one's CPU and memory equal
-//! what wait4 said.
+//! Usage for every process: a storm of more processes than the machine has pids (so pids
+//! recur), beside a second storm that loads both CPUs and the probes, traced by `pipetrace run`
+//! and by `pipetrace agent`. Every process has its kernel figures, and each one's CPU and
+//! memory equal what wait4 said.
 use std::{collections::HashMap, path::Path, process::Command};
 
 use pipetrace_e2e::{Agent, Background, each_jsonl_span, pipetrace, stderr};
