@@ -153,7 +153,9 @@ fn status_counts_a_local_run_as_its_log_does_while_tasks_wait_for_a_slot() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, out) = own_agent(dir.path(), "agent", "metrics:\n  interval: 500ms\n");
     let name = format!("progress-{}.nf", std::process::id());
-    let mut run = start(dir.path(), &name, "sleep 4", &["-process.maxForks=2"]);
+    // Tasks of 6 s: each stage of the run (some done, not all submitted) lasts several of the
+    // test's looks (each up to a few seconds on a busy machine).
+    let mut run = start(dir.path(), &name, "sleep 6", &["-process.maxForks=2"]);
     // Some done, not all submitted: Nextflow logs a task only as a slot frees for it.
     let now = agreed(&agent, &name, dir.path(), &mut run, |r| {
         r.completed >= 1 && r.submitted < TASKS as u64
