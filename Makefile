@@ -83,7 +83,8 @@ FUZZ_TARGETS = config argv events
 fuzz-smoke: setup
 	$(STEP)
 	@# Built once, then the targets fuzzed side by side (each logs to target/fuzz-<target>.log).
-	@cd tests/fuzz && $(CARGO) +nightly fuzz build $(FUZZ_BUILD) 2>&1 | tail -1; [ $${PIPESTATUS[0]} = 0 ]
+	@mkdir -p target; cd tests/fuzz && $(CARGO) +nightly fuzz build $(FUZZ_BUILD) >../../target/fuzz-build.log 2>&1 \
+	 || { tail -30 ../../target/fuzz-build.log; exit 1; }
 	@pids=""; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p target/fuzz-corpus/$$t && \
 	  (cd tests/fuzz && exec $(CARGO) +nightly fuzz run $(FUZZ_BUILD) $$t ../../target/fuzz-corpus/$$t seeds/$$t \
