@@ -21,6 +21,16 @@ fn task_runs_that_ran(home: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The trace's task spans, by task run id -> name (as [`task_runs_that_ran`] lists them).
+fn task_spans_by_run(t: &Trace) -> BTreeMap<String, String> {
+    (t.tasks().into_iter())
+        .map(|s| {
+            let id = s.str("cicd.pipeline.task.run.id").to_string();
+            (id, s.str("cicd.pipeline.task.name").to_string())
+        })
+        .collect()
+}
+
 /// A process that carries its task run's id: the id it carries, and the task run it is
 /// under.
 struct Tagged<'a> {
@@ -66,12 +76,7 @@ fn called_task_runs_keep_their_last_processes() {
     let (_, _, task_runs) = records(home.path(), &only_flow_run(home.path()));
     let ran = task_runs_that_ran(home.path());
     assert!(ran.len() < task_runs.len(), "one task run was a cache hit");
-    let named: BTreeMap<String, String> = (t.tasks().into_iter())
-        .map(|s| {
-            let id = s.str("cicd.pipeline.task.run.id").to_string();
-            (id, s.str("cicd.pipeline.task.name").to_string())
-        })
-        .collect();
+    let named = task_spans_by_run(&t);
     assert_eq!(named, ran, "one span per task run that ran, named by it");
     assert!(assert_tagged_tools_under_their_task_runs(&t) >= 15);
     assert_tools_within_their_task_runs(home.path(), &t);
@@ -146,12 +151,7 @@ fn concurrent_equal_task_runs_keep_their_own_processes() {
     t.assert_well_formed();
     let ran = task_runs_that_ran(home.path());
     assert_eq!(ran.len(), 10, "the flow waits until the server has all ten");
-    let named: BTreeMap<String, String> = (t.tasks().into_iter())
-        .map(|s| {
-            let id = s.str("cicd.pipeline.task.run.id").to_string();
-            (id, s.str("cicd.pipeline.task.name").to_string())
-        })
-        .collect();
+    let named = task_spans_by_run(&t);
     assert_eq!(named, ran, "one span per task run, named by it");
     let (mut own, mut allowed, mut naming) = (0, 0, 0);
     for Tagged { tool, want, under } in tagged_tools(&t) {
