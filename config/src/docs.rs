@@ -296,7 +296,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("summary", "What pipetrace run prints on the terminal."),
     (
         "summary.max_tasks",
-        "Tasks listed in the end-of-run tree before it says \"and N more\".",
+        "Tasks the end-of-run tree lists one by one; a run of more folds its jobs per task (`run --all` lists them all).",
     ),
     (
         "summary.max_tools_per_task",

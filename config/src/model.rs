@@ -482,7 +482,8 @@ impl Default for Redaction {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Summary {
-    /// Tasks listed in the terminal tree before it says "and N more".
+    /// Tasks the terminal tree lists one by one; a run of more shows its jobs folded per
+    /// task (`run --all` lists every one).
     pub max_tasks: usize,
     /// Tools listed under each task.
     pub max_tools_per_task: usize,

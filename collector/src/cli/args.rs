@@ -134,6 +134,10 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         /// Do not print the trace tree and summary at the end.
         #[arg(long)]
         no_summary: bool,
+        /// Print every task and tool in the tree at the end (a run of more tasks than
+        /// summary.max_tasks otherwise shows its jobs folded per task, after its findings).
+        #[arg(long)]
+        all: bool,
         /// When pipetrace is told to stop (Ctrl-C, SIGTERM), leave the command's other
         /// processes running instead of stopping them with it (they are not exported).
         #[arg(long)]
@@ -175,7 +179,11 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
     #[command(after_help = "Examples:
   pipetrace report run.otlp.jsonl
   pipetrace report run.otlp.jsonl --html /tmp/run.html --machines
-  pipetrace report run.otlp.jsonl --json | jq '.runs[0].tasks'")]
+  pipetrace report run.otlp.jsonl --json | jq '.runs[0].findings'
+  pipetrace report run.otlp.jsonl --fail-on oom,failed   # a CI gate: exits 3 on such findings
+
+Exit codes: 0; 3 when --fail-on found such findings; 2 for a bad file or option; 1 when the
+HTML report cannot be written.")]
     Report {
         #[command(flatten)]
         config: ConfigArg,
@@ -190,6 +198,9 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         /// Also print the cloud machines that fit each run (the HTML report always has them).
         #[arg(long)]
         machines: bool,
+        /// Exit 3 when a run has findings of these kinds (comma-separated), after the report.
+        #[arg(long, value_delimiter = ',', value_name = "KINDS")]
+        fail_on: Vec<super::report_cmd::FailOn>,
     },
     /// Two runs side by side, task by task: what moved beyond noise and the tools behind it.
     #[command(after_help = "Examples:

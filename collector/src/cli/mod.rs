@@ -148,6 +148,7 @@ pub fn main() -> i32 {
             html,
             json,
             machines,
+            fail_on,
             ..
         } => match cli.load(None) {
             Ok(cfg) => {
@@ -159,6 +160,7 @@ pub fn main() -> i32 {
                         html,
                         json: *json,
                         machines: *machines,
+                        fail_on,
                     },
                 )
             }
@@ -288,6 +290,7 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
         match command {
             Command::Run {
                 no_summary,
+                all,
                 keep_running,
                 machines,
                 command,
@@ -298,6 +301,11 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
                     keep_running: *keep_running,
                     machines: *machines,
                 };
+                let mut cfg = cfg.clone();
+                if *all {
+                    (cfg.summary.max_tasks, cfg.summary.max_tools_per_task) =
+                        (usize::MAX, usize::MAX);
+                }
                 run::run(&cfg, command, None, how).await
             }
             Command::Agent { .. } => agent::run(&cfg).await,

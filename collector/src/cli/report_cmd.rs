@@ -1,13 +1,51 @@
 //! `pipetrace report FILE`: the end-of-run table, the machines that fit each task and the
-//! HTML report from a trace file; `--json`: each run's tasks and machines as JSON.
+//! HTML report from a trace file; `--json`: each run's findings, jobs, tasks and machines as
+//! JSON (docs/report-json.md); `--fail-on`: exit 3 on findings of the kinds given.
 use std::path::Path;
 
 use pipetrace_config::Config;
 
 use crate::{
+    judgement::{Judgement, Rank},
     report::{self, Kind, ReportSpan, table::Table},
     sizing,
 };
+
+/// The findings `--fail-on` fails on, by the names `report --json` gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// A job killed by the OOM killer.
+    Oom,
+    /// A job that failed (OOM-killed ones too), or the run itself.
+    Failed,
+    /// A job that stalled: no CPU, no I/O, no process started or ended.
+    Stalled,
+    /// A job slower than its usual.
+    Slower,
+    /// The job that left the most asked-for CPU time unused.
+    OverAsk,
+    Bottleneck,
+    /// Processes that may as well be other jobs'.
+    Uncertain,
+}
+
+impl FailOn {
+    /// The findings it fails on: a failed job is one whose OOM kill is its finding too.
+    fn ranks(self) -> &'static [Rank] {
+        match self {
+            FailOn::Oom => &[Rank::Oom],
+            FailOn::Failed => &[Rank::Failure, Rank::Oom],
+            FailOn::Stalled => &[Rank::Stall],
+            FailOn::Slower => &[Rank::Slower],
+            FailOn::OverAsk => &[Rank::OverAsk],
+            FailOn::Bottleneck => &[Rank::Bottleneck],
+            FailOn::Uncertain => &[Rank::Uncertain],
+        }
+    }
+}
+
+/// `report --fail-on`'s exit code when a run has such findings.
+pub const EXIT_FOUND: i32 = 3;
 
 /// What `report` was asked for.
 pub struct Ask<'a> {
@@ -16,6 +54,8 @@ pub struct Ask<'a> {
     pub json: bool,
     /// The machines on the terminal too (they are in the JSON and the page always).
     pub machines: bool,
+    /// Exit [`EXIT_FOUND`] when any run has findings of these kinds.
+    pub fail_on: &'a [FailOn],
 }
 
 pub fn run(cfg: &Config, ask: Ask) -> i32 {
@@ -55,7 +95,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
-    match super::run::write_report(&path, &report::html_with(&spans, &more)) {
+    let written = match super::run::write_report(&path, &report::html_with(&spans, &more)) {
         Ok(()) => {
             say!("pipetrace: report written to {}", path.display());
             0
@@ -64,7 +104,32 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
             errln!("pipetrace: {e:#}");
             1
         }
+    };
+    match fail_on(&runs, ask.fail_on) {
+        0 => written,
+        n => {
+            let kinds: Vec<String> = ask.fail_on.iter().map(|k| format!("{k:?}")).collect();
+            errln!(
+                "pipetrace: {n} finding(s) of the kinds --fail-on names ({}): exit {EXIT_FOUND}",
+                kinds.join(", ").to_lowercase()
+            );
+            EXIT_FOUND
+        }
     }
+}
+
+/// How many findings of the runs are of the kinds given.
+fn fail_on(runs: &[Vec<ReportSpan>], kinds: &[FailOn]) -> usize {
+    let ranks: Vec<Rank> = kinds
+        .iter()
+        .flat_map(|k| k.ranks().iter().copied())
+        .collect();
+    if ranks.is_empty() {
+        return 0;
+    }
+    (runs.iter())
+        .map(|run| Judgement::of(run).of_ranks(&ranks).count())
+        .sum()
 }
 
 type Size<'a> = &'a dyn Fn(&[ReportSpan]) -> Option<&'a sizing::Sizing>;
@@ -88,17 +153,22 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
     out
 }
 
-/// `{"runs": [{"trace", "name", "status", "tasks", "machines"}]}`: for scripts and
-/// `pipetrace compare`. A task's row is the table's, in units a script need not parse.
+/// `{"runs": [{"trace", "name", "status", "findings", "jobs", "tasks", "machines"}]}`:
+/// for scripts and `pipetrace compare` (docs/report-json.md). The findings are the
+/// judgement's, as the terminal and the page give them; a task's row is the table's, in
+/// units a script need not parse.
 fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
     let runs: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {
-            let root = run.iter().find(|s| s.kind == Kind::Run);
+            let judged = Judgement::of(run);
+            let root = judged.run;
             serde_json::json!({
                 "trace": run.first().map(|s| s.trace.as_str()),
                 "name": root.map(|r| r.name.as_str()),
                 "status": root.map(|r| r.error.as_deref().unwrap_or("ok")),
+                "findings": judged.findings,
+                "jobs": judged.rows(),
                 "tasks": task_rows(run),
                 "machines": size(run),
             })

@@ -47,6 +47,18 @@ pub struct Asks {
 
 /// Busy CPUs over a whole number by at most this are that number.
 const CPU_NOISE: f64 = 0.1;
+/// A job shorter than this cannot show that it needs more CPUs than it was given (one
+/// when it was given none): over a few milliseconds a shell and its child overlap, and
+/// busy CPUs read 2 for a single-threaded step. Its figure counts up to what it had.
+pub const MIN_CPU_EVIDENCE_SECS: f64 = 1.0;
+
+/// The busy CPUs a job's figures show, as far as its duration can show them.
+fn busy_shown(j: &JobFigures) -> f64 {
+    match j.wall >= MIN_CPU_EVIDENCE_SECS {
+        true => j.busy,
+        false => j.busy.min(j.asked_cpus.unwrap_or(1.0).max(1.0)),
+    }
+}
 /// Memory is asked in whole MiB, and never below this.
 const MIN_MEMORY: u64 = 64 << 20;
 /// Time is asked in whole minutes, and never below one.
@@ -63,7 +75,7 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 }
 
 /// CPUs: the percentile of busy CPUs, whole, without a margin (a job given fewer runs
-/// slower, it does not fail). Memory: the percentile and the margin, never below a peak
+/// slower, it does not fail), a job too short to show more counted at what it had. Memory: the percentile and the margin, never below a peak
 /// seen, and at least twice the limit a job was OOM-killed at (its peak is the limit, not
 /// what it wanted). Time: the percentile and the margin.
 pub fn asks(jobs: &[JobFigures], policy: Policy) -> Asks {
@@ -71,7 +83,7 @@ pub fn asks(jobs: &[JobFigures], policy: Policy) -> Asks {
     let pct =
         |f: fn(&JobFigures) -> f64| percentile(jobs.iter().map(f).collect(), policy.percentile);
     let peak_max = jobs.iter().map(|j| j.peak).max().unwrap_or(0);
-    let cpus = ((pct(|j| j.busy) - CPU_NOISE).ceil() as u32).max(1);
+    let cpus = ((pct(busy_shown) - CPU_NOISE).ceil() as u32).max(1);
     let mut memory = ((pct(|j| j.peak as f64) * grow) as u64).max(peak_max);
     let oom_hit = (jobs.iter().filter(|j| j.oom))
         .map(|j| j.oom_limit.or(j.asked_memory).unwrap_or(j.peak).max(j.peak))
@@ -85,5 +97,38 @@ pub fn asks(jobs: &[JobFigures], policy: Policy) -> Asks {
         memory_bytes: memory.max(MIN_MEMORY).div_ceil(1 << 20) << 20,
         time_seconds: time.div_ceil(60) * 60,
         oom_hit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(busy: f64, wall: f64, asked_cpus: Option<f64>) -> JobFigures {
+        JobFigures {
+            busy,
+            wall,
+            asked_cpus,
+            peak: 10 << 20,
+            ..JobFigures::default()
+        }
+    }
+
+    #[test]
+    fn a_job_too_short_to_show_it_never_raises_the_cpus() {
+        let short = vec![job(2.0, 0.01, None); 240];
+        assert_eq!(
+            asks(&short, Policy::default()).cpus,
+            1,
+            "10 ms jobs: one CPU"
+        );
+        let given = vec![job(3.0, 0.01, Some(2.0)); 10];
+        assert_eq!(
+            asks(&given, Policy::default()).cpus,
+            2,
+            "no more than they had"
+        );
+        let long = vec![job(2.0, 30.0, None); 10];
+        assert_eq!(asks(&long, Policy::default()).cpus, 2, "30 s jobs show it");
     }
 }

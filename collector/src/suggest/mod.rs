@@ -4,12 +4,12 @@
 //! the engine's own settings (`formats`).
 pub mod formats;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use pipetrace_semconv::{attr, event};
+use pipetrace_semconv::attr;
 use serde::Serialize;
 
-use crate::report::{Kind, ReportSpan};
+use crate::report::ReportSpan;
 
 pub use crate::report::asks::{JobFigures as Job, Policy};
 
@@ -95,61 +95,19 @@ impl Jobs {
         }
     }
 
+    /// Each job of the spans, read as the page reads it (`judgement::job`): one rule, one
+    /// answer.
     pub fn add_spans(&mut self, spans: &[ReportSpan]) {
-        let ooms = oom_kills(spans);
-        let jobs = &mut self.0;
-        for s in spans.iter().filter(|s| s.kind == Kind::Task) {
-            let Some(name) = s.text(attr::CICD_PIPELINE_TASK_NAME) else {
+        for j in crate::judgement::job::jobs_of(spans) {
+            if j.span.text(attr::CICD_PIPELINE_TASK_NAME).is_none() {
                 continue;
-            };
-            let wall = s.secs();
-            let oom_limit = ooms.get(s.id.as_str()).copied();
-            let job = Job {
-                busy: if wall > 0.0 { s.cpu() / wall } else { 0.0 },
-                peak: s.num(attr::MEMORY_PEAK) as u64,
-                wall,
-                asked_cpus: asked_cpus(s),
-                asked_memory: s.numbers.get(attr::MEMORY_LIMIT).map(|m| *m as u64),
-                oom_limit: oom_limit.flatten(),
-                oom: oom_limit.is_some(),
-            };
-            // A folded span stands for its repeats, each alike.
-            let n = (s.num(attr::FOLD_SPANS) as usize).max(1);
-            jobs.entry(name.to_string())
-                .or_default()
-                .extend(std::iter::repeat_n(job, n));
-        }
-    }
-}
-
-/// The CPUs a job was given, where something gave them: an engine's threads, a cgroup's
-/// quota or a cpuset (a job on the host's CPUs asked for nothing).
-fn asked_cpus(s: &ReportSpan) -> Option<f64> {
-    let n = s.num(attr::CPU_ALLOCATED);
-    let by = s.text(attr::CPU_ALLOCATION_SOURCE);
-    (n > 0.0 && by.is_some_and(|b| b != "host")).then_some(n)
-}
-
-/// The tasks (by span id) whose process the kernel OOM-killed, with the limit it hit.
-fn oom_kills(spans: &[ReportSpan]) -> HashMap<&str, Option<u64>> {
-    let by_id: HashMap<&str, &ReportSpan> = spans.iter().map(|s| (s.id.as_str(), s)).collect();
-    let mut out = HashMap::new();
-    for s in spans {
-        let Some(e) = s.events.iter().find(|e| e.name == event::OOM_KILL) else {
-            continue;
-        };
-        // The killed process is a tool somewhere under its task.
-        let mut at = Some(s);
-        while let Some(span) = at {
-            if span.kind == Kind::Task {
-                let limit = e.numbers.get(attr::MEMORY_LIMIT).map(|l| *l as u64);
-                out.insert(span.id.as_str(), limit);
-                break;
             }
-            at = span.parent.as_deref().and_then(|p| by_id.get(p).copied());
+            // A folded span stands for its repeats, each alike.
+            let n = j.repeats() as usize;
+            (self.0.entry(j.task().to_string()).or_default())
+                .extend(std::iter::repeat_n(j.figures(), n));
         }
     }
-    out
 }
 
 fn one(task: String, jobs: &[Job], policy: Policy) -> Suggestion {

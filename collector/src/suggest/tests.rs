@@ -1,5 +1,7 @@
 use super::*;
-use crate::report::ReportEvent;
+use pipetrace_semconv::event;
+
+use crate::report::{Kind, ReportEvent};
 
 const MIB: u64 = 1 << 20;
 

@@ -7,15 +7,18 @@ use std::path::Path;
 
 use pipetrace_e2e::{pipetrace, snapshot::normalize, stderr};
 
-/// From the summary's first line (the run's, `run NAME ...`) to the end: what pipetrace
-/// printed after the command's own output.
+/// From the summary's first line (its findings', else the run's `run NAME ...`) to the
+/// end: what pipetrace printed after the command's own output.
 fn end_of(text: &str, run: &str) -> String {
     let head = format!("run {run} ");
-    let at = (text.match_indices('\n'))
-        .map(|(i, _)| i + 1)
+    let line_starts = || (text.match_indices('\n')).map(|(i, _)| i + 1);
+    let at = line_starts()
         .rfind(|&i| text[i..].starts_with(&head))
         .unwrap_or_else(|| panic!("no line `{head}...` in:\n{text}"));
-    text[at..].to_string()
+    let findings = line_starts()
+        .filter(|&i| i < at)
+        .rfind(|&i| text[i..].starts_with("pipetrace: findings"));
+    text[findings.unwrap_or(at)..].to_string()
 }
 
 /// pipetrace ARGS in `dir`, its history kept apart from other tests' (no "slower than

@@ -26,6 +26,7 @@ mod host_idle;
 mod image;
 mod jaeger;
 mod jaeger_delivery;
+mod judgement;
 mod kernels;
 mod least_privilege;
 mod limits;

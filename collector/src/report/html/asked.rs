@@ -36,17 +36,7 @@ impl Asked {
         }
         self.peak = self.peak.max(j.peak_seen());
         self.oom |= j.oom().is_some();
-        self.jobs.push(asks::JobFigures {
-            busy: j.cpus_used(),
-            peak: j.peak_seen() as u64,
-            wall: j.wall(),
-            asked_cpus: j.cpus_asked(),
-            asked_memory: j.memory_asked().map(|m| m as u64),
-            oom: j.oom().is_some(),
-            oom_limit: (j.oom())
-                .and_then(|e| e.numbers.get(attr::MEMORY_LIMIT))
-                .map(|m| *m as u64),
-        });
+        self.jobs.push(j.figures());
     }
 
     fn asks(&self) -> asks::Asks {

@@ -6,12 +6,10 @@ mod boxes;
 mod facts;
 mod findings;
 mod happenings;
-mod job;
 mod jobs;
 mod style;
 mod tasks;
 mod timeline;
-mod units;
 mod usual;
 mod went;
 
@@ -20,6 +18,7 @@ use std::fmt::Write as _;
 use pipetrace_semconv::attr;
 
 use super::{Kind, ReportSpan, markup::esc, table::Table};
+use crate::judgement::{job, units};
 
 /// HTML a layer above adds to each run's section, after its tasks (the machines).
 pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
@@ -110,22 +109,22 @@ fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut 
         }
     }
     let table = summed.unwrap_or(&own);
-    let run = spans.iter().find(|s| s.kind == Kind::Run);
-    let jobs = job::jobs_of(spans);
-    facts::render(run, &jobs, out);
-    findings::render(run, &jobs, out);
-    jobs::render(&jobs, out);
+    let judged = crate::judgement::Judgement::of(spans);
+    let (run, jobs) = (judged.run, &judged.jobs[..]);
+    facts::render(run, jobs, out);
+    findings::render(&judged.findings, out);
+    jobs::render(jobs, out);
     let engine = run
         .and_then(|r| r.text(attr::RUN_ENGINE))
         .unwrap_or_default();
-    asked::render(&jobs, engine, out);
-    went::render(run, &jobs, out);
-    boxes::render(&jobs, out);
-    usual::render(run, &jobs, out);
+    asked::render(jobs, engine, out);
+    went::render(run, jobs, out);
+    boxes::render(jobs, out);
+    usual::render(run, jobs, out);
     tasks::render(table, out);
     machines(run, extra(spans), out);
     super::files::render_html(spans, out);
-    timeline::render(spans, &jobs, out);
+    timeline::render(spans, jobs, out);
     happenings::render(spans, out);
 }
 

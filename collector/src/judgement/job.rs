@@ -218,6 +218,22 @@ impl<'a> Job<'a> {
         (c > 0.0).then_some((c, cur))
     }
 
+    /// Its figures as the asks' rule reads them: the one reading the page's "ask next
+    /// time" and `pipetrace suggest` share.
+    pub fn figures(&self) -> crate::report::asks::JobFigures {
+        crate::report::asks::JobFigures {
+            busy: self.cpus_used(),
+            peak: self.peak_seen() as u64,
+            wall: self.wall(),
+            asked_cpus: self.cpus_asked(),
+            asked_memory: self.memory_asked().map(|m| m as u64),
+            oom: self.oom().is_some(),
+            oom_limit: (self.oom())
+                .and_then(|e| e.numbers.get(attr::MEMORY_LIMIT))
+                .map(|m| *m as u64),
+        }
+    }
+
     /// The bottleneck, and "over-asked" where it asked for far more than it used.
     pub fn verdict(&self) -> Option<String> {
         let b = self.span.text(attr::BOTTLENECK);

@@ -1,5 +1,17 @@
-//! The end-of-run summary and trace tree `pipetrace run` prints to the terminal.
-use std::{collections::HashMap, fmt::Write as _, sync::atomic::Ordering::Relaxed, time::Duration};
+//! The end-of-run summary `pipetrace run` prints to the terminal: the judgement's findings
+//! first, then the trace tree (its jobs folded per task when there are many), the table per
+//! task, the totals and where the data went.
+mod findings;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use std::{
+    collections::{HashMap, HashSet},
+    fmt::Write as _,
+    sync::atomic::Ordering::Relaxed,
+    time::Duration,
+};
 
 use opentelemetry::trace::{SpanId, Status};
 use pipetrace_semconv::attr;
@@ -63,6 +75,10 @@ const MAX_REPORT_TOOLS: u64 = 5_000;
 /// Tasks kept in full for the HTML report at most (its table sums every task); past it
 /// they are counted.
 const MAX_REPORT_TASKS: u64 = 2_000;
+/// Tasks and tools past those bounds kept all the same, at most, because the judgement
+/// needs them: those that failed or have events (an OOM kill, a signal, a stall), and the
+/// spans between such a tool and its task.
+const MAX_REPORT_FLAGGED: usize = 20_000;
 
 struct Entry {
     kind: Kind,
@@ -115,6 +131,20 @@ impl Kept {
     }
 }
 
+impl Entry {
+    /// `align (sample=A)  0.05s  ok  [its events]`, after `lead`.
+    fn write_line(&self, out: &mut String, lead: &str) {
+        let mut state = match &self.error {
+            Some(err) => format!("FAILED: {err}"),
+            None => "ok".into(),
+        };
+        if !self.events.is_empty() {
+            let _ = write!(state, "  [{}]", self.events.join("; "));
+        }
+        let _ = writeln!(out, "{lead}{}  {:.2}s  {state}", self.name, self.secs);
+    }
+}
+
 #[derive(Default)]
 pub struct Summary {
     tree: Kept,
@@ -136,6 +166,12 @@ pub struct Summary {
     pub folded: (u64, u64),
     /// Further traces of the run (`pipetrace.trace.parts`).
     pub parts: u64,
+    /// Every job, per task, for the tree of a large run.
+    rules: rules::Rules,
+    /// Spans kept past the report's bounds because the judgement needs them, and the ids of
+    /// the parents still to come of such spans (a tool ends before the shell above it).
+    flagged: usize,
+    wanted: HashSet<SpanId>,
 }
 
 /// An integer attribute of a span.
@@ -203,6 +239,7 @@ impl Summary {
                 // As the report reads it back from the file, to the last digit.
                 self.needs
                     .record(&ReportSpan::from_sdk_keeping(span, Kind::Run, &[]));
+                self.report.push(ReportSpan::from_sdk(span));
                 self.run = Some(span.span_context.span_id());
                 self.trace_id = Some(span.span_context.trace_id().to_string());
                 self.parts = int_of(span, attr::TRACE_PARTS).unwrap_or(0) as u64;
@@ -213,7 +250,9 @@ impl Summary {
                 let r = ReportSpan::from_sdk_keeping(span, Kind::Task, &TASK_KEYS);
                 self.table.record_task(&r);
                 self.needs.record(&r);
-                match self.tasks <= MAX_REPORT_TASKS {
+                let name = r.text(attr::CICD_PIPELINE_TASK_NAME).unwrap_or(&r.name);
+                (self.rules).record(name, r.start, r.secs(), error.is_some(), n);
+                match self.tasks <= MAX_REPORT_TASKS || self.judged_anyway(span) {
                     true => self.report.push(r),
                     false => self.report_omitted += 1,
                 }
@@ -221,18 +260,15 @@ impl Summary {
             Kind::Tool => {
                 self.tools += n;
                 self.failed_tools += u64::from(error.is_some());
+                if self.tools <= MAX_REPORT_TOOLS || self.judged_anyway(span) {
+                    let r = ReportSpan::from_sdk_keeping(span, Kind::Tool, &TOOL_KEYS);
+                    self.report.push(r);
+                }
             }
             Kind::Engine | Kind::Started => {}
         }
         if self.tree.entries.len() >= MAX_ENTRIES {
             return;
-        }
-        match s.kind {
-            Kind::Run => self.report.push(ReportSpan::from_sdk(span)),
-            Kind::Tool if self.tools <= MAX_REPORT_TOOLS => self
-                .report
-                .push(ReportSpan::from_sdk_keeping(span, Kind::Tool, &TOOL_KEYS)),
-            _ => {}
         }
         let secs = span
             .end_time
@@ -259,6 +295,27 @@ impl Summary {
         self.tree.insert(id, span.parent_span_id, entry);
     }
 
+    /// Whether a span past the report's bounds is kept for the judgement: it failed or has
+    /// events, or such a span is under it. Its parent is wanted then.
+    fn judged_anyway(&mut self, span: &opentelemetry_sdk::trace::SpanData) -> bool {
+        let id = span.span_context.span_id();
+        let flagged = !span.events.is_empty() || matches!(span.status, Status::Error { .. });
+        let wanted = self.wanted.remove(&id);
+        if !(flagged || wanted) || self.flagged >= MAX_REPORT_FLAGGED {
+            return false;
+        }
+        self.flagged += 1;
+        if span.parent_span_id != SpanId::INVALID && self.wanted.len() < MAX_REPORT_FLAGGED {
+            self.wanted.insert(span.parent_span_id);
+        }
+        true
+    }
+
+    /// Whether the tree folds the run's jobs per task: more tasks than it shows one by one.
+    fn folds(&self, max_tasks: usize) -> bool {
+        self.tasks > max_tasks as u64
+    }
+
     pub fn trace_id(&self) -> Option<&str> {
         self.trace_id.as_deref()
     }
@@ -282,14 +339,10 @@ impl Summary {
         } else {
             "├─ "
         };
-        let mut state = match &e.error {
-            Some(err) => format!("FAILED: {err}"),
-            None => "ok".into(),
-        };
-        if !e.events.is_empty() {
-            let _ = write!(state, "  [{}]", e.events.join("; "));
+        e.write_line(out, &format!("{prefix}{branch}"));
+        if depth == 0 && limits.0 == 0 {
+            return;
         }
-        let _ = writeln!(out, "{prefix}{branch}{}  {:.2}s  {state}", e.name, e.secs);
         let child_prefix = match depth {
             0 => String::new(),
             _ if last => format!("{prefix}   "),
@@ -322,15 +375,7 @@ impl Summary {
         machines: &str,
         d: &Delivery,
     ) -> String {
-        let mut out = String::new();
-        if let Some(run) = self.run {
-            self.line(&mut out, "", run, true, 0, (max_tasks, max_tools));
-        }
-        if !self.table.is_empty() {
-            out.push('\n');
-            self.table.render(&mut out);
-            out.push_str(machines);
-        }
+        let mut out = self.body((max_tasks, max_tools), machines);
         crate::report::who::ByWho::of(&self.report).render(&mut out);
         let _ = writeln!(
             out,
@@ -351,6 +396,28 @@ impl Summary {
 }
 
 impl Summary {
+    /// The findings, the tree and the table: what the run's end says of its jobs.
+    fn body(&self, (max_tasks, max_tools): (usize, usize), machines: &str) -> String {
+        let mut out = String::new();
+        let judged = crate::judgement::Judgement::of(&self.report);
+        findings::render(&judged.findings, &mut out);
+        if let Some(run) = self.run {
+            match self.folds(max_tasks) {
+                true => {
+                    self.line(&mut out, "", run, true, 0, (0, 0));
+                    self.rules.render(&mut out);
+                }
+                false => self.line(&mut out, "", run, true, 0, (max_tasks, max_tools)),
+            }
+        }
+        if !self.table.is_empty() {
+            out.push('\n');
+            self.table.render(&mut out);
+            out.push_str(machines);
+        }
+        out
+    }
+
     /// What the trace budget folded or split, where it did.
     fn render_folds(&self, out: &mut String) {
         let (spans, stood_for) = self.folded;
@@ -418,56 +485,5 @@ impl Delivery<'_> {
                 lost.accumulator
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(start_s: u64) -> Entry {
-        Entry {
-            kind: Kind::Tool,
-            name: format!("t{start_s}"),
-            start: std::time::UNIX_EPOCH + Duration::from_secs(start_s),
-            secs: 0.0,
-            error: None,
-            events: Vec::new(),
-        }
-    }
-
-    fn id(n: u64) -> SpanId {
-        SpanId::from_bytes(n.to_be_bytes())
-    }
-
-    #[test]
-    fn the_tree_keeps_the_earliest_children_of_each_parent_and_counts_them_all() {
-        let mut kept = Kept {
-            keep: 3,
-            ..Default::default()
-        };
-        let root = id(1);
-        // Children end (arrive) in another order than they started; each has one child
-        // of its own, which arrives first.
-        for n in [50u64, 10, 40, 20, 30, 60] {
-            kept.insert(id(1000 + n), id(100 + n), entry(n));
-            kept.insert(id(100 + n), root, entry(n));
-        }
-        assert_eq!(kept.counts[&root], 6);
-        let mut kids: Vec<u64> = kept.children[&root]
-            .iter()
-            .map(|k| {
-                kept.entries[k]
-                    .start
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_secs()
-            })
-            .collect();
-        kids.sort();
-        assert_eq!(kids, [10, 20, 30], "the earliest by start");
-        // What was under a child left out is gone with it: 1 root's 3 + their 3.
-        assert_eq!(kept.entries.len(), 6);
-        assert!(!kept.children.contains_key(&id(150)));
     }
 }

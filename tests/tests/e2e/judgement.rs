@@ -1,0 +1,195 @@
+//! One judgement, every view: a real Snakemake run of 481 jobs (240 samples × `make` and
+//! `filter`, and a `merge`) whose three `filter` jobs that exit 3 and one OOM-killed in a
+//! 200 MiB cgroup start after every `make` job, among the last. The terminal's end names
+//! each of them by its job in at most 40 lines; the page's findings, `report --json` and
+//! `report --fail-on` say the same, judged against Snakemake's own log.
+use std::{collections::BTreeSet, path::Path};
+
+use pipetrace_e2e::{cgroup::MemoryCgroup, pipetrace, snakemake, stderr};
+
+const WORKLOAD: &str = env!("CARGO_BIN_EXE_workload");
+
+/// The failing samples: three exit 3, the last is OOM-killed.
+const EXITS: [&str; 3] = ["S237", "S238", "S239"];
+const OOM: &str = "S236";
+
+fn snakefile(cg: &Path) -> String {
+    format!(
+        r#"SAMPLES = [f"S{{i:03d}}" for i in range(240)]
+LATE = {late:?}
+
+rule all:
+    input: expand("filtered/{{s}}.txt", s=SAMPLES), "merged.txt"
+
+rule make:
+    output: "made/{{s}}.txt"
+    shell: "echo {{wildcards.s}} > {{output}}"
+
+# The failing jobs wait for every `make`: they start among the last.
+rule filter:
+    input: lambda w: expand("made/{{s}}.txt", s=SAMPLES) if w.s in LATE else f"made/{{w.s}}.txt"
+    output: "filtered/{{s}}.txt"
+    shell:
+        "case {{wildcards.s}} in "
+        "{oom}) echo $$ > {cg}/cgroup.procs && {w} alloc 400 ;; "
+        "{e0}|{e1}|{e2}) echo 'filter: {{wildcards.s}} has no reads' >&2; exit 3 ;; "
+        "esac; cp made/{{wildcards.s}}.txt {{output}}"
+
+rule merge:
+    input: expand("made/{{s}}.txt", s=SAMPLES)
+    output: "merged.txt"
+    threads: 2
+    resources: mem_mb=4000
+    shell: "cat {{input}} > {{output}}"
+"#,
+        late = [OOM, EXITS[0], EXITS[1], EXITS[2]],
+        oom = OOM,
+        e0 = EXITS[0],
+        e1 = EXITS[1],
+        e2 = EXITS[2],
+        cg = cg.display(),
+        w = WORKLOAD,
+    )
+}
+
+/// The `filter` samples Snakemake's own log says failed (`Error in rule filter:` and the
+/// job's `output: filtered/S237.txt` under it).
+fn failed_in_log(dir: &Path) -> BTreeSet<String> {
+    let log = std::fs::read_to_string(snakemake::newest_log(dir)).unwrap();
+    let mut failed = BTreeSet::new();
+    let mut in_error = false;
+    for line in log.lines() {
+        if line.starts_with("Error in rule ") {
+            in_error = line == "Error in rule filter:";
+        } else if in_error && let Some(o) = line.trim().strip_prefix("output: filtered/") {
+            failed.insert(o.trim_end_matches(".txt").to_string());
+            in_error = false;
+        }
+    }
+    failed
+}
+
+/// From the findings' first line to the end: what pipetrace printed of the run.
+fn end_of(text: &str) -> &str {
+    let at = text.rfind("pipetrace: findings").expect(text);
+    &text[at..]
+}
+
+#[test]
+fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() {
+    let cg = MemoryCgroup::new(200 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Snakefile"), snakefile(&cg.0)).unwrap();
+    let out = dir.path().join("big.otlp.jsonl");
+    let state = dir.path().join("state");
+    let o = pipetrace()
+        .arg("-o")
+        .arg(&out)
+        .args(["run", "--", "snakemake", "--cores", "2", "--keep-going"])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    let mut failed = failed_in_log(dir.path());
+    assert_eq!(failed.len(), 4, "Snakemake's log: {failed:?}");
+    let end = end_of(&said);
+    let lines = end.lines().count();
+    assert!(lines <= 40, "{lines} lines:\n{end}");
+    // The terminal: each failure by its job, the OOM kill first with its limit.
+    let oom = format!("OOM-KILLED filter s={OOM}: killed by the OOM killer at a peak of ");
+    assert!(
+        end.starts_with(&format!(
+            "pipetrace: findings, most serious first:\n  {oom}"
+        )),
+        "{end}"
+    );
+    assert!(end.contains("over its limit of 200 MiB"), "{end}");
+    for s in EXITS {
+        let line = format!("FAILED     filter s={s}: failed: task filter exited with code 3");
+        assert!(end.contains(&line), "no {line} in:\n{end}");
+    }
+    assert!(end.contains("├─ make ×240  ok  median "), "{end}");
+    assert!(
+        end.contains("├─ filter ×240  236 ok, 4 FAILED  median "),
+        "{end}"
+    );
+    // report --json: the same findings, every job, and the gate.
+    let json = pipetrace()
+        .args(["report", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(json.status.success(), "{}", stderr(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let run = &v["runs"][0];
+    let findings = run["findings"].as_array().unwrap();
+    let of_kind = |kind: &str| -> BTreeSet<String> {
+        (findings.iter())
+            .filter(|f| f["kind"] == kind)
+            .map(|f| {
+                f["job"]["tag"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("s=")
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(
+        of_kind("oom"),
+        BTreeSet::from([OOM.to_string()]),
+        "{findings:?}"
+    );
+    assert_eq!(
+        findings[0]["limit_bytes"],
+        200.0 * 1048576.0,
+        "{:?}",
+        findings[0]
+    );
+    failed.remove(OOM);
+    assert_eq!(of_kind("failed"), failed, "{findings:?}");
+    let jobs = run["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 481, "one row per job");
+    let not_ok = jobs.iter().filter(|j| j["status"] != "ok").count();
+    assert_eq!(not_ok, 4);
+    // Each finding's sentence is the terminal's, word for word.
+    for f in findings
+        .iter()
+        .filter(|f| f["kind"] == "oom" || f["kind"] == "failed")
+    {
+        let line = format!(
+            "{}: {}",
+            f["job"]["label"].as_str().unwrap(),
+            f["text"].as_str().unwrap()
+        );
+        assert!(end.contains(&line), "the terminal lacks {line}:\n{end}");
+    }
+    // The page: the same findings, in the same order.
+    let page = std::fs::read_to_string(dir.path().join("big.report.html")).unwrap();
+    let listed: Vec<&str> = page.split("<li class=\"").skip(1).collect();
+    for (f, li) in findings.iter().zip(&listed) {
+        let label = f["job"]["label"].as_str().unwrap();
+        assert!(li.contains(&format!(">{label}</a>")), "{li} is not {f}");
+    }
+    let gate = |kinds: &str| {
+        let o = pipetrace()
+            .args(["report", "--fail-on", kinds, "--html"])
+            .arg(dir.path().join("again.html"))
+            .arg(&out)
+            .output()
+            .unwrap();
+        (o.status.code(), stderr(&o))
+    };
+    let (code, said) = gate("oom");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(
+        said.contains("1 finding(s) of the kinds --fail-on names (oom)"),
+        "{said}"
+    );
+    assert_eq!(gate("failed").0, Some(3), "failed counts the OOM kill too");
+    assert_eq!(gate("stalled,uncertain").0, Some(0));
+    let (code, said) = gate("nonsense");
+    assert_eq!(code, Some(2), "{said}");
+}
