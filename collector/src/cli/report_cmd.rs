@@ -145,7 +145,7 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
         for s in run.iter().filter(|s| s.kind == Kind::Task) {
             table.record_task(s);
         }
-        table.render(&mut out);
+        table.render(&Judgement::of(run).advice(), &mut out);
         if let Some(s) = size(run) {
             sizing::text(s, &mut out);
         }
@@ -169,7 +169,8 @@ fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
                 "status": root.map(|r| r.error.as_deref().unwrap_or("ok")),
                 "findings": judged.findings,
                 "jobs": judged.rows(),
-                "tasks": task_rows(run),
+                "asks": judged.ask_rows(),
+                "tasks": task_rows(run, &judged.advice()),
                 "machines": size(run),
             })
         })
@@ -178,12 +179,12 @@ fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
 }
 
 /// The table's rows: bytes, seconds, no units.
-fn task_rows(run: &[ReportSpan]) -> Vec<serde_json::Value> {
+fn task_rows(run: &[ReportSpan], advice: &crate::judgement::Advice) -> Vec<serde_json::Value> {
     let mut table = Table::default();
     for s in run.iter().filter(|s| s.kind == Kind::Task) {
         table.record_task(s);
     }
-    (table.rows().iter())
+    (table.rows(advice).iter())
         .map(|r| {
             serde_json::json!({
                 "task": r.name,
@@ -194,7 +195,7 @@ fn task_rows(run: &[ReportSpan]) -> Vec<serde_json::Value> {
                 "memory_peak_bytes": r.peak,
                 "disk_bytes": r.disk,
                 "bottleneck": (r.bottleneck != "-").then_some(r.bottleneck),
-                "advice": (r.advice != "-").then_some(r.advice),
+                "advice": (r.advice != "-").then_some(&r.advice),
                 "gpu": r.gpu,
             })
         })

@@ -9,6 +9,7 @@ use pipetrace_semconv::{attr, event};
 use serde::Serialize;
 
 use super::{
+    asks::{self, Asked},
     job::Job,
     units::{bytes, money, pct, secs},
 };
@@ -233,10 +234,19 @@ fn uncertain(j: &Job, jobs: &[Job]) -> Option<Finding> {
     Some(about(j, count as f64, Rank::Uncertain, what, s))
 }
 
-/// The job that left the most asked-for CPU time unused, with what that cost.
-fn largest_over_ask(jobs: &[Job]) -> Option<Finding> {
+/// Each task's asks and the engine whose words they are in.
+pub type Asks<'a> = (&'a BTreeMap<String, Asked>, &'a str);
+
+/// The job that left the most asked-for CPU time unused, with what that cost and what its
+/// task should ask for next time. Not a job given one CPU, the least one can ask for, nor
+/// one whose task's next ask would not be fewer CPUs.
+fn largest_over_ask(jobs: &[Job], (asks, engine): Asks) -> Option<Finding> {
+    let fewer = |j: &Job| {
+        let next = asks.get(j.task()).and_then(Asked::next_cpus);
+        matches!((j.cpus_asked(), next), (Some(a), Some(n)) if a > 1.0 && n < a)
+    };
     let j = (jobs.iter())
-        .filter(|j| j.over_asked())
+        .filter(|j| j.over_asked() && fewer(j))
         .max_by(|a, b| a.idle_cpu_secs().total_cmp(&b.idle_cpu_secs()))?;
     let (asked, idle) = (j.cpus_asked()?, j.idle_cpu_secs());
     let mut s = format!(
@@ -255,9 +265,11 @@ fn largest_over_ask(jobs: &[Job]) -> Option<Finding> {
             money(cost, cur)
         );
     }
-    let recommendation = j.span.text(attr::RECOMMENDATION).map(str::to_string);
+    let recommendation = (asks.get(j.task()))
+        .map(|a| asks::next_time(a, engine))
+        .filter(|n| !n.is_empty());
     if let Some(next) = &recommendation {
-        let _ = write!(s, ". {next}");
+        let _ = write!(s, ". Ask next time: {next}");
     }
     let what = What::OverAsk {
         cpus_asked: asked,
@@ -319,7 +331,7 @@ fn run_failure(run: Option<&ReportSpan>, jobs: &[Job]) -> Option<Finding> {
 
 /// Every finding of the run, most serious first; within a rank, the larger first, then
 /// the earlier-starting job.
-pub fn findings(run: Option<&ReportSpan>, jobs: &[Job]) -> Vec<Finding> {
+pub fn findings(run: Option<&ReportSpan>, jobs: &[Job], asks: Asks) -> Vec<Finding> {
     let mut all: Vec<Finding> = run_failure(run, jobs).into_iter().collect();
     for j in jobs {
         all.extend(
@@ -328,7 +340,7 @@ pub fn findings(run: Option<&ReportSpan>, jobs: &[Job]) -> Vec<Finding> {
                 .flatten(),
         );
     }
-    all.extend(largest_over_ask(jobs));
+    all.extend(largest_over_ask(jobs, asks));
     all.extend(dominant_bottleneck(jobs));
     all.sort_by(|a, b| a.rank.cmp(&b.rank).then(b.weight.total_cmp(&a.weight)));
     all
@@ -363,7 +375,7 @@ mod tests {
         );
         let spans = [failed, oom, victim, slow];
         let jobs = jobs_of(&spans);
-        let all = findings(None, &jobs);
+        let all = findings(None, &jobs, (&asks::by_task(&jobs), ""));
         let ranks: Vec<_> = all.iter().map(|f| f.rank).collect();
         assert_eq!(ranks, [Rank::Oom, Rank::Failure, Rank::Bottleneck]);
         let label = |f: &Finding| f.job.as_ref().unwrap().label.clone();
@@ -395,7 +407,8 @@ mod tests {
         // 2 CPUs for 10 s leave more unused than 8 CPUs for 1 s.
         let spans = [over("a", 8.0, 1.0), over("b", 2.0, 10.0)];
         let jobs = jobs_of(&spans);
-        let f = largest_over_ask(&jobs).unwrap();
+        let asked = asks::by_task(&jobs);
+        let f = largest_over_ask(&jobs, (&asked, "snakemake")).unwrap();
         assert_eq!(f.job.unwrap().label, "ask b");
         assert!(
             f.text.contains("about 1.00 USD of its 1.00 USD"),
@@ -423,7 +436,7 @@ mod tests {
             tool("y", "a", "sh"),
         ];
         let jobs = jobs_of(&spans);
-        let all = findings(None, &jobs);
+        let all = findings(None, &jobs, (&asks::by_task(&jobs), ""));
         let ranks: Vec<_> = all.iter().map(|f| f.rank).collect();
         assert_eq!(ranks, [Rank::Failure, Rank::Uncertain]);
         assert_eq!(all[1].job.as_ref().unwrap().label, "work-a");

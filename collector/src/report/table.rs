@@ -7,7 +7,7 @@ use super::{
     ReportSpan,
     files::{self, MAX_TEXT_TASKS, TaskFiles},
 };
-use crate::diagnosis::gib;
+use crate::{diagnosis::gib, judgement::Advice};
 
 #[derive(Default)]
 struct Row {
@@ -18,9 +18,6 @@ struct Row {
     disk: u64,
     failed: u64,
     bottlenecks: BTreeMap<String, u64>,
-    /// (peak, sentence) of the job with the largest peak.
-    advice: Option<(u64, String)>,
-    over_allocated: u64,
     /// GPU seconds, of them busy (utilisation times time), the largest GPU memory peak.
     gpu_time: f64,
     gpu_busy: f64,
@@ -84,16 +81,11 @@ impl Table {
         if let Some(b) = s.text(attr::BOTTLENECK) {
             *r.bottlenecks.entry(b.to_string()).or_default() += 1;
         }
-        if let Some(sentence) = s.text(attr::RECOMMENDATION) {
-            r.over_allocated += u64::from(s.text(attr::RIGHTSIZING) == Some("over-allocated"));
-            if r.advice.as_ref().is_none_or(|(p, _)| peak >= *p) {
-                r.advice = Some((peak, sentence.to_string()));
-            }
-        }
     }
 
-    /// The rows, one per task name.
-    pub fn rows(&self) -> Vec<RowView<'_>> {
+    /// The rows, one per task name, each with the judgement's advice for it (its ask for
+    /// next time), else what its GPUs say.
+    pub fn rows<'a>(&'a self, advice: &'a Advice) -> Vec<RowView<'a>> {
         self.rows
             .iter()
             .map(|(name, r)| RowView {
@@ -110,13 +102,11 @@ impl Table {
                     .map(|(b, _)| b.as_str())
                     .unwrap_or("-"),
                 failed: r.failed,
-                // Advice only when every job of the task asked for too much: one that used
-                // its request is reason enough to keep it.
-                advice: match (&r.advice, &r.gpu_advice) {
-                    (Some((_, s)), _) if r.over_allocated == r.jobs => s.as_str(),
-                    (_, Some(gpu)) => gpu.as_str(),
-                    (Some(_), None) => "fits its request",
-                    (None, None) => "-",
+                advice: match (advice.get(name).map(String::as_str), &r.gpu_advice) {
+                    (Some("as now") | None, Some(gpu)) => gpu.clone(),
+                    (Some(a), Some(gpu)) => format!("{a}; {gpu}"),
+                    (Some(a), None) => a.to_string(),
+                    (None, None) => "-".into(),
                 },
                 gpu: r.gpu(),
             })
@@ -132,7 +122,7 @@ impl Table {
         self.rows.values().any(|r| r.gpu_time > 0.0)
     }
 
-    pub fn render(&self, out: &mut String) {
+    pub fn render(&self, advice: &Advice, out: &mut String) {
         let gpu = self.has_gpu();
         let gpu_head = if gpu {
             format!(" {:>14}", "gpu busy/mem")
@@ -144,7 +134,7 @@ impl Table {
             "{:<20} {:>5} {:>9} {:>9} {:>9}{gpu_head} {:>9}  {:<13} {:>6}  advice",
             "task", "jobs", "wall s", "cpu s", "peak mem", "disk I/O", "bottleneck", "failed"
         );
-        for r in self.rows() {
+        for r in self.rows(advice) {
             let gpu_cell = match (gpu, &r.gpu) {
                 (true, Some(g)) => format!(" {g:>14}"),
                 (true, None) => format!(" {:>14}", "-"),
@@ -178,7 +168,7 @@ pub struct RowView<'a> {
     pub disk: u64,
     pub bottleneck: &'a str,
     pub failed: u64,
-    pub advice: &'a str,
+    pub advice: String,
     /// GPU utilisation and memory peak, where a job used a GPU.
     pub gpu: Option<String>,
 }
@@ -210,7 +200,7 @@ mod tests {
         ));
         table.record_task(&task("b", "plain", (&[], None), (&[], None)));
         let mut out = String::new();
-        table.render(&mut out);
+        table.render(&Advice::new(), &mut out);
         let files = out.find("\nfiles (").expect("files section");
         assert!(out.find("plain").unwrap() < files, "after the table: {out}");
         let section = &out[files..];
@@ -227,7 +217,7 @@ mod tests {
         let mut table = Table::default();
         table.record_task(&task("a", "plain", (&[], None), (&[], None)));
         let mut out = String::new();
-        table.render(&mut out);
+        table.render(&Advice::new(), &mut out);
         assert_eq!(out.lines().count(), 2, "a header and a row: {out}");
         assert!(!out.contains("files"), "{out}");
         let mut table = Table::default();
@@ -240,7 +230,7 @@ mod tests {
             ));
         }
         let mut out = String::new();
-        table.render(&mut out);
+        table.render(&Advice::new(), &mut out);
         assert_eq!(out.matches("  out: /o/x\n").count(), MAX_TEXT_TASKS);
         assert!(out.contains("… and 3 more tasks with files"), "{out}");
     }

@@ -75,6 +75,7 @@ pub fn render(all: &[Finding], out: &mut String) {
 mod tests {
     use super::*;
     use crate::judgement::{
+        asks::by_task,
         findings,
         job::{jobs_of, tests::task},
     };
@@ -94,7 +95,8 @@ mod tests {
             })
             .collect();
         let mut out = String::new();
-        render(&findings(None, &jobs_of(&spans)), &mut out);
+        let jobs = jobs_of(&spans);
+        render(&findings(None, &jobs, (&by_task(&jobs), "")), &mut out);
         assert_eq!(
             out.matches("\n  FAILED     stats n=").count(),
             FAILURES,

@@ -412,7 +412,7 @@ impl Summary {
         }
         if !self.table.is_empty() {
             out.push('\n');
-            self.table.render(&mut out);
+            self.table.render(&judged.advice(), &mut out);
             out.push_str(machines);
         }
         out

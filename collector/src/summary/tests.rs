@@ -258,7 +258,7 @@ run big  0.20s  FAILED: run exited with code 1; 4 of 11 tasks failed
    └─ tool  0.02s  ok
 
 task                  jobs    wall s     cpu s  peak mem  disk I/O  bottleneck    failed  advice
-filter                   5      0.25      0.00     0 MiB     0 MiB  -                  4  -
+filter                   5      0.25      0.00     0 MiB     0 MiB  -                  4  memory: 420 MiB
 make                     5      0.05      0.00     0 MiB     0 MiB  -                  0  -
 merge                    1      0.02      0.00     0 MiB     0 MiB  -                  0  -
 "
@@ -283,7 +283,7 @@ run big  5.10s  FAILED: run exited with code 1; 4 of 501 tasks failed
 └─ merge  0.02s  ok
 
 task                  jobs    wall s     cpu s  peak mem  disk I/O  bottleneck    failed  advice
-filter                 250     12.50      0.00     0 MiB     0 MiB  -                  4  -
+filter                 250     12.50      0.00     0 MiB     0 MiB  -                  4  memory: 420 MiB
 make                   250      2.50      0.00     0 MiB     0 MiB  -                  0  -
 merge                    1      0.02      0.00     0 MiB     0 MiB  -                  0  -
 "

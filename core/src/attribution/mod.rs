@@ -70,7 +70,8 @@ pub struct TaskInfo {
     pub run_id: String,
     pub wildcards: Option<String>,
     pub threads: Option<u32>,
-    /// Memory the engine gave the job, where its log says (Snakemake's `mem_mb`).
+    /// Memory the engine gave the job, where its log says (Snakemake's `mem_mib`, else its
+    /// `mem_mb` of 10^6 bytes).
     pub memory_bytes: Option<u64>,
     /// It ran inside the engine's own process (a Snakemake `run:` job).
     pub in_engine: bool,

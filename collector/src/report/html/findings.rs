@@ -56,6 +56,7 @@ mod tests {
 
     use super::*;
     use crate::judgement::{
+        asks::by_task,
         findings,
         job::{jobs_of, tests::*},
     };
@@ -65,7 +66,8 @@ mod tests {
         spans: &[crate::report::ReportSpan],
     ) -> String {
         let mut out = String::new();
-        render(&findings(run, &jobs_of(spans)), &mut out);
+        let jobs = jobs_of(spans);
+        render(&findings(run, &jobs, (&by_task(&jobs), "")), &mut out);
         out
     }
 

@@ -114,14 +114,11 @@ fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut 
     facts::render(run, jobs, out);
     findings::render(&judged.findings, out);
     jobs::render(jobs, out);
-    let engine = run
-        .and_then(|r| r.text(attr::RUN_ENGINE))
-        .unwrap_or_default();
-    asked::render(jobs, engine, out);
+    asked::render(&judged.asks, judged.engine, out);
     went::render(run, jobs, out);
     boxes::render(jobs, out);
     usual::render(run, jobs, out);
-    tasks::render(table, out);
+    tasks::render(table, &judged.advice(), out);
     machines(run, extra(spans), out);
     super::files::render_html(spans, out);
     timeline::render(spans, jobs, out);

@@ -2,11 +2,14 @@
 use std::fmt::Write as _;
 
 use super::units::bytes;
-use crate::report::{markup::esc, table::Table};
+use crate::{
+    judgement::Advice,
+    report::{markup::esc, table::Table},
+};
 
-/// The table by task name.
-pub fn render(table: &Table, out: &mut String) {
-    let rows = table.rows();
+/// The table by task name, with the judgement's advice.
+pub fn render(table: &Table, advice: &Advice, out: &mut String) {
+    let rows = table.rows(advice);
     // A column only where some task has something in it.
     let gpu = table.has_gpu();
     let verdict = rows.iter().any(|r| r.bottleneck != "-");
@@ -50,7 +53,7 @@ pub fn render(table: &Table, out: &mut String) {
             td(verdict, r.bottleneck.to_string()),
             td(failed, r.failed.to_string()),
             match advice {
-                true => format!("<td class=\"wrap\">{}</td>", esc(r.advice)),
+                true => format!("<td class=\"wrap\">{}</td>", esc(&r.advice)),
                 false => String::new(),
             },
         );

@@ -23,8 +23,10 @@ pub struct Job {
     pub outputs: Vec<String>,
     pub wildcards: Option<String>,
     pub threads: Option<u32>,
-    /// `mem_mb` among the job's resources, if declared.
-    pub mem_mb: Option<u64>,
+    /// The memory among the job's resources, if declared, in bytes: its `mem_mib` (2^20
+    /// bytes, which Snakemake derives from `mem_mb` and prints beside it), else its
+    /// `mem_mb` (10^6 bytes, as Snakemake counts it).
+    pub memory_bytes: Option<u64>,
     /// The job's shell command (normalized) where the log says it (`-p`).
     pub shell: Option<String>,
 }
@@ -273,17 +275,24 @@ impl Parser {
                     "output" => job.outputs = list().collect(),
                     "wildcards" => job.wildcards = Some(value.to_string()),
                     "threads" => job.threads = value.parse().ok(),
-                    "resources" => {
-                        job.mem_mb = list()
-                            .find_map(|r| r.strip_prefix("mem_mb=").map(str::to_string))
-                            .and_then(|v| v.parse().ok());
-                    }
+                    "resources" => job.memory_bytes = memory_bytes(list()),
                     _ => {}
                 }
             }
             None => {}
         }
     }
+}
+
+/// A job's memory from its resources (`mem_mb=4000, mem_mib=3815`), in bytes.
+fn memory_bytes(resources: impl Iterator<Item = String>) -> Option<u64> {
+    let (mut mib, mut mb) = (None, None);
+    for r in resources {
+        let num = |p: &str| r.strip_prefix(p).and_then(|v| v.parse::<u64>().ok());
+        mib = mib.or(num("mem_mib="));
+        mb = mb.or(num("mem_mb="));
+    }
+    mib.map(|m| m << 20).or(mb.map(|m| m * 1_000_000))
 }
 
 fn split_field(field: &str) -> (&str, &str) {

@@ -415,7 +415,7 @@ pub fn info_from_job(job: &Job) -> TaskInfo {
         wildcards: job.wildcards.clone(),
         // Snakemake logs threads only above 1: a job block without is 1 thread.
         threads: Some(job.threads.unwrap_or(1)),
-        memory_bytes: job.mem_mb.map(|mb| mb << 20),
+        memory_bytes: job.memory_bytes,
         ..Default::default()
     }
 }

@@ -1,6 +1,18 @@
 //! Excerpts of logs written by Snakemake 7.21 and 9.27 (trimmed, otherwise verbatim).
 use super::*;
 
+#[test]
+fn snakemakes_mem_mib_is_2_to_the_20_and_its_mem_mb_10_to_the_6() {
+    let res = |s: &str| memory_bytes(s.split(", ").map(str::to_string));
+    // As Snakemake 7.21, 8 and 9 print a job's resources.
+    assert_eq!(
+        res("tmpdir=/tmp, mem_mb=4000, mem_mib=3815"),
+        Some(3815 << 20)
+    );
+    assert_eq!(res("mem_mb=4000, tmpdir=/tmp"), Some(4_000_000_000));
+    assert_eq!(res("tmpdir=/tmp"), None);
+}
+
 const V7: &str = "Building DAG of jobs...\n\n[Mon Nov 23 01:54:07 2026]\nrule gen:\n    output: data/a/x\n    jobid: 1\n    reason: Missing output files: data/a/x\n    wildcards: s=a\n    resources: tmpdir=/tmp\n\n\n[Mon Nov 23 01:54:07 2026]\ncheckpoint split:\n    output: split\n    jobid: 12\nDAG of jobs will be updated after completion.\n\n[Mon Nov 23 01:54:07 2026]\nFinished job 12.\n\n[Mon Nov 23 01:54:12 2026]\nrule fail:\n    output: fail.txt\n    jobid: 18\n    threads: 2\n    resources: mem_mb=1500, tmpdir=/tmp\n\n[Mon Nov 23 01:54:12 2026]\nError in rule fail:\n    jobid: 18\n    output: fail.txt\n    shell:\n        echo failing; exit 3\n        (one of the commands exited with non-zero exit code; note that snakemake uses bash strict mode!)\n\n[Mon Nov 23 01:54:12 2026]\nError in rule badscript:\n    jobid: 19\n    output: badscript.txt\n\n";
 
 const V9: &str = "Execute 2 jobs...\n[Mon Nov 23 01:54:20 2026]\nlocalrule gen:\n    output: data/b/x\n    jobid: 2\n    reason: Missing output files: data/b/x\n    wildcards: s=b\n    resources: tmpdir=/tmp\nShell command: mkdir -p data/b && python3 gen.py b > data/b/x\n[Mon Nov 23 01:54:21 2026]\nFinished jobid: 2 (Rule: gen)\n1 of 26 steps (4%) done\n[Mon Nov 23 01:54:21 2026]\nlocalrule fail:\n    output: fail.txt\n    jobid: 18\n    reason: Missing output files: fail.txt\n    resources: tmpdir=/tmp\nRuleException:\nCalledProcessError in file \"/x/Snakefile\", line 95:\nCommand 'set -euo pipefail;  echo failing;\n   exit 3' returned non-zero exit status 3.\n[Mon Nov 23 01:54:21 2026]\nError in rule fail:\n    message: None\n    jobid: 18\n    output: fail.txt\n[Mon Nov 23 01:54:23 2026]\nlocalcheckpoint split:\n    output: split\n    jobid: 12\n";
@@ -22,9 +34,10 @@ fn snakemake_7_blocks_ends_and_failures() {
     assert_eq!(jobs_seen[0].outputs, ["data/a/x"]);
     assert_eq!(jobs_seen[0].wildcards.as_deref(), Some("s=a"));
     assert_eq!(jobs_seen[1].rule, "split", "checkpoints are jobs");
+    // mem_mb counts 10^6 bytes.
     assert_eq!(
-        (jobs_seen[2].threads, jobs_seen[2].mem_mb),
-        (Some(2), Some(1500))
+        (jobs_seen[2].threads, jobs_seen[2].memory_bytes),
+        (Some(2), Some(1_500_000_000))
     );
     assert!(entries.contains(&Entry::Ended("12".into())));
     let failed: Vec<_> = entries
