@@ -173,6 +173,61 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
         let label = f["job"]["label"].as_str().unwrap();
         assert!(li.contains(&format!(">{label}</a>")), "{li} is not {f}");
     }
+    // One ask per task: report --json's, the terminal's table, the page's "ask next time"
+    // and `suggest`'s.
+    let suggested = pipetrace()
+        .args(["suggest", "--format", "json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(suggested.status.success(), "{}", stderr(&suggested));
+    let suggested: Vec<serde_json::Value> = serde_json::from_slice(&suggested.stdout).unwrap();
+    let asked = page
+        .split("<h2 id=\"asked\">")
+        .nth(1)
+        .expect("the page's asks");
+    let asks = run["asks"].as_array().unwrap();
+    assert_eq!(
+        asks.len(),
+        3,
+        "make, filter and merge asked threads: {asks:?}"
+    );
+    for a in asks {
+        let task = a["task"].as_str().unwrap();
+        let s = (suggested.iter())
+            .find(|s| s["task"] == task)
+            .unwrap_or_else(|| panic!("suggest lacks {task}: {suggested:?}"));
+        assert_eq!(
+            (&s["cpus"], &s["memory_bytes"]),
+            (&a["cpus"], &a["memory_bytes"]),
+            "{task}"
+        );
+        let next = a["next_time"].as_str().unwrap();
+        let row = (end.lines())
+            .find(|l| l.starts_with(&format!("{task} ")) && l.contains(" MiB "))
+            .unwrap_or_else(|| panic!("no table row of {task}:\n{end}"));
+        assert!(row.ends_with(&format!("  {next}")), "{row} is not {next}");
+        let cell = match next {
+            "as now" => "<td class=\"l\">as now</td></tr>".to_string(),
+            n => format!("<td class=\"l\"><code>{n}</code></td></tr>"),
+        };
+        let on_page = (asked.split("<tr><td>").skip(1))
+            .find(|r| r.starts_with(&format!("{task}</td>")))
+            .unwrap_or_else(|| panic!("the page's asks lack {task}"));
+        assert!(on_page.contains(&cell), "{on_page} is not {cell}");
+    }
+    // The OOM-killed task asks for memory next time, in Snakemake's mem_mb, everywhere.
+    let filter = asks.iter().find(|a| a["task"] == "filter").unwrap();
+    assert!(
+        filter["next_time"].as_str().unwrap().contains("mem_mb: "),
+        "{filter}"
+    );
+    // The merge's threads: 2 for a single-threaded step, and mem_mb=4000 are Snakemake's
+    // mem_mib=3815: 3815 MiB asked.
+    let merge = asks.iter().find(|a| a["task"] == "merge").unwrap();
+    assert_eq!(merge["memory_asked_bytes"], 3815.0 * 1048576.0, "{merge}");
+    assert_eq!(merge["cpus_asked"], 2.0, "{merge}");
+    assert_eq!(merge["cpus"], 1, "{merge}");
     let gate = |kinds: &str| {
         let o = pipetrace()
             .args(["report", "--fail-on", kinds, "--html"])
