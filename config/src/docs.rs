@@ -437,6 +437,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "Where; null: beside the trace file (X.report.html), or ./pipetrace-<time>.report.html when traces go only over OTLP.",
     ),
     (
+        "report.failure_log_lines",
+        "The last lines of a failed job's own log (Snakemake's log: files, Nextflow's .command.err) under its finding on the terminal, the page and report --json; 0: pipetrace reads no log. Redacted as command lines are; never exported over OTLP.",
+    ),
+    (
         "sizing",
         "Which cloud machines would have run each task and the whole run, cheapest first, from a table of instance shapes and on-demand and spot prices (docs/sizing.md); never a network call.",
     ),

@@ -134,6 +134,10 @@ pub struct Report {
     /// Where; by default beside the trace file (`X.report.html`), or
     /// `./pipetrace-<time>.report.html` when traces go only over OTLP.
     pub path: Option<PathBuf>,
+    /// The last lines of a failed job's own log (as its engine names it) shown under its
+    /// finding on the terminal, the page and `report --json`; 0: none, pipetrace reads no
+    /// file. Redacted as command lines are; never exported over OTLP.
+    pub failure_log_lines: usize,
 }
 
 impl Default for Report {
@@ -141,6 +145,7 @@ impl Default for Report {
         Self {
             html: true,
             path: None,
+            failure_log_lines: 0,
         }
     }
 }

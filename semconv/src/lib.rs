@@ -21,6 +21,7 @@ pub mod attr {
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
     pub const TASK_IN_ENGINE: &str = "pipetrace.task.in_engine";
     pub const TASK_TAG: &str = "pipetrace.task.tag";
+    pub const TASK_LOGS: &str = "pipetrace.task.logs";
     pub const ENGINE_HELPERS: &str = "pipetrace.engine.helpers";
     pub const ENGINE_HELPERS_FAILED: &str = "pipetrace.engine.helpers_failed";
     pub const PROCESS_PID: &str = "process.pid";
@@ -167,6 +168,7 @@ pub mod attr {
         TASK_THREADS,
         TASK_IN_ENGINE,
         TASK_TAG,
+        TASK_LOGS,
         ENGINE_HELPERS,
         ENGINE_HELPERS_FAILED,
         PROCESS_PID,

@@ -33,7 +33,8 @@ pub(super) fn list(
         // The summary also feeds the HTML report: kept whenever either is wanted.
         For::Run { summary } if summary || cfg.report.html => {
             let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
-            list.push(Box::new(Summary::new(tasks, tools)));
+            let tails = crate::judgement::Tails::of(cfg);
+            list.push(Box::new(Summary::new(tasks, tools).with_tails(tails)));
         }
         For::Run { .. } => {}
         // The agent's runs, kept for `pipetrace compare RUN_ID` as they end.

@@ -6,7 +6,7 @@ use std::path::Path;
 use pipetrace_config::Config;
 
 use crate::{
-    judgement::{Judgement, Rank},
+    judgement::{Judgement, Rank, Tails},
     report::{self, Kind, ReportSpan, table::Table},
     sizing,
 };
@@ -85,7 +85,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
         .unwrap_or_default();
     let size = |run: &[ReportSpan]| sized.get(run.first()?.trace.as_str());
     if ask.json {
-        outln!("{}", json(&runs, &size));
+        outln!("{}", json(&runs, &size, &Tails::of(cfg)));
     } else {
         let shown = |run: &[ReportSpan]| size(run).filter(|_| ask.machines);
         let mut out = tables(&runs, &shown);
@@ -95,7 +95,8 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
-    let written = match super::run::write_report(&path, &report::html_with(&spans, &more)) {
+    let page = report::html_with(&spans, &more, &Tails::of(cfg));
+    let written = match super::run::write_report(&path, &page) {
         Ok(()) => {
             say!("pipetrace: report written to {}", path.display());
             0
@@ -157,11 +158,11 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
 /// for scripts and `pipetrace compare` (docs/report-json.md). The findings are the
 /// judgement's, as the terminal and the page give them; a task's row is the table's, in
 /// units a script need not parse.
-fn json(runs: &[Vec<ReportSpan>], size: Size) -> String {
+fn json(runs: &[Vec<ReportSpan>], size: Size, tails: &Tails) -> String {
     let runs: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {
-            let judged = Judgement::of(run);
+            let judged = Judgement::reading(run, tails);
             let root = judged.run;
             serde_json::json!({
                 "trace": run.first().map(|s| s.trace.as_str()),

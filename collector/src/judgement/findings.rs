@@ -60,6 +60,12 @@ pub enum What {
         signal: Option<String>,
         /// Its first failed tool's own status.
         tool_error: Option<String>,
+        /// Its own log files as the engine names them: where to read why.
+        logs: Vec<String>,
+        /// Their last lines, where `report.failure_log_lines` asks for them (local views
+        /// only: never exported).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        log_tail: Vec<String>,
     },
     /// No CPU, no I/O and no process started or ended, this long in all.
     Stalled { seconds: f64 },
@@ -163,10 +169,16 @@ fn failure(j: &Job) -> Option<Finding> {
     if let Some(t) = &tool_error {
         let _ = write!(s, " ({t})");
     }
+    let logs = j.logs();
+    if !logs.is_empty() {
+        let _ = write!(s, "; its log: {}", logs.join(", "));
+    }
     let what = What::Failed {
         error,
         signal,
         tool_error,
+        logs,
+        log_tail: Vec::new(),
     };
     Some(about(j, j.wall(), Rank::Failure, what, s))
 }
@@ -324,6 +336,8 @@ fn run_failure(run: Option<&ReportSpan>, jobs: &[Job]) -> Option<Finding> {
             error: e.to_string(),
             signal: None,
             tool_error: None,
+            logs: Vec::new(),
+            log_tail: Vec::new(),
         },
         text: s,
     })

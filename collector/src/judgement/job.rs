@@ -92,6 +92,15 @@ impl<'a> Job<'a> {
         format!("job-{trace}-{}", self.n)
     }
 
+    /// Its own log files, as the engine names them.
+    pub fn logs(&self) -> Vec<String> {
+        self.span
+            .lists
+            .get(attr::TASK_LOGS)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     pub fn failed(&self) -> bool {
         self.span.error.is_some()
     }

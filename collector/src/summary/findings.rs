@@ -3,7 +3,7 @@
 //! a terminal still reads; the rest are counted.
 use std::fmt::Write as _;
 
-use crate::judgement::{Finding, Rank};
+use crate::judgement::{Finding, Rank, What};
 
 /// OOM kills and failures named at most, together.
 const FAILURES: usize = 20;
@@ -51,6 +51,11 @@ pub fn render(all: &[Finding], out: &mut String) {
                 .as_ref()
                 .map_or(String::new(), |j| format!("{}: ", j.label));
             let _ = writeln!(out, "  {:<10} {who}{}", word(rank), f.text);
+            if let What::Failed { log_tail, .. } = &f.what {
+                log_tail.iter().for_each(|l| {
+                    let _ = writeln!(out, "  {:<10} │ {l}", "");
+                });
+            }
         }
         let hidden = same.saturating_sub(room);
         if shared {

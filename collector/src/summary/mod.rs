@@ -172,6 +172,8 @@ pub struct Summary {
     /// the parents still to come of such spans (a tool ends before the shell above it).
     flagged: usize,
     wanted: HashSet<SpanId>,
+    /// The failures' log lines the end shows, where asked.
+    tails: crate::judgement::Tails,
 }
 
 /// An integer attribute of a span.
@@ -217,6 +219,12 @@ impl Summary {
             },
             ..Default::default()
         }
+    }
+
+    /// Shows each failure's last log lines as `tails` asks.
+    pub fn with_tails(mut self, tails: crate::judgement::Tails) -> Self {
+        self.tails = tails;
+        self
     }
 
     pub fn record(&mut self, s: &ReadySpan) {
@@ -399,7 +407,7 @@ impl Summary {
     /// The findings, the tree and the table: what the run's end says of its jobs.
     fn body(&self, (max_tasks, max_tools): (usize, usize), machines: &str) -> String {
         let mut out = String::new();
-        let judged = crate::judgement::Judgement::of(&self.report);
+        let judged = crate::judgement::Judgement::reading(&self.report, &self.tails);
         findings::render(&judged.findings, &mut out);
         if let Some(run) = self.run {
             match self.folds(max_tasks) {

@@ -77,6 +77,9 @@ pub struct TaskInfo {
     pub in_engine: bool,
     /// The engine's label for this instance of the task (a Nextflow task's tag).
     pub tag: Option<String>,
+    /// The job's own log files as the engine names them (Snakemake's `log:`, a Nextflow
+    /// task's `.command.err` and `.command.log`): where to read why it failed.
+    pub logs: Vec<String>,
     /// The engine's own span of the task, where it traces itself (W3C traceparent).
     pub traceparent: Option<String>,
     /// Exit codes the engine judges otherwise than by 0 alone (cwltool's `successCodes`...).

@@ -29,6 +29,13 @@ fn pair(
     }
 }
 
+/// A task's own log files as its engine names them, where it names any.
+pub fn log_attrs(logs: &[String], r: &Redactor, out: &mut Vec<KeyValue>) {
+    if !logs.is_empty() {
+        list(attr::TASK_LOGS, logs, r, out);
+    }
+}
+
 /// A tool's files: read (and never written by it) and written. Nothing when it opened none
 /// that are kept.
 pub fn tool_attrs(files: Option<&Files>, r: &Redactor, out: &mut Vec<KeyValue>) {

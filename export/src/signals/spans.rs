@@ -130,6 +130,7 @@ impl SpanBuilder {
         let alloc = totals.allocation.as_ref();
         usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
         files::task_attrs(&totals.rollup.files, &self.redactor, &mut a);
+        files::log_attrs(&info.logs, &self.redactor, &mut a);
         // Every task with a usual says it, so a report compares each task, not only the slow.
         if let Some(u) = &judged.usual {
             a.push(KeyValue::new(attr::HISTORY_USUAL_DURATION, u.usual_s));

@@ -248,3 +248,87 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
     let (code, said) = gate("nonsense");
     assert_eq!(code, Some(2), "{said}");
 }
+
+/// A failed job's finding names its own log as the engine records it (a Snakemake `log:`
+/// file) on the terminal, the page and in `report --json`; its last lines show there only
+/// where `report.failure_log_lines` asks, and never go into the trace.
+#[test]
+fn a_failures_finding_names_its_log_and_shows_its_last_lines_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let snakefile = r#"rule all:
+    input: "b.txt"
+
+rule a:
+    output: "a.txt"
+    log: "logs/a.log"
+    shell: "sh fail.sh 2> {log}"
+
+rule b:
+    input: "a.txt"
+    output: "b.txt"
+    shell: "cp {input} {output}"
+"#;
+    std::fs::write(dir.path().join("Snakefile"), snakefile).unwrap();
+    // What the job says is in no command line: only its log holds it.
+    let script =
+        "echo reading reads >&2\necho 'a: sample S1 has no reads, password=hunter2' >&2\nexit 3\n";
+    std::fs::write(dir.path().join("fail.sh"), script).unwrap();
+    let run = |lines: &str, name: &str| {
+        let out = dir.path().join(format!("{name}.otlp.jsonl"));
+        let o = pipetrace()
+            .arg("-o")
+            .arg(&out)
+            .args(["run", "--", "snakemake", "--cores", "1", "--forceall"])
+            .env("PIPETRACE_REPORT__FAILURE_LOG_LINES", lines)
+            .env("PIPETRACE_DIAGNOSIS__STATE_DIR", dir.path().join("state"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        (out, stderr(&o))
+    };
+    let (out, said) = run("0", "quiet");
+    let end = end_of(&said);
+    let named = "FAILED     a: failed: task a exited with code 3 (fail.sh exited with code 3); \
+                 its log: logs/a.log";
+    assert!(end.contains(named), "{end}");
+    assert!(!end.contains("│ "), "no log line unless asked: {end}");
+    let (out_with, said) = run("2", "tail");
+    let end = end_of(&said);
+    assert!(end.contains(named), "{end}");
+    assert!(
+        end.contains("│ a: sample S1 has no reads, password="),
+        "{end}"
+    );
+    assert!(
+        !end.contains("hunter2"),
+        "redacted as command lines are: {end}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("tail.report.html")).unwrap();
+    let pre = "<pre class=\"log\">reading reads\na: sample S1 has no reads, password=";
+    assert!(page.contains(pre), "the page");
+    for file in [&out, &out_with] {
+        let trace = std::fs::read_to_string(file).unwrap();
+        assert!(!trace.contains("has no reads"), "never in the trace");
+        assert!(trace.contains("logs/a.log"), "the log's path is");
+    }
+    let json = pipetrace()
+        .args(["report", "--json"])
+        .arg(&out_with)
+        .env("PIPETRACE_REPORT__FAILURE_LOG_LINES", "1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let f = &v["runs"][0]["findings"][0];
+    assert_eq!(f["logs"], serde_json::json!(["logs/a.log"]), "{f}");
+    let tail = f["log_tail"].as_array().expect("log_tail");
+    assert_eq!(tail.len(), 1, "{f}");
+    assert!(
+        tail[0]
+            .as_str()
+            .unwrap()
+            .starts_with("a: sample S1 has no reads"),
+        "{f}"
+    );
+}

@@ -119,6 +119,17 @@ fn judge(dir: &Path, spans: &[RecvSpan]) {
         let expected =
             (disk.name.strip_suffix(')').and_then(|n| n.split_once(" ("))).map(|x| x.1.to_string());
         assert_eq!(tag, expected, "{}", task.name);
+        // Where Nextflow keeps its stderr and output: named on the span, there on disk.
+        let logs: Vec<String> = match task.attr("pipetrace.task.logs") {
+            Some(pipetrace_e2e::spans::Val::List(l)) => l.iter().map(|v| v.str().into()).collect(),
+            other => panic!("{}: no logs: {other:?}", task.name),
+        };
+        let work = std::fs::canonicalize(dir.join("work").join(hash)).unwrap();
+        let want_logs = [".command.err", ".command.log"].map(|f| work.join(f));
+        let real = |p: &String| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
+        let logs: Vec<std::path::PathBuf> = logs.iter().map(real).collect();
+        assert_eq!(logs, want_logs, "{}", task.name);
+        assert!(want_logs[0].exists(), "{}", want_logs[0].display());
         let failed = disk.exit != Some(0);
         assert_eq!(
             task.status == 2,

@@ -2,7 +2,7 @@
 use std::fmt::Write as _;
 
 use crate::{
-    judgement::{Finding, Rank},
+    judgement::{Finding, Rank, What},
     report::markup::esc,
 };
 
@@ -36,7 +36,17 @@ pub fn render(all: &[Finding], out: &mut String) {
             if let Some(job) = &f.job {
                 let _ = write!(out, "<a href=\"#{}\">{}</a> ", job.anchor, esc(&job.label));
             }
-            let _ = write!(out, "{}</li>", esc(&f.text));
+            let _ = write!(out, "{}", esc(&f.text));
+            if let What::Failed { log_tail, .. } = &f.what
+                && !log_tail.is_empty()
+            {
+                let _ = write!(
+                    out,
+                    "<pre class=\"log\">{}</pre>",
+                    esc(&log_tail.join("\n"))
+                );
+            }
+            out.push_str("</li>");
         }
         if same > bound {
             let _ = write!(

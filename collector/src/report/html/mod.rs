@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use pipetrace_semconv::attr;
 
 use super::{Kind, ReportSpan, markup::esc, table::Table};
-use crate::judgement::{job, units};
+use crate::judgement::{Tails, job, units};
 
 /// HTML a layer above adds to each run's section, after its tasks (the machines).
 pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
@@ -26,16 +26,26 @@ pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
 /// The report page of one run whose per-task table was summed as its spans came
 /// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts; `more` is
 /// put after the tasks.
-pub fn render_run(spans: &[ReportSpan], table: &Table, omitted: u64, more: &str) -> String {
-    one_run(spans, Some(table), omitted, &|_| more.to_string())
+pub fn render_run(
+    spans: &[ReportSpan],
+    (table, omitted): (&Table, u64),
+    more: &str,
+    tails: &Tails,
+) -> String {
+    one_run(spans, (Some(table), omitted), &|_| more.to_string(), tails)
 }
 
 /// The page of one run, named by it; `summed` and `omitted` as for [`section`].
-fn one_run(spans: &[ReportSpan], summed: Option<&Table>, omitted: u64, extra: More) -> String {
+fn one_run(
+    spans: &[ReportSpan],
+    (summed, omitted): (Option<&Table>, u64),
+    extra: More,
+    tails: &Tails,
+) -> String {
     let title = (spans.iter().find(|s| s.kind == Kind::Run))
         .map_or("pipetrace report".to_string(), |r| r.name.clone());
     let mut out = head(&title);
-    section(spans, summed, extra, &mut out);
+    section(spans, summed, (extra, tails), &mut out);
     out.push_str(&super::who::ByWho::of(spans).html());
     if omitted > 0 {
         let _ = write!(
@@ -70,17 +80,17 @@ fn tail(out: &mut String) {
 /// The report page without a machines section (the tests').
 #[cfg(test)]
 fn render(spans: &[ReportSpan]) -> String {
-    render_with(spans, &|_| String::new())
+    render_with(spans, &|_| String::new(), &Tails::default())
 }
 
 /// [`render`] with `extra` of each run after its tasks.
-pub fn render_with(spans: &[ReportSpan], extra: More) -> String {
+pub fn render_with(spans: &[ReportSpan], extra: More, tails: &Tails) -> String {
     // One run (as `pipetrace run` writes) is drawn from the spans as they are.
     let one = spans
         .iter()
         .all(|s| Some(&s.trace) == spans.first().map(|f| &f.trace));
     if one {
-        return one_run(spans, None, 0, extra);
+        return one_run(spans, (None, 0), extra, tails);
     }
     let runs = super::by_run(spans);
     let mut out = head(&format!("pipetrace report: {} runs", runs.len()));
@@ -88,7 +98,7 @@ pub fn render_with(spans: &[ReportSpan], extra: More) -> String {
         let name = (run.iter().find(|s| s.kind == Kind::Run))
             .map_or("run (no run span)", |r| r.name.as_str());
         let _ = write!(out, "<section><h1>{}</h1>", esc(name));
-        section(run, None, extra, &mut out);
+        section(run, None, (extra, tails), &mut out);
         out.push_str("</section>");
     }
     out.push_str(&super::who::ByWho::of(spans).html());
@@ -101,7 +111,12 @@ pub fn render_with(spans: &[ReportSpan], extra: More) -> String {
 /// usual, the tasks, the machines, files, timeline and events. `summed`: the per-task table as
 /// summed while the run ran, where `spans` may not hold every task; else it is summed from
 /// `spans`.
-fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut String) {
+fn section(
+    spans: &[ReportSpan],
+    summed: Option<&Table>,
+    (extra, tails): (More, &Tails),
+    out: &mut String,
+) {
     let mut own = Table::default();
     if summed.is_none() {
         for s in spans.iter().filter(|s| s.kind == Kind::Task) {
@@ -109,7 +124,7 @@ fn section(spans: &[ReportSpan], summed: Option<&Table>, extra: More, out: &mut 
         }
     }
     let table = summed.unwrap_or(&own);
-    let judged = crate::judgement::Judgement::of(spans);
+    let judged = crate::judgement::Judgement::reading(spans, tails);
     let (run, jobs) = (judged.run, &judged.jobs[..]);
     facts::render(run, jobs, out);
     findings::render(&judged.findings, out);

@@ -26,6 +26,8 @@ dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere;\
 font-family:ui-monospace,monospace;font-size:.9em}\
 ol.findings li{margin:.3em 0}ol.findings li.oom,ol.findings li.failure{color:var(--bad)}\
 ol.findings li.oom a,ol.findings li.failure a{color:var(--bad);font-weight:bold}\
+ol.findings pre.log{color:var(--fg);white-space:pre-wrap;overflow-wrap:anywhere;\
+font-size:.85em;margin:.3em 0;padding:.3em .6em;background:var(--shade);border-radius:4px}\
 .jobs-filter{margin:.5em 0;padding:4px 8px;width:min(30em,100%);box-sizing:border-box}\
 svg{max-width:100%;height:auto}svg text{fill:var(--fg)}svg .axis{stroke:var(--line)}\
 .legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;\

@@ -226,6 +226,10 @@ fn read_task(host: &dyn Host, path: &Path) -> Option<TaskInfo> {
     if prefix.len() == 2 && hash.len() >= 6 {
         info.run_id = format!("{prefix}/{hash}");
     }
+    // Where Nextflow keeps the task's stderr and its whole output.
+    info.logs = [".command.err", ".command.log"]
+        .map(|f| dir.join(f).to_string_lossy().into_owned())
+        .into();
     Some(info)
 }
 

@@ -29,6 +29,8 @@ pub struct Job {
     pub memory_bytes: Option<u64>,
     /// The job's shell command (normalized) where the log says it (`-p`).
     pub shell: Option<String>,
+    /// Its `log:` files, as the log lists them (relative to the working directory).
+    pub logs: Vec<String>,
 }
 
 /// A failed job: its `Error in rule` block, with the command it ran where the log says.
@@ -273,6 +275,7 @@ impl Parser {
                     "jobid" => job.jobid = Some(value.to_string()),
                     "input" => job.inputs = list().collect(),
                     "output" => job.outputs = list().collect(),
+                    "log" => job.logs = list().collect(),
                     "wildcards" => job.wildcards = Some(value.to_string()),
                     "threads" => job.threads = value.parse().ok(),
                     "resources" => job.memory_bytes = memory_bytes(list()),
