@@ -145,6 +145,16 @@ pub fn compare(
     spreads: &Spreads,
     history: Option<String>,
 ) -> Result<Comparison, CompareError> {
+    // The usual is a task's median job: a run's entry of several jobs (repeats of one name)
+    // meets it as its mean job, like with like.
+    let per_job;
+    let b = match against_usual {
+        true => {
+            per_job = b.per_job();
+            &per_job
+        }
+        false => b,
+    };
     let m = match against_usual {
         true => {
             let m = matching::pair_with_usual(&b.tasks, &a.tasks);

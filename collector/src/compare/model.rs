@@ -117,6 +117,20 @@ pub struct Task {
     pub tools: BTreeMap<String, Tool>,
 }
 
+impl Task {
+    /// Its mean job: sums over its jobs divided by them, the peak as it is.
+    pub fn per_job(&self) -> Task {
+        let n = self.jobs.max(1) as f64;
+        let figures = (self.figures.iter())
+            .map(|(m, v)| (*m, if *m == Metric::PeakMemory { *v } else { v / n }))
+            .collect();
+        Task {
+            figures,
+            ..self.clone()
+        }
+    }
+}
+
 /// One side of a comparison.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Run {
@@ -140,6 +154,14 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run with each entry as its mean job ([`Task::per_job`]).
+    pub fn per_job(&self) -> Run {
+        Run {
+            tasks: self.tasks.iter().map(Task::per_job).collect(),
+            ..self.clone()
+        }
+    }
+
     /// A run from its spans (one trace); tools are grouped under the task they ran in.
     pub fn of_spans(label: &str, spans: &[ReportSpan]) -> Self {
         let run = spans.iter().find(|s| s.kind == Kind::Run);

@@ -192,6 +192,34 @@ fn against_the_usual_each_job_meets_its_task_name() {
     assert_eq!(c.tasks.len(), 2);
 }
 
+#[test]
+fn against_the_usual_a_task_that_runs_twice_meets_it_as_its_mean_job() {
+    // Three identical runs kept: each time two jobs of one name, 2.5 s (on CPU) each.
+    let h = kept("p", "sleep", &[("a", 2.5), ("b", 2.5), ("c", 2.5)]);
+    let usual = usual_of(&h, "d").unwrap().run;
+    let b = run(
+        "d",
+        &[
+            ("sleep", 2.5, ("sleep", 2.49)),
+            ("sleep", 2.5, ("sleep", 2.49)),
+        ],
+    );
+    assert_eq!(b.tasks.len(), 1, "one entry of two jobs");
+    assert_eq!(b.tasks[0].jobs, 2);
+    let c = compare(&usual, &b, true, &Spreads::new(), None).unwrap();
+    let wall = (c.tasks[0].figures.iter())
+        .find(|f| f.metric == Metric::Wall)
+        .unwrap();
+    assert_eq!((wall.a, wall.b), (2.5, 2.5), "like with like");
+    assert!(c.moved.is_empty(), "{:?}", c.tasks[0]);
+    // Two runs compared with each other stay run-sums on both sides.
+    let c = compare(&b, &b, false, &Spreads::new(), None).unwrap();
+    let wall = (c.tasks[0].figures.iter())
+        .find(|f| f.metric == Metric::Wall)
+        .unwrap();
+    assert_eq!((wall.a, wall.b), (5.0, 5.0));
+}
+
 fn kept(pipeline: &str, task: &str, walls: &[(&str, f64)]) -> crate::diagnosis::HistoryKept {
     let runs = (walls.iter())
         .map(|(run, w)| crate::diagnosis::RunFigures {

@@ -178,6 +178,12 @@ impl<'a> Job<'a> {
         self.cpu() / self.wall().max(1e-9)
     }
 
+    /// CPUs it kept busy or waited for on average: a job on a busy host that waited for a
+    /// CPU wanted it, though it could not use it.
+    pub fn cpus_wanted(&self) -> f64 {
+        (self.cpu() + self.span.num(attr::CPU_RUN_QUEUE_DELAY)) / self.wall().max(1e-9)
+    }
+
     pub fn cpu_of_asked(&self) -> Option<f64> {
         self.cpus_asked().map(|n| self.cpus_used() / n)
     }
@@ -231,7 +237,7 @@ impl<'a> Job<'a> {
     /// time" and `pipetrace suggest` share.
     pub fn figures(&self) -> crate::report::asks::JobFigures {
         crate::report::asks::JobFigures {
-            busy: self.cpus_used(),
+            busy: self.cpus_wanted(),
             peak: self.peak_seen() as u64,
             wall: self.wall(),
             asked_cpus: self.cpus_asked(),

@@ -22,7 +22,8 @@ impl Default for Policy {
 /// One job's figures, as the rule reads them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JobFigures {
-    /// CPUs kept busy on average (CPU time over wall time).
+    /// CPUs kept busy or waited for on average: CPU time and the time its threads waited
+    /// for a CPU, over wall time.
     pub busy: f64,
     /// Peak memory, bytes (an OOM kill's own figure where larger).
     pub peak: u64,

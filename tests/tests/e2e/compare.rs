@@ -324,3 +324,45 @@ fn runs_an_agent_saw_are_compared_by_their_run_ids() {
     assert_eq!(matched, jobs, "{c:#}");
     assert_eq!(names(&c["moved"]), [slowed], "{c:#}");
 }
+
+/// Identical runs of a command whose task (`sleep`, by name) runs twice: against the usual of
+/// its history (the median job of each earlier run), the run's two jobs meet it as their
+/// mean job, and nothing moves.
+#[test]
+fn identical_runs_of_a_task_run_twice_move_nothing_against_their_usual() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let traced = |n: u32| {
+        let out = dir.path().join(format!("r{n}.otlp.jsonl"));
+        let o = pipetrace()
+            .arg("-o")
+            .arg(&out)
+            .args(["run", "--", "sh", "-c", "sleep 1.5; sleep 1.5"])
+            .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        out
+    };
+    let last = (1..=4).map(traced).last().unwrap();
+    let o = pipetrace()
+        .args(["compare", last.to_str().unwrap(), "--usual", "--json"])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
+        .output()
+        .unwrap();
+    let c = json_of(&o);
+    assert_eq!(c["moved"], serde_json::json!([]), "{c:#}");
+    let sleep = (c["tasks"].as_array().unwrap().iter())
+        .find(|t| t["task"] == "sleep")
+        .unwrap_or_else(|| panic!("no sleep: {c:#}"));
+    assert_eq!(sleep["jobs"][1], 2, "two jobs of one name: {sleep:#}");
+    let wall = (sleep["figures"].as_array().unwrap().iter())
+        .find(|f| f["metric"] == "wall")
+        .unwrap();
+    let (a, b) = (wall["a"].as_f64().unwrap(), wall["b"].as_f64().unwrap());
+    assert!(
+        (a - 1.5).abs() < 0.3 && (b - a).abs() < 0.3,
+        "{a} -> {b}: {sleep:#}"
+    );
+}

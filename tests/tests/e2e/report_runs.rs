@@ -47,14 +47,21 @@ fn a_report_of_an_agents_file_has_one_section_per_run() {
     // One section per run: the agent watches the whole host, where other tests' Slurm jobs
     // (runs of their own) may come and go meanwhile; these two runs are judged.
     let page = std::fs::read_to_string(&html).unwrap();
-    let sections: Vec<&str> = page.split("<section>").skip(1).collect();
+    let sections: Vec<&str> = page.split("<section id=\"run-").skip(1).collect();
     let of = |run: &str| {
         let mine: Vec<&&str> = (sections.iter())
-            .filter(|s| s.starts_with(&format!("<h1>run {run}</h1>")))
+            .filter(|s| s.contains(&format!("\"><h1>run {run}</h1>")))
             .collect();
         assert_eq!(mine.len(), 1, "one section of run {run}: {page}");
         *mine[0]
     };
+    // Each listed in the page's index, linked to its own section.
+    for run in ["first", "second"] {
+        assert!(
+            page.contains(&format!("\">run {run}</a> ")),
+            "no index entry of {run}"
+        );
+    }
     assert!(
         of("first").contains(">gzip<") && !of("first").contains(">sort<"),
         "{page}"

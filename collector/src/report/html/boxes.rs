@@ -6,7 +6,7 @@ use pipetrace_semconv::attr;
 
 use super::{
     job::Job,
-    units::{bytes, secs},
+    units::{bytes, pct, secs},
 };
 use crate::report::markup::esc;
 
@@ -49,7 +49,10 @@ const OUTLIER_FACTOR: f64 = 1.5;
 
 /// The job furthest above the median, where it is far enough and there are enough jobs:
 /// its label and how many times the median it is.
-pub fn outlier<'j, 'a>(jobs: &[&'j Job<'a>], value: fn(&Job) -> f64) -> Option<(&'j Job<'a>, f64)> {
+pub fn outlier<'j, 'a>(
+    jobs: &[&'j Job<'a>],
+    value: &dyn Fn(&Job) -> f64,
+) -> Option<(&'j Job<'a>, f64)> {
     if jobs.len() < OUTLIER_JOBS {
         return None;
     }
@@ -60,13 +63,21 @@ pub fn outlier<'j, 'a>(jobs: &[&'j Job<'a>], value: fn(&Job) -> f64) -> Option<(
     (median > 0.0 && factor >= OUTLIER_FACTOR).then_some((top, factor))
 }
 
-type Metric = (&'static str, fn(&Job) -> f64, fn(f64) -> String);
+/// A plot's title, each job's figure (None: the job has none, as one that asked for
+/// nothing has no % of its ask) and how to show a figure.
+type Metric = (&'static str, fn(&Job) -> Option<f64>, fn(f64) -> String);
 
-const METRICS: [Metric; 4] = [
-    ("Wall time", |j| j.wall(), secs),
-    ("CPU time", |j| j.cpu(), secs),
-    ("Peak memory", |j| j.peak_seen(), bytes),
-    ("Disk I/O (read + written)", io, bytes),
+const METRICS: [Metric; 6] = [
+    ("Wall time", |j| Some(j.wall()), secs),
+    ("CPU time", |j| Some(j.cpu()), secs),
+    ("Peak memory", |j| Some(j.peak_seen()), bytes),
+    ("Disk I/O (read + written)", |j| Some(io(j)), bytes),
+    ("CPU used, % of the CPUs asked", |j| j.cpu_of_asked(), pct),
+    (
+        "Peak memory, % of the memory asked",
+        |j| j.memory_of_asked(),
+        pct,
+    ),
 ];
 
 fn io(j: &Job) -> f64 {
@@ -77,64 +88,150 @@ const W: f64 = 800.0;
 const LABEL: f64 = 170.0;
 const PLOT: f64 = 380.0;
 const ROW: f64 = 24.0;
+/// Under the rows: the axis, its ticks and their figures.
+const AXIS: f64 = 22.0;
+/// A task of fewer jobs shows each as a dot: a box of two or three says nothing.
+const DOTS_BELOW: usize = 5;
 
-/// One metric's plot: a row per task, on one axis from zero to the largest job.
+/// A step of 1, 2 or 5 times a power of ten that puts 2 to 5 ticks up to `most`.
+fn nice_step(most: f64) -> f64 {
+    let p = 10f64.powf(most.log10().floor());
+    [0.2, 0.5, 1.0, 2.0, 5.0, 10.0]
+        .map(|k| k * p)
+        .into_iter()
+        .find(|s| most / s <= 5.0)
+        .unwrap_or(10.0 * p)
+}
+
+/// The axis under the rows at `y`: ticks from zero to `most`, each with its figure.
+fn axis(most: f64, y: f64, show: fn(f64) -> String, out: &mut String) {
+    let x = |v: f64| LABEL + v / most * PLOT;
+    let _ = write!(
+        out,
+        "<line class=\"axis\" x1=\"{LABEL}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>",
+        LABEL + PLOT
+    );
+    let step = nice_step(most);
+    let mut v = 0.0;
+    while v <= most * 1.000_001 {
+        let _ = write!(
+            out,
+            "<line class=\"axis\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y:.1}\" y2=\"{1:.1}\"/>\
+             <text x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
+            x(v),
+            y + 4.0,
+            y + 15.0,
+            esc(&show(v))
+        );
+        v += step;
+    }
+}
+
+/// One task's row at `y`: its jobs as dots where they are few, else a box.
+fn row(
+    task: &str,
+    jobs: &[&Job],
+    (m, x, y): (&Metric, &dyn Fn(f64) -> f64, f64),
+    out: &mut String,
+) {
+    let (_, value, show) = m;
+    let with: Vec<(&Job, f64)> = jobs.iter().filter_map(|j| Some((*j, value(j)?))).collect();
+    let values: Vec<f64> = with.iter().map(|(_, v)| *v).collect();
+    let Some(f) = five(&values) else { return };
+    let mid = y + ROW / 2.0 - 2.0;
+    let mut said = format!("median {}, most {}", show(f.median), show(f.max));
+    let jobs: Vec<&Job> = with.iter().map(|(j, _)| *j).collect();
+    if let Some((j, factor)) = outlier(&jobs, &|j| value(j).unwrap_or(0.0)) {
+        said = format!("{}, {factor:.1}x the median", j.label());
+    }
+    let _ = write!(
+        out,
+        "<text x=\"4\" y=\"{:.1}\">{} ({} jobs)</text>",
+        mid + 4.0,
+        esc(task),
+        values.len()
+    );
+    match values.len() < DOTS_BELOW {
+        true => dots(&with, (x, mid, *show), out),
+        false => boxed(task, &f, (x, y, *show), out),
+    }
+    let _ = write!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+        LABEL + PLOT + 12.0,
+        mid + 4.0,
+        esc(&said)
+    );
+}
+
+type Place<'x> = (&'x dyn Fn(f64) -> f64, f64, fn(f64) -> String);
+
+fn dots(jobs: &[(&Job, f64)], (x, mid, show): Place, out: &mut String) {
+    for (j, v) in jobs {
+        let _ = write!(
+            out,
+            "<circle cx=\"{:.1}\" cy=\"{mid:.1}\" r=\"4\" fill=\"#4e79a7\"><title>{}: {}</title>\
+             </circle>",
+            x(*v),
+            esc(&j.label()),
+            show(*v)
+        );
+    }
+}
+
+/// Whiskers from the least to the most, a box between the quartiles, the median in red.
+fn boxed(task: &str, f: &Five, (x, y, show): Place, out: &mut String) {
+    let mid = y + ROW / 2.0 - 2.0;
+    let _ = write!(
+        out,
+        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\" stroke=\"#888\"/>\
+         <rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#4e79a7\" \
+         opacity=\"0.5\"><title>{}: least {}, quartiles {} and {}, median {}, most {}</title>\
+         </rect><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#e15759\" \
+         stroke-width=\"2\"/>",
+        x(f.min),
+        x(f.max),
+        x(f.q1),
+        y + 3.0,
+        (x(f.q3) - x(f.q1)).max(1.0),
+        ROW - 10.0,
+        esc(task),
+        show(f.min),
+        show(f.q1),
+        show(f.q3),
+        show(f.median),
+        show(f.max),
+        x(f.median),
+        x(f.median),
+        y + 3.0,
+        y + ROW - 7.0,
+    );
+}
+
+/// One metric's plot: a row per task that has the figure, on one axis from zero to the
+/// largest job, with its scale under the rows.
 fn plot(m: &Metric, tasks: &BTreeMap<&str, Vec<&Job>>, out: &mut String) {
     let (title, value, show) = m;
-    let most = (tasks.values().flatten())
-        .map(|j| value(j))
+    let rows: Vec<(&&str, &Vec<&Job>)> = (tasks.iter())
+        .filter(|(_, js)| js.iter().any(|j| value(j).is_some()))
+        .collect();
+    let most = (rows.iter().flat_map(|(_, js)| js.iter()))
+        .filter_map(|j| value(j))
         .fold(0.0, f64::max);
-    if most <= 0.0 {
+    if most <= 0.0 || rows.is_empty() {
         return;
     }
     let x = |v: f64| LABEL + v / most * PLOT;
-    let h = ROW * tasks.len() as f64 + 6.0;
+    let h = ROW * rows.len() as f64 + 6.0 + AXIS;
     let _ = write!(
         out,
-        "<h3>{title}</h3><div class=\"scroll fig\"><svg viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\" \
+        "<h3>{title}</h3><div class=\"scroll fig\"><svg viewBox=\"0 0 {W} {h}\" width=\"100%\" \
          xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">"
     );
-    for (i, (task, jobs)) in tasks.iter().enumerate() {
-        let values: Vec<f64> = jobs.iter().map(|j| value(j)).collect();
-        let Some(f) = five(&values) else { continue };
-        let y = 4.0 + ROW * i as f64;
-        let mid = y + ROW / 2.0 - 2.0;
-        let mut said = format!("median {}, most {}", show(f.median), show(f.max));
-        if let Some((j, factor)) = outlier(jobs, *value) {
-            said = format!("{}, {factor:.1}x the median", j.label());
-        }
-        let _ = write!(
-            out,
-            "<text x=\"4\" y=\"{:.1}\">{} ({} jobs)</text>\
-             <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{mid:.1}\" y2=\"{mid:.1}\" stroke=\"#888\"/>\
-             <rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#4e79a7\" \
-             opacity=\"0.5\"><title>{}: least {}, quartiles {} and {}, median {}, most {}</title>\
-             </rect><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#e15759\" \
-             stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            mid + 4.0,
-            esc(task),
-            jobs.len(),
-            x(f.min),
-            x(f.max),
-            x(f.q1),
-            y + 3.0,
-            (x(f.q3) - x(f.q1)).max(1.0),
-            ROW - 10.0,
-            esc(task),
-            show(f.min),
-            show(f.q1),
-            show(f.q3),
-            show(f.median),
-            show(f.max),
-            x(f.median),
-            x(f.median),
-            y + 3.0,
-            y + ROW - 7.0,
-            LABEL + PLOT + 12.0,
-            mid + 4.0,
-            esc(&said)
-        );
+    for (i, (task, jobs)) in rows.iter().enumerate() {
+        row(task, jobs, (m, &x, 4.0 + ROW * i as f64), out);
     }
+    axis(most, h - AXIS, *show, out);
     out.push_str("</svg></div>");
 }
 
@@ -148,9 +245,12 @@ pub fn render(jobs: &[Job], out: &mut String) {
     if tasks.is_empty() {
         return;
     }
-    out.push_str(
+    let _ = write!(
+        out,
         "<h2 id=\"spread\">How each task's jobs spread</h2><p>Boxes from the first to the \
-         third quartile, the median in red, whiskers to the least and the most.</p>",
+         third quartile, the median in red, whiskers to the least and the most; a task of fewer \
+         than {DOTS_BELOW} jobs as one dot a job. The % of what was asked where jobs asked \
+         (threads or cpus, mem_mb or memory, a cgroup's quota and limit).</p>"
     );
     for m in &METRICS {
         plot(m, &tasks, out);
@@ -188,15 +288,59 @@ mod tests {
             .collect();
         let jobs = jobs_of(&spans);
         let all: Vec<&Job> = jobs.iter().collect();
-        let (j, factor) = outlier(&all, |j| j.wall()).unwrap();
+        let (j, factor) = outlier(&all, &|j| j.wall()).unwrap();
         assert_eq!(j.label(), "align sample=B");
         assert!((factor - 3.1).abs() < 1e-6, "{factor}");
         // Even jobs have none; two jobs are too few to tell.
         let even: Vec<&Job> = jobs.iter().filter(|j| j.wall() < 2.0).collect();
-        assert!(outlier(&even, |j| j.wall()).is_none());
-        assert!(outlier(&all[..2], |j| j.wall()).is_none());
+        assert!(outlier(&even, &|j| j.wall()).is_none());
+        assert!(outlier(&all[..2], &|j| j.wall()).is_none());
         let mut out = String::new();
         render(&jobs, &mut out);
         assert!(out.contains("align sample=B, 3.1x the median"), "{out}");
+    }
+
+    #[test]
+    fn few_jobs_are_dots_many_a_box_each_plot_has_its_scale_and_asks_their_share() {
+        let job = |id: &str, name: &str, wall: f64| {
+            with(
+                task(id, name, Some(id), (0.0, wall)),
+                &[(attr::CPU_ALLOCATED, 2.0), (attr::CPU_USER_TIME, wall)],
+                &[(attr::CPU_ALLOCATION_SOURCE, "engine.threads")],
+            )
+        };
+        let mut spans: Vec<_> = (0..6)
+            .map(|i| job(&format!("m{i}"), "many", 1.0 + i as f64))
+            .collect();
+        spans.extend((0..3).map(|i| task(&format!("f{i}"), "few", Some("x"), (0.0, 2.0))));
+        let jobs = jobs_of(&spans);
+        let mut out = String::new();
+        render(&jobs, &mut out);
+        let wall = out.split("<h3>").nth(1).unwrap();
+        assert!(wall.starts_with("Wall time</h3>"), "{wall}");
+        assert_eq!(
+            wall.matches("<circle").count(),
+            3,
+            "the 3 jobs of few as dots"
+        );
+        assert_eq!(wall.matches("<rect").count(), 1, "many's box");
+        // 0 to 6 s in steps of 2 s, each tick named.
+        for tick in ["0 s", "2.00 s", "4.00 s", "6.00 s"] {
+            assert!(
+                wall.contains(&format!("text-anchor=\"middle\">{tick}</text>")),
+                "{tick}: {wall}"
+            );
+        }
+        let cpu = (out.split("<h3>"))
+            .find(|p| p.starts_with("CPU used, % of the CPUs asked"))
+            .expect("a % of the ask plot");
+        assert!(
+            cpu.contains(">many (6 jobs)<") && !cpu.contains(">few"),
+            "{cpu}"
+        );
+        assert!(
+            cpu.contains(">50%</text>"),
+            "each job used 1 of its 2 CPUs: {cpu}"
+        );
     }
 }

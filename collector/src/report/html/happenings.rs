@@ -30,7 +30,8 @@ pub fn render(spans: &[ReportSpan], out: &mut String) {
     events.sort();
     if !events.is_empty() {
         out.push_str(
-            "<h2>Events</h2><table><tr><th>at s</th><th class=\"l\">where</th><th class=\"l\">what</th></tr>",
+            "<h2>Events</h2><div class=\"scroll\"><table><tr><th>at s</th><th class=\"l\">where</th>\
+             <th class=\"l\">what</th></tr>",
         );
         for (t, at, what) in events.iter().take(MAX_LISTED) {
             let _ = write!(
@@ -41,7 +42,7 @@ pub fn render(spans: &[ReportSpan], out: &mut String) {
                 esc(what)
             );
         }
-        out.push_str("</table>");
+        out.push_str("</table></div>");
         more(events.len(), out);
     }
     // The engine's own helpers (a shim's probe that exits 1) are not the pipeline's failures:
@@ -52,7 +53,10 @@ pub fn render(spans: &[ReportSpan], out: &mut String) {
         .partition(|s| task_of(s, &by_id).is_some());
     failed.sort_by_key(|s| (s.end, s.id.clone()));
     if !failed.is_empty() {
-        out.push_str("<h2>Failures</h2><table><tr><th>ended at s</th><th class=\"l\">where</th><th class=\"l\">why</th></tr>");
+        out.push_str(
+            "<h2>Failures</h2><div class=\"scroll\"><table><tr><th>ended at s</th>\
+             <th class=\"l\">where</th><th class=\"l\">why</th></tr>",
+        );
         for s in failed.iter().take(MAX_LISTED) {
             let _ = write!(
                 out,
@@ -62,7 +66,7 @@ pub fn render(spans: &[ReportSpan], out: &mut String) {
                 esc(s.error.as_deref().unwrap_or_default())
             );
         }
-        out.push_str("</table>");
+        out.push_str("</table></div>");
         more(failed.len(), out);
     }
     if !engine.is_empty() {

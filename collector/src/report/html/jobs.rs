@@ -169,7 +169,7 @@ pub fn render(jobs: &[Job], out: &mut String) {
     out.push_str(
         "<h2 id=\"jobs\">Jobs</h2><p class=\"note\">CPU % asked: CPU time over wall time \
          times the CPUs asked for. Waits: runnable but waiting for a CPU, for block I/O, for \
-         memory to be reclaimed. Click a header to sort.</p><div class=\"scroll\"><table \
+         memory to be reclaimed. Click a header to sort.</p><div class=\"scroll tall\"><table \
          class=\"jobs\"><thead><tr>",
     );
     for c in &cols {

@@ -94,16 +94,66 @@ pub fn render_with(spans: &[ReportSpan], extra: More, tails: &Tails) -> String {
     }
     let runs = super::by_run(spans);
     let mut out = head(&format!("pipetrace report: {} runs", runs.len()));
+    index(&runs, &mut out);
     for run in &runs {
         let name = (run.iter().find(|s| s.kind == Kind::Run))
             .map_or("run (no run span)", |r| r.name.as_str());
-        let _ = write!(out, "<section><h1>{}</h1>", esc(name));
-        section(run, None, (extra, tails), &mut out);
+        let key = run_key(run);
+        let _ = write!(out, "<section id=\"run-{key}\"><h1>{}</h1>", esc(name));
+        let mut own = String::new();
+        section(run, None, (extra, tails), &mut own);
+        out.push_str(&own_ids(&own, &key));
         out.push_str("</section>");
     }
     out.push_str(&super::who::ByWho::of(spans).html());
     tail(&mut out);
     out
+}
+
+/// The sections' ids, each run's own on a page of several (job rows carry their trace).
+const SECTION_IDS: [&str; 9] = [
+    "findings", "jobs", "asked", "went", "spread", "usual", "tasks", "machines", "timeline",
+];
+
+/// A run's key in ids: the start of its trace id.
+fn run_key(run: &[ReportSpan]) -> String {
+    run.first()
+        .map_or(String::new(), |s| s.trace.chars().take(8).collect())
+}
+
+/// A run's section with its sections' ids (and links to them) made its own.
+fn own_ids(html: &str, key: &str) -> String {
+    let mut out = html.to_string();
+    for id in SECTION_IDS {
+        out = out.replace(&format!("id=\"{id}\""), &format!("id=\"{id}-{key}\""));
+        out = out.replace(&format!("href=\"#{id}\""), &format!("href=\"#{id}-{key}\""));
+    }
+    out
+}
+
+/// An index of a page's runs: each linked to its section, with its status and failures.
+fn index(runs: &[Vec<ReportSpan>], out: &mut String) {
+    out.push_str("<nav><h2>Runs</h2><ol class=\"runs\">");
+    for run in runs {
+        let r = run.iter().find(|s| s.kind == Kind::Run);
+        let name = r.map_or("run (no run span)", |r| r.name.as_str());
+        let failed = (run.iter())
+            .filter(|s| s.kind == Kind::Task && s.error.is_some())
+            .count();
+        let status = match (r.and_then(|r| r.error.as_deref()), failed) {
+            (Some(e), _) => format!("<span class=\"bad\">{}</span>", esc(e)),
+            (None, 0) => "ok".into(),
+            (None, n) => format!("<span class=\"bad\">{n} job(s) failed</span>"),
+        };
+        let _ = write!(
+            out,
+            "<li><a href=\"#run-{}\">{}</a> {:.1} s, {status}</li>",
+            run_key(run),
+            esc(name),
+            r.map_or(0.0, ReportSpan::secs)
+        );
+    }
+    out.push_str("</ol></nav>");
 }
 
 /// One run's part of the report: its status and facts, the findings, its jobs, its tasks,
@@ -128,6 +178,8 @@ fn section(
     let (run, jobs) = (judged.run, &judged.jobs[..]);
     facts::render(run, jobs, out);
     findings::render(&judged.findings, out);
+    // What failed and what happened, in words, beside the findings.
+    happenings::render(spans, out);
     jobs::render(jobs, out);
     asked::render(&judged.asks, judged.engine, out);
     went::render(run, jobs, out);
@@ -137,7 +189,6 @@ fn section(
     machines(run, extra(spans), out);
     super::files::render_html(spans, out);
     timeline::render(spans, jobs, out);
-    happenings::render(spans, out);
 }
 
 /// The machines that fit, where the run was worth sizing (it cost more than a cent or ran
@@ -241,8 +292,15 @@ mod tests {
             one < bwa && bwa < two && two < sort,
             "each run's tasks in its section"
         );
-        // Each run's rows have ids of their own, for the findings to link to.
+        // Each run's rows have ids of their own, for the findings to link to, and so do its
+        // sections; an index links to each run.
         assert!(html.contains("<tr id=\"job-a-0\">") && html.contains("<tr id=\"job-b-0\">"));
+        assert!(html.contains("id=\"findings-a\"") && html.contains("id=\"findings-b\""));
+        assert!(!html.contains("id=\"findings\""), "no id twice");
+        let nav = html
+            .find("<li><a href=\"#run-a\">run one</a>")
+            .expect("an index");
+        assert!(nav < one && html.contains("<section id=\"run-a\"><h1>run one</h1>"));
     }
 
     #[test]

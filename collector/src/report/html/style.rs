@@ -15,6 +15,7 @@ a{color:var(--link)}h1{font-size:1.5em;overflow-wrap:anywhere}\
 table{border-collapse:collapse}td,th{border-bottom:1px solid var(--line);padding:4px 8px;\
 text-align:right;white-space:nowrap}td.l,th.l,td:first-child,th:first-child{text-align:left}\
 th{position:sticky;top:0;background:var(--bg)}.scroll{overflow-x:auto;max-width:100%}\
+.scroll.tall{max-height:85vh;overflow:auto}td.wrap,td.err{overflow-wrap:anywhere}\
 .jobs th[data-k]{cursor:pointer}.jobs th[aria-sort=ascending]::after{content:' ▲'}\
 .jobs th[aria-sort=descending]::after{content:' ▼'}tr.bad td{color:var(--bad)}\
 tr:target td{background:var(--shade)}.err,.bad{color:var(--bad)}.good{color:var(--good)}\
@@ -24,7 +25,7 @@ tr:target td{background:var(--shade)}.err,.bad{color:var(--bad)}.good{color:var(
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 1em;margin:0 0 1em}\
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere;\
 font-family:ui-monospace,monospace;font-size:.9em}\
-ol.findings li{margin:.3em 0}ol.findings li.oom,ol.findings li.failure{color:var(--bad)}\
+ol.findings li{margin:.3em 0;overflow-wrap:anywhere}ol.findings li.oom,ol.findings li.failure{color:var(--bad)}\
 ol.findings li.oom a,ol.findings li.failure a{color:var(--bad);font-weight:bold}\
 ol.findings pre.log{color:var(--fg);white-space:pre-wrap;overflow-wrap:anywhere;\
 font-size:.85em;margin:.3em 0;padding:.3em .6em;background:var(--shade);border-radius:4px}\

@@ -185,12 +185,15 @@ fn running(jobs: &[Job], axis: &Axis, y: f64, out: &mut String) {
     );
 }
 
-/// The legend: only the colours drawn.
+/// The legend: only the colours drawn, the tools' (drawn inside their job's row) too.
 fn legend(jobs: &[Job], startup: bool, out: &mut String) {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let tools_drawn = jobs.len() < LANES_FROM;
     for j in jobs {
         let (c, name) = color(j.span);
         seen.insert(name, c);
+        let tools = j.tools.iter().take(if tools_drawn { MAX_TOOLS } else { 0 });
+        seen.extend(tools.map(|t| (color(t).1, color(t).0)));
     }
     out.push_str("<p class=\"legend\">");
     for (name, c) in seen {
@@ -225,7 +228,7 @@ pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
     legend(jobs, startup.is_some(), out);
     let _ = write!(
         out,
-        "<div class=\"scroll fig\"><svg viewBox=\"0 0 {WIDTH} {h}\" width=\"{WIDTH}\" height=\"{h}\" \
+        "<div class=\"scroll fig\"><svg viewBox=\"0 0 {WIDTH} {h}\" width=\"100%\" \
          xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">"
     );
     if let Some(r) = startup {

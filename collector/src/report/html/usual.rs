@@ -39,7 +39,12 @@ fn rows<'j, 'a>(jobs: &'j [Job<'a>]) -> BTreeMap<&'a str, Row<'j, 'a>> {
         let Some(usual) = usual.filter(|u| *u > 0.0) else {
             continue;
         };
-        let runs = j.span.num(attr::HISTORY_RUNS);
+        // Likewise the runs it is the median of.
+        let slower = j.events(event::SLOWER_THAN_USUAL).next();
+        let runs = match slower.and_then(|e| e.numbers.get(attr::HISTORY_RUNS)) {
+            Some(r) if j.span.num(attr::HISTORY_RUNS) <= 0.0 => *r,
+            _ => j.span.num(attr::HISTORY_RUNS),
+        };
         let row = out.entry(j.task()).or_insert(Row {
             jobs: Vec::new(),
             usual,
