@@ -7,6 +7,8 @@ use crate::accounting::{IMPOSSIBLE_BLKIO, Measured, Usage};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     CpuBound,
+    /// Given several CPUs, kept about one busy: its work does not run in parallel.
+    SingleThreaded,
     IoBound,
     MemoryBound,
     NetworkBound,
@@ -20,6 +22,7 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::CpuBound => "cpu-bound",
+            Kind::SingleThreaded => "single-threaded",
             Kind::IoBound => "io-bound",
             Kind::MemoryBound => "memory-bound",
             Kind::NetworkBound => "network-bound",
@@ -112,6 +115,8 @@ fn host_verdict(
         // Runnable time is time on a CPU plus time waiting for one: a busy machine slows a
         // CPU-bound task without making it anything else.
         (Kind::CpuBound, l.cpu_bound())
+    } else if let Some(why) = l.single_threaded(t) {
+        (Kind::SingleThreaded, why)
     } else if measured.network && l.net / l.wall >= t.network_bound_bytes_per_s as f64 {
         let why = format!(
             "moved {:.1} MiB/s over the network with {:.1} CPUs busy",
@@ -213,6 +218,20 @@ impl Life {
             format!("{busy:.1} of {cpus} CPUs busy ({:.0}%)", 100.0 * self.util)
         };
         format!("{of_cpus} over {:.1} s{starved}", self.wall)
+    }
+
+    /// Given 2 CPUs or more, runnable about one CPU's worth (on a CPU or waiting for one):
+    /// the work ran one thread at a time, so the CPUs past the first did nothing.
+    fn single_threaded(&self, t: &Diagnosis) -> Option<String> {
+        let runnable = (self.cpu + self.queue) / self.wall;
+        let one = runnable >= t.cpu_bound && runnable < 1.0 + (1.0 - t.cpu_bound);
+        (self.cpus >= 2.0 && one).then(|| {
+            format!(
+                "kept one CPU of the {} asked for busy ({:.2} runnable on average over {:.1} \
+                 s): its work runs one thread at a time; ask for 1",
+                self.cpus, runnable, self.wall
+            )
+        })
     }
 
     fn mixed(&self, u: &Usage) -> String {
@@ -338,7 +357,16 @@ mod tests {
             kind(usage(9.5, 0.0, 0.0, 0), 10.0, 1.0),
             Some(Kind::CpuBound)
         );
-        assert_eq!(kind(usage(9.5, 0.0, 0.0, 0), 10.0, 4.0), Some(Kind::Mixed));
+        // One CPU busy of the 4 asked: single-threaded, on a busy host too (runnable, waiting
+        // for a CPU half the time); two of 4 is no single limit.
+        assert_eq!(
+            kind(usage(9.5, 0.0, 0.0, 0), 10.0, 4.0),
+            Some(Kind::SingleThreaded)
+        );
+        let mut starved = usage(5.0, 0.0, 0.0, 0);
+        starved.run_delay_ns = 4_500_000_000;
+        assert_eq!(kind(starved, 10.0, 2.0), Some(Kind::SingleThreaded));
+        assert_eq!(kind(usage(20.0, 0.0, 0.0, 0), 10.0, 4.0), Some(Kind::Mixed));
         assert_eq!(
             kind(usage(1.0, 6.0, 0.0, 0), 10.0, 1.0),
             Some(Kind::IoBound)

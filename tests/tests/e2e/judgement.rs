@@ -166,8 +166,11 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
         );
         assert!(end.contains(&line), "the terminal lacks {line}:\n{end}");
     }
-    // The page: the same findings, in the same order.
-    let page = std::fs::read_to_string(dir.path().join("big.report.html")).unwrap();
+    // The page: the same findings, in the same order (photographed wide, narrow and dark into
+    // target/report-screenshots/big*.png for a person to look at).
+    let page_path = dir.path().join("big.report.html");
+    crate::report_page::screenshots(&page_path, "big");
+    let page = std::fs::read_to_string(&page_path).unwrap();
     let listed: Vec<&str> = page.split("<li class=\"").skip(1).collect();
     for (f, li) in findings.iter().zip(&listed) {
         let label = f["job"]["label"].as_str().unwrap();
@@ -331,4 +334,66 @@ rule b:
             .starts_with("a: sample S1 has no reads"),
         "{f}"
     );
+}
+
+/// A job that asks Snakemake for 2 threads and runs one is judged `single-threaded` (on a
+/// busy host too: runnable time counts the waits for a CPU), and every view asks for 1
+/// thread next time; a job that uses its 2 is left as it is.
+#[test]
+fn a_single_threaded_job_given_two_threads_is_said_so_and_asked_for_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let snakefile = format!(
+        r#"rule all:
+    input: "one.done", "two.done"
+
+rule one:
+    output: "one.done"
+    threads: 2
+    shell: "{w} burn 1500 && touch {{output}}"
+
+rule two:
+    output: "two.done"
+    threads: 2
+    shell: "{w} threads 2 1500 && touch {{output}}"
+"#,
+        w = WORKLOAD
+    );
+    std::fs::write(dir.path().join("Snakefile"), snakefile).unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .arg("-o")
+        .arg(&out)
+        .args(["run", "--", "snakemake", "--cores", "2"])
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", dir.path().join("state"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = stderr(&o);
+    assert!(o.status.success(), "{said}");
+    let spans = pipetrace_e2e::read_jsonl(&out);
+    let task = |name: &str| {
+        (spans.iter())
+            .find(|s| s.is_task() && s.str("cicd.pipeline.task.name") == name)
+            .unwrap_or_else(|| panic!("no task {name}"))
+    };
+    let one = task("one");
+    assert_eq!(
+        one.str("pipetrace.bottleneck"),
+        "single-threaded",
+        "{}",
+        one.str("pipetrace.bottleneck.reason")
+    );
+    assert_ne!(task("two").str("pipetrace.bottleneck"), "single-threaded");
+    let row = |name: &str| {
+        (said.lines())
+            .find(|l| l.starts_with(&format!("{name} ")) && l.contains(" MiB "))
+            .unwrap_or_else(|| panic!("no row of {name}: {said}"))
+            .to_string()
+    };
+    assert!(
+        row("one").contains("single-threaded") && row("one").ends_with("  threads: 1"),
+        "{}",
+        row("one")
+    );
+    assert!(row("two").ends_with("  as now"), "{}", row("two"));
 }

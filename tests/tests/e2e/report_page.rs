@@ -40,7 +40,7 @@ fn chromium(args: &[&str], url: &str) -> std::process::Output {
 }
 
 /// The page wide, narrow (a phone) and in the dark theme, as `name*.png`.
-fn screenshots(page: &Path, name: &str) {
+pub(crate) fn screenshots(page: &Path, name: &str) {
     let url = format!("file://{}", page.display());
     for (suffix, size, extra) in [
         // Tall enough for the whole page: the timeline is near its end.

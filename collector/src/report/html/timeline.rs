@@ -19,6 +19,7 @@ fn color(s: &ReportSpan) -> (&'static str, &'static str) {
     }
     match s.text(attr::BOTTLENECK) {
         Some("cpu-bound") => ("#4e79a7", "cpu-bound"),
+        Some("single-threaded") => ("#9c755f", "single-threaded"),
         Some("io-bound") => ("#f28e2b", "io-bound"),
         Some("memory-bound") => ("#b07aa1", "memory-bound"),
         Some("network-bound") => ("#59a14f", "network-bound"),
