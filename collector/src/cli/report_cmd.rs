@@ -23,6 +23,7 @@ pub enum FailOn {
     /// A job slower than its usual.
     Slower,
     /// The job that left the most asked-for CPU time unused.
+    #[value(alias = "over_ask")]
     OverAsk,
     Bottleneck,
     /// Processes that may as well be other jobs'.

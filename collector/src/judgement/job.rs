@@ -290,6 +290,18 @@ pub mod tests {
         }
     }
 
+    /// `n` jobs of task `stats` (tags `n=0`...), each exited with code 3.
+    pub fn failed_jobs(n: usize) -> Vec<ReportSpan> {
+        (0..n)
+            .map(|i| {
+                let tag = format!("n={i}");
+                let mut t = task(&format!("t{i}"), "stats", Some(&tag), (0.0, 1.0));
+                t.error = Some("task stats exited with code 3".into());
+                t
+            })
+            .collect()
+    }
+
     pub fn with(mut s: ReportSpan, numbers: &[(&str, f64)], texts: &[(&str, &str)]) -> ReportSpan {
         s.numbers
             .extend(numbers.iter().map(|(k, v)| (k.to_string(), *v)));

@@ -82,23 +82,12 @@ mod tests {
     use crate::judgement::{
         asks::by_task,
         findings,
-        job::{jobs_of, tests::task},
+        job::{jobs_of, tests::failed_jobs},
     };
 
     #[test]
     fn failures_past_the_bound_are_counted_and_the_trace_file_named_for_them() {
-        let spans: Vec<_> = (0..25)
-            .map(|i| {
-                let mut t = task(
-                    &format!("t{i}"),
-                    "stats",
-                    Some(&format!("n={i}")),
-                    (0.0, 1.0),
-                );
-                t.error = Some("task stats exited with code 3".into());
-                t
-            })
-            .collect();
+        let spans = failed_jobs(25);
         let mut out = String::new();
         let jobs = jobs_of(&spans);
         render(&findings(None, &jobs, (&by_task(&jobs), "")), &mut out);

@@ -122,18 +122,7 @@ mod tests {
 
     #[test]
     fn every_failure_up_to_its_bound_is_listed_and_the_rest_counted() {
-        let spans: Vec<_> = (0..60)
-            .map(|i| {
-                let mut t = task(
-                    &format!("t{i}"),
-                    "stats",
-                    Some(&format!("n={i}")),
-                    (0.0, 1.0),
-                );
-                t.error = Some("task stats exited with code 3".into());
-                t
-            })
-            .collect();
+        let spans = failed_jobs(60);
         let out = page(None, &spans);
         assert_eq!(
             out.matches("<li class=\"failure\">").count(),
