@@ -48,16 +48,16 @@ pub struct Asks {
 
 /// Busy CPUs over a whole number by at most this are that number.
 const CPU_NOISE: f64 = 0.1;
-/// A job shorter than this cannot show that it needs more CPUs than it was given (one
-/// when it was given none): over a few milliseconds a shell and its child overlap, and
-/// busy CPUs read 2 for a single-threaded step. Its figure counts up to what it had.
+/// A job shorter than this cannot show that it needs more than one CPU: over a few
+/// milliseconds a shell and its child overlap, and a wait for a CPU weighs as much as the
+/// work, so busy CPUs read 2 for a single-threaded step. Its figure counts up to one CPU.
 pub const MIN_CPU_EVIDENCE_SECS: f64 = 1.0;
 
 /// The busy CPUs a job's figures show, as far as its duration can show them.
 fn busy_shown(j: &JobFigures) -> f64 {
     match j.wall >= MIN_CPU_EVIDENCE_SECS {
         true => j.busy,
-        false => j.busy.min(j.asked_cpus.unwrap_or(1.0).max(1.0)),
+        false => j.busy.min(1.0),
     }
 }
 /// Memory is asked in whole MiB, and never below this.
@@ -126,8 +126,8 @@ mod tests {
         let given = vec![job(3.0, 0.01, Some(2.0)); 10];
         assert_eq!(
             asks(&given, Policy::default()).cpus,
-            2,
-            "no more than they had"
+            1,
+            "nor one that had 2: 10 ms cannot show they need it"
         );
         let long = vec![job(2.0, 30.0, None); 10];
         assert_eq!(asks(&long, Policy::default()).cpus, 2, "30 s jobs show it");

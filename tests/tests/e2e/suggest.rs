@@ -358,6 +358,26 @@ fn cwltool_applies_the_suggested_overrides() {
         .unwrap();
     assert!(first.status.success(), "{}", stderr(&first));
     assert_eq!(cwl_given(&d.join("first")), [(2, 2048), (2, 2048)]);
+    // What each step asked for (its ResourceRequirement), on its span, as cwltool gave it:
+    // 2 cores and 2048 MiB.
+    let spans = pipetrace_e2e::read_jsonl(&trace);
+    let tasks: Vec<_> = spans.iter().filter(|s| s.is_task()).collect();
+    assert_eq!(tasks.len(), 2, "{spans:?}");
+    for t in tasks {
+        assert_eq!(
+            t.str("pipetrace.cpu.allocation_source"),
+            "engine.threads",
+            "{}",
+            t.name
+        );
+        assert_eq!(t.num("pipetrace.cpu.allocated"), Some(2.0), "{}", t.name);
+        assert_eq!(
+            t.int("pipetrace.memory.limit"),
+            Some(2048 << 20),
+            "{}",
+            t.name
+        );
+    }
     let o = pipetrace()
         .args([
             "suggest",

@@ -40,6 +40,10 @@ pub struct Step {
     pub after: Vec<String>,
     /// Its tool's `successCodes`, `temporaryFailCodes` and `permanentFailCodes`.
     pub codes: ExitCodes,
+    /// Its `ResourceRequirement`'s `coresMin` (whole cores) and `ramMin` in bytes (CWL
+    /// counts mebibytes), where they are numbers: what the step asked for.
+    pub cores: Option<u32>,
+    pub ram_bytes: Option<u64>,
     /// Text its expression arguments' values likely hold: the literal text around them
     /// (`wc -l < $(inputs.f.path)` holds `wc -l <`) and their string literals
     /// (`$("sort " + inputs.f.path)` holds `sort`). What tells apart tools of one
@@ -285,8 +289,28 @@ fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &
             temporary_fail: codes(tool, "temporaryFailCodes"),
             permanent_fail: codes(tool, "permanentFailCodes"),
         },
+        cores: resource(tool, step, "coresMin").map(|c| c.ceil().max(1.0) as u32),
+        ram_bytes: resource(tool, step, "ramMin").map(|m| (m * 1048576.0).ceil() as u64),
         ..Default::default()
     }
+}
+
+/// A `ResourceRequirement` field of the step's (which overrides its tool's) or its tool's,
+/// in `requirements` or `hints`, in a list (`- class: ResourceRequirement`) or a map
+/// (`ResourceRequirement: {…}`); None where it is absent or an expression.
+fn resource(tool: &Value, step: Option<&Value>, field: &str) -> Option<f64> {
+    let of = |doc: &Value| {
+        ["requirements", "hints"].iter().find_map(|key| {
+            let found = match doc.get(*key)? {
+                Value::Sequence(list) => list.iter().find(|r| {
+                    r.get("class").and_then(Value::as_str) == Some("ResourceRequirement")
+                }),
+                map => map.get("ResourceRequirement"),
+            };
+            found?.get(field)?.as_f64().filter(|v| *v > 0.0)
+        })
+    };
+    step.and_then(of).or_else(|| of(tool))
 }
 
 /// A tool's list of exit codes under `key`.

@@ -280,9 +280,12 @@ impl Cwltool {
     fn step_of(&mut self, argv: &[String]) -> Option<TaskInfo> {
         let doc = self.document.as_ref()?;
         if let Some(tool) = &doc.tool {
+            let first = doc.steps.first();
             return Some(TaskInfo {
                 name: tool.clone(),
-                codes: (doc.steps.first()).map_or_else(Default::default, |s| s.codes.clone()),
+                codes: first.map_or_else(Default::default, |s| s.codes.clone()),
+                threads: first.and_then(|s| s.cores),
+                memory_bytes: first.and_then(|s| s.ram_bytes),
                 ..Default::default()
             });
         }
@@ -290,6 +293,7 @@ impl Cwltool {
         let id = step.id.clone();
         let name = self.name_of(step, job);
         let codes = step.codes.clone();
+        let (threads, memory_bytes) = (step.cores, step.ram_bytes);
         *self.instances.entry(id.clone()).or_default() += 1;
         let at = self.last.values().max().map_or(1, |n| n + 1);
         self.last.insert(id, at);
@@ -297,6 +301,8 @@ impl Cwltool {
         Some(TaskInfo {
             name,
             codes,
+            threads,
+            memory_bytes,
             ..Default::default()
         })
     }

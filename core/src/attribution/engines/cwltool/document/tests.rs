@@ -323,3 +323,27 @@ fn records_bind_their_fields_and_each_is_one_element_of_a_scatter() {
     assert_eq!(step("tagged").elements, [["x", "y"]]);
     assert_eq!(bound(&doc, "one"), ["top", "b.fq"]);
 }
+
+#[test]
+fn a_steps_resource_requirement_is_what_it_asked_for_in_cores_and_mebibytes() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "wf.cwl",
+        "class: Workflow\nsteps:\n  listed:\n    run:\n      class: CommandLineTool\n      baseCommand: sort\n      requirements:\n        - class: ResourceRequirement\n          coresMin: 2\n          ramMin: 1024\n    in: {}\n    out: []\n  mapped:\n    run:\n      class: CommandLineTool\n      baseCommand: gzip\n      hints:\n        ResourceRequirement: {coresMin: 1.5, ramMin: $(inputs.n)}\n    in: {}\n    out: []\n  overridden:\n    requirements:\n      ResourceRequirement: {ramMin: 100}\n    run:\n      class: CommandLineTool\n      baseCommand: wc\n      requirements: {ResourceRequirement: {ramMin: 4000}}\n    in: {}\n    out: []\n  plain:\n    run:\n      class: CommandLineTool\n      baseCommand: cat\n    in: {}\n    out: []\n",
+    );
+    let doc = load(&DiskHost::default(), "wf.cwl", dir.path(), &[]).unwrap();
+    let asked: Vec<_> = (doc.steps.iter())
+        .map(|s| (s.id.as_str(), s.cores, s.ram_bytes))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("listed", Some(2), Some(1024 << 20)),
+            // An expression is no number: not read.
+            ("mapped", Some(2), None),
+            ("overridden", None, Some(100 << 20)),
+            ("plain", None, None),
+        ]
+    );
+}
