@@ -15,7 +15,6 @@ pub(crate) mod print;
 pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;
-pub(crate) mod judgement;
 pub(crate) mod live_view;
 pub(crate) mod provenance;
 pub(crate) mod registry;

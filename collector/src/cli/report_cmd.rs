@@ -6,7 +6,7 @@ use std::path::Path;
 use pipetrace_config::Config;
 
 use crate::{
-    judgement::{Judgement, Rank, Tails},
+    report::judgement::{Judgement, Rank, Tails},
     report::{self, Kind, ReportSpan, table::Table},
     sizing,
 };
@@ -181,7 +181,10 @@ fn json(runs: &[Vec<ReportSpan>], size: Size, tails: &Tails) -> String {
 }
 
 /// The table's rows: bytes, seconds, no units.
-fn task_rows(run: &[ReportSpan], advice: &crate::judgement::Advice) -> Vec<serde_json::Value> {
+fn task_rows(
+    run: &[ReportSpan],
+    advice: &crate::report::judgement::Advice,
+) -> Vec<serde_json::Value> {
     let mut table = Table::default();
     for s in run.iter().filter(|s| s.kind == Kind::Task) {
         table.record_task(s);

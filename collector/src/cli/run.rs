@@ -305,7 +305,7 @@ async fn finish(
         (Some(s), true) => {
             let path = report_path(cfg, dest.spans.file.as_deref(), cwd);
             let more = sizing.as_ref().map(crate::sizing::html).unwrap_or_default();
-            let tails = crate::judgement::Tails::of(cfg);
+            let tails = crate::report::judgement::Tails::of(cfg);
             let summed = (&s.table, s.report_omitted);
             let html = crate::report::html_of_run(&s.report, summed, &more, &tails);
             Some(write_report(&path, &html).map(|()| path))

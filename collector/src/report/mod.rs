@@ -6,6 +6,7 @@ pub mod asks;
 mod events;
 mod files;
 mod html;
+pub mod judgement;
 mod markup;
 mod model;
 mod read;

@@ -7,7 +7,7 @@ use super::{
     ReportSpan,
     files::{self, MAX_TEXT_TASKS, TaskFiles},
 };
-use crate::{diagnosis::gib, judgement::Advice};
+use crate::{diagnosis::gib, report::judgement::Advice};
 
 #[derive(Default)]
 struct Row {

@@ -98,7 +98,7 @@ impl Jobs {
     /// Each job of the spans, read as the page reads it (`judgement::job`): one rule, one
     /// answer.
     pub fn add_spans(&mut self, spans: &[ReportSpan]) {
-        for j in crate::judgement::job::jobs_of(spans) {
+        for j in crate::report::judgement::job::jobs_of(spans) {
             if j.span.text(attr::CICD_PIPELINE_TASK_NAME).is_none() {
                 continue;
             }

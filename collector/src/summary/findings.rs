@@ -3,7 +3,7 @@
 //! a terminal still reads; the rest are counted.
 use std::fmt::Write as _;
 
-use crate::judgement::{Finding, Rank, What};
+use crate::report::judgement::{Finding, Rank, What};
 
 /// OOM kills and failures named at most, together.
 const FAILURES: usize = 20;
@@ -79,7 +79,7 @@ pub fn render(all: &[Finding], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judgement::{
+    use crate::report::judgement::{
         asks::by_task,
         findings,
         job::{jobs_of, tests::failed_jobs},

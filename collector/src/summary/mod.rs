@@ -173,7 +173,7 @@ pub struct Summary {
     flagged: usize,
     wanted: HashSet<SpanId>,
     /// The failures' log lines the end shows, where asked.
-    tails: crate::judgement::Tails,
+    tails: crate::report::judgement::Tails,
 }
 
 /// An integer attribute of a span.
@@ -222,7 +222,7 @@ impl Summary {
     }
 
     /// Shows each failure's last log lines as `tails` asks.
-    pub fn with_tails(mut self, tails: crate::judgement::Tails) -> Self {
+    pub fn with_tails(mut self, tails: crate::report::judgement::Tails) -> Self {
         self.tails = tails;
         self
     }
@@ -407,7 +407,7 @@ impl Summary {
     /// The findings, the tree and the table: what the run's end says of its jobs.
     fn body(&self, (max_tasks, max_tools): (usize, usize), machines: &str) -> String {
         let mut out = String::new();
-        let judged = crate::judgement::Judgement::reading(&self.report, &self.tails);
+        let judged = crate::report::judgement::Judgement::reading(&self.report, &self.tails);
         findings::render(&judged.findings, &mut out);
         if let Some(run) = self.run {
             match self.folds(max_tasks) {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::units::{bytes, pct};
 use crate::{
-    judgement::asks::{Asked, next_time},
+    report::judgement::asks::{Asked, next_time},
     report::markup::esc,
 };
 

@@ -2,7 +2,7 @@
 use std::fmt::Write as _;
 
 use crate::{
-    judgement::{Finding, Rank, What},
+    report::judgement::{Finding, Rank, What},
     report::markup::esc,
 };
 
@@ -65,7 +65,7 @@ mod tests {
     use pipetrace_semconv::{attr, event};
 
     use super::*;
-    use crate::judgement::{
+    use crate::report::judgement::{
         asks::by_task,
         findings,
         job::{jobs_of, tests::*},

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use pipetrace_semconv::attr;
 
 use super::{Kind, ReportSpan, markup::esc, table::Table};
-use crate::judgement::{Tails, job, units};
+use crate::report::judgement::{Tails, job, units};
 
 /// HTML a layer above adds to each run's section, after its tasks (the machines).
 pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
@@ -174,7 +174,7 @@ fn section(
         }
     }
     let table = summed.unwrap_or(&own);
-    let judged = crate::judgement::Judgement::reading(spans, tails);
+    let judged = crate::report::judgement::Judgement::reading(spans, tails);
     let (run, jobs) = (judged.run, &judged.jobs[..]);
     facts::render(run, jobs, out);
     findings::render(&judged.findings, out);

@@ -3,7 +3,7 @@ use std::fmt::Write as _;
 
 use super::units::bytes;
 use crate::{
-    judgement::Advice,
+    report::judgement::Advice,
     report::{markup::esc, table::Table},
 };
 

@@ -74,7 +74,7 @@ fn last_lines(path: &Path, n: usize) -> std::io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judgement::{
+    use crate::report::judgement::{
         asks::by_task,
         findings,
         job::{jobs_of, tests::*},
