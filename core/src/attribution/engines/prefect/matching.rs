@@ -89,9 +89,12 @@ impl Threads {
         self.0.get(&tid).map(|h| &h.run)
     }
 
-    /// Whether a thread other than `tid` was matched to task run `id` for good.
+    /// Whether a thread other than `tid` was matched to task run `id` for good, and alone:
+    /// a final match the records allow others for holds none of them, so that a thread
+    /// settled first on a sibling's run (equal task runs, forks late and out of order) does
+    /// not take that run from the sibling's thread, nor out of its alternatives.
     pub fn held_by_other(&self, tid: u32, id: &str) -> bool {
-        (self.0.iter()).any(|(t, h)| *t != tid && h.fin && h.run.id == id)
+        (self.0.iter()).any(|(t, h)| *t != tid && h.fin && h.others.is_empty() && h.run.id == id)
     }
 
     /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match; `others`:
