@@ -85,18 +85,27 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
         })
         .unwrap_or_default();
     let size = |run: &[ReportSpan]| sized.get(run.first()?.trace.as_str());
+    // Each run judged once, for the text or the JSON and --fail-on (the JSON shows the
+    // failures' log lines where asked; the tables need none read).
+    let tails = Tails::of(cfg);
+    let judged: Vec<Judgement> = (runs.iter())
+        .map(|run| match ask.json {
+            true => Judgement::reading(run, &tails),
+            false => Judgement::of(run),
+        })
+        .collect();
     if ask.json {
-        outln!("{}", json(&runs, &size, &Tails::of(cfg)));
+        outln!("{}", json(&runs, &judged, &size));
     } else {
         let shown = |run: &[ReportSpan]| size(run).filter(|_| ask.machines);
-        let mut out = tables(&runs, &shown);
+        let mut out = tables(&runs, &judged, &shown);
         report::who::ByWho::of(&spans).render(&mut out);
         out!("{out}");
     }
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
-    let page = report::html_with(&spans, &more, &Tails::of(cfg));
+    let page = report::html_with(&spans, &more, &tails);
     let written = match super::run::write_report(&path, &page) {
         Ok(()) => {
             say!("pipetrace: report written to {}", path.display());
@@ -107,7 +116,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
             1
         }
     };
-    match fail_on(&runs, ask.fail_on) {
+    match fail_on(&judged, ask.fail_on) {
         0 => written,
         n => {
             let kinds: Vec<String> = ask.fail_on.iter().map(|k| format!("{k:?}")).collect();
@@ -121,7 +130,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
 }
 
 /// How many findings of the runs are of the kinds given.
-fn fail_on(runs: &[Vec<ReportSpan>], kinds: &[FailOn]) -> usize {
+fn fail_on(judged: &[Judgement], kinds: &[FailOn]) -> usize {
     let ranks: Vec<Rank> = kinds
         .iter()
         .flat_map(|k| k.ranks().iter().copied())
@@ -129,17 +138,15 @@ fn fail_on(runs: &[Vec<ReportSpan>], kinds: &[FailOn]) -> usize {
     if ranks.is_empty() {
         return 0;
     }
-    (runs.iter())
-        .map(|run| Judgement::of(run).of_ranks(&ranks).count())
-        .sum()
+    (judged.iter()).map(|j| j.of_ranks(&ranks).count()).sum()
 }
 
 type Size<'a> = &'a dyn Fn(&[ReportSpan]) -> Option<&'a sizing::Sizing>;
 
 /// Each run's table and machines, under a heading where the file holds several.
-fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
+fn tables(runs: &[Vec<ReportSpan>], judged: &[Judgement], size: Size) -> String {
     let mut out = String::new();
-    for run in runs {
+    for (run, judged) in runs.iter().zip(judged) {
         if runs.len() > 1 {
             heading(run, &mut out);
         }
@@ -147,7 +154,7 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
         for s in run.iter().filter(|s| s.kind == Kind::Task) {
             table.record_task(s);
         }
-        table.render(&Judgement::of(run).advice(), &mut out);
+        table.render(&judged.advice(), &mut out);
         if let Some(s) = size(run) {
             sizing::text(s, &mut out);
         }
@@ -159,11 +166,9 @@ fn tables(runs: &[Vec<ReportSpan>], size: Size) -> String {
 /// for scripts and `pipetrace compare` (docs/report-json.md). The findings are the
 /// judgement's, as the terminal and the page give them; a task's row is the table's, in
 /// units a script need not parse.
-fn json(runs: &[Vec<ReportSpan>], size: Size, tails: &Tails) -> String {
-    let runs: Vec<serde_json::Value> = runs
-        .iter()
-        .map(|run| {
-            let judged = Judgement::reading(run, tails);
+fn json(runs: &[Vec<ReportSpan>], judged: &[Judgement], size: Size) -> String {
+    let runs: Vec<serde_json::Value> = (runs.iter().zip(judged))
+        .map(|(run, judged)| {
             let root = judged.run;
             serde_json::json!({
                 "trace": run.first().map(|s| s.trace.as_str()),

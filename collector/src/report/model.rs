@@ -64,7 +64,7 @@ struct Attrs {
 /// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
 /// and GPUs for the machines, `sizing`; tag, exit, signal and what was asked for the page's
 /// jobs table.)
-pub const TASK_KEYS: [&str; 40] = [
+pub const TASK_KEYS: [&str; 39] = [
     attr::CICD_PIPELINE_TASK_NAME,
     attr::TASK_LOGS,
     attr::CICD_PIPELINE_TASK_RUN_ID,
@@ -90,7 +90,6 @@ pub const TASK_KEYS: [&str; 40] = [
     attr::DISK_WRITE_BYTES,
     attr::BOTTLENECK,
     attr::BOTTLENECK_REASON,
-    attr::RECOMMENDATION,
     attr::RIGHTSIZING,
     attr::TASK_INPUTS,
     attr::TASK_INPUTS_COUNT,

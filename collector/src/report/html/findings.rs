@@ -62,8 +62,6 @@ pub fn render(all: &[Finding], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use pipetrace_semconv::{attr, event};
-
     use super::*;
     use crate::report::judgement::{
         asks::by_task,
@@ -83,14 +81,7 @@ mod tests {
 
     #[test]
     fn the_oom_kill_is_listed_before_the_failure_each_linked_to_its_row() {
-        let mut failed = task("f", "stats", Some("sample=B"), (0.0, 1.0));
-        failed.error = Some("task stats exited with code 3".into());
-        let mut oom = task("o", "align", Some("sample=A"), (0.5, 2.0));
-        oom.error = Some("killed".into());
-        let mut victim = tool("v", "o", "bwa");
-        let limit = [(attr::MEMORY_LIMIT, 64.0 * 1048576.0)];
-        victim.events.push(ev(event::OOM_KILL, &limit, &[]));
-        let out = page(None, &[failed, oom, victim]);
+        let out = page(None, &a_failure_and_an_oom_kill());
         let (a, b) = (
             out.find("\">align sample=A</a>"),
             out.find("\">stats sample=B</a>"),

@@ -115,10 +115,10 @@ const SECTION_IDS: [&str; 9] = [
     "findings", "jobs", "asked", "went", "spread", "usual", "tasks", "machines", "timeline",
 ];
 
-/// A run's key in ids: the start of its trace id.
+/// A run's key in ids, as its job rows' anchors have it.
 fn run_key(run: &[ReportSpan]) -> String {
     run.first()
-        .map_or(String::new(), |s| s.trace.chars().take(8).collect())
+        .map_or(String::new(), |s| job::trace_key(&s.trace))
 }
 
 /// A run's section with its sections' ids (and links to them) made its own.

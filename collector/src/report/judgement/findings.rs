@@ -369,19 +369,7 @@ mod tests {
 
     #[test]
     fn an_oom_kill_comes_before_a_failure_and_names_its_peak_and_limit() {
-        let mut failed = task("f", "stats", Some("sample=B"), (0.0, 1.0));
-        failed.error = Some("task stats exited with code 3".into());
-        let mut oom = task("o", "align", Some("sample=A"), (0.5, 2.0));
-        oom.error = Some("killed".into());
-        let mut victim = tool("v", "o", "bwa");
-        victim.events.push(ev(
-            event::OOM_KILL,
-            &[
-                (attr::OOM_RSS, 80.0 * 1048576.0),
-                (attr::MEMORY_LIMIT, 64.0 * 1048576.0),
-            ],
-            &[],
-        ));
+        let [failed, oom, victim] = a_failure_and_an_oom_kill();
         let slow = with(
             task("s", "nap", None, (0.0, 9.0)),
             &[(attr::CPU_USER_TIME, 8.0)],

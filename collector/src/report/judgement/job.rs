@@ -18,6 +18,11 @@ pub struct Job<'a> {
     pub tools: Vec<&'a ReportSpan>,
 }
 
+/// A run's key in the page's ids: the start of its trace id.
+pub fn trace_key(trace: &str) -> String {
+    trace.chars().take(8).collect()
+}
+
 /// The task a tool runs in, however deep it nests; None for the engine's own processes.
 pub fn task_of<'a>(
     s: &'a ReportSpan,
@@ -88,8 +93,7 @@ impl<'a> Job<'a> {
 
     /// Its row's id: the run's trace and its place, unique in a page of many runs.
     pub fn anchor(&self) -> String {
-        let trace: String = self.span.trace.chars().take(8).collect();
-        format!("job-{trace}-{}", self.n)
+        format!("job-{}-{}", trace_key(&self.span.trace), self.n)
     }
 
     /// Its own log files, as the engine names them.
@@ -288,6 +292,22 @@ pub mod tests {
             lists: BTreeMap::new(),
             events: Vec::new(),
         }
+    }
+
+    /// `stats sample=B` that exited with code 3, and `align sample=A` whose `bwa` the OOM
+    /// killer took at 80 MiB resident over a 64 MiB limit.
+    pub fn a_failure_and_an_oom_kill() -> [ReportSpan; 3] {
+        let mut failed = task("f", "stats", Some("sample=B"), (0.0, 1.0));
+        failed.error = Some("task stats exited with code 3".into());
+        let mut oom = task("o", "align", Some("sample=A"), (0.5, 2.0));
+        oom.error = Some("killed".into());
+        let mut victim = tool("v", "o", "bwa");
+        let kill = [
+            (attr::OOM_RSS, 80.0 * 1048576.0),
+            (attr::MEMORY_LIMIT, 64.0 * 1048576.0),
+        ];
+        victim.events.push(ev(event::OOM_KILL, &kill, &[]));
+        [failed, oom, victim]
     }
 
     /// `n` jobs of task `stats` (tags `n=0`...), each exited with code 3.
