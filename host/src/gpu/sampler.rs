@@ -101,10 +101,16 @@ impl GpuSampler {
         } else {
             now_us.saturating_sub(window)
         };
-        // Each sample stands for the time since the one before it (on this GPU).
+        // Each sample stands for the time since the one before it (on this GPU). Those
+        // the driver stamped after this look's time wait for the next look, whose window
+        // holds their time: busy and on-GPU time are then on one clock, however late the
+        // driver answers under load.
         let mut busy: HashMap<u32, (u64, u64)> = HashMap::new();
         let mut prev = start;
-        for s in samples.iter().filter(|s| s.time_us > start) {
+        let counted = samples
+            .iter()
+            .filter(|s| s.time_us > start && s.time_us <= now_us);
+        for s in counted {
             let period = s.time_us.saturating_sub(prev).min(window);
             let b = busy.entry(s.pid).or_default();
             b.0 += period * u64::from(s.sm.min(100)) / 100;
@@ -113,8 +119,8 @@ impl GpuSampler {
                 prev = s.time_us;
             }
         }
-        if let Some(last) = samples.last() {
-            self.newest.insert(i, last.time_us.max(newest));
+        if prev > newest {
+            self.newest.insert(i, prev);
         }
         // A process that left this GPU holds none of its memory any more.
         for (pid, r) in self.running.iter_mut() {
@@ -129,8 +135,11 @@ impl GpuSampler {
             r.figures.devices |= 1u64.checked_shl(i).unwrap_or(0);
             r.figures.on_gpu_us += window;
             let (sm, mem) = busy.get(&pid).copied().unwrap_or_default();
-            r.figures.sm_busy_us += sm.min(window);
-            r.figures.memory_busy_us += mem.min(window);
+            // Busy at most all its time so far: a look's samples may stand for some of the
+            // window before it, so the bound is on the sum, not on each look's share.
+            let f = &mut r.figures;
+            f.sm_busy_us = (f.sm_busy_us + sm).min(f.on_gpu_us);
+            f.memory_busy_us = (f.memory_busy_us + mem).min(f.on_gpu_us);
             r.memory_now.insert(i, bytes.unwrap_or(0));
             let total: u64 = r.memory_now.values().sum();
             r.figures.memory_peak_bytes = r.figures.memory_peak_bytes.max(total);

@@ -193,3 +193,21 @@ fn a_process_that_ends_between_looks_keeps_its_figures() {
     assert_eq!(gone.memory_peak_bytes, 1 << 30);
     assert_eq!(s.now(102).map(|n| n.0), Some(1 << 29));
 }
+
+#[test]
+fn a_driver_clock_ahead_of_the_look_by_varying_delays_loses_no_busy_time() {
+    let script = Script::with(1);
+    let mut s = sampler(&script);
+    script.set(0, vec![(101, 1 << 20, 93)]);
+    // Under load the driver answers a varying while after the look read its clock: its
+    // samples run ahead of the look's time, by 0 to 300 ms.
+    let delays = [0, 300_000, 50_000, 250_000, 0, 300_000, 100_000, 280_000];
+    for k in 1..=40u64 {
+        let t = 10 * S + k * 200_000;
+        script.at(t + delays[k as usize % delays.len()]);
+        s.tick(&|_| true, t, 200_000);
+    }
+    let f = s.take(101).unwrap();
+    let sm = f.sm_utilization().unwrap();
+    assert!((sm - 0.93).abs() < 0.03, "{sm} {f:?}");
+}
