@@ -43,7 +43,7 @@ SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 ReturnToService=2
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
+NodeName=$host CPUs=$(nproc) RealMemory=$(($(awk '/^MemTotal/ {print $2}' /proc/meminfo) / 2048)) State=UNKNOWN
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
   printf 'CgroupPlugin=cgroup/v1\n' >/etc/slurm/cgroup.conf

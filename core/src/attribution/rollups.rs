@@ -37,22 +37,7 @@ impl Attributor {
         if let Some(run) = self.rollups.get_mut(&run_key) {
             run.add_rollup(p.start_ns, end, &rollup);
         }
-        // What the engine asked for, where it said, within what the kernel allows.
-        let allocation = self.allocations.remove(&p.key).map(|a| {
-            let memory_limit = match (info.memory_bytes, a.memory_limit) {
-                (Some(asked), Some(limit)) => Some(asked.min(limit)),
-                (asked, limit) => asked.or(limit),
-            };
-            match info.threads {
-                Some(t) if f64::from(t) <= a.cpus => Allocation {
-                    cpus: f64::from(t),
-                    source: "engine.threads",
-                    memory_limit,
-                    ..a
-                },
-                _ => Allocation { memory_limit, ..a },
-            }
-        });
+        let allocation = (self.allocations.remove(&p.key)).map(|a| asked_within(&info, a));
         Finished::Task {
             proc: p,
             run: run_key,
@@ -94,9 +79,17 @@ impl Attributor {
                 usage: Box::new(usage),
             });
         }
+        // A part of a run rooted on another node is a task of it: what it asked for counts.
+        let part = (self.runs.get(&root.key))
+            .and_then(|r| r.adapter.multi_node()?.shared())
+            .and_then(|s| s.part);
+        let allocation = self.allocations.remove(&root.key);
         let usage = Totals {
             rollup: self.rollups.remove(&root.key).unwrap_or_default(),
-            allocation: self.allocations.remove(&root.key),
+            allocation: match &part {
+                Some(task) => allocation.map(|a| asked_within(task, a)),
+                None => allocation,
+            },
         };
         out.push(Finished::Run {
             proc: root,
@@ -145,5 +138,22 @@ impl Attributor {
                 (r.containers).add(c, p.start_ns, end, &tool, p.usage.as_ref());
             }
         }
+    }
+}
+
+/// What the engine asked for, where it said, within what the kernel allows.
+fn asked_within(info: &TaskInfo, a: Allocation) -> Allocation {
+    let memory_limit = match (info.memory_bytes, a.memory_limit) {
+        (Some(asked), Some(limit)) => Some(asked.min(limit)),
+        (asked, limit) => asked.or(limit),
+    };
+    match info.threads {
+        Some(t) if f64::from(t) <= a.cpus => Allocation {
+            cpus: f64::from(t),
+            source: "engine.threads",
+            memory_limit,
+            ..a
+        },
+        _ => Allocation { memory_limit, ..a },
     }
 }

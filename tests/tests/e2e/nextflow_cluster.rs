@@ -17,8 +17,10 @@ use pipetrace_e2e::{
 use pipetrace_semconv::attr;
 
 /// Slurm's queue and the jobs' `.exitcode` polled every second (Nextflow's defaults wait
-/// up to a minute).
-const CONFIG: &str = "executor {\n    pollInterval = '1 sec'\n    queueStatInterval = '1 sec'\n}\n";
+/// up to a minute); what the tasks ask for, which its Slurm executor writes as `#SBATCH`
+/// directives (`-c` only above one CPU).
+const CONFIG: &str = "executor {\n    pollInterval = '1 sec'\n    queueStatInterval = '1 sec'\n}\n\
+                      process {\n    memory = '300 MB'\n    withName: COUNT {\n        cpus = 2\n    }\n}\n";
 
 /// The commands of a task's `.command.sh` (after its shebang, split at `;` and `|`): what
 /// its tools must be.
@@ -133,6 +135,10 @@ fn a_nextflow_run_on_slurm_is_one_trace_across_the_head_and_the_jobs_nodes() {
         );
         let hash = task.str(attr::CICD_PIPELINE_TASK_RUN_ID).to_string();
         let name = task.str(attr::CICD_PIPELINE_TASK_NAME).to_string();
+        // What it asked for, in Nextflow's units (MB of 2^20 bytes) through Slurm's.
+        assert_eq!(task.int(attr::MEMORY_LIMIT), Some(300 << 20), "{task:?}");
+        let threads = (name == "COUNT").then_some(2);
+        assert_eq!(task.int(attr::TASK_THREADS), threads, "{task:?}");
         got.insert(hash.clone(), (name, task.str(attr::TASK_TAG).to_string()));
         let mut tools: Vec<String> = (t.tools().into_iter())
             .filter(|s| t.task_of(s).is_some_and(|k| k.span_id == task.span_id))

@@ -11,6 +11,7 @@ pub mod generic;
 pub mod nextflow;
 pub mod prefect;
 mod run;
+mod sbatch;
 pub mod slurm;
 pub mod snakemake;
 

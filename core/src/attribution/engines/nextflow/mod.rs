@@ -220,6 +220,9 @@ fn read_task(host: &dyn Host, path: &Path) -> Option<TaskInfo> {
     // The header is at the top; the rest of the file is the engine's wrapper script.
     let text = host.read_to_string(path).ok()?;
     let mut info = parse_header(text.lines().take(40))?;
+    // On Slurm the executor's directives say what the task asked for (`cpus`, `memory`).
+    let asks = super::sbatch::asks(text.lines().take(40));
+    (info.threads, info.memory_bytes) = (asks.cpus, asks.memory_bytes);
     let dir = path.parent()?;
     let hash = dir.file_name()?.to_str()?;
     let prefix = dir.parent()?.file_name()?.to_str()?;
