@@ -1,4 +1,4 @@
-//! `pipetrace report FILE`: the end-of-run table, the machines that fit each task and the
+//! `pipetrace report FILE`: the end-of-run findings and table, the machines that fit each task and the
 //! HTML report from a trace file; `--json`: each run's findings, jobs, tasks and machines as
 //! JSON (docs/report-json.md); `--fail-on`: exit 3 on findings of the kinds given.
 use std::path::Path;
@@ -85,14 +85,11 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
         })
         .unwrap_or_default();
     let size = |run: &[ReportSpan]| sized.get(run.first()?.trace.as_str());
-    // Each run judged once, for the text or the JSON and --fail-on (the JSON shows the
-    // failures' log lines where asked; the tables need none read).
+    // Each run judged once, for the text or the JSON, the page and --fail-on (with the
+    // failures' log lines where asked).
     let tails = Tails::of(cfg);
     let judged: Vec<Judgement> = (runs.iter())
-        .map(|run| match ask.json {
-            true => Judgement::reading(run, &tails),
-            false => Judgement::of(run),
-        })
+        .map(|run| Judgement::reading(run, &tails))
         .collect();
     if ask.json {
         outln!("{}", json(&runs, &judged, &size));
@@ -105,7 +102,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
-    let page = report::html_with(&spans, &more, &tails);
+    let page = report::html_with(&spans, (&runs, &judged), &more);
     let written = match super::run::write_report(&path, &page) {
         Ok(()) => {
             say!("pipetrace: report written to {}", path.display());
@@ -150,9 +147,14 @@ fn tables(runs: &[Vec<ReportSpan>], judged: &[Judgement], size: Size) -> String 
         if runs.len() > 1 {
             heading(run, &mut out);
         }
+        // What `pipetrace run` said at the run's end: the findings, then the tasks.
+        crate::summary::render_findings(&judged.findings, &mut out);
         let mut table = Table::default();
         for s in run.iter().filter(|s| s.kind == Kind::Task) {
             table.record_task(s);
+        }
+        if !judged.findings.is_empty() {
+            out.push('\n');
         }
         table.render(&judged.advice(), &mut out);
         if let Some(s) = size(run) {

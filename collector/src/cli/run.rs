@@ -15,6 +15,7 @@ use crate::{
     host::HostInfo,
     outputs::Outputs,
     redact::Redactor,
+    report::judgement::Judgement,
     session::Session,
     signals::{SpanBuilder, metrics::Metrics},
     sizing::Catalog,
@@ -301,13 +302,14 @@ async fn finish(
             humantime::format_duration(timeout)
         );
     }
-    let report = match (&summary, cfg.report.html) {
-        (Some(s), true) => {
+    // The run judged once, for the page and the terminal.
+    let judged = summary.as_ref().map(Summary::judge);
+    let report = match (&summary, &judged, cfg.report.html) {
+        (Some(s), Some(judged), true) => {
             let path = report_path(cfg, dest.spans.file.as_deref(), cwd);
             let more = sizing.as_ref().map(crate::sizing::html).unwrap_or_default();
-            let tails = crate::report::judgement::Tails::of(cfg);
             let summed = (&s.table, s.report_omitted);
-            let html = crate::report::html_of_run(&s.report, summed, &more, &tails);
+            let html = crate::report::html_of_run(&s.report, summed, &more, judged);
             Some(write_report(&path, &html).map(|()| path))
         }
         _ => None,
@@ -320,13 +322,13 @@ async fn finish(
     if let (Some(s), Some(dir)) = (&summary, &cfg.diagnosis.state_dir) {
         keep_for_compare(s, dir);
     }
-    let summary = summary.filter(|_| print_summary);
+    let summary = (summary.as_ref().zip(judged.as_ref())).filter(|_| print_summary);
     // The machines are the HTML report's; on the terminal only when asked.
     let mut machine_lines = String::new();
     if let Some(s) = sizing.as_ref().filter(|_| print_machines) {
         crate::sizing::text(s, &mut machine_lines);
     }
-    print_end(cfg, summary.as_ref(), (&delivery, &machine_lines), &ending);
+    print_end(cfg, summary, (&delivery, &machine_lines), &ending);
     if let Some(line) = stats.limits.describe() {
         errln!("{line}");
     }
@@ -440,11 +442,11 @@ struct Ending {
 /// the summary (`--no-summary`), still where the data went and what was lost.
 fn print_end(
     cfg: &Config,
-    summary: Option<&Summary>,
+    summary: Option<(&Summary, &Judgement)>,
     (delivery, machines): (&Delivery, &str),
     end: &Ending,
 ) {
-    let Some(s) = summary else {
+    let Some((s, judged)) = summary else {
         let mut text = String::new();
         delivery.render(&mut text);
         if delivery.troubled() || !crate::print::QUIET.load(std::sync::atomic::Ordering::Relaxed) {
@@ -453,7 +455,7 @@ fn print_end(
         return;
     };
     let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
-    let text = s.render((tasks, tools), end.wall, machines, delivery);
+    let text = s.render(judged, (tasks, tools), end.wall, machines, delivery);
     errout!("\n{text}");
     if end.usage_missing > 0 {
         errln!(

@@ -6,6 +6,9 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
+/// The findings as the terminal names them, for `report FILE` too.
+pub use findings::render as render_findings;
+
 use std::{
     collections::{HashMap, HashSet},
     fmt::Write as _,
@@ -18,7 +21,11 @@ use pipetrace_semconv::attr;
 
 use crate::{
     export::{Destinations, Place, SinkStats, StreamStats},
-    report::{ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS, table::Table},
+    report::{
+        ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS,
+        judgement::{Judgement, Tails},
+        table::Table,
+    },
     signals::{Kind, ReadySpan},
     sizing::Needs,
 };
@@ -173,7 +180,7 @@ pub struct Summary {
     flagged: usize,
     wanted: HashSet<SpanId>,
     /// The failures' log lines the end shows, where asked.
-    tails: crate::report::judgement::Tails,
+    tails: Tails,
 }
 
 /// An integer attribute of a span.
@@ -222,7 +229,7 @@ impl Summary {
     }
 
     /// Shows each failure's last log lines as `tails` asks.
-    pub fn with_tails(mut self, tails: crate::report::judgement::Tails) -> Self {
+    pub fn with_tails(mut self, tails: Tails) -> Self {
         self.tails = tails;
         self
     }
@@ -378,12 +385,13 @@ impl Summary {
     /// it), the totals and where data went.
     pub fn render(
         &self,
+        judged: &Judgement,
         (max_tasks, max_tools): (usize, usize),
         wall: Duration,
         machines: &str,
         d: &Delivery,
     ) -> String {
-        let mut out = self.body((max_tasks, max_tools), machines);
+        let mut out = self.body(judged, (max_tasks, max_tools), machines);
         crate::report::who::ByWho::of(&self.report).render(&mut out);
         let _ = writeln!(
             out,
@@ -404,10 +412,20 @@ impl Summary {
 }
 
 impl Summary {
+    /// The run's judgement, once for the terminal and the page: its spans as kept, each
+    /// failure's log lines where the tails ask for them.
+    pub fn judge(&self) -> Judgement<'_> {
+        Judgement::reading(&self.report, &self.tails)
+    }
+
     /// The findings, the tree and the table: what the run's end says of its jobs.
-    fn body(&self, (max_tasks, max_tools): (usize, usize), machines: &str) -> String {
+    fn body(
+        &self,
+        judged: &Judgement,
+        (max_tasks, max_tools): (usize, usize),
+        machines: &str,
+    ) -> String {
         let mut out = String::new();
-        let judged = crate::report::judgement::Judgement::reading(&self.report, &self.tails);
         findings::render(&judged.findings, &mut out);
         if let Some(run) = self.run {
             match self.folds(max_tasks) {

@@ -189,7 +189,7 @@ mod sizes {
         for span in pipeline(n) {
             s.record(&span);
         }
-        s.body(limits, "")
+        s.body(&s.judge(), limits, "")
     }
 
     /// Every failure and the OOM kill are named, in at most 40 lines with the totals and

@@ -75,6 +75,11 @@ fn end_of(text: &str) -> &str {
     &text[at..]
 }
 
+/// The findings' lines of a run's end: up to the first blank line.
+fn findings_block(text: &str) -> Vec<&str> {
+    end_of(text).lines().take_while(|l| !l.is_empty()).collect()
+}
+
 #[test]
 fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() {
     let cg = MemoryCgroup::new(200 << 20);
@@ -115,6 +120,11 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
         end.contains("├─ filter ×240  236 ok, 4 FAILED  median "),
         "{end}"
     );
+    // `report FILE` on the terminal: the same findings, line for line.
+    let text = pipetrace().arg("report").arg(&out).output().unwrap();
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert_eq!(findings_block(&text), findings_block(&said), "{text}");
     // report --json: the same findings, every job, and the gate.
     let json = pipetrace()
         .args(["report", "--json"])

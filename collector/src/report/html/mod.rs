@@ -18,21 +18,21 @@ use std::fmt::Write as _;
 use pipetrace_semconv::attr;
 
 use super::{Kind, ReportSpan, markup::esc, table::Table};
-use crate::report::judgement::{Tails, job, units};
+use crate::report::judgement::{Judgement, job, units};
 
 /// HTML a layer above adds to each run's section, after its tasks (the machines).
 pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
 
 /// The report page of one run whose per-task table was summed as its spans came
 /// (`pipetrace run`): `spans` may leave out `omitted` tasks that `table` counts; `more` is
-/// put after the tasks.
+/// put after the tasks; `judged`: the run's judgement, as the terminal shows it.
 pub fn render_run(
     spans: &[ReportSpan],
     (table, omitted): (&Table, u64),
     more: &str,
-    tails: &Tails,
+    judged: &Judgement,
 ) -> String {
-    one_run(spans, (Some(table), omitted), &|_| more.to_string(), tails)
+    one_run(spans, (Some(table), omitted), &|_| more.to_string(), judged)
 }
 
 /// The page of one run, named by it; `summed` and `omitted` as for [`section`].
@@ -40,12 +40,12 @@ fn one_run(
     spans: &[ReportSpan],
     (summed, omitted): (Option<&Table>, u64),
     extra: More,
-    tails: &Tails,
+    judged: &Judgement,
 ) -> String {
     let title = (spans.iter().find(|s| s.kind == Kind::Run))
         .map_or("pipetrace report".to_string(), |r| r.name.clone());
     let mut out = head(&title);
-    section(spans, summed, (extra, tails), &mut out);
+    section(spans, summed, (extra, judged), &mut out);
     out.push_str(&super::who::ByWho::of(spans).html());
     if omitted > 0 {
         let _ = write!(
@@ -80,28 +80,33 @@ fn tail(out: &mut String) {
 /// The report page without a machines section (the tests').
 #[cfg(test)]
 fn render(spans: &[ReportSpan]) -> String {
-    render_with(spans, &|_| String::new(), &Tails::default())
+    let runs = super::by_run(spans);
+    let judged: Vec<Judgement> = runs.iter().map(|r| Judgement::of(r)).collect();
+    render_with(spans, (&runs, &judged), &|_| String::new())
 }
 
-/// [`render`] with `extra` of each run after its tasks.
-pub fn render_with(spans: &[ReportSpan], extra: More, tails: &Tails) -> String {
-    // One run (as `pipetrace run` writes) is drawn from the spans as they are.
-    let one = spans
-        .iter()
-        .all(|s| Some(&s.trace) == spans.first().map(|f| &f.trace));
-    if one {
-        return one_run(spans, (None, 0), extra, tails);
+/// The page of a file's spans: `runs` (as [`super::by_run`] parts them), each with its
+/// judgement, with `extra` of each run after its tasks.
+pub fn render_with(
+    spans: &[ReportSpan],
+    (runs, judged): (&[Vec<ReportSpan>], &[Judgement]),
+    extra: More,
+) -> String {
+    // One run (as `pipetrace run` writes) is drawn as a page of its own.
+    match (runs, judged) {
+        ([run], [judged]) => return one_run(run, (None, 0), extra, judged),
+        ([], _) => return one_run(spans, (None, 0), extra, &Judgement::of(spans)),
+        _ => {}
     }
-    let runs = super::by_run(spans);
     let mut out = head(&format!("pipetrace report: {} runs", runs.len()));
-    index(&runs, &mut out);
-    for run in &runs {
+    index(runs, &mut out);
+    for (run, judged) in runs.iter().zip(judged) {
         let name = (run.iter().find(|s| s.kind == Kind::Run))
             .map_or("run (no run span)", |r| r.name.as_str());
         let key = run_key(run);
         let _ = write!(out, "<section id=\"run-{key}\"><h1>{}</h1>", esc(name));
         let mut own = String::new();
-        section(run, None, (extra, tails), &mut own);
+        section(run, None, (extra, judged), &mut own);
         out.push_str(&own_ids(&own, &key));
         out.push_str("</section>");
     }
@@ -164,7 +169,7 @@ fn index(runs: &[Vec<ReportSpan>], out: &mut String) {
 fn section(
     spans: &[ReportSpan],
     summed: Option<&Table>,
-    (extra, tails): (More, &Tails),
+    (extra, judged): (More, &Judgement),
     out: &mut String,
 ) {
     let mut own = Table::default();
@@ -174,7 +179,6 @@ fn section(
         }
     }
     let table = summed.unwrap_or(&own);
-    let judged = crate::report::judgement::Judgement::reading(spans, tails);
     let (run, jobs) = (judged.run, &judged.jobs[..]);
     facts::render(run, jobs, out);
     findings::render(&judged.findings, out);
