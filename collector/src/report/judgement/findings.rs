@@ -141,6 +141,11 @@ fn oom(j: &Job) -> Option<Finding> {
     let (peak, limit) = (j.peak_seen(), j.memory_asked());
     let cgroup = e.texts.get(attr::OOM_CGROUP).cloned();
     let mut s = format!("killed by the OOM killer at a peak of {}", bytes(peak));
+    // The job's peak (all its processes) beside the killed one's, as the events say it.
+    let rss = e.numbers.get(attr::OOM_RSS).map(|v| bytes(*v));
+    if let Some(rss) = rss.filter(|r| *r != bytes(peak)) {
+        let _ = write!(s, " (the process killed: {rss} resident)");
+    }
     if let Some(limit) = limit {
         let _ = write!(s, ", over its limit of {}", bytes(limit));
     }
@@ -392,6 +397,14 @@ mod tests {
             "{}",
             all[1].text
         );
+        // A job whose processes together peaked above the one killed says both figures.
+        let [_, oom, victim] = a_failure_and_an_oom_kill();
+        let oom = with(oom, &[(attr::MEMORY_PEAK, 90.0 * 1048576.0)], &[]);
+        let spans = [oom, victim];
+        let jobs = jobs_of(&spans);
+        let all = findings(None, &jobs, (&asks::by_task(&jobs), ""));
+        let said = "peak of 90 MiB (the process killed: 80 MiB resident), over its limit of 64 MiB";
+        assert!(all[0].text.contains(said), "{}", all[0].text);
     }
 
     #[test]
