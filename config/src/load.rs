@@ -106,7 +106,7 @@ pub(crate) fn layered(file: Option<&Path>, flags: &Flags) -> Result<Figment, Con
 }
 
 /// The config decides what runs with the agent's privileges and where telemetry goes: a
-/// file that other users may change is refused.
+/// file that other users may change (by its mode, or as its owner) is refused.
 fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
     use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::metadata(path) else {
@@ -119,6 +119,26 @@ fn refuse_writable_by_others(path: &Path) -> Result<(), ConfigError> {
             message: format!(
                 "is writable by other users (mode {mode:03o}); it decides where telemetry goes \
                  and the agent runs as root: chmod go-w {}",
+                path.display()
+            ),
+        });
+    }
+    // Its owner may change it whatever its mode: root's, this user's, or (under sudo) the
+    // file of the user who ran sudo, who can run pipetrace as root anyway, are trusted.
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let sudoer = std::env::var("SUDO_UID")
+        .ok()
+        .and_then(|u| u.parse::<u32>().ok());
+    if meta.uid() != 0 && meta.uid() != me && Some(meta.uid()) != sudoer {
+        return Err(ConfigError::File {
+            path: path.display().to_string(),
+            message: format!(
+                "is owned by user {}, who may change it, not by root or by you (user {me}); it \
+                 decides what runs with pipetrace's privileges and where telemetry goes: \
+                 chown {me} {}",
+                meta.uid(),
                 path.display()
             ),
         });
@@ -154,6 +174,30 @@ mod tests {
         );
         std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o640)).unwrap();
         assert!(load_with(Some(f.path()), &[], &Flags::default()).is_ok());
+    }
+
+    #[test]
+    fn a_config_another_user_owns_is_refused() {
+        use std::os::unix::fs::MetadataExt;
+        let f = file("export:\n  batch_spans: 10\n");
+        assert!(
+            load_with(Some(f.path()), &[], &Flags::default()).is_ok(),
+            "mine"
+        );
+        let nobody = 65534;
+        // Only root may give a file away; as another user, nothing to try.
+        if std::os::unix::fs::chown(f.path(), Some(nobody), None).is_err() {
+            assert_ne!(unsafe { libc::geteuid() }, 0, "root could not chown");
+            return;
+        }
+        assert_eq!(std::fs::metadata(f.path()).unwrap().uid(), nobody);
+        let err = load_with(Some(f.path()), &[], &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("is owned by user 65534") && err.contains("chown 0 "),
+            "{err}"
+        );
     }
 
     #[test]
