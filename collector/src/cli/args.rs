@@ -52,7 +52,8 @@ pub(super) struct ExportArgs {
     /// OTLP protocol: grpc or http/protobuf.
     #[arg(long, value_parser = parse_protocol)]
     pub protocol: Option<Protocol>,
-    /// Write OTLP JSON lines to this file (default when no endpoint is set: a file in .).
+    /// Write OTLP JSON lines to this file (default when no endpoint is set: `run` writes
+    /// ./pipetrace-<time>.otlp.jsonl, `agent` /var/lib/pipetrace/traces.otlp.jsonl).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// OTel service.name of the exported resource.

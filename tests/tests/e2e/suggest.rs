@@ -139,8 +139,8 @@ fn suggested_profile_is_applied_by(snakemake: &Path) {
     by_its_id(&trace, &state);
     let log = std::fs::read_to_string(newest_log(dir.path())).unwrap();
     assert_eq!(threads(&job_block(&log, "lazy")), 4);
+    // As the docs say it: the profile's folder need not exist yet.
     let profile = dir.path().join("profile");
-    std::fs::create_dir(&profile).unwrap();
     let o = pipetrace()
         .args(["suggest", trace.to_str().unwrap(), "-o"])
         .arg(profile.join("config.yaml"))
