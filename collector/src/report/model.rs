@@ -294,9 +294,7 @@ impl ReportSpan {
 #[cfg(test)]
 mod tests {
     use opentelemetry_proto::tonic::{
-        collector::trace::v1::ExportTraceServiceRequest,
-        common::v1::ArrayValue,
-        trace::v1::{ResourceSpans, ScopeSpans},
+        collector::trace::v1::ExportTraceServiceRequest, common::v1::ArrayValue,
     };
 
     use super::*;
@@ -336,15 +334,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let req = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans {
-                    spans: vec![span],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-        };
+        let req = crate::report::read::request_of(vec![span]);
         // As `pipetrace report` reads it: a line of OTLP JSON.
         let line = serde_json::to_string(&req).unwrap();
         let back: ExportTraceServiceRequest = serde_json::from_str(&line).unwrap();

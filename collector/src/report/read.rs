@@ -89,9 +89,26 @@ fn warn_skipped(path: &str, skipped: &[(usize, usize, String)]) {
     }
 }
 
+/// One request of `spans`, as the tests write them.
+#[cfg(test)]
+pub(crate) fn request_of(
+    spans: Vec<opentelemetry_proto::tonic::trace::v1::Span>,
+) -> ExportTraceServiceRequest {
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    use opentelemetry_proto::tonic::trace::v1::Span;
 
     use super::*;
 
@@ -103,16 +120,7 @@ mod tests {
             name: format!("run {trace}"),
             ..Default::default()
         };
-        let req = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans {
-                    spans: vec![span],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-        };
-        serde_json::to_string(&req).unwrap() + "\n"
+        serde_json::to_string(&request_of(vec![span])).unwrap() + "\n"
     }
 
     #[test]
