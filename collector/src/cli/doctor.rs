@@ -186,7 +186,8 @@ fn print_agent(r: &mut Report, s: &crate::registry::AgentStatus, dir: Option<&st
 }
 
 /// `pipetrace doctor [--json]`: exit 1 when eBPF cannot run here.
-pub fn run(state_dir: &Path, json: bool) -> i32 {
+/// `config`: the settings as `run` and `agent` would load them, or why they would refuse.
+pub fn run(state_dir: &Path, config: Result<(), String>, json: bool) -> i32 {
     let mut r = Report {
         failed: false,
         json,
@@ -195,12 +196,27 @@ pub fn run(state_dir: &Path, json: bool) -> i32 {
     if !json {
         outln!("pipetrace doctor");
     }
+    let config_ok = config.is_ok();
+    match config {
+        Ok(()) => r.ok(
+            "config",
+            "the settings load as run and agent read them".into(),
+        ),
+        Err(e) => r.fail(
+            "config",
+            e,
+            "run and agent refuse to start with it: fix what it names (`pipetrace config \
+             validate FILE` checks a file)",
+        ),
+    }
     check_kernel(&mut r);
     check_privileges(&mut r);
     check_pid_namespace(&mut r);
     check_probes(&mut r);
     agent_section(&mut r, state_dir);
-    let verdict = if r.failed {
+    let verdict = if !config_ok {
+        "pipetrace cannot start with these settings: fix the lines marked FAIL"
+    } else if r.failed {
         "eBPF cannot run here: pipetrace would fall back to polling /proc (degraded: short \
          processes missed, sampled figures), or refuse with probes.strict; fix the lines \
          marked FAIL"

@@ -136,12 +136,12 @@ pub fn main() -> i32 {
             Err(_) => unreachable!("checked above"),
         },
         Command::Doctor { json, .. } => {
-            let state = cli
-                .load(None)
-                .ok()
-                .and_then(|c| c.diagnosis.state_dir)
+            let loaded = cli.load(None);
+            let state = (loaded.as_ref().ok())
+                .and_then(|c| c.diagnosis.state_dir.clone())
                 .unwrap_or_else(|| "/var/lib/pipetrace".into());
-            doctor::run(&state, *json)
+            let config = loaded.map(|_| ()).map_err(|e| e.to_string());
+            doctor::run(&state, config, *json)
         }
         Command::Report {
             file,

@@ -196,3 +196,41 @@ fn doctor_tells_a_closed_tracefs_from_a_missing_one() {
         "the capabilities are seen: {out}"
     );
 }
+
+/// doctor checks the settings as run and agent load them: a missing config file or a
+/// misspelt variable is a FAIL naming it, and the verdict is no longer "can run here".
+#[test]
+fn doctor_fails_on_settings_run_would_refuse() {
+    let run = |args: &[&str], var: Option<(&str, &str)>| {
+        let mut c = pipetrace_e2e::pipetrace();
+        c.args(args).arg("doctor");
+        if let Some((k, v)) = var {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+        )
+    };
+    let (code, out) = run(&["-c", "/missing.yaml"], None);
+    assert_eq!(code, Some(1), "{out}");
+    let line = (out.lines()).find(|l| l.contains("config:")).expect(&out);
+    assert!(
+        line.contains("FAIL") && line.contains("/missing.yaml"),
+        "{out}"
+    );
+    assert!(
+        out.contains("pipetrace cannot start with these settings"),
+        "{out}"
+    );
+    assert!(!out.contains("can run here"), "{out}");
+    let (code, out) = run(&[], Some(("PIPETRACE_EXPORT__BATCH_SPAN", "10")));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("PIPETRACE_EXPORT__BATCH_SPAN"), "{out}");
+    // Settings that load: the check passes and the rest decides.
+    let (code, out) = run(&[], None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ok    config:"), "{out}");
+    assert!(out.ends_with("pipetrace can run here\n"), "{out}");
+}
