@@ -355,7 +355,7 @@ pub(super) enum ConfigCommand {
     /// value with what set it.
     #[command(after_help = "Examples:
   pipetrace config show
-  PIPETRACE_EXPORT__COMPRESSION=none pipetrace config show -c my.yaml --endpoint http://x:4317
+  PIPETRACE_EXPORT__OTLP__COMPRESSION=none pipetrace config show -c my.yaml --endpoint http://x:4317
   pipetrace config show --json")]
     Show {
         #[command(flatten)]

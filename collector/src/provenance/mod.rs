@@ -164,6 +164,15 @@ fn workflow_file(
     language: Language,
     dir: &Path,
 ) -> Result<String, String> {
+    // One given that is not there is a mistake to say, not a reason to take another.
+    if let Some(g) = given.filter(|g| !dir.join(g).is_file()) {
+        return Err(format!(
+            "--workflow {}: no such file in the run's directory {} (a relative path is taken \
+             from there)",
+            g.display(),
+            dir.display()
+        ));
+    }
     let args: Vec<&str> = command_line.split_whitespace().collect();
     let named = match language {
         Language::Snakemake => (args.windows(2))

@@ -290,6 +290,18 @@ fn the_engine_and_its_files_are_found_on_the_runs_command_line() {
     assert_eq!(found("snakemake -s other.smk -c1").unwrap(), "other.smk");
     let none = workflow_file(None, "cwltool x.cwl", Language::Cwl, &d).unwrap_err();
     assert!(none.contains("--workflow"), "{none}");
+    // A --workflow given is taken, or refused when it is not there: never another file.
+    let given = |f: &str| {
+        workflow_file(
+            Some(std::path::Path::new(f)),
+            "snakemake",
+            Language::Snakemake,
+            &d,
+        )
+    };
+    assert_eq!(given("other.smk").unwrap(), "other.smk");
+    let e = given("missing.smk").unwrap_err();
+    assert!(e.starts_with("--workflow missing.smk: no such file"), "{e}");
 }
 
 #[test]
