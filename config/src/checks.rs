@@ -6,10 +6,11 @@ use crate::{layer::source_of, load::ConfigError, model::Config};
 
 /// Checks what types cannot say; an error names what set the key at fault.
 pub(crate) fn validate(cfg: &Config, fig: &Figment) -> Result<(), ConfigError> {
-    let checks: [fn(&Config) -> Checked; 8] = [
+    let checks: [fn(&Config) -> Checked; 9] = [
         validate_probes,
         |c| validate_sizing(&c.sizing),
         validate_metrics,
+        |c| validate_diagnosis(&c.diagnosis),
         validate_cost,
         |c| validate_host(&c.host).map_err(|(k, m)| (k.to_string(), m)),
         |c| validate_files(&c.files),
@@ -75,6 +76,47 @@ fn validate_metrics(cfg: &Config) -> Checked {
         return fail("diagnosis.slower_factor", "must be above 1 (try 2)");
     }
     validate_prometheus(&cfg.metrics)
+}
+
+/// The verdicts' thresholds: shares and rates a verdict can meet, not negative or NaN.
+fn validate_diagnosis(d: &crate::Diagnosis) -> Checked {
+    let dflt = crate::Diagnosis::default();
+    let above_0 = [
+        ("cpu_bound", d.cpu_bound, dflt.cpu_bound),
+        ("io_bound", d.io_bound, dflt.io_bound),
+        ("memory_bound", d.memory_bound, dflt.memory_bound),
+        ("gpu_bound", d.gpu_bound, dflt.gpu_bound),
+    ];
+    for (key, v, try_) in above_0 {
+        if !(v.is_finite() && v > 0.0) {
+            let why =
+                format!("must be a number above 0, as it is met when at least this (try {try_})");
+            return fail(&format!("diagnosis.{key}"), why);
+        }
+    }
+    let shares = [
+        ("idle_below", d.idle_below, dflt.idle_below),
+        ("over_allocation", d.over_allocation, dflt.over_allocation),
+        (
+            "gpu_starved_below",
+            d.gpu_starved_below,
+            dflt.gpu_starved_below,
+        ),
+    ];
+    for (key, v, try_) in shares {
+        if !(0.0..=1.0).contains(&v) {
+            let why = format!("must be a share from 0 to 1 (try {try_})");
+            return fail(&format!("diagnosis.{key}"), why);
+        }
+    }
+    if !(d.headroom.is_finite() && d.headroom >= 0.0) {
+        let why = format!(
+            "must be 0 or more: the share added to peaks (try {})",
+            dflt.headroom
+        );
+        return fail("diagnosis.headroom", why);
+    }
+    Ok(())
 }
 
 fn validate_prometheus(m: &crate::Metrics) -> Checked {
@@ -236,4 +278,34 @@ fn validate_files(f: &crate::model::Files) -> Result<(), (String, String)> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Flags, testing::load_with};
+
+    #[test]
+    fn thresholds_no_verdict_can_meet_are_refused_naming_a_value_that_works() {
+        let refused = |var: &str, v: &str| {
+            load_with(None, &[(var, v)], &Flags::default())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused("PIPETRACE_DIAGNOSIS__CPU_BOUND", "-5");
+        assert!(
+            e.contains("key `diagnosis.cpu_bound`")
+                && e.contains("above 0")
+                && e.contains("try 0.7"),
+            "{e}"
+        );
+        let e = refused("PIPETRACE_DIAGNOSIS__IDLE_BELOW", "1.5");
+        assert!(
+            e.contains("diagnosis.idle_below") && e.contains("from 0 to 1"),
+            "{e}"
+        );
+        let e = refused("PIPETRACE_DIAGNOSIS__HEADROOM", "-0.1");
+        assert!(e.contains("diagnosis.headroom"), "{e}");
+        let ok = [("PIPETRACE_DIAGNOSIS__CPU_BOUND", "0.9")];
+        assert!(load_with(None, &ok, &Flags::default()).is_ok());
+    }
 }
