@@ -1,6 +1,6 @@
-//! `pipetrace report FILE`: the end-of-run findings and table, the machines that fit each task and the
-//! HTML report from a trace file; `--json`: each run's findings, jobs, tasks and machines as
-//! JSON (docs/report-json.md); `--fail-on`: exit 3 on findings of the kinds given.
+//! `pipetrace report FILE`: the end-of-run findings and table, the machines that fit each
+//! task and the HTML report from a trace file; `--json`: each run's findings, jobs, tasks and
+//! machines as JSON (docs/report-json.md); `--fail-on`: exit 3 on findings of the kinds given.
 use std::path::Path;
 
 use pipetrace_config::Config;

@@ -140,10 +140,11 @@ fn oom(j: &Job) -> Option<Finding> {
     let e = j.oom()?;
     let (peak, limit) = (j.peak_seen(), j.memory_asked());
     let cgroup = e.texts.get(attr::OOM_CGROUP).cloned();
-    let mut s = format!("killed by the OOM killer at a peak of {}", bytes(peak));
+    let peak_said = bytes(peak);
+    let mut s = format!("killed by the OOM killer at a peak of {peak_said}");
     // The job's peak (all its processes) beside the killed one's, as the events say it.
     let rss = e.numbers.get(attr::OOM_RSS).map(|v| bytes(*v));
-    if let Some(rss) = rss.filter(|r| *r != bytes(peak)) {
+    if let Some(rss) = rss.filter(|r| *r != peak_said) {
         let _ = write!(s, " (the process killed: {rss} resident)");
     }
     if let Some(limit) = limit {
