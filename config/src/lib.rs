@@ -2,6 +2,7 @@
 mod checks;
 mod docs;
 pub mod env;
+mod error;
 pub mod etc_file;
 pub mod export;
 pub mod layer;
@@ -13,7 +14,8 @@ pub mod show;
 #[cfg(test)]
 mod testing;
 
+pub use error::ConfigError;
 pub use export::*;
 pub use limits::{Limits, SpanLimits};
-pub use load::{ConfigError, Flags, load};
+pub use load::{Flags, load};
 pub use model::*;

@@ -9,30 +9,12 @@ use figment::{
 };
 use serde::Serialize;
 
+pub use crate::error::ConfigError;
 use crate::{
     export::Protocol,
     layer::{Layer, from_figment},
     model::Config,
 };
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// One line: where, which key, what is wrong.
-    #[error("{source_name}: key `{key}`: {message}")]
-    Invalid {
-        source_name: String,
-        key: String,
-        message: String,
-    },
-    #[error("config file {path}: {message}")]
-    File { path: String, message: String },
-    /// A file that does not parse: where, and what the parser said (no key to name).
-    #[error("{source_name}: {message}")]
-    Malformed {
-        source_name: String,
-        message: String,
-    },
-}
 
 /// Settings given as command-line flags: the top layer.
 #[derive(Clone, Debug, Default, Serialize)]

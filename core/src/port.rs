@@ -1,6 +1,6 @@
 //! The one interface between the core (tree, attribution, span building, diagnosis) and the
 //! machine: every read of /proc, of cgroups, of an engine's or a runtime's records, and of the
-//! clocks goes through a [`Host`] the core is handed. The agent hands it the host crate's `DiskHost`;
+//! clocks goes through a [`Host`] the core is handed. The agent hands it the host crate's `LiveHost`;
 //! unit tests hand it a fake one and drive the core with synthetic events, without root.
 use std::{
     io,

@@ -2,7 +2,7 @@
 //! implemented for this machine (`LiveHost`: /proc with procfs, files, clocks, engines'
 //! databases, `squeue` in the background); the probes loaded into the kernel and read
 //! (`probes`, `source`), or /proc polled without them (`poller`); cgroup limits (`cgroup`);
-//! NVIDIA's driver (`gpu`); pipetrace's own scheduling policy (`sched`). And, here at its
+//! NVIDIA's driver (`gpu`); pipetrace's own scheduling policy (`cpu_policy`). And, here at its
 //! root, facts about this host and its processes: identity, clocks, the seed scan; what the
 //! machine is (architecture, kernel, cloud) for the resource. Never reads any process's
 //! environment, never asks the network.

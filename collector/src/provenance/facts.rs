@@ -1,7 +1,7 @@
 //! What pipetrace finds out itself at the end of the run: each file's size (and, when asked,
 //! its SHA-256, computed here from the file, never taken from the tools) and each program's
 //! package and version, as the package manager that installed it records them (dpkg, pip in
-//! a virtualenv, conda). No program is ever run.
+//! a virtualenv, conda). The traced programs are never run; dpkg-query answers for dpkg.
 use std::{io::Read, path::Path, process::Command};
 
 use sha2::{Digest, Sha256};
