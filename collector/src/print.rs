@@ -46,3 +46,21 @@ macro_rules! say {
         }
     }};
 }
+
+/// `1 span`, `2 spans`: a count with its noun in the number it takes.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    match n.into() {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_count_of_one_takes_the_singular() {
+        assert_eq!(super::count(1u64, "span", "spans"), "1 span");
+        assert_eq!(super::count(0u64, "span", "spans"), "0 spans");
+        assert_eq!(super::count(2u32, "run", "runs"), "2 runs");
+    }
+}

@@ -143,6 +143,10 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         /// processes running instead of stopping them with it (they are not exported).
         #[arg(long)]
         keep_running: bool,
+        /// Told to stop, how long the command and its processes get to end after SIGTERM
+        /// before SIGKILL (an engine cancelling its cluster jobs may need longer).
+        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = grace)]
+        stop_grace: std::time::Duration,
         /// Also print the cloud machines that fit each task and the run (the HTML report
         /// always has them).
         #[arg(long)]
@@ -298,7 +302,7 @@ HTML report cannot be written.")]
         #[arg(long, value_name = "FILE")]
         cwl_outputs: Option<PathBuf>,
         /// The crate's license: an SPDX identifier or a URL.
-        #[arg(long, default_value = "CC-BY-4.0")]
+        #[arg(long, default_value = "CC-BY-4.0", value_parser = license)]
         license: String,
         /// The organization publishing the crate, taken as the run's user's affiliation
         /// (RO-Crate recommends naming one).
@@ -447,6 +451,26 @@ impl Cli {
 /// mistake on a command that reads no configuration.
 fn config_from_env() -> bool {
     std::env::var_os("PIPETRACE_CONFIG").is_some()
+}
+
+/// A `--stop-grace`: a duration as humantime writes it.
+fn grace(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e}; write it as 5s, 30s or 2m"))
+}
+
+/// A `--license`: an SPDX identifier (letters, digits, `.`, `-`, `+`) or an http(s) URL.
+fn license(s: &str) -> Result<String, String> {
+    let url =
+        (s.starts_with("https://") || s.starts_with("http://")) && !s.contains(char::is_whitespace);
+    let spdx = !s.is_empty()
+        && (s.chars()).all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    match url || spdx {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "`{s}` is neither an SPDX license identifier (such as CC-BY-4.0, CC0-1.0 or MIT) \
+             nor an http(s) URL"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -57,7 +57,11 @@ pub fn run(args: &Args) -> i32 {
         }
         Err(e) => {
             errln!("pipetrace: {e}");
-            super::EXIT_USAGE
+            // A page that cannot be written is a failure, not bad input (as `report`'s).
+            match e {
+                InputError::Write(..) => 1,
+                _ => super::EXIT_USAGE,
+            }
         }
     }
 }

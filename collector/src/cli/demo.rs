@@ -79,6 +79,7 @@ pub async fn run(mut cfg: Config, dir: &Path, summary: bool) -> anyhow::Result<i
     let how = super::run::How {
         summary,
         keep_running: false,
+        stop_grace: super::stop::TERM_GRACE,
         machines: false,
     };
     super::run::run(&cfg, &argv, Some(dir), how).await

@@ -68,20 +68,29 @@ fn config_failed(e: ConfigError) -> i32 {
 }
 
 /// A command line clap refused (or help and version, which it prints as errors): said as
-/// clap says it; under `run`, with `run`'s own exit code for pipetrace's failures.
+/// clap says it; under `run`, with `run`'s own exit code for pipetrace's failures. A closed
+/// stderr does not turn the code into SIGPIPE's 141.
 fn parse_failed(e: clap::Error) -> i32 {
+    // SAFETY: no other thread runs yet; the write below gets EPIPE instead of the signal.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let _ = e.print();
     let asked = matches!(
         e.kind(),
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
     );
-    // clap's usage line names the subcommand it was parsing.
-    let under_run = e.render().to_string().contains("Usage: pipetrace run ");
     match () {
         _ if asked => 0,
-        _ if under_run => EXIT_RUN_OWN,
+        _ if subcommand_named(std::env::args().skip(1)).as_deref() == Some("run") => EXIT_RUN_OWN,
         _ => e.exit_code(),
     }
+}
+
+/// The subcommand a command line names: its first word that is one (before `--`), even
+/// where clap refused the line.
+fn subcommand_named(args: impl Iterator<Item = String>) -> Option<String> {
+    let cmd = command();
+    let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+    (args.take_while(|a| a != "--")).find(|a| names.contains(&a.as_str()))
 }
 
 /// The agent's own spans are taken from the start (the probes load before the sink runs),
@@ -292,6 +301,7 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
                 no_summary,
                 all,
                 keep_running,
+                stop_grace,
                 machines,
                 command,
                 ..
@@ -299,6 +309,7 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
                 let how = run::How {
                     summary: !no_summary && !cli.quiet,
                     keep_running: *keep_running,
+                    stop_grace: *stop_grace,
                     machines: *machines,
                 };
                 let mut cfg = cfg.clone();

@@ -91,6 +91,16 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     let judged: Vec<Judgement> = (runs.iter())
         .map(|run| Judgement::reading(run, &tails))
         .collect();
+    let path = (ask.html.map(Path::to_path_buf))
+        .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
+    let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
+    let page = report::html_with(&spans, (&runs, &judged), &more);
+    // The page first: a destination it cannot be written to stops the command before it
+    // prints anything, as `compare --html` does.
+    if let Err(e) = super::run::write_report(&path, &page) {
+        errln!("pipetrace: {e:#}");
+        return 1;
+    }
     if ask.json {
         outln!("{}", json(&runs, &judged, &size));
     } else {
@@ -99,22 +109,9 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
         report::who::ByWho::of(&spans).render(&mut out);
         out!("{out}");
     }
-    let path = (ask.html.map(Path::to_path_buf))
-        .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
-    let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
-    let page = report::html_with(&spans, (&runs, &judged), &more);
-    let written = match super::run::write_report(&path, &page) {
-        Ok(()) => {
-            say!("pipetrace: report written to {}", path.display());
-            0
-        }
-        Err(e) => {
-            errln!("pipetrace: {e:#}");
-            1
-        }
-    };
+    say!("pipetrace: report written to {}", path.display());
     match fail_on(&judged, ask.fail_on) {
-        0 => written,
+        0 => 0,
         n => {
             let kinds: Vec<String> = ask.fail_on.iter().map(|k| format!("{k:?}")).collect();
             errln!(

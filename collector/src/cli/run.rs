@@ -25,7 +25,7 @@ use crate::{
 
 use super::serve::Core;
 
-use super::{trace_file::default_file, usage_error::UsageError};
+use super::{trace_file::RunFiles, usage_error::UsageError};
 
 /// Everything the agent needs before it may start the user's command: nothing is started
 /// when any of it fails.
@@ -132,6 +132,8 @@ pub struct How {
     pub summary: bool,
     /// Told to stop, leave the command's other processes running.
     pub keep_running: bool,
+    /// Told to stop, how long processes get after SIGTERM before SIGKILL.
+    pub stop_grace: Duration,
     /// Print the machines that fit under the summary (`--machines`).
     pub machines: bool,
 }
@@ -156,14 +158,22 @@ pub async fn run(
         taps,
         builder,
     } = prepare(cfg)?;
-    // Before anything else, so that a bad setting starts nothing.
-    let exporter = Sink::start(cfg, &host, default_file(cwd))?;
+    // Before anything else, so that a bad setting starts nothing; one stem names every file.
+    let mut files = RunFiles::claim(cfg, cwd)?;
+    let exporter = match Sink::start(cfg, &host, files.stem.clone()) {
+        Ok(e) => e,
+        Err(e) => {
+            files.remove_unused(None, None);
+            return Err(e.into());
+        }
+    };
+    files.traces_here = exporter.destinations.spans.file.as_ref() == Some(&files.stem);
     announce(argv, &exporter.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
     let started = Instant::now();
     let child = match spawn(program, args, cwd) {
         Ok(c) => c,
-        Err(e) => return Ok(cannot_start(exporter, program, e).await),
+        Err(e) => return Ok(cannot_start(exporter, &files, program, e).await),
     };
     let root_pid = child
         .id()
@@ -175,16 +185,17 @@ pub async fn run(
         &cfg.attribution,
         host.boot_to_unix_ns,
         machine,
-    )?;
+    )?
+    .with_command(argv);
     let of = super::outputs::For::Run {
         summary: how.summary,
     };
     let outputs = super::outputs::list(cfg, of, exporter, prometheus)?;
     let pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
     let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
-    let status = until_it_exits(&mut core, (child, root_pid), &forwarder, cfg).await?;
+    let status = until_it_exits(&mut core, (child, root_pid), (&forwarder, &how), cfg).await?;
     let stopped = match forwarder.stop_requested() {
-        true => stop_the_rest(&mut core, how.keep_running).await,
+        true => stop_the_rest(&mut core, &how).await,
         false => super::stop::Outcome::default(),
     };
     drain_to_the_end(&mut core, cfg.probes.usage_wait).await;
@@ -211,7 +222,7 @@ pub async fn run(
         pipe,
         (lost, ending),
         (how.summary, how.machines, machines.as_ref()),
-        cwd,
+        &files,
     )
     .await;
     let _ = detach.join();
@@ -219,8 +230,10 @@ pub async fn run(
 }
 
 /// The command could not start: nothing was traced; the exit code a shell would give.
-async fn cannot_start(exporter: Sink, program: &str, e: std::io::Error) -> i32 {
+async fn cannot_start(exporter: Sink, files: &RunFiles, program: &str, e: std::io::Error) -> i32 {
+    let dest = exporter.destinations.clone();
     let _ = exporter.shutdown(Duration::from_secs(1)).await;
+    files.remove_unused(dest.spans.file.as_deref(), dest.metrics.file.as_deref());
     errln!("pipetrace: cannot start `{program}`: {e}");
     if e.kind() == std::io::ErrorKind::NotFound {
         127
@@ -229,11 +242,13 @@ async fn cannot_start(exporter: Sink, program: &str, e: std::io::Error) -> i32 {
     }
 }
 
-/// Serves the events (and the live view, on a terminal) until the command exits.
+/// Serves the events (and the live view, on a terminal) until the command exits. Told to
+/// stop, the command gets `--stop-grace` after the signal pipetrace passed on, then SIGKILL
+/// (a command that ignores SIGTERM would otherwise run on as if never asked).
 async fn until_it_exits(
     core: &mut Core<'_>,
     (mut child, root_pid): (tokio::process::Child, u32),
-    forwarder: &super::forward::Forwarder,
+    (forwarder, how): (&super::forward::Forwarder, &How),
     cfg: &Config,
 ) -> anyhow::Result<std::process::ExitStatus> {
     let live_tasks = cfg.summary.live_tasks;
@@ -243,17 +258,21 @@ async fn until_it_exits(
         .flatten();
     let mut watcher = crate::live_view::Watcher::default();
     let mut view_tick = tokio::time::interval(Duration::from_secs(1));
+    let mut stop_tick = tokio::time::interval(Duration::from_millis(100));
+    let mut stop = super::stop::RootStop::new(root_pid, how.stop_grace);
     loop {
         let next = core.serve(async {
             tokio::select! {
                 _ = view_tick.tick(), if view.is_some() => None,
+                _ = stop_tick.tick(), if !stop.killed() => None,
                 st = child.wait() => Some(st),
             }
         });
         match next.await? {
             None => {
-                let now = core.pipe.live_now(&mut watcher).into_iter().next();
+                stop.check(forwarder.stop_requested());
                 if let Some(v) = view.as_mut() {
+                    let now = core.pipe.live_now(&mut watcher).into_iter().next();
                     let lines =
                         crate::live_view::lines(&now.unwrap_or_default(), usize::MAX, live_tasks);
                     v.draw(&lines);
@@ -275,7 +294,7 @@ async fn finish(
     pipe: Session,
     (lost, ending): (Loss, Ending),
     (print_summary, print_machines, machines): (bool, bool, Option<&Catalog>),
-    cwd: Option<&Path>,
+    files: &RunFiles,
 ) {
     let mut outputs = pipe.into_outputs();
     let exporter = outputs
@@ -289,7 +308,7 @@ async fn finish(
     let (dest, stats) = (exporter.destinations.clone(), exporter.stats());
     // What the backend has not taken by the end is kept for `pipetrace send`, not lost.
     let keep = (dest.spans.otlp.is_some() || dest.metrics.otlp.is_some())
-        .then(|| super::send::unsent_path(cfg, dest.spans.file.as_deref(), cwd));
+        .then(|| super::send::unsent_path(cfg, &files.stem, dest.spans.file.as_deref()));
     let timeout = cfg.export.flush_timeout;
     let (flushed, kept) = match &keep {
         Some(file) => exporter.shutdown_keeping(timeout, file).await,
@@ -306,7 +325,7 @@ async fn finish(
     let judged = summary.as_ref().map(Summary::judge);
     let report = match (&summary, &judged, cfg.report.html) {
         (Some(s), Some(judged), true) => {
-            let path = report_path(cfg, dest.spans.file.as_deref(), cwd);
+            let path = report_path(cfg, &files.stem);
             let more = sizing.as_ref().map(crate::sizing::html).unwrap_or_default();
             let summed = (&s.table, s.report_omitted);
             let html = crate::report::html_of_run(&s.report, summed, &more, judged);
@@ -416,7 +435,10 @@ async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
         if late {
             core.pipe.poll(true);
         }
-        if (core.pipe.runs_finished > 0 && core.pipe.attr.pending() == 0) || late {
+        // Every exit settled too: a process stopped at the end (SIGKILL after the grace)
+        // still waits for its report when the run has finished.
+        let settled = core.pipe.attr.pending() == 0 && core.pipe.awaiting_usage() == 0;
+        if (core.pipe.runs_finished > 0 && settled) || late {
             break;
         }
         // Fast while reports are due; the engines' records at the usual pace.
@@ -475,13 +497,13 @@ fn print_end(
     }
 }
 
-/// Where the HTML report goes: the configured path, else beside the trace file, else a
-/// time-stamped file in the working directory.
-fn report_path(cfg: &Config, traces: Option<&Path>, cwd: Option<&Path>) -> PathBuf {
+/// Where the HTML report goes: the configured path, else beside the run's trace file (or
+/// the name claimed for it).
+fn report_path(cfg: &Config, stem: &Path) -> PathBuf {
     if let Some(p) = &cfg.report.path {
         return p.clone();
     }
-    crate::export::paths::report_beside(traces.unwrap_or(&default_file(cwd)))
+    crate::export::paths::report_beside(stem)
 }
 
 pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {
@@ -490,14 +512,14 @@ pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {
 }
 
 /// pipetrace was told to stop and the command's root has ended: stops what else of the run
-/// still runs (SIGTERM, then SIGKILL after [`super::stop::TERM_GRACE`]) while taking in
-/// their ends, or with `keep_running` leaves them and says so.
-async fn stop_the_rest(core: &mut Core<'_>, keep_running: bool) -> super::stop::Outcome {
-    use super::stop::{Outcome, TERM_GRACE, signal_all, still_running};
+/// still runs (SIGTERM, then SIGKILL after `--stop-grace`) while taking in their ends, or
+/// with `--keep-running` leaves them and says so.
+async fn stop_the_rest(core: &mut Core<'_>, how: &How) -> super::stop::Outcome {
+    use super::stop::{Outcome, signal_all, still_running};
     let every = core.events.drain_every();
     core.drain_now();
     let left = still_running(&core.pipe);
-    if keep_running {
+    if how.keep_running {
         return Outcome {
             left_running: left.iter().map(|k| k.pid).collect(),
             ..Outcome::default()
@@ -506,7 +528,7 @@ async fn stop_the_rest(core: &mut Core<'_>, keep_running: bool) -> super::stop::
     let terminated = signal_all(&left, libc::SIGTERM);
     // Counted in drains, not by the clock: a paused VM must not cut the grace short.
     let mut waited = Duration::ZERO;
-    while waited < TERM_GRACE && !still_running(&core.pipe).is_empty() {
+    while waited < how.stop_grace && !still_running(&core.pipe).is_empty() {
         tokio::time::sleep(every).await;
         waited += every;
         core.drain_now();
@@ -522,5 +544,6 @@ async fn stop_the_rest(core: &mut Core<'_>, keep_running: bool) -> super::stop::
         terminated,
         killed,
         left_running: Vec::new(),
+        grace: how.stop_grace,
     }
 }

@@ -20,16 +20,14 @@ use crate::export::{
 
 /// Where `pipetrace run` keeps what it could not deliver: beside its trace file, else in
 /// the state directory's `unsent/`, else in its working directory.
-pub fn unsent_path(cfg: &Config, trace_file: Option<&Path>, cwd: Option<&Path>) -> PathBuf {
+pub fn unsent_path(cfg: &Config, stem: &Path, trace_file: Option<&Path>) -> PathBuf {
     if let Some(t) = trace_file {
         return crate::export::paths::unsent_beside(t);
     }
-    let default = super::trace_file::default_file(cwd);
-    let name =
-        crate::export::paths::unsent_beside(Path::new(default.file_name().unwrap_or_default()));
+    let name = crate::export::paths::unsent_beside(Path::new(stem.file_name().unwrap_or_default()));
     match &cfg.diagnosis.state_dir {
         Some(dir) => dir.join("unsent").join(name),
-        None => default.with_file_name(name),
+        None => stem.with_file_name(name),
     }
 }
 
@@ -48,7 +46,12 @@ fn command(cfg: &Config, file: &Path) -> String {
 
 /// The run's last lines about what it kept, with the command that sends it.
 pub fn kept_lines(cfg: &Config, k: &Kept) -> String {
-    let what = format!("{} spans and {} metric exports", k.spans, k.metric_exports);
+    let count = crate::print::count;
+    let what = format!(
+        "{} and {}",
+        count(k.spans, "span", "spans"),
+        count(k.metric_exports, "metric export", "metric exports")
+    );
     match &k.error {
         Some(e) => format!(
             "pipetrace: WARNING {what} were not delivered and cannot be kept in {}: {e}; \

@@ -5,8 +5,52 @@ use std::time::Duration;
 
 use crate::{event::ProcKey, session::Session};
 
-/// How long the run's processes get to end after SIGTERM before SIGKILL.
+/// How long the run's processes get to end after SIGTERM before SIGKILL, unless
+/// `--stop-grace` says otherwise.
 pub const TERM_GRACE: Duration = Duration::from_secs(5);
+
+/// The command's own process, told to stop: SIGKILL once the grace has passed since the stop
+/// was first seen.
+pub struct RootStop {
+    pid: u32,
+    grace: Duration,
+    since: Option<std::time::Instant>,
+    killed: bool,
+}
+
+impl RootStop {
+    pub fn new(pid: u32, grace: Duration) -> Self {
+        Self {
+            pid,
+            grace,
+            since: None,
+            killed: false,
+        }
+    }
+
+    pub fn killed(&self) -> bool {
+        self.killed
+    }
+
+    /// A check (every 100 ms): sends SIGKILL when the stop asked has waited out its grace.
+    pub fn check(&mut self, stop_requested: bool) {
+        if !stop_requested || self.killed {
+            return;
+        }
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() < self.grace {
+            return;
+        }
+        self.killed = true;
+        errln!(
+            "pipetrace: the command did not end within {} of the stop; sending it SIGKILL",
+            humantime::format_duration(self.grace)
+        );
+        // SAFETY: kill(2) on the command's pid, not yet reaped (the loop reaps it and stops
+        // checking), so still the command's.
+        unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
 
 /// The processes of the run that still run (its root has ended), as the tree knows them.
 pub fn still_running(pipe: &Session) -> Vec<ProcKey> {
@@ -41,6 +85,8 @@ pub struct Outcome {
     pub terminated: usize,
     pub killed: usize,
     pub left_running: Vec<u32>,
+    /// The grace the SIGTERMs had before SIGKILL.
+    pub grace: Duration,
 }
 
 impl Outcome {
@@ -57,10 +103,10 @@ impl Outcome {
         (self.terminated + self.killed > 0).then(|| {
             format!(
                 "pipetrace: stopped; the run's remaining processes were stopped with it and \
-                 exported ({} sent SIGTERM; {} still running {} s later sent SIGKILL)",
+                 exported ({} sent SIGTERM; {} still running {} later sent SIGKILL)",
                 self.terminated,
                 self.killed,
-                TERM_GRACE.as_secs()
+                humantime::format_duration(self.grace)
             )
         })
     }

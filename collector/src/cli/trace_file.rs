@@ -3,13 +3,105 @@ use std::path::{Path, PathBuf};
 
 use crate::report::{Kind, ReadError, ReportSpan};
 
-/// `pipetrace-<UTC time>.otlp.jsonl` in `dir` (or here): one per run, never overwritten.
-pub(super) fn default_file(dir: Option<&Path>) -> PathBuf {
+/// `pipetrace-<UTC time>[-N].otlp.jsonl` in `dir` (or here), created empty and exclusively:
+/// two runs started in one second each get their own (the second `-2`), never one file.
+fn claim_default(dir: Option<&Path>) -> std::io::Result<PathBuf> {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace([':', '-'], "");
-    dir.unwrap_or(Path::new("."))
-        .join(format!("pipetrace-{stamp}.otlp.jsonl"))
+    let dir = dir.unwrap_or(Path::new("."));
+    for n in 1u32.. {
+        let suffix = if n == 1 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let path = dir.join(format!("pipetrace-{stamp}{suffix}.otlp.jsonl"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("u32 suffixes run out")
+}
+
+/// The files of one run, named once from one stem: its trace file (the configured one, else
+/// a claimed default), and beside it the metrics, the report and what was not sent.
+pub(super) struct RunFiles {
+    /// The trace file's name: the configured file, or the claimed default.
+    pub stem: PathBuf,
+    /// The default was claimed (created empty) for this run.
+    claimed: bool,
+    /// The spans go to the claimed default (no endpoint took them).
+    pub traces_here: bool,
+    /// Which of the trace and metrics files were there before the run (kept as they are).
+    existed: [bool; 2],
+}
+
+impl RunFiles {
+    pub fn claim(cfg: &pipetrace_config::Config, cwd: Option<&Path>) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let (stem, claimed) = match &cfg.export.file {
+            Some(f) => (f.clone(), false),
+            None => {
+                let dir = cwd.unwrap_or(Path::new("."));
+                let f = claim_default(Some(dir)).with_context(|| {
+                    format!(
+                        "cannot create a trace file in {}; give one with -o FILE",
+                        dir.display()
+                    )
+                })?;
+                (f, true)
+            }
+        };
+        let metrics = crate::export::paths::metrics_beside(&stem);
+        let existed = [stem.exists() && !claimed, metrics.exists()];
+        Ok(Self {
+            stem,
+            claimed,
+            traces_here: false,
+            existed,
+        })
+    }
+
+    /// Nothing was traced (the command could not start): the configured files this run
+    /// created, still empty, go; a file that was there before stays as it was.
+    pub fn remove_unused(&self, traces: Option<&Path>, metrics: Option<&Path>) {
+        for (path, existed) in [(traces, self.existed[0]), (metrics, self.existed[1])] {
+            if let Some(p) = path.filter(|_| !existed) {
+                remove_if_empty(p);
+            }
+        }
+    }
+}
+
+/// A claimed default the spans did not go to (an endpoint took them) held only the name;
+/// one they went to goes only when nothing at all was written beside it (the run stopped
+/// before it traced anything), with its empty metrics file.
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        let metrics = crate::export::paths::metrics_beside(&self.stem);
+        let empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() == 0);
+        match (self.claimed, self.traces_here) {
+            (true, false) => remove_if_empty(&self.stem),
+            (true, true) if empty(&self.stem) && (empty(&metrics) || !metrics.exists()) => {
+                remove_if_empty(&self.stem);
+                remove_if_empty(&metrics);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn remove_if_empty(p: &Path) {
+    if std::fs::metadata(p).is_ok_and(|m| m.len() == 0) {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -107,4 +199,22 @@ pub(super) fn runs_in(input: &str) -> Result<Runs, RunsError> {
         runs,
         picked,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_started_in_one_second_claim_files_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims: Vec<PathBuf> = (0..5)
+            .map(|_| claim_default(Some(dir.path())).unwrap())
+            .collect();
+        let mut names: Vec<_> = claims.iter().map(|p| p.file_name().unwrap()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 5, "{claims:?}");
+        assert!(claims.iter().all(|p| p.exists()));
+    }
 }

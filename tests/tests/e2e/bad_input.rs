@@ -44,6 +44,88 @@ fn an_unknown_flag_after_run_is_refused_and_nothing_runs() {
 }
 
 #[test]
+fn a_bad_or_missing_flag_value_under_run_is_runs_own_failure() {
+    let cases: [&[&str]; 4] = [
+        &["run", "--protocol", "grpcc", "--", "touch", "ran"],
+        &["run", "-o"],
+        &["run", "--endpoint"],
+        &["-o", "run", "run", "--bogus"],
+    ];
+    for args in cases {
+        let (dir, o) = in_empty_dir(args, &[]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.contains("error:"), "{args:?} says why: {err}");
+        assert_eq!(left_in(dir.path()), Vec::<String>::new(), "{args:?}: {err}");
+    }
+    // Elsewhere a bad flag is bad input (2).
+    let (_, o) = in_empty_dir(&["report", "--bogus"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let (_, o) = in_empty_dir(
+        &["provenance", "t.jsonl", "--license", "not a license"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("neither an SPDX license identifier"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_closed_stderr_never_turns_an_exit_code_into_sigpipes() {
+    for (args, code) in [(["run", "--bogus"], 125), (["report", "--bogus"], 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = pipetrace()
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Both read ends closed before pipetrace writes a word (as `2>&1 | true`).
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(code), "{args:?}: {st:?}");
+    }
+}
+
+#[test]
+fn a_page_that_cannot_be_written_fails_report_before_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.otlp.jsonl");
+    let o = pipetrace()
+        .args([
+            "-o",
+            trace.to_str().unwrap(),
+            "run",
+            "--no-summary",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let nowhere = dir.path().join("no-such-folder").join("x.html");
+    let t = trace.to_str().unwrap();
+    // (compare's alike is in compare.rs, on runs with tasks in common.)
+    for json in [false, true] {
+        let mut args = vec!["report", t, "--html", nowhere.to_str().unwrap()];
+        args.extend(json.then_some("--json"));
+        let o = pipetrace().args(&args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("no-such-folder"), "names the path: {err}");
+        assert!(
+            o.stdout.is_empty(),
+            "nothing printed before the failure: {args:?}"
+        );
+    }
+}
+
+#[test]
 fn a_misspelt_top_level_variable_is_refused_naming_the_right_one() {
     let (dir, o) = in_empty_dir(
         &["run", "--", "touch", "ran"],

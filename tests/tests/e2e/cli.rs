@@ -42,7 +42,7 @@ fn the_commands_exit_code_passes_through() {
 }
 
 #[test]
-fn a_missing_command_is_127_with_a_message() {
+fn a_missing_command_is_127_with_a_message_and_leaves_no_files() {
     let dir = tempfile::tempdir().unwrap();
     let (o, _) = run_to_file(dir.path(), &["/nonexistent/tool"]);
     assert_eq!(o.status.code(), Some(127));
@@ -50,6 +50,66 @@ fn a_missing_command_is_127_with_a_message() {
         stderr(&o).contains("cannot start `/nonexistent/tool`"),
         "{}",
         stderr(&o)
+    );
+    // Nor with the default file's name, claimed for the run.
+    let o = pipetrace()
+        .args(["run", "--", "/nonexistent/tool"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing ran, nothing written: {left:?}");
+    // A file that was there before is left as it was.
+    let kept = dir.path().join("t.otlp.jsonl");
+    std::fs::write(&kept, "").unwrap();
+    let (o, _) = run_to_file(dir.path(), &["/nonexistent/tool"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(kept.exists());
+}
+
+#[test]
+fn runs_started_together_in_one_folder_each_write_their_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<_> = (0..4)
+        .map(|i| {
+            pipetrace()
+                .args(["run", "--no-summary", "--", "sh", "-c"])
+                .arg(format!("echo {i} >/dev/null; sleep 0.3"))
+                .current_dir(dir.path())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut r in runs {
+        assert!(r.wait().unwrap().success());
+    }
+    let mut names: Vec<String> = (std::fs::read_dir(dir.path()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let traces: Vec<&String> = (names.iter())
+        .filter(|n| n.ends_with(".otlp.jsonl") && !n.ends_with(".metrics.otlp.jsonl"))
+        .collect();
+    assert_eq!(traces.len(), 4, "{names:?}");
+    for t in traces {
+        let spans = read_jsonl(&dir.path().join(t));
+        let runs = spans.iter().filter(|s| s.is_run()).count();
+        assert_eq!(runs, 1, "{t} holds one run: {names:?}");
+        // Its companions share its stem.
+        let stem = t.trim_end_matches(".otlp.jsonl");
+        for other in [".metrics.otlp.jsonl", ".report.html"] {
+            assert!(
+                names.contains(&format!("{stem}{other}")),
+                "{stem}{other}: {names:?}"
+            );
+        }
+    }
+    assert_eq!(
+        names.len(),
+        12,
+        "trace, metrics and report per run: {names:?}"
     );
 }
 

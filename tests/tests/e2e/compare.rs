@@ -272,6 +272,12 @@ fn bad_input(r: &Runs) {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     says(&[plain.to_str().unwrap(), a], "no task in common");
+    // A page that cannot be written is a failure (1, as `report`'s), said before any table.
+    let nowhere = r.a.with_file_name("no-such-folder").join("c.html");
+    let o = compare(&[a, b, "--html", nowhere.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-folder"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "nothing printed before the failure");
 }
 
 /// The agent keeps the runs it sees too: two runs of the workflow under a node agent, then

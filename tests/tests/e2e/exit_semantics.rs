@@ -178,3 +178,47 @@ fn told_to_stop_with_keep_running_the_rest_runs_on_and_it_says_so() {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
 }
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.otlp.jsonl");
+    let ready = dir.path().join("READY");
+    // Not the script's last command, which dash would exec in its own place.
+    let script = format!("trap '' TERM; touch {}; sleep 120; true", ready.display());
+    let started = Instant::now();
+    let child = pipetrace()
+        .args(["-o", out.to_str().unwrap(), "run", "--stop-grace", "1s"])
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !ready.exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    let text = stderr(&o);
+    // Not the 120 s the command would have run on, had SIGTERM been all.
+    assert!(started.elapsed() < Duration::from_secs(90), "{text}");
+    assert_eq!(o.status.code(), Some(128 + 9), "{text}");
+    assert!(text.contains("did not end within 1s"), "{text}");
+    let spans = read_jsonl(&out);
+    // The command is the run's root: its span says it was killed, and by whom.
+    let run = (spans.iter().find(|s| s.is_run())).unwrap_or_else(|| panic!("{spans:?}"));
+    assert_eq!(run.str("pipetrace.process.signal"), "SIGKILL", "{run:?}");
+    let sent = (run.events.iter()).find(|e| e.name == "pipetrace.signal");
+    let sender = sent.and_then(|e| e.attrs.get("pipetrace.signal.sender"));
+    assert_eq!(
+        format!("{sender:?}"),
+        r#"Some(Str("pipetrace"))"#,
+        "{run:?}"
+    );
+    let sleep = (spans.iter())
+        .find(|s| s.is_tool() && s.str("pipetrace.tool.name") == "sleep")
+        .unwrap_or_else(|| panic!("the sleep that ignored SIGTERM too: {spans:?}"));
+    let pid = sleep.int("process.pid").unwrap();
+    assert!(!alive(pid), "sleep {pid} was left running");
+}
