@@ -2,7 +2,7 @@
 //! each other), run once the layers are merged; an error names what set the key at fault.
 use figment::Figment;
 
-use crate::{layer::source_of, load::ConfigError, model::Config};
+use crate::{error::ConfigError, layer::source_of, model::Config};
 
 /// Checks what types cannot say; an error names what set the key at fault.
 pub(crate) fn validate(cfg: &Config, fig: &Figment) -> Result<(), ConfigError> {
@@ -40,7 +40,9 @@ fn fail(key: &str, message: impl Into<String>) -> Checked {
 fn validate_probes(cfg: &Config) -> Checked {
     let rb = cfg.probes.ring_buffer_bytes;
     if !rb.is_power_of_two() || rb < 4096 {
-        let why = format!("{rb} is not a power of two of at least 4096 (try 33554432)");
+        // The nearest that works, not the default: the user chose a size.
+        let near = rb.checked_next_power_of_two().unwrap_or(1 << 31).max(4096);
+        let why = format!("{rb} is not a power of two of at least 4096 (try {near})");
         return fail("probes.ring_buffer_bytes", why);
     }
     let entries = cfg.probes.accumulator_entries;

@@ -22,11 +22,14 @@ const OTLP_KEYS: [&str; 8] = [
     "CLIENT_CERTIFICATE",
 ];
 
-/// `k1=v1,k2=v2` with percent-encoded values, as the OTLP exporter spec defines it.
+/// `k1=v1,k2=v2` with percent-encoded values, as the OTLP exporter spec defines it. A pair
+/// without `=` is no map: the text as given, which the model refuses naming the variable.
 fn headers(raw: &str) -> Value {
     let mut m = Map::new();
     for pair in raw.split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let Some((k, v)) = pair.split_once('=') else {
+            return Value::String(raw.into());
+        };
         m.insert(
             k.trim().to_string(),
             Value::String(percent_decode(v.trim())),

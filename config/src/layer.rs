@@ -188,11 +188,28 @@ pub(crate) fn from_figment(e: figment::Error, fig: &Figment) -> ConfigError {
     {
         message = format!("{message}; write a list in brackets: {var}='[a,b]'");
     }
+    if let Some(example) = example_of(&e.kind) {
+        message = format!("{message}; {example}");
+    }
     ConfigError::Invalid {
         source_name,
         key: path.join("."),
         message,
     }
+}
+
+/// How a value of the kind expected is written, where the parser's words do not show it.
+fn example_of(kind: &figment::error::Kind) -> Option<&'static str> {
+    use figment::error::Kind;
+    let expected = match kind {
+        Kind::InvalidType(_, e) | Kind::InvalidValue(_, e) => e.as_str(),
+        _ => return None,
+    };
+    Some(match expected {
+        e if e.contains("duration") => "write it as 500ms, 30s, 5m or 1h30m",
+        e if e.contains("map") => "write it as key: value lines (in a variable, k1=v1,k2=v2)",
+        _ => return None,
+    })
 }
 
 /// The valid key closest to a mistyped one, if any is close (a typo, not another word).

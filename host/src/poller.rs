@@ -93,9 +93,8 @@ fn sample(p: &Process, stat: &Stat) -> Sample {
 
 fn exec_event(pid: u32, key: ProcKey, ppid: u32, start_ns: u64, now: u64) -> Exec {
     let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let filename = fs::read_link(format!("/proc/{pid}/exe"))
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+    let filename = as_executed(&exe, &stat_comm(pid)).display().to_string();
     Exec {
         key,
         start_ns,
@@ -109,6 +108,29 @@ fn exec_event(pid: u32, key: ProcKey, ppid: u32, start_ns: u64, now: u64) -> Exe
         filename,
         argv: crate::event::split_argv(&cmdline),
         argv_truncated: false,
+    }
+}
+
+fn stat_comm(pid: u32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map_or_else(|_| String::new(), |c| c.trim_end().into())
+}
+
+/// The program as exec'd, as the kernel's exec record names it: `/proc/PID/exe` resolves
+/// links (`/usr/bin/sh` reads as `/usr/bin/dash`), while the comm keeps the name run (up to
+/// 15 bytes). The link beside the program that has that name and leads to it is the one.
+fn as_executed(exe: &std::path::Path, comm: &str) -> std::path::PathBuf {
+    let named = exe.file_name().and_then(|n| n.to_str());
+    let (Some(named), Some(dir)) = (named, exe.parent()) else {
+        return exe.to_path_buf();
+    };
+    if comm.is_empty() || named.starts_with(comm) || comm.len() >= 15 {
+        return exe.to_path_buf();
+    }
+    let link = dir.join(comm);
+    match fs::canonicalize(&link) {
+        Ok(to) if to == exe => link,
+        _ => exe.to_path_buf(),
     }
 }
 
@@ -232,6 +254,19 @@ fn end(out: &mut Vec<Event>, key: ProcKey, last: Sample, now: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_run_through_a_link_is_named_as_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dash");
+        std::fs::write(&real, "").unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("sh")).unwrap();
+        let real = fs::canonicalize(&real).unwrap();
+        assert_eq!(as_executed(&real, "sh"), real.with_file_name("sh"));
+        assert_eq!(as_executed(&real, "dash"), real);
+        // No such link beside it: the resolved program stays.
+        assert_eq!(as_executed(&real, "bash"), real);
+    }
 
     #[test]
     fn sees_a_process_start_run_a_program_and_end() {

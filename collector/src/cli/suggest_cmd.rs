@@ -92,7 +92,9 @@ fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
             ask.inputs.join(", ")
         ));
     }
-    let from = ask.inputs.join(", ");
+    let mut from = ask.inputs.to_vec();
+    from.extend(ask.pipeline.map(|p| format!("pipeline {p}'s history")));
+    let from = from.join(", ");
     let basis = formats::Basis {
         runs,
         percentile: ask.policy.percentile,

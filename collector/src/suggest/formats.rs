@@ -15,10 +15,10 @@ pub struct Basis<'a> {
 impl Basis<'_> {
     fn header(&self, comment: &str) -> String {
         format!(
-            "{comment} pipetrace suggest: from {} run(s) in {}: per task, the {}th percentile of \
+            "{comment} pipetrace suggest: from {} in {}: per task, the {}th percentile of \
              its jobs' figures,\n{comment} memory and time {:.0}% more, memory never below a \
              peak seen (twice the limit a job was OOM-killed at).\n",
-            self.runs,
+            crate::print::count(self.runs as u64, "run", "runs"),
             self.from,
             self.percentile,
             self.margin * 100.0

@@ -38,13 +38,14 @@ pub struct Delivery<'a> {
 }
 
 /// One line per destination of one signal: how many went there, and how many failed.
-fn went(out: &mut String, what: &str, dest: &Place, stats: &StreamStats) {
+fn went(out: &mut String, (one, many): (&str, &str), dest: &Place, stats: &StreamStats) {
     let (otlp, written_file, failed_file) = (&stats.otlp, &stats.written_file, &stats.failed_file);
+    let what = |n: u64| crate::print::count(n, one, many);
     if let Some(ep) = &dest.otlp {
         let _ = writeln!(
             out,
-            "pipetrace: {} {what} sent over OTLP to {ep} ({} failed, {} retries{})",
-            otlp.sent.load(Relaxed),
+            "pipetrace: {} sent over OTLP to {ep} ({} failed, {} retries{})",
+            what(otlp.sent.load(Relaxed)),
             otlp.failed.load(Relaxed),
             otlp.retries.load(Relaxed),
             match otlp.spooled.load(Relaxed) {
@@ -56,8 +57,8 @@ fn went(out: &mut String, what: &str, dest: &Place, stats: &StreamStats) {
     if let Some(f) = &dest.file {
         let _ = writeln!(
             out,
-            "pipetrace: {} {what} written as OTLP JSON to {} ({} failed)",
-            written_file.load(Relaxed),
+            "pipetrace: {} written as OTLP JSON to {} ({} failed)",
+            what(written_file.load(Relaxed)),
             f.display(),
             failed_file.load(Relaxed)
         );
@@ -395,10 +396,10 @@ impl Summary {
         crate::report::who::ByWho::of(&self.report).render(&mut out);
         let _ = writeln!(
             out,
-            "\npipetrace: {} tasks ({} failed), {} tools ({} exited non-zero) in {:.1}s",
-            self.tasks,
+            "\npipetrace: {} ({} failed), {} ({} exited non-zero) in {:.1}s",
+            crate::print::count(self.tasks, "task", "tasks"),
             self.failed_tasks,
-            self.tools,
+            crate::print::count(self.tools, "tool", "tools"),
             self.failed_tools,
             wall.as_secs_f64()
         );
@@ -476,8 +477,13 @@ impl Delivery<'_> {
     /// Where the spans and metric exports went, and what was lost on the way.
     pub fn render(&self, out: &mut String) {
         let (to, stats) = (self.to, self.stats);
-        went(out, "spans", &to.spans, &stats.spans);
-        went(out, "metric exports", &to.metrics, &stats.metrics);
+        went(out, ("span", "spans"), &to.spans, &stats.spans);
+        went(
+            out,
+            ("metric export", "metric exports"),
+            &to.metrics,
+            &stats.metrics,
+        );
         if let Some(ep) = &to.own_spans {
             let own = &stats.own_spans;
             let _ = writeln!(

@@ -33,7 +33,7 @@ use crate::{
     accounting::{Allocation, Rollup},
     event::ProcKey,
     port::AllocCell,
-    tree::{Proc, Tree},
+    tree::{Image, Proc, Tree},
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,6 +265,9 @@ pub struct Attributor {
     mains: crate::event::ProcMap<ProcKey, Finished>,
     /// The enabled engines' watchers of every exec (`Engine::watches`).
     watches: Vec<(&'static engines::Engine, Box<dyn engines::Watch>)>,
+    /// `pipetrace run`'s command as it was given: the run's name until its root's exec is
+    /// seen (polling /proc can miss a short command's exec).
+    command: Image,
 }
 
 /// What in `attribution` configuration cannot be used.
@@ -305,7 +308,18 @@ impl Attributor {
             running_names: Default::default(),
             mains: Default::default(),
             watches,
+            command: Image::default(),
         })
+    }
+
+    /// `pipetrace run`'s command line (program first), named by the run from its start.
+    pub fn with_command(mut self, argv: &[String]) -> Self {
+        self.command = Image {
+            path: argv.first().cloned().unwrap_or_default(),
+            argv: argv.to_vec(),
+            ..Image::default()
+        };
+        self
     }
 
     /// The host the attribution reads through (the pipeline reads through the same).

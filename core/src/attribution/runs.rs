@@ -42,7 +42,7 @@ impl Attributor {
     pub(super) fn claim_run_root(&mut self, key: ProcKey) -> bool {
         let is_root = matches!(self.mode, Mode::Run { root_pid } if root_pid == key.pid);
         if is_root && self.runs.is_empty() {
-            let adapter = Box::new(Generic::command(&*self.host, &Image::default()));
+            let adapter = Box::new(Generic::command(&*self.host, &self.command));
             self.start_run(key, adapter);
             return true;
         }
