@@ -289,6 +289,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("probes.ring_buffer_bytes"), "{err}");
+        assert!(
+            err.contains("(try 4096)"),
+            "the nearest size that works: {err}"
+        );
+        let f = file("export:\n  flush_timeout: 3\n");
+        let err = load_with(Some(f.path()), &[], &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("write it as 500ms, 30s"), "an example: {err}");
+        let vars = [("OTEL_EXPORTER_OTLP_HEADERS", "novalue")];
+        let err = load_with(None, &vars, &Flags::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("OTEL_EXPORTER_OTLP_HEADERS") && err.contains("k1=v1,k2=v2"),
+            "{err}"
+        );
         let f = file("probes:\n  accumulator_entries: 0\n");
         let err = load_with(Some(f.path()), &[], &Flags::default())
             .unwrap_err()

@@ -11,6 +11,7 @@ mod disk_host;
 pub mod event;
 pub mod facts;
 pub mod files;
+pub mod judgement;
 pub mod port;
 pub mod redact;
 pub mod tree;

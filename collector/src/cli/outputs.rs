@@ -33,7 +33,7 @@ pub(super) fn list(
         // The summary also feeds the HTML report: kept whenever either is wanted.
         For::Run { summary } if summary || cfg.report.html => {
             let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
-            let tails = crate::report::judgement::Tails::of(cfg);
+            let tails = crate::report::tails::Tails::of(cfg);
             list.push(Box::new(Summary::new(tasks, tools).with_tails(tails)));
         }
         For::Run { .. } => {}

@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use pipetrace_config::Config;
+use pipetrace_core::judgement::{Judgement, Rank};
 
 use crate::{
-    report::judgement::{Judgement, Rank, Tails},
-    report::{self, Kind, ReportSpan, table::Table},
+    report::{self, Kind, ReportSpan, table::Table, tails::Tails},
     sizing,
 };
 
@@ -88,9 +88,7 @@ pub fn run(cfg: &Config, ask: Ask) -> i32 {
     // Each run judged once, for the text or the JSON, the page and --fail-on (with the
     // failures' log lines where asked).
     let tails = Tails::of(cfg);
-    let judged: Vec<Judgement> = (runs.iter())
-        .map(|run| Judgement::reading(run, &tails))
-        .collect();
+    let judged: Vec<Judgement> = (runs.iter()).map(|run| tails.judge(run)).collect();
     let path = (ask.html.map(Path::to_path_buf))
         .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
@@ -187,7 +185,7 @@ fn json(runs: &[Vec<ReportSpan>], judged: &[Judgement], size: Size) -> String {
 /// The table's rows: bytes, seconds, no units.
 fn task_rows(
     run: &[ReportSpan],
-    advice: &crate::report::judgement::Advice,
+    advice: &pipetrace_core::judgement::Advice,
 ) -> Vec<serde_json::Value> {
     let mut table = Table::default();
     for s in run.iter().filter(|s| s.kind == Kind::Task) {

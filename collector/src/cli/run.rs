@@ -8,6 +8,7 @@ use std::{
 
 use anyhow::Context;
 use pipetrace_config::Config;
+use pipetrace_core::judgement::Judgement;
 
 use crate::{
     attribution::{Attributor, Mode},
@@ -15,7 +16,6 @@ use crate::{
     host::HostInfo,
     outputs::Outputs,
     redact::Redactor,
-    report::judgement::Judgement,
     session::Session,
     signals::{SpanBuilder, metrics::Metrics},
     sizing::Catalog,

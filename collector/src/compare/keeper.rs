@@ -9,7 +9,7 @@ use std::{
 
 use super::{model::Run, store};
 use crate::{
-    report::{Kind, ReportSpan, TASK_KEYS, TOOL_KEYS},
+    report::{Decode, Kind, ReportSpan, TASK_KEYS, TOOL_KEYS},
     signals::ReadySpan,
 };
 

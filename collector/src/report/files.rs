@@ -19,21 +19,18 @@ pub struct TaskFiles {
     pub outputs_count: u64,
 }
 
-impl ReportSpan {
-    /// The task's inputs and outputs; None when its span says of none.
-    pub fn files(&self) -> Option<TaskFiles> {
-        let list = |k: &str| self.lists.get(k).cloned().unwrap_or_default();
-        let (inputs, outputs) = (list(attr::TASK_INPUTS), list(attr::TASK_OUTPUTS));
-        let count =
-            |k: &str, listed: &[String]| (self.num(k).max(0.0) as u64).max(listed.len() as u64);
-        let f = TaskFiles {
-            inputs_count: count(attr::TASK_INPUTS_COUNT, &inputs),
-            outputs_count: count(attr::TASK_OUTPUTS_COUNT, &outputs),
-            inputs,
-            outputs,
-        };
-        (f.inputs_count + f.outputs_count > 0).then_some(f)
-    }
+/// A task's inputs and outputs; None when its span says of none.
+pub fn files_of(s: &ReportSpan) -> Option<TaskFiles> {
+    let list = |k: &str| s.lists.get(k).cloned().unwrap_or_default();
+    let (inputs, outputs) = (list(attr::TASK_INPUTS), list(attr::TASK_OUTPUTS));
+    let count = |k: &str, listed: &[String]| (s.num(k).max(0.0) as u64).max(listed.len() as u64);
+    let f = TaskFiles {
+        inputs_count: count(attr::TASK_INPUTS_COUNT, &inputs),
+        outputs_count: count(attr::TASK_OUTPUTS_COUNT, &outputs),
+        inputs,
+        outputs,
+    };
+    (f.inputs_count + f.outputs_count > 0).then_some(f)
 }
 
 /// `a, b (+3 more)`: at most `max` of the paths, each through `show`, and how many more
@@ -102,7 +99,7 @@ pub fn render_html(spans: &[ReportSpan], out: &mut String) {
     let mut tasks: Vec<(&ReportSpan, TaskFiles)> = spans
         .iter()
         .filter(|s| s.kind == Kind::Task)
-        .filter_map(|s| Some((s, s.files()?)))
+        .filter_map(|s| Some((s, files_of(s)?)))
         .collect();
     if tasks.is_empty() {
         return;
@@ -175,13 +172,13 @@ pub(super) mod tests {
             (&["/d/a.fq", "/d/b.fq"], Some(5)),
             (&[], None),
         );
-        let f = s.files().expect("files");
+        let f = files_of(&s).expect("files");
         assert_eq!(f.inputs, ["/d/a.fq", "/d/b.fq"]);
         assert_eq!((f.inputs_count, f.outputs_count), (5, 0));
         // A count missing or below the list is the list's length.
         let s = task("b", "sort", (&[], None), (&["/o/x.bam"], None));
-        assert_eq!(s.files().expect("files").outputs_count, 1);
-        assert_eq!(task("c", "none", (&[], None), (&[], None)).files(), None);
+        assert_eq!(files_of(&s).expect("files").outputs_count, 1);
+        assert_eq!(files_of(&task("c", "none", (&[], None), (&[], None))), None);
     }
 
     #[test]

@@ -2,20 +2,21 @@
 //! and tools; CPU, memory and disk I/O per task; events and failures in words), built from
 //! spans, whether just made by `pipetrace run` or read back from an OTLP JSON lines file
 //! (`pipetrace report FILE`).
-pub mod asks;
-mod events;
 mod files;
 mod html;
-pub mod judgement;
 mod markup;
 mod model;
 mod read;
 pub mod table;
+pub mod tails;
 pub mod who;
 
 pub use html::{render_run as html_of_run, render_with as html_with};
 pub use markup::esc;
-pub use model::{Kind, ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS};
+pub use model::{Decode, Kind, ReportSpan, TASK_KEYS, TOOL_KEYS, event_from_sdk};
+#[cfg(test)]
+pub use pipetrace_core::judgement::ReportEvent;
+
 pub use read::{ReadError, read_file};
 
 /// The spans of each run (its trace), runs in the order they started.

@@ -9,46 +9,26 @@ use opentelemetry_proto::tonic::{
 use opentelemetry_sdk::trace::SpanData;
 use pipetrace_semconv::attr;
 
-pub use crate::signals::Kind;
+pub use pipetrace_core::judgement::{Kind, ReportEvent, ReportSpan};
 
-#[derive(Clone, Debug)]
-pub struct ReportSpan {
-    /// The trace, one per run.
-    pub trace: String,
-    pub id: String,
-    pub parent: Option<String>,
-    pub kind: Kind,
-    pub name: String,
-    /// Unix nanoseconds.
-    pub start: u64,
-    pub end: u64,
-    pub error: Option<String>,
-    pub numbers: BTreeMap<String, f64>,
-    pub texts: BTreeMap<String, String>,
-    /// String-array attributes (a task's inputs and outputs, bounded lists of paths).
-    pub lists: BTreeMap<String, Vec<String>>,
-    pub events: Vec<ReportEvent>,
+/// The judgement's spans and events decoded from the SDK's spans (a run as it exports them)
+/// and from OTLP protobuf spans (a trace file read back): the judgement sees neither.
+pub trait Decode: Sized {
+    fn from_sdk(s: &SpanData) -> Self;
+    /// A span of a known kind with only the attributes in `keep`: what a run keeps of
+    /// each task and tool for its end, without copying the rest of their attributes.
+    fn from_sdk_keeping(s: &SpanData, kind: Kind, keep: &[&str]) -> Self;
+    fn from_proto(s: &Span) -> Self;
 }
 
-/// A span event with its figures, so the report can say what happened in words.
-#[derive(Clone, Debug)]
-pub struct ReportEvent {
-    pub name: String,
-    /// Unix nanoseconds.
-    pub time: u64,
-    pub numbers: BTreeMap<String, f64>,
-    pub texts: BTreeMap<String, String>,
-}
-
-impl ReportEvent {
-    pub fn from_sdk(e: &opentelemetry::trace::Event) -> Self {
-        let Attrs { numbers, texts, .. } = sdk_attrs(&e.attributes, None);
-        Self {
-            name: e.name.to_string(),
-            time: unix_nanos(e.timestamp),
-            numbers,
-            texts,
-        }
+/// An SDK span event, with its figures.
+pub fn event_from_sdk(e: &opentelemetry::trace::Event) -> ReportEvent {
+    let Attrs { numbers, texts, .. } = sdk_attrs(&e.attributes, None);
+    ReportEvent {
+        name: e.name.to_string(),
+        time: unix_nanos(e.timestamp),
+        numbers,
+        texts,
     }
 }
 
@@ -198,63 +178,18 @@ fn kind_of(texts: &BTreeMap<String, String>, numbers: &BTreeMap<String, f64>) ->
     }
 }
 
-impl ReportSpan {
-    pub fn num(&self, key: &str) -> f64 {
-        self.numbers.get(key).copied().unwrap_or(0.0)
-    }
-
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.texts.get(key).map(String::as_str)
-    }
-
-    pub fn secs(&self) -> f64 {
-        self.end.saturating_sub(self.start) as f64 / 1e9
-    }
-
-    pub fn cpu(&self) -> f64 {
-        self.num(attr::CPU_USER_TIME) + self.num(attr::CPU_SYSTEM_TIME)
-    }
-
-    pub fn from_sdk(s: &SpanData) -> Self {
+impl Decode for ReportSpan {
+    fn from_sdk(s: &SpanData) -> Self {
         let a = sdk_attrs(&s.attributes, None);
         let kind = kind_of(&a.texts, &a.numbers);
-        Self::of_sdk(s, kind, a)
+        of_sdk(s, kind, a)
     }
 
-    /// A span of a known kind with only the attributes in `keep`: what a run keeps of
-    /// each task and tool for its end, without copying the rest of their attributes.
-    pub fn from_sdk_keeping(s: &SpanData, kind: Kind, keep: &[&str]) -> Self {
-        Self::of_sdk(s, kind, sdk_attrs(&s.attributes, Some(keep)))
+    fn from_sdk_keeping(s: &SpanData, kind: Kind, keep: &[&str]) -> Self {
+        of_sdk(s, kind, sdk_attrs(&s.attributes, Some(keep)))
     }
 
-    fn of_sdk(s: &SpanData, kind: Kind, a: Attrs) -> Self {
-        let Attrs {
-            numbers,
-            texts,
-            lists,
-        } = a;
-        let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
-            .then(|| s.parent_span_id.to_string());
-        Self {
-            trace: s.span_context.trace_id().to_string(),
-            id: s.span_context.span_id().to_string(),
-            parent,
-            kind,
-            name: s.name.to_string(),
-            start: unix_nanos(s.start_time),
-            end: unix_nanos(s.end_time),
-            error: match &s.status {
-                Status::Error { description } => Some(description.to_string()),
-                _ => None,
-            },
-            numbers,
-            texts,
-            lists,
-            events: s.events.iter().map(ReportEvent::from_sdk).collect(),
-        }
-    }
-
-    pub fn from_proto(s: &Span) -> Self {
+    fn from_proto(s: &Span) -> Self {
         let Attrs {
             numbers,
             texts,
@@ -262,7 +197,7 @@ impl ReportSpan {
         } = proto_attrs(&s.attributes);
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let status = s.status.clone().unwrap_or_default();
-        Self {
+        ReportSpan {
             trace: hex(&s.trace_id),
             id: hex(&s.span_id),
             parent: (!s.parent_span_id.is_empty()).then(|| hex(&s.parent_span_id)),
@@ -274,20 +209,45 @@ impl ReportSpan {
             numbers,
             texts,
             lists,
-            events: s
-                .events
-                .iter()
-                .map(|e| {
-                    let Attrs { numbers, texts, .. } = proto_attrs(&e.attributes);
-                    ReportEvent {
-                        name: e.name.clone(),
-                        time: e.time_unix_nano,
-                        numbers,
-                        texts,
-                    }
-                })
-                .collect(),
+            events: (s.events.iter()).map(proto_event).collect(),
         }
+    }
+}
+
+fn proto_event(e: &opentelemetry_proto::tonic::trace::v1::span::Event) -> ReportEvent {
+    let Attrs { numbers, texts, .. } = proto_attrs(&e.attributes);
+    ReportEvent {
+        name: e.name.clone(),
+        time: e.time_unix_nano,
+        numbers,
+        texts,
+    }
+}
+
+fn of_sdk(s: &SpanData, kind: Kind, a: Attrs) -> ReportSpan {
+    let Attrs {
+        numbers,
+        texts,
+        lists,
+    } = a;
+    let parent = (s.parent_span_id != opentelemetry::trace::SpanId::INVALID)
+        .then(|| s.parent_span_id.to_string());
+    ReportSpan {
+        trace: s.span_context.trace_id().to_string(),
+        id: s.span_context.span_id().to_string(),
+        parent,
+        kind,
+        name: s.name.to_string(),
+        start: unix_nanos(s.start_time),
+        end: unix_nanos(s.end_time),
+        error: match &s.status {
+            Status::Error { description } => Some(description.to_string()),
+            _ => None,
+        },
+        numbers,
+        texts,
+        lists,
+        events: s.events.iter().map(event_from_sdk).collect(),
     }
 }
 
@@ -340,7 +300,7 @@ mod tests {
         let back: ExportTraceServiceRequest = serde_json::from_str(&line).unwrap();
         let s = ReportSpan::from_proto(&back.resource_spans[0].scope_spans[0].spans[0]);
         assert_eq!(s.kind, Kind::Task);
-        let f = s.files().expect("files");
+        let f = crate::report::files::files_of(&s).expect("files");
         assert_eq!(f.inputs, ["/d/a.fq", "/d/b.fq"]);
         assert_eq!(f.outputs, ["/o/a.bam"]);
         assert_eq!((f.inputs_count, f.outputs_count), (7, 1));

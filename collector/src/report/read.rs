@@ -3,7 +3,7 @@ use std::path::Path;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
-use super::ReportSpan;
+use super::{Decode, ReportSpan};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

@@ -7,7 +7,9 @@ use super::{
     ReportSpan,
     files::{self, MAX_TEXT_TASKS, TaskFiles},
 };
-use crate::{diagnosis::gib, report::judgement::Advice};
+use pipetrace_core::judgement::Advice;
+
+use crate::diagnosis::gib;
 
 #[derive(Default)]
 struct Row {
@@ -49,7 +51,7 @@ const MAX_ROWS: usize = 1000;
 
 impl Table {
     pub fn record_task(&mut self, s: &ReportSpan) {
-        if let Some(f) = s.files() {
+        if let Some(f) = super::files::files_of(s) {
             match self.files.len() < MAX_TEXT_TASKS {
                 true => self.files.push((s.name.clone(), f)),
                 false => self.files_hidden += 1,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::report::ReportSpan;
 
-pub use crate::report::asks::{JobFigures as Job, Policy};
+pub use pipetrace_core::judgement::sizing::{JobFigures as Job, Policy};
 
 /// One task's figures over its jobs, and what to ask for next time.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -98,7 +98,7 @@ impl Jobs {
     /// Each job of the spans, read as the page reads it (`judgement::job`): one rule, one
     /// answer.
     pub fn add_spans(&mut self, spans: &[ReportSpan]) {
-        for j in crate::report::judgement::job::jobs_of(spans) {
+        for j in pipetrace_core::judgement::job::jobs_of(spans) {
             if j.span.text(attr::CICD_PIPELINE_TASK_NAME).is_none() {
                 continue;
             }
@@ -111,7 +111,7 @@ impl Jobs {
 }
 
 fn one(task: String, jobs: &[Job], policy: Policy) -> Suggestion {
-    let a = crate::report::asks::asks(jobs, policy);
+    let a = pipetrace_core::judgement::sizing::asks(jobs, policy);
     let max = |f: fn(&Job) -> f64| jobs.iter().map(f).fold(0.0, f64::max);
     let (busy_max, wall_max) = (max(|j| j.busy), max(|j| j.wall));
     let peak_max = jobs.iter().map(|j| j.peak).max().unwrap_or(0);

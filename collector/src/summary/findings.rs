@@ -3,7 +3,7 @@
 //! a terminal still reads; the rest are counted.
 use std::fmt::Write as _;
 
-use crate::report::judgement::{Finding, Rank, What};
+use pipetrace_core::judgement::{Finding, Rank, What};
 
 /// OOM kills and failures named at most, together.
 const FAILURES: usize = 20;
@@ -79,11 +79,7 @@ pub fn render(all: &[Finding], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::judgement::{
-        asks::by_task,
-        findings,
-        job::{jobs_of, tests::failed_jobs},
-    };
+    use pipetrace_core::judgement::{asks::by_task, findings, job::jobs_of, testing::failed_jobs};
 
     #[test]
     fn failures_past_the_bound_are_counted_and_the_trace_file_named_for_them() {

@@ -17,14 +17,13 @@ use std::{
 };
 
 use opentelemetry::trace::{SpanId, Status};
+use pipetrace_core::judgement::Judgement;
 use pipetrace_semconv::attr;
 
 use crate::{
     export::{Destinations, Place, SinkStats, StreamStats},
     report::{
-        ReportEvent, ReportSpan, TASK_KEYS, TOOL_KEYS,
-        judgement::{Judgement, Tails},
-        table::Table,
+        Decode, ReportSpan, TASK_KEYS, TOOL_KEYS, event_from_sdk, table::Table, tails::Tails,
     },
     signals::{Kind, ReadySpan},
     sizing::Needs,
@@ -295,7 +294,7 @@ impl Summary {
         let mut events: Vec<String> = span
             .events
             .iter()
-            .map(|e| ReportEvent::from_sdk(e).describe())
+            .map(|e| event_from_sdk(e).describe())
             .collect();
         if s.kind == Kind::Engine {
             events.push(helpers_in_words(span));
@@ -416,7 +415,7 @@ impl Summary {
     /// The run's judgement, once for the terminal and the page: its spans as kept, each
     /// failure's log lines where the tails ask for them.
     pub fn judge(&self) -> Judgement<'_> {
-        Judgement::reading(&self.report, &self.tails)
+        self.tails.judge(&self.report)
     }
 
     /// The findings, the tree and the table: what the run's end says of its jobs.

@@ -33,16 +33,8 @@ use crate::{
 #[cfg(test)]
 pub(crate) mod tests_support;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Run,
-    Task,
-    Tool,
-    /// The engine's helpers of a run, folded into one span.
-    Engine,
-    /// A run or task found running (`run started`, `task started`).
-    Started,
-}
+/// What a span stands for: the judgement's word for it, which span building decides.
+pub use pipetrace_core::judgement::Kind;
 
 /// A span ready for export, with what the terminal summary needs to place it.
 #[derive(Clone, Debug)]

@@ -441,6 +441,15 @@ fn without_ebpf_it_falls_back_to_polling_proc() {
         Some(3),
         "the root's, from wait()"
     );
+    // Named as eBPF names it: `sh` as run, not the dash it links to.
+    assert_eq!(run.name, "run sh", "{names:?}");
+    // A command over before the first look is still named by its command.
+    let short = dir.path().join("short.otlp.jsonl");
+    let o = as_nobody_with(&["-o", short.to_str().unwrap(), "run", "--", "true"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spans = read_jsonl(&short);
+    let run = spans.iter().find(|s| s.is_run()).expect("the run span");
+    assert_eq!(run.name, "run true", "{spans:?}");
 }
 
 /// `pipetrace doctor` shows a running agent's own figures (loss, drops, failures, retries,

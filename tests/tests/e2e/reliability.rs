@@ -32,7 +32,7 @@ fn run(dir: &Path, url: &str, env: &[(&str, &str)], script: &str) -> (BTreeSet<S
 /// The summary's line about spans sent over OTLP (metric exports have a line of their own).
 fn spans_line(err: &str) -> &str {
     err.lines()
-        .find(|l| l.contains(" spans sent over OTLP to "))
+        .find(|l| l.contains(" spans sent over OTLP to ") || l.contains(" span sent over OTLP to "))
         .unwrap_or_default()
 }
 

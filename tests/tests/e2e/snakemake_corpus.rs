@@ -1,5 +1,6 @@
 //! The workflow corpus (tests/workflows/snakemake) on Debian's Snakemake 7.21 and on 8.30
-//! from PyPI under `pipetrace run`, and on 9 under `pipetrace agent` (CI's time: the
+//! from PyPI under `pipetrace run`, and on 9 under `pipetrace agent`, each case on one
+//! version in turn (`snakemake::corpus_for`; `CORPUS_ALL=1` runs each on all; CI's time: the
 //! agent's way of seeing jobs is the same for every version, and the adapter reads each
 //! version's records alike in both modes; 9 under run is in the other Snakemake tests),
 //! judged by
@@ -13,7 +14,7 @@ use std::{path::Path, time::Duration};
 use pipetrace_e2e::{
     Agent, pipetrace, read_jsonl,
     receiver::Receiver,
-    snakemake::{Block, Case, Records, Version, corpus, counts, newest_log, normalize},
+    snakemake::{Block, Case, Records, Version, corpus_for, counts, newest_log, normalize},
     spans::{RecvSpan, Trace},
     stderr,
 };
@@ -248,7 +249,7 @@ fn judge(case: &Case, v: Version, run: &Ran) {
 /// seen not to change because someone else uses the machine (once per suite, and not for
 /// every case: the load takes a core from the tests beside it).
 fn under_run(v: Version, loaded: bool) {
-    for (i, case) in corpus().into_iter().filter(|c| c.runs_on(v)).enumerate() {
+    for (i, case) in corpus_for(v).into_iter().enumerate() {
         let _load = (loaded && i % 3 == 0).then(pipetrace_e2e::CpuLoad::start);
         let dir = case.copy();
         let mut runs = Vec::new();
@@ -286,7 +287,7 @@ fn under_run(v: Version, loaded: bool) {
 async fn under_agent(v: Version) {
     let rx = Receiver::start().await;
     let agent = Agent::start(&["--endpoint", &rx.grpc_url()]);
-    for case in corpus().into_iter().filter(|c| c.runs_on(v)) {
+    for case in corpus_for(v) {
         let dir = case.copy();
         // Each run is named by its directory: the n-th run span of that name is run n's.
         let name = dir

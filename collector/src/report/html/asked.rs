@@ -3,10 +3,9 @@
 use std::fmt::Write as _;
 
 use super::units::{bytes, pct};
-use crate::{
-    report::judgement::asks::{Asked, next_time},
-    report::markup::esc,
-};
+use pipetrace_core::judgement::asks::{Asked, next_time};
+
+use crate::report::markup::esc;
 
 pub fn render(asked: &std::collections::BTreeMap<String, Asked>, engine: &str, out: &mut String) {
     if asked.is_empty() {

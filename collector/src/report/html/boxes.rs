@@ -259,10 +259,9 @@ pub fn render(jobs: &[Job], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        super::job::{jobs_of, tests::*},
-        *,
-    };
+    use pipetrace_core::judgement::testing::*;
+
+    use super::{super::job::jobs_of, *};
 
     #[test]
     fn five_figures_interpolate_between_jobs() {

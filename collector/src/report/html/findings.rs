@@ -1,10 +1,9 @@
 //! The page's findings: the judgement's, most serious first, each linked to its job's row.
 use std::fmt::Write as _;
 
-use crate::{
-    report::judgement::{Finding, Rank, What},
-    report::markup::esc,
-};
+use pipetrace_core::judgement::{Finding, Rank, What};
+
+use crate::report::markup::esc;
 
 /// Findings listed at most of one kind; the rest are counted, the table has them.
 const PER_RANK: usize = 5;
@@ -63,11 +62,7 @@ pub fn render(all: &[Finding], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::judgement::{
-        asks::by_task,
-        findings,
-        job::{jobs_of, tests::*},
-    };
+    use pipetrace_core::judgement::{asks::by_task, findings, job::jobs_of, testing::*};
 
     fn page(
         run: Option<&crate::report::ReportSpan>,

@@ -209,10 +209,9 @@ pub fn render(jobs: &[Job], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        super::job::{jobs_of, tests::*},
-        *,
-    };
+    use pipetrace_core::judgement::testing::*;
+
+    use super::{super::job::jobs_of, *};
 
     #[test]
     fn a_column_shows_only_where_a_job_has_a_value() {

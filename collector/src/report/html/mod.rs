@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use pipetrace_semconv::attr;
 
 use super::{Kind, ReportSpan, markup::esc, table::Table};
-use crate::report::judgement::{Judgement, job, units};
+use pipetrace_core::judgement::{Judgement, job, units};
 
 /// HTML a layer above adds to each run's section, after its tasks (the machines).
 pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;

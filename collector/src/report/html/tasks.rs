@@ -2,10 +2,9 @@
 use std::fmt::Write as _;
 
 use super::units::bytes;
-use crate::{
-    report::judgement::Advice,
-    report::{markup::esc, table::Table},
-};
+use pipetrace_core::judgement::Advice;
+
+use crate::report::{markup::esc, table::Table};
 
 /// The table by task name, with the judgement's advice.
 pub fn render(table: &Table, advice: &Advice, out: &mut String) {

@@ -274,10 +274,9 @@ pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        super::job::{jobs_of, tests::*},
-        *,
-    };
+    use pipetrace_core::judgement::testing::*;
+
+    use super::{super::job::jobs_of, *};
 
     #[test]
     fn ticks_are_round_and_few() {

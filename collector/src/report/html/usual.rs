@@ -119,10 +119,9 @@ pub fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        super::job::{jobs_of, tests::*},
-        *,
-    };
+    use pipetrace_core::judgement::testing::*;
+
+    use super::{super::job::jobs_of, *};
 
     #[test]
     fn every_task_with_a_usual_is_set_against_it_and_far_slower_jobs_are_named() {

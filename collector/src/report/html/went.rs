@@ -150,10 +150,9 @@ pub fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        super::job::{jobs_of, tests::*},
-        *,
-    };
+    use pipetrace_core::judgement::testing::*;
+
+    use super::{super::job::jobs_of, *};
     use crate::report::Kind;
 
     #[test]

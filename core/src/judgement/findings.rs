@@ -8,12 +8,12 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use pipetrace_semconv::{attr, event};
 use serde::Serialize;
 
+use super::ReportSpan;
 use super::{
     asks::{self, Asked},
     job::Job,
     units::{bytes, money, pct, secs},
 };
-use crate::report::ReportSpan;
 
 /// How serious a finding is; every view lists the most serious first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -369,7 +369,7 @@ pub fn findings(run: Option<&ReportSpan>, jobs: &[Job], asks: Asks) -> Vec<Findi
 #[cfg(test)]
 mod tests {
     use super::{
-        super::job::{jobs_of, tests::*},
+        super::{job::jobs_of, testing::*},
         *,
     };
 

@@ -8,8 +8,39 @@ use std::{
 
 use pipetrace_semconv::attr;
 
-use super::{Finding, What, job::Job};
+use pipetrace_core::judgement::{Finding, Judgement, ReportSpan, What, job::Job};
+
 use crate::redact::Redactor;
+
+/// How many of a failed job's last log lines the local views show (`report.failure_log_lines`),
+/// and the redaction they go through.
+#[derive(Default)]
+pub struct Tails {
+    pub lines: usize,
+    pub redactor: Option<Redactor>,
+}
+
+impl Tails {
+    pub fn of(cfg: &pipetrace_config::Config) -> Self {
+        let lines = cfg.report.failure_log_lines;
+        let r = &cfg.redaction;
+        let redactor = (lines > 0)
+            .then(|| Redactor::new(r.enabled, &r.patterns).ok())
+            .flatten();
+        Tails { lines, redactor }
+    }
+
+    /// The core's judgement of one run, with each failure's last log lines where asked:
+    /// reading the logs is the machine's, not the judgement's.
+    pub fn judge<'a>(&self, spans: &'a [ReportSpan]) -> Judgement<'a> {
+        let mut j = Judgement::of(spans);
+        if let Some(r) = &self.redactor {
+            let cwd = j.run.and_then(|r| r.text(attr::PROCESS_WORKING_DIRECTORY));
+            fill((&mut j.findings, &j.jobs), cwd, self.lines, r);
+        }
+        j
+    }
+}
 
 /// Read at most this much of a log's end: a log of gigabytes costs no more than a small one.
 const TAIL_BYTES: u64 = 64 * 1024;
@@ -18,7 +49,7 @@ const LINE_CHARS: usize = 300;
 
 /// Fills each failure's `log_tail` with the last `lines` lines of its first readable log; a
 /// log named relative is the run's working directory's (`run_cwd`), as Snakemake's are.
-pub fn fill(
+fn fill(
     (findings, jobs): (&mut [Finding], &[Job]),
     run_cwd: Option<&str>,
     lines: usize,
@@ -74,11 +105,7 @@ fn last_lines(path: &Path, n: usize) -> std::io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::judgement::{
-        asks::by_task,
-        findings,
-        job::{jobs_of, tests::*},
-    };
+    use pipetrace_core::judgement::{asks::by_task, findings, job::jobs_of, testing::*};
 
     #[test]
     fn a_failures_log_tail_is_read_relative_to_its_job_redacted_and_only_when_asked() {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use pipetrace_semconv::attr;
 
+use super::sizing as asks;
 use super::{job::Job, units::bytes};
-use crate::report::asks;
 
 /// One task's asks and uses over its jobs.
 #[derive(Default, Debug, PartialEq)]
@@ -102,7 +102,7 @@ pub fn next_time(a: &Asked, engine: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::{
-        super::job::{jobs_of, tests::*},
+        super::{job::jobs_of, testing::*},
         *,
     };
 

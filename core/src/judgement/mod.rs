@@ -1,37 +1,23 @@
-//! One judgement of a run, computed once from its spans: its jobs and what to look at first.
-//! Every view renders it and computes none of its own: the terminal's end of a run, the
-//! HTML page, `report --json` and `report --fail-on`.
+//! The judgement stage: one judgement of a run, computed once from its spans (as exported,
+//! or read back from a trace file) — its jobs, what each task asked for and should ask for
+//! next time, and what to look at first. Every view renders it and computes none of its
+//! own: the terminal's end of a run, the HTML page, `report --json`, `report --fail-on`
+//! and `suggest` (whose asks are `sizing`'s rule).
 pub mod asks;
+mod events;
 mod findings;
 pub mod job;
-mod tails;
+pub mod sizing;
+mod span;
+#[cfg(any(test, feature = "fake-host"))]
+pub mod testing;
 pub mod units;
 
 use std::collections::BTreeMap;
 
-pub use findings::{Finding, Rank, What, findings};
+pub use findings::{Finding, JobRef, Rank, What, findings};
 use pipetrace_semconv::attr;
-
-use crate::report::{Kind, ReportSpan};
-
-/// How many of a failed job's last log lines the local views show (`report.failure_log_lines`),
-/// and the redaction they go through.
-#[derive(Default)]
-pub struct Tails {
-    pub lines: usize,
-    pub redactor: Option<crate::redact::Redactor>,
-}
-
-impl Tails {
-    pub fn of(cfg: &pipetrace_config::Config) -> Self {
-        let lines = cfg.report.failure_log_lines;
-        let r = &cfg.redaction;
-        let redactor = (lines > 0)
-            .then(|| crate::redact::Redactor::new(r.enabled, &r.patterns).ok())
-            .flatten();
-        Tails { lines, redactor }
-    }
-}
+pub use span::{Kind, ReportEvent, ReportSpan};
 
 /// Per task name, what to say in a table's advice column.
 pub type Advice = BTreeMap<String, String>;
@@ -64,16 +50,6 @@ impl<'a> Judgement<'a> {
             asks,
             findings,
         }
-    }
-
-    /// [`Self::of`], with each failure's last log lines where `tails` asks for them.
-    pub fn reading(spans: &'a [ReportSpan], tails: &Tails) -> Self {
-        let mut j = Self::of(spans);
-        if let Some(r) = &tails.redactor {
-            let cwd = j.run.and_then(|r| r.text(attr::PROCESS_WORKING_DIRECTORY));
-            tails::fill((&mut j.findings, &j.jobs), cwd, tails.lines, r);
-        }
-        j
     }
 
     /// Each task's ask for next time where it asked for anything: what should change, or

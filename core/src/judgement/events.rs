@@ -1,7 +1,7 @@
 //! Span events in words for the report: what happened, with the figures the event carries.
 use pipetrace_semconv::{attr, event};
 
-use super::model::ReportEvent;
+use super::ReportEvent;
 use crate::diagnosis::gib;
 
 impl ReportEvent {
