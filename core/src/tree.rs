@@ -82,6 +82,8 @@ pub struct Proc {
     pub signals: Vec<FatalSignal>,
     /// The parent's thread that forked it (tid; 0: unknown).
     pub forked_by: u32,
+    /// When it last exec'd (0: never): a child forked before then ran what it inherited.
+    pub exec_ns: u64,
     /// Its cgroup (v2 id) at its last exec, or its parent's (0: unknown).
     pub cgroup_id: u64,
     /// The container it runs in, read when its cgroup differed from its parent's; else its
@@ -164,6 +166,7 @@ impl Proc {
             oom: None,
             signals: Vec::new(),
             forked_by: 0,
+            exec_ns: 0,
             cgroup_id: 0,
             uid: None,
             container: None,
@@ -330,6 +333,7 @@ impl Tree {
         if let Some(old) = p.image.replace(image) {
             p.earlier.push(old.path);
         }
+        p.exec_ns = e.time_ns;
         p.cgroup_id = e.cgroup_id;
         p.uid = Some(e.uid);
     }

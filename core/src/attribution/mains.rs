@@ -21,6 +21,10 @@ impl Attributor {
             verdict: None,
             alternatives: Vec::new(),
         };
+        if let Some(ancestor) = self.may_exec_yet(tree, &p.key) {
+            self.defer(ancestor, tool);
+            return None;
+        }
         let root = m
             .task
             .filter(|t| p.parent == Some(*t) && parent == EntityRef::Task(*t));

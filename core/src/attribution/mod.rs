@@ -7,6 +7,7 @@
 //! helpers (folded into one engine span), processes a version-manager shim starts (folded
 //! into the tool the shim becomes), and members. Shells that only wrap are transparent:
 //! their children hang under the wrapper's parent.
+mod deferred;
 pub mod engines;
 mod groups;
 mod held;
@@ -263,6 +264,8 @@ pub struct Attributor {
     running_names: crate::event::ProcMap<ProcKey, String>,
     /// Main commands of tasks whose shell only wraps them, by task, until the task ends.
     mains: crate::event::ProcMap<ProcKey, Finished>,
+    /// Tools waiting for a forked-only ancestor that may still exec (`deferred`).
+    deferred: HashMap<ProcKey, Vec<Finished>>,
     /// The enabled engines' watchers of every exec (`Engine::watches`).
     watches: Vec<(&'static engines::Engine, Box<dyn engines::Watch>)>,
     /// `pipetrace run`'s command as it was given: the run's name until its root's exec is
@@ -307,6 +310,7 @@ impl Attributor {
             held: held::Held::default(),
             running_names: Default::default(),
             mains: Default::default(),
+            deferred: HashMap::new(),
             watches,
             command: Image::default(),
         })
@@ -497,7 +501,7 @@ impl Attributor {
             return Vec::new();
         };
         self.account(p, m);
-        let mut out = Vec::new();
+        let mut out = self.release_deferred(tree, p);
         let folds = |s: &Self| {
             s.runs
                 .get(&m.run)

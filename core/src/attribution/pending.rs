@@ -24,7 +24,10 @@ impl Attributor {
     /// may be a better match for a record.
     pub fn poll(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {
         self.newly_shared();
-        let out = self.resolved(force, settling);
+        let mut out = self.resolved(force, settling);
+        if force {
+            out.extend(self.flush_deferred());
+        }
         self.unheld(out)
     }
 

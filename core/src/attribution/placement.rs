@@ -19,8 +19,12 @@ impl Attributor {
     /// only wraps one command.
     pub(super) fn transparent(&self, tree: &Tree, p: &Proc) -> bool {
         match &p.image {
-            // A subshell of a subshell runs the shell that forked the first.
-            None => runner(tree, &p.key).is_some_and(|(_, img)| naming::runs_shell(img)),
+            // A subshell of a subshell runs the shell that forked the first; one forked
+            // before its parent exec'd (a here-document's substitution, forked by the child
+            // that then execs `cat`) ran what the parent had then.
+            None => (tree.ancestors(&p.key))
+                .find_map(|a| a.image.as_ref().filter(|_| a.exec_ns <= p.start_ns))
+                .is_some_and(naming::runs_shell),
             Some(img) => {
                 shell_command(&img.argv).is_some_and(is_single_command)
                     || naming::is_wrapper(img)

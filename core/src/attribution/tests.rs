@@ -4,6 +4,7 @@ use super::*;
 use crate::event::Exec;
 use naming::{executable_name, tool_name_of};
 
+mod heredoc;
 mod nextflow;
 mod standing;
 

@@ -32,6 +32,7 @@ mod least_privilege;
 mod limits;
 mod live_view;
 mod metrics;
+mod nesting;
 mod nextflow;
 mod nextflow_cluster;
 mod one_agent;
