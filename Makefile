@@ -149,7 +149,8 @@ image: setup
 # the release binary, the systemd unit (installed, not enabled), a commented
 # /etc/pipetrace/config.yaml, bash/zsh/fish completions and man pages generated from the CLI.
 # Says how long the build and the packaging took.
-dist: setup
+dist:
+	@scripts/setup.sh dist
 	@start=$$(date +%s) && \
 	 $(CARGO) build --release -p pipetrace -p pipetrace-dist && built=$$(date +%s) && \
 	 scripts/dist.sh $${CARGO_TARGET_DIR:-target}/release $${CARGO_TARGET_DIR:-target}/dist && \

@@ -16,11 +16,14 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # (installed without starting their services); Node.js and npm for Grafana's TraceQL
 # grammar, which checks the dashboards' Tempo queries.
 # `setup.sh demo` installs what `make demo` needs and no more: the build toolchain, Snakemake
-# and the demo's tools. `setup.sh` (make test) installs everything.
+# and the demo's tools. `setup.sh dist` (make dist) the build toolchain and cargo-deb.
+# `setup.sh` (make test) installs everything.
 mode="${1:-all}"
-case "$mode" in demo | all) ;; *) say "usage: $0 [demo|all]"; exit 2 ;; esac
+case "$mode" in demo | dist | all) ;; *) say "usage: $0 [demo|dist|all]"; exit 2 ;; esac
 if [ "$mode" = demo ]; then
   declare -A pkg_for=([snakemake]=snakemake [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils)
+elif [ "$mode" = dist ]; then
+  declare -A pkg_for=([dpkg-deb]=dpkg [gzip]=gzip)
 else
   declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm [chromium]=chromium [systemd-analyze]=systemd [man]=man-db)
 fi
@@ -41,8 +44,8 @@ fi
 # The demo takes the probes' object committed in probes/prebuilt (host/build.rs checks that
 # it was built from the sources as they are): no eBPF toolchain, minutes saved.
 ebpf_toolchain=yes
-if [ "$mode" = demo ] && [ -f "$(dirname "$0")/../probes/prebuilt/pipetrace-probes" ]; then
-  say "the probes' object comes from probes/prebuilt: no eBPF toolchain needed for the demo"
+if [ "$mode" != all ] && [ -f "$(dirname "$0")/../probes/prebuilt/pipetrace-probes" ]; then
+  say "the probes' object comes from probes/prebuilt: no eBPF toolchain needed for make $mode"
   ebpf_toolchain=no
 fi
 
@@ -79,6 +82,14 @@ if [ ! -d /sys/kernel/tracing/events ]; then
 fi
 if [ "$mode" = demo ]; then
   say "ready for the demo (make test installs the rest)"
+  exit 0
+fi
+if [ "$mode" = dist ]; then
+  if ! cargo deb --version >/dev/null 2>&1; then
+    say "installing cargo-deb (about 2 min)"
+    cargo install --quiet --locked cargo-deb
+  fi
+  say "ready to package (make test installs the rest)"
   exit 0
 fi
 
