@@ -12,6 +12,8 @@ pub enum Kind {
     IoBound,
     MemoryBound,
     NetworkBound,
+    /// Kept from its CPUs by the host's other work: waited for a CPU much of its life.
+    CpuStarved,
     GpuBound,
     GpuStarved,
     Idle,
@@ -26,6 +28,7 @@ impl Kind {
             Kind::IoBound => "io-bound",
             Kind::MemoryBound => "memory-bound",
             Kind::NetworkBound => "network-bound",
+            Kind::CpuStarved => "cpu-starved",
             Kind::GpuBound => "gpu-bound",
             Kind::GpuStarved => "gpu-starved",
             Kind::Idle => "idle",
@@ -91,6 +94,10 @@ fn gpu_verdict(u: &Usage, host: &Bottleneck, t: &Diagnosis) -> Option<Bottleneck
     })
 }
 
+/// A life spent this much waiting for a CPU (run-queue delay over wall time) that is none of
+/// the limits above waited for a busy host, not for itself.
+const STARVED: f64 = 0.25;
+
 /// The verdict from the kernel's figures: CPU, waits, network.
 fn host_verdict(
     u: &Usage,
@@ -124,6 +131,15 @@ fn host_verdict(
             l.busy
         );
         (Kind::NetworkBound, why)
+    } else if l.queue / l.wall >= STARVED {
+        let why = format!(
+            "waited for a busy host: {} waiting for a CPU (summed over its threads) while \
+             other work held them; {:.1} of {} CPUs busy",
+            l.of_wall(l.queue),
+            l.busy,
+            l.cpus
+        );
+        (Kind::CpuStarved, why)
     } else if l.util < t.idle_below && u.impossible == 0 {
         // Where the kernel reported a wait impossibly (see `Usage::drop_impossible_delays`)
         // the sum of the rest is a lower bound: enough to call a wait, never to rule one out
@@ -421,6 +437,27 @@ mod tests {
         let b = judge(&u, 2_100_000_000, 1.0, ALL, &Diagnosis::default()).unwrap();
         assert_eq!(b.kind, Kind::Mixed);
         assert!(b.reason.contains("I/O wait at least 0.0 s"), "{}", b.reason);
+    }
+
+    #[test]
+    fn a_job_kept_from_its_cpus_by_other_work_waited_for_a_busy_host() {
+        // 4 CPUs asked, 3.0 s on a CPU and 5.0 s waiting for one (summed over its threads)
+        // over 5 s: neither CPU-bound (1.6 of 4 runnable) nor single-threaded: the host was
+        // busy.
+        let mut u = usage(3.0, 0.0, 0.0, 0);
+        u.run_delay_ns = 5_000_000_000;
+        let b = judge(&u, 5_000_000_000, 4.0, ALL, &Diagnosis::default()).unwrap();
+        assert_eq!(b.kind, Kind::CpuStarved, "{}", b.reason);
+        assert!(
+            b.reason
+                .starts_with("waited for a busy host: 5.0 s of 5.0 s"),
+            "{}",
+            b.reason
+        );
+        // A little waiting is no verdict: mixed, as before.
+        let mut u = usage(6.0, 0.0, 0.0, 0);
+        u.run_delay_ns = 500_000_000;
+        assert_eq!(kind(u, 5.0, 4.0), Some(Kind::Mixed));
     }
 
     #[test]

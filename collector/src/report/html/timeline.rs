@@ -23,6 +23,7 @@ fn color(s: &ReportSpan) -> (&'static str, &'static str) {
         Some("io-bound") => ("#f28e2b", "io-bound"),
         Some("memory-bound") => ("#b07aa1", "memory-bound"),
         Some("network-bound") => ("#59a14f", "network-bound"),
+        Some("cpu-starved") => ("#edc948", "cpu-starved"),
         Some("idle") => ("#bab0ac", "idle"),
         _ => ("#76b7b2", "no verdict"),
     }
