@@ -5,6 +5,8 @@ mod compare;
 mod config_cmd;
 mod demo;
 mod doctor;
+#[cfg(test)]
+mod examples;
 mod forward;
 mod logging;
 mod outputs;

@@ -95,19 +95,9 @@ fn a_closed_stderr_never_turns_an_exit_code_into_sigpipes() {
 #[test]
 fn a_page_that_cannot_be_written_fails_report_before_any_output() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("t.otlp.jsonl");
-    let o = pipetrace()
-        .args([
-            "-o",
-            trace.to_str().unwrap(),
-            "run",
-            "--no-summary",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    let (_, o) = pipetrace_e2e::run_script(dir.path(), "true");
     assert!(o.status.success(), "{}", stderr(&o));
+    let trace = dir.path().join("t.otlp.jsonl");
     let nowhere = dir.path().join("no-such-folder").join("x.html");
     let t = trace.to_str().unwrap();
     // (compare's alike is in compare.rs, on runs with tasks in common.)
