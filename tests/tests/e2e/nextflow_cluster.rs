@@ -107,6 +107,18 @@ fn a_nextflow_run_on_slurm_is_one_trace_across_the_head_and_the_jobs_nodes() {
         .filter(|s| &s.trace_id != trace)
         .collect();
     assert!(stray.is_empty(), "outside the run's trace: {stray:?}");
+    // Tasks of the jobs' node in another trace (a part that joined no run) or none at all
+    // (nothing seen) are told apart when the comparison below fails.
+    let elsewhere: Vec<(String, String)> = (b.iter())
+        .filter(|s| s.is_task() && &s.trace_id != trace)
+        .map(|s| {
+            (
+                s.trace_id.clone(),
+                s.str(attr::CICD_PIPELINE_TASK_NAME).to_string(),
+            )
+        })
+        .collect();
+    let seen_on_b = (b.len(), b.iter().filter(|s| s.is_task()).count());
     let b: Vec<RecvSpan> = b.into_iter().filter(|s| &s.trace_id == trace).collect();
     let all: Vec<RecvSpan> = a
         .iter()
@@ -153,7 +165,9 @@ fn a_nextflow_run_on_slurm_is_one_trace_across_the_head_and_the_jobs_nodes() {
     }
     assert_eq!(
         got, want,
-        "tasks (left) against the .command.run headers on disk (right)"
+        "tasks (left) against the .command.run headers on disk (right); node-b exported \
+         {} spans, {} of them tasks; tasks in other traces: {elsewhere:?}",
+        seen_on_b.0, seen_on_b.1
     );
 
     // The run is the one the history recorded, and its submissions are its engine work.
