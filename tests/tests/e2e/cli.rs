@@ -443,13 +443,19 @@ fn without_ebpf_it_falls_back_to_polling_proc() {
     );
     // Named as eBPF names it: `sh` as run, not the dash it links to.
     assert_eq!(run.name, "run sh", "{names:?}");
-    // A command over before the first look is still named by its command.
+    // A command whose exec the first look missed is still named by its command (the
+    // attribution's unit test holds the case; a look may miss such a process altogether).
     let short = dir.path().join("short.otlp.jsonl");
     let o = as_nobody_with(&["-o", short.to_str().unwrap(), "run", "--", "true"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let spans = read_jsonl(&short);
-    let run = spans.iter().find(|s| s.is_run()).expect("the run span");
-    assert_eq!(run.name, "run true", "{spans:?}");
+    let runs: Vec<&str> = (spans.iter().filter(|s| s.is_run()))
+        .map(|s| s.name.as_str())
+        .collect();
+    assert!(
+        runs.iter().all(|n| *n == "run true"),
+        "never `run `: {runs:?}"
+    );
 }
 
 /// `pipetrace doctor` shows a running agent's own figures (loss, drops, failures, retries,

@@ -62,3 +62,28 @@ fn a_subshell_that_never_execs_places_its_tools_where_they_stood() {
     }
     assert_eq!(s.tools(), [("gzip".to_string(), EntityRef::Task(key(11)))]);
 }
+
+#[test]
+fn a_run_whose_roots_exec_was_never_seen_is_named_by_its_command() {
+    // Polling /proc can see the command's process before it execs and miss the exec.
+    let mut s = Sim::new(Mode::Run { root_pid: 10 }, Default::default());
+    let argv = ["true".to_string()];
+    s.attr = std::mem::replace(
+        &mut s.attr,
+        Attributor::new(
+            Mode::Agent,
+            &Default::default(),
+            0,
+            crate::port::fake::FakeHost::new(0, 1).shared(),
+        )
+        .unwrap(),
+    )
+    .with_command(&argv);
+    s.fork(10, 1);
+    s.exit(10, 0);
+    let run = (s.out.iter()).find_map(|f| match f {
+        Finished::Run { info, .. } => Some(info.name.clone()),
+        _ => None,
+    });
+    assert_eq!(run.as_deref(), Some("true"), "{:?}", s.out.len());
+}
