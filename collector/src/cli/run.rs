@@ -159,14 +159,9 @@ pub async fn run(
         builder,
     } = prepare(cfg)?;
     // Before anything else, so that a bad setting starts nothing; one stem names every file.
+    // (A claimed name the sink never opened goes when `files` drops.)
     let mut files = RunFiles::claim(cfg, cwd)?;
-    let exporter = match Sink::start(cfg, &host, files.stem.clone()) {
-        Ok(e) => e,
-        Err(e) => {
-            files.remove_unused(None, None);
-            return Err(e.into());
-        }
-    };
+    let exporter = Sink::start(cfg, &host, files.stem.clone())?;
     files.traces_here = exporter.destinations.spans.file.as_ref() == Some(&files.stem);
     announce(argv, &exporter.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;

@@ -34,15 +34,14 @@ impl Attributor {
         let Some(tools) = self.deferred.remove(&ended.key) else {
             return Vec::new();
         };
+        let transparent = self.transparent(tree, ended);
         // A subshell that never exec'd hands them on to a forked-only one above it.
-        if self.transparent(tree, ended)
-            && let Some(above) = self.may_exec_yet(tree, &ended.key)
-        {
+        if transparent && let Some(above) = self.may_exec_yet(tree, &ended.key) {
             self.deferred.entry(above).or_default().extend(tools);
             return Vec::new();
         }
         let placed = self.members.get(&ended.key).map(|m| match m.role {
-            Role::Member if !self.transparent(tree, ended) => EntityRef::Tool(ended.key),
+            Role::Member if !transparent => EntityRef::Tool(ended.key),
             _ => self.placement(tree, &ended.key, m.run, m.task),
         });
         (tools.into_iter())
@@ -53,6 +52,14 @@ impl Attributor {
                 t
             })
             .collect()
+    }
+
+    /// `gone` left the tree without its end seen: what waited for it goes where it stood,
+    /// with the next output (as what a run held back does).
+    pub(super) fn forget_deferred(&mut self, gone: &ProcKey) {
+        if let Some(tools) = self.deferred.remove(gone) {
+            self.held.release(tools);
+        }
     }
 
     /// A forced end: what still waits goes where it stood.

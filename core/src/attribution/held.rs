@@ -28,6 +28,13 @@ fn run_of(f: &Finished) -> ProcKey {
     }
 }
 
+impl Held {
+    /// Spans to go first in the next output.
+    pub(super) fn release(&mut self, spans: impl IntoIterator<Item = Finished>) {
+        self.released.extend(spans);
+    }
+}
+
 impl Attributor {
     /// What of `out` can be built now: all but the spans of runs waiting for their identity,
     /// after what such runs released since.

@@ -573,6 +573,7 @@ impl Attributor {
         for p in dropped {
             self.members.remove(&p.key);
             self.running_names.remove(&p.key);
+            self.forget_deferred(&p.key);
         }
         // A run whose root is gone stays only while its task spans wait for names.
         self.runs.retain(|k, r| {
