@@ -15,6 +15,7 @@ pub(crate) mod print;
 pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;
+pub(crate) mod judging;
 pub(crate) mod live_view;
 pub(crate) mod provenance;
 pub(crate) mod registry;

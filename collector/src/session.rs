@@ -42,6 +42,8 @@ pub struct Session {
     outgoing: Vec<crate::signals::ReadySpan>,
     /// Keeps each run's trace within `export.max_trace_bytes`.
     folder: crate::signals::fold::Folder,
+    /// Judges each run as its spans leave: its findings go on its run span.
+    judging: crate::judging::Judging,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
     announced: HashSet<ProcKey>,
     pub events: u64,
@@ -106,6 +108,7 @@ impl Session {
             sink_stats,
             outgoing: Vec::new(),
             folder: crate::signals::fold::Folder::new(0, Duration::ZERO),
+            judging: Default::default(),
             events: 0,
             unknown_exits: 0,
             runs_finished: 0,
@@ -384,6 +387,7 @@ impl Session {
             // Spans waiting for a parent that will not come now go out as they are.
             self.folder.drain(&mut self.outgoing);
         }
+        self.judging.pass(&mut self.outgoing);
         self.outputs.spans(std::mem::take(&mut self.outgoing));
     }
 
@@ -482,7 +486,7 @@ impl Session {
             self.over_memory_limit = false;
             return;
         }
-        let moved = self.outputs.relieve_memory();
+        let moved = self.outputs.relieve_memory() + self.judging.relieve_memory();
         if !std::mem::replace(&mut self.over_memory_limit, true) {
             log::warn!(
                 "resident memory {} MiB is over export.memory_limit ({} MiB): {moved} queued \

@@ -15,6 +15,11 @@ pub mod attr {
     pub const RUN_LABEL: &str = "pipetrace.run.label";
     pub const RUN_ENGINE_VERSION: &str = "pipetrace.run.engine_version";
     pub const RUN_TASKS_CACHED: &str = "pipetrace.run.tasks_cached";
+    pub const RUN_FINDINGS: &str = "pipetrace.run.findings";
+    pub const FINDING_KIND: &str = "pipetrace.finding.kind";
+    pub const FINDING_TEXT: &str = "pipetrace.finding.text";
+    pub const FINDING_JOB: &str = "pipetrace.finding.job";
+    pub const FINDING_SPAN_ID: &str = "pipetrace.finding.span_id";
     pub const HOST_MEMORY: &str = "pipetrace.host.memory";
     pub const STARTED_NAME: &str = "pipetrace.started.name";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
@@ -161,6 +166,11 @@ pub mod attr {
         RUN_TASKS_DONE,
         RUN_ENGINE_VERSION,
         RUN_TASKS_CACHED,
+        RUN_FINDINGS,
+        FINDING_KIND,
+        FINDING_TEXT,
+        FINDING_JOB,
+        FINDING_SPAN_ID,
         HOST_MEMORY,
         RUN_LABEL,
         STARTED_NAME,
@@ -402,6 +412,7 @@ pub mod event {
     pub const SLOWER_THAN_USUAL: &str = "pipetrace.slower_than_usual";
     pub const CONTAINER_START: &str = "pipetrace.container.start";
     pub const CONTAINER_END: &str = "pipetrace.container.end";
+    pub const FINDING: &str = "pipetrace.finding";
     pub const ALL: &[&str] = &[
         OOM_KILL,
         SIGNAL,
@@ -409,6 +420,7 @@ pub mod event {
         SLOWER_THAN_USUAL,
         CONTAINER_START,
         CONTAINER_END,
+        FINDING,
     ];
 }
 

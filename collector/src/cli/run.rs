@@ -322,8 +322,8 @@ async fn finish(
         (Some(s), Some(judged), true) => {
             let path = report_path(cfg, &files.stem);
             let more = sizing.as_ref().map(crate::sizing::html).unwrap_or_default();
-            let summed = (&s.table, s.report_omitted);
-            let html = crate::report::html_of_run(&s.report, summed, &more, judged);
+            let summed = (&s.table, s.kept.omitted);
+            let html = crate::report::html_of_run(&s.kept.spans, summed, &more, judged);
             Some(write_report(&path, &html).map(|()| path))
         }
         _ => None,
@@ -359,7 +359,7 @@ async fn finish(
 /// Sums the run up per task and tool for `pipetrace compare RUN_ID`; a failure is logged.
 fn keep_for_compare(s: &Summary, state_dir: &Path) {
     let Some(trace) = s.trace_id() else { return };
-    let run = crate::compare::Run::of_spans(trace, &s.report);
+    let run = crate::compare::Run::of_spans(trace, &s.kept.spans);
     if let Err(e) = crate::compare::store::save(state_dir, &run) {
         log::warn!(
             "cannot keep the run for `pipetrace compare` in {}: {e}",

@@ -4,6 +4,7 @@
 //! (`pipetrace report FILE`).
 mod files;
 mod html;
+pub mod keep;
 mod markup;
 mod model;
 mod read;

@@ -7,12 +7,14 @@ use opentelemetry_proto::tonic::{
     trace::v1::Span,
 };
 use opentelemetry_sdk::trace::SpanData;
-use pipetrace_semconv::attr;
+use pipetrace_semconv::{attr, event};
 
 pub use pipetrace_core::judgement::{Kind, ReportEvent, ReportSpan};
 
 /// The judgement's spans and events decoded from the SDK's spans (a run as it exports them)
-/// and from OTLP protobuf spans (a trace file read back): the judgement sees neither.
+/// and from OTLP protobuf spans (a trace file read back): the judgement sees neither. The
+/// run's own findings (`pipetrace.finding` events) are left out: the judgement makes them
+/// again by the same rule, and no view shows them twice.
 pub trait Decode: Sized {
     fn from_sdk(s: &SpanData) -> Self;
     /// A span of a known kind with only the attributes in `keep`: what a run keeps of
@@ -209,7 +211,10 @@ impl Decode for ReportSpan {
             numbers,
             texts,
             lists,
-            events: (s.events.iter()).map(proto_event).collect(),
+            events: (s.events.iter())
+                .filter(|e| e.name != event::FINDING)
+                .map(proto_event)
+                .collect(),
         }
     }
 }
@@ -247,7 +252,10 @@ fn of_sdk(s: &SpanData, kind: Kind, a: Attrs) -> ReportSpan {
         numbers,
         texts,
         lists,
-        events: s.events.iter().map(event_from_sdk).collect(),
+        events: (s.events.iter())
+            .filter(|e| e.name != event::FINDING)
+            .map(event_from_sdk)
+            .collect(),
     }
 }
 

@@ -9,21 +9,19 @@ mod tests;
 /// The findings as the terminal names them, for `report FILE` too.
 pub use findings::render as render_findings;
 
-use std::{
-    collections::{HashMap, HashSet},
-    fmt::Write as _,
-    sync::atomic::Ordering::Relaxed,
-    time::Duration,
-};
+use std::{collections::HashMap, fmt::Write as _, sync::atomic::Ordering::Relaxed, time::Duration};
 
 use opentelemetry::trace::{SpanId, Status};
 use pipetrace_core::judgement::Judgement;
-use pipetrace_semconv::attr;
+use pipetrace_semconv::{attr, event};
 
 use crate::{
     export::{Destinations, Place, SinkStats, StreamStats},
     report::{
-        Decode, ReportSpan, TASK_KEYS, TOOL_KEYS, event_from_sdk, table::Table, tails::Tails,
+        Decode, ReportSpan, event_from_sdk,
+        keep::{RunSpans, stands_for},
+        table::Table,
+        tails::Tails,
     },
     signals::{Kind, ReadySpan},
     sizing::Needs,
@@ -77,16 +75,6 @@ pub struct Loss {
 
 /// Entries kept for the tree at most, whatever its shape; past it only counts grow.
 const MAX_ENTRIES: usize = 20_000;
-/// Tools kept for the HTML report's timeline at most.
-const MAX_REPORT_TOOLS: u64 = 5_000;
-/// Tasks kept in full for the HTML report at most (its table sums every task); past it
-/// they are counted.
-const MAX_REPORT_TASKS: u64 = 2_000;
-/// Tasks and tools past those bounds kept all the same, at most, because the judgement
-/// needs them: those that failed or have events (an OOM kill, a signal, a stall), and the
-/// spans between such a tool and its task.
-const MAX_REPORT_FLAGGED: usize = 20_000;
-
 struct Entry {
     kind: Kind,
     name: String,
@@ -164,21 +152,15 @@ pub struct Summary {
     pub table: Table,
     /// What each task needed of a machine, every task summed (`sizing`).
     pub needs: Needs,
-    /// Spans kept for the HTML report (tools past [`MAX_REPORT_TOOLS`] and tasks past
-    /// [`MAX_REPORT_TASKS`] are left out; [`Self::table`] sums them all).
-    pub report: Vec<ReportSpan>,
-    /// Tasks left out of [`Self::report`].
-    pub report_omitted: u64,
+    /// Spans kept for the judgement and the HTML report, bounded ([`Self::table`] sums
+    /// them all).
+    pub kept: RunSpans,
     /// Spans that stand for several (`pipetrace.fold.spans`), and how many they stand for.
     pub folded: (u64, u64),
     /// Further traces of the run (`pipetrace.trace.parts`).
     pub parts: u64,
     /// Every job, per task, for the tree of a large run.
     rules: rules::Rules,
-    /// Spans kept past the report's bounds because the judgement needs them, and the ids of
-    /// the parents still to come of such spans (a tool ends before the shell above it).
-    flagged: usize,
-    wanted: HashSet<SpanId>,
     /// The failures' log lines the end shows, where asked.
     tails: Tails,
 }
@@ -245,7 +227,7 @@ impl Summary {
             _ => None,
         };
         // A folded span counts every span it stands for.
-        let n = int_of(span, attr::FOLD_SPANS).map_or(1, |n| n.max(1) as u64);
+        let n = stands_for(span);
         if n > 1 {
             self.folded = (self.folded.0 + 1, self.folded.1 + n);
         }
@@ -254,7 +236,6 @@ impl Summary {
                 // As the report reads it back from the file, to the last digit.
                 self.needs
                     .record(&ReportSpan::from_sdk_keeping(span, Kind::Run, &[]));
-                self.report.push(ReportSpan::from_sdk(span));
                 self.run = Some(span.span_context.span_id());
                 self.trace_id = Some(span.span_context.trace_id().to_string());
                 self.parts = int_of(span, attr::TRACE_PARTS).unwrap_or(0) as u64;
@@ -262,26 +243,20 @@ impl Summary {
             Kind::Task => {
                 self.tasks += n;
                 self.failed_tasks += u64::from(error.is_some());
-                let r = ReportSpan::from_sdk_keeping(span, Kind::Task, &TASK_KEYS);
-                self.table.record_task(&r);
-                self.needs.record(&r);
-                let name = r.text(attr::CICD_PIPELINE_TASK_NAME).unwrap_or(&r.name);
-                (self.rules).record(name, r.start, r.secs(), error.is_some(), n);
-                match self.tasks <= MAX_REPORT_TASKS || self.judged_anyway(span) {
-                    true => self.report.push(r),
-                    false => self.report_omitted += 1,
-                }
             }
             Kind::Tool => {
                 self.tools += n;
                 self.failed_tools += u64::from(error.is_some());
-                if self.tools <= MAX_REPORT_TOOLS || self.judged_anyway(span) {
-                    let r = ReportSpan::from_sdk_keeping(span, Kind::Tool, &TOOL_KEYS);
-                    self.report.push(r);
-                }
             }
             Kind::Engine | Kind::Started => {}
         }
+        let (table, needs, rules) = (&mut self.table, &mut self.needs, &mut self.rules);
+        self.kept.record(span, s.kind, n, |r| {
+            table.record_task(r);
+            needs.record(r);
+            let name = r.text(attr::CICD_PIPELINE_TASK_NAME).unwrap_or(&r.name);
+            rules.record(name, r.start, r.secs(), error.is_some(), n);
+        });
         if self.tree.entries.len() >= MAX_ENTRIES {
             return;
         }
@@ -291,9 +266,9 @@ impl Summary {
             .unwrap_or_default()
             .as_secs_f64();
         let id = span.span_context.span_id();
-        let mut events: Vec<String> = span
-            .events
-            .iter()
+        // The run's findings are the end's first section, not a line of the tree.
+        let mut events: Vec<String> = (span.events.iter())
+            .filter(|e| e.name != event::FINDING)
             .map(|e| event_from_sdk(e).describe())
             .collect();
         if s.kind == Kind::Engine {
@@ -308,22 +283,6 @@ impl Summary {
             events,
         };
         self.tree.insert(id, span.parent_span_id, entry);
-    }
-
-    /// Whether a span past the report's bounds is kept for the judgement: it failed or has
-    /// events, or such a span is under it. Its parent is wanted then.
-    fn judged_anyway(&mut self, span: &opentelemetry_sdk::trace::SpanData) -> bool {
-        let id = span.span_context.span_id();
-        let flagged = !span.events.is_empty() || matches!(span.status, Status::Error { .. });
-        let wanted = self.wanted.remove(&id);
-        if !(flagged || wanted) || self.flagged >= MAX_REPORT_FLAGGED {
-            return false;
-        }
-        self.flagged += 1;
-        if span.parent_span_id != SpanId::INVALID && self.wanted.len() < MAX_REPORT_FLAGGED {
-            self.wanted.insert(span.parent_span_id);
-        }
-        true
     }
 
     /// Whether the tree folds the run's jobs per task: more tasks than it shows one by one.
@@ -392,7 +351,7 @@ impl Summary {
         d: &Delivery,
     ) -> String {
         let mut out = self.body(judged, (max_tasks, max_tools), machines);
-        crate::report::who::ByWho::of(&self.report).render(&mut out);
+        crate::report::who::ByWho::of(&self.kept.spans).render(&mut out);
         let _ = writeln!(
             out,
             "\npipetrace: {} ({} failed), {} ({} exited non-zero) in {:.1}s",
@@ -415,7 +374,7 @@ impl Summary {
     /// The run's judgement, once for the terminal and the page: its spans as kept, each
     /// failure's log lines where the tails ask for them.
     pub fn judge(&self) -> Judgement<'_> {
-        self.tails.judge(&self.report)
+        self.tails.judge(&self.kept.spans)
     }
 
     /// The findings, the tree and the table: what the run's end says of its jobs.

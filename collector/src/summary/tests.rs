@@ -296,6 +296,45 @@ merge                    1      0.02      0.00     0 MiB     0 MiB  -           
         names_every_failure(&text, 5001);
     }
 
+    /// The judgement stage ahead of the outputs: the run span leaves with the findings the
+    /// end prints, in their order and words, past the tasks a view keeps in full; the end
+    /// still prints them once, above the tree, not as events of the run's line.
+    #[test]
+    fn the_run_span_of_5001_jobs_carries_the_findings_the_end_prints() {
+        let mut spans = pipeline(5001);
+        let mut judging = crate::judging::Judging::default();
+        for chunk in spans.chunks_mut(97) {
+            judging.pass(chunk);
+        }
+        let run = &spans.last().unwrap().span;
+        let said: Vec<(String, String)> = (run.events.iter())
+            .filter(|e| e.name == event::FINDING)
+            .map(|e| {
+                let get = |k: &str| {
+                    (e.attributes.iter())
+                        .find(|kv| kv.key.as_str() == k)
+                        .map(|kv| kv.value.to_string())
+                        .unwrap_or_default()
+                };
+                (get(attr::FINDING_JOB), get(attr::FINDING_TEXT))
+            })
+            .collect();
+        let mut s = Summary::new(30, 8);
+        spans.iter().for_each(|span| s.record(span));
+        let judged = s.judge();
+        let printed: Vec<(String, String)> = (judged.findings.iter())
+            .map(|f| (f.job.as_ref().unwrap().label.clone(), f.text.clone()))
+            .collect();
+        assert_eq!(said, printed);
+        assert_eq!(said.len(), 4, "{said:?}");
+        assert_eq!(said[0].0, "filter sample=S4998");
+        let count = (run.attributes.iter()).find(|kv| kv.key.as_str() == attr::RUN_FINDINGS);
+        assert_eq!(count.map(|kv| kv.value.to_string()).as_deref(), Some("4"));
+        let text = s.body(&judged, (30, 8), "");
+        let run_line = text.lines().find(|l| l.starts_with("run big")).unwrap();
+        assert!(!run_line.contains('['), "{run_line}");
+    }
+
     #[test]
     fn all_prints_every_job_of_a_large_run() {
         let text = end_of(501, (usize::MAX, usize::MAX));

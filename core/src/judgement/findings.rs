@@ -114,6 +114,21 @@ pub struct Finding {
     pub text: String,
 }
 
+impl What {
+    /// Its kind as `report --json` and the `pipetrace.finding` event name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            What::Oom { .. } => "oom",
+            What::Failed { .. } => "failed",
+            What::Stalled { .. } => "stalled",
+            What::Slower { .. } => "slower",
+            What::OverAsk { .. } => "over_ask",
+            What::Bottleneck { .. } => "bottleneck",
+            What::Uncertain { .. } => "uncertain",
+        }
+    }
+}
+
 impl JobRef {
     fn of(j: &Job) -> Self {
         JobRef {
@@ -372,6 +387,20 @@ mod tests {
         super::{job::jobs_of, testing::*},
         *,
     };
+
+    /// The kind the `pipetrace.finding` event names is the one `report --json` gives.
+    #[test]
+    fn a_findings_kind_is_its_json_kind() {
+        let [failed, oom, victim] = a_failure_and_an_oom_kill();
+        let spans = [failed, oom, victim];
+        let jobs = jobs_of(&spans);
+        let all = findings(None, &jobs, (&asks::by_task(&jobs), ""));
+        assert!(all.len() >= 2);
+        for f in &all {
+            let json = serde_json::to_value(f).unwrap();
+            assert_eq!(json["kind"], f.what.kind(), "{json}");
+        }
+    }
 
     #[test]
     fn an_oom_kill_comes_before_a_failure_and_names_its_peak_and_limit() {

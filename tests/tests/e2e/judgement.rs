@@ -160,6 +160,7 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
     );
     failed.remove(OOM);
     assert_eq!(of_kind("failed"), failed, "{findings:?}");
+    on_the_run_span(&out, findings);
     let jobs = run["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 481, "one row per job");
     let not_ok = jobs.iter().filter(|j| j["status"] != "ok").count();
@@ -260,6 +261,42 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
     assert_eq!(gate("stalled,uncertain").0, Some(0));
     let (code, said) = gate("nonsense");
     assert_eq!(code, Some(2), "{said}");
+}
+
+/// The run span as exported carries the findings `report --json` gives, in its order and
+/// words, each naming its job's task span in the trace: what a backend holds is the answer.
+fn on_the_run_span(out: &Path, findings: &[serde_json::Value]) {
+    let spans = pipetrace_e2e::read_jsonl(out);
+    let run = spans.iter().find(|s| s.is_run()).expect("a run span");
+    let events: Vec<_> = (run.events.iter())
+        .filter(|e| e.name == "pipetrace.finding")
+        .collect();
+    assert_eq!(
+        run.int("pipetrace.run.findings"),
+        Some(findings.len() as i64)
+    );
+    assert_eq!(events.len(), findings.len().min(32), "{events:?}");
+    for (e, f) in events.iter().zip(findings) {
+        let said = |k: &str| e.attrs.get(k).map(|v| v.str().to_string());
+        assert_eq!(
+            said("pipetrace.finding.kind").as_deref(),
+            f["kind"].as_str()
+        );
+        assert_eq!(
+            said("pipetrace.finding.text").as_deref(),
+            f["text"].as_str()
+        );
+        assert_eq!(
+            said("pipetrace.finding.job").as_deref(),
+            f["job"]["label"].as_str()
+        );
+        let id = said("pipetrace.finding.span_id").unwrap_or_default();
+        assert_eq!(Some(id.as_str()), f["job"]["span_id"].as_str());
+        assert!(
+            spans.iter().any(|s| s.span_id == id && s.is_task()),
+            "{id} is no task span of the trace"
+        );
+    }
 }
 
 /// A failed job's finding names its own log as the engine records it (a Snakemake `log:`
