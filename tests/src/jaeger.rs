@@ -11,7 +11,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::{pipetrace, read_jsonl, receiver::free_port, spans::RecvSpan, stderr, wait_until};
+use crate::{pipetrace, read_jsonl, receiver::free_ports, spans::RecvSpan, stderr, wait_until};
 
 /// The version tests/jaeger/go.mod pins, and where setup puts its build.
 pub const VERSION: &str = "v1.76.0";
@@ -87,8 +87,7 @@ impl Jaeger {
                 )
             }
         };
-        let (otlp_grpc, otlp_http, query) = (free_port(), free_port(), free_port());
-        let (query_grpc, health) = (free_port(), free_port());
+        let [otlp_grpc, otlp_http, query, query_grpc, health] = free_ports();
         let config = format!(
             "service:
   extensions: [jaeger_storage, jaeger_query, healthcheckv2]
@@ -156,7 +155,17 @@ exporters:
             .spawn()
             .expect("start jaeger");
         self.child = Some(child);
+        let log = self.dir.path().join("jaeger.log");
         wait_until(Duration::from_secs(60), "Jaeger's query API", || {
+            // One that exited will not answer: say why, from its own log.
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok()?) {
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = said.lines().rev().take(15).collect();
+                panic!(
+                    "Jaeger exited ({status}) before its query API answered:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
             self.get("/api/services").ok()
         });
     }
@@ -338,7 +347,7 @@ impl Collector {
     /// until its Prometheus endpoint answers.
     pub fn start(backend: &Jaeger, env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (otlp_grpc, otlp_http, prometheus) = (free_port(), free_port(), free_port());
+        let [otlp_grpc, otlp_http, prometheus] = free_ports();
         let config =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/collector/pipetrace.yaml");
         let log = std::fs::File::create(dir.path().join("collector.log")).expect("log");

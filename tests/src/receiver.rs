@@ -247,6 +247,15 @@ pub struct Options<'a> {
 }
 
 /// A free loopback port, for a receiver started later.
+/// `N` distinct free loopback ports: each held until all are chosen, so that none is
+/// handed out twice (a port let go at once may be the next one asked for).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().expect("its address").port())
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

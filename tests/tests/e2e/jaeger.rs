@@ -156,6 +156,24 @@ fn an_oom_kill_reads_back_as_an_error_with_its_event_on_the_tool() {
         .unwrap_or_else(|| panic!("the OOM event on the tool in Jaeger: {span}"));
     let limit_field = field(oom, attr::MEMORY_LIMIT);
     assert_eq!(limit_field, Some(&Value::from(limit as i64)), "{oom}");
+    // The run's judgement is in the backend too: the OOM kill first, naming its job.
+    let run = spans.iter().find(|s| s.is_run()).expect("the run span");
+    let run = got
+        .iter()
+        .find(|g| g["spanID"] == run.span_id.as_str())
+        .unwrap();
+    let finding = log_named(run, event::FINDING)
+        .unwrap_or_else(|| panic!("the run's findings in Jaeger: {run}"));
+    let kind = field(finding, attr::FINDING_KIND).and_then(Value::as_str);
+    assert_eq!(kind, Some("oom"), "{finding}");
+    let job = field(finding, attr::FINDING_SPAN_ID).and_then(Value::as_str);
+    let task = spans.iter().find(|s| Some(s.span_id.as_str()) == job);
+    assert!(task.is_some_and(|t| t.is_task()), "{finding}");
+    let text = field(finding, attr::FINDING_TEXT).and_then(Value::as_str);
+    assert!(
+        text.is_some_and(|t| t.starts_with("killed by the OOM killer")),
+        "{finding}"
+    );
 }
 
 #[test]

@@ -255,7 +255,7 @@ fn spooled_files(dir: &Path) -> usize {
 /// kept in the file the run names, for `pipetrace send`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_spool_carries_spans_across_an_outage_and_a_restart() {
-    let (gp, hp) = (free_port(), free_port());
+    let [gp, hp] = pipetrace_e2e::receiver::free_ports();
     let spool = tempfile::tempdir().unwrap();
     let spool_dir = spool.path().to_str().unwrap();
     let env = [
@@ -315,7 +315,7 @@ pub(crate) fn spooled_count(err: &str) -> usize {
 /// The backend is down for five minutes in the middle of a run: nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_five_minute_outage_loses_nothing() {
-    let (gp, hp) = (free_port(), free_port());
+    let [gp, hp] = pipetrace_e2e::receiver::free_ports();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.otlp.jsonl");
     // A process every second for 5.5 minutes: spans finish all through the outage.
@@ -474,7 +474,7 @@ fn bad_tls_settings_start_nothing() {
 /// away cannot make the agent grow. (A limit below the agent's own size moves everything.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_memory_limit_queued_spans_go_to_the_spool() {
-    let (gp, hp) = (free_port(), free_port());
+    let [gp, hp] = pipetrace_e2e::receiver::free_ports();
     // The default spool: `spool/` in the state directory (this test process's own).
     let spool = pipetrace_e2e::state_dir().join("spool");
     let dir = tempfile::tempdir().unwrap();

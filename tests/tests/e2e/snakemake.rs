@@ -4,7 +4,7 @@ use std::{collections::BTreeSet, time::Duration};
 
 use pipetrace_e2e::{
     Agent, demo_pipeline, pipetrace,
-    receiver::{Receiver, free_port},
+    receiver::{Receiver, free_ports},
     spans::{RecvSpan, Trace, Val},
     stderr,
 };
@@ -402,8 +402,7 @@ async fn run_trace(rx: &Receiver, dir: &std::path::Path) -> Vec<RecvSpan> {
 async fn a_third_party_collector_accepts_our_otlp() {
     let rotel = pipetrace_e2e::rotel_agent();
     let rx = Receiver::start().await;
-    let port = free_port();
-    let http_port = free_port();
+    let [port, http_port] = free_ports();
     let mut collector = std::process::Command::new(&rotel)
         .args([
             "start",

@@ -5,7 +5,7 @@
 use std::{collections::BTreeSet, path::Path, process::Command};
 
 use pipetrace_e2e::{
-    jaeger::http_get, pipetrace_bin, receiver::free_port, snakemake::metadata, stderr,
+    jaeger::http_get, pipetrace_bin, receiver::free_ports, snakemake::metadata, stderr,
 };
 use serde_json::Value;
 
@@ -17,16 +17,17 @@ fn get(url: &str) -> Value {
 fn the_stack_traces_the_demo_into_jaeger_and_stops() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = tempfile::tempdir().unwrap();
-    let query = format!("127.0.0.1:{}", free_port());
+    let [query, query_grpc, otlp_grpc, otlp_http] = free_ports();
+    let query = format!("127.0.0.1:{query}");
     let run = |args: &[&str]| {
         Command::new(root.join("scripts/stack.sh"))
             .args(args)
             .env("PIPETRACE", pipetrace_bin())
             .env("STACK_DIR", dir.path())
             .env("JAEGER_QUERY", &query)
-            .env("JAEGER_QUERY_GRPC", format!("127.0.0.1:{}", free_port()))
-            .env("JAEGER_OTLP_GRPC", format!("127.0.0.1:{}", free_port()))
-            .env("JAEGER_OTLP_HTTP", format!("127.0.0.1:{}", free_port()))
+            .env("JAEGER_QUERY_GRPC", format!("127.0.0.1:{query_grpc}"))
+            .env("JAEGER_OTLP_GRPC", format!("127.0.0.1:{otlp_grpc}"))
+            .env("JAEGER_OTLP_HTTP", format!("127.0.0.1:{otlp_http}"))
             .output()
             .unwrap()
     };
