@@ -154,7 +154,7 @@ fn a_clean_run_has_no_end_events() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(spans.len() >= 3);
     for s in &spans {
-        assert!(s.events.is_empty(), "{}: {:?}", s.name, s.events);
+        assert!(s.flags().is_empty(), "{}: {:?}", s.name, s.flags());
         assert_ne!(s.status, 2, "{}", s.name);
     }
 }

@@ -478,7 +478,7 @@ rule pair:
     assert!(spans.len() >= 9, "{err}");
     for s in &spans {
         assert_ne!(s.status, 2, "{}: {}", s.name, s.status_message);
-        assert!(s.events.is_empty(), "{}: {:?}", s.name, s.events);
+        assert!(s.flags().is_empty(), "{}: {:?}", s.name, s.flags());
         assert_ne!(s.str(attr::RIGHTSIZING), "over-allocated", "{}", s.name);
         let why = s.str(attr::BOTTLENECK_REASON);
         assert_ne!(s.str(attr::BOTTLENECK), "io-bound", "{}: {why}", s.name);

@@ -444,3 +444,64 @@ rule two:
     );
     assert!(row("two").ends_with("  as now"), "{}", row("two"));
 }
+
+/// A cwltool step whose tool names its `stderr` file: the failure names that file in the
+/// job's output directory, on the terminal and in `report --json`. cwltool deletes the
+/// directory at the run's end unless told `--leave-tmpdir`; told so, the file is there and
+/// its last lines show where asked. (The directory is the step's working directory, read
+/// as it execs: a step that ends before the loop looks, in a millisecond, names none.)
+#[test]
+fn a_failed_cwltool_steps_finding_names_its_stderr_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = "cwlVersion: v1.2
+class: Workflow
+inputs: []
+outputs: []
+steps:
+  bad:
+    run:
+      class: CommandLineTool
+      baseCommand: [sh, -c, 'echo the step says why >&2; sleep 0.5; exit 3']
+      stderr: bad.err
+      inputs: []
+      outputs: []
+    in: []
+    out: []
+";
+    std::fs::write(dir.path().join("wf.cwl"), wf).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = dir.path().join("cwl.otlp.jsonl");
+    let o = pipetrace()
+        .arg("-o")
+        .arg(&out)
+        .args(["run", "--", "cwltool", "--no-container", "--leave-tmpdir"])
+        .arg("--tmp-outdir-prefix")
+        .arg(format!("{}/", tmp.display()))
+        .arg("wf.cwl")
+        .env("PIPETRACE_REPORT__FAILURE_LOG_LINES", "2")
+        .env("PIPETRACE_DIAGNOSIS__STATE_DIR", dir.path().join("state"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = stderr(&o);
+    // cwltool's own line: `[job bad] /tmp/x/tmp/abc$ sh ... 2> /tmp/x/tmp/abc/bad.err`.
+    let file = (said.lines())
+        .find_map(|l| l.split(" 2> ").nth(1))
+        .unwrap_or_else(|| panic!("cwltool names the step's stderr file:\n{said}"))
+        .trim()
+        .to_string();
+    assert!(file.ends_with("/bad.err"), "{file}");
+    let end = end_of(&said);
+    let named = format!("FAILED     bad: failed: task bad exited with code 3; its log: {file}");
+    assert!(end.contains(&named), "no {named} in:\n{end}");
+    assert!(end.contains("│ the step says why"), "{end}");
+    let json = pipetrace()
+        .args(["report", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let f = &v["runs"][0]["findings"][0];
+    assert_eq!(f["logs"], serde_json::json!([file]), "{f}");
+}

@@ -52,6 +52,9 @@ pub struct Step {
     /// The `inputBinding` prefixes of its tool's inputs that have a value (`-n` of a
     /// `default: true` flag): words its command line holds.
     pub prefixes: Vec<String>,
+    /// Its tool's `stderr` file name where it is literal: cwltool sends the command's
+    /// stderr there, in the job's output directory (its working directory).
+    pub stderr: Option<String>,
 }
 
 /// What a document is: a workflow's steps, or a single tool.
@@ -291,6 +294,9 @@ fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &
         },
         cores: resource(tool, step, "coresMin").map(|c| c.ceil().max(1.0) as u32),
         ram_bytes: resource(tool, step, "ramMin").map(|m| (m * 1048576.0).ceil() as u64),
+        stderr: (tool.get("stderr").and_then(Value::as_str))
+            .filter(|f| !f.contains("$(") && !f.contains("${") && !f.contains('/'))
+            .map(str::to_string),
         ..Default::default()
     }
 }

@@ -22,6 +22,7 @@ mod document;
 
 use std::{
     collections::{HashMap, HashSet},
+    path::Path,
     time::SystemTime,
 };
 
@@ -276,8 +277,9 @@ fn position_of(step: &Step, elements: &[String], argv: &[String]) -> Option<usiz
 }
 
 impl Cwltool {
-    /// The step a command line runs, numbered as cwltool numbers a scatter's jobs.
-    fn step_of(&mut self, argv: &[String]) -> Option<TaskInfo> {
+    /// The step a command line run in `cwd` runs, numbered as cwltool numbers a scatter's
+    /// jobs.
+    fn step_of(&mut self, argv: &[String], cwd: Option<&Path>) -> Option<TaskInfo> {
         let doc = self.document.as_ref()?;
         if let Some(tool) = &doc.tool {
             let first = doc.steps.first();
@@ -286,6 +288,7 @@ impl Cwltool {
                 codes: first.map_or_else(Default::default, |s| s.codes.clone()),
                 threads: first.and_then(|s| s.cores),
                 memory_bytes: first.and_then(|s| s.ram_bytes),
+                logs: first.map_or_else(Vec::new, |s| stderr_of(s, cwd)),
                 ..Default::default()
             });
         }
@@ -294,6 +297,7 @@ impl Cwltool {
         let name = self.name_of(step, job);
         let codes = step.codes.clone();
         let (threads, memory_bytes) = (step.cores, step.ram_bytes);
+        let logs = stderr_of(step, cwd);
         *self.instances.entry(id.clone()).or_default() += 1;
         let at = self.last.values().max().map_or(1, |n| n + 1);
         self.last.insert(id, at);
@@ -303,6 +307,7 @@ impl Cwltool {
             codes,
             threads,
             memory_bytes,
+            logs,
             ..Default::default()
         })
     }
@@ -400,9 +405,23 @@ impl Cwltool {
     }
 }
 
+/// Where a step's stderr goes: its `stderr` file in the job's output directory, which
+/// cwltool deletes at the run's end unless told `--leave-tmpdir`.
+fn stderr_of(step: &Step, cwd: Option<&Path>) -> Vec<String> {
+    let (Some(file), Some(cwd)) = (&step.stderr, cwd) else {
+        return Vec::new();
+    };
+    vec![cwd.join(file).to_string_lossy().into_owned()]
+}
+
 impl EngineRun for Cwltool {
     fn engine(&self) -> super::EngineKind {
         KIND
+    }
+
+    /// A step's stderr file is in its working directory.
+    fn needs_cwd(&self, _argv: &[String]) -> bool {
+        (self.document.as_ref()).is_some_and(|d| d.steps.iter().any(|s| s.stderr.is_some()))
     }
 
     fn pipeline_name(&self) -> String {
@@ -421,7 +440,7 @@ impl EngineRun for Cwltool {
         if !place.under_run {
             return Class::Undecided;
         }
-        if let Some(info) = self.step_of(&image.argv) {
+        if let Some(info) = self.step_of(&image.argv, image.cwd.as_deref()) {
             self.named.insert(p.key, info);
         }
         Class::Task

@@ -44,7 +44,7 @@ fn steps_by_command_and_scatter_instances_numbered() {
         step("sub/second", &["wc", "-c"], &[]),
         step("count", &["wc"], &[]),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(
         name(&["sh", "-c", "sleep 1; echo \"$0\"", "alpha"]).as_deref(),
         Some("scat")
@@ -93,7 +93,7 @@ fn steps_of_one_tool_are_told_apart_by_their_inputs() {
         echo("greet", &["hello"], false),
         echo("farewell", &["goodbye"], false),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(name(&["echo", "goodbye"]).as_deref(), Some("farewell"));
     assert_eq!(name(&["echo", "hello"]).as_deref(), Some("greet"));
 }
@@ -109,7 +109,7 @@ fn staged_files_tell_steps_apart_by_the_step_that_wrote_them() {
         wc("after", "made.txt"),
         wc("inner/count_it", "upper.txt"),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(
         name(&["wc", "-l", "/tmp/a/stg1/upper.txt"]).as_deref(),
         Some("inner/count_it")
@@ -128,7 +128,7 @@ fn only_steps_that_scatter_are_numbered() {
         echo("each", &["one", "two"], true),
         echo("inner/make_it", &["hello"], false),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     let mut names = vec![
         name(&["echo", "hello"]),
         name(&["echo", "two"]),
@@ -148,7 +148,7 @@ fn scatter_jobs_are_numbered_by_their_element_not_their_start() {
         ..echo("make_each", &["one", "two", "three", "four"], true)
     };
     let mut a = adapter(vec![each]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(name(&["echo", "four"]).as_deref(), Some("make_each_4"));
     assert_eq!(name(&["echo", "one"]).as_deref(), Some("make_each"));
     assert_eq!(name(&["echo", "three"]).as_deref(), Some("make_each_3"));
@@ -161,7 +161,7 @@ fn shell_command_steps_are_named_by_the_pieces_of_their_line() {
         ..step("piped", &[], &[])
     };
     let mut a = adapter(vec![echo("make_it", &["hello"], false), piped]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(
         name(&["/bin/sh", "-c", "cat /tmp/x/made.txt | tr a-z A-Z | wc -c"]).as_deref(),
         Some("piped")
@@ -292,7 +292,7 @@ fn pair(id: &str, cross: bool) -> Step {
 fn crossproduct_jobs_are_numbered_by_combination() {
     // cwltool makes a crossproduct's jobs with the first input's elements slowest.
     let mut a = adapter(vec![pair("flat", true)]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(name(&["echo", "q", "l"]).as_deref(), Some("flat_5"));
     assert_eq!(name(&["echo", "p", "m"]).as_deref(), Some("flat_3"));
     assert_eq!(name(&["echo", "p", "k"]).as_deref(), Some("flat"));
@@ -303,7 +303,7 @@ fn crossproduct_jobs_are_numbered_by_combination() {
 fn a_dotproduct_takes_no_job_of_mixed_positions() {
     // `dot` and `flat` run the same tool on the same inputs: `p l` is only flat's.
     let mut a = adapter(vec![pair("dot", false), pair("flat", true)]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     let names = [
         ["echo", "p", "k"],
         ["echo", "q", "l"],
@@ -337,7 +337,7 @@ fn sub_workflow_instances_are_told_apart_by_what_ran_before() {
             ..step("second/tally", &["wc", "-c"], &[])
         },
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     let names = [
         &["echo", "bravo"][..],
         &["rev", "/tmp/a/stg1/echoed.txt"],
@@ -374,7 +374,7 @@ fn of_steps_that_read_alike_the_one_whose_input_was_made_last() {
         rev("second/reverse", "second/say"),
         echo("direct", &["alpha"], false),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     let names = [
         &["echo", "alpha"][..],
         &["echo", "bravo"],
@@ -400,7 +400,7 @@ fn a_guess_that_spent_an_upstream_name_does_not_number_a_step() {
         echo("second/say", &["bravo"], false),
         rev("second/reverse", "second/say"),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     let names = [
         &["echo", "bravo"][..],
         &["rev", "/tmp/a/stg1/echoed.txt"],
@@ -428,7 +428,10 @@ fn tools_of_one_base_command_are_told_apart_by_their_expressions() {
         bash("sorted", &["sort"]),
         bash("count", &["wc -l"]),
     ]);
-    let mut name = |line: &str| a.step_of(&argv(&["bash", "-c", line])).map(|i| i.name);
+    let mut name = |line: &str| {
+        a.step_of(&argv(&["bash", "-c", line]), None)
+            .map(|i| i.name)
+    };
     assert_eq!(name("wc -l /tmp/a/in.txt").as_deref(), Some("count"));
     assert_eq!(name("sort /tmp/b/in.txt").as_deref(), Some("sorted"));
     assert_eq!(
@@ -452,7 +455,7 @@ fn tools_of_one_base_command_are_told_apart_by_their_prefixes() {
         sort("reversed", &["-k", "-r"]),
         sort("output", &["--output="]),
     ]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     assert_eq!(
         name(&["sort", "-k", "1", "-r", "/tmp/a/in.txt"]).as_deref(),
         Some("reversed")
@@ -478,7 +481,7 @@ fn the_same_line_of_a_scatter_and_a_step_of_unknown_input_takes_each_name_once()
         ..echo("each", &["a.fq", "b.fq"], true)
     };
     let mut a = adapter(vec![each, echo("pick", &[], false)]);
-    let mut name = |w: &[&str]| a.step_of(&argv(w)).map(|i| i.name);
+    let mut name = |w: &[&str]| a.step_of(&argv(w), None).map(|i| i.name);
     let mut names = vec![
         name(&["echo", "/tmp/x/a.fq"]),
         name(&["echo", "/tmp/y/b.fq"]),
@@ -487,4 +490,24 @@ fn the_same_line_of_a_scatter_and_a_step_of_unknown_input_takes_each_name_once()
     names.sort();
     let want = ["each", "each_2", "pick"];
     assert_eq!(names, want.map(|n| Some(n.to_string())));
+}
+
+/// A step with a `stderr` file names it, in the job's output directory (the process's
+/// working directory), as the task's log; the engine asks for that directory then.
+#[test]
+fn a_steps_stderr_file_in_its_job_directory_is_its_log() {
+    let bad = Step {
+        stderr: Some("bad.err".into()),
+        ..step("bad", &["sh", "-c"], &["exit 3"])
+    };
+    let mut a = adapter(vec![bad, step("count", &["wc"], &[])]);
+    assert!(a.needs_cwd(&argv(&["sh"])));
+    let job = Path::new("/tmp/rt69kfyg");
+    let info = a
+        .step_of(&argv(&["sh", "-c", "exit 3"]), Some(job))
+        .unwrap();
+    assert_eq!(info.logs, ["/tmp/rt69kfyg/bad.err"]);
+    let info = a.step_of(&argv(&["wc"]), Some(job)).unwrap();
+    assert!(info.logs.is_empty(), "{:?}", info.logs);
+    assert!(!adapter(vec![step("count", &["wc"], &[])]).needs_cwd(&argv(&["wc"])));
 }

@@ -347,3 +347,18 @@ fn a_steps_resource_requirement_is_what_it_asked_for_in_cores_and_mebibytes() {
         ]
     );
 }
+
+/// A tool's literal `stderr` is where cwltool sends its command's stderr; an expression's
+/// file name is known only to cwltool.
+#[test]
+fn a_tools_literal_stderr_file_is_kept_and_an_expression_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "wf.cwl",
+        "class: Workflow\nsteps:\n  bad:\n    run:\n      class: CommandLineTool\n      baseCommand: [sh, -c, 'exit 3']\n      stderr: bad.err\n  named:\n    run:\n      class: CommandLineTool\n      baseCommand: [wc]\n      stderr: $(inputs.x).err\n",
+    );
+    let doc = load(&DiskHost::default(), "wf.cwl", dir.path(), &[]).unwrap();
+    let stderr: Vec<_> = doc.steps.iter().map(|s| s.stderr.as_deref()).collect();
+    assert_eq!(stderr, [Some("bad.err"), None]);
+}
