@@ -289,7 +289,7 @@ impl Crate<'_> {
         }
 
         // The engine and the programs.
-        let engine_id = program_id(&self.engine.path);
+        let engine_id = program_id(&self.engine);
         graph.push(software_entity(
             &self.engine,
             &run.engine,
@@ -365,7 +365,8 @@ impl Crate<'_> {
             set(&mut control, "error", task.error.clone().map(Value::from));
             graph.push(control);
             let mut instruments = vec![format!("#tool-{}", slug(&task.step))];
-            instruments.extend(task.programs.iter().map(|p| program_id(p)));
+            let id = |p: &String| (self.programs.get(p)).map_or_else(|| file_id(p), program_id);
+            instruments.extend(task.programs.iter().map(id));
             let mut objects = any(&f.inputs);
             let pv = |(k, _): &(String, String)| format!("#task-{}-{}", task.id, slug(k));
             objects.extend(task.parameters.iter().map(pv));

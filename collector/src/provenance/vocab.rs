@@ -118,18 +118,28 @@ pub fn slug(s: &str) -> String {
         .collect()
 }
 
-pub fn program_id(path: &str) -> String {
-    file_id(path)
+/// A program's id: an absolute web address where its package is known (the package's page,
+/// with the program's path as the fragment: one package holds several programs), as the
+/// Process Run Crate recommends; else its path as a `file://` URI.
+pub fn program_id(s: &Software) -> String {
+    match &s.package {
+        Some(p) => format!(
+            "{}#{}",
+            p.url,
+            file_id(&s.path).trim_start_matches("file://")
+        ),
+        None => file_id(&s.path),
+    }
 }
 
 pub fn software_entity(s: &Software, name: &str, home: Option<&str>) -> Value {
     let url = match (&s.package, home) {
         (_, Some(home)) => home.to_string(),
         (Some(p), None) => p.url.clone(),
-        (None, None) => program_id(&s.path),
+        (None, None) => file_id(&s.path),
     };
     let mut node = json!({
-        "@id": program_id(&s.path),
+        "@id": program_id(s),
         "@type": "SoftwareApplication",
         "name": name,
         "url": url,
