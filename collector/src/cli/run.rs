@@ -166,6 +166,7 @@ pub async fn run(
     announce(argv, &exporter.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
     let started = Instant::now();
+    let spawned_ns = crate::host::boottime_ns();
     let child = match spawn(program, args, cwd) {
         Ok(c) => c,
         Err(e) => return Ok(cannot_start(exporter, &files, program, e).await),
@@ -188,7 +189,12 @@ pub async fn run(
     let outputs = super::outputs::list(cfg, of, exporter, prometheus)?;
     let pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
     let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
-    let status = until_it_exits(&mut core, (child, root_pid), (&forwarder, &how), cfg).await?;
+    let root = crate::session::Spawned {
+        pid: root_pid,
+        argv: argv.to_vec(),
+        start_ns: spawned_ns,
+    };
+    let status = until_it_exits(&mut core, (child, &root), (&forwarder, &how), cfg).await?;
     let stopped = match forwarder.stop_requested() {
         true => stop_the_rest(&mut core, &how).await,
         false => super::stop::Outcome::default(),
@@ -242,7 +248,7 @@ async fn cannot_start(exporter: Sink, files: &RunFiles, program: &str, e: std::i
 /// (a command that ignores SIGTERM would otherwise run on as if never asked).
 async fn until_it_exits(
     core: &mut Core<'_>,
-    (mut child, root_pid): (tokio::process::Child, u32),
+    (mut child, root): (tokio::process::Child, &crate::session::Spawned),
     (forwarder, how): (&super::forward::Forwarder, &How),
     cfg: &Config,
 ) -> anyhow::Result<std::process::ExitStatus> {
@@ -254,7 +260,7 @@ async fn until_it_exits(
     let mut watcher = crate::live_view::Watcher::default();
     let mut view_tick = tokio::time::interval(Duration::from_secs(1));
     let mut stop_tick = tokio::time::interval(Duration::from_millis(100));
-    let mut stop = super::stop::RootStop::new(root_pid, how.stop_grace);
+    let mut stop = super::stop::RootStop::new(root.pid, how.stop_grace);
     loop {
         let next = core.serve(async {
             tokio::select! {
@@ -276,7 +282,7 @@ async fn until_it_exits(
             Some(st) => {
                 let st = st.context("waiting for the command")?;
                 forwarder.reaped();
-                core.pipe.known_exit(root_pid, st.into_raw() as u32);
+                core.pipe.root_reaped(root, st.into_raw() as u32);
                 return Ok(st);
             }
         }

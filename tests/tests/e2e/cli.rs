@@ -443,19 +443,18 @@ fn without_ebpf_it_falls_back_to_polling_proc() {
     );
     // Named as eBPF names it: `sh` as run, not the dash it links to.
     assert_eq!(run.name, "run sh", "{names:?}");
-    // A command whose exec the first look missed is still named by its command (the
-    // attribution's unit test holds the case; a look may miss such a process altogether).
-    let short = dir.path().join("short.otlp.jsonl");
-    let o = as_nobody_with(&["-o", short.to_str().unwrap(), "run", "--", "true"], &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let spans = read_jsonl(&short);
-    let runs: Vec<&str> = (spans.iter().filter(|s| s.is_run()))
-        .map(|s| s.name.as_str())
-        .collect();
-    assert!(
-        runs.iter().all(|n| *n == "run true"),
-        "never `run `: {runs:?}"
-    );
+    // A command shorter than one look is still the run, named by its command and ended as
+    // wait() said: no look saw it, `run` started and reaped it.
+    for (command, code) in [("true", 0), ("false", 1)] {
+        let short = dir.path().join(format!("{command}.otlp.jsonl"));
+        let o = as_nobody_with(&["-o", short.to_str().unwrap(), "run", "--", command], &[]);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        let spans = read_jsonl(&short);
+        let runs: Vec<_> = spans.iter().filter(|s| s.is_run()).collect();
+        assert_eq!(runs.len(), 1, "{spans:?}");
+        assert_eq!(runs[0].name, format!("run {command}"));
+        assert_eq!(runs[0].int("process.exit.code"), Some(i64::from(code)));
+    }
 }
 
 /// `pipetrace doctor` shows a running agent's own figures (loss, drops, failures, retries,
