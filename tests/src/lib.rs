@@ -2,6 +2,7 @@
 //! demo pipeline in a scratch directory.
 pub mod bench;
 pub mod cgroup;
+pub mod examples;
 pub mod fake_gpu;
 pub mod jaeger;
 pub mod metrics;

@@ -7,81 +7,35 @@ use clap::Parser as _;
 
 use super::args::Cli;
 
-/// `pipetrace …` as documented: the shell's words, without a pipe or comment after it, an
-/// environment assignment or `sudo` before it.
-fn argv_of(line: &str) -> Option<Vec<String>> {
-    let line = line.trim().trim_start_matches("$ ");
-    let line = line.split(" | ").next()?.split("  #").next()?;
-    let line = line.split(" && ").next()?.split(" > ").next()?;
-    // A synopsis's optional parts (`[--json]`) are taken as given.
-    let words = shlex::split(&line.replace(['[', ']'], ""))?;
-    let at = words.iter().position(|w| w == "pipetrace")?;
-    let before_ok = words[..at]
-        .iter()
-        .all(|w| w == "sudo" || w.contains('=') || w == "-E");
-    (before_ok && !line.contains("$(")).then(|| words[at..].to_vec())
-}
+// One reading of the docs for this test and the e2e test that runs them.
+#[path = "../../../tests/src/examples.rs"]
+#[allow(dead_code)]
+mod extract;
+use extract::{argv_of, doc_examples, help_examples};
 
-/// The `Examples:` lines of every command's help.
-fn help_examples() -> Vec<(String, String)> {
+/// The `Examples:` lines of pipetrace's help and every command's.
+fn all_help_examples() -> Vec<(String, String)> {
     let mut cmd = <Cli as clap::CommandFactory>::command();
     cmd.build();
-    let mut out = Vec::new();
-    let mut helps = Vec::new();
+    let mut helps = vec![("pipetrace".to_string(), cmd.render_help().to_string())];
     for sub in cmd.get_subcommands_mut() {
         helps.push((sub.get_name().to_string(), sub.render_help().to_string()));
         for leaf in sub.get_subcommands_mut() {
             helps.push((leaf.get_name().to_string(), leaf.render_help().to_string()));
         }
     }
-    for (name, help) in helps {
-        let Some((_, rest)) = help.split_once("Examples:") else {
-            continue;
-        };
-        (rest.lines().skip(1))
-            .take_while(|l| !l.trim().is_empty())
-            .for_each(|l| out.push((format!("{name} --help"), l.to_string())));
-    }
-    out
-}
-
-/// The shell lines of README.md's and docs/*.md's code blocks, continuations joined.
-fn doc_examples() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = vec![root.join("README.md")];
-    let docs = std::fs::read_dir(root.join("docs")).expect("docs/");
-    files.extend(
-        (docs.flatten().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "md")),
-    );
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        let (mut in_block, mut line) = (false, String::new());
-        for l in text.lines() {
-            if l.trim_start().starts_with("```") {
-                let lang = l.trim_start().trim_start_matches('`');
-                in_block = !in_block && matches!(lang, "sh" | "bash" | "console" | "shell");
-                continue;
-            }
-            if !in_block {
-                continue;
-            }
-            line.push_str(l.trim_end_matches('\\'));
-            if l.ends_with('\\') {
-                continue;
-            }
-            let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, std::mem::take(&mut line)));
-        }
-    }
-    out
+    (helps.iter())
+        .flat_map(|(name, help)| help_examples(name, help))
+        .collect()
 }
 
 #[test]
 fn every_documented_command_line_is_one_pipetrace_takes() {
-    let mut all = help_examples();
+    let mut all = all_help_examples();
     let helps = all.len();
-    all.extend(doc_examples());
+    all.extend(doc_examples(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+    ));
     let mut checked = 0;
     let mut refused = Vec::new();
     for (place, line) in &all {

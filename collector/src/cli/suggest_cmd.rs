@@ -128,13 +128,31 @@ fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
     })
 }
 
-/// Adds the task history of `name` (as its history file is named): how many runs it holds.
+/// Adds the task history of `name` (its history file's key, or the pipeline's name where one
+/// pipeline has it): how many runs it holds.
 fn history(state: Option<&Path>, name: &str, jobs: &mut suggest::Jobs) -> Result<usize, String> {
     let store = crate::host::store::DirStore::under(state, "history");
     let kept = (store.as_deref())
         .map(crate::diagnosis::read_history)
         .unwrap_or_default();
-    let Some(h) = kept.iter().find(|h| h.pipeline == name) else {
+    // Its key (`rnaseq-c5977152`: the name and a digest of where it ran), or its name where
+    // one pipeline has it.
+    let named = |key: &str| {
+        key.strip_prefix(name)
+            .and_then(|r| r.strip_prefix('-'))
+            .is_some_and(|d| d.len() == 8 && d.chars().all(|c| c.is_ascii_hexdigit()))
+    };
+    let exact = kept.iter().find(|h| h.pipeline == name);
+    let by_name: Vec<_> = kept.iter().filter(|h| named(&h.pipeline)).collect();
+    if exact.is_none() && by_name.len() > 1 {
+        let keys: Vec<&str> = by_name.iter().map(|h| h.pipeline.as_str()).collect();
+        return Err(format!(
+            "{} pipelines are named `{name}` ({}): give one of these as --pipeline",
+            keys.len(),
+            keys.join(", ")
+        ));
+    }
+    let Some(h) = exact.or(by_name.first().copied()) else {
         let known: Vec<&str> = kept.iter().map(|h| h.pipeline.as_str()).collect();
         return Err(format!(
             "no task history of a pipeline named `{name}` in diagnosis.state_dir (known: {}): \

@@ -17,6 +17,7 @@ mod deploy;
 mod diagnosis;
 mod dist;
 mod end_snapshots;
+mod examples;
 mod exit_semantics;
 mod faults;
 mod files;
