@@ -18,6 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("meaning and input", &["awaiting", "scope", "print"]),
     ("live view", &["live_view"]),
     ("views", &["report", "registry"]),
+    ("findings on the run span", &["judging"]),
     ("machines", &["sizing"]),
     ("comparison", &["compare"]),
     ("advice", &["suggest"]),
