@@ -76,14 +76,16 @@ impl RunSpans {
     }
 }
 
+/// An integer attribute of a span.
+pub fn int_of(span: &SpanData, key: &str) -> Option<i64> {
+    let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
+    match kv.map(|kv| &kv.value) {
+        Some(opentelemetry::Value::I64(n)) => Some(*n),
+        _ => None,
+    }
+}
+
 /// How many spans a span stands for: a folded span counts every span it stands for.
 pub fn stands_for(span: &SpanData) -> u64 {
-    let kv = span
-        .attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == attr::FOLD_SPANS);
-    match kv.map(|kv| &kv.value) {
-        Some(opentelemetry::Value::I64(n)) => (*n).max(1) as u64,
-        _ => 1,
-    }
+    int_of(span, attr::FOLD_SPANS).map_or(1, |n| n.max(1) as u64)
 }

@@ -1,9 +1,10 @@
 //! Each kernel event into the tree, the attribution and what they read as it happens (a new
-//! process's directory and container, an OOM victim's cgroup, an allocation's job).
-use super::Session;
+//! process's directory and container, an OOM victim's cgroup, an allocation's job), and the
+//! command `pipetrace run` reaped where polling /proc never saw it.
+use super::{Session, Spawned};
 use crate::{
     accounting::Usage,
-    event::{Exec, ProcKey},
+    event::{Event, Exec, ProcKey},
 };
 
 impl Session {
@@ -117,5 +118,42 @@ impl Session {
             from_own_run,
         };
         self.tree.signal(target, s);
+    }
+
+    /// The run's root, reaped by `pipetrace run` with `status`. Polling /proc sees no
+    /// command shorter than one look: then what `run` knows of it (its command line, when
+    /// it started it, the wait's status) are its exec and exit, and the run has its span.
+    pub fn root_reaped(&mut self, root: &Spawned, status: u32) {
+        let never_seen = self.attr.runs() == 0 && self.runs_finished == 0;
+        if !(self.procfs && never_seen && self.tree.by_pid(root.pid).is_none()) {
+            return self.known_exit(root.pid, status);
+        }
+        // As the poller keys a process: by its start in clock ticks since boot.
+        let ns_per_tick = 1_000_000_000 / self.host.ticks_per_s().max(1);
+        let key = ProcKey {
+            pid: root.pid,
+            start_ticks: root.start_ns / ns_per_tick,
+        };
+        let start_ns = key.start_ticks * ns_per_tick;
+        self.handle(Event::Exec(Exec {
+            key,
+            start_ns,
+            time_ns: start_ns,
+            ppid: std::process::id(),
+            // SAFETY: getuid(2) cannot fail.
+            uid: unsafe { libc::getuid() },
+            cgroup_id: 0,
+            filename: root.argv.first().cloned().unwrap_or_default(),
+            argv: root.argv.clone(),
+            argv_truncated: false,
+        }));
+        let time_ns = self.host.boottime_ns().max(start_ns);
+        self.handle(Event::Exit {
+            key,
+            time_ns,
+            status,
+            image_peak_bytes: 0,
+            at_exit: None,
+        });
     }
 }

@@ -19,7 +19,7 @@ use crate::{
     export::{Destinations, Place, SinkStats, StreamStats},
     report::{
         Decode, ReportSpan, event_from_sdk,
-        keep::{RunSpans, stands_for},
+        keep::{RunSpans, int_of, stands_for},
         table::Table,
         tails::Tails,
     },
@@ -165,24 +165,9 @@ pub struct Summary {
     tails: Tails,
 }
 
-/// An integer attribute of a span.
-fn int_of(span: &opentelemetry_sdk::trace::SpanData, key: &str) -> Option<i64> {
-    let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
-    match kv.map(|kv| &kv.value) {
-        Some(opentelemetry::Value::I64(n)) => Some(*n),
-        _ => None,
-    }
-}
-
 /// `21 helpers (1 exited non-zero)`, from an engine span's attributes.
 fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
-    let int = |key: &str| {
-        let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
-        match kv.map(|kv| &kv.value) {
-            Some(opentelemetry::Value::I64(n)) => *n,
-            _ => 0,
-        }
-    };
+    let int = |key: &str| int_of(span, key).unwrap_or(0);
     let (n, failed) = (int(attr::ENGINE_HELPERS), int(attr::ENGINE_HELPERS_FAILED));
     let noun = if n == 1 { "helper" } else { "helpers" };
     match failed {
