@@ -191,9 +191,11 @@ fn figments_env() -> Env {
 pub fn maps(vars: &[(String, String)]) -> Layer {
     let mut layer = Layer::new("environment");
     for (name, raw) in vars {
-        let rest = name.get(PREFIX.len()..).unwrap_or_default();
-        let ours = name.len() > PREFIX.len() && name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX);
-        if !ours || !is_whole_map(rest) {
+        // get(), not slicing: a name may hold a multi-byte character across the prefix's end.
+        let (Some(head), Some(rest)) = (name.get(..PREFIX.len()), name.get(PREFIX.len()..)) else {
+            continue;
+        };
+        if rest.is_empty() || !head.eq_ignore_ascii_case(PREFIX) || !is_whole_map(rest) {
             continue;
         }
         let key = rest.replace("__", ".").to_ascii_lowercase();
@@ -208,7 +210,7 @@ pub fn maps(vars: &[(String, String)]) -> Layer {
 /// other programs and are left alone.
 fn misspelt(name: &str) -> Option<ConfigError> {
     let rest = name.get(PREFIX.len()..)?;
-    if !name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX) || is_config(rest) {
+    if !name.get(..PREFIX.len())?.eq_ignore_ascii_case(PREFIX) || is_config(rest) {
         return None;
     }
     let near = crate::layer::nearest(&rest.to_ascii_uppercase(), &TOP_LEVEL)?;
@@ -229,7 +231,7 @@ fn misspelt(name: &str) -> Option<ConfigError> {
 fn key_of(name: &str) -> Option<Vec<String>> {
     let name = name.trim();
     let rest = name.get(PREFIX.len()..)?;
-    if !name[..PREFIX.len()].eq_ignore_ascii_case(PREFIX) || !is_config(rest) {
+    if !name.get(..PREFIX.len())?.eq_ignore_ascii_case(PREFIX) || !is_config(rest) {
         return None;
     }
     let key = rest.replace("__", ".").trim().to_ascii_lowercase();

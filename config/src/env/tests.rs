@@ -40,6 +40,20 @@ fn a_variable_a_letter_from_a_top_level_key_is_a_typo() {
     assert!(load_with(None, &others, &Flags::default()).is_ok());
 }
 
+#[test]
+fn a_name_with_a_wide_character_where_the_prefix_ends_is_left_alone() {
+    use crate::{Flags, testing::load_with};
+    // 'é' takes bytes 9 and 10, across PIPETRACE_'s end: the name is not ours, and reading
+    // it is no panic (the config fuzzer found one). So with blanks before the prefix.
+    let vars = [
+        ("PIPETRACE\u{e9}SERVICE_NAME", "x"),
+        ("PIPETRAC\u{e9}", "y"),
+        ("        \u{2003}PIPETRACE_SERVICE_NAME", "z"),
+    ];
+    assert_eq!(maps(&pairs(&vars)).value(), serde_json::json!({}));
+    assert!(load_with(None, &vars, &Flags::default()).is_ok());
+}
+
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
