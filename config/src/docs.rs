@@ -58,7 +58,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.otlp.timeout",
-        "How long one export may take (OTEL_EXPORTER_OTLP_TIMEOUT); null: 10s.",
+        "How long one export may take (OTEL_EXPORTER_OTLP_TIMEOUT); null: {otlp_timeout}.",
     ),
     (
         "export.otlp.compression",
@@ -144,7 +144,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.file",
-        "OTLP JSON lines file; metrics and the report go beside it. Written when set, and by default when no endpoint is set (pipetrace run: ./pipetrace-<time>.otlp.jsonl; the agent: /var/lib/pipetrace/traces.otlp.jsonl).",
+        "OTLP JSON lines file; metrics and the report go beside it. Written when set, and by default when no endpoint is set (pipetrace run: {run_trace_file}; the agent: {agent_trace_file}).",
     ),
     (
         "export.limits",
@@ -156,7 +156,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.limits.attribute_count",
-        "Attributes per span, event and link at most (OTEL_ATTRIBUTE_COUNT_LIMIT); null: 128.",
+        "Attributes per span, event and link at most (OTEL_ATTRIBUTE_COUNT_LIMIT); null: {default_count}.",
     ),
     (
         "export.limits.span_attribute_value_length",
@@ -168,11 +168,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "export.limits.span_event_count",
-        "Events per span (OTEL_SPAN_EVENT_COUNT_LIMIT); null: 128.",
+        "Events per span (OTEL_SPAN_EVENT_COUNT_LIMIT); null: {default_count}.",
     ),
     (
         "export.limits.span_link_count",
-        "Links per span (OTEL_SPAN_LINK_COUNT_LIMIT); null: 128.",
+        "Links per span (OTEL_SPAN_LINK_COUNT_LIMIT); null: {default_count}.",
     ),
     (
         "export.limits.event_attribute_count",
@@ -495,8 +495,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
-fn comment(path: &str) -> Option<&'static str> {
-    KEYS.iter().find(|(k, _)| *k == path).map(|(_, c)| *c)
+/// The key's comment, its defaults named ({name}) filled from the code.
+pub(crate) fn comment(path: &str) -> Option<String> {
+    let text = KEYS.iter().find(|(k, _)| *k == path).map(|(_, c)| *c)?;
+    Some(crate::defaults::fill(text))
 }
 
 /// `value` (the defaults) as YAML, each key under its comment, nested sections indented.
@@ -517,7 +519,7 @@ fn section(m: &serde_yaml::Mapping, path: &str, depth: usize, out: &mut String) 
             p => format!("{p}.{key}"),
         };
         if let Some(c) = comment(&full) {
-            for line in wrap(c, 92 - pad.len()) {
+            for line in wrap(&c, 92 - pad.len()) {
                 out.push_str(&format!("{pad}# {line}\n"));
             }
         }

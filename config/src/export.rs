@@ -140,7 +140,7 @@ impl Otlp {
             timeout: own
                 .timeout
                 .or(self.timeout)
-                .unwrap_or(Duration::from_secs(10)),
+                .unwrap_or(crate::defaults::OTLP_TIMEOUT),
             compression: own.compression.or(self.compression).unwrap_or_default(),
             tls: Tls {
                 ca: pick(&own.certificate, &self.certificate),

@@ -1,5 +1,6 @@
 //! pipetrace's configuration: a typed model ([`model`]) and its layered loading ([`load`]).
 mod checks;
+pub mod defaults;
 mod docs;
 pub mod env;
 mod error;

@@ -321,7 +321,7 @@ impl Default for Diagnosis {
             over_allocation: 0.5,
             headroom: 0.2,
             stall_after: Duration::from_secs(300),
-            state_dir: Some(PathBuf::from("/var/lib/pipetrace")),
+            state_dir: Some(PathBuf::from(crate::defaults::STATE_DIR)),
             history_runs: 20,
             slower_factor: 2.0,
             gpu_bound: 0.7,

@@ -6,8 +6,6 @@ use std::fmt::Write as _;
 
 use serde_yaml::Value;
 
-use crate::docs::KEYS;
-
 /// Where the page lives, from the workspace root.
 pub const PAGE: &str = "docs/configuration.md";
 
@@ -103,7 +101,7 @@ pub fn markdown(defaults: &Value) -> String {
     out.push_str("- [Top-level keys](#top-level-keys)\n");
     for (k, _) in &sections {
         let k = k.as_str().unwrap_or_default();
-        let _ = writeln!(out, "- [`{k}`](#{k}): {}", first_sentence(meaning(k)));
+        let _ = writeln!(out, "- [`{k}`](#{k}): {}", first_sentence(&meaning(k)));
     }
     out.push_str("\n## Top-level keys\n\n");
     table_head(&mut out);
@@ -148,7 +146,7 @@ fn row(path: &str, v: &Value, out: &mut String) {
     let _ = writeln!(
         out,
         "| `{path}` | {default} | `{env}` | {} |",
-        cell(meaning(path))
+        cell(&meaning(path))
     );
 }
 
@@ -168,11 +166,8 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn meaning(path: &str) -> &'static str {
-    KEYS.iter()
-        .find(|(k, _)| *k == path)
-        .map(|(_, c)| *c)
-        .unwrap_or("")
+fn meaning(path: &str) -> String {
+    crate::docs::comment(path).unwrap_or_default()
 }
 
 fn first_sentence(s: &str) -> &str {

@@ -68,7 +68,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
         taps,
         builder,
     } = prepare(cfg)?;
-    let default_file = PathBuf::from("/var/lib/pipetrace/traces.otlp.jsonl");
+    let default_file = PathBuf::from(pipetrace_config::defaults::AGENT_TRACE_FILE);
     let exporter = crate::export::Sink::start(cfg, &host, default_file)?;
     let dest = exporter.destinations.spans.clone();
     let target = (dest.otlp.clone())

@@ -52,9 +52,7 @@ pub(super) struct ExportArgs {
     /// OTLP protocol: grpc or http/protobuf.
     #[arg(long, value_parser = parse_protocol)]
     pub protocol: Option<Protocol>,
-    /// Write OTLP JSON lines to this file (default when no endpoint is set: `run` writes
-    /// ./pipetrace-<time>.otlp.jsonl, `agent` /var/lib/pipetrace/traces.otlp.jsonl).
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE", help = output_help())]
     pub output: Option<PathBuf>,
     /// OTel service.name of the exported resource.
     #[arg(long, value_name = "NAME")]
@@ -70,6 +68,15 @@ pub(super) struct SendArgs {
     /// OTLP protocol: grpc or http/protobuf.
     #[arg(long, value_parser = parse_protocol)]
     pub protocol: Option<Protocol>,
+}
+
+/// `-o`'s help, its defaults named by the code that picks them.
+fn output_help() -> String {
+    use pipetrace_config::defaults::{AGENT_TRACE_FILE, run_trace_file};
+    format!(
+        "Write OTLP JSON lines to this file (default when no endpoint is set: `run` writes {}, `agent` {AGENT_TRACE_FILE})",
+        run_trace_file()
+    )
 }
 
 fn parse_protocol(s: &str) -> Result<Protocol, String> {
@@ -556,6 +563,26 @@ mod tests {
             run.contains("--endpoint") && run.contains("--config"),
             "{run}"
         );
+    }
+
+    #[test]
+    fn the_output_flags_help_names_the_files_the_commands_write() {
+        use pipetrace_config::defaults::{AGENT_TRACE_FILE, run_trace_file};
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        cmd.build();
+        let help = |name: &str, cmd: &mut clap::Command| {
+            let sub = cmd.find_subcommand_mut(name).unwrap();
+            sub.render_help()
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for name in ["agent", "run"] {
+            let text = help(name, &mut cmd);
+            assert!(text.contains(AGENT_TRACE_FILE), "{name}: {text}");
+            assert!(text.contains(&run_trace_file()), "{name}: {text}");
+        }
     }
 
     #[test]

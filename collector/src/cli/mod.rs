@@ -150,7 +150,7 @@ pub fn main() -> i32 {
             let loaded = cli.load(None);
             let state = (loaded.as_ref().ok())
                 .and_then(|c| c.diagnosis.state_dir.clone())
-                .unwrap_or_else(|| "/var/lib/pipetrace".into());
+                .unwrap_or_else(|| pipetrace_config::defaults::STATE_DIR.into());
             let config = loaded.map(|_| ()).map_err(|e| e.to_string());
             doctor::run(&state, config, *json)
         }

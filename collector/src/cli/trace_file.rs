@@ -1,6 +1,8 @@
 //! The trace file a command writes, or reads when the user names a run as `FILE` or `FILE#N`.
 use std::path::{Path, PathBuf};
 
+use pipetrace_config::defaults::{RUN_TRACE_PREFIX, TRACE_EXTENSION};
+
 use crate::report::{Kind, ReadError, ReportSpan};
 
 /// `pipetrace-<UTC time>[-N].otlp.jsonl` in `dir` (or here), created empty and exclusively:
@@ -16,7 +18,9 @@ fn claim_default(dir: Option<&Path>) -> std::io::Result<PathBuf> {
         } else {
             format!("-{n}")
         };
-        let path = dir.join(format!("pipetrace-{stamp}{suffix}.otlp.jsonl"));
+        let path = dir.join(format!(
+            "{RUN_TRACE_PREFIX}{stamp}{suffix}{TRACE_EXTENSION}"
+        ));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
