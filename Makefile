@@ -137,6 +137,7 @@ bench-accounting: setup
 docs:
 	$(CARGO) run -q -p pipetrace-semconv --bin semconv-docs
 	$(CARGO) run -q -p pipetrace-config --bin config-docs
+	PIPETRACE_WRITE_DOCS=1 $(CARGO) test -q -p pipetrace --test architecture_docs
 
 # The agent's container image, localhost/pipetrace:<version> and :latest, with podman from a
 # debootstrap'd minimal Debian bookworm (no registry is pulled; the rootfs is cached under

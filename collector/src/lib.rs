@@ -1,4 +1,9 @@
-//! pipetrace's collector: probes -> events -> process tree -> attribution -> signals -> export.
+//! The `pipetrace` command and agent: the pipeline one agent or one `pipetrace run` drives
+//! (`session`), the event loop both share (`cli/serve.rs`), the judgement stage that puts
+//! the findings on the run span (`judging`), the views (live view, `top`, report, summary,
+//! compare, sizing), advice (`suggest`), provenance, the agent registry and the CLI.
+//!
+//! probes -> events -> process tree -> attribution -> judgement -> signals -> export.
 // The core's modules, at the paths the rest of the crate has always used.
 pub use pipetrace_core::{
     accounting, attribution, containers, diagnosis, event, facts, files, redact, tree,

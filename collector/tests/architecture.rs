@@ -6,6 +6,11 @@
 //! below, touch files, processes and the network only through the `Host` port. (That the core
 //! crate imports none of the collector is Cargo's rule: it does not depend on it.) Test code (`tests.rs`, `tests/`,
 //! `#[cfg(test)]` items and the fake host) may import anything.
+// The sources read as docs/architecture.md's tables read them (comments and tests left out).
+#[path = "architecture_docs/source.rs"]
+#[allow(dead_code)]
+mod source;
+use source::{code_of, is_test_file, rs_files};
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
@@ -82,26 +87,6 @@ fn core_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src")
 }
 
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// Test code: unit-test files, their directories, and the fake host (a test double behind
-/// `cfg(any(test, feature = "fake-host"))`).
-fn is_test_file(rel: &[String]) -> bool {
-    rel.iter().any(|c| c == "tests" || c == "tests.rs")
-        || rel.last().is_some_and(|f| f == "fixtures.rs")
-        || rel == ["port", "fake.rs"]
-        || rel == ["disk_host.rs"]
-}
-
 fn module_of(rel: &[String]) -> Module {
     let mut m: Module = rel.to_vec();
     let last = m.pop().unwrap();
@@ -111,42 +96,12 @@ fn module_of(rel: &[String]) -> Module {
     m
 }
 
-/// The code without `//` comments (doc links are no imports) and without the items under a
-/// top-level `#[cfg(test)]` (rustfmt puts a module's closing brace in column 0).
-fn code_of(text: &str) -> String {
-    let mut out = String::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            let Some(item) = lines.next() else { break };
-            if item.trim_end().ends_with('{') {
-                let indent = item.len() - item.trim_start().len();
-                for l in lines.by_ref() {
-                    if l.len() - l.trim_start().len() == indent && l.trim() == "}" {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        let code = match line.find("//") {
-            Some(i) => &line[..i],
-            None => line,
-        };
-        out.push_str(code);
-        out.push('\n');
-    }
-    out
-}
-
 fn sources() -> Vec<Source> {
     sources_in(&src_dir())
 }
 
 fn sources_in(root: &Path) -> Vec<Source> {
-    let mut files = Vec::new();
-    rs_files(root, &mut files);
-    files.sort();
+    let files = rs_files(root);
     let mut out = Vec::new();
     for path in files {
         let rel: Vec<String> = path
@@ -155,7 +110,8 @@ fn sources_in(root: &Path) -> Vec<Source> {
             .iter()
             .map(|c| c.to_string_lossy().into_owned())
             .collect();
-        if rel == ["lib.rs"] || rel == ["main.rs"] || is_test_file(&rel) {
+        let test = is_test_file(path.strip_prefix(root).unwrap());
+        if rel == ["lib.rs"] || rel == ["main.rs"] || test {
             continue;
         }
         let code = code_of(&fs::read_to_string(&path).unwrap());

@@ -1,4 +1,7 @@
-//! pipetrace's configuration: a typed model ([`model`]) and its layered loading ([`load`]).
+//! pipetrace's configuration: a typed model (`model`) and its layering (defaults < file <
+//! environment < flags, `load`), its checks, `config show`, the defaults the code picks
+//! (`defaults`); it makes configuration.md (`config-docs`) and the commented
+//! `/etc/pipetrace/config.yaml` (`etc_file`).
 mod checks;
 pub mod defaults;
 mod docs;

@@ -1,5 +1,6 @@
-//! Writes what the Debian package and the release tarball hold beside the binary, from the
-//! definitions the binary itself is built from, so that none can go stale:
+//! Writes what the Debian package and the release tarball hold beside the binary (man pages,
+//! shell completions, the commented config), from the definitions the binary itself is built
+//! from, so that none can go stale (`make dist`).
 //!
 //!   OUT/man/pipetrace.1, OUT/man/pipetrace-<subcommand>.1   from `pipetrace::cli::command()`
 //!   OUT/completions/{pipetrace.bash,_pipetrace,pipetrace.fish}   the same, for bash, zsh, fish

@@ -148,9 +148,13 @@ impl Progress {
 /// asks every engine in [`ENGINES`] order; the optional capabilities are `None` for an
 /// engine that has no need of them.
 pub struct Engine {
+    /// The engine's kind, a constant in its own module (`snakemake::KIND`): its
+    /// `pipetrace.run.engine` value and its name in `attribution.engines`
+    /// (`EngineKind::scheduler` for a scheduler, which is always on).
     pub kind: EngineKind,
     /// Whether an exec (its program, or an interpreter's script) runs this engine.
     pub recognises: fn(tool: &str, image: &Image) -> bool,
+    /// The `EngineRun` for one of its runs, started by an exec it recognised.
     pub start: fn(image: &Image, started: SystemTime, host: SharedHost) -> Box<dyn EngineRun>,
     /// The engine's own files among those its tasks open: never a task's inputs or outputs.
     pub bookkeeping: Bookkeeping,
