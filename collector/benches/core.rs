@@ -104,7 +104,7 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
         ..Default::default()
     };
     let cfg = pipetrace_config::load(Some(&cfg_file), &flags).expect("config");
-    let info = pipetrace::host::fake_info(fake);
+    let info = pipetrace_core::machine::fake_info(fake);
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).expect("redactor"));
     let sink = Sink::start(&cfg, &info, file.to_path_buf()).expect("file sink");
     let resource = pipetrace::export::resource(&cfg, &info);

@@ -517,3 +517,69 @@ fn docs_architecture_md_shows_the_layers_this_test_enforces() {
         assert_eq!(shown, want, "docs/architecture.md, layer `{layer}`");
     }
 }
+
+/// The normal dependencies a crate's manifest names (`[dependencies]` only), but optional
+/// ones: those come with a feature (probes-common's aya, for the host crate's `user`).
+fn dependencies_of(manifest: &str) -> Vec<String> {
+    (manifest.lines())
+        .skip_while(|l| l.trim() != "[dependencies]")
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter(|l| !l.contains("optional = true"))
+        .filter_map(|l| l.split(['=', ' ']).next())
+        .filter(|n| !n.is_empty() && !n.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every crate `dir`'s crate reaches through its own and the workspace's manifests.
+fn reached_from(dir: &str) -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workspace = fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let path_of = |name: &str| {
+        let line = workspace
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} = {{ path")))?;
+        Some(line.split('"').nth(1)?.to_string())
+    };
+    let (mut seen, mut todo) = (BTreeSet::new(), vec![dir.to_string()]);
+    while let Some(d) = todo.pop() {
+        let manifest = fs::read_to_string(root.join(&d).join("Cargo.toml")).unwrap();
+        for dep in dependencies_of(&manifest) {
+            if let Some(p) = path_of(&dep).filter(|_| !seen.contains(&dep)) {
+                todo.push(p);
+            }
+            seen.insert(dep);
+        }
+    }
+    seen
+}
+
+/// The crates through which code reaches the kernel, /proc, databases or the GPU driver.
+const MACHINE_CRATES: &[&str] = &[
+    "pipetrace-host",
+    "aya",
+    "procfs",
+    "rusqlite",
+    "nvml-wrapper",
+    "inotify",
+];
+
+#[test]
+fn the_core_and_the_export_crate_reach_no_crate_that_touches_the_machine() {
+    for krate in ["core", "export"] {
+        let reached = reached_from(krate);
+        assert!(reached.contains("pipetrace-config"), "{krate}: {reached:?}");
+        let machine: Vec<&&str> = MACHINE_CRATES
+            .iter()
+            .filter(|c| reached.contains(**c))
+            .collect();
+        assert!(
+            machine.is_empty(),
+            "{krate} reaches {machine:?}: hand it what it needs of the machine as data"
+        );
+    }
+    // The reading finds them where they are.
+    let host = reached_from("host");
+    assert!(host.contains("procfs") && host.contains("aya"), "{host:?}");
+}

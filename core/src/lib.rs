@@ -12,6 +12,7 @@ pub mod event;
 pub mod facts;
 pub mod files;
 pub mod judgement;
+pub mod machine;
 pub mod port;
 pub mod redact;
 pub mod tree;

@@ -8,6 +8,7 @@ pub mod outputs;
 pub mod signals;
 
 // The crates below, at the paths this crate's code names them by.
-use pipetrace_core::{accounting, attribution, containers, diagnosis, event, files, redact, tree};
-use pipetrace_host as host;
-use pipetrace_host::gpu;
+use pipetrace_core::{
+    accounting, attribution, containers, diagnosis, event, files, machine, port as host, redact,
+    tree,
+};

@@ -2,6 +2,7 @@
 //! (`/sys/class/dmi/id`) and the instance data cloud-init saved at boot. Never the network
 //! (no metadata service), and never a file other users may not read: the serial numbers and
 //! the product UUID are root's only, so they are not read even by an agent that could.
+use pipetrace_core::machine::Cloud;
 use std::{
     fs,
     io::Read,
@@ -34,40 +35,28 @@ const DMI_FILES: [&str; 7] = [
 const DMI_MAX: u64 = 256;
 const INSTANCE_DATA_MAX: u64 = 4 << 20;
 
-/// What the machine tells of its cloud. Each is None where nothing offline tells it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Cloud {
-    /// OTel `cloud.provider`: aws, gcp, azure, oracle_cloud, alibaba_cloud.
-    pub provider: Option<&'static str>,
-    /// OTel `host.type`: the instance type, where DMI names it (EC2 Nitro: `m5.large`).
-    pub host_type: Option<String>,
-    /// OTel `cloud.region`, from cloud-init's instance data when it names the same cloud.
-    pub region: Option<String>,
+/// The DMI directory to read: [`DMI_DIR_ENV`], else [`DMI_DIR`].
+pub fn dmi_dir() -> PathBuf {
+    std::env::var_os(DMI_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DMI_DIR))
 }
 
-impl Cloud {
-    /// The DMI directory to read: [`DMI_DIR_ENV`], else [`DMI_DIR`].
-    pub fn dmi_dir() -> PathBuf {
-        std::env::var_os(DMI_DIR_ENV)
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DMI_DIR))
-    }
-
-    pub fn detect(dmi_dir: &Path, instance_data: &Path) -> Self {
-        let dmi = Dmi::read(dmi_dir);
-        let provider = dmi.provider();
-        let host_type = match provider {
-            // A Nitro instance's product name is its type; a Xen one's is "HVM domU".
-            Some("aws") => ec2_instance_type(&dmi.product_name),
-            _ => None,
-        };
-        let region = provider.and_then(|p| region_from_instance_data(instance_data, p));
-        Self {
-            provider,
-            host_type,
-            region,
-        }
+/// The cloud as the DMI strings in `dmi_dir` and cloud-init's `instance_data` tell it.
+pub fn detect(dmi_dir: &Path, instance_data: &Path) -> Cloud {
+    let dmi = Dmi::read(dmi_dir);
+    let provider = dmi.provider();
+    let host_type = match provider {
+        // A Nitro instance's product name is its type; a Xen one's is "HVM domU".
+        Some("aws") => ec2_instance_type(&dmi.product_name),
+        _ => None,
+    };
+    let region = provider.and_then(|p| region_from_instance_data(instance_data, p));
+    Cloud {
+        provider,
+        host_type,
+        region,
     }
 }
 
@@ -208,7 +197,7 @@ mod tests {
     }
 
     fn detect(d: &tempfile::TempDir) -> Cloud {
-        Cloud::detect(d.path(), &d.path().join("no-instance-data.json"))
+        super::detect(d.path(), &d.path().join("no-instance-data.json"))
     }
 
     #[test]
@@ -329,7 +318,7 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(detect(&empty), Cloud::default());
         let missing = empty.path().join("absent");
-        assert_eq!(Cloud::detect(&missing, &missing), Cloud::default());
+        assert_eq!(super::detect(&missing, &missing), Cloud::default());
     }
 
     #[test]
@@ -353,7 +342,7 @@ mod tests {
             r#"{"v1": {"cloud_name": "aws", "region": "eu-west-1", "platform": "ec2"}}"#,
             0o644,
         );
-        let c = Cloud::detect(d.path(), &data);
+        let c = super::detect(d.path(), &data);
         assert_eq!(c.provider, Some("aws"));
         assert_eq!(c.host_type.as_deref(), Some("c6g.xlarge"));
         assert_eq!(c.region.as_deref(), Some("eu-west-1"));
@@ -371,7 +360,7 @@ mod tests {
             ),
         ] {
             write(json, mode);
-            assert_eq!(Cloud::detect(d.path(), &data).region, None, "{json}");
+            assert_eq!(super::detect(d.path(), &data).region, None, "{json}");
         }
         // GCE's cloud-init name is "gce".
         let g = dmi(&[("product_name", "Google Compute Engine")]);
@@ -383,7 +372,7 @@ mod tests {
         .unwrap();
         fs::set_permissions(&data, fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(
-            Cloud::detect(g.path(), &data).region.as_deref(),
+            super::detect(g.path(), &data).region.as_deref(),
             Some("us-central1")
         );
     }

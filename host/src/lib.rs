@@ -7,7 +7,7 @@
 //! machine is (architecture, kernel, cloud) for the resource. Never reads any process's
 //! environment, never asks the network.
 pub mod cgroup;
-mod cloud;
+pub mod cloud;
 pub mod cpu_policy;
 mod database;
 pub mod gpu;
@@ -29,45 +29,23 @@ use pipetrace_core::{accounting, event, facts, tree};
 use std::{
     fs,
     path::{Path, PathBuf},
-    time::SystemTime,
 };
 
-pub use cloud::{CLOUD_INIT_DATA, Cloud, DMI_DIR, DMI_DIR_ENV};
+pub use cloud::{CLOUD_INIT_DATA, DMI_DIR, DMI_DIR_ENV, dmi_dir};
 pub use idle::IdleClock;
 pub use live::LiveHost;
 pub use pipetrace_core::facts::{ns_per_tick, page_size};
+pub use pipetrace_core::machine::{Cloud, HostInfo, OS_TYPE};
 #[cfg(any(test, feature = "fake-host"))]
 pub use pipetrace_core::port::fake;
 pub use pipetrace_core::port::{self, HostError, ProcSnapshot, RunningUsage, system_time};
 pub use port::{FileFacts, Host, SharedHost, TcpLink};
 pub use slurm_jobs::{JobRecord, RecordCell};
 
-/// Who a fake host is, as the resource and span builder see it (node `node1`).
-#[cfg(any(test, feature = "fake-host"))]
-pub fn fake_info(fake: &fake::FakeHost) -> HostInfo {
-    let boot = fake
-        .wall(0)
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    HostInfo {
-        boot_id: "b".into(),
-        host_id: "h".into(),
-        host_name: "node1".into(),
-        arch: None,
-        os_version: None,
-        cloud: Default::default(),
-        memory_bytes: None,
-        boot_to_unix_ns: boot.as_nanos() as i128,
-    }
-}
-
 /// The machine this runs on.
 pub fn this_machine() -> SharedHost {
     std::sync::Arc::new(LiveHost)
 }
-
-/// OTel `os.type`: the only one pipetrace runs on.
-pub const OS_TYPE: &str = "linux";
 
 fn read(path: &str) -> Result<String, HostError> {
     fs::read_to_string(path).map_err(|source| HostError::Read {
@@ -76,49 +54,29 @@ fn read(path: &str) -> Result<String, HostError> {
     })
 }
 
-#[derive(Clone, Debug)]
-pub struct HostInfo {
-    pub boot_id: String,
-    pub host_id: String,
-    pub host_name: String,
-    /// OTel `host.arch`: the kernel's machine (`uname -m`) in OTel's words.
-    pub arch: Option<String>,
-    /// OTel `os.version`: the kernel release (`uname -r`).
-    pub os_version: Option<String>,
-    /// The cloud, instance type and region, where the machine tells them offline.
-    pub cloud: Cloud,
-    /// The memory the kernel manages (`MemTotal`), bytes.
-    pub memory_bytes: Option<u64>,
-    /// Add to a CLOCK_BOOTTIME timestamp to get Unix time, nanoseconds.
-    pub boot_to_unix_ns: i128,
-}
-
-impl HostInfo {
-    pub fn detect() -> Result<Self, HostError> {
-        let boot_id = read("/proc/sys/kernel/random/boot_id")?.trim().to_string();
-        // OTel's host.id is the machine id where there is one.
-        let host_id = read("/etc/machine-id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| boot_id.clone());
-        let host_name = read("/proc/sys/kernel/hostname")?.trim().to_string();
-        let (machine, release) = uname().unwrap_or_default();
-        Ok(Self {
-            boot_id,
-            host_id,
-            host_name,
-            arch: otel_arch(&machine),
-            os_version: Some(release).filter(|r| !r.is_empty()),
-            cloud: Cloud::detect(&Cloud::dmi_dir(), Path::new(CLOUD_INIT_DATA)),
-            memory_bytes: <procfs::Meminfo as procfs::Current>::current()
-                .ok()
-                .map(|m| m.mem_total),
-            boot_to_unix_ns: boot_to_unix_ns(),
-        })
-    }
-
-    pub fn system_time(&self, boot_ns: u64) -> SystemTime {
-        system_time(boot_ns, self.boot_to_unix_ns)
-    }
+/// Who this host is and what it is: its identity (boot id, machine id, host name), its
+/// kernel, cloud and memory, and the clock offset; its GPUs are set when a sampler starts.
+pub fn host_info() -> Result<HostInfo, HostError> {
+    let boot_id = read("/proc/sys/kernel/random/boot_id")?.trim().to_string();
+    // OTel's host.id is the machine id where there is one.
+    let host_id = read("/etc/machine-id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| boot_id.clone());
+    let host_name = read("/proc/sys/kernel/hostname")?.trim().to_string();
+    let (machine, release) = uname().unwrap_or_default();
+    Ok(HostInfo {
+        boot_id,
+        host_id,
+        host_name,
+        arch: otel_arch(&machine),
+        os_version: Some(release).filter(|r| !r.is_empty()),
+        cloud: cloud::detect(&cloud::dmi_dir(), Path::new(CLOUD_INIT_DATA)),
+        memory_bytes: <procfs::Meminfo as procfs::Current>::current()
+            .ok()
+            .map(|m| m.mem_total),
+        boot_to_unix_ns: boot_to_unix_ns(),
+        gpus: Default::default(),
+    })
 }
 
 /// The kernel's machine and release (`uname -m`, `uname -r`).

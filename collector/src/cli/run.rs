@@ -37,7 +37,7 @@ pub(super) struct Prepared {
 }
 
 pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
-    let host = HostInfo::detect().context("reading host identity")?;
+    let host = crate::host::host_info().context("reading host identity")?;
     let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
     let (events, taps) = crate::source::open(&cfg.probes, cfg.files.enabled)?;
     let measured = taps.measured();
@@ -73,7 +73,7 @@ pub(super) fn pipeline(
         .with_diagnosis(&cfg.diagnosis)
         .with_files(files_filter(cfg)?)
         .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?)
-        .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval);
+        .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval, &host.gpus);
     Ok(pipe)
 }
 

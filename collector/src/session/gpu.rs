@@ -6,13 +6,15 @@ use super::Session;
 
 impl Session {
     /// Samples GPUs through `driver` (NVML): per-process figures on the spans, live metrics.
+    /// The GPUs found go to `inventory`, which span building names them by.
     pub fn with_gpu(
         mut self,
         driver: Option<Box<dyn crate::gpu::Driver>>,
         interval: Duration,
+        inventory: &crate::gpu::GpuInventory,
     ) -> Self {
         self.gpu_interval_us = interval.as_micros() as u64;
-        self.gpu = driver.and_then(|d| match crate::gpu::GpuSampler::new(d) {
+        self.gpu = driver.and_then(|d| match crate::gpu::GpuSampler::new(d, inventory) {
             Ok(s) => Some(s),
             Err(e) => {
                 log::warn!("NVML answers but lists no GPU ({e}): GPU figures off");

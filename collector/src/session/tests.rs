@@ -29,7 +29,7 @@ const WORKDIR: &str = "/data/variants";
 fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Session {
     let mut cfg = pipetrace_config::Config::default();
     cfg.export.file = Some(file.to_path_buf());
-    let info = crate::host::fake_info(fake);
+    let info = pipetrace_core::machine::fake_info(fake);
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).unwrap());
     let exporter = crate::export::Sink::start(&cfg, &info, file.to_path_buf()).unwrap();
     let resource = crate::export::resource(&cfg, &info);

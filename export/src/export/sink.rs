@@ -26,7 +26,7 @@ use super::{
     paths,
     stats::{SinkStats, StreamStats},
 };
-use crate::{host::HostInfo, signals::ReadySpan};
+use crate::{machine::HostInfo, signals::ReadySpan};
 
 /// Metric requests waiting at most: a few intervals' worth, each request carries every series.
 const METRICS_QUEUE: usize = 8;
@@ -315,7 +315,7 @@ mod tests {
         cfg.export.file = Some(dir.join("t.otlp.jsonl"));
         cfg.export.queue_spans = queue;
         tune(&mut cfg);
-        let host = HostInfo::detect().unwrap();
+        let host = crate::machine::fake_info(&Default::default());
         Sink::start(&cfg, &host, "/unused".into()).unwrap()
     }
 

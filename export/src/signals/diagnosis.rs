@@ -6,7 +6,7 @@ use opentelemetry::{KeyValue, trace::Event};
 use pipetrace_semconv::{attr, event};
 
 use super::signal_name;
-use crate::{host::HostInfo, tree::Proc};
+use crate::{machine::HostInfo, tree::Proc};
 
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)

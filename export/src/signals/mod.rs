@@ -25,7 +25,7 @@ use crate::{
     attribution::{EngineInfo, EntityRef, Finished, Shared, Totals, Verdict, naming},
     diagnosis::Judgement,
     event::ProcKey,
-    host::HostInfo,
+    machine::HostInfo,
     redact::Redactor,
     tree::{Exit, Proc},
 };
@@ -391,7 +391,8 @@ impl SpanBuilder {
             KeyValue::new(attr::ENGINE_HELPERS_FAILED, i64::from(info.failed)),
         ];
         let wall = info.end_ns.saturating_sub(info.start_ns);
-        usage::totals_attrs(totals, wall, None, self.measured, &self.diagnosis, &mut a);
+        let (m, d) = (self.measured, &self.diagnosis);
+        usage::totals_attrs(totals, wall, None, m, &self.host.gpus, d, &mut a);
         let ids = Ids {
             trace: self.trace_id(run),
             span: self.span_id(EntityRef::Engine(run)),

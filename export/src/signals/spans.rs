@@ -68,7 +68,13 @@ impl SpanBuilder {
         self.process_attrs(p, false, &mut a);
         match &p.usage {
             Some(u) => {
-                usage::usage_attrs(u, u.peak_bytes(), self.measured, &mut a);
+                usage::usage_attrs(
+                    u,
+                    u.peak_bytes(),
+                    self.measured,
+                    self.host.gpus.get(),
+                    &mut a,
+                );
                 let (m, d) = (self.measured, &self.diagnosis);
                 usage::bottleneck_attrs(u, wall_ns(p), 1.0, m, d, &mut a);
                 let (cpu, peak) = (u.cpu_ns(), u.peak_bytes());
@@ -125,7 +131,7 @@ impl SpanBuilder {
         self.process_attrs(p, true, &mut a);
         let (m, d) = (self.measured, &self.diagnosis);
         let task = Some((info.name.as_str(), judged.quiet_ns));
-        usage::totals_attrs(totals, wall_ns(p), task, m, d, &mut a);
+        usage::totals_attrs(totals, wall_ns(p), task, m, &self.host.gpus, d, &mut a);
         let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
         let alloc = totals.allocation.as_ref();
         usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), alloc, &mut a);
@@ -224,7 +230,7 @@ impl SpanBuilder {
             a.push(KeyValue::new(attr::PROCESS_WORKING_DIRECTORY, dir));
         }
         let (m, d) = (self.measured, &self.diagnosis);
-        usage::totals_attrs(totals, wall_ns(p), None, m, d, &mut a);
+        usage::totals_attrs(totals, wall_ns(p), None, m, &self.host.gpus, d, &mut a);
         let (cpu, peak) = (totals.rollup.totals.cpu_ns(), totals.rollup.peak_memory());
         usage::cost_attrs(&self.cost, cpu, peak, wall_ns(p), None, &mut a);
         // The command's (the engine's) own exit code decides; only where it is not

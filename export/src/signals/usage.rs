@@ -8,6 +8,7 @@ use crate::{
     accounting::{Measured, Usage},
     attribution::Totals,
     diagnosis,
+    machine::{Gpu, GpuInventory},
 };
 
 fn secs(ns: u64) -> f64 {
@@ -111,7 +112,8 @@ fn impossible_attrs(u: &Usage, own: bool, out: &mut Vec<KeyValue>) {
 }
 
 /// The kernel's figures; values this kernel cannot measure are left out, not reported as 0.
-pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
+/// `gpus`: the node's, which name the GPUs a process used.
+pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, gpus: &[Gpu], out: &mut Vec<KeyValue>) {
     out.extend([
         KeyValue::new(attr::CPU_USER_TIME, secs(u.cpu_user_ns)),
         KeyValue::new(attr::CPU_SYSTEM_TIME, secs(u.cpu_system_ns)),
@@ -154,19 +156,18 @@ pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, out: &mut Vec<KeyValue>) {
             int(u.net_rx_bytes),
         ));
     }
-    gpu_attrs(&u.gpu, out);
+    gpu_attrs(&u.gpu, gpus, out);
 }
 
 /// A task given GPUs by its devices cgroup: how many, and whether it used them.
 fn gpu_rightsizing_attrs(
     name: &str,
-    minors: u64,
+    given: u64,
     used: &crate::accounting::GpuFigures,
     wall_ns: u64,
     d: &Diagnosis,
     out: &mut Vec<KeyValue>,
 ) {
-    let given = crate::gpu::indices_of_minors(minors);
     let Some(v) = diagnosis::gpu_rightsizing(name, given, used, wall_ns, d) else {
         return;
     };
@@ -185,12 +186,11 @@ fn gpu_rightsizing_attrs(
 }
 
 /// Its GPUs and what it did on them, where a process held a GPU context.
-pub fn gpu_attrs(g: &crate::accounting::GpuFigures, out: &mut Vec<KeyValue>) {
+pub fn gpu_attrs(g: &crate::accounting::GpuFigures, gpus: &[Gpu], out: &mut Vec<KeyValue>) {
     use opentelemetry::{Array, StringValue, Value};
     if !g.used() {
         return;
     }
-    let gpus = crate::gpu::inventory();
     let (mut ids, mut names) = (Vec::new(), Vec::new());
     for i in g.indices() {
         let known = gpus.iter().find(|x| x.index == i);
@@ -269,11 +269,12 @@ pub fn totals_attrs(
     wall_ns: u64,
     task: Option<(&str, u64)>,
     m: Measured,
+    gpus: &GpuInventory,
     d: &Diagnosis,
     out: &mut Vec<KeyValue>,
 ) {
     let r = &t.rollup;
-    usage_attrs(&r.totals, r.peak_memory(), m, out);
+    usage_attrs(&r.totals, r.peak_memory(), m, gpus.get(), out);
     impossible_attrs(&r.totals, false, out);
     if let (Some((name, quiet_ns)), Some(a)) = (task, &t.allocation) {
         // Without a request of its own a task is judged per CPU, like a tool: one core
@@ -322,7 +323,8 @@ pub fn totals_attrs(
         }
     }
     if let (Some((name, _)), Some(minors)) = (task, t.allocation.as_ref().and_then(|a| a.gpus)) {
-        gpu_rightsizing_attrs(name, minors, &r.totals.gpu, wall_ns, d, out);
+        let given = gpus.indices_of_minors(minors);
+        gpu_rightsizing_attrs(name, given, &r.totals.gpu, wall_ns, d, out);
     }
     out.push(KeyValue::new(attr::USAGE_PROCESSES, int(r.processes)));
     out.push(KeyValue::new(attr::USAGE_MISSING, int(r.missing)));
@@ -377,7 +379,8 @@ mod tests {
         };
         let mut out = Vec::new();
         let task = Some(("io", 2 * s));
-        totals_attrs(&t, 3 * s, task, m, &Diagnosis::default(), &mut out);
+        let gpus = Default::default();
+        totals_attrs(&t, 3 * s, task, m, &gpus, &Diagnosis::default(), &mut out);
         let get = |k: &str| {
             out.iter()
                 .find(|kv| kv.key.as_str() == k)

@@ -8,21 +8,9 @@ mod sampler;
 #[cfg(test)]
 mod tests;
 
-use std::sync::OnceLock;
-
 pub use nvml::load;
-pub use sampler::{DeviceNow, GpuSampler};
-
-/// One GPU as the driver names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Gpu {
-    /// NVML's index.
-    pub index: u32,
-    pub uuid: String,
-    pub name: String,
-    /// Its device file's minor number (/dev/nvidiaN), as a devices cgroup names it.
-    pub minor: Option<u32>,
-}
+pub use pipetrace_core::machine::{DeviceFigures, DeviceNow, Gpu, GpuInventory};
+pub use sampler::GpuSampler;
 
 /// One of the driver's per-process utilisation samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,21 +21,6 @@ pub struct Sample {
     /// Percent of the period its kernels ran on the SMs, and used the memory controller.
     pub sm: u32,
     pub memory: u32,
-}
-
-/// A device's own figures, each absent where the device does not report it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeviceFigures {
-    /// Percent of the last period any kernel ran, and the memory controller was busy.
-    pub utilization: Option<u32>,
-    pub memory_utilization: Option<u32>,
-    pub memory_used_bytes: Option<u64>,
-    pub memory_total_bytes: Option<u64>,
-    pub power_watts: Option<f64>,
-    pub temperature_celsius: Option<u32>,
-    pub sm_clock_mhz: Option<u32>,
-    /// Why its clocks are held down now (NVML's reasons, by name).
-    pub throttle_reasons: Vec<&'static str>,
 }
 
 /// Why a GPU could not be looked at.
@@ -63,27 +36,4 @@ pub trait Driver: Send {
     /// Utilisation samples newer than `since_us` (0: whatever the driver still holds).
     fn samples(&mut self, index: u32, since_us: u64) -> Result<Vec<Sample>, DriverError>;
     fn figures(&mut self, index: u32) -> DeviceFigures;
-}
-
-/// The node's GPUs as found at start: a host fact spans name their GPUs by.
-static INVENTORY: OnceLock<Vec<Gpu>> = OnceLock::new();
-
-pub fn inventory() -> &'static [Gpu] {
-    INVENTORY.get().map(Vec::as_slice).unwrap_or(&[])
-}
-
-/// The NVML indices of the GPUs whose device minors are in `minors` (bit N: /dev/nvidiaN);
-/// a GPU whose minor is unknown is taken to have its index as minor.
-pub fn indices_of_minors(minors: u64) -> u64 {
-    let by_minor = |g: &Gpu| g.minor.unwrap_or(g.index);
-    match inventory() {
-        [] => minors,
-        gpus => (gpus.iter())
-            .filter(|g| by_minor(g) < 64 && minors & (1 << by_minor(g)) != 0)
-            .fold(0, |m, g| m | 1u64.checked_shl(g.index).unwrap_or(0)),
-    }
-}
-
-fn set_inventory(gpus: &[Gpu]) {
-    let _ = INVENTORY.set(gpus.to_vec());
 }

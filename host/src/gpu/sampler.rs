@@ -2,7 +2,7 @@
 //! looked at, its processes' figures kept until they end.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{DeviceFigures, Driver, Gpu};
+use super::{DeviceNow, Driver, Gpu, GpuInventory};
 use crate::accounting::GpuFigures;
 
 /// One process's figures while it runs: the totals, and its memory per GPU now.
@@ -10,13 +10,6 @@ use crate::accounting::GpuFigures;
 struct Running {
     figures: GpuFigures,
     memory_now: BTreeMap<u32, u64>,
-}
-
-/// A GPU's own figures at the last look, with who of the runs used it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceNow {
-    pub gpu: Gpu,
-    pub figures: DeviceFigures,
 }
 
 pub struct GpuSampler {
@@ -35,9 +28,13 @@ pub struct GpuSampler {
 }
 
 impl GpuSampler {
-    pub fn new(mut driver: Box<dyn Driver>) -> Result<Self, super::DriverError> {
+    /// The sampler of the GPUs `driver` lists, which it sets `inventory` to.
+    pub fn new(
+        mut driver: Box<dyn Driver>,
+        inventory: &GpuInventory,
+    ) -> Result<Self, super::DriverError> {
         let gpus = driver.gpus()?;
-        super::set_inventory(&gpus);
+        inventory.set(&gpus);
         Ok(Self {
             driver,
             gpus,

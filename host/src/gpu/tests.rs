@@ -92,7 +92,16 @@ impl Driver for Script {
 const S: u64 = 1_000_000;
 
 fn sampler(script: &Script) -> GpuSampler {
-    GpuSampler::new(Box::new(script.clone())).unwrap()
+    GpuSampler::new(Box::new(script.clone()), &GpuInventory::default()).unwrap()
+}
+
+#[test]
+fn the_sampler_sets_the_inventory_it_is_handed() {
+    let inventory = GpuInventory::default();
+    assert!(inventory.get().is_empty());
+    let s = GpuSampler::new(Box::new(Script::with(2)), &inventory).unwrap();
+    assert_eq!(inventory.get(), s.gpus());
+    assert_eq!(inventory.get().len(), 2);
 }
 
 #[test]

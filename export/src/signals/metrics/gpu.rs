@@ -12,7 +12,7 @@ use opentelemetry_proto::tonic::{
 use pipetrace_semconv::{attr, metric};
 
 use super::SeriesKey;
-use crate::gpu::DeviceNow;
+use crate::machine::DeviceNow;
 
 fn s(key: &str, v: &str) -> KeyValue {
     KeyValue {

@@ -44,7 +44,7 @@ fn metrics(temporality: pipetrace_config::Temporality) -> Metrics {
         &cfg,
         Measured::default(),
         &resource,
-        crate::host::this_machine(),
+        std::sync::Arc::new(crate::host::fake::FakeHost::default()),
     )
 }
 

@@ -13,7 +13,6 @@ use opentelemetry::{
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pipetrace::{
     export::Sink,
-    host::HostInfo,
     signals::{Kind, ReadySpan},
 };
 
@@ -126,7 +125,7 @@ pub async fn throughput(n: u64) -> (f64, u64, Duration) {
     cfg.export.otlp.endpoint = Some(format!("http://127.0.0.1:{port}"));
     cfg.export.queue_spans = n as usize + 1;
     cfg.export.queue_bytes = bytesize::ByteSize::gib(4);
-    let host = HostInfo::detect().expect("host");
+    let host = pipetrace::host::host_info().expect("host");
     let trace = TraceId::from(0x5eed_u128);
     let spans: Vec<ReadySpan> = (0..n)
         .map(|i| ReadySpan {
