@@ -17,6 +17,7 @@ pub use pipetrace_export::{export, outputs, signals};
 #[macro_use]
 pub(crate) mod print;
 
+pub(crate) mod assembly;
 pub(crate) mod awaiting;
 pub mod cli;
 pub(crate) mod compare;

@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("provenance", &["provenance"]),
     ("terminal", &["summary"]),
     ("the loop", &["session"]),
+    ("assembly", &["assembly"]),
     ("commands", &["cli"]),
 ];
 

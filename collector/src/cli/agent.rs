@@ -5,12 +5,9 @@ use anyhow::Context;
 use pipetrace_config::Config;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::{
-    run::{Prepared, pipeline, prepare},
-    serve::Core,
-};
+use super::serve::Core;
 use crate::{
-    attribution::{Attributor, Mode},
+    assembly::{For, Prepared, assemble, prepare},
     export::Sink,
     registry::{AgentLock, AgentStatus},
     session::Session,
@@ -74,15 +71,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let target = (dest.otlp.clone())
         .or(dest.file.as_ref().map(|f| f.display().to_string()))
         .unwrap_or_default();
-    let machine = crate::host::this_machine();
-    let attr = Attributor::new(Mode::Agent, &cfg.attribution, host.boot_to_unix_ns, machine)?;
-    let outputs = super::outputs::list(cfg, super::outputs::For::Agent, exporter, prometheus)?;
-    let mut pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
-    // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a
-    // sidecar) sees neither the node's runs nor only its own CPU.
-    if cfg.probes.scope_cgroup.is_none() {
-        pipe = pipe.with_host_idle(&cfg.host);
-    }
+    let built = (&host, builder, events.is_polling());
+    let mut pipe = assemble(cfg, For::Agent, built, (exporter, prometheus))?;
     pipe.seed();
     // Before saying it watches: a stop that comes right after must find the handlers.
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;

@@ -9,7 +9,6 @@ mod doctor;
 mod examples;
 mod forward;
 mod logging;
-mod outputs;
 mod provenance_cmd;
 mod report_cmd;
 mod run;

@@ -2,7 +2,6 @@
 use std::{
     os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
-    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -11,91 +10,16 @@ use pipetrace_config::Config;
 use pipetrace_core::judgement::Judgement;
 
 use crate::{
-    attribution::{Attributor, Mode},
-    export::{Destinations, Place, Sink, SinkStats, resource},
-    host::HostInfo,
-    outputs::Outputs,
-    redact::Redactor,
+    assembly::{For, Prepared, assemble, prepare},
+    export::{Destinations, Place, Sink},
     session::Session,
-    signals::{SpanBuilder, metrics::Metrics},
     sizing::Catalog,
-    source::{Events, ProbeState},
     summary::{Delivery, Loss, Summary},
 };
 
 use super::serve::Core;
 
 use super::{trace_file::RunFiles, usage_error::UsageError};
-
-/// Everything the agent needs before it may start the user's command: nothing is started
-/// when any of it fails.
-pub(super) struct Prepared {
-    pub host: HostInfo,
-    pub events: Events,
-    pub taps: ProbeState,
-    pub builder: SpanBuilder,
-}
-
-pub(super) fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
-    let host = crate::host::host_info().context("reading host identity")?;
-    let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
-    let (events, taps) = crate::source::open(&cfg.probes, cfg.files.enabled)?;
-    let measured = taps.measured();
-    Ok(Prepared {
-        builder: SpanBuilder::new(host.clone(), redactor)
-            .with_measured(measured)
-            .with_diagnosis(cfg.diagnosis.clone())
-            .with_cost(cfg.cost.clone())
-            .with_who(
-                crate::host::this_machine(),
-                crate::signals::who::Centre::of_config(cfg),
-            ),
-        host,
-        events,
-        taps,
-    })
-}
-
-/// The pipeline with its metrics, feeding `outputs` (see `super::outputs::list`).
-pub(super) fn pipeline(
-    cfg: &Config,
-    host: &HostInfo,
-    attr: Attributor,
-    builder: SpanBuilder,
-    outputs: (Outputs, Arc<SinkStats>),
-) -> anyhow::Result<Session> {
-    let measured = builder.measured();
-    let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host), attr.host());
-    // The attribution and the rest of the core read through one host.
-    let pipe = Session::new(attr.host(), attr, builder, outputs, metrics)
-        .with_usage_wait(cfg.probes.usage_wait)
-        .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
-        .with_diagnosis(&cfg.diagnosis)
-        .with_files(files_filter(cfg)?)
-        .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?)
-        .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval, &host.gpus);
-    Ok(pipe)
-}
-
-/// Which opened files are kept: the user's globs, never the system's or an engine's own.
-fn files_filter(cfg: &Config) -> anyhow::Result<crate::files::Filter> {
-    let f = crate::files::Filter::new(&cfg.files).context("files.include/exclude")?;
-    Ok(f.with_engines(crate::attribution::engines::bookkeeping()))
-}
-
-/// NVML where NVIDIA's driver is; nothing (and one line in the log) where it is not.
-fn gpu_driver(cfg: &pipetrace_config::Gpu) -> Option<Box<dyn crate::gpu::Driver>> {
-    if !cfg.enabled {
-        return None;
-    }
-    match crate::gpu::load(&cfg.library) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            log::info!("no GPU figures: NVML ({}) not usable: {e}", cfg.library);
-            None
-        }
-    }
-}
 
 /// The first line: what is traced and where its data will go.
 fn announce(argv: &[String], to_: &Destinations) {
@@ -175,19 +99,13 @@ pub async fn run(
         .id()
         .context("the command exited before it could be traced")?;
     forwarder.started(root_pid);
-    let machine = crate::host::this_machine();
-    let attr = Attributor::new(
-        Mode::Run { root_pid },
-        &cfg.attribution,
-        host.boot_to_unix_ns,
-        machine,
-    )?
-    .with_command(argv);
-    let of = super::outputs::For::Run {
+    let of = For::Run {
+        root_pid,
+        argv,
         summary: how.summary,
     };
-    let outputs = super::outputs::list(cfg, of, exporter, prometheus)?;
-    let pipe = pipeline(cfg, &host, attr, builder, outputs)?.with_procfs(events.is_polling());
+    let built = (&host, builder, events.is_polling());
+    let pipe = assemble(cfg, of, built, (exporter, prometheus))?;
     let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
     let root = crate::session::Spawned {
         pid: root_pid,

@@ -1,5 +1,5 @@
-//! The one place where configuration decides the loop's outputs: where finished spans and
-//! metric ticks go, for `pipetrace run` and for the agent. A new output is one line here.
+//! Where configuration decides the loop's outputs: where finished spans and metric ticks
+//! go, for `pipetrace run` and for the agent. A new output is one line here.
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -12,8 +12,9 @@ use crate::{
     summary::Summary,
 };
 
-/// Which command the outputs are for.
-pub(super) enum For {
+/// Which views the outputs feed.
+#[derive(Clone, Copy)]
+pub(super) enum View {
     /// `pipetrace run`; `summary`: the end-of-run tree and tables are printed.
     Run {
         summary: bool,
@@ -24,21 +25,21 @@ pub(super) enum For {
 /// The outputs, the sink last (it is handed the data itself), and the sink's counts.
 pub(super) fn list(
     cfg: &Config,
-    of: For,
+    of: View,
     sink: Sink,
     prometheus: Option<Bound>,
 ) -> anyhow::Result<(Outputs, Arc<SinkStats>)> {
     let mut list: Vec<Box<dyn Output>> = Vec::new();
     match of {
         // The summary also feeds the HTML report: kept whenever either is wanted.
-        For::Run { summary } if summary || cfg.report.html => {
+        View::Run { summary } if summary || cfg.report.html => {
             let (tasks, tools) = (cfg.summary.max_tasks, cfg.summary.max_tools_per_task);
             let tails = crate::report::tails::Tails::of(cfg);
             list.push(Box::new(Summary::new(tasks, tools).with_tails(tails)));
         }
-        For::Run { .. } => {}
+        View::Run { .. } => {}
         // The agent's runs, kept for `pipetrace compare RUN_ID` as they end.
-        For::Agent => {
+        View::Agent => {
             if let Some(dir) = cfg.diagnosis.state_dir.as_deref() {
                 list.push(Box::new(Keeper::new(dir)));
             }

@@ -1,0 +1,142 @@
+//! The one place that builds the running graph from the configuration, for `pipetrace run`
+//! (and `demo`, which is a run) and the agent alike: the probes and the span builder first
+//! ([`prepare`], before the command starts, so that a failure starts nothing), then the
+//! attribution, the outputs and the pipeline around them ([`assemble`]). The commands pass
+//! what is theirs (the command's pid and argv, the trace file's stem); nothing else reads
+//! the configuration to wire the loop.
+mod outputs;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use pipetrace_config::Config;
+
+use crate::{
+    attribution::{Attributor, Mode},
+    export::{Sink, SinkStats, prometheus::Bound, resource},
+    host::HostInfo,
+    outputs::Outputs,
+    redact::Redactor,
+    session::Session,
+    signals::{SpanBuilder, metrics::Metrics},
+    source::{Events, ProbeState},
+};
+
+/// What the graph is built for.
+pub enum For<'a> {
+    /// `pipetrace run`: the command started (`root_pid`, `argv`); `summary`: the end-of-run
+    /// tree and tables are printed.
+    Run {
+        root_pid: u32,
+        argv: &'a [String],
+        summary: bool,
+    },
+    /// The agent: every run on the host.
+    Agent,
+}
+
+/// Everything needed before the user's command may start: nothing is started when any of
+/// it fails.
+pub struct Prepared {
+    pub host: HostInfo,
+    pub events: Events,
+    pub taps: ProbeState,
+    pub builder: SpanBuilder,
+}
+
+/// The host's identity, the probes loaded (or the /proc fallback) and the span builder.
+pub fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
+    let host = crate::host::host_info().context("reading host identity")?;
+    let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
+    let (events, taps) = crate::source::open(&cfg.probes, cfg.files.enabled)?;
+    let measured = taps.measured();
+    Ok(Prepared {
+        builder: SpanBuilder::new(host.clone(), redactor)
+            .with_measured(measured)
+            .with_diagnosis(cfg.diagnosis.clone())
+            .with_cost(cfg.cost.clone())
+            .with_who(
+                crate::host::this_machine(),
+                crate::signals::who::Centre::of_config(cfg),
+            ),
+        host,
+        events,
+        taps,
+    })
+}
+
+/// The pipeline for `of`: its attribution, its outputs (the views `of` wants, Prometheus
+/// where bound, the sink last) and its metrics, reading through one host.
+pub fn assemble(
+    cfg: &Config,
+    of: For,
+    (host, builder, polling): (&HostInfo, SpanBuilder, bool),
+    (sink, prometheus): (Sink, Option<Bound>),
+) -> anyhow::Result<Session> {
+    let machine = crate::host::this_machine();
+    let (mode, argv, view) = match of {
+        For::Run {
+            root_pid,
+            argv,
+            summary,
+        } => (
+            Mode::Run { root_pid },
+            Some(argv),
+            outputs::View::Run { summary },
+        ),
+        For::Agent => (Mode::Agent, None, outputs::View::Agent),
+    };
+    let mut attr = Attributor::new(mode, &cfg.attribution, host.boot_to_unix_ns, machine)?;
+    if let Some(argv) = argv {
+        attr = attr.with_command(argv);
+    }
+    let outputs = outputs::list(cfg, view, sink, prometheus)?;
+    let mut pipe = pipeline(cfg, host, attr, builder, outputs)?.with_procfs(polling);
+    // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a
+    // sidecar) sees neither the node's runs nor only its own CPU.
+    if matches!(view, outputs::View::Agent) && cfg.probes.scope_cgroup.is_none() {
+        pipe = pipe.with_host_idle(&cfg.host);
+    }
+    Ok(pipe)
+}
+
+/// The pipeline with its metrics, feeding `outputs`.
+fn pipeline(
+    cfg: &Config,
+    host: &HostInfo,
+    attr: Attributor,
+    builder: SpanBuilder,
+    outputs: (Outputs, Arc<SinkStats>),
+) -> anyhow::Result<Session> {
+    let measured = builder.measured();
+    let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host), attr.host());
+    // The attribution and the rest of the core read through one host.
+    let pipe = Session::new(attr.host(), attr, builder, outputs, metrics)
+        .with_usage_wait(cfg.probes.usage_wait)
+        .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
+        .with_diagnosis(&cfg.diagnosis)
+        .with_files(files_filter(cfg)?)
+        .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?)
+        .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval, &host.gpus);
+    Ok(pipe)
+}
+
+/// Which opened files are kept: the user's globs, never the system's or an engine's own.
+fn files_filter(cfg: &Config) -> anyhow::Result<crate::files::Filter> {
+    let f = crate::files::Filter::new(&cfg.files).context("files.include/exclude")?;
+    Ok(f.with_engines(crate::attribution::engines::bookkeeping()))
+}
+
+/// NVML where NVIDIA's driver is; nothing (and one line in the log) where it is not.
+fn gpu_driver(cfg: &pipetrace_config::Gpu) -> Option<Box<dyn crate::gpu::Driver>> {
+    if !cfg.enabled {
+        return None;
+    }
+    match crate::gpu::load(&cfg.library) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            log::info!("no GPU figures: NVML ({}) not usable: {e}", cfg.library);
+            None
+        }
+    }
+}
