@@ -10,7 +10,7 @@
 #[path = "architecture_docs/source.rs"]
 #[allow(dead_code)]
 mod source;
-use source::{code_of, is_test_file, rs_files};
+use source::{TOUCHES, code_of, is_test_file, rs_files};
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
@@ -42,29 +42,6 @@ const KNOWN_CIRCLES: &[(&str, &str)] = &[];
 /// Modules that decide what processes are and mean: they read the machine only through
 /// the `Host` they are handed, so that unit tests drive them on a fake host.
 const THROUGH_HOST_ONLY: &[&str] = &["awaiting", "live_view"];
-
-/// What touches the filesystem, starts processes or opens sockets.
-const DIRECT_IO: &[&str] = &[
-    "std::fs",
-    "fs::read",
-    "fs::write",
-    "fs::create_dir",
-    "fs::remove",
-    "fs::rename",
-    "File::open",
-    "File::create",
-    "OpenOptions",
-    "read_dir(",
-    "procfs::",
-    "std::process::Command",
-    "Command::new",
-    "TcpStream",
-    "TcpListener",
-    "UdpSocket",
-    "UnixStream",
-    "inotify",
-    "Connection::open",
-];
 
 /// Files allowed direct I/O despite THROUGH_HOST_ONLY, each with why. (None: engines'
 /// databases are opened by the host, `Host::open_database`.)
@@ -458,7 +435,8 @@ fn the_core_touches_the_machine_only_through_host() {
     );
     for s in checked {
         for (n, line) in s.code.lines().enumerate() {
-            if let Some(what) = DIRECT_IO.iter().find(|w| line.contains(*w)) {
+            let calls = TOUCHES.iter().flat_map(|(_, calls)| calls.iter());
+            if let Some(what) = calls.into_iter().find(|w| line.contains(**w)) {
                 found.push(format!(
                     "{}:{}: `{what}`: {}",
                     s.path.display(),

@@ -173,3 +173,37 @@ pub fn params(sig: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// What touches the machine, by what the code calls (comments and tests left out).
+pub const TOUCHES: &[(&str, &[&str])] = &[
+    ("the kernel's eBPF", &["aya::"]),
+    ("/proc", &["procfs::"]),
+    (
+        "files",
+        &[
+            "std::fs",
+            "fs::",
+            "File::open",
+            "File::create",
+            "OpenOptions",
+            "read_dir(",
+        ],
+    ),
+    ("inotify", &["inotify"]),
+    ("SQLite databases", &["Connection::open"]),
+    ("processes", &["Command::new", "process::Command"]),
+    ("signals", &["libc::kill"]),
+    ("scheduling", &["sched_setscheduler"]),
+    ("the GPU driver", &["Nvml::"]),
+    (
+        "the network",
+        &[
+            "TcpStream",
+            "TcpListener",
+            "UdpSocket",
+            "UnixStream",
+            "tonic::transport",
+            "reqwest::",
+        ],
+    ),
+];

@@ -2,8 +2,8 @@
 use std::{collections::BTreeSet, path::Path};
 
 use super::source::{
-    block, code_of, doc_above, first_paragraph, first_sentence, is_test_file, items, params, read,
-    root, rs_files,
+    TOUCHES, block, code_of, doc_above, first_paragraph, first_sentence, is_test_file, items,
+    params, read, root, rs_files,
 };
 
 fn cell(s: &str) -> String {
@@ -233,40 +233,6 @@ fn engines_with(cap: &str) -> Vec<String> {
     }
     found.into_iter().collect()
 }
-
-/// What touches the machine, by what the code calls (comments and tests left out).
-const TOUCHES: &[(&str, &[&str])] = &[
-    ("the kernel's eBPF", &["aya::"]),
-    ("/proc", &["procfs::"]),
-    (
-        "files",
-        &[
-            "std::fs",
-            "fs::",
-            "File::open",
-            "File::create",
-            "OpenOptions",
-            "read_dir(",
-        ],
-    ),
-    ("inotify", &["inotify"]),
-    ("SQLite databases", &["Connection::open"]),
-    ("processes", &["Command::new", "process::Command"]),
-    ("signals", &["libc::kill"]),
-    ("scheduling", &["sched_setscheduler"]),
-    ("the GPU driver", &["Nvml::"]),
-    (
-        "the network",
-        &[
-            "TcpStream",
-            "TcpListener",
-            "UdpSocket",
-            "UnixStream",
-            "tonic::transport",
-            "reqwest::",
-        ],
-    ),
-];
 
 /// The product crates, whose code is what runs on a user's machine.
 const PRODUCT: &[&str] = &["core", "host", "export", "collector", "config", "semconv"];
