@@ -35,7 +35,7 @@ pub use cloud::{CLOUD_INIT_DATA, DMI_DIR, DMI_DIR_ENV, dmi_dir};
 pub use idle::IdleClock;
 pub use live::LiveHost;
 pub use pipetrace_core::facts::{ns_per_tick, page_size};
-pub use pipetrace_core::machine::{Cloud, HostInfo, OS_TYPE};
+use pipetrace_core::machine::HostInfo;
 #[cfg(any(test, feature = "fake-host"))]
 pub use pipetrace_core::port::fake;
 pub use pipetrace_core::port::{self, HostError, ProcSnapshot, RunningUsage, system_time};

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use pipetrace_config::Config;
+use pipetrace_core::machine::HostInfo;
 
 use crate::{
     attribution::{Attributor, Mode},
     export::{Sink, SinkStats, prometheus::Bound, resource},
-    host::HostInfo,
     outputs::Outputs,
     redact::Redactor,
     session::Session,
