@@ -12,13 +12,17 @@ use std::{
 
 use super::{
     db::TaskRun,
-    matching::{self, Found, Process, Threads, candidates},
+    matching::{self, Found, Hold, Process, Threads, candidates},
 };
 
 /// The cost of leaving a thread's process without a task run here (left to `find`).
 const NONE: f64 = 1e12;
-/// The cost added for a task run another thread was already matched to for good.
+/// The cost added for a task run another thread was already matched to for good, alone.
 const TAKEN: f64 = 1e9;
+/// The cost added for one another thread was matched to for good among others: more than
+/// any fit, so that a task run no thread holds goes first (else two threads share one and a
+/// sibling is left with no process), yet still one the records allow (below `TAKEN`).
+const SHARED: f64 = 1e6;
 /// How many choices the search tries before it keeps the best it found.
 const BUDGET: usize = 200_000;
 
@@ -237,8 +241,12 @@ fn options(
     let mut out: Vec<(usize, f64)> = (tasks.iter().enumerate())
         .filter(|(_, t)| cands.iter().any(|c| c.id == t.id))
         .map(|(k, t)| {
-            let taken = threads.held_by_other(p.thread, &t.id);
-            (k, cost(t, p, &mine) + if taken { TAKEN } else { 0.0 })
+            let held = match threads.hold_on(p.thread, &t.id) {
+                Hold::Free => 0.0,
+                Hold::Shared => SHARED,
+                Hold::Held => TAKEN,
+            };
+            (k, cost(t, p, &mine) + held)
         })
         .collect();
     out.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -453,5 +461,28 @@ mod tests {
             .collect();
         assert_eq!(names, ["c", "a", "b"]);
         assert!(found.iter().all(|f| f.others.is_empty()));
+    }
+
+    /// Two equal task runs; the first thread's process was settled on `w-b`, `w-a` named
+    /// beside it. The second thread's process fits `w-b` best, yet `w-b` may be the first
+    /// thread's: it goes to `w-a`, which no thread holds, and names `w-b`, so that each task
+    /// run Prefect recorded keeps a process and no process loses its own.
+    #[test]
+    fn a_task_run_another_thread_holds_among_others_goes_after_a_free_one() {
+        let tasks = [run("w-a", 0, 300_000), run("w-b", 1_000, 300_500)];
+        let known = [process(11, 30_000, 290_000)];
+        let mut threads = Threads::default();
+        threads.remember(11, &tasks[1], true, std::slice::from_ref(&tasks[0].id));
+        let batch = [process(12, 1_500, 300_000)];
+        let found = decide(&tasks, &batch, &known, &threads);
+        assert_eq!(found[0].run.as_ref().unwrap().name, "w-a");
+        assert_eq!(found[0].others, [tasks[1].id.clone()]);
+        threads.remember(11, &tasks[1], true, &[]);
+        let found = decide(&tasks, &batch, &known, &threads);
+        assert_eq!(found[0].run.as_ref().unwrap().name, "w-a");
+        assert!(
+            found[0].others.is_empty(),
+            "w-b is the first thread's alone"
+        );
     }
 }

@@ -70,6 +70,14 @@ struct Held {
     others: Vec<String>,
 }
 
+/// How far another thread holds a task run (see `Threads::hold_on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Hold {
+    Free,
+    Shared,
+    Held,
+}
+
 /// The task run found for a process, and whether it is sure.
 pub struct Found {
     pub run: Option<TaskRun>,
@@ -89,12 +97,17 @@ impl Threads {
         self.0.get(&tid).map(|h| &h.run)
     }
 
-    /// Whether a thread other than `tid` was matched to task run `id` for good, and alone:
-    /// a final match the records allow others for holds none of them, so that a thread
-    /// settled first on a sibling's run (equal task runs, forks late and out of order) does
-    /// not take that run from the sibling's thread, nor out of its alternatives.
-    pub fn held_by_other(&self, tid: u32, id: &str) -> bool {
-        (self.0.iter()).any(|(t, h)| *t != tid && h.fin && h.others.is_empty() && h.run.id == id)
+    /// How thread `tid` may take task run `id`: `Free` when no other thread was matched to it
+    /// for good; `Shared` when one was, but Prefect's records allowed that one others as
+    /// well (equal task runs, forks late and out of order): a guess, so `tid` may still be
+    /// given it, or named beside its match, though a run no thread holds comes first;
+    /// `Held` when one was, alone.
+    pub fn hold_on(&self, tid: u32, id: &str) -> Hold {
+        let by_others = (self.0.iter()).filter(|(t, h)| **t != tid && h.fin && h.run.id == id);
+        by_others.fold(Hold::Free, |was, (_, h)| match h.others.is_empty() {
+            true => Hold::Held,
+            false => was.max(Hold::Shared),
+        })
     }
 
     /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match; `others`:
