@@ -325,10 +325,12 @@ impl Session {
                 anon_rss_bytes,
                 file_rss_bytes,
                 shmem_rss_bytes,
+                limit_bytes,
             } => self.oom(
                 pid,
                 time_ns,
                 anon_rss_bytes + file_rss_bytes + shmem_rss_bytes,
+                limit_bytes,
             ),
             Event::Signal {
                 target,

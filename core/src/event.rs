@@ -77,13 +77,15 @@ pub enum Event {
         key: ProcKey,
         usage: Usage,
     },
-    /// The OOM killer chose process `pid`; its memory then, in bytes.
+    /// The OOM killer chose process `pid`; its memory then, in bytes, and the least limit of
+    /// its memory cgroup and those above it (`None`: not known, or no limit set).
     Oom {
         pid: u32,
         time_ns: u64,
         anon_rss_bytes: u64,
         file_rss_bytes: u64,
         shmem_rss_bytes: u64,
+        limit_bytes: Option<u64>,
     },
     /// The process opened a file (the open succeeded): the path as it named it.
     Open {
@@ -195,6 +197,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 anon_rss_bytes: e.anon_rss.saturating_mul(page),
                 file_rss_bytes: e.file_rss.saturating_mul(page),
                 shmem_rss_bytes: e.shmem_rss.saturating_mul(page),
+                limit_bytes: memory_limit(e.limit_pages, page),
             })
         }
         KIND_SIGNAL => signal(bytes, &h),
@@ -228,6 +231,13 @@ fn exec(bytes: &[u8], h: &EventHeader, key: ProcKey) -> Result<Event, DecodeErro
         argv: split_argv(&data[..argv_end]),
         argv_truncated: e.flags & EXEC_ARGV_TRUNCATED != 0,
     }))
+}
+
+/// A memory cgroup's limit from its page count: none where unset (the kernel's "max",
+/// `LONG_MAX` bytes in pages) or not known (0).
+fn memory_limit(pages: u64, page: u64) -> Option<u64> {
+    let unset = i64::MAX as u64 / page;
+    (pages > 0 && pages < unset).then(|| pages * page)
 }
 
 fn signal(bytes: &[u8], h: &EventHeader) -> Result<Event, DecodeError> {
@@ -269,6 +279,31 @@ mod tests {
             _pad: 0,
         };
         [bytes_of(&head), argv.to_vec(), filename.to_vec()].concat()
+    }
+
+    #[test]
+    fn an_oom_records_limit_is_none_where_the_cgroup_sets_none() {
+        let page = page_size();
+        let limit = |limit_pages| {
+            let e = OomEvent {
+                header: EventHeader {
+                    kind: KIND_OOM,
+                    tgid: 7,
+                    ..EventHeader::default()
+                },
+                anon_rss: 3,
+                limit_pages,
+                ..OomEvent::default()
+            };
+            match decode(&bytes_of(&e)).unwrap() {
+                Event::Oom { limit_bytes, .. } => limit_bytes,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(limit(16_384), Some(16_384 * page));
+        assert_eq!(limit(0), None, "not known");
+        // The kernel's PAGE_COUNTER_MAX: no limit was set.
+        assert_eq!(limit(i64::MAX as u64 / page), None);
     }
 
     #[test]

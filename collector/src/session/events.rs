@@ -64,11 +64,19 @@ impl Session {
         self.awaiting.exited(key, image_peak_bytes, at_exit);
     }
 
-    /// The OOM killer chose the process holding `pid`, then holding `rss_bytes`.
-    pub(super) fn oom(&mut self, pid: u32, time_ns: u64, rss_bytes: u64) {
+    /// The OOM killer chose the process holding `pid`, then holding `rss_bytes`, in a memory
+    /// cgroup limited to `kernel_limit` (as the probe read it, where it could).
+    pub(super) fn oom(
+        &mut self,
+        pid: u32,
+        time_ns: u64,
+        rss_bytes: u64,
+        kernel_limit: Option<u64>,
+    ) {
         // The victim is dying: read its cgroup now. If it is already gone (the kernel
         // then shows the root), the cgroup it was forked in (its nearest running
-        // ancestor's), else its task's limit read at the task's start stands in.
+        // ancestor's), else its task's limit read at the task's start stands in. The limit
+        // the probe read as the victim was chosen is the one that bound it: it comes first.
         let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(&*self.host, pid);
         let gone = cgroup.as_deref().is_none_or(|c| c == "/");
         if gone && let Some(a) = self.running_ancestor(pid) {
@@ -82,6 +90,7 @@ impl Session {
             limit_bytes = a.memory_limit;
             cgroup = None;
         }
+        limit_bytes = kernel_limit.or(limit_bytes);
         let oom = crate::tree::Oom {
             time_ns,
             rss_bytes,

@@ -197,6 +197,7 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
         anon_rss_bytes: 1 << 30,
         file_rss_bytes: 0,
         shmem_rss_bytes: 0,
+        limit_bytes: None,
     });
     end(tool, 52 * S + 1000, 128 + 9)
         .into_iter()

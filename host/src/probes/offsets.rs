@@ -113,6 +113,17 @@ impl<'a> Structs<'a> {
         }
     }
 
+    /// The value of enumerator `name` of enum `enumeration`.
+    pub fn enumerator(&self, enumeration: &str, name: &str) -> Option<u32> {
+        let types = self.btf.resolve_types_by_name(enumeration).ok()?;
+        types.into_iter().find_map(|t| match t {
+            Type::Enum(e) => (e.members.iter())
+                .find(|m| self.btf.resolve_name(*m).is_ok_and(|n| n == name))
+                .map(|m| m.val()),
+            _ => None,
+        })
+    }
+
     /// Byte size of a struct.
     pub fn size(&self, strukt: &str) -> Option<u32> {
         self.get(strukt).ok().map(|s| s.size() as u32)
@@ -219,6 +230,33 @@ fn accounting(structs: &Structs, o: &mut KernelOffsets) {
     o.binprm_filename = opt("linux_binprm", "filename");
     o.siginfo_code = opt("kernel_siginfo", "si_code");
     o.sk_family = within("sock", "__sk_common", "sock_common", "skc_family");
+    memory_cgroup(structs, o);
+}
+
+/// Where a task's memory cgroup and its limit are (see `KernelOffsets::task_cgroups`): all
+/// or none, as the OOM probe needs every step.
+fn memory_cgroup(structs: &Structs, o: &mut KernelOffsets) {
+    let steps = || {
+        let id = structs.enumerator("cgroup_subsys_id", "memory_cgrp_id")?;
+        let pointer = u32::try_from(std::mem::size_of::<usize>()).ok()?;
+        let at = |s: &str, f: &str| structs.field_offset(s, f).ok();
+        Some([
+            at("task_struct", "cgroups")?,
+            at("css_set", "subsys")? + id * pointer,
+            at("mem_cgroup", "css")?,
+            at("mem_cgroup", "memory")?,
+            at("page_counter", "max")?,
+            at("page_counter", "parent")?,
+        ])
+    };
+    [
+        o.task_cgroups,
+        o.css_set_memory,
+        o.memcg_css,
+        o.memcg_memory,
+        o.page_counter_max,
+        o.page_counter_parent,
+    ] = steps().unwrap_or([ABSENT; 6]);
 }
 
 /// Where the rss counters of `mm_struct.rss_stat` are: the first one's value, where the
@@ -323,6 +361,15 @@ mod tests {
             "{o:?}"
         );
         assert!(o.task_in_iowait_bit < 8, "{o:?}");
+        // A memory cgroup's limit: its page counter's max is past its usage (first).
+        assert!(
+            o.task_cgroups != ABSENT && o.css_set_memory != ABSENT,
+            "{o:?}"
+        );
+        assert!(
+            o.page_counter_max > 0 && o.page_counter_parent > o.page_counter_max,
+            "{o:?}"
+        );
         let btf = Btf::from_file(path).expect("btf");
         let structs = Structs::new(&btf);
         assert_eq!(

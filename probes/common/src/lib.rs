@@ -267,6 +267,10 @@ pub struct OomEvent {
     pub anon_rss: u64,
     pub file_rss: u64,
     pub shmem_rss: u64,
+    /// The least memory limit of the victim's memory cgroup and those above it, in pages,
+    /// read as it was chosen (0 where not known; the kernel's "max" where none is set).
+    /// Read here because a victim's cgroup is gone from /proc by the time user space looks.
+    pub limit_pages: u64,
 }
 
 #[repr(C)]
@@ -383,6 +387,16 @@ pub struct KernelOffsets {
     /// 1 where mark_victim's first argument is the victim's task (its record has the
     /// victim's memory, newer kernels), 0 where it is the victim's pid.
     pub oom_task_arg: u32,
+    /// A task's memory cgroup, for the BTF OOM probe: `task_struct.cgroups` (a css_set),
+    /// where in the css_set the memory controller's state is (`subsys[memory_cgrp_id]`),
+    /// `mem_cgroup.css`, `mem_cgroup.memory` (a page counter) and in `page_counter` its
+    /// `max` and `parent`; [`ABSENT`] where the kernel lacks one (no memory controller).
+    pub task_cgroups: u32,
+    pub css_set_memory: u32,
+    pub memcg_css: u32,
+    pub memcg_memory: u32,
+    pub page_counter_max: u32,
+    pub page_counter_parent: u32,
     /// syscalls:sys_enter_openat / sys_exit_openat record fields (from tracefs).
     pub tp_openat_filename: u32,
     pub tp_openat_flags: u32,

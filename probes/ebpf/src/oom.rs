@@ -7,12 +7,44 @@ use aya_ebpf::{
     helpers::generated::bpf_ktime_get_boot_ns, macros::btf_tracepoint,
     programs::BtfTracePointContext,
 };
-use pipetrace_probes_common::{EventHeader, KIND_OOM, OomEvent};
+use pipetrace_probes_common::{ABSENT, EventHeader, KIND_OOM, KernelOffsets, OomEvent};
 
 use crate::{
     emit,
     task::{self, Access, Probed},
 };
+
+/// How many memory cgroups up from the victim's own are read for a lower limit: more than
+/// any job scheduler, container runtime or systemd slice nests.
+const LEVELS: usize = 16;
+
+/// The least `max` of the victim's memory cgroup's page counter and its parents', in pages
+/// (0: not known). A limit above the victim's own cgroup binds it as well.
+#[inline(always)]
+fn memory_limit(victim: task::Task, o: &KernelOffsets) -> u64 {
+    if o.task_cgroups == ABSENT {
+        return 0;
+    }
+    let css_set: *const u8 = Probed::at(victim, o.task_cgroups).unwrap_or(core::ptr::null());
+    let css: *const u8 = Probed::at(css_set, o.css_set_memory).unwrap_or(core::ptr::null());
+    if css.is_null() {
+        return 0;
+    }
+    // css is a field of the mem_cgroup; the page counter another.
+    let base = (css as usize).wrapping_sub(o.memcg_css as usize);
+    let mut counter = base.wrapping_add(o.memcg_memory as usize) as *const u8;
+    let mut least = u64::MAX;
+    for _ in 0..LEVELS {
+        if counter.is_null() {
+            break;
+        }
+        if let Some(max) = Probed::at::<u64>(counter, o.page_counter_max) {
+            least = least.min(max);
+        }
+        counter = Probed::at(counter, o.page_counter_parent).unwrap_or(core::ptr::null());
+    }
+    if least == u64::MAX { 0 } else { least }
+}
 
 /// `mark_victim(struct task_struct *task, uid_t uid)`; on older kernels
 /// `mark_victim(int pid)`, with no memory to read.
@@ -43,6 +75,7 @@ pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
         (*ev).anon_rss = task::rss_pages::<Probed>(mm, o, task::RSS_ANON);
         (*ev).file_rss = task::rss_pages::<Probed>(mm, o, task::RSS_FILE);
         (*ev).shmem_rss = task::rss_pages::<Probed>(mm, o, task::RSS_SHMEM);
+        (*ev).limit_pages = memory_limit(victim, o);
     }
     // Rare and urgent: wake the reader now.
     entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);

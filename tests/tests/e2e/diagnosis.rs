@@ -89,6 +89,54 @@ fn an_oom_kill_inside_a_cgroup_limit_lands_on_the_tool_and_its_task() {
     assert_eq!(kills, 1.0);
 }
 
+/// The victim's limit as the OOM killer chose it, read by the probe: by the time user space
+/// looks the victim has gone from its cgroup, and here nothing else of its task is left in
+/// it (the shell that joined it became the victim), so only the kernel can say.
+#[tokio::test]
+async fn the_probe_reads_the_oom_victims_limit_as_it_is_chosen() {
+    let limit = 48 * 1048576;
+    let cg = MemoryCgroup::new(limit);
+    let strict = pipetrace_config::Probes {
+        strict: true,
+        ..Default::default()
+    };
+    let (mut events, _probes) = pipetrace_host::source::open(&strict, false).unwrap();
+    // `tail` keeps a line that never ends: all of /dev/zero, until the limit stops it.
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec tail /dev/zero",
+        cg.0.display()
+    );
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut out = Vec::new();
+    let found = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no OOM event for {}",
+            child.id()
+        );
+        events.next_batch(&mut out).await.unwrap();
+        let oom = out.drain(..).find_map(|e| match e {
+            pipetrace::event::Event::Oom {
+                pid, limit_bytes, ..
+            } if pid == child.id() => Some(limit_bytes),
+            _ => None,
+        });
+        if let Some(limit_bytes) = oom {
+            break limit_bytes;
+        }
+    };
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    assert_eq!(found, Some(limit));
+}
+
 #[test]
 fn a_killed_tool_names_the_signal_and_its_sender() {
     let dir = tempfile::tempdir().unwrap();
