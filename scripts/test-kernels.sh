@@ -36,14 +36,15 @@ command -v apt-get >/dev/null || die "apt-get is needed to fetch Debian's kernel
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] ||
   die "Debian's archive keyring is missing: apt-get install debian-archive-keyring"
 if ! command -v qemu-system-x86_64 >/dev/null; then
+  # Both kernels' tests start at once: the second waits for the first one's dpkg lock.
   say "installing qemu-system-x86"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
     qemu-system-x86 >/dev/null || die "could not install qemu-system-x86"
 fi
 busybox=$(command -v busybox || true)
 if [ -z "$busybox" ] || ! file -L "$busybox" | grep -q 'statically linked'; then
   say "installing busybox-static"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null ||
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq busybox-static >/dev/null ||
     die "could not install busybox-static"
   busybox=$(command -v busybox)
 fi
