@@ -45,7 +45,7 @@ impl Clock {
 }
 
 impl Awaiting {
-    pub fn new(wait: Duration) -> Self {
+    pub(crate) fn new(wait: Duration) -> Self {
         Self {
             entries: Default::default(),
             wait,
@@ -57,20 +57,20 @@ impl Awaiting {
         }
     }
 
-    pub fn set_wait(&mut self, wait: Duration) {
+    pub(crate) fn set_wait(&mut self, wait: Duration) {
         self.wait = wait;
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// The processes waiting.
-    pub fn keys(&self) -> impl Iterator<Item = &ProcKey> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &ProcKey> {
         self.entries.keys()
     }
 
-    pub fn exited(&mut self, key: ProcKey, image_peak_bytes: u64, at_exit: Option<Usage>) {
+    pub(crate) fn exited(&mut self, key: ProcKey, image_peak_bytes: u64, at_exit: Option<Usage>) {
         let since = self.clock.advance();
         self.entries.insert(
             key,
@@ -92,7 +92,7 @@ impl Awaiting {
     }
 
     /// Records a report; false for a process not waiting (not in the tree, or unknown exit).
-    pub fn reported(&mut self, key: ProcKey, usage: Usage) -> bool {
+    pub(crate) fn reported(&mut self, key: ProcKey, usage: Usage) -> bool {
         let now = self.clock.advance();
         match self.entries.get_mut(&key) {
             Some(e) => {
@@ -105,13 +105,13 @@ impl Awaiting {
     }
 
     /// The longest a report that came took after its process's exit.
-    pub fn slowest_report(&self) -> Duration {
+    pub(crate) fn slowest_report(&self) -> Duration {
         self.slowest
     }
 
     /// What can be settled now, descendants before ancestors: reported ones, and with
     /// `force` or past the wait, the rest with their figures from exit (if any).
-    pub fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
+    pub(crate) fn ready(&mut self, tree: &Tree, force: bool) -> Vec<(ProcKey, Option<Usage>)> {
         let now_t = self.clock.advance();
         let wait = self.wait;
         let due = |e: &Entry| e.usage.is_some() || force || now_t - e.since >= wait;

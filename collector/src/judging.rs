@@ -36,7 +36,7 @@ pub struct Judging {
 impl Judging {
     /// Keeps what the judgement needs of spans on their way out; a run span among them
     /// leaves with its run's findings.
-    pub fn pass(&mut self, spans: &mut [ReadySpan]) {
+    pub(crate) fn pass(&mut self, spans: &mut [ReadySpan]) {
         for s in spans.iter_mut() {
             let trace = s.span.span_context.trace_id();
             match s.kind {
@@ -76,7 +76,7 @@ impl Judging {
     }
 
     /// Over the memory limit: what is kept goes; those runs leave without findings.
-    pub fn relieve_memory(&mut self) -> u64 {
+    pub(crate) fn relieve_memory(&mut self) -> u64 {
         let n = self.runs.values().map(|(r, _)| r.spans.len() as u64).sum();
         self.runs.clear();
         n

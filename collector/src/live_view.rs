@@ -65,7 +65,7 @@ pub struct Now {
 impl Now {
     /// The time left: the usual run's time less what this one has run; without a history,
     /// the tasks not done at the pace of those done (where the engine says how many).
-    pub fn expect_end(&mut self, usual_s: Option<f64>) {
+    pub(crate) fn expect_end(&mut self, usual_s: Option<f64>) {
         self.usual_s = usual_s;
         self.left_s = match (usual_s, self.total) {
             (Some(u), _) => Some(u - self.elapsed_s).filter(|l| *l > 0.0),
@@ -78,7 +78,7 @@ impl Now {
     }
 
     /// Tasks not started yet, where the engine says how many there are in all.
-    pub fn not_started(&self) -> Option<u32> {
+    pub(crate) fn not_started(&self) -> Option<u32> {
         let started = self.done + self.tasks.len() as u32;
         self.total.map(|t| t.saturating_sub(started))
     }
@@ -92,7 +92,7 @@ impl Now {
     }
 
     /// Tasks running: by the engine's records where they say, else those seen.
-    pub fn running_now(&self) -> u32 {
+    pub(crate) fn running_now(&self) -> u32 {
         self.running.unwrap_or(self.tasks.len() as u32)
     }
 }
@@ -136,7 +136,7 @@ impl Watcher {
     /// Each run now, in the order they started. `read` gives a running process's figures
     /// (None once it is gone); `judge`, of a run's task, whether it is stalled and what its
     /// earlier runs usually took.
-    pub fn look(
+    pub(crate) fn look(
         &mut self,
         attr: &Attributor,
         tree: &Tree,
@@ -290,7 +290,7 @@ fn duration(s: f64) -> String {
 
 /// The view as text lines at most `width` characters wide: the run, then at most `max`
 /// running tasks (the rest counted).
-pub fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
+pub(crate) fn lines(now: &Now, width: usize, max: usize) -> Vec<String> {
     let counts = match (now.total, now.queued.or_else(|| now.not_started())) {
         (Some(total), Some(queued)) => format!(
             "{} running, {queued} queued, {} of {total} done, {} failed",

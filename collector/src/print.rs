@@ -48,7 +48,7 @@ macro_rules! say {
 }
 
 /// `1 span`, `2 spans`: a count with its noun in the number it takes.
-pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     match n.into() {
         1 => format!("1 {one}"),
         n => format!("{n} {many}"),

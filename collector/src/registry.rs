@@ -22,7 +22,7 @@ pub struct AgentStatus {
     pub figures: AgentFigures,
 }
 
-pub fn path(state_dir: &Path) -> PathBuf {
+pub(crate) fn path(state_dir: &Path) -> PathBuf {
     state_dir.join("agent-status.json")
 }
 
@@ -60,7 +60,7 @@ pub struct AgentLock {
 
 impl AgentLock {
     /// Takes `state_dir/agent.lock`, or says which agent holds it.
-    pub fn take(state_dir: &Path) -> Result<Self, LockError> {
+    pub(crate) fn take(state_dir: &Path) -> Result<Self, LockError> {
         use std::{io::Write, os::fd::AsRawFd};
         let path = state_dir.join("agent.lock");
         let io = |source| LockError::Io {
@@ -100,7 +100,7 @@ fn now() -> u64 {
 }
 
 impl AgentStatus {
-    pub fn new(mode: &str, exporting_to: String, figures: AgentFigures) -> Self {
+    pub(crate) fn new(mode: &str, exporting_to: String, figures: AgentFigures) -> Self {
         Self {
             pid: std::process::id(),
             updated: now(),
@@ -111,7 +111,7 @@ impl AgentStatus {
     }
 
     /// Written whole (temporary file, then rename): a reader never sees half of it.
-    pub fn write(&self, state_dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn write(&self, state_dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(state_dir)?;
         let tmp = state_dir.join(".agent-status.json.tmp");
         std::fs::write(
@@ -121,12 +121,12 @@ impl AgentStatus {
         std::fs::rename(tmp, path(state_dir))
     }
 
-    pub fn read(state_dir: &Path) -> Option<Self> {
+    pub(crate) fn read(state_dir: &Path) -> Option<Self> {
         serde_json::from_slice(&std::fs::read(path(state_dir)).ok()?).ok()
     }
 
     /// Also in the node's registry; best effort (a debug line when /run is not writable).
-    pub fn register(&self, state_dir: Option<&Path>) {
+    pub(crate) fn register(&self, state_dir: Option<&Path>) {
         let entry = Registered {
             state_dir: state_dir.map(|d| d.display().to_string()),
             status: self,
@@ -146,7 +146,7 @@ impl AgentStatus {
     }
 
     /// Leaves the registry (at a clean stop; a crashed agent's entry is skipped as not alive).
-    pub fn unregister() {
+    pub(crate) fn unregister() {
         let pid = std::process::id();
         for f in [registry_file(pid), runs_file(pid), want_file(pid)] {
             let _ = std::fs::remove_file(f);
@@ -155,7 +155,7 @@ impl AgentStatus {
 
     /// Every agent in the node's registry that still runs, oldest pid first, with its
     /// state directory.
-    pub fn running() -> Vec<(Option<String>, Self)> {
+    pub(crate) fn running() -> Vec<(Option<String>, Self)> {
         let Ok(dir) = std::fs::read_dir(REGISTRY) else {
             return Vec::new();
         };
@@ -172,11 +172,11 @@ impl AgentStatus {
     }
 
     /// Seconds since the last update.
-    pub fn age(&self) -> u64 {
+    pub(crate) fn age(&self) -> u64 {
         now().saturating_sub(self.updated)
     }
 
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         Path::new(&format!("/proc/{}", self.pid)).exists()
     }
 
@@ -222,13 +222,13 @@ fn modified(path: &Path) -> Option<SystemTime> {
 }
 
 /// Whether a reader asked for this agent's runs lately.
-pub fn runs_wanted() -> bool {
+pub(crate) fn runs_wanted() -> bool {
     let asked = modified(&want_file(std::process::id()));
     asked.is_some_and(|t| t.elapsed().is_ok_and(|e| e < WANTED_FOR))
 }
 
 /// Writes this agent's runs now (replaced whole, never half-written).
-pub fn write_runs(runs: &[crate::live_view::Now]) {
+pub(crate) fn write_runs(runs: &[crate::live_view::Now]) {
     let pid = std::process::id();
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(REGISTRY)?;
@@ -246,7 +246,7 @@ pub type Answer = Result<Vec<crate::live_view::Now>, String>;
 /// Asks every agent in `pids` for its runs at once, then reads each answer, waiting up to
 /// `wait` (in all, not per agent) for answers newer than the question: each view is of a
 /// moment after it was asked, however many agents run.
-pub fn read_runs(pids: &[u32], wait: std::time::Duration) -> Vec<Answer> {
+pub(crate) fn read_runs(pids: &[u32], wait: std::time::Duration) -> Vec<Answer> {
     let denied = |p: &Path| {
         format!(
             "cannot use {}: the agent's runs are for its own user only (run as root)",

@@ -25,7 +25,7 @@ struct Outside {
 }
 
 /// Whether any hierarchy's line of a `/proc/PID/cgroup` text places it at `scope` or below.
-pub fn contains(scope: &str, proc_cgroup: &str) -> bool {
+pub(crate) fn contains(scope: &str, proc_cgroup: &str) -> bool {
     let scope = scope.trim_end_matches('/');
     proc_cgroup
         .lines()
@@ -56,7 +56,7 @@ pub enum ScopeError {
 /// The cgroup path `probes.scope_cgroup` names: `..` is the cgroup around the agent's own
 /// (its pod's, as a sidecar in it). A scope in a private cgroup namespace is refused: paths
 /// read there would be relative to it.
-pub fn resolve(cgroup: Option<&str>) -> Result<Option<String>, ScopeError> {
+pub(crate) fn resolve(cgroup: Option<&str>) -> Result<Option<String>, ScopeError> {
     let Some(cg) = cgroup else { return Ok(None) };
     let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/cgroup")).ok();
     // Where PID 1's namespace cannot be read, nothing tells: the paths are trusted.
@@ -93,19 +93,19 @@ fn own_parent(proc_cgroup: &str) -> Option<String> {
 
 impl Scope {
     /// `cgroup`: as [`resolve`] gives it.
-    pub fn new(cgroup: Option<String>) -> Self {
+    pub(crate) fn new(cgroup: Option<String>) -> Self {
         Self {
             cgroup,
             outside: HashMap::new(),
         }
     }
 
-    pub fn whole_node(&self) -> bool {
+    pub(crate) fn whole_node(&self) -> bool {
         self.cgroup.is_none()
     }
 
     /// Whether process `pid` is in scope now (false once it has ended).
-    pub fn holds_pid(&self, host: &dyn Host, pid: u32) -> bool {
+    pub(crate) fn holds_pid(&self, host: &dyn Host, pid: u32) -> bool {
         self.holds(host, pid).unwrap_or(false)
     }
 
@@ -120,7 +120,7 @@ impl Scope {
     }
 
     /// Marks a process seen at the start (the /proc scan) as outside.
-    pub fn leave_out(&mut self, key: ProcKey) {
+    pub(crate) fn leave_out(&mut self, key: ProcKey) {
         let o = Outside {
             cgroup_id: 0,
             runtime: false,
@@ -129,7 +129,7 @@ impl Scope {
     }
 
     /// Whether the pipeline handles `ev`. `tree`: the processes it watches.
-    pub fn admit(&mut self, host: &dyn Host, ev: &Event, tree: &Tree) -> bool {
+    pub(crate) fn admit(&mut self, host: &dyn Host, ev: &Event, tree: &Tree) -> bool {
         if self.whole_node() {
             return true;
         }

@@ -100,7 +100,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(
+    pub(crate) fn new(
         host: host::SharedHost,
         attr: Attributor,
         builder: SpanBuilder,
@@ -171,7 +171,7 @@ impl Session {
     }
 
     /// The wait status of `pid`, reaped by us: used when the source cannot see it.
-    pub fn known_exit(&mut self, pid: u32, status: u32) {
+    pub(crate) fn known_exit(&mut self, pid: u32, status: u32) {
         if self.procfs {
             self.known_exits.insert(pid, status);
         }
@@ -216,7 +216,7 @@ impl Session {
     }
 
     /// Seeds the tree with what runs now, and lets the attribution find runs among it.
-    pub fn seed(&mut self) {
+    pub(crate) fn seed(&mut self) {
         let mut snap = self.host.processes();
         if !self.scope.whole_node() {
             let (inside, outside): (Vec<_>, Vec<_>) = snap
@@ -281,7 +281,7 @@ impl Session {
 
     /// Takes a batch from the ring buffer (`bad`: records that did not decode), then
     /// exports whatever the attribution could name since.
-    pub fn ingest(&mut self, batch: &mut Vec<Event>, bad: u64) {
+    pub(crate) fn ingest(&mut self, batch: &mut Vec<Event>, bad: u64) {
         self.undecodable += bad;
         for ev in batch.drain(..) {
             self.handle(ev);
@@ -290,7 +290,7 @@ impl Session {
         self.poll(false);
     }
 
-    pub fn handle(&mut self, ev: Event) {
+    pub(crate) fn handle(&mut self, ev: Event) {
         self.events += 1;
         if !self.scope.admit(&*self.host, &ev, &self.tree) {
             return;
@@ -384,7 +384,7 @@ impl Session {
     /// Exports what the attribution could name since the last call (Snakemake jobs wait
     /// for the engine's log); with `force`, everything still waiting. Exits whose usage did
     /// not come within `usage_wait` (a parent that never reaps) end without it.
-    pub fn poll(&mut self, force: bool) {
+    pub(crate) fn poll(&mut self, force: bool) {
         self.settle_exits(force);
         let settling: HashSet<ProcKey> = self
             .awaiting
@@ -402,18 +402,18 @@ impl Session {
     }
 
     /// The longest a usage report that came took after its process's exit.
-    pub fn slowest_usage_report(&self) -> Duration {
+    pub(crate) fn slowest_usage_report(&self) -> Duration {
         self.awaiting.slowest_report()
     }
 
     /// From now on each exit waits `wait` after its exit for its usage report; the next
     /// poll ends the exits already past it with their figures from exit (counted).
-    pub fn wait_for_usage(&mut self, wait: Duration) {
+    pub(crate) fn wait_for_usage(&mut self, wait: Duration) {
         self.awaiting.set_wait(wait);
     }
 
     /// Processes that exited and wait for the kernel's usage report.
-    pub fn awaiting_usage(&self) -> usize {
+    pub(crate) fn awaiting_usage(&self) -> usize {
         self.awaiting.len()
     }
 
@@ -426,7 +426,7 @@ impl Session {
 
     /// Samples running processes for the live metrics and returns the request to export,
     /// if any. `net` reads what the kernel has counted so far for a live process.
-    pub fn metrics_tick(
+    pub(crate) fn metrics_tick(
         &mut self,
         net: &dyn Fn(u32) -> pipetrace_probes_common::Accumulator,
         lost: KernelLosses,
@@ -457,7 +457,7 @@ impl Session {
     }
 
     /// What the agent lost, dropped, retried and holds now.
-    pub fn agent_figures(&self, lost: KernelLosses) -> AgentFigures {
+    pub(crate) fn agent_figures(&self, lost: KernelLosses) -> AgentFigures {
         use std::sync::atomic::Ordering::Relaxed;
         let st = &self.sink_stats;
         AgentFigures {
@@ -488,7 +488,7 @@ impl Session {
 
     /// Past the memory limit, telemetry waiting in memory goes to the spool, or is dropped
     /// and counted: the agent must not grow without bound while a backend is away.
-    pub fn enforce_memory_limit(&mut self, limit_bytes: u64) {
+    pub(crate) fn enforce_memory_limit(&mut self, limit_bytes: u64) {
         let Some(rss) = self.host.own_rss_bytes() else {
             return;
         };
@@ -572,7 +572,7 @@ impl Session {
     }
 
     /// A metrics tick's request, to every output.
-    pub fn send_metrics(
+    pub(crate) fn send_metrics(
         &mut self,
         req: opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
     ) {

@@ -30,7 +30,7 @@ pub fn run_trace_file() -> String {
 
 /// `text` with each `{name}` of a default replaced by its value: how the configuration's
 /// documentation and the command line's help name a default without copying it.
-pub fn fill(text: &str) -> String {
+pub(crate) fn fill(text: &str) -> String {
     let values = [
         ("{agent_trace_file}", AGENT_TRACE_FILE.to_string()),
         ("{run_trace_file}", run_trace_file()),

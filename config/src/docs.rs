@@ -502,7 +502,7 @@ pub(crate) fn comment(path: &str) -> Option<String> {
 }
 
 /// `value` (the defaults) as YAML, each key under its comment, nested sections indented.
-pub fn commented(value: &Value) -> String {
+pub(crate) fn commented(value: &Value) -> String {
     let mut out = String::new();
     if let Value::Mapping(m) = value {
         section(m, "", 0, &mut out);

@@ -131,7 +131,7 @@ fn otlp_setting(name: &str, raw: &str) -> Option<(Vec<String>, Value)> {
 
 /// The OTel SDK's OTEL_* variables as config keys. The mapping is written out by hand:
 /// headers are percent-decoded and timeouts are milliseconds, which no key mapping says.
-pub fn otel(vars: &[(String, String)]) -> Layer {
+pub(crate) fn otel(vars: &[(String, String)]) -> Layer {
     let mut layer = Layer::new("environment");
     for (name, raw) in vars {
         // The OTel specification: an empty variable is as if unset.
@@ -188,7 +188,7 @@ fn figments_env() -> Env {
 }
 
 /// PIPETRACE_ variables that give a whole map (`MAPS`), as `k1=v1,k2=v2`.
-pub fn maps(vars: &[(String, String)]) -> Layer {
+pub(crate) fn maps(vars: &[(String, String)]) -> Layer {
     let mut layer = Layer::new("environment");
     for (name, raw) in vars {
         // get(), not slicing: a name may hold a multi-byte character across the prefix's end.
@@ -267,7 +267,7 @@ impl Provider for PipetraceEnv {
 /// the variables' names: one that sets a value where another makes a section
 /// (PIPETRACE_A__B=x beside PIPETRACE_A__B__C=y), two spellings of one key, and an empty
 /// key name; Env would silently keep whichever comes last, or skip the variable.
-pub fn pipetrace() -> Result<PipetraceEnv, ConfigError> {
+pub(crate) fn pipetrace() -> Result<PipetraceEnv, ConfigError> {
     let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
     let names: Vec<String> = names.collect();
     if let Some(e) = names.iter().find_map(|n| misspelt(n)) {

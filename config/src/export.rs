@@ -68,7 +68,7 @@ pub enum SignalKind {
 }
 
 impl SignalKind {
-    pub fn path(self) -> &'static str {
+    pub(crate) fn path(self) -> &'static str {
         match self {
             SignalKind::Traces => "/v1/traces",
             SignalKind::Metrics => "/v1/metrics",
@@ -152,21 +152,6 @@ impl Otlp {
 
     pub fn traces_endpoint(&self) -> Option<String> {
         self.resolve(SignalKind::Traces).map(|e| e.url)
-    }
-
-    pub fn metrics_endpoint(&self) -> Option<String> {
-        self.resolve(SignalKind::Metrics).map(|e| e.url)
-    }
-
-    pub fn protocol(&self) -> Protocol {
-        self.traces.protocol.or(self.protocol).unwrap_or_default()
-    }
-
-    pub fn compression(&self) -> Compression {
-        self.traces
-            .compression
-            .or(self.compression)
-            .unwrap_or_default()
     }
 }
 

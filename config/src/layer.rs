@@ -25,7 +25,7 @@ pub struct Layer {
 
 impl Layer {
     /// An empty layer merged over the YAML file (figment's global profile).
-    pub fn new(kind: &'static str) -> Self {
+    pub(crate) fn new(kind: &'static str) -> Self {
         Layer {
             kind,
             root: Json::new(),
@@ -35,7 +35,7 @@ impl Layer {
 
     /// Sets `path` to `value`, set by `origin`. False, and nothing set, when the path runs
     /// through a value or would replace a section: a setting is a value or a section.
-    pub fn set(&mut self, path: &[&str], value: serde_json::Value, origin: String) -> bool {
+    pub(crate) fn set(&mut self, path: &[&str], value: serde_json::Value, origin: String) -> bool {
         let set = insert(&mut self.root, path, value);
         if set {
             let path: Vec<String> = path.iter().map(|p| p.to_string()).collect();

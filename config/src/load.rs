@@ -182,6 +182,11 @@ mod tests {
         );
     }
 
+    fn traces_compression(c: &Config) -> Compression {
+        let traces = c.export.otlp.resolve(crate::SignalKind::Traces);
+        traces.expect("an endpoint").compression
+    }
+
     #[test]
     fn layers_apply_in_order() {
         let f = file("export:\n  otlp:\n    endpoint: http://file:4317\n    compression: gzip\n");
@@ -190,7 +195,7 @@ mod tests {
             only_file.export.otlp.endpoint.as_deref(),
             Some("http://file:4317")
         );
-        assert_eq!(only_file.export.otlp.compression(), Compression::Gzip);
+        assert_eq!(traces_compression(&only_file), Compression::Gzip);
 
         let e = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317")];
         let with_env = load_with(Some(f.path()), &e, &Flags::default()).unwrap();
@@ -199,7 +204,7 @@ mod tests {
             Some("http://env:4317")
         );
         // The file's other keys survive the env layer.
-        assert_eq!(with_env.export.otlp.compression(), Compression::Gzip);
+        assert_eq!(traces_compression(&with_env), Compression::Gzip);
 
         let flags = Flags {
             endpoint: Some("http://flag:4317".into()),

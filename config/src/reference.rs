@@ -89,7 +89,7 @@ cost:
 "#;
 
 /// The page for `defaults` (`Config::default()` as YAML).
-pub fn markdown(defaults: &Value) -> String {
+pub(crate) fn markdown(defaults: &Value) -> String {
     let mut out = String::from(HEAD);
     let Value::Mapping(top) = defaults else {
         return out;

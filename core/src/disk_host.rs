@@ -21,7 +21,7 @@ pub struct DiskHost {
 
 impl DiskHost {
     /// Keeps a copy of a written file, as the host crate's keeper does when it sees it.
-    pub fn keep(&self, name: &std::ffi::OsStr, bytes: &[u8]) {
+    pub(crate) fn keep(&self, name: &std::ffi::OsStr, bytes: &[u8]) {
         self.kept
             .lock()
             .unwrap()
@@ -117,14 +117,14 @@ impl Host for DiskHost {
 }
 
 /// The disk host, shared as attribution takes a host.
-pub fn shared() -> crate::port::SharedHost {
+pub(crate) fn shared() -> crate::port::SharedHost {
     std::sync::Arc::new(DiskHost::default())
 }
 
 /// SQLite, for tests that write an engine's database (the host crate opens real ones).
 struct TestSqlite(rusqlite::Connection);
 
-pub fn sqlite(path: &Path) -> Option<Box<dyn Database>> {
+pub(crate) fn sqlite(path: &Path) -> Option<Box<dyn Database>> {
     let conn = rusqlite::Connection::open(path).ok()?;
     Some(Box::new(TestSqlite(conn)))
 }

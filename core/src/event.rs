@@ -131,7 +131,7 @@ fn read<T: Copy>(bytes: &[u8], kind: u32) -> Result<T, DecodeError> {
     Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
 }
 
-pub fn cstr(bytes: &[u8]) -> String {
+pub(crate) fn cstr(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

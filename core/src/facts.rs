@@ -40,7 +40,7 @@ pub fn executable_name(path: &str) -> &str {
 
 /// A program run through a descriptor or its own image (`/proc/self/exe` as BusyBox runs its
 /// applets, `/proc/self/fd/N` as runc and fexecve do) is named by its argv[0] instead.
-pub fn is_anonymous_path(path: &str) -> bool {
+pub(crate) fn is_anonymous_path(path: &str) -> bool {
     path == "/proc/self/exe"
         || path.starts_with("/proc/self/fd/")
         || path.starts_with("/dev/fd/")

@@ -90,7 +90,7 @@ pub struct Bookkeeping {
 
 /// Whether `path` is the system's (or, by `engines`, an engine's) rather than the
 /// pipeline's data.
-pub fn is_system(path: &str, engines: &[Bookkeeping]) -> bool {
+pub(crate) fn is_system(path: &str, engines: &[Bookkeeping]) -> bool {
     let anchored = if path.starts_with('/') {
         std::borrow::Cow::Borrowed(path)
     } else {
@@ -196,7 +196,7 @@ fn hash_of(path: &str) -> u64 {
 }
 
 impl PathSet {
-    pub fn insert(&mut self, path: &str, limit: usize) {
+    pub(crate) fn insert(&mut self, path: &str, limit: usize) {
         let h = hash_of(path);
         if self.seen.contains(&h) {
             return;
@@ -225,21 +225,21 @@ impl PathSet {
         self.unsure += other.unsure;
     }
 
-    pub fn contains(&self, path: &str) -> bool {
+    pub(crate) fn contains(&self, path: &str) -> bool {
         self.seen.contains(&hash_of(path))
     }
 
     /// Distinct paths, listed or not.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.seen.len() as u64 + self.unsure
     }
 
-    pub fn listed(&self) -> &[String] {
+    pub(crate) fn listed(&self) -> &[String] {
         &self.listed
     }
 
     /// Those not in `other`: (listed ones, count of all).
-    pub fn minus(&self, other: &PathSet) -> (Vec<String>, u64) {
+    pub(crate) fn minus(&self, other: &PathSet) -> (Vec<String>, u64) {
         let listed = (self.listed.iter())
             .filter(|p| !other.contains(p))
             .cloned()
@@ -248,7 +248,7 @@ impl PathSet {
         (listed, count)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.count() == 0
     }
 }
@@ -261,7 +261,7 @@ pub struct Files {
 }
 
 impl Files {
-    pub fn add(&mut self, path: &str, access: Access, limit: usize) {
+    pub(crate) fn add(&mut self, path: &str, access: Access, limit: usize) {
         if access.read {
             self.read.insert(path, limit);
         }
@@ -271,7 +271,7 @@ impl Files {
     }
 
     /// Adds another's (a tool's to its task's): its listed paths, and every path it counted.
-    pub fn merge(&mut self, other: &Files, limit: usize) {
+    pub(crate) fn merge(&mut self, other: &Files, limit: usize) {
         self.read.merge(&other.read, limit);
         self.written.merge(&other.written, limit);
     }

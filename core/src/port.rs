@@ -131,14 +131,14 @@ pub enum Cell {
 }
 
 impl Cell {
-    pub fn text(&self) -> Option<String> {
+    pub(crate) fn text(&self) -> Option<String> {
         match self {
             Cell::Text(s) => Some(s.clone()),
             _ => None,
         }
     }
 
-    pub fn int(&self) -> Option<i64> {
+    pub(crate) fn int(&self) -> Option<i64> {
         match self {
             Cell::Int(i) => Some(*i),
             _ => None,

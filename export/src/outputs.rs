@@ -87,7 +87,8 @@ impl Outputs {
     }
 
     /// The output of type `T`, if the list has one.
-    pub fn get<T: Output>(&self) -> Option<&T> {
+    #[cfg(test)]
+    pub(crate) fn get<T: Output>(&self) -> Option<&T> {
         self.0
             .iter()
             .find_map(|o| o.as_ref().as_any().downcast_ref::<T>())

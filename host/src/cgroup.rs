@@ -123,7 +123,7 @@ const NVIDIA_MAJOR: &str = "195";
 /// The GPUs a v1 devices cgroup lets its processes open, bit N for /dev/nvidiaN, as Slurm
 /// (`ConstrainDevices`) and Kubernetes' device plugin allocate them. None where every device
 /// is allowed, or the cgroup says nothing (cgroup v2 keeps its rules in eBPF programs).
-pub fn gpu_devices(host: &dyn Host, dir: &Path) -> Option<u64> {
+pub(crate) fn gpu_devices(host: &dyn Host, dir: &Path) -> Option<u64> {
     let list = host.read_to_string(&dir.join("devices.list")).ok()?;
     let mut mask = 0u64;
     for line in list.lines() {
@@ -160,7 +160,7 @@ pub fn memory_cgroup(host: &dyn Host, pid: u32) -> (Option<String>, Option<u64>)
 
 /// The process's cgroup directory for `controller` and every ancestor up to the mount,
 /// innermost first: a limit anywhere above applies too.
-pub fn cgroup_dirs(
+pub(crate) fn cgroup_dirs(
     host: &dyn Host,
     membership: &str,
     mountinfo: &str,
@@ -234,7 +234,7 @@ fn mount_of(mountinfo: &str, v2: bool, controller: &str) -> Option<(PathBuf, Str
 }
 
 /// CPUs the quota allows in `dir` (v2 `cpu.max`, v1 `cpu.cfs_quota_us`/`cfs_period_us`).
-pub fn cpu_quota(host: &dyn Host, dir: &Path) -> Option<f64> {
+pub(crate) fn cpu_quota(host: &dyn Host, dir: &Path) -> Option<f64> {
     let read = |f: &str| host.read_to_string(&dir.join(f)).ok();
     let (quota, period) = match read("cpu.max") {
         Some(v) => {
@@ -253,7 +253,7 @@ pub fn cpu_quota(host: &dyn Host, dir: &Path) -> Option<f64> {
 }
 
 /// The memory limit in `dir` (v2 `memory.max`, v1 `memory.limit_in_bytes`).
-pub fn memory_limit(host: &dyn Host, dir: &Path) -> Option<u64> {
+pub(crate) fn memory_limit(host: &dyn Host, dir: &Path) -> Option<u64> {
     let read = |f: &str| host.read_to_string(&dir.join(f));
     let v = read("memory.max")
         .or_else(|_| read("memory.limit_in_bytes"))

@@ -44,7 +44,7 @@ pub fn dmi_dir() -> PathBuf {
 }
 
 /// The cloud as the DMI strings in `dmi_dir` and cloud-init's `instance_data` tell it.
-pub fn detect(dmi_dir: &Path, instance_data: &Path) -> Cloud {
+pub(crate) fn detect(dmi_dir: &Path, instance_data: &Path) -> Cloud {
     let dmi = Dmi::read(dmi_dir);
     let provider = dmi.provider();
     let host_type = match provider {

@@ -14,7 +14,7 @@ pub struct Sqlite {
 }
 
 impl Sqlite {
-    pub fn open(path: &Path) -> Option<Self> {
+    pub(crate) fn open(path: &Path) -> Option<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).ok()?;
         // The engine's server writes meanwhile (WAL): wait a little for its locks.

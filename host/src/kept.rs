@@ -102,7 +102,7 @@ fn watcher() -> Option<&'static Kept> {
 
 /// Keeps, from now on, a copy of each file written into `dir`; if `dir` does not exist yet,
 /// from when it appears in its parent. Asking again is free.
-pub fn keep_written(dir: &Path) {
+pub(crate) fn keep_written(dir: &Path) {
     let Some(k) = watcher() else { return };
     let mut s = k.state.lock().unwrap_or_else(|e| e.into_inner());
     if s.asked.iter().any(|d| d == dir) {
@@ -132,7 +132,7 @@ pub fn keep_written(dir: &Path) {
 }
 
 /// The copy kept of the file `name` (its directory left out).
-pub fn kept(name: &OsStr) -> Option<Vec<u8>> {
+pub(crate) fn kept(name: &OsStr) -> Option<Vec<u8>> {
     let k = KEPT.get()?.as_ref()?;
     let s = k.state.lock().unwrap_or_else(|e| e.into_inner());
     (s.files.iter().rev())

@@ -100,7 +100,7 @@ fn uname() -> Option<(String, String)> {
 
 /// OTel's `host.arch` for the kernel's machine name: its well-known values where one
 /// applies; another architecture (riscv64, loongarch64 ...) as the kernel names it.
-pub fn otel_arch(machine: &str) -> Option<String> {
+pub(crate) fn otel_arch(machine: &str) -> Option<String> {
     let arch = match machine {
         "" => return None,
         "x86_64" | "amd64" => "amd64",
@@ -128,7 +128,7 @@ fn clock_ns(clock: libc::clockid_t) -> i128 {
 }
 
 /// The whole host's busy CPU time since boot, in clock ticks (USER_HZ).
-pub fn cpu_busy_ticks() -> Result<u64, HostError> {
+pub(crate) fn cpu_busy_ticks() -> Result<u64, HostError> {
     live::busy_ticks()
 }
 
@@ -138,7 +138,7 @@ pub fn boottime_ns() -> u64 {
 
 /// Time the system spent suspended since boot (CLOCK_BOOTTIME counts it, the kernel's delay
 /// accounting, on CLOCK_MONOTONIC, does not).
-pub fn suspended_ns() -> u64 {
+pub(crate) fn suspended_ns() -> u64 {
     (clock_ns(libc::CLOCK_BOOTTIME) - clock_ns(libc::CLOCK_MONOTONIC)).max(0) as u64
 }
 
@@ -163,7 +163,7 @@ pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
 }
 
 /// Every process running now (kernel threads have no cmdline and are left out).
-pub fn scan() -> Vec<ProcSnapshot> {
+pub(crate) fn scan() -> Vec<ProcSnapshot> {
     let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
@@ -185,7 +185,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 /// This process's resident memory now, KiB: statm's one line of numbers, read at every
 /// poll (status's fifty keyed lines cost a few per cent of the agent's CPU in a storm).
-pub fn rss_kib() -> Option<u64> {
+pub(crate) fn rss_kib() -> Option<u64> {
     let statm = procfs::process::Process::myself().ok()?.statm().ok()?;
     Some(statm.resident * page_size() / 1024)
 }
@@ -196,7 +196,7 @@ pub fn private_rss_kib() -> Option<u64> {
 }
 
 /// The session a running process belongs to.
-pub fn session(pid: u32) -> Option<u32> {
+pub(crate) fn session(pid: u32) -> Option<u32> {
     let stat = procfs::process::Process::new(pid as i32)
         .ok()?
         .stat()
@@ -204,7 +204,7 @@ pub fn session(pid: u32) -> Option<u32> {
     u32::try_from(stat.session).ok()
 }
 
-pub fn cwd(pid: u32) -> Option<PathBuf> {
+pub(crate) fn cwd(pid: u32) -> Option<PathBuf> {
     fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 

@@ -19,13 +19,13 @@ pub const HOST_PID_NS: u64 = 0xEFFF_FFFC;
 pub struct PrivatePidNamespace(pub String);
 
 /// The inode of a `/proc/PID/ns/pid` link's target (`pid:[4026531836]`).
-pub fn ns_inode(link: &str) -> Option<u64> {
+pub(crate) fn ns_inode(link: &str) -> Option<u64> {
     link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// How many namespaces `/proc/self/status`'s `NSpid:` names the process in (1: only the one
 /// of this /proc; more: it sits in a namespace below it).
-pub fn nspid_levels(status: &str) -> Option<usize> {
+pub(crate) fn nspid_levels(status: &str) -> Option<usize> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("NSpid:"))

@@ -136,7 +136,7 @@ fn as_executed(exe: &std::path::Path, comm: &str) -> std::path::PathBuf {
 
 impl Poller {
     /// Starts from what runs now: those processes are the start-up scan's, not new ones.
-    pub fn new(interval: Duration) -> Self {
+    pub(crate) fn new(interval: Duration) -> Self {
         let mut p = Self {
             interval,
             known: HashMap::new(),
@@ -146,12 +146,12 @@ impl Poller {
         p
     }
 
-    pub fn interval(&self) -> Duration {
+    pub(crate) fn interval(&self) -> Duration {
         self.interval
     }
 
     /// Compares /proc with the last scan: new processes, new programs, ends.
-    pub fn scan(&mut self, out: &mut Vec<Event>, report: bool) {
+    pub(crate) fn scan(&mut self, out: &mut Vec<Event>, report: bool) {
         let now = crate::boottime_ns();
         let Ok(all) = procfs::process::all_processes() else {
             return;

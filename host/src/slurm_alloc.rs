@@ -21,7 +21,7 @@ static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 
 /// Starts looking for the job that client `pid` (started at `started` Unix seconds by user
 /// `uid`) created; its answer fills the returned cell.
-pub fn lookup(pid: u32, uid: u32, started: i64) -> AllocCell {
+pub(crate) fn lookup(pid: u32, uid: u32, started: i64) -> AllocCell {
     let cell = AllocCell::default();
     let Some(sid) = session_of(pid) else {
         let _ = cell.set(None);

@@ -11,7 +11,7 @@ const QUEUE: usize = 256;
 const MAX_JOBS: usize = 4096;
 
 /// The node's jobs asked about: one per machine, whoever asks.
-pub fn cell(job: u64) -> RecordCell {
+pub(crate) fn cell(job: u64) -> RecordCell {
     static RECORDS: std::sync::Mutex<Option<JobRecords>> = std::sync::Mutex::new(None);
     let mut records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
     records.get_or_insert_with(JobRecords::default).cell(job)
@@ -25,7 +25,7 @@ struct JobRecords {
 
 impl JobRecords {
     /// `job`'s record cell; the first call for a job asks Slurm about it.
-    pub fn cell(&mut self, job: u64) -> RecordCell {
+    pub(crate) fn cell(&mut self, job: u64) -> RecordCell {
         if let Some(c) = self.cells.get(&job) {
             return c.clone();
         }

@@ -148,13 +148,6 @@ impl ProbeState {
         }
     }
 
-    pub fn lost_events(&self) -> u64 {
-        match self {
-            ProbeState::Kernel(p) => p.lost_events(),
-            ProbeState::Poll => 0,
-        }
-    }
-
     /// What the kernel side dropped so far: records, and updates of its per-process sums.
     pub fn losses(&self) -> KernelLosses {
         match self {

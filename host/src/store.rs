@@ -27,7 +27,7 @@ pub struct DirStore {
 }
 
 impl DirStore {
-    pub fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path) -> Self {
         Self {
             dir: dir.to_path_buf(),
         }

@@ -67,7 +67,7 @@ pub fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
 
 /// The pipeline for `of`: its attribution, its outputs (the views `of` wants, Prometheus
 /// where bound, the sink last) and its metrics, reading through one host.
-pub fn assemble(
+pub(crate) fn assemble(
     cfg: &Config,
     of: For,
     (host, builder, polling): (&HostInfo, SpanBuilder, bool),

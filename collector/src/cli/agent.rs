@@ -40,7 +40,7 @@ fn log_figures(pipe: &Session, lost: KernelLosses) {
     );
 }
 
-pub async fn run(cfg: &Config) -> anyhow::Result<i32> {
+pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
     // The probes' PIDs are the host's: in a PID namespace of its own the agent would load
     // them and trace nothing. Refused before anything is loaded, saying how to run it.
     crate::host::pidns::check()?;

@@ -390,7 +390,7 @@ pub(super) enum ConfigCommand {
 impl Cli {
     /// The config file and flags the command reads its configuration with, or the flag
     /// given before a command it does not apply to.
-    pub fn settings(&self) -> Result<(Option<PathBuf>, Flags), String> {
+    pub(crate) fn settings(&self) -> Result<(Option<PathBuf>, Flags), String> {
         let none = ExportArgs::default();
         let (config, export): (Option<&ConfigArg>, Option<ExportArgs>) = match &self.command {
             Command::Run { config, export, .. }

@@ -49,7 +49,7 @@ pub struct Args<'a> {
     pub print_machines: bool,
 }
 
-pub fn run(args: &Args) -> i32 {
+pub(crate) fn run(args: &Args) -> i32 {
     match compare_runs(args) {
         Ok(out) => {
             out!("{out}");

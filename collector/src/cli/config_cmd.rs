@@ -5,7 +5,7 @@ use pipetrace_config::{Config, ConfigError};
 
 /// Checks `file` (with the environment and flags over it, as a run would read it): exit 0
 /// when valid, else 2 with one line naming what is wrong.
-pub fn validate(file: &Path, load: impl FnOnce() -> Result<Config, ConfigError>) -> i32 {
+pub(crate) fn validate(file: &Path, load: impl FnOnce() -> Result<Config, ConfigError>) -> i32 {
     // The path came from this command, not from --config: say so.
     if !file.is_file() {
         let why = std::fs::metadata(file).map_or_else(|e| e.to_string(), |_| "not a file".into());

@@ -22,7 +22,7 @@ const FILES: [(&str, &str); 4] = [
 ];
 
 /// Writes the demo pipeline into `dir` (a fresh copy each time: results are removed).
-pub fn write_demo(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn write_demo(dir: &Path) -> std::io::Result<()> {
     if dir.join("Snakefile").exists() {
         for sub in [
             "ref",
@@ -58,7 +58,7 @@ fn missing_tools() -> Vec<&'static str> {
         .collect()
 }
 
-pub async fn run(mut cfg: Config, dir: &Path, summary: bool) -> anyhow::Result<i32> {
+pub(crate) async fn run(mut cfg: Config, dir: &Path, summary: bool) -> anyhow::Result<i32> {
     let missing = missing_tools();
     if !missing.is_empty() {
         anyhow::bail!(

@@ -187,7 +187,7 @@ fn print_agent(r: &mut Report, s: &crate::registry::AgentStatus, dir: Option<&st
 
 /// `pipetrace doctor [--json]`: exit 1 when eBPF cannot run here.
 /// `config`: the settings as `run` and `agent` would load them, or why they would refuse.
-pub fn run(state_dir: &Path, config: Result<(), String>, json: bool) -> i32 {
+pub(crate) fn run(state_dir: &Path, config: Result<(), String>, json: bool) -> i32 {
     let mut r = Report {
         failed: false,
         json,

@@ -28,7 +28,7 @@ fn send(pid: u32, sig: i32) {
 impl Forwarder {
     /// Every such signal pipetrace receives goes to the command, except the terminal's own
     /// Ctrl-C / Ctrl-\: the terminal sends those to the command too.
-    pub fn install() -> std::io::Result<Self> {
+    pub(crate) fn install() -> std::io::Result<Self> {
         let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
         let pid = Arc::new(AtomicU32::new(0));
         let early = Arc::new(AtomicI32::new(0));
@@ -54,17 +54,17 @@ impl Forwarder {
 
     /// The command was reaped: its pid may go to another process, so nothing more is sent
     /// to it (a later signal still marks the stop).
-    pub fn reaped(&self) {
+    pub(crate) fn reaped(&self) {
         self.pid.store(u32::MAX, Ordering::SeqCst);
     }
 
     /// Whether pipetrace was told to stop (SIGINT, SIGTERM, SIGHUP or SIGQUIT came).
-    pub fn stop_requested(&self) -> bool {
+    pub(crate) fn stop_requested(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 
     /// The command started: forward to it from now on, and pass on what came before.
-    pub fn started(&self, pid: u32) {
+    pub(crate) fn started(&self, pid: u32) {
         self.pid.store(pid, Ordering::SeqCst);
         match self.early.swap(0, Ordering::SeqCst) {
             0 => {}

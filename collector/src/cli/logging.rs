@@ -105,7 +105,7 @@ fn filter(asked: Asked) -> EnvFilter {
 }
 
 /// Installs the logger for the whole process. A second call changes nothing.
-pub fn init(asked: Asked) {
+pub(crate) fn init(asked: Asked) {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     // A closed stderr loses the lines, quietly: the fmt layer's own report of a failed
     // write would go to stderr too, and panic there.

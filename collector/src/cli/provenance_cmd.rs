@@ -9,7 +9,7 @@ pub struct Ask<'a> {
     pub options: provenance::Options<'a>,
 }
 
-pub fn run(ask: &Ask) -> i32 {
+pub(crate) fn run(ask: &Ask) -> i32 {
     let (file, spans) = match one_run(ask.input) {
         Ok(r) => r,
         Err(e) => {

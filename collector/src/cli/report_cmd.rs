@@ -59,7 +59,7 @@ pub struct Ask<'a> {
     pub fail_on: &'a [FailOn],
 }
 
-pub fn run(cfg: &Config, ask: Ask) -> i32 {
+pub(crate) fn run(cfg: &Config, ask: Ask) -> i32 {
     let machines = match sizing::catalog(&cfg.sizing) {
         Ok(m) => m,
         Err(e) => {

@@ -63,7 +63,7 @@ pub struct How {
 }
 
 /// Runs `argv` in `cwd` under the probes. Returns the command's exit code.
-pub async fn run(
+pub(crate) async fn run(
     cfg: &Config,
     argv: &[String],
     cwd: Option<&Path>,

@@ -45,7 +45,7 @@ fn command(cfg: &Config, file: &Path) -> String {
 }
 
 /// The run's last lines about what it kept, with the command that sends it.
-pub fn kept_lines(cfg: &Config, k: &Kept) -> String {
+pub(crate) fn kept_lines(cfg: &Config, k: &Kept) -> String {
     let count = crate::print::count;
     let what = format!(
         "{} and {}",

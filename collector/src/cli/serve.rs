@@ -25,7 +25,7 @@ pub(super) struct Core<'a> {
 
 impl<'a> Core<'a> {
     /// `poll`: how often waiting names are looked for; `metrics`: `metrics.interval`.
-    pub fn new(
+    pub(crate) fn new(
         pipe: Session,
         events: Events,
         taps: &'a ProbeState,
@@ -44,7 +44,7 @@ impl<'a> Core<'a> {
     }
 
     /// Serves events, polls and metrics until `until` is ready, and returns what it gave.
-    pub async fn serve<T>(&mut self, until: impl Future<Output = T>) -> anyhow::Result<T> {
+    pub(crate) async fn serve<T>(&mut self, until: impl Future<Output = T>) -> anyhow::Result<T> {
         tokio::pin!(until);
         loop {
             tokio::select! {

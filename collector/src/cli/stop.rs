@@ -19,7 +19,7 @@ pub struct RootStop {
 }
 
 impl RootStop {
-    pub fn new(pid: u32, grace: Duration) -> Self {
+    pub(crate) fn new(pid: u32, grace: Duration) -> Self {
         Self {
             pid,
             grace,
@@ -28,12 +28,12 @@ impl RootStop {
         }
     }
 
-    pub fn killed(&self) -> bool {
+    pub(crate) fn killed(&self) -> bool {
         self.killed
     }
 
     /// A check (every 100 ms): sends SIGKILL when the stop asked has waited out its grace.
-    pub fn check(&mut self, stop_requested: bool) {
+    pub(crate) fn check(&mut self, stop_requested: bool) {
         if !stop_requested || self.killed {
             return;
         }
@@ -53,7 +53,7 @@ impl RootStop {
 }
 
 /// The processes of the run that still run (its root has ended), as the tree knows them.
-pub fn still_running(pipe: &Session) -> Vec<ProcKey> {
+pub(crate) fn still_running(pipe: &Session) -> Vec<ProcKey> {
     let mut keys: Vec<ProcKey> = pipe
         .attr
         .members()
@@ -67,7 +67,7 @@ pub fn still_running(pipe: &Session) -> Vec<ProcKey> {
 /// Sends `sig` to each process that is still the one the tree knows (same pid and start
 /// time: a pid the kernel gave to someone else meanwhile is left alone). Returns how many
 /// were signalled.
-pub fn signal_all(keys: &[ProcKey], sig: i32) -> usize {
+pub(crate) fn signal_all(keys: &[ProcKey], sig: i32) -> usize {
     let mut sent = 0;
     for k in keys {
         let same = crate::host::snapshot(k.pid).is_some_and(|s| s.start_ticks == k.start_ticks);
@@ -90,7 +90,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn describe(&self) -> Option<String> {
+    pub(crate) fn describe(&self) -> Option<String> {
         if !self.left_running.is_empty() {
             let pids: Vec<String> = self.left_running.iter().map(u32::to_string).collect();
             return Some(format!(

@@ -33,7 +33,7 @@ pub struct Ask<'a> {
     pub output: Option<&'a Path>,
 }
 
-pub fn run(ask: &Ask) -> i32 {
+pub(crate) fn run(ask: &Ask) -> i32 {
     match settings(ask) {
         Ok((text, written)) => {
             match ask.output {

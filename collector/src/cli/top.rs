@@ -87,7 +87,7 @@ fn text(agents: &[AgentNow], selected: Option<usize>) -> Vec<String> {
 }
 
 /// `pipetrace status [--json]`.
-pub fn status(json: bool) -> i32 {
+pub(crate) fn status(json: bool) -> i32 {
     match agents(ANSWER) {
         Ok(a) if json => match serde_json::to_string_pretty(&a) {
             Ok(s) => {
@@ -115,7 +115,7 @@ pub fn status(json: bool) -> i32 {
 }
 
 /// `pipetrace top`: up and down choose a run, q (or Ctrl-C) quits.
-pub fn top() -> i32 {
+pub(crate) fn top() -> i32 {
     if AgentStatus::running().is_empty() {
         let e = agents(Duration::ZERO).err().unwrap_or_default();
         errln!("pipetrace: {e}");

@@ -48,7 +48,10 @@ pub(super) struct RunFiles {
 }
 
 impl RunFiles {
-    pub fn claim(cfg: &pipetrace_config::Config, cwd: Option<&Path>) -> anyhow::Result<Self> {
+    pub(crate) fn claim(
+        cfg: &pipetrace_config::Config,
+        cwd: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         use anyhow::Context as _;
         let (stem, claimed) = match &cfg.export.file {
             Some(f) => (f.clone(), false),
@@ -75,7 +78,7 @@ impl RunFiles {
 
     /// Nothing was traced (the command could not start): the configured files this run
     /// created, still empty, go; a file that was there before stays as it was.
-    pub fn remove_unused(&self, traces: Option<&Path>, metrics: Option<&Path>) {
+    pub(crate) fn remove_unused(&self, traces: Option<&Path>, metrics: Option<&Path>) {
         for (path, existed) in [(traces, self.existed[0]), (metrics, self.existed[1])] {
             if let Some(p) = path.filter(|_| !existed) {
                 remove_if_empty(p);
@@ -137,7 +140,7 @@ pub(super) struct Runs {
 
 impl Runs {
     /// The run asked for, or the file's only one: its file and spans.
-    pub fn one(mut self) -> Result<(PathBuf, Vec<ReportSpan>), RunsError> {
+    pub(crate) fn one(mut self) -> Result<(PathBuf, Vec<ReportSpan>), RunsError> {
         let i = match self.picked {
             Some(i) => i,
             None if self.runs.len() == 1 => 0,
@@ -153,7 +156,7 @@ impl Runs {
     }
 
     /// The run asked for, or every run of the file.
-    pub fn picked_or_all(mut self) -> Vec<Vec<ReportSpan>> {
+    pub(crate) fn picked_or_all(mut self) -> Vec<Vec<ReportSpan>> {
         match self.picked {
             Some(i) => vec![self.runs.swap_remove(i)],
             None => self.runs,

@@ -31,7 +31,7 @@ pub struct StatusArea {
 
 impl StatusArea {
     /// `height` lines at the bottom of stderr's terminal, if stderr is one big enough.
-    pub fn open(height: u16) -> Option<Self> {
+    pub(crate) fn open(height: u16) -> Option<Self> {
         let err = std::io::stderr();
         if !err.is_terminal() || std::env::var("TERM").is_ok_and(|t| t == "dumb") {
             return None;
@@ -57,7 +57,7 @@ impl StatusArea {
     }
 
     /// Draws `lines` (cut to the area) in one write, the cursor left where it was.
-    pub fn draw(&mut self, lines: &[String]) {
+    pub(crate) fn draw(&mut self, lines: &[String]) {
         let mut buf = Vec::new();
         if let Ok(size) = terminal::size()
             && size != self.size

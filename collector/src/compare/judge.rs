@@ -19,7 +19,7 @@ pub struct Spread {
 
 impl Spread {
     /// None with fewer than `MIN_RUNS` runs: too few to tell their spread.
-    pub fn of(values: &[f64]) -> Option<Self> {
+    pub(crate) fn of(values: &[f64]) -> Option<Self> {
         if values.len() < crate::diagnosis::MIN_RUNS {
             return None;
         }
@@ -44,7 +44,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The smallest change that is not noise, whatever the history says, and the share of
 /// the smaller figure that a change must also exceed where there is no history: the
 /// measurements' own resolution and the jitter of a shared machine.
-pub fn floor(m: Metric) -> (f64, f64) {
+pub(crate) fn floor(m: Metric) -> (f64, f64) {
     const MIB: f64 = 1048576.0;
     match m {
         // Engines start jobs on a poll; a loaded machine moves a job by a second or two.
@@ -77,7 +77,7 @@ pub struct Verdict {
 }
 
 /// Judges the move from `a` to `b`.
-pub fn judge(m: Metric, a: f64, b: f64, spread: Option<&Spread>) -> Verdict {
+pub(crate) fn judge(m: Metric, a: f64, b: f64, spread: Option<&Spread>) -> Verdict {
     let (abs, rel) = floor(m);
     let (noise, basis) = match spread {
         Some(s) => (

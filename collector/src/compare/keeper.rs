@@ -44,7 +44,7 @@ impl crate::outputs::Output for Keeper {
 }
 
 impl Keeper {
-    pub fn new(state_dir: &Path) -> Self {
+    pub(crate) fn new(state_dir: &Path) -> Self {
         Self {
             state_dir: state_dir.to_path_buf(),
             open: HashMap::new(),

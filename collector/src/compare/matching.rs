@@ -13,7 +13,7 @@ pub struct Matched {
     pub only_b: Vec<usize>,
 }
 
-pub fn pair(a: &[Task], b: &[Task]) -> Matched {
+pub(crate) fn pair(a: &[Task], b: &[Task]) -> Matched {
     let mut m = Matched::default();
     let by_name: BTreeMap<&str, usize> = b
         .iter()
@@ -49,7 +49,7 @@ pub fn pair(a: &[Task], b: &[Task]) -> Matched {
 }
 
 /// Against a usual (one entry per task name): every task of the run by its task name.
-pub fn pair_with_usual(a: &[Task], usual: &[Task]) -> Matched {
+pub(crate) fn pair_with_usual(a: &[Task], usual: &[Task]) -> Matched {
     let mut m = Matched::default();
     let mut used = vec![false; usual.len()];
     for (i, t) in a.iter().enumerate() {

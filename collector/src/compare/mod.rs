@@ -75,12 +75,12 @@ pub struct TaskChange {
 }
 
 impl TaskChange {
-    pub fn moved_figures(&self) -> impl Iterator<Item = &FigureChange> {
+    pub(crate) fn moved_figures(&self) -> impl Iterator<Item = &FigureChange> {
         self.figures.iter().filter(|f| f.verdict.moved)
     }
 
     /// The tools that explain the move: those that changed.
-    pub fn explaining(&self) -> impl Iterator<Item = &ToolChange> {
+    pub(crate) fn explaining(&self) -> impl Iterator<Item = &ToolChange> {
         self.tools.iter().filter(|t| t.change != Change::Same)
     }
 }
@@ -111,7 +111,7 @@ pub struct Machines {
 
 impl Machines {
     /// Each side's machines from its runs' needs, at `headroom`.
-    pub fn of(a: &Run, b: &Run, catalog: &crate::sizing::Catalog, headroom: f64) -> Self {
+    pub(crate) fn of(a: &Run, b: &Run, catalog: &crate::sizing::Catalog, headroom: f64) -> Self {
         let size = |r: &Run| {
             (r.needs.as_ref()).map(|n| crate::sizing::recommend_needs(n, catalog, headroom))
         };
@@ -138,7 +138,7 @@ pub enum CompareError {
 
 /// Compares A and B; `against_usual` when A is the usual of B's pipeline (one entry per task
 /// name, each met by every job of that name in B). `spreads` are the history's, by task name.
-pub fn compare(
+pub(crate) fn compare(
     a: &Run,
     b: &Run,
     against_usual: bool,
@@ -197,7 +197,7 @@ pub fn compare(
 }
 
 /// Up to ten names, then how many more.
-pub fn listed<'a>(names: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn listed<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let all: Vec<&str> = names.collect();
     let mut s = all.iter().take(10).copied().collect::<Vec<_>>().join(", ");
     if all.len() > 10 {

@@ -42,7 +42,7 @@ impl Metric {
         Metric::Cost,
     ];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Metric::Wall => "wall",
             Metric::Cpu => "cpu",
@@ -56,7 +56,7 @@ impl Metric {
         }
     }
 
-    pub fn is_bytes(self) -> bool {
+    pub(crate) fn is_bytes(self) -> bool {
         matches!(
             self,
             Metric::PeakMemory | Metric::DiskRead | Metric::DiskWrite
@@ -119,7 +119,7 @@ pub struct Task {
 
 impl Task {
     /// Its mean job: sums over its jobs divided by them, the peak as it is.
-    pub fn per_job(&self) -> Task {
+    pub(crate) fn per_job(&self) -> Task {
         let n = self.jobs.max(1) as f64;
         let figures = (self.figures.iter())
             .map(|(m, v)| (*m, if *m == Metric::PeakMemory { *v } else { v / n }))
@@ -155,7 +155,7 @@ pub struct Run {
 
 impl Run {
     /// The run with each entry as its mean job ([`Task::per_job`]).
-    pub fn per_job(&self) -> Run {
+    pub(crate) fn per_job(&self) -> Run {
         Run {
             tasks: self.tasks.iter().map(Task::per_job).collect(),
             ..self.clone()
@@ -163,7 +163,7 @@ impl Run {
     }
 
     /// A run from its spans (one trace); tools are grouped under the task they ran in.
-    pub fn of_spans(label: &str, spans: &[ReportSpan]) -> Self {
+    pub(crate) fn of_spans(label: &str, spans: &[ReportSpan]) -> Self {
         let run = spans.iter().find(|s| s.kind == Kind::Run);
         let by_id: HashMap<&str, &ReportSpan> = spans.iter().map(|s| (s.id.as_str(), s)).collect();
         let mut tasks: BTreeMap<String, Task> = BTreeMap::new();

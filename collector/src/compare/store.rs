@@ -33,7 +33,7 @@ fn dir(state_dir: &Path) -> PathBuf {
 }
 
 /// Writes one run, whole or not at all, then removes the oldest past [`MAX_RUNS`].
-pub fn save(state_dir: &Path, run: &Run) -> std::io::Result<PathBuf> {
+pub(crate) fn save(state_dir: &Path, run: &Run) -> std::io::Result<PathBuf> {
     let d = dir(state_dir);
     std::fs::create_dir_all(&d)?;
     let safe: String = (run.trace.chars())
@@ -75,12 +75,12 @@ fn kept(state_dir: &Path) -> Vec<(String, std::time::SystemTime)> {
 }
 
 /// Whether `s` could be a run id (a trace id, or the start of one).
-pub fn looks_like_id(s: &str) -> bool {
+pub(crate) fn looks_like_id(s: &str) -> bool {
     (8..=32).contains(&s.len()) && s.chars().all(|c| c.is_ascii_hexdigit())
 }
 
 /// The kept run whose id is or starts with `id`.
-pub fn load(state_dir: &Path, id: &str) -> Result<Run, StoreError> {
+pub(crate) fn load(state_dir: &Path, id: &str) -> Result<Run, StoreError> {
     let mut ids: Vec<String> = kept(state_dir).into_iter().map(|(id, _)| id).collect();
     ids.sort();
     let found: Vec<&String> = ids

@@ -6,7 +6,7 @@ use super::{Basis, Comparison, FigureChange, Metric, TaskChange, ToolChange};
 use crate::diagnosis::gib;
 
 /// A figure in its unit.
-pub fn value(m: Metric, v: f64) -> String {
+pub(crate) fn value(m: Metric, v: f64) -> String {
     match m {
         _ if m.is_bytes() => gib(v.max(0.0) as u64),
         Metric::Cost => format!("{v:.4}"),
@@ -15,13 +15,13 @@ pub fn value(m: Metric, v: f64) -> String {
 }
 
 /// A signed change in its unit.
-pub fn delta(m: Metric, d: f64) -> String {
+pub(crate) fn delta(m: Metric, d: f64) -> String {
     let sign = if d < 0.0 { "-" } else { "+" };
     format!("{sign}{}", value(m, d.abs()))
 }
 
 /// Where the noise came from, in words.
-pub fn basis(f: &FigureChange) -> String {
+pub(crate) fn basis(f: &FigureChange) -> String {
     match &f.verdict.basis {
         Basis::History { runs, .. } => format!("spread of {runs} earlier runs"),
         Basis::Floor => "floor".into(),
@@ -111,7 +111,7 @@ pub fn render(c: &Comparison, out: &mut String) {
 }
 
 /// A row's name: the task's, with B's where its wildcards changed.
-pub fn row_name(t: &TaskChange) -> String {
+pub(crate) fn row_name(t: &TaskChange) -> String {
     match &t.b_name {
         Some(b) => format!("{} → {b}", t.name),
         None => t.name.clone(),
@@ -149,7 +149,7 @@ fn moves(t: &TaskChange, out: &mut String) {
 }
 
 /// One tool's change in words.
-pub fn tool_line(t: &ToolChange) -> String {
+pub(crate) fn tool_line(t: &ToolChange) -> String {
     use super::Change::*;
     let what = match t.change {
         New => "new in B",

@@ -47,7 +47,7 @@ fn busy(f: Option<&Figures>) -> f64 {
         .sum()
 }
 
-pub fn compare(a: &BTreeMap<String, Tool>, b: &BTreeMap<String, Tool>) -> Vec<ToolChange> {
+pub(crate) fn compare(a: &BTreeMap<String, Tool>, b: &BTreeMap<String, Tool>) -> Vec<ToolChange> {
     let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     let mut out: Vec<ToolChange> = names
         .into_iter()

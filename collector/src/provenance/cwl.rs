@@ -10,7 +10,7 @@ use super::{jsonld::Parameter, records::Job};
 
 /// The jobs of the workflow at `workflow` run with `job_file` (relative to `dir`), its
 /// outputs from cwltool's JSON (`outputs`, when kept).
-pub fn jobs(
+pub(crate) fn jobs(
     dir: &Path,
     workflow: &str,
     job_file: Option<&str>,
@@ -72,7 +72,7 @@ pub fn jobs(
 }
 
 /// The job file's inputs that are values (not files nor directories).
-pub fn parameters(dir: &Path, job_file: &str) -> Vec<Parameter> {
+pub(crate) fn parameters(dir: &Path, job_file: &str) -> Vec<Parameter> {
     let Some(job) = (std::fs::read_to_string(dir.join(job_file)).ok())
         .and_then(|t| serde_yaml::from_str::<Value>(&t).ok())
     else {

@@ -14,7 +14,7 @@ pub struct FileFacts {
 
 /// The file at `path` (relative to `dir`) as it is now, or None when it is gone or no
 /// regular file.
-pub fn file(dir: &Path, path: &str, hash: bool) -> Option<FileFacts> {
+pub(crate) fn file(dir: &Path, path: &str, hash: bool) -> Option<FileFacts> {
     let full = dir.join(path);
     let meta = std::fs::metadata(&full).ok().filter(|m| m.is_file())?;
     Some(FileFacts {
@@ -58,7 +58,7 @@ pub struct Package {
 
 /// The package and version of the program at `path`, from the records of the package
 /// manager that installed it: dpkg, a Python virtualenv's pip, or a conda environment.
-pub fn software(path: &str) -> Software {
+pub(crate) fn software(path: &str) -> Software {
     Software {
         path: path.to_string(),
         package: debian(path)

@@ -58,7 +58,7 @@ pub struct TaskFiles {
     pub undeclared_outputs: BTreeSet<String>,
 }
 
-pub fn task_files(task: &Task, job: Option<&Job>) -> TaskFiles {
+pub(crate) fn task_files(task: &Task, job: Option<&Job>) -> TaskFiles {
     let declared = |f: fn(&Job) -> &BTreeSet<String>| job.map(f).cloned().unwrap_or_default();
     let (din, dout) = (declared(|j| &j.inputs), declared(|j| &j.outputs));
     let apart = |seen: &BTreeSet<String>, declared: &BTreeSet<String>| match job {
@@ -75,7 +75,7 @@ pub fn task_files(task: &Task, job: Option<&Job>) -> TaskFiles {
 
 impl Crate<'_> {
     /// The crate's `ro-crate-metadata.json`.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let mut graph: Vec<Value> = Vec::new();
         let run = self.run;
         let steps = self.steps();

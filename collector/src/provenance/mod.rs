@@ -53,7 +53,7 @@ pub struct Written {
     pub declared_by_engine: bool,
 }
 
-pub fn write(ask: &Ask) -> Result<Written, String> {
+pub(crate) fn write(ask: &Ask) -> Result<Written, String> {
     let dir = std::fs::canonicalize(ask.dir)
         .map_err(|e| format!("cannot open the run's directory {}: {e}", ask.dir.display()))?;
     let run = model::run_of(ask.spans, &dir).ok_or(

@@ -130,7 +130,7 @@ fn paths<'a>(s: &'a ReportSpan, key: &str, dir: &'a Path) -> impl Iterator<Item 
 
 /// A path inside the run's directory relative to it (as the engine names it); any other
 /// as it is.
-pub fn relative(path: &str, dir: &Path) -> String {
+pub(crate) fn relative(path: &str, dir: &Path) -> String {
     let p = Path::new(path);
     match p.strip_prefix(dir) {
         Ok(rel) if p.is_absolute() => rel.to_string_lossy().into_owned(),

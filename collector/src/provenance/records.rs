@@ -21,7 +21,7 @@ pub struct Job {
 
 /// Snakemake's jobs from `DIR/.snakemake/metadata` (none when it kept no records): one per
 /// rule and command, with all the outputs it recorded.
-pub fn snakemake(dir: &Path) -> Vec<Job> {
+pub(crate) fn snakemake(dir: &Path) -> Vec<Job> {
     let Ok(entries) = std::fs::read_dir(dir.join(".snakemake/metadata")) else {
         return Vec::new();
     };
@@ -57,7 +57,7 @@ pub fn snakemake(dir: &Path) -> Vec<Job> {
 /// The job of `task`: of its step, with its command (inside the shell's) or, failing that,
 /// an output the task wrote, or the step's only job when the engine records no commands
 /// (CWL's steps, whose files the tools open in temporary directories).
-pub fn job_of<'a>(task: &Task, jobs: &'a [Job]) -> Option<&'a Job> {
+pub(crate) fn job_of<'a>(task: &Task, jobs: &'a [Job]) -> Option<&'a Job> {
     let of_step = || jobs.iter().filter(|j| j.step == task.step);
     (of_step().find(|j| !j.command.is_empty() && task.command_line.contains(&j.command)))
         .or_else(|| of_step().find(|j| j.outputs.iter().any(|o| task.writes.contains(o))))

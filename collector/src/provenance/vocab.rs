@@ -41,7 +41,7 @@ pub enum Language {
 }
 
 impl Language {
-    pub fn entity(self) -> Value {
+    pub(crate) fn entity(self) -> Value {
         let (id, name, url) = match self {
             Language::Snakemake => (
                 "https://w3id.org/workflowhub/workflow-ro-crate#snakemake",
@@ -59,7 +59,7 @@ impl Language {
 }
 
 /// A path as a crate id: relative inside the crate, a `file://` URI outside; percent-encoded.
-pub fn file_id(path: &str) -> String {
+pub(crate) fn file_id(path: &str) -> String {
     let enc: String = (path.bytes())
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
@@ -76,13 +76,13 @@ pub fn file_id(path: &str) -> String {
 }
 
 /// The id of a file gone at the end: a local id naming its path.
-pub fn gone_id(path: &str) -> String {
+pub(crate) fn gone_id(path: &str) -> String {
     let id = file_id(path);
     format!("#gone:{}", id.strip_prefix("file://").unwrap_or(&id))
 }
 
 /// One id, or several: RO-Crate 1.1 wants no single-element arrays.
-pub fn refs<I: IntoIterator<Item = String>>(ids: I) -> Option<Value> {
+pub(crate) fn refs<I: IntoIterator<Item = String>>(ids: I) -> Option<Value> {
     let mut v: Vec<Value> = ids.into_iter().map(|id| json!({"@id": id})).collect();
     match v.len() {
         0 => None,
@@ -91,7 +91,7 @@ pub fn refs<I: IntoIterator<Item = String>>(ids: I) -> Option<Value> {
     }
 }
 
-pub fn set(node: &mut Value, key: &str, value: Option<Value>) {
+pub(crate) fn set(node: &mut Value, key: &str, value: Option<Value>) {
     if let (Some(v), Some(m)) = (value, node.as_object_mut()) {
         m.insert(key.to_string(), v);
     }
@@ -99,20 +99,20 @@ pub fn set(node: &mut Value, key: &str, value: Option<Value>) {
 
 /// Unix nanoseconds as ISO 8601 with milliseconds and an offset, as the profile's pattern
 /// wants them (`2024-05-01T10:00:00.123+00:00`).
-pub fn iso(nanos: u64) -> String {
+pub(crate) fn iso(nanos: u64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(nanos / 1_000_000);
     let s = humantime::format_rfc3339_millis(t).to_string();
     s.trim_end_matches('Z').to_string() + "+00:00"
 }
 
-pub fn status(error: &Option<String>) -> &'static str {
+pub(crate) fn status(error: &Option<String>) -> &'static str {
     match error {
         Some(_) => "http://schema.org/FailedActionStatus",
         None => "http://schema.org/CompletedActionStatus",
     }
 }
 
-pub fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     (s.chars())
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
@@ -121,7 +121,7 @@ pub fn slug(s: &str) -> String {
 /// A program's id: an absolute web address where its package is known (the package's page,
 /// with the program's path as the fragment: one package holds several programs), as the
 /// Process Run Crate recommends; else its path as a `file://` URI.
-pub fn program_id(s: &Software) -> String {
+pub(crate) fn program_id(s: &Software) -> String {
     match &s.package {
         Some(p) => format!(
             "{}#{}",
@@ -132,7 +132,7 @@ pub fn program_id(s: &Software) -> String {
     }
 }
 
-pub fn software_entity(s: &Software, name: &str, home: Option<&str>) -> Value {
+pub(crate) fn software_entity(s: &Software, name: &str, home: Option<&str>) -> Value {
     let url = match (&s.package, home) {
         (_, Some(home)) => home.to_string(),
         (Some(p), None) => p.url.clone(),
@@ -153,7 +153,7 @@ pub fn software_entity(s: &Software, name: &str, home: Option<&str>) -> Value {
     node
 }
 
-pub fn license_id(license: &str) -> String {
+pub(crate) fn license_id(license: &str) -> String {
     if license.starts_with("http://") || license.starts_with("https://") {
         license.to_string()
     } else {
@@ -161,7 +161,7 @@ pub fn license_id(license: &str) -> String {
     }
 }
 
-pub fn engine_home(engine: &str) -> Option<&'static str> {
+pub(crate) fn engine_home(engine: &str) -> Option<&'static str> {
     match engine {
         e if e.contains("snakemake") => Some("https://snakemake.github.io"),
         e if e.contains("cwltool") => Some("https://github.com/common-workflow-language/cwltool"),
@@ -171,7 +171,7 @@ pub fn engine_home(engine: &str) -> Option<&'static str> {
 }
 
 /// A file's media type by its name alone (its contents are not read for it).
-pub fn media_type(path: &str) -> &'static str {
+pub(crate) fn media_type(path: &str) -> &'static str {
     let name = path.rsplit('/').next().unwrap_or(path);
     let ext = name.rsplit_once('.').map_or("", |(_, x)| x);
     match ext.to_ascii_lowercase().as_str() {

@@ -20,7 +20,7 @@ pub struct TaskFiles {
 }
 
 /// A task's inputs and outputs; None when its span says of none.
-pub fn files_of(s: &ReportSpan) -> Option<TaskFiles> {
+pub(crate) fn files_of(s: &ReportSpan) -> Option<TaskFiles> {
     let list = |k: &str| s.lists.get(k).cloned().unwrap_or_default();
     let (inputs, outputs) = (list(attr::TASK_INPUTS), list(attr::TASK_OUTPUTS));
     let count = |k: &str, listed: &[String]| (s.num(k).max(0.0) as u64).max(listed.len() as u64);
@@ -69,7 +69,7 @@ fn tail(path: &str) -> String {
 
 /// The terminal's files section under the table: each task (job) with files, its inputs and
 /// outputs; `hidden` tasks with files beyond those given are counted. Nothing without any.
-pub fn render_text(tasks: &[(String, TaskFiles)], hidden: u64, out: &mut String) {
+pub(crate) fn render_text(tasks: &[(String, TaskFiles)], hidden: u64, out: &mut String) {
     if tasks.is_empty() && hidden == 0 {
         return;
     }
@@ -95,7 +95,7 @@ pub fn render_text(tasks: &[(String, TaskFiles)], hidden: u64, out: &mut String)
 
 /// The HTML report's files table: a row per task (job) with files, in the order they
 /// started. Nothing when no task has any.
-pub fn render_html(spans: &[ReportSpan], out: &mut String) {
+pub(crate) fn render_html(spans: &[ReportSpan], out: &mut String) {
     let mut tasks: Vec<(&ReportSpan, TaskFiles)> = spans
         .iter()
         .filter(|s| s.kind == Kind::Task)

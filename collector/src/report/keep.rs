@@ -36,7 +36,13 @@ pub struct RunSpans {
 impl RunSpans {
     /// Keeps what the judgement needs of a span that stands for `n` (a folded span counts
     /// every span it stands for). A task's decoded span is shown to `task`, kept or not.
-    pub fn record(&mut self, span: &SpanData, kind: Kind, n: u64, task: impl FnOnce(&ReportSpan)) {
+    pub(crate) fn record(
+        &mut self,
+        span: &SpanData,
+        kind: Kind,
+        n: u64,
+        task: impl FnOnce(&ReportSpan),
+    ) {
         match kind {
             Kind::Run => self.spans.push(ReportSpan::from_sdk(span)),
             Kind::Task => {
@@ -77,7 +83,7 @@ impl RunSpans {
 }
 
 /// An integer attribute of a span.
-pub fn int_of(span: &SpanData, key: &str) -> Option<i64> {
+pub(crate) fn int_of(span: &SpanData, key: &str) -> Option<i64> {
     let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key);
     match kv.map(|kv| &kv.value) {
         Some(opentelemetry::Value::I64(n)) => Some(*n),
@@ -86,6 +92,6 @@ pub fn int_of(span: &SpanData, key: &str) -> Option<i64> {
 }
 
 /// How many spans a span stands for: a folded span counts every span it stands for.
-pub fn stands_for(span: &SpanData) -> u64 {
+pub(crate) fn stands_for(span: &SpanData) -> u64 {
     int_of(span, attr::FOLD_SPANS).map_or(1, |n| n.max(1) as u64)
 }

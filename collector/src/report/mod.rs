@@ -21,7 +21,7 @@ pub use pipetrace_core::judgement::ReportEvent;
 pub use read::{ReadError, read_file};
 
 /// The spans of each run (its trace), runs in the order they started.
-pub fn by_run(spans: &[ReportSpan]) -> Vec<Vec<ReportSpan>> {
+pub(crate) fn by_run(spans: &[ReportSpan]) -> Vec<Vec<ReportSpan>> {
     let mut runs: Vec<Vec<ReportSpan>> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for s in spans {

@@ -50,7 +50,7 @@ pub struct Table {
 const MAX_ROWS: usize = 1000;
 
 impl Table {
-    pub fn record_task(&mut self, s: &ReportSpan) {
+    pub(crate) fn record_task(&mut self, s: &ReportSpan) {
         if let Some(f) = super::files::files_of(s) {
             match self.files.len() < MAX_TEXT_TASKS {
                 true => self.files.push((s.name.clone(), f)),
@@ -87,7 +87,7 @@ impl Table {
 
     /// The rows, one per task name, each with the judgement's advice for it (its ask for
     /// next time), else what its GPUs say.
-    pub fn rows<'a>(&'a self, advice: &'a Advice) -> Vec<RowView<'a>> {
+    pub(crate) fn rows<'a>(&'a self, advice: &'a Advice) -> Vec<RowView<'a>> {
         self.rows
             .iter()
             .map(|(name, r)| RowView {
@@ -115,12 +115,12 @@ impl Table {
             .collect()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
 
     /// Whether a task used a GPU: the table shows a GPU column then.
-    pub fn has_gpu(&self) -> bool {
+    pub(crate) fn has_gpu(&self) -> bool {
         self.rows.values().any(|r| r.gpu_time > 0.0)
     }
 

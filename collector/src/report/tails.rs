@@ -21,7 +21,7 @@ pub struct Tails {
 }
 
 impl Tails {
-    pub fn of(cfg: &pipetrace_config::Config) -> Self {
+    pub(crate) fn of(cfg: &pipetrace_config::Config) -> Self {
         let lines = cfg.report.failure_log_lines;
         let r = &cfg.redaction;
         let redactor = (lines > 0)

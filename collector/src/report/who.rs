@@ -36,7 +36,7 @@ fn user_of(s: &ReportSpan) -> Option<&str> {
 
 impl ByWho {
     /// Totals over every run in `spans`; empty when no span names a user or a cost centre.
-    pub fn of(spans: &[ReportSpan]) -> Self {
+    pub(crate) fn of(spans: &[ReportSpan]) -> Self {
         let mut out = Self::default();
         // Grouped by trace without copying the spans (an agent's file may hold millions).
         let mut traces: BTreeMap<&str, Vec<&ReportSpan>> = BTreeMap::new();
@@ -100,7 +100,7 @@ impl ByWho {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.users.is_empty() && self.centres.is_empty()
     }
 
@@ -117,7 +117,7 @@ impl ByWho {
 
     /// Whether the terminal tables say anything: more than one user, or more than one cost
     /// centre (one alone is the run's own total again).
-    pub fn tells(&self) -> bool {
+    pub(crate) fn tells(&self) -> bool {
         self.rows().iter().any(|(_, rows)| rows.len() > 1)
     }
 

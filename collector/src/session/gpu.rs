@@ -7,7 +7,7 @@ use super::Session;
 impl Session {
     /// Samples GPUs through `driver` (NVML): per-process figures on the spans, live metrics.
     /// The GPUs found go to `inventory`, which span building names them by.
-    pub fn with_gpu(
+    pub(crate) fn with_gpu(
         mut self,
         driver: Option<Box<dyn crate::gpu::Driver>>,
         interval: Duration,
@@ -22,11 +22,6 @@ impl Session {
             }
         });
         self
-    }
-
-    /// The GPU sampler, if GPUs are looked at.
-    pub fn gpu(&self) -> Option<&crate::gpu::GpuSampler> {
-        self.gpu.as_ref()
     }
 
     /// Looks at the GPUs a run's process holds a context on.

@@ -74,7 +74,7 @@ impl Session {
     }
 
     /// What runs now, for the live view: each run's running tasks read from /proc.
-    pub fn live_now(
+    pub(crate) fn live_now(
         &mut self,
         watcher: &mut crate::live_view::Watcher,
     ) -> Vec<crate::live_view::Now> {

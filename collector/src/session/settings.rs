@@ -14,13 +14,13 @@ impl Session {
     }
 
     /// Watches only the processes in `cgroup` and below it (`probes.scope_cgroup`).
-    pub fn with_scope(mut self, cgroup: Option<String>) -> Self {
+    pub(crate) fn with_scope(mut self, cgroup: Option<String>) -> Self {
         self.scope = crate::scope::Scope::new(cgroup);
         self
     }
 
     /// Which opened files are kept, and how many listed (`files.*`).
-    pub fn with_files(mut self, files: crate::files::Filter) -> Self {
+    pub(crate) fn with_files(mut self, files: crate::files::Filter) -> Self {
         self.attr.files_per_task = files.max_per_task;
         self.files = files;
         self
@@ -35,13 +35,13 @@ impl Session {
     }
 
     /// Events come from polling /proc: every process is marked so.
-    pub fn with_procfs(mut self, procfs: bool) -> Self {
+    pub(crate) fn with_procfs(mut self, procfs: bool) -> Self {
         self.procfs = procfs;
         self
     }
 
     /// How long an exited process waits for the kernel's usage report.
-    pub fn with_usage_wait(mut self, wait: Duration) -> Self {
+    pub(crate) fn with_usage_wait(mut self, wait: Duration) -> Self {
         self.awaiting.set_wait(wait);
         self
     }

@@ -68,7 +68,7 @@ pub struct Sizing {
 }
 
 /// Whether `i` gives `need` at least what it used.
-pub fn fits(i: &Instance, need: &Need, headroom: f64) -> bool {
+pub(crate) fn fits(i: &Instance, need: &Need, headroom: f64) -> bool {
     let grown = 1.0 + headroom;
     let local = need.local_disk.is_none()
         || (i.nvme_gib > 0.0 && i.nvme_gib * GIB >= need.disk_written_bytes as f64);
@@ -108,7 +108,7 @@ fn cheaper(a: &Instance, b: &Instance) -> std::cmp::Ordering {
 }
 
 /// The machines that fit `need`, for `wall_s` seconds.
-pub fn fit(need: &Need, wall_s: f64, catalog: &Catalog, headroom: f64) -> Fit {
+pub(crate) fn fit(need: &Need, wall_s: f64, catalog: &Catalog, headroom: f64) -> Fit {
     let fitting: Vec<&Instance> = (catalog.instances.iter())
         .filter(|i| fits(i, need, headroom))
         .collect();
@@ -139,7 +139,7 @@ pub fn fit(need: &Need, wall_s: f64, catalog: &Catalog, headroom: f64) -> Fit {
 }
 
 /// Every task's fit, the run on one machine and the per-task sums per region.
-pub fn size(needs: &Needs, catalog: &Catalog, headroom: f64) -> Sizing {
+pub(crate) fn size(needs: &Needs, catalog: &Catalog, headroom: f64) -> Sizing {
     let tasks: Vec<TaskFit> = (needs.tasks.iter())
         .map(|(task, need)| TaskFit {
             task: task.clone(),
@@ -203,7 +203,7 @@ fn per_task(tasks: &[TaskFit], catalog: &Catalog) -> Vec<RegionTotal> {
 }
 
 /// The family words for a choice, for the table: `compute`, `storage+NVMe`.
-pub fn family_words(i: &Instance) -> String {
+pub(crate) fn family_words(i: &Instance) -> String {
     match i.nvme_gib > 0.0 {
         true => format!("{}+NVMe", i.family.as_str()),
         false => i.family.as_str().into(),

@@ -19,18 +19,18 @@ use crate::report::ReportSpan;
 
 /// The machines for one run's spans (one trace; see `report::by_run`). `headroom`: the share
 /// added to what a task used (`diagnosis.headroom`).
-pub fn recommend(spans: &[ReportSpan], catalog: &Catalog, headroom: f64) -> Sizing {
+pub(crate) fn recommend(spans: &[ReportSpan], catalog: &Catalog, headroom: f64) -> Sizing {
     fit::size(&Needs::of(spans), catalog, headroom)
 }
 
 /// As [`recommend`], from needs summed while the run ran.
-pub fn recommend_needs(needs: &Needs, catalog: &Catalog, headroom: f64) -> Sizing {
+pub(crate) fn recommend_needs(needs: &Needs, catalog: &Catalog, headroom: f64) -> Sizing {
     fit::size(needs, catalog, headroom)
 }
 
 /// The table the config names (the shipped one, or `sizing.instances`), filtered to
 /// `sizing.clouds` and `sizing.regions`; None when `sizing.enabled` is off.
-pub fn catalog(cfg: &pipetrace_config::Sizing) -> Result<Option<Catalog>, TableError> {
+pub(crate) fn catalog(cfg: &pipetrace_config::Sizing) -> Result<Option<Catalog>, TableError> {
     if !cfg.enabled {
         return Ok(None);
     }

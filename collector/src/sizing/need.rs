@@ -48,7 +48,7 @@ pub struct Needs {
 }
 
 impl Needs {
-    pub fn of(spans: &[ReportSpan]) -> Self {
+    pub(crate) fn of(spans: &[ReportSpan]) -> Self {
         let mut n = Self::default();
         for s in spans {
             n.record(s);
@@ -109,17 +109,17 @@ impl Needs {
 
 impl Need {
     /// vCPUs to ask for: what it kept busy with `headroom` on top, rounded up, at least 1.
-    pub fn vcpus(&self, headroom: f64) -> u32 {
+    pub(crate) fn vcpus(&self, headroom: f64) -> u32 {
         ((self.cpus_used * (1.0 + headroom) - 1e-9).ceil() as u32).max(1)
     }
 
     /// GiB of memory to ask for: its peak with `headroom` on top.
-    pub fn memory_gib(&self, headroom: f64) -> f64 {
+    pub(crate) fn memory_gib(&self, headroom: f64) -> f64 {
         self.memory_peak_bytes as f64 * (1.0 + headroom) / GIB
     }
 
     /// The largest of each figure over `tasks`: a machine that runs them one at a time.
-    pub fn largest<'a>(tasks: impl Iterator<Item = &'a Need>) -> Need {
+    pub(crate) fn largest<'a>(tasks: impl Iterator<Item = &'a Need>) -> Need {
         let mut m = Need::default();
         for t in tasks {
             m.jobs += t.jobs;

@@ -30,7 +30,7 @@ impl Family {
         ("gpu", Family::Gpu),
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         Self::ALL
             .iter()
             .find(|(_, f)| *f == self)
@@ -112,11 +112,11 @@ pub enum TableError {
 }
 
 impl Catalog {
-    pub fn builtin() -> Self {
+    pub(crate) fn builtin() -> Self {
         Self::parse(BUILTIN, "built-in").expect("collector/data/instances.csv parses")
     }
 
-    pub fn read(path: &Path) -> Result<Self, TableError> {
+    pub(crate) fn read(path: &Path) -> Result<Self, TableError> {
         let text = std::fs::read_to_string(path).map_err(|source| TableError::Read {
             path: path.display().to_string(),
             source,
@@ -124,7 +124,7 @@ impl Catalog {
         Self::parse(&text, &path.display().to_string())
     }
 
-    pub fn parse(text: &str, origin: &str) -> Result<Self, TableError> {
+    pub(crate) fn parse(text: &str, origin: &str) -> Result<Self, TableError> {
         let mut date = None;
         let mut header = false;
         let mut instances = Vec::new();
@@ -177,7 +177,11 @@ impl Catalog {
 
     /// Only the instances of these clouds and regions (all where a list is empty); a name the
     /// table lacks is an error, not an empty choice.
-    pub fn filtered(mut self, clouds: &[String], regions: &[String]) -> Result<Self, TableError> {
+    pub(crate) fn filtered(
+        mut self,
+        clouds: &[String],
+        regions: &[String],
+    ) -> Result<Self, TableError> {
         for (key, wanted, of) in [
             (
                 "clouds",

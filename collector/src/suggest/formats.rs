@@ -44,7 +44,7 @@ fn decimal_mb(bytes: u64) -> u64 {
 /// A Snakemake profile's `config.yaml`: `set-threads` and `set-resources` as lists of
 /// `RULE=N` and `RULE:RESOURCE=VALUE`, as the command line takes them, which Snakemake 7, 8
 /// and 9 all read (`--profile DIR`).
-pub fn snakemake(s: &[Suggestion], basis: &Basis) -> String {
+pub(crate) fn snakemake(s: &[Suggestion], basis: &Basis) -> String {
     let mut out = basis.header("#");
     out.push_str("set-threads:\n");
     for x in s {
@@ -59,7 +59,7 @@ pub fn snakemake(s: &[Suggestion], basis: &Basis) -> String {
 }
 
 /// A Nextflow config (`-c FILE`): a `withName` selector per process.
-pub fn nextflow(s: &[Suggestion], basis: &Basis) -> String {
+pub(crate) fn nextflow(s: &[Suggestion], basis: &Basis) -> String {
     let mut out = basis.header("//");
     out.push_str("process {\n");
     for x in s {
@@ -79,7 +79,7 @@ pub fn nextflow(s: &[Suggestion], basis: &Basis) -> String {
 /// A cwltool overrides file (`--overrides FILE`): a ResourceRequirement per tool, keyed by
 /// the tool's file as the workflow's steps name it (`tools`: step name to tool URI). Steps
 /// that run one tool file share its override: the largest of their asks.
-pub fn cwl(s: &[Suggestion], basis: &Basis, tools: &BTreeMap<String, String>) -> String {
+pub(crate) fn cwl(s: &[Suggestion], basis: &Basis, tools: &BTreeMap<String, String>) -> String {
     let mut out = basis.header("#");
     out.push_str("cwltool:overrides:\n");
     let mut by_tool: BTreeMap<&str, (Vec<&str>, u32, u64)> = BTreeMap::new();
@@ -111,7 +111,7 @@ pub fn cwl(s: &[Suggestion], basis: &Basis, tools: &BTreeMap<String, String>) ->
 
 /// The steps of a CWL workflow whose `run` is a file, as absolute `file://` URIs (how
 /// cwltool identifies the tool an override is for).
-pub fn cwl_tools(workflow: &Path) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn cwl_tools(workflow: &Path) -> Result<BTreeMap<String, String>, String> {
     let text = std::fs::read_to_string(workflow)
         .map_err(|e| format!("cannot read {}: {e}", workflow.display()))?;
     let doc: serde_yaml::Value = serde_yaml::from_str(&text)
@@ -145,7 +145,7 @@ pub fn cwl_tools(workflow: &Path) -> Result<BTreeMap<String, String>, String> {
 }
 
 /// For anything else: a table of what to ask for and why.
-pub fn table(s: &[Suggestion], basis: &Basis) -> String {
+pub(crate) fn table(s: &[Suggestion], basis: &Basis) -> String {
     let mut out = basis.header("#");
     let _ = writeln!(
         out,

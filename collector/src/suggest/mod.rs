@@ -41,14 +41,14 @@ pub struct Jobs(BTreeMap<String, Vec<Job>>);
 
 /// The suggestions for every task in `spans` (any number of runs), by task name.
 #[cfg(test)]
-pub fn suggest(spans: &[ReportSpan], policy: Policy) -> Vec<Suggestion> {
+pub(crate) fn suggest(spans: &[ReportSpan], policy: Policy) -> Vec<Suggestion> {
     let mut jobs = Jobs::default();
     jobs.add_spans(spans);
     jobs.suggest(policy)
 }
 
 impl Jobs {
-    pub fn suggest(self, policy: Policy) -> Vec<Suggestion> {
+    pub(crate) fn suggest(self, policy: Policy) -> Vec<Suggestion> {
         (self.0.into_iter())
             .map(|(task, jobs)| one(task, &jobs, policy))
             .collect()
@@ -56,7 +56,7 @@ impl Jobs {
 
     /// A run `pipetrace run` kept for compare (by its id): each job's figures, without
     /// what it was given or whether it was OOM-killed (the kept summary holds neither).
-    pub fn add_kept(&mut self, run: &crate::compare::Run) {
+    pub(crate) fn add_kept(&mut self, run: &crate::compare::Run) {
         use crate::compare::Metric;
         for t in &run.tasks {
             let n = t.jobs.max(1);
@@ -79,7 +79,7 @@ impl Jobs {
 
     /// A pipeline's task history (what `compare --usual` reads): each earlier run of a task
     /// as one job of the medians of its jobs (the history keeps no more).
-    pub fn add_history(&mut self, kept: &crate::diagnosis::HistoryKept) {
+    pub(crate) fn add_history(&mut self, kept: &crate::diagnosis::HistoryKept) {
         for (task, runs) in &kept.tasks {
             let list = self.0.entry(task.clone()).or_default();
             list.extend(runs.iter().map(|r| Job {
@@ -148,7 +148,7 @@ fn one(task: String, jobs: &[Job], policy: Policy) -> Suggestion {
     }
 }
 
-pub fn mib(bytes: u64) -> String {
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes.div_ceil(1 << 20))
 }
 

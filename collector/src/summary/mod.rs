@@ -185,7 +185,7 @@ impl crate::outputs::Output for Summary {
 
 impl Summary {
     /// A summary whose tree shows `max_tasks` tasks and `max_tools` tools under each.
-    pub fn new(max_tasks: usize, max_tools: usize) -> Self {
+    pub(crate) fn new(max_tasks: usize, max_tools: usize) -> Self {
         Self {
             tree: Kept {
                 keep: max_tasks.max(max_tools),
@@ -196,12 +196,12 @@ impl Summary {
     }
 
     /// Shows each failure's last log lines as `tails` asks.
-    pub fn with_tails(mut self, tails: Tails) -> Self {
+    pub(crate) fn with_tails(mut self, tails: Tails) -> Self {
         self.tails = tails;
         self
     }
 
-    pub fn record(&mut self, s: &ReadySpan) {
+    pub(crate) fn record(&mut self, s: &ReadySpan) {
         // A started span only announces what its own span says in full at the end.
         if s.kind == Kind::Started {
             return;
@@ -275,7 +275,7 @@ impl Summary {
         self.tasks > max_tasks as u64
     }
 
-    pub fn trace_id(&self) -> Option<&str> {
+    pub(crate) fn trace_id(&self) -> Option<&str> {
         self.trace_id.as_deref()
     }
 
@@ -358,7 +358,7 @@ impl Summary {
 impl Summary {
     /// The run's judgement, once for the terminal and the page: its spans as kept, each
     /// failure's log lines where the tails ask for them.
-    pub fn judge(&self) -> Judgement<'_> {
+    pub(crate) fn judge(&self) -> Judgement<'_> {
         self.tails.judge(&self.kept.spans)
     }
 
@@ -410,7 +410,7 @@ impl Summary {
 
 impl Delivery<'_> {
     /// Whether anything failed, was dropped or lost on the way: said even under `-q`.
-    pub fn troubled(&self) -> bool {
+    pub(crate) fn troubled(&self) -> bool {
         let (s, l) = (self.stats, self.lost);
         let export =
             s.spans.failed() + s.spans.dropped() + s.metrics.failed() + s.metrics.dropped();

@@ -24,7 +24,7 @@ const MAX_RULES: usize = 1000;
 
 impl Rules {
     /// One job (or `n`, a folded span's repeats) of `name`, started at `start` (Unix ns).
-    pub fn record(&mut self, name: &str, start: u64, secs: f64, failed: bool, n: u64) {
+    pub(crate) fn record(&mut self, name: &str, start: u64, secs: f64, failed: bool, n: u64) {
         let key = match self.by_name.contains_key(name) || self.by_name.len() < MAX_RULES {
             true => name,
             false => "…",

@@ -27,7 +27,14 @@ pub struct ByContainer {
 
 impl ByContainer {
     /// Counts a process that ran in `c` (a Slurm step outside any container is no container).
-    pub fn add(&mut self, c: &Arc<Container>, start: u64, end: u64, tool: &str, u: Option<&Usage>) {
+    pub(crate) fn add(
+        &mut self,
+        c: &Arc<Container>,
+        start: u64,
+        end: u64,
+        tool: &str,
+        u: Option<&Usage>,
+    ) {
         if c.id.is_empty() {
             return;
         }

@@ -61,7 +61,7 @@ impl Rollup {
     }
 
     /// Adds a finished task: its totals, and its peak as one interval.
-    pub fn add_rollup(&mut self, start_ns: u64, end_ns: u64, other: &Rollup) {
+    pub(crate) fn add_rollup(&mut self, start_ns: u64, end_ns: u64, other: &Rollup) {
         self.totals.add(&other.totals);
         self.processes += other.processes;
         self.missing += other.missing;

@@ -50,7 +50,7 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn from_figures(e: &Figures, page_size: u64) -> Self {
+    pub(crate) fn from_figures(e: &Figures, page_size: u64) -> Self {
         // The leader's own plus its exited threads'.
         // Kernel records are trusted for meaning, not for range: nothing here may overflow.
         let io = |i: usize| e.io[i].saturating_add(e.acc.io[i]);
@@ -158,7 +158,7 @@ impl Usage {
     }
 
     /// Sums counters; the peak is the larger one (use [`super::Rollup`] for concurrent peaks).
-    pub fn add(&mut self, o: &Usage) {
+    pub(crate) fn add(&mut self, o: &Usage) {
         self.cpu_user_ns += o.cpu_user_ns;
         self.cpu_system_ns += o.cpu_system_ns;
         self.maxrss_bytes = self.maxrss_bytes.max(o.maxrss_bytes);
@@ -209,7 +209,7 @@ impl CpuTimes {
     /// split by the samples' ratio, never below a split reported before. Anyone reading
     /// /proc/PID/stat mid-run (`ps`, `top`, another agent) moves the final split; without
     /// the earlier split, ours and wait4's then differ by microseconds.
-    pub fn split(&self) -> (u64, u64) {
+    pub(crate) fn split(&self) -> (u64, u64) {
         let (prev_user, prev_system) = self.prev;
         let rtime = self.rtime;
         if prev_user.saturating_add(prev_system) >= rtime {

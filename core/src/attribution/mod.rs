@@ -100,7 +100,7 @@ impl TaskInfo {
     }
 
     /// A task named `name`, its run id made from its process.
-    pub fn fallback(p: &Proc, name: String) -> Self {
+    pub(crate) fn fallback(p: &Proc, name: String) -> Self {
         Self {
             name,
             run_id: format!("{}-{}", p.key.pid, p.key.start_ticks),
@@ -409,7 +409,7 @@ impl Attributor {
     }
 
     /// Processes of a running task counted so far (those that ended).
-    pub fn ended_in(&self, task: &ProcKey) -> u64 {
+    pub(crate) fn ended_in(&self, task: &ProcKey) -> u64 {
         self.rollups.get(task).map_or(0, |r| r.processes)
     }
 

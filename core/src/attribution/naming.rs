@@ -26,14 +26,14 @@ fn family(name: &str) -> Family {
     }
 }
 
-pub fn is_shell(path: &str) -> bool {
+pub(crate) fn is_shell(path: &str) -> bool {
     family(executable_name(path)) == Family::Shell
 }
 
 /// Whether an image runs a shell: the shell itself, or a script the kernel started through
 /// its `#!` line (the path is the script's, the interpreter argv[0], the script after it:
 /// how Slurm starts a batch script).
-pub fn runs_shell(image: &crate::tree::Image) -> bool {
+pub(crate) fn runs_shell(image: &crate::tree::Image) -> bool {
     let interpreted = || {
         let (first, rest) = image.argv.split_first()?;
         Some(is_shell(first) && rest.contains(&image.path))
@@ -42,12 +42,12 @@ pub fn runs_shell(image: &crate::tree::Image) -> bool {
 }
 
 /// Whether a program is a Python interpreter (`python3`, `python3.11`, `pypy3`).
-pub fn is_python(path: &str) -> bool {
+pub(crate) fn is_python(path: &str) -> bool {
     family(executable_name(path)) == Family::Python
 }
 
 /// The `-c` string of a shell command line, if it is one.
-pub fn shell_command(argv: &[String]) -> Option<&str> {
+pub(crate) fn shell_command(argv: &[String]) -> Option<&str> {
     let name = executable_name(argv.first()?);
     if family(name) != Family::Shell {
         return None;
@@ -66,7 +66,7 @@ pub fn shell_command(argv: &[String]) -> Option<&str> {
 
 /// True when `script` is one simple command: no list, pipe, background job or substitution.
 /// Redirections keep it simple (`cmd > out` is still one command).
-pub fn is_single_command(script: &str) -> bool {
+pub(crate) fn is_single_command(script: &str) -> bool {
     let (mut single, mut double) = (false, false);
     // Bytes, not chars: every character looked at is ASCII, and no byte of a multi-byte
     // character is (this runs for every process that ends in a task).
@@ -89,13 +89,13 @@ pub fn is_single_command(script: &str) -> bool {
 
 /// A job script without the strict-mode prefix engines put before it (Snakemake's
 /// `set -euo pipefail;`), which says nothing about the job.
-pub fn strip_shell_prefix(command: &str) -> &str {
+pub(crate) fn strip_shell_prefix(command: &str) -> &str {
     let c = command.trim_start();
     c.strip_prefix("set -euo pipefail;").unwrap_or(c).trim()
 }
 
 /// Words of a simple shell command, quotes removed (enough to name it, not to run it).
-pub fn shell_words(script: &str) -> Vec<String> {
+pub(crate) fn shell_words(script: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let (mut single, mut double, mut any) = (false, false, false);
@@ -157,7 +157,7 @@ pub const MAX_NAME_CHARS: usize = 80;
 
 /// A name safe for any display: control characters (newlines, tabs, escapes) become spaces,
 /// runs of white space one space, and at most [`MAX_NAME_CHARS`] characters.
-pub fn clean_name(name: &str) -> String {
+pub(crate) fn clean_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len().min(MAX_NAME_CHARS * 4));
     let mut count = 0;
     let mut space = false;
@@ -208,7 +208,7 @@ const SHIM_MARKERS: &[&str] = &[
 
 /// True while a process runs a version-manager shim (the program, or the script an
 /// interpreter runs): the processes it starts then are folded into the tool it becomes.
-pub fn is_shim(image: &crate::tree::Image) -> bool {
+pub(crate) fn is_shim(image: &crate::tree::Image) -> bool {
     let shim = |s: &str| SHIM_MARKERS.iter().any(|m| s.contains(m));
     shim(&image.path) || image.argv.iter().take(2).any(|a| shim(a))
 }
@@ -217,7 +217,7 @@ pub fn is_shim(image: &crate::tree::Image) -> bool {
 /// own (`time`, `timeout`, `conda run`, `apptainer exec`): the command is the tool, the
 /// wrapper no level. Wrappers that exec in place (`env`, `nice`, `ionice`, `taskset`) need
 /// no such rule: a process is what it executed last.
-pub fn is_wrapper(image: &crate::tree::Image) -> bool {
+pub(crate) fn is_wrapper(image: &crate::tree::Image) -> bool {
     let sub = image.argv.get(1).map(String::as_str).unwrap_or("");
     match program_name(&image.path, &image.argv) {
         "time" | "timeout" => true,
@@ -295,7 +295,7 @@ fn is_shell_builtin(word: &str) -> bool {
     SHELL_BUILTINS.contains(&word)
 }
 
-pub fn tool_name_of(exe: &str, argv: &[String]) -> String {
+pub(crate) fn tool_name_of(exe: &str, argv: &[String]) -> String {
     clean_name(&raw_tool_name(exe, argv))
 }
 

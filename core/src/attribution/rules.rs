@@ -13,7 +13,7 @@ pub struct CompiledRule {
 
 impl CompiledRule {
     /// Regexes were checked when the config was loaded; a bad one here is a bug.
-    pub fn new(rule: &pipetrace_config::Rule) -> Result<Self, regex::Error> {
+    pub(crate) fn new(rule: &pipetrace_config::Rule) -> Result<Self, regex::Error> {
         let re = |s: &Option<String>| s.as_deref().map(Regex::new).transpose();
         Ok(Self {
             executable: rule.matches.executable.clone(),
@@ -23,7 +23,7 @@ impl CompiledRule {
         })
     }
 
-    pub fn matches(&self, image: &Image) -> bool {
+    pub(crate) fn matches(&self, image: &Image) -> bool {
         let tool = tool_name_of(program_name(&image.path, &image.argv), &image.argv);
         let exe = executable_name(&image.path);
         let cwd = image
@@ -41,17 +41,17 @@ impl CompiledRule {
             && self.cwd.as_ref().is_none_or(|r| r.is_match(&cwd))
     }
 
-    pub fn name(&self, image: &Image) -> String {
+    pub(crate) fn name(&self, image: &Image) -> String {
         render(&self.template, image)
     }
 }
 
-pub fn compile(rules: &[pipetrace_config::Rule]) -> Result<Vec<CompiledRule>, regex::Error> {
+pub(crate) fn compile(rules: &[pipetrace_config::Rule]) -> Result<Vec<CompiledRule>, regex::Error> {
     rules.iter().map(CompiledRule::new).collect()
 }
 
 /// `{tool}`, `{executable}`, `{argv0}`..`{argv9}`, `{cwd}`, `{cwd_name}`.
-pub fn render(template: &str, image: &Image) -> String {
+pub(crate) fn render(template: &str, image: &Image) -> String {
     let cwd = image
         .cwd
         .as_ref()

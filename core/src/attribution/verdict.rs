@@ -37,7 +37,7 @@ impl ExitCodes {
     /// The verdict where a listed code decides it, in cwltool's order: success codes
     /// first, then temporary, then permanent failure codes. None: nothing listed decides
     /// (0 succeeds, anything else fails), or the status is unknown.
-    pub fn listed(&self, exit: &Exit) -> Option<Verdict> {
+    pub(crate) fn listed(&self, exit: &Exit) -> Option<Verdict> {
         if !exit.known() {
             return None;
         }

@@ -33,7 +33,7 @@ impl ArgoPod {
     /// part after the workflow's (`align(0)` of `wf.align(0)` and of `wf[0].align(0)`), a
     /// `.` inside an item's `(...)` or a group's `[...]` being no separator. None for the
     /// workflow's root node (a workflow of one pod).
-    pub fn display(&self) -> Option<String> {
+    pub(crate) fn display(&self) -> Option<String> {
         let rest = self.node.strip_prefix(&self.workflow)?;
         let mut depth = 0i32;
         let mut start = 0;
@@ -85,7 +85,7 @@ fn unquote(s: &str) -> Option<String> {
 }
 
 /// The kubelet's `key="value"` lines; lines that are not are skipped.
-pub fn parse(text: &str) -> Vec<(String, String)> {
+pub(crate) fn parse(text: &str) -> Vec<(String, String)> {
     text.lines()
         .filter_map(|l| {
             let (k, v) = l.split_once('=')?;
@@ -128,7 +128,7 @@ fn workflow_of(pod: &str, node: &str) -> Option<String> {
 
 /// The pod's Argo workflow and step from its labels and annotations; `pod` (its name, from
 /// the kubelet's log directory) names the workflow when the labels are not recorded.
-pub fn from_metadata(
+pub(crate) fn from_metadata(
     labels: &[(String, String)],
     annotations: &[(String, String)],
     pod: Option<&str>,
@@ -154,7 +154,7 @@ fn read_small(host: &dyn Host, path: &Path) -> Option<String> {
 }
 
 /// The Argo step pod `pod_dir` (the kubelet's directory of the pod) runs, if it is one.
-pub fn read(host: &dyn Host, pod_dir: &Path, pod: Option<&str>) -> Option<ArgoPod> {
+pub(crate) fn read(host: &dyn Host, pod_dir: &Path, pod: Option<&str>) -> Option<ArgoPod> {
     let volumes = pod_dir.join("volumes/kubernetes.io~downward-api");
     let mut dirs = host.list(&volumes).ok()?;
     dirs.sort();

@@ -34,20 +34,20 @@ impl Default for Paths {
 
 impl Paths {
     #[cfg(test)]
-    pub fn under(root: &Path) -> Self {
+    pub(crate) fn under(root: &Path) -> Self {
         Self { root: root.into() }
     }
 
-    pub fn pod_logs(&self) -> PathBuf {
+    pub(crate) fn pod_logs(&self) -> PathBuf {
         self.root.join("var/log/pods")
     }
 
-    pub fn log_links(&self) -> PathBuf {
+    pub(crate) fn log_links(&self) -> PathBuf {
         self.root.join("var/log/containers")
     }
 
     /// The kubelet's own directory of pod `uid` (its volumes).
-    pub fn pod(&self, uid: &str) -> PathBuf {
+    pub(crate) fn pod(&self, uid: &str) -> PathBuf {
         self.root.join("var/lib/kubelet/pods").join(uid)
     }
 }
@@ -62,7 +62,11 @@ fn entries(host: &dyn Host, dir: &Path) -> impl Iterator<Item = (String, PathBuf
 
 /// The pod directory of pod `uid` under `/var/log/pods`: its namespace, name and path.
 /// Namespace and pod names are DNS labels / subdomains: they hold no `_`.
-pub fn pod_dir(host: &dyn Host, pod_logs: &Path, uid: &str) -> Option<(String, String, PathBuf)> {
+pub(crate) fn pod_dir(
+    host: &dyn Host,
+    pod_logs: &Path,
+    uid: &str,
+) -> Option<(String, String, PathBuf)> {
     let suffix = format!("_{uid}");
     entries(host, pod_logs).find_map(|(name, path)| {
         let (namespace, pod) = name.strip_suffix(&suffix)?.split_once('_')?;
@@ -72,7 +76,7 @@ pub fn pod_dir(host: &dyn Host, pod_logs: &Path, uid: &str) -> Option<(String, S
 }
 
 /// The containers' directories of a pod's log directory: their names, sorted.
-pub fn container_dirs(host: &dyn Host, dir: &Path) -> Vec<String> {
+pub(crate) fn container_dirs(host: &dyn Host, dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = entries(host, dir)
         .filter(|(_, p)| host.facts(p).is_ok_and(|f| f.is_dir))
         .map(|(name, _)| name)
@@ -83,7 +87,7 @@ pub fn container_dirs(host: &dyn Host, dir: &Path) -> Vec<String> {
 
 /// The kubelet's log link of container `id`: `<pod>_<namespace>_<container>-<id>.log`
 /// (the container's name ends at the id).
-pub fn log_link(host: &dyn Host, dir: &Path, id: &str) -> Option<K8s> {
+pub(crate) fn log_link(host: &dyn Host, dir: &Path, id: &str) -> Option<K8s> {
     let suffix = format!("-{id}.log");
     let name = entries(host, dir)
         .map(|(name, _)| name)
@@ -100,7 +104,7 @@ pub fn log_link(host: &dyn Host, dir: &Path, id: &str) -> Option<K8s> {
 /// Container `id` of pod `uid`: namespace and pod from the pod's log directory; the
 /// container's name from its log link, else the pod's only container directory. Without
 /// the pod's directory, the link alone (older kubelets, or a pod directory not mounted).
-pub fn names(host: &dyn Host, paths: &Paths, uid: &str, id: &str) -> Option<K8s> {
+pub(crate) fn names(host: &dyn Host, paths: &Paths, uid: &str, id: &str) -> Option<K8s> {
     let link = log_link(host, &paths.log_links(), id);
     let Some((namespace, pod, dir)) = pod_dir(host, &paths.pod_logs(), uid) else {
         return link;

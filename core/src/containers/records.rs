@@ -50,7 +50,7 @@ fn text(v: Option<&serde_json::Value>) -> Option<String> {
 }
 
 /// Docker's record of a container (`config.v2.json`).
-pub fn docker(host: &dyn Host, root: &Path, id: &str) -> Option<Details> {
+pub(crate) fn docker(host: &dyn Host, root: &Path, id: &str) -> Option<Details> {
     let raw = host.read(&root.join(id).join("config.v2.json")).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&raw).ok()?;
     let config = v.get("Config");
@@ -63,7 +63,7 @@ pub fn docker(host: &dyn Host, root: &Path, id: &str) -> Option<Details> {
 }
 
 /// Podman's event log: the last event of the container that names it.
-pub fn podman_events(host: &dyn Host, log: &Path, id: &str) -> Option<Details> {
+pub(crate) fn podman_events(host: &dyn Host, log: &Path, id: &str) -> Option<Details> {
     let len = host.facts(log).ok()?.len;
     let from = len.saturating_sub(EVENT_LOG_TAIL);
     let bytes = host.read_from(log, from, EVENT_LOG_TAIL as usize).ok()?;
@@ -81,7 +81,7 @@ pub fn podman_events(host: &dyn Host, log: &Path, id: &str) -> Option<Details> {
 }
 
 /// What the container's runtime (and, for a pod's container, the kubelet) records of it.
-pub fn read(
+pub(crate) fn read(
     host: &dyn Host,
     runtime: Option<&str>,
     id: &str,

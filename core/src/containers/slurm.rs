@@ -20,7 +20,7 @@ impl SlurmStep {
 
 /// A `slurmstepd: [<job>.<step>]` process title (its `/proc/<pid>/cmdline`): the step of a
 /// job whose processes Slurm keeps in no cgroup of its own (proctrack/linuxproc).
-pub fn from_title(cmdline: &[u8]) -> Option<SlurmStep> {
+pub(crate) fn from_title(cmdline: &[u8]) -> Option<SlurmStep> {
     let first = cmdline.split(|b| *b == 0).next()?;
     let title = std::str::from_utf8(first).ok()?.trim();
     let inner = title.strip_prefix("slurmstepd: [")?.strip_suffix(']')?;

@@ -32,7 +32,7 @@ pub struct Stalls {
 const MAX_PERIODS: usize = 16;
 
 impl Stalls {
-    pub fn new(after: std::time::Duration) -> Self {
+    pub(crate) fn new(after: std::time::Duration) -> Self {
         Self {
             after_ns: after.as_nanos() as u64,
             watched: HashMap::new(),
@@ -40,7 +40,7 @@ impl Stalls {
     }
 
     /// `key`'s progress signature at `now_ns`: any change is progress.
-    pub fn observe(&mut self, key: ProcKey, signature: u64, now_ns: u64) {
+    pub(crate) fn observe(&mut self, key: ProcKey, signature: u64, now_ns: u64) {
         let p = self.watched.entry(key).or_insert(Progress {
             signature,
             since_ns: now_ns,
@@ -65,7 +65,7 @@ impl Stalls {
     }
 
     /// Those stalled now.
-    pub fn stalled(&self) -> impl Iterator<Item = ProcKey> + '_ {
+    pub(crate) fn stalled(&self) -> impl Iterator<Item = ProcKey> + '_ {
         self.watched
             .iter()
             .filter(|(_, p)| p.stalled)
@@ -74,7 +74,7 @@ impl Stalls {
 
     /// It ended at `end_ns`: its stall periods, the open one closed then, and how long it
     /// made no progress in all (ns).
-    pub fn take(&mut self, key: ProcKey, end_ns: u64) -> (Vec<Stall>, u64) {
+    pub(crate) fn take(&mut self, key: ProcKey, end_ns: u64) -> (Vec<Stall>, u64) {
         let Some(mut p) = self.watched.remove(&key) else {
             return (Vec::new(), 0);
         };
@@ -86,7 +86,7 @@ impl Stalls {
 
     /// Forgets what was last observed before `cutoff_ns` and never taken (a process that
     /// gets no span of its own), so the map stays bounded.
-    pub fn forget_unseen_since(&mut self, cutoff_ns: u64) {
+    pub(crate) fn forget_unseen_since(&mut self, cutoff_ns: u64) {
         self.watched.retain(|_, p| p.seen_ns >= cutoff_ns);
     }
 

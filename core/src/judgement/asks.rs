@@ -39,17 +39,17 @@ impl Asked {
         self.jobs.push(j.figures());
     }
 
-    pub fn asks(&self) -> asks::Asks {
+    pub(crate) fn asks(&self) -> asks::Asks {
         asks::asks(&self.jobs, asks::Policy::default())
     }
 
     /// CPUs to ask for next time, where some were asked for.
-    pub fn next_cpus(&self) -> Option<f64> {
+    pub(crate) fn next_cpus(&self) -> Option<f64> {
         self.cpus.map(|_| f64::from(self.asks().cpus))
     }
 
     /// Memory to ask for next time, where the jobs had a peak.
-    pub fn next_memory(&self) -> Option<f64> {
+    pub(crate) fn next_memory(&self) -> Option<f64> {
         (self.peak > 0.0 || self.oom).then(|| self.asks().memory_bytes as f64)
     }
 }

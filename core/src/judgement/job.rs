@@ -97,7 +97,7 @@ impl<'a> Job<'a> {
     }
 
     /// Its own log files, as the engine names them.
-    pub fn logs(&self) -> Vec<String> {
+    pub(crate) fn logs(&self) -> Vec<String> {
         self.span
             .lists
             .get(attr::TASK_LOGS)
@@ -119,11 +119,11 @@ impl<'a> Job<'a> {
         .filter(move |e| e.name == name)
     }
 
-    pub fn oom(&self) -> Option<&'a ReportEvent> {
+    pub(crate) fn oom(&self) -> Option<&'a ReportEvent> {
         self.events(event::OOM_KILL).next()
     }
 
-    pub fn signal(&self) -> Option<&'a ReportEvent> {
+    pub(crate) fn signal(&self) -> Option<&'a ReportEvent> {
         self.events(event::SIGNAL).next()
     }
 
@@ -171,20 +171,20 @@ impl<'a> Job<'a> {
 
     /// The CPUs it asked for, where something asked (the engine, a cgroup, a cpuset), not
     /// the host's CPUs it was merely free to use.
-    pub fn cpus_asked(&self) -> Option<f64> {
+    pub(crate) fn cpus_asked(&self) -> Option<f64> {
         let source = self.span.text(attr::CPU_ALLOCATION_SOURCE);
         let n = self.span.num(attr::CPU_ALLOCATED);
         (n > 0.0 && source.is_some_and(|s| s != "host")).then_some(n)
     }
 
     /// CPUs busy on average over its life.
-    pub fn cpus_used(&self) -> f64 {
+    pub(crate) fn cpus_used(&self) -> f64 {
         self.cpu() / self.wall().max(1e-9)
     }
 
     /// CPUs it kept busy or waited for on average: a job on a busy host that waited for a
     /// CPU wanted it, though it could not use it.
-    pub fn cpus_wanted(&self) -> f64 {
+    pub(crate) fn cpus_wanted(&self) -> f64 {
         (self.cpu() + self.span.num(attr::CPU_RUN_QUEUE_DELAY)) / self.wall().max(1e-9)
     }
 
@@ -192,13 +192,13 @@ impl<'a> Job<'a> {
         self.cpus_asked().map(|n| self.cpus_used() / n)
     }
 
-    pub fn peak(&self) -> f64 {
+    pub(crate) fn peak(&self) -> f64 {
         self.span.num(attr::MEMORY_PEAK)
     }
 
     /// The memory it could use (its cgroup's limit or the engine's grant), else that of
     /// the OOM kill that ended it.
-    pub fn memory_asked(&self) -> Option<f64> {
+    pub(crate) fn memory_asked(&self) -> Option<f64> {
         let own = self.span.num(attr::MEMORY_LIMIT);
         let killed = || {
             self.oom()
@@ -221,12 +221,12 @@ impl<'a> Job<'a> {
         self.memory_asked().map(|l| self.peak_seen() / l)
     }
 
-    pub fn over_asked(&self) -> bool {
+    pub(crate) fn over_asked(&self) -> bool {
         self.span.text(attr::RIGHTSIZING) == Some("over-allocated")
     }
 
     /// CPU-seconds asked for and not used.
-    pub fn idle_cpu_secs(&self) -> f64 {
+    pub(crate) fn idle_cpu_secs(&self) -> f64 {
         self.cpus_asked()
             .map_or(0.0, |n| (n * self.wall() - self.cpu()).max(0.0))
     }

@@ -65,7 +65,7 @@ pub fn with(mut s: ReportSpan, numbers: &[(&str, f64)], texts: &[(&str, &str)]) 
     s
 }
 
-pub fn tool(id: &str, parent: &str, name: &str) -> ReportSpan {
+pub(crate) fn tool(id: &str, parent: &str, name: &str) -> ReportSpan {
     let mut s = task(id, name, None, (0.0, 1.0));
     (s.kind, s.parent) = (Kind::Tool, Some(parent.into()));
     s.texts.clear();

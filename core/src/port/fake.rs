@@ -74,12 +74,13 @@ impl FakeHost {
     }
 
     /// The Unix time a boot-clock time stands for.
-    pub fn wall(&self, boottime_ns: u64) -> SystemTime {
+    pub(crate) fn wall(&self, boottime_ns: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_nanos(self.state().boot_unix_ns + boottime_ns)
     }
 
     /// Opens engines' databases with `open` (none are open otherwise).
-    pub fn open_databases_with(
+    #[cfg(test)]
+    pub(crate) fn open_databases_with(
         &self,
         open: impl Fn(&Path) -> Option<Box<dyn super::Database>> + Send + Sync + 'static,
     ) {
@@ -94,22 +95,16 @@ impl FakeHost {
         self.state().processes.insert(p.pid, p);
     }
 
-    pub fn set_live(&self, pid: u32, live: RunningUsage) {
-        self.state().live.insert(pid, live);
-    }
-
     /// The files `pid` has open.
-    pub fn set_open_files(&self, pid: u32, paths: Vec<PathBuf>) {
+    #[cfg(test)]
+    pub(crate) fn set_open_files(&self, pid: u32, paths: Vec<PathBuf>) {
         self.state().open.insert(pid, paths);
     }
 
     /// The TCP connections `pid` holds.
-    pub fn set_tcp_links(&self, pid: u32, links: Vec<TcpLink>) {
+    #[cfg(test)]
+    pub(crate) fn set_tcp_links(&self, pid: u32, links: Vec<TcpLink>) {
         self.state().links.insert(pid, links);
-    }
-
-    pub fn set_busy_ticks(&self, ticks: u64) {
-        self.state().busy_ticks = ticks;
     }
 
     /// Writes a file, changed now (and keeps a copy, if its directory is kept).
@@ -123,15 +118,6 @@ impl FakeHost {
             s.kept.insert(name.to_os_string(), bytes.clone());
         }
         s.files.insert(path.to_path_buf(), (bytes, now));
-    }
-
-    /// Appends to a file, changed now.
-    pub fn append(&self, path: impl AsRef<Path>, bytes: &[u8]) {
-        let now = self.now();
-        let mut s = self.state();
-        let f = (s.files.entry(path.as_ref().to_path_buf())).or_insert((Vec::new(), now));
-        f.0.extend_from_slice(bytes);
-        f.1 = now;
     }
 }
 

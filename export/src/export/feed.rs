@@ -47,7 +47,7 @@ pub(super) struct Feed {
 
 impl Feed {
     /// Runs until both queues are closed and empty, everything handed on.
-    pub async fn run(mut self) {
+    pub(crate) async fn run(mut self) {
         let mut batch: Vec<SpanData> = Vec::with_capacity(self.batch_max);
         let mut due = Instant::now();
         let (mut spans_open, mut metrics_open) = (true, true);

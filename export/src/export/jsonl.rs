@@ -26,7 +26,7 @@ pub struct JsonLines {
 }
 
 impl JsonLines {
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         let f = open_append(path)?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -36,11 +36,11 @@ impl JsonLines {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn write_spans(
+    pub(crate) fn write_spans(
         &mut self,
         spans: &[SpanData],
         resource: &ResourceAttributesWithSchema,
@@ -67,7 +67,10 @@ impl JsonLines {
         written
     }
 
-    pub fn write_metrics(&mut self, req: &ExportMetricsServiceRequest) -> std::io::Result<()> {
+    pub(crate) fn write_metrics(
+        &mut self,
+        req: &ExportMetricsServiceRequest,
+    ) -> std::io::Result<()> {
         self.write_line(req)
     }
 

@@ -44,7 +44,7 @@ impl LimitStats {
 }
 
 /// The longest start of `s` that is at most `max` bytes and ends on a character boundary.
-pub fn cut(s: &str, max: usize) -> &str {
+pub(crate) fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -110,7 +110,7 @@ fn limit_attributes(attrs: &mut Vec<KeyValue>, count: usize, length: Option<usiz
 }
 
 /// Applies `limits` to one span, its events and its links, counting into `stats`.
-pub fn apply(span: &mut SpanData, limits: &SpanLimits, stats: &LimitStats) {
+pub(crate) fn apply(span: &mut SpanData, limits: &SpanLimits, stats: &LimitStats) {
     let len = limits.value_length;
     let (mut dropped, mut cut) = limit_attributes(&mut span.attributes, limits.attributes, len);
     span.dropped_attributes_count += dropped;

@@ -20,7 +20,7 @@ pub(crate) mod reference {
 
     /// One request of `spans` under `resource`, a scope's spans together (in the order each
     /// scope first comes), the spans moved into it rather than copied.
-    pub fn trace_request(
+    pub(crate) fn trace_request(
         spans: Vec<SpanData>,
         resource: &ResourceAttributesWithSchema,
     ) -> proto::collector::trace::v1::ExportTraceServiceRequest {
@@ -65,7 +65,11 @@ pub(crate) mod reference {
 /// Appends, as one line of OTLP/JSON (without the newline), the request
 /// opentelemetry-proto would build of `spans`: written from the spans themselves, for a file
 /// that needs no protobuf of them.
-pub fn write_spans(out: &mut Vec<u8>, spans: &[SpanData], res: &ResourceAttributesWithSchema) {
+pub(crate) fn write_spans(
+    out: &mut Vec<u8>,
+    spans: &[SpanData],
+    res: &ResourceAttributesWithSchema,
+) {
     let scopes = super::otlp::encode::by_scope(spans);
     out.extend_from_slice(b"{\"resourceSpans\":[{\"resource\":{\"attributes\":");
     list(out, &res.attributes.0, key_value);

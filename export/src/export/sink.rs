@@ -159,7 +159,7 @@ impl Sink {
 
     /// Queues finished spans together; those a full queue has no room for are dropped,
     /// counted.
-    pub fn send_all(&self, spans: Vec<ReadySpan>) {
+    pub(crate) fn send_all(&self, spans: Vec<ReadySpan>) {
         let n = spans.len();
         if n == 0 {
             return;
@@ -184,7 +184,7 @@ impl Sink {
     }
 
     /// Queues one metrics export; a full queue drops it, counted.
-    pub fn send_metrics(&self, req: ExportMetricsServiceRequest) {
+    pub(crate) fn send_metrics(&self, req: ExportMetricsServiceRequest) {
         offer(&self.metrics, req, &self.stats.metrics);
     }
 
@@ -199,7 +199,7 @@ impl Sink {
     }
 
     /// Moves batches waiting in memory to the spool (or drops them, counted).
-    pub fn spill(&self) -> u64 {
+    pub(crate) fn spill(&self) -> u64 {
         self.connections.spill() + self.own.as_ref().map_or(0, OwnSink::spill)
     }
 

@@ -47,7 +47,7 @@ pub struct SinkStats {
 
 impl SinkStats {
     /// The OTLP counters of the pipeline's signals, as one outbox counts them.
-    pub fn by_signal(&self) -> BySignal<Arc<OutboxStats>> {
+    pub(crate) fn by_signal(&self) -> BySignal<Arc<OutboxStats>> {
         BySignal {
             traces: self.spans.otlp.clone(),
             metrics: self.metrics.otlp.clone(),

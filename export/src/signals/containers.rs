@@ -12,7 +12,7 @@ fn int(v: u64) -> i64 {
 }
 
 /// A start and an end event per container, in id order.
-pub fn lifecycle_events(by: &ByContainer, host: &HostInfo) -> Vec<Event> {
+pub(crate) fn lifecycle_events(by: &ByContainer, host: &HostInfo) -> Vec<Event> {
     let mut out = Vec::with_capacity(by.parts.len() * 2);
     for part in by.parts.values() {
         let c = &part.container;

@@ -12,12 +12,12 @@ fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-pub fn mib(bytes: u64) -> String {
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.0} MiB", bytes as f64 / 1048576.0)
 }
 
 /// Span events for how `p` ended.
-pub fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
+pub(crate) fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
     let mut out = Vec::new();
     if let Some(o) = &p.oom {
         let mut a = vec![KeyValue::new(attr::OOM_RSS, int(o.rss_bytes))];
@@ -58,7 +58,7 @@ pub fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
 }
 
 /// A task's periods without progress.
-pub fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<Event> {
+pub(crate) fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<Event> {
     stalls
         .iter()
         .map(|s| {
@@ -74,7 +74,7 @@ pub fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<
 }
 
 /// A task that took far longer than its history says is usual.
-pub fn slower_event(s: &crate::diagnosis::Against, at: std::time::SystemTime) -> Event {
+pub(crate) fn slower_event(s: &crate::diagnosis::Against, at: std::time::SystemTime) -> Event {
     let a = vec![
         KeyValue::new(attr::HISTORY_USUAL_DURATION, s.usual_s),
         KeyValue::new(attr::HISTORY_RUNS, s.runs as i64),
@@ -84,7 +84,7 @@ pub fn slower_event(s: &crate::diagnosis::Against, at: std::time::SystemTime) ->
 }
 
 /// Why a process failed, in words, when something other than its own exit code ended it.
-pub fn end_reason(p: &Proc, what: &str) -> Option<String> {
+pub(crate) fn end_reason(p: &Proc, what: &str) -> Option<String> {
     let o = p.oom.as_ref()?;
     let limit = o
         .limit_bytes

@@ -30,7 +30,7 @@ fn pair(
 }
 
 /// A task's own log files as its engine names them, where it names any.
-pub fn log_attrs(logs: &[String], r: &Redactor, out: &mut Vec<KeyValue>) {
+pub(crate) fn log_attrs(logs: &[String], r: &Redactor, out: &mut Vec<KeyValue>) {
     if !logs.is_empty() {
         list(attr::TASK_LOGS, logs, r, out);
     }

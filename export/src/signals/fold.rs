@@ -88,7 +88,8 @@ impl Folder {
     }
 
     /// A built span: out now (into `out`), or later, folded or placed with its parent.
-    pub fn push(&mut self, s: ReadySpan, out: &mut Vec<ReadySpan>) {
+    #[cfg(test)]
+    pub(crate) fn push(&mut self, s: ReadySpan, out: &mut Vec<ReadySpan>) {
         let ends_run = s.kind == Kind::Run;
         self.push_span(s, ends_run, out);
     }

@@ -15,7 +15,7 @@ fn digest(boot_id: &str, what: &str, key: ProcKey) -> [u8; 32] {
 }
 
 /// The trace of a run: from the run root's identity.
-pub fn trace_id(boot_id: &str, run: ProcKey) -> [u8; 16] {
+pub(crate) fn trace_id(boot_id: &str, run: ProcKey) -> [u8; 16] {
     let d = digest(boot_id, "trace", run);
     let mut id = [0; 16];
     id.copy_from_slice(&d[..16]);
@@ -27,7 +27,7 @@ pub fn trace_id(boot_id: &str, run: ProcKey) -> [u8; 16] {
 }
 
 /// A span of an entity: `what` is "run", "task" or "tool", `key` its process.
-pub fn span_id(boot_id: &str, what: &str, key: ProcKey) -> [u8; 8] {
+pub(crate) fn span_id(boot_id: &str, what: &str, key: ProcKey) -> [u8; 8] {
     let d = digest(boot_id, what, key);
     let mut id = [0; 8];
     id.copy_from_slice(&d[..8]);
@@ -39,7 +39,7 @@ pub fn span_id(boot_id: &str, what: &str, key: ProcKey) -> [u8; 8] {
 
 /// The trace, and the run span, of a run every node names alike (`identity`, e.g. a Slurm
 /// job): each node's agent derives the same ids, so their spans form one trace.
-pub fn of_identity(identity: &str) -> ([u8; 16], [u8; 8]) {
+pub(crate) fn of_identity(identity: &str) -> ([u8; 16], [u8; 8]) {
     let d: [u8; 32] = Sha256::new()
         .chain_update(b"pipetrace-run\0")
         .chain_update(identity.as_bytes())
@@ -57,7 +57,7 @@ pub fn of_identity(identity: &str) -> ([u8; 16], [u8; 8]) {
     (trace, span)
 }
 
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

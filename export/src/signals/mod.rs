@@ -53,7 +53,7 @@ struct Ids {
 }
 
 /// W3C `traceparent` (`00-<trace>-<span>-<flags>`): the trace and span it names.
-pub fn parse_traceparent(tp: &str) -> Option<(TraceId, SpanId)> {
+pub(crate) fn parse_traceparent(tp: &str) -> Option<(TraceId, SpanId)> {
     let mut parts = tp.trim().split('-');
     let (_version, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
     let trace = TraceId::from_hex(trace)
@@ -116,7 +116,7 @@ const SIGNALS: [&str; 32] = [
     "SIGSYS",
 ];
 
-pub fn signal_name(sig: u32) -> String {
+pub(crate) fn signal_name(sig: u32) -> String {
     SIGNALS
         .get(sig as usize)
         .filter(|s| !s.is_empty())
@@ -273,7 +273,7 @@ impl SpanBuilder {
         self.shared.remove(&run);
     }
 
-    pub fn run_id(&self, run: ProcKey) -> String {
+    pub(crate) fn run_id(&self, run: ProcKey) -> String {
         if let Some(s) = self.shared.get(&run) {
             return ids::hex(&ids::of_identity(&s.identity).0);
         }

@@ -6,7 +6,7 @@ use pipetrace_semconv::attr;
 use crate::attribution::TaskInfo;
 
 /// A task span's name: the task's, with its wildcards or tag.
-pub fn task_span_name(info: &TaskInfo) -> String {
+pub(crate) fn task_span_name(info: &TaskInfo) -> String {
     match info.wildcards.as_ref().or(info.tag.as_ref()) {
         Some(w) => format!("{} ({w})", info.name),
         None => info.name.clone(),
@@ -14,7 +14,7 @@ pub fn task_span_name(info: &TaskInfo) -> String {
 }
 
 /// What a task's span says of it beyond its name.
-pub fn task_attrs(info: &TaskInfo, a: &mut Vec<KeyValue>) {
+pub(crate) fn task_attrs(info: &TaskInfo, a: &mut Vec<KeyValue>) {
     if let Some(w) = &info.wildcards {
         a.push(KeyValue::new(attr::TASK_WILDCARDS, w.clone()));
     }

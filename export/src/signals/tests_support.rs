@@ -5,7 +5,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use super::{Kind, ReadySpan};
 
 /// A tool span `tool N` of trace 7, span id `n`.
-pub fn ready_span(n: u64) -> ReadySpan {
+pub(crate) fn ready_span(n: u64) -> ReadySpan {
     let ctx = SpanContext::new(
         opentelemetry::trace::TraceId::from(7u128),
         opentelemetry::trace::SpanId::from(n),

@@ -20,7 +20,7 @@ fn int(v: u64) -> i64 {
 }
 
 /// The container a process ran in, and what its runtime records of it.
-pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>) {
+pub(crate) fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>) {
     if let Some(s) = &c.slurm {
         out.push(KeyValue::new(attr::SLURM_JOB_ID, s.job.to_string()));
         out.push(KeyValue::new(attr::SLURM_STEP_ID, s.step.clone()));
@@ -77,7 +77,7 @@ pub fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>
 
 /// Where a tool's figures came from: taken at exit, and which impossible waits were dropped
 /// (left out of the span rather than shown as 0).
-pub fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {
+pub(crate) fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {
     if u.at_exit {
         out.push(KeyValue::new(attr::USAGE_AT_EXIT, 1i64));
     }
@@ -113,7 +113,13 @@ fn impossible_attrs(u: &Usage, own: bool, out: &mut Vec<KeyValue>) {
 
 /// The kernel's figures; values this kernel cannot measure are left out, not reported as 0.
 /// `gpus`: the node's, which name the GPUs a process used.
-pub fn usage_attrs(u: &Usage, peak: u64, m: Measured, gpus: &[Gpu], out: &mut Vec<KeyValue>) {
+pub(crate) fn usage_attrs(
+    u: &Usage,
+    peak: u64,
+    m: Measured,
+    gpus: &[Gpu],
+    out: &mut Vec<KeyValue>,
+) {
     out.extend([
         KeyValue::new(attr::CPU_USER_TIME, secs(u.cpu_user_ns)),
         KeyValue::new(attr::CPU_SYSTEM_TIME, secs(u.cpu_system_ns)),
@@ -224,7 +230,7 @@ pub fn gpu_attrs(g: &crate::accounting::GpuFigures, gpus: &[Gpu], out: &mut Vec<
 
 /// What it cost at the configured prices: what it used (CPU-hours, peak GiB-hours), and for
 /// a task with a request, what it reserved.
-pub fn cost_attrs(
+pub(crate) fn cost_attrs(
     c: &pipetrace_config::Cost,
     cpu_ns: u64,
     peak_bytes: u64,
@@ -247,7 +253,7 @@ pub fn cost_attrs(
 
 /// What held the process or task back: tools are judged per CPU, tasks against their
 /// allocation.
-pub fn bottleneck_attrs(
+pub(crate) fn bottleneck_attrs(
     u: &Usage,
     wall_ns: u64,
     cpus: f64,
@@ -264,7 +270,7 @@ pub fn bottleneck_attrs(
 /// A task's or run's totals, peak, allocation and utilisation over `wall_ns`; for a task
 /// (`name`), its bottleneck and rightsizing verdicts.
 /// `task`: a task's name and how long it made no progress (ns), to judge it by.
-pub fn totals_attrs(
+pub(crate) fn totals_attrs(
     t: &Totals,
     wall_ns: u64,
     task: Option<(&str, u64)>,

@@ -21,7 +21,7 @@ pub struct Users {
 const MAX_USERS: usize = 4096;
 
 impl Users {
-    pub fn new(host: SharedHost) -> Self {
+    pub(crate) fn new(host: SharedHost) -> Self {
         Self {
             host,
             names: Mutex::new(HashMap::new()),
@@ -83,7 +83,7 @@ impl Centre {
 }
 
 /// The user and cost centre attributes of process `p` (a task's or run's first process).
-pub fn who_attrs(p: &Proc, users: Option<&Users>, centre: &Centre, out: &mut Vec<KeyValue>) {
+pub(crate) fn who_attrs(p: &Proc, users: Option<&Users>, centre: &Centre, out: &mut Vec<KeyValue>) {
     if let Some(uid) = p.uid {
         out.push(KeyValue::new(attr::USER_ID, uid.to_string()));
         if let Some(name) = users.and_then(|u| u.name(uid)) {

@@ -28,6 +28,11 @@ pub struct GpuSampler {
 }
 
 impl GpuSampler {
+    #[cfg(test)]
+    pub(crate) fn gpus(&self) -> &[Gpu] {
+        &self.gpus
+    }
+
     /// The sampler of the GPUs `driver` lists, which it sets `inventory` to.
     pub fn new(
         mut driver: Box<dyn Driver>,
@@ -45,10 +50,6 @@ impl GpuSampler {
             devices: Vec::new(),
             errors: 0,
         })
-    }
-
-    pub fn gpus(&self) -> &[Gpu] {
-        &self.gpus
     }
 
     /// Looks at every GPU: `ours` says whether a pid is a process of a run. `now_us`:

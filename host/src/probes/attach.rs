@@ -12,7 +12,7 @@ pub struct Links(Vec<Box<dyn Send>>);
 
 impl Links {
     /// A classic tracepoint (`category:name`).
-    pub fn tracepoint(
+    pub(crate) fn tracepoint(
         &mut self,
         ebpf: &mut Ebpf,
         category: &str,
@@ -30,7 +30,7 @@ impl Links {
     }
 
     /// A BTF-typed raw tracepoint (`tp_btf/name`), by the program of the same name.
-    pub fn btf_tracepoint(
+    pub(crate) fn btf_tracepoint(
         &mut self,
         ebpf: &mut Ebpf,
         btf: &Btf,
@@ -40,7 +40,7 @@ impl Links {
     }
 
     /// Program `program` on the BTF-typed raw tracepoint `tracepoint`.
-    pub fn btf_program(
+    pub(crate) fn btf_program(
         &mut self,
         ebpf: &mut Ebpf,
         btf: &Btf,
@@ -64,7 +64,7 @@ impl Links {
 /// Loads the BTF tracepoint programs `wanted` (program, tracepoint) at once, one thread
 /// each: the kernel verifies each in its caller's context, so they share the CPUs. A
 /// program that fails here is loaded again when it is attached, which reports why.
-pub fn load_all(ebpf: &mut Ebpf, btf: &Btf, wanted: &[(&'static str, &'static str)]) {
+pub(crate) fn load_all(ebpf: &mut Ebpf, btf: &Btf, wanted: &[(&'static str, &'static str)]) {
     std::thread::scope(|s| {
         for (name, program) in ebpf.programs_mut() {
             let Some(&(_, tracepoint)) = wanted.iter().find(|(p, _)| *p == name) else {
@@ -92,7 +92,7 @@ impl Drop for Links {
     }
 }
 
-pub fn prog<'a, T>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut T, ProbeError>
+pub(crate) fn prog<'a, T>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut T, ProbeError>
 where
     &'a mut T: TryFrom<&'a mut aya::programs::Program>,
 {

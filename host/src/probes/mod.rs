@@ -307,7 +307,7 @@ impl Probes {
     }
 
     /// The ring buffer, to be read by one [`EventReader`].
-    pub fn take_reader(&mut self) -> Result<EventReader, ProbeError> {
+    pub(crate) fn take_reader(&mut self) -> Result<EventReader, ProbeError> {
         let ring = self
             .ring
             .take()
@@ -326,12 +326,12 @@ impl Probes {
 
     /// What the kernel has summed so far for a live process (network bytes, exited
     /// threads' delays); zero when it has nothing.
-    pub fn accumulated(&self, tgid: u32) -> Accumulator {
+    pub(crate) fn accumulated(&self, tgid: u32) -> Accumulator {
         self.acc.get(&tgid, 0).unwrap_or_default()
     }
 
     /// Per-process accumulator updates dropped because the map was full.
-    pub fn lost_accumulator_updates(&self) -> u64 {
+    pub(crate) fn lost_accumulator_updates(&self) -> u64 {
         self.lost
             .get(&LOST_ACCUMULATOR, 0)
             .map(|per_cpu| per_cpu.iter().sum::<u64>())
@@ -339,7 +339,7 @@ impl Probes {
     }
 
     /// Records the kernel could not queue because the ring buffer was full, summed over CPUs.
-    pub fn lost_events(&self) -> u64 {
+    pub(crate) fn lost_events(&self) -> u64 {
         (1..KIND_SLOTS)
             .filter_map(|k| self.lost.get(&k, 0).ok())
             .map(|per_cpu| per_cpu.iter().sum::<u64>())

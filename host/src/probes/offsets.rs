@@ -59,7 +59,7 @@ pub struct Structs<'a> {
 }
 
 impl<'a> Structs<'a> {
-    pub fn new(btf: &'a Btf) -> Self {
+    pub(crate) fn new(btf: &'a Btf) -> Self {
         Self {
             btf,
             seen: RefCell::default(),
@@ -89,24 +89,24 @@ impl<'a> Structs<'a> {
     }
 
     /// The type of a field, typedefs and qualifiers peeled.
-    pub fn field_type(&self, strukt: &str, field: &str) -> Option<Type> {
+    pub(crate) fn field_type(&self, strukt: &str, field: &str) -> Option<Type> {
         let s = self.get(strukt).ok()?;
         let (_, m) = find(self.btf, &s.members, field)?;
         peel(self.btf, self.btf.resolve_chained_type(&m).ok()?)
     }
 
     /// The name of a struct, union or other named type.
-    pub fn type_name(&self, t: &Type) -> Option<String> {
+    pub(crate) fn type_name(&self, t: &Type) -> Option<String> {
         self.btf.resolve_name(t.as_btf_type()?).ok()
     }
 
-    pub fn field_offset(&self, strukt: &str, field: &str) -> Result<u32, OffsetError> {
+    pub(crate) fn field_offset(&self, strukt: &str, field: &str) -> Result<u32, OffsetError> {
         self.member(strukt, field).map(|(bit, _)| bit / 8)
     }
 
     /// A one-bit field: the byte that holds it and its bit there (little-endian bit order,
     /// as on every architecture pipetrace loads on); `None` for anything wider.
-    pub fn flag_bit(&self, strukt: &str, field: &str) -> Option<(u32, u32)> {
+    pub(crate) fn flag_bit(&self, strukt: &str, field: &str) -> Option<(u32, u32)> {
         match self.member(strukt, field).ok()? {
             (bit, Some(1)) => Some((bit / 8, bit % 8)),
             _ => None,
@@ -114,7 +114,7 @@ impl<'a> Structs<'a> {
     }
 
     /// The value of enumerator `name` of enum `enumeration`.
-    pub fn enumerator(&self, enumeration: &str, name: &str) -> Option<u32> {
+    pub(crate) fn enumerator(&self, enumeration: &str, name: &str) -> Option<u32> {
         let types = self.btf.resolve_types_by_name(enumeration).ok()?;
         types.into_iter().find_map(|t| match t {
             Type::Enum(e) => (e.members.iter())
@@ -125,13 +125,13 @@ impl<'a> Structs<'a> {
     }
 
     /// Byte size of a struct.
-    pub fn size(&self, strukt: &str) -> Option<u32> {
+    pub(crate) fn size(&self, strukt: &str) -> Option<u32> {
         self.get(strukt).ok().map(|s| s.size() as u32)
     }
 }
 
 /// Offset of a named field in a tracepoint record, from its tracefs `format` file.
-pub fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
+pub(crate) fn tracepoint_field(format: &str, field: &str) -> Option<u32> {
     format.lines().find_map(|line| {
         let decl = line.trim().strip_prefix("field:")?;
         let (decl, rest) = decl.split_once(';')?;

@@ -29,7 +29,7 @@ impl EventReader {
     /// Waits until the probes wake us (a quarter of the ring buffer queued) or [`TICK`]
     /// passed, then decodes everything queued into `out`. Returns how many records could
     /// not be decoded (counted, never silently dropped).
-    pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> std::io::Result<u64> {
+    pub(crate) async fn next_batch(&mut self, out: &mut Vec<Event>) -> std::io::Result<u64> {
         match tokio::time::timeout(TICK, self.fd.readable_mut()).await {
             Ok(guard) => {
                 let mut guard = guard?;
@@ -42,7 +42,7 @@ impl EventReader {
     }
 
     /// Decodes whatever is queued now, without waiting.
-    pub fn drain_now(&mut self, out: &mut Vec<Event>) -> u64 {
+    pub(crate) fn drain_now(&mut self, out: &mut Vec<Event>) -> u64 {
         drain(&mut self.fd.get_mut().0, out)
     }
 }

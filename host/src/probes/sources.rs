@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 /// SHA-256, in hex, of every file of the probes' crates (by path, then content), in the
 /// order of their paths: stable across compilers, unlike std's hasher.
-pub fn of_sources(root: &Path) -> String {
+pub(crate) fn of_sources(root: &Path) -> String {
     let mut h = Sha256::new();
     for f in &files(root) {
         let rel = f.strip_prefix(root).unwrap_or(f);
@@ -21,7 +21,7 @@ pub fn of_sources(root: &Path) -> String {
 }
 
 /// Every file of the probes' crates (their build output aside), in the order of their paths.
-pub fn files(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for dir in ["probes/ebpf", "probes/common"] {
         walk(&root.join(dir), &mut files);

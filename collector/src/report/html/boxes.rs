@@ -27,7 +27,7 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
 }
 
-pub fn five(values: &[f64]) -> Option<Five> {
+pub(crate) fn five(values: &[f64]) -> Option<Five> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;
@@ -49,7 +49,7 @@ const OUTLIER_FACTOR: f64 = 1.5;
 
 /// The job furthest above the median, where it is far enough and there are enough jobs:
 /// its label and how many times the median it is.
-pub fn outlier<'j, 'a>(
+pub(crate) fn outlier<'j, 'a>(
     jobs: &[&'j Job<'a>],
     value: &dyn Fn(&Job) -> f64,
 ) -> Option<(&'j Job<'a>, f64)> {

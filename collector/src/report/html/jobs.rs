@@ -152,7 +152,7 @@ fn net(j: &Job) -> Option<Cell> {
 }
 
 /// The columns some job has a value for.
-pub fn shown<'c>(cols: &'c [Col], jobs: &[Job]) -> Vec<&'c Col> {
+pub(crate) fn shown<'c>(cols: &'c [Col], jobs: &[Job]) -> Vec<&'c Col> {
     (cols.iter())
         .filter(|c| jobs.iter().any(|j| (c.cell)(j).is_some()))
         .collect()

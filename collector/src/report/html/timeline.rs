@@ -41,7 +41,7 @@ const CURVE: f64 = 60.0;
 const MAX_BARS: usize = 20_000;
 
 /// A step of 1, 2 or 5 times a power of ten (or minutes, hours) that gives 4 to 10 ticks.
-pub fn tick_step(span_s: f64) -> f64 {
+pub(crate) fn tick_step(span_s: f64) -> f64 {
     const STEPS: [f64; 22] = [
         0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
         60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,

@@ -19,7 +19,7 @@ const PARTS: [(&str, &str); 5] = [
 ];
 
 /// A task's seconds in each of [`PARTS`], summed over its jobs.
-pub fn task_parts(jobs: &[&Job]) -> [f64; 5] {
+pub(crate) fn task_parts(jobs: &[&Job]) -> [f64; 5] {
     let mut p = [0.0; 5];
     for j in jobs {
         let s = j.span;
@@ -40,7 +40,7 @@ pub fn task_parts(jobs: &[&Job]) -> [f64; 5] {
 
 /// The run's seconds: before the first job, with jobs running, gaps with none, after the
 /// last; from the run's and its jobs' times.
-pub fn run_parts(run: &ReportSpan, jobs: &[Job]) -> [f64; 4] {
+pub(crate) fn run_parts(run: &ReportSpan, jobs: &[Job]) -> [f64; 4] {
     let mut spans: Vec<(u64, u64)> = jobs.iter().map(|j| (j.span.start, j.span.end)).collect();
     spans.sort();
     let (Some(first), Some(last)) = (spans.first().map(|s| s.0), spans.iter().map(|s| s.1).max())

@@ -50,7 +50,7 @@ impl ArgoStep {
     /// step of the pod's main container, or the workflow itself for a pod running its root
     /// node. None for Argo's own containers, the pod's sandbox (`pause`), or a pod whose
     /// namespace the node does not show (the run's identity would not be every node's).
-    pub fn start(c: &Container, image: &Image) -> Option<Self> {
+    pub(crate) fn start(c: &Container, image: &Image) -> Option<Self> {
         let argo = c.details.argo.as_ref()?;
         let k8s = c.details.k8s.as_ref()?;
         // Only the step's own container: not Argo's, nor a sidecar (a service mesh's proxy,

@@ -19,14 +19,14 @@ pub struct Generic {
 impl Generic {
     /// The wrapped command: named by its program (or script), keyed by its whole command
     /// line and directory, so different commands never share a history.
-    pub fn command(host: &dyn Host, image: &Image) -> Self {
+    pub(crate) fn command(host: &dyn Host, image: &Image) -> Self {
         let name =
             naming::tool_name_of(naming::program_name(&image.path, &image.argv), &image.argv);
         Self::new(host, super::EngineKind::COMMAND, name, image)
     }
 
     /// A process a run rule matched, named by the rule's template.
-    pub fn rule(host: &dyn Host, name: String, image: &Image) -> Self {
+    pub(crate) fn rule(host: &dyn Host, name: String, image: &Image) -> Self {
         Self::new(host, super::EngineKind::RULE, name, image)
     }
 

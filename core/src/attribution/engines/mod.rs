@@ -41,7 +41,7 @@ impl EngineKind {
     pub const RULE: Self = Self::engine("rule");
 
     /// A workflow engine, as `pipetrace.run.engine` and `attribution.engines` spell it.
-    pub const fn engine(name: &'static str) -> Self {
+    pub(crate) const fn engine(name: &'static str) -> Self {
         Self {
             name,
             scheduler: false,
@@ -50,7 +50,7 @@ impl EngineKind {
 
     /// A scheduler (a Slurm job, an Argo workflow), whose processes may run an engine of
     /// their own.
-    pub const fn scheduler(name: &'static str) -> Self {
+    pub(crate) const fn scheduler(name: &'static str) -> Self {
         Self {
             name,
             scheduler: true,
@@ -61,7 +61,7 @@ impl EngineKind {
         self.name
     }
 
-    pub fn is_scheduler(self) -> bool {
+    pub(crate) fn is_scheduler(self) -> bool {
         self.scheduler
     }
 }
@@ -215,7 +215,7 @@ pub trait Watch: Send {
 impl Engine {
     /// A scheduler (Slurm, Argo): no command line of its own to recognise; its runs start
     /// only in its units (`starts_in`).
-    pub const fn scheduler(kind: EngineKind, starts_in: StartsIn) -> Self {
+    pub(crate) const fn scheduler(kind: EngineKind, starts_in: StartsIn) -> Self {
         Self {
             kind,
             recognises: |_, _| false,
@@ -263,7 +263,7 @@ pub fn python_package(kind: EngineKind) -> Option<&'static str> {
 }
 
 /// The workflow engines `attribution.engines` may name.
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     (ENGINES.iter().filter(|e| !e.kind.is_scheduler())).map(|e| e.kind.as_str())
 }
 
@@ -297,19 +297,20 @@ impl Enabled {
         Ok(Self(ENGINES.iter().filter(on).collect()))
     }
 
+    /// The engine, among those enabled, whose process (`parent`) is known by starting a
+    /// child that runs `image` (`Engine::started_by_parent`).
     /// Whether engine `kind` starts runs.
-    pub fn has(&self, kind: EngineKind) -> bool {
+    #[cfg(test)]
+    fn has(&self, kind: EngineKind) -> bool {
         self.0.iter().any(|e| e.kind == kind)
     }
 
-    /// The engine, among those enabled, whose process (`parent`) is known by starting a
-    /// child that runs `image` (`Engine::started_by_parent`).
-    pub fn of_parent(&self, image: &Image, parent: &Proc) -> Option<&'static Engine> {
+    pub(crate) fn of_parent(&self, image: &Image, parent: &Proc) -> Option<&'static Engine> {
         (self.0.iter().copied()).find(|e| e.started_by_parent.is_some_and(|s| s(image, parent)))
     }
 
     /// The engine an exec runs, among those enabled.
-    pub fn detect(&self, image: &Image) -> Option<&'static Engine> {
+    pub(crate) fn detect(&self, image: &Image) -> Option<&'static Engine> {
         let tool = super::naming::tool_name_of(
             super::naming::program_name(&image.path, &image.argv),
             &image.argv,
@@ -318,12 +319,12 @@ impl Enabled {
     }
 
     /// The allocation clients `p` is one of (`Engine::allocates`).
-    pub fn allocates(&self, p: &Proc) -> Option<Allocates> {
+    pub(crate) fn allocates(&self, p: &Proc) -> Option<Allocates> {
         (self.0.iter()).find_map(|e| e.allocates.filter(|a| (a.client)(p)))
     }
 
     /// A watcher for each engine enabled that watches execs.
-    pub fn watches(&self) -> Vec<(&'static Engine, Box<dyn Watch>)> {
+    pub(crate) fn watches(&self) -> Vec<(&'static Engine, Box<dyn Watch>)> {
         (self.0.iter())
             .filter_map(|e| Some((*e, e.watches?())))
             .collect()
@@ -331,7 +332,7 @@ impl Enabled {
 
     /// The run the first process of a scheduler's unit starts, by the first engine that
     /// claims it (`Engine::starts_in`).
-    pub fn start_in(
+    pub(crate) fn start_in(
         &self,
         placed: &Placed,
         image: &Image,
@@ -347,12 +348,12 @@ pub fn bookkeeping() -> impl Iterator<Item = Bookkeeping> {
 }
 
 /// A task named by its tool, its run id made from its process.
-pub fn by_tool(p: &Proc) -> TaskInfo {
+pub(crate) fn by_tool(p: &Proc) -> TaskInfo {
     TaskInfo::fallback(p, super::naming::proc_tool_name(p))
 }
 
 /// A short stable digest (FNV-1a) for pipeline keys.
-pub fn digest(parts: &[&str]) -> String {
+pub(crate) fn digest(parts: &[&str]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.bytes().chain([0]) {
@@ -365,7 +366,7 @@ pub fn digest(parts: &[&str]) -> String {
 
 /// Calls engines make to a container runtime to prepare a task (`docker inspect`,
 /// `podman pull`, `singularity --version`): the engine's work, not the task's.
-pub fn is_container_query(image: &Image) -> bool {
+pub(crate) fn is_container_query(image: &Image) -> bool {
     let exe = super::naming::executable_name(&image.path);
     let runtime = matches!(
         exe,

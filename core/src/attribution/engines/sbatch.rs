@@ -11,7 +11,7 @@ pub struct Asks {
 
 /// The asks of the `#SBATCH` lines at a script's top (Slurm reads none after its first
 /// command); `--mem-per-cpu` counts per CPU asked.
-pub fn asks<'a>(lines: impl Iterator<Item = &'a str>) -> Asks {
+pub(crate) fn asks<'a>(lines: impl Iterator<Item = &'a str>) -> Asks {
     let mut out = Asks::default();
     let mut per_cpu = None;
     for line in lines.map(str::trim_start) {

@@ -44,7 +44,7 @@ const CLIENTS: &[&str] = &[
 impl SlurmJob {
     /// The first process of a job's step: the run (batch step) or a task of it (another
     /// step). The extern step holds no work of the job.
-    pub fn start(step: &SlurmStep, image: &Image) -> Option<Self> {
+    pub(crate) fn start(step: &SlurmStep, image: &Image) -> Option<Self> {
         let part = match step.step.as_str() {
             "extern" => return None,
             "batch" => None,
@@ -153,7 +153,7 @@ pub struct SlurmClient {
 }
 
 impl SlurmClient {
-    pub fn new(alloc: AllocCell) -> Self {
+    pub(crate) fn new(alloc: AllocCell) -> Self {
         Self { alloc }
     }
 

@@ -75,7 +75,7 @@ struct PartialSuccess {
 impl Accepted {
     /// A response's body (protobuf): an empty or unreadable one takes everything, as the
     /// specification's "success" does.
-    pub fn of(body: &[u8]) -> Self {
+    pub(crate) fn of(body: &[u8]) -> Self {
         let Ok(r) = <ExportResponse as prost::Message>::decode(body) else {
             return Self::default();
         };

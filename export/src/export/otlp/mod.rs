@@ -82,7 +82,7 @@ fn shareable(a: &Endpoint, b: &Endpoint) -> bool {
 impl Connections {
     /// Connects to each signal's endpoint (none: that signal is not sent over OTLP), one
     /// connection for both when they share a server.
-    pub fn start(
+    pub(crate) fn start(
         endpoints: &BySignal<Option<Endpoint>>,
         cfg: &Export,
         spool: &SpoolAt,
@@ -121,13 +121,13 @@ impl Connections {
     }
 
     /// Moves batches waiting in memory to the spool (or drops them, counted).
-    pub fn spill(&self) -> u64 {
+    pub(crate) fn spill(&self) -> u64 {
         self.senders.iter().map(|s| s.outbox.spill()).sum()
     }
 
     /// Closes every outbox and sends until `deadline`. True when everything was sent. What
     /// is unsent then is handed back with `keep` (spans first), else spooled or dropped.
-    pub async fn shutdown(
+    pub(crate) async fn shutdown(
         self,
         deadline: tokio::time::Instant,
         keep: bool,
@@ -145,7 +145,7 @@ impl Connections {
 
 impl Sender {
     /// Sends `spool` (if any) and what is pushed to the outbox over `client`.
-    pub fn start(
+    pub(crate) fn start(
         client: Arc<Client>,
         spool: Option<Spool>,
         stats: BySignal<Arc<OutboxStats>>,
@@ -156,7 +156,7 @@ impl Sender {
     }
 
     /// Sends what is pushed to `outbox` over `client`.
-    pub fn over(outbox: Arc<Outbox>, client: Arc<Client>, retry: Retry) -> Self {
+    pub(crate) fn over(outbox: Arc<Outbox>, client: Arc<Client>, retry: Retry) -> Self {
         let task = tokio::spawn(outbox.clone().run_senders(client, retry));
         Self { outbox, task }
     }
@@ -164,7 +164,7 @@ impl Sender {
     /// Closes the outbox and sends until `deadline`; what is left is handed back with
     /// `keep`, else goes to the spool or is counted as dropped. True when everything was
     /// sent.
-    pub async fn shutdown(
+    pub(crate) async fn shutdown(
         self,
         deadline: tokio::time::Instant,
         keep: bool,

@@ -110,7 +110,11 @@ struct Trying {
 }
 
 impl Outbox {
-    pub fn new(max_bytes: u64, spool: Option<Spool>, stats: BySignal<Arc<OutboxStats>>) -> Self {
+    pub(crate) fn new(
+        max_bytes: u64,
+        spool: Option<Spool>,
+        stats: BySignal<Arc<OutboxStats>>,
+    ) -> Self {
         Self {
             spooling: spool.is_some(),
             state: Mutex::new(State {
@@ -129,7 +133,7 @@ impl Outbox {
     }
 
     /// Sends without a span of its own per attempt.
-    pub fn untraced(mut self) -> Self {
+    pub(crate) fn untraced(mut self) -> Self {
         self.traced = false;
         self
     }
@@ -144,7 +148,7 @@ impl Outbox {
 
     /// Queues a batch; past the bound it goes to the spool (written on a blocking thread)
     /// or is dropped and counted.
-    pub async fn push(self: &Arc<Self>, batch: Batch) {
+    pub(crate) async fn push(self: &Arc<Self>, batch: Batch) {
         let Some(batch) = self.queue_or_return(batch) else {
             return;
         };
@@ -201,7 +205,7 @@ impl Outbox {
 
     /// Moves every batch in memory to the spool (or drops them, counted): used when the
     /// agent is over its memory limit, and for what is unsent when it stops.
-    pub fn spill(&self) -> u64 {
+    pub(crate) fn spill(&self) -> u64 {
         let mut moved = 0;
         for b in self.take_queued() {
             let mut st = self.lock();
@@ -213,7 +217,7 @@ impl Outbox {
 
     /// Takes every batch waiting in memory out of the outbox, spans first: what
     /// `pipetrace run` keeps in its file when its flush window ends.
-    pub fn take_queued(&self) -> Vec<Arc<Batch>> {
+    pub(crate) fn take_queued(&self) -> Vec<Arc<Batch>> {
         let mut st = self.lock();
         let mut taken = Vec::new();
         for kind in [SignalKind::Traces, SignalKind::Metrics] {
@@ -227,7 +231,7 @@ impl Outbox {
 
     /// No more pushes: each sender stops once its lane is sent. The flush ends at
     /// `deadline`: waits between retries keep within a tenth of the time left.
-    pub fn close(&self, deadline: Instant) {
+    pub(crate) fn close(&self, deadline: Instant) {
         let mut st = self.lock();
         st.closed = true;
         let window = deadline.saturating_duration_since(Instant::now());
@@ -303,7 +307,7 @@ impl Outbox {
     }
 
     /// Sends both signals' lanes until closed and empty, each with a sender of its own.
-    pub async fn run_senders(self: Arc<Self>, client: Arc<Client>, retry: Retry) {
+    pub(crate) async fn run_senders(self: Arc<Self>, client: Arc<Client>, retry: Retry) {
         let traces = self
             .clone()
             .run_sender(SignalKind::Traces, client.clone(), retry.clone());

@@ -35,17 +35,17 @@ impl Backoff {
     }
 
     /// Failed attempts since the last success.
-    pub fn attempt(&self) -> u32 {
+    pub(crate) fn attempt(&self) -> u32 {
         self.attempt
     }
 
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }
 
 /// Retry-After as seconds or as an HTTP date (RFC 9110).
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs));

@@ -39,7 +39,11 @@ pub struct Spooled {
 
 impl Spool {
     /// Opens `dir/<signal>` for each of `kinds`, each bounded by `max_bytes`.
-    pub fn open(dir: &Path, max_bytes: u64, kinds: &[SignalKind]) -> Result<Self, SpoolError> {
+    pub(crate) fn open(
+        dir: &Path,
+        max_bytes: u64,
+        kinds: &[SignalKind],
+    ) -> Result<Self, SpoolError> {
         let lanes = kinds
             .iter()
             .map(|&k| Ok((k, Lane::open(&dir.join(k.name()), max_bytes)?)))
@@ -53,12 +57,13 @@ impl Spool {
     }
 
     /// Keeps one batch of `kind`; false when its lane is full, absent or unwritable.
-    pub fn write(&mut self, kind: SignalKind, items: u64, body: &[u8]) -> bool {
+    pub(crate) fn write(&mut self, kind: SignalKind, items: u64, body: &[u8]) -> bool {
         self.lane(kind).is_some_and(|l| l.write(items, body))
     }
 
     /// The oldest batch of any signal whose folder this agent owns.
-    pub fn oldest(&mut self) -> Option<Spooled> {
+    #[cfg(test)]
+    pub(crate) fn oldest(&mut self) -> Option<Spooled> {
         // Names start with the time written: the lane with the smallest first name holds it.
         let (_, i) = (self.lanes.iter().enumerate())
             .filter_map(|(i, (_, l))| Some((l.first_name()?, i)))
@@ -74,7 +79,7 @@ impl Spool {
     }
 
     /// The oldest batch of `kind`, if this agent owns its folder.
-    pub fn oldest_of(&mut self, kind: SignalKind) -> Option<Spooled> {
+    pub(crate) fn oldest_of(&mut self, kind: SignalKind) -> Option<Spooled> {
         let (path, items, body) = self.lane(kind)?.oldest()?;
         Some(Spooled {
             kind,
@@ -84,7 +89,7 @@ impl Spool {
         })
     }
 
-    pub fn remove(&mut self, kind: SignalKind, path: &Path, len: u64) {
+    pub(crate) fn remove(&mut self, kind: SignalKind, path: &Path, len: u64) {
         if let Some(l) = self.lane(kind) {
             l.remove(path, len);
         }
@@ -136,6 +141,7 @@ impl Lane {
     }
 
     /// The name of the oldest file, if this agent owns the folder.
+    #[cfg(test)]
     fn first_name(&self) -> Option<std::ffi::OsString> {
         self.lock.as_ref()?;
         let files = self.files();

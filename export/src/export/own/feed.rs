@@ -41,7 +41,7 @@ fn own_resource(pipeline: &Resource) -> Resource {
 
 impl OwnSink {
     /// Starts taking the agent's own spans, to be sent over `client`.
-    pub fn start(
+    pub(crate) fn start(
         client: Arc<Client>,
         cfg: &Export,
         pipeline: &Resource,
@@ -68,12 +68,12 @@ impl OwnSink {
     }
 
     /// Moves what waits in memory out (there is no spool for these: dropped, counted).
-    pub fn spill(&self) -> u64 {
+    pub(crate) fn spill(&self) -> u64 {
         self.sender.outbox.spill()
     }
 
     /// Takes no more spans, and sends those taken until `deadline`. True when all went.
-    pub async fn shutdown(self, deadline: Instant) -> bool {
+    pub(crate) async fn shutdown(self, deadline: Instant) -> bool {
         if let Some(own) = &self.own {
             own.detach();
         }

@@ -93,7 +93,7 @@ impl Bound {
 
 impl Endpoint {
     /// Takes the latest export of the live metrics.
-    pub fn update(&self, req: &ExportMetricsServiceRequest) {
+    pub(crate) fn update(&self, req: &ExportMetricsServiceRequest) {
         let mut store = self.shared.store.lock().unwrap_or_else(|p| p.into_inner());
         store.update(req, &self.shared.promote);
     }

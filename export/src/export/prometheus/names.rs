@@ -15,7 +15,7 @@ pub enum Kind {
 
 /// The sample name: the OTLP name's words joined by `_`, the unit's words after them (a
 /// unit in braces, such as `{task}`, adds nothing), `total` last on counters.
-pub fn metric(name: &str, unit: &str, kind: Kind) -> String {
+pub(crate) fn metric(name: &str, unit: &str, kind: Kind) -> String {
     let mut words: Vec<String> = name
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -46,7 +46,7 @@ pub fn metric(name: &str, unit: &str, kind: Kind) -> String {
 
 /// A label's name: characters Prometheus does not allow become `_`; a leading digit or a
 /// single leading `_` gets `key` before it.
-pub fn label(key: &str) -> String {
+pub(crate) fn label(key: &str) -> String {
     let out: String = key
         .chars()
         .map(|c| match c.is_ascii_alphanumeric() || c == '_' {

@@ -45,7 +45,7 @@ pub struct Store {
 
 impl Store {
     /// Takes an export: `promote` names the resource attributes every series carries.
-    pub fn update(&mut self, req: &ExportMetricsServiceRequest, promote: &[String]) {
+    pub(crate) fn update(&mut self, req: &ExportMetricsServiceRequest, promote: &[String]) {
         // A gauge not in this export is not current any more.
         self.families.retain(|_, f| f.kind == Kind::Counter);
         let now = Instant::now();

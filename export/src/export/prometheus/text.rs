@@ -9,7 +9,7 @@ use super::{
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 pub const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub fn render(store: &Store, openmetrics: bool) -> String {
+pub(crate) fn render(store: &Store, openmetrics: bool) -> String {
     let mut out = String::new();
     if !store.target.is_empty() {
         let (family, kind) = match openmetrics {

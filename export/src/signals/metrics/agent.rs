@@ -213,7 +213,7 @@ const GAUGES: [Figure; 4] = [
     ),
 ];
 
-pub fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metric> {
+pub(crate) fn metrics(f: &AgentFigures, start: SystemTime, now: SystemTime) -> Vec<Metric> {
     let metric = |(name, unit, description, _): &Figure, data| Metric {
         name: (*name).into(),
         unit: (*unit).into(),

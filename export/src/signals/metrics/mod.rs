@@ -108,7 +108,8 @@ impl Metrics {
         self.table.overflowed
     }
 
-    pub fn series_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn series_count(&self) -> usize {
         self.table.series.len()
     }
 

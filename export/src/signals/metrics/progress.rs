@@ -20,7 +20,7 @@ pub struct Progress {
 
 impl Progress {
     /// Not started yet: what the engine says waits, else what is neither done nor running.
-    pub fn queued(&self) -> u32 {
+    pub(crate) fn queued(&self) -> u32 {
         (self.waiting).unwrap_or_else(|| self.total.saturating_sub(self.done + self.running))
     }
 }

@@ -30,7 +30,7 @@ fn s(key: &str, v: &str) -> KeyValue {
     kv(key, any_value::Value::StringValue(v.into()))
 }
 
-pub fn resource(r: &opentelemetry_sdk::Resource) -> Resource {
+pub(crate) fn resource(r: &opentelemetry_sdk::Resource) -> Resource {
     Resource {
         attributes: r.iter().map(|(k, v)| s(k.as_str(), &v.as_str())).collect(),
         ..Default::default()
@@ -173,19 +173,19 @@ pub struct TaskCounts<'a> {
 pub struct Failed(BTreeMap<(String, String), (u64, u64)>);
 
 impl Failed {
-    pub fn count(&mut self, pipeline: String, task: String) {
+    pub(crate) fn count(&mut self, pipeline: String, task: String) {
         self.0.entry((pipeline, task)).or_default().0 += 1;
     }
 
     /// What was counted went out.
-    pub fn exported(&mut self) {
+    pub(crate) fn exported(&mut self) {
         for (total, exported) in self.0.values_mut() {
             *exported = *total;
         }
     }
 }
 
-pub fn request(
+pub(crate) fn request(
     table: &Table,
     limits: &HashMap<(String, String), u64>,
     tasks: TaskCounts,

@@ -29,7 +29,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub fn from_usage(u: &Usage) -> Self {
+    pub(crate) fn from_usage(u: &Usage) -> Self {
         Self {
             cpu_user_ns: u.cpu_user_ns,
             cpu_system_ns: u.cpu_system_ns,
@@ -44,7 +44,7 @@ impl Counters {
     }
 
     /// `acc`: what the probes summed so far for the process (network bytes, block-I/O waits).
-    pub fn from_live(l: &RunningUsage, acc: &Accumulator) -> Self {
+    pub(crate) fn from_live(l: &RunningUsage, acc: &Accumulator) -> Self {
         Self {
             cpu_user_ns: l.cpu_user_ns,
             cpu_system_ns: l.cpu_system_ns,
@@ -58,7 +58,7 @@ impl Counters {
         }
     }
 
-    pub fn add(&mut self, o: &Counters) {
+    pub(crate) fn add(&mut self, o: &Counters) {
         self.cpu_user_ns += o.cpu_user_ns;
         self.cpu_system_ns += o.cpu_system_ns;
         self.disk_read_bytes += o.disk_read_bytes;
@@ -70,7 +70,7 @@ impl Counters {
         self.oom_kills += o.oom_kills;
     }
 
-    pub fn minus(&self, o: &Counters) -> Counters {
+    pub(crate) fn minus(&self, o: &Counters) -> Counters {
         Counters {
             cpu_user_ns: self.cpu_user_ns.saturating_sub(o.cpu_user_ns),
             cpu_system_ns: self.cpu_system_ns.saturating_sub(o.cpu_system_ns),
@@ -85,7 +85,7 @@ impl Counters {
     }
 
     /// Each counter as max(self, o): a running process's last sample never exceeds its end.
-    pub fn max(&self, o: &Counters) -> Counters {
+    pub(crate) fn max(&self, o: &Counters) -> Counters {
         Counters {
             cpu_user_ns: self.cpu_user_ns.max(o.cpu_user_ns),
             cpu_system_ns: self.cpu_system_ns.max(o.cpu_system_ns),
@@ -132,7 +132,7 @@ impl Series {
         }
     }
 
-    pub fn total(&self) -> Counters {
+    pub(crate) fn total(&self) -> Counters {
         let mut t = self.finished;
         t.add(&self.live);
         t
@@ -151,7 +151,7 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         Self {
             series: HashMap::new(),
             retired: Vec::new(),
@@ -161,7 +161,13 @@ impl Table {
     }
 
     /// The series of (pipeline, task, tool), begun at `now` if it is new.
-    pub fn get(&mut self, pipeline: &str, task: &str, tool: &str, now: SystemTime) -> &mut Series {
+    pub(crate) fn get(
+        &mut self,
+        pipeline: &str,
+        task: &str,
+        tool: &str,
+        now: SystemTime,
+    ) -> &mut Series {
         let key = SeriesKey {
             pipeline: pipeline.into(),
             task: task.into(),
@@ -182,7 +188,7 @@ impl Table {
         self.series.entry(key).or_insert_with(|| Series::new(now))
     }
 
-    pub fn key_of(&self, pipeline: &str, task: &str, tool: &str) -> SeriesKey {
+    pub(crate) fn key_of(&self, pipeline: &str, task: &str, tool: &str) -> SeriesKey {
         let key = SeriesKey {
             pipeline: pipeline.into(),
             task: task.into(),

@@ -71,7 +71,12 @@ const MAX_DEPTH: usize = 8;
 
 /// Reads `target` (`wf.cwl` or `wf.cwl#main`, relative to `cwd`), given the run's arguments
 /// after it (its job file or `--input value`s).
-pub fn load(host: &dyn Host, target: &str, cwd: &Path, inputs: &[String]) -> Option<Document> {
+pub(crate) fn load(
+    host: &dyn Host,
+    target: &str,
+    cwd: &Path,
+    inputs: &[String],
+) -> Option<Document> {
     let (file, fragment) = match target.split_once('#') {
         Some((f, frag)) => (f, Some(frag)),
         None => (target, None),

@@ -98,7 +98,7 @@ fn start(image: &Image, _started: SystemTime, host: SharedHost) -> Box<dyn Engin
 /// A Slurm batch script that is a task's `.command.run` (Nextflow submits it with
 /// `sbatch .command.run` and `-D` its work directory; Slurm runs a copy from its spool): the
 /// run of that task on this node.
-pub fn under_batch(host: SharedHost, image: &Image) -> Option<Box<dyn EngineRun>> {
+pub(crate) fn under_batch(host: SharedHost, image: &Image) -> Option<Box<dyn EngineRun>> {
     let script = image.cwd.as_ref()?.join(".command.run");
     let task = read_task(&*host, &script)?;
     Some(start_task(host, image, Some((&script, task))))

@@ -207,7 +207,7 @@ pub struct LogProgress {
 }
 
 impl LogProgress {
-    pub fn new(host: SharedHost, path: PathBuf) -> Self {
+    pub(crate) fn new(host: SharedHost, path: PathBuf) -> Self {
         Self {
             host,
             path,
@@ -221,19 +221,19 @@ impl LogProgress {
     }
 
     /// The run's session id (its history record's): only a log of that session counts.
-    pub fn set_session(&mut self, session: &str) {
+    pub(crate) fn set_session(&mut self, session: &str) {
         if self.session.as_deref() != Some(session) {
             self.session = Some(session.to_string());
         }
     }
 
     /// The Nextflow version that wrote the run's own log, once it is found.
-    pub fn version(&self) -> Option<String> {
+    pub(crate) fn version(&self) -> Option<String> {
         self.ours.then(|| self.tally.version.clone()).flatten()
     }
 
     /// The counts as the log says now; None before the run's own log is found.
-    pub fn progress(&mut self) -> Option<Progress> {
+    pub(crate) fn progress(&mut self) -> Option<Progress> {
         self.read_new();
         if !self.ours {
             return None;

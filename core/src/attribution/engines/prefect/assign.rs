@@ -62,7 +62,7 @@ fn cost(t: &TaskRun, p: &Process, mine: &[&Process]) -> f64 {
 /// not its known task run's is matched together with the other threads' (see `plan`);
 /// then the rest that its thread's task run may hold follow it. `known`: processes already
 /// matched, for the threads' context.
-pub fn decide(
+pub(crate) fn decide(
     tasks: &[TaskRun],
     batch: &[Process],
     known: &[Process],

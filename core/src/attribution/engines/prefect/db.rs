@@ -36,7 +36,7 @@ pub struct TaskRun {
 
 /// The database a Prefect API server process has open. SQLite reads it itself: the host
 /// says which file it is.
-pub fn open_by(host: &dyn crate::port::Host, server_pid: u32) -> Option<PathBuf> {
+pub(crate) fn open_by(host: &dyn crate::port::Host, server_pid: u32) -> Option<PathBuf> {
     let mut dbs: Vec<PathBuf> = (host.open_files(server_pid).into_iter())
         .filter(|p| p.extension().is_some_and(|e| e == "db"))
         .collect();
@@ -75,7 +75,7 @@ impl Db {
     }
 
     /// Flow runs that started at or after `since`.
-    pub fn flow_runs_since(&self, since: SystemTime) -> Vec<FlowRun> {
+    pub(crate) fn flow_runs_since(&self, since: SystemTime) -> Vec<FlowRun> {
         let sql = "SELECT fr.id, fr.name, f.name, fr.start_time, fr.labels, fr.end_time, \
                    fr.parent_task_run_id FROM flow_run fr \
                    JOIN flow f ON f.id = fr.flow_id ORDER BY fr.created DESC LIMIT 500";
@@ -97,13 +97,13 @@ impl Db {
     }
 
     /// The flow run task run `id` belongs to.
-    pub fn flow_run_of_task(&self, id: &str) -> Option<String> {
+    pub(crate) fn flow_run_of_task(&self, id: &str) -> Option<String> {
         let sql = "SELECT flow_run_id FROM task_run WHERE id = ?1";
         text(self.rows(sql, &[id]).first()?, 0)
     }
 
     /// When task run `id` ended, if it has.
-    pub fn task_run_end(&self, id: &str) -> Option<SystemTime> {
+    pub(crate) fn task_run_end(&self, id: &str) -> Option<SystemTime> {
         let sql = "SELECT end_time FROM task_run WHERE id = ?1";
         time(self.rows(sql, &[id]).first()?.first())
     }
@@ -119,7 +119,7 @@ impl Db {
             .collect()
     }
 
-    pub fn task_runs(&self, flow_run: &str) -> Vec<TaskRun> {
+    pub(crate) fn task_runs(&self, flow_run: &str) -> Vec<TaskRun> {
         // The row's start and end are first stamped by the server as the states arrive and
         // only later set to the flow process's own stamps: the states' are those at once.
         let sql = "SELECT tr.id, tr.name, \

@@ -7,13 +7,13 @@ use super::{db::TaskRun, matching::Process};
 pub struct Clock(pub Duration);
 
 impl Clock {
-    pub fn at(&self, t: u64) -> SystemTime {
+    pub(crate) fn at(&self, t: u64) -> SystemTime {
         UNIX_EPOCH
             + Duration::from_secs(1_800_000_000)
             + Duration::from_nanos(t * self.0.as_nanos() as u64)
     }
 
-    pub fn run(&self, name: &str, start: u64, end: Option<u64>) -> TaskRun {
+    pub(crate) fn run(&self, name: &str, start: u64, end: Option<u64>) -> TaskRun {
         TaskRun {
             id: format!("id-{name}"),
             name: name.into(),
@@ -24,7 +24,7 @@ impl Clock {
         }
     }
 
-    pub fn process(&self, thread: u32, start: u64, end: u64) -> Process {
+    pub(crate) fn process(&self, thread: u32, start: u64, end: u64) -> Process {
         Process {
             thread,
             start: self.at(start),

@@ -44,7 +44,7 @@ fn holds(t: &TaskRun, p: &Process) -> bool {
 /// the next one must not take the last process of the one before); else those running from
 /// its start to its end give or take the slack; or, when none was (a process left running
 /// in the background), those running at its start.
-pub fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
+pub(crate) fn candidates<'a>(tasks: &'a [TaskRun], p: &Process) -> Vec<&'a TaskRun> {
     let exact: Vec<&TaskRun> = tasks.iter().filter(|t| holds(t, p)).collect();
     if !exact.is_empty() {
         return exact;
@@ -93,7 +93,7 @@ pub struct Found {
 
 impl Threads {
     /// The task run thread `tid` ran last.
-    pub fn last(&self, tid: u32) -> Option<&TaskRun> {
+    pub(crate) fn last(&self, tid: u32) -> Option<&TaskRun> {
         self.0.get(&tid).map(|h| &h.run)
     }
 
@@ -102,7 +102,7 @@ impl Threads {
     /// well (equal task runs, forks late and out of order): a guess, so `tid` may still be
     /// given it, or named beside its match, though a run no thread holds comes first;
     /// `Held` when one was, alone.
-    pub fn hold_on(&self, tid: u32, id: &str) -> Hold {
+    pub(crate) fn hold_on(&self, tid: u32, id: &str) -> Hold {
         let by_others = (self.0.iter()).filter(|(t, h)| **t != tid && h.fin && h.run.id == id);
         by_others.fold(Hold::Free, |was, (_, h)| match h.others.is_empty() {
             true => Hold::Held,
@@ -112,7 +112,7 @@ impl Threads {
 
     /// Remembers `run` as thread `tid`'s (0: not known); `fin`: as a final match; `others`:
     /// the task runs the records allow as well.
-    pub fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool, others: &[String]) {
+    pub(crate) fn remember(&mut self, tid: u32, run: &TaskRun, fin: bool, others: &[String]) {
         if tid != 0 {
             let (run, others) = (run.clone(), others.to_vec());
             self.0.insert(tid, Held { run, fin, others });
@@ -123,7 +123,7 @@ impl Threads {
     /// others the records allowed the thread as well); else the first to start of those no other
     /// thread runs now (submitted task runs start in order, each a moment before its thread
     /// forks); else the first to start.
-    pub fn find(&self, tasks: &[TaskRun], p: &Process) -> Found {
+    pub(crate) fn find(&self, tasks: &[TaskRun], p: &Process) -> Found {
         let cands = candidates(tasks, p);
         let own = self.0.get(&p.thread);
         let taken: Vec<&str> = (self.0.iter())
@@ -147,7 +147,7 @@ impl Threads {
 
 /// The order to match a batch of processes in: those fewest task runs may hold first, as
 /// each one matched tells its thread's task run to the others; then by start.
-pub fn order(tasks: &[TaskRun], batch: &[Process]) -> Vec<usize> {
+pub(crate) fn order(tasks: &[TaskRun], batch: &[Process]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..batch.len()).collect();
     order.sort_by_key(|&i| (candidates(tasks, &batch[i]).len(), batch[i].start));
     order

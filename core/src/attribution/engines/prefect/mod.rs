@@ -62,7 +62,7 @@ fn starts_a_server(image: &Image, parent: &Proc) -> bool {
 }
 
 /// Whether a process runs Prefect's temporary API server: its parent runs a flow.
-pub fn is_server(image: &Image) -> bool {
+pub(crate) fn is_server(image: &Image) -> bool {
     image
         .argv
         .iter()

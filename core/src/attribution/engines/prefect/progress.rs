@@ -6,7 +6,7 @@ use super::super::Progress;
 /// Task runs counted by state type: waiting (Pending, Scheduled such as AwaitingRetry,
 /// Paused, or no state yet), running (Running, Cancelling), done (Completed, Failed,
 /// Crashed, Cancelled).
-pub fn of(states: impl IntoIterator<Item = (Option<String>, u32)>) -> Progress {
+pub(crate) fn of(states: impl IntoIterator<Item = (Option<String>, u32)>) -> Progress {
     let mut p = Progress {
         queued: Some(0),
         ..Default::default()

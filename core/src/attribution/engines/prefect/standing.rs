@@ -84,7 +84,7 @@ pub fn server_of(host: &dyn Host, pid: u32, servers: &[u32]) -> Option<u32> {
 /// later one starts after the one before ended; one that started while another ran is
 /// another process's. Subflows follow their parent flow run (`parent_flow`: the flow run of
 /// a task run).
-pub fn own_flow_runs(
+pub(crate) fn own_flow_runs(
     runs: &[FlowRun],
     parent_flow: impl Fn(&str) -> Option<String>,
 ) -> Vec<FlowRun> {

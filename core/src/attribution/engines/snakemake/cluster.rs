@@ -45,7 +45,7 @@ pub struct Head {
 }
 
 impl Head {
-    pub fn of(argv: &[String]) -> Self {
+    pub(crate) fn of(argv: &[String]) -> Self {
         let value = |name: &str| {
             argv.iter()
                 .zip(argv.iter().skip(1))
@@ -75,7 +75,7 @@ impl Head {
     /// Whether the head's child running `image` submits, checks or cancels jobs: a command
     /// naming a job script in the run's directory (learnt from the first), or running one of
     /// the programs the head was given for that.
-    pub fn is_submission(&mut self, image: &Image) -> bool {
+    pub(crate) fn is_submission(&mut self, image: &Image) -> bool {
         let words = command_words(image);
         if let Some(dir) = words.iter().find_map(|w| run_dir(w)) {
             self.dir.get_or_insert_with(|| dir.to_string());
@@ -87,7 +87,7 @@ impl Head {
 }
 
 /// Whether a command names a file in a cluster run's directory (a job marking its end).
-pub fn names_run_dir(image: &Image) -> bool {
+pub(crate) fn names_run_dir(image: &Image) -> bool {
     command_words(image).iter().any(|w| run_dir(w).is_some())
 }
 
@@ -115,7 +115,7 @@ fn run_dir(word: &str) -> Option<&str> {
 
 /// The run directory a remote job (`snakemake --target-jobs`) names among the files it
 /// waits for, if it names one.
-pub fn remote_dir(argv: &[String]) -> Option<String> {
+pub(crate) fn remote_dir(argv: &[String]) -> Option<String> {
     let i = argv
         .iter()
         .position(|a| a == "--wait-for-files" || a == "--wait-for-files-file")?;
@@ -124,12 +124,12 @@ pub fn remote_dir(argv: &[String]) -> Option<String> {
 }
 
 /// The working directory the run directory lies in (where the records are).
-pub fn workdir(dir: &str) -> &str {
+pub(crate) fn workdir(dir: &str) -> &str {
     dir.rsplit_once("/.snakemake/").map_or(dir, |(w, _)| w)
 }
 
 /// What names the run on every node.
-pub fn identity(dir: &str) -> String {
+pub(crate) fn identity(dir: &str) -> String {
     format!("snakemake/{dir}")
 }
 

@@ -66,7 +66,7 @@ enum Open {
 
 /// Parses log text. Returns the entries and how many bytes were consumed: a block still
 /// being written (no line after it yet) is left for the next call.
-pub fn parse_blocks(text: &str) -> (Vec<Entry>, usize) {
+pub(crate) fn parse_blocks(text: &str) -> (Vec<Entry>, usize) {
     let mut p = Parser::default();
     let mut consumed = 0;
     let mut pos = 0;
@@ -335,7 +335,7 @@ pub struct LogFile {
 }
 
 impl LogFile {
-    pub fn new(workdir: PathBuf, run_started: SystemTime, host: SharedHost) -> Self {
+    pub(crate) fn new(workdir: PathBuf, run_started: SystemTime, host: SharedHost) -> Self {
         Self {
             host,
             workdirs: vec![workdir],
@@ -349,7 +349,7 @@ impl LogFile {
     }
 
     /// The jobs run in `workdir` too (a `workdir:` directive): the log may be there.
-    pub fn also_in(&mut self, workdir: &std::path::Path) {
+    pub(crate) fn also_in(&mut self, workdir: &std::path::Path) {
         if !self.workdirs.iter().any(|d| d == workdir) {
             self.workdirs.push(workdir.to_path_buf());
         }
@@ -372,7 +372,7 @@ impl LogFile {
     }
 
     /// The entries written since the last call.
-    pub fn read_new(&mut self) -> Vec<Entry> {
+    pub(crate) fn read_new(&mut self) -> Vec<Entry> {
         if self.file.is_none() {
             self.file = self.find_file();
         }

@@ -18,7 +18,7 @@ const MAX_ARG_LEN: usize = 16 * 4096 - 1;
 const READ_AT_MOST: usize = 16 << 20;
 
 /// The script a job's command (or its argument) runs from `.snakemake/shell_tmp.*`.
-pub fn script_in(command: &str) -> Option<&str> {
+pub(crate) fn script_in(command: &str) -> Option<&str> {
     let at = command.find(".snakemake/shell_tmp.")?;
     let start = command[..at].rfind([' ', '\'', '"']).map_or(0, |i| i + 1);
     let end = at + command[at..].find("/script.sh")? + "/script.sh".len();
@@ -27,7 +27,7 @@ pub fn script_in(command: &str) -> Option<&str> {
 
 /// The job's command as the script holds it (prefix off, white space folded), read from
 /// `path` (relative ones from `workdir`).
-pub fn read(host: &SharedHost, workdir: &Path, path: &str) -> Option<String> {
+pub(crate) fn read(host: &SharedHost, workdir: &Path, path: &str) -> Option<String> {
     let bytes = host.read_from(&workdir.join(path), 0, READ_AT_MOST).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     Some(normalize(strip_shell_prefix(&text)))
@@ -36,7 +36,7 @@ pub fn read(host: &SharedHost, workdir: &Path, path: &str) -> Option<String> {
 /// Whether Snakemake would have run a recorded command from a script: its length quoted,
 /// with the strict-mode prefix (or a `shell.prefix` of about its size) is over the limit.
 /// A little under, so that a longer prefix does not hide one.
-pub fn runs_from_file(recorded: &str) -> bool {
+pub(crate) fn runs_from_file(recorded: &str) -> bool {
     let quoted = recorded.len() + 3 * recorded.matches('\'').count() + 2;
     quoted + "set -euo pipefail; ".len() > MAX_ARG_LEN - 1024
 }

@@ -88,7 +88,7 @@ pub struct Metadata {
 
 /// Where Snakemake keeps the record of `output`, relative to the metadata folder: its
 /// URL-safe base64, split into `@`-prefixed folders when longer than a file name.
-pub fn record_path(output: &str) -> PathBuf {
+pub(crate) fn record_path(output: &str) -> PathBuf {
     let name = base64::engine::general_purpose::URL_SAFE.encode(output);
     let chunks: Vec<&str> = (name.as_bytes().chunks(NAME_CHUNK))
         .map(|c| std::str::from_utf8(c).unwrap_or_default())
@@ -142,7 +142,7 @@ impl Code {
 
 impl Record {
     /// Whether the job ran the script named `name` (true when its code does not say).
-    pub fn runs_script(&self, name: &str) -> bool {
+    pub(crate) fn runs_script(&self, name: &str) -> bool {
         match &self.code {
             Some(Code::Text(t)) => names_file(t, name),
             Some(Code::Pickled(b)) => b.windows(name.len()).any(|w| w == name.as_bytes()),
@@ -163,12 +163,12 @@ fn names_file(text: &str, name: &str) -> bool {
 
 /// A shell command as Snakemake stores it and as bash receives it: trailing white space and
 /// indentation of continuation lines may differ, the words do not.
-pub fn normalize(command: &str) -> String {
+pub(crate) fn normalize(command: &str) -> String {
     command.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Metadata {
-    pub fn new(workdir: &Path, started: SystemTime, host: SharedHost) -> Self {
+    pub(crate) fn new(workdir: &Path, started: SystemTime, host: SharedHost) -> Self {
         Self {
             host,
             dir: workdir.join(".snakemake/metadata"),
@@ -186,7 +186,7 @@ impl Metadata {
 
     /// A job the log shows started: its outputs' records are looked at by name until
     /// written (in place, on 9, where they were there before).
-    pub fn expect(&mut self, outputs: &[String]) {
+    pub(crate) fn expect(&mut self, outputs: &[String]) {
         // 7's `dynamic()` outputs are logged as patterns (`{*}`): no record of that name.
         let named = outputs.iter().filter(|o| !o.contains("{*}"));
         self.expected.extend(named.map(|o| record_path(o)));
@@ -194,7 +194,7 @@ impl Metadata {
 
     /// Follows the records to another working directory (a Snakefile's `workdir:`), from
     /// where they are read again.
-    pub fn move_to(&mut self, workdir: &Path) {
+    pub(crate) fn move_to(&mut self, workdir: &Path) {
         self.dir = workdir.join(".snakemake/metadata");
         self.read.clear();
         self.dirs.clear();
@@ -203,7 +203,7 @@ impl Metadata {
     }
 
     /// Reads the records written or rewritten since the last call.
-    pub fn refresh(&mut self) {
+    pub(crate) fn refresh(&mut self) {
         let now = self.host.now();
         let mut stack = vec![self.dir.clone()];
         while let Some(dir) = stack.pop() {

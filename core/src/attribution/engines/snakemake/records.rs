@@ -70,7 +70,7 @@ impl Ran<'_> {
 }
 
 impl Records {
-    pub fn new(
+    pub(crate) fn new(
         workdir: &Path,
         started: SystemTime,
         host: crate::port::SharedHost,
@@ -90,13 +90,13 @@ impl Records {
 
     /// The jobs run in `workdir` (a `workdir:` directive): the metadata is there, and the
     /// log may be (8.30; 7 and 9 keep it where Snakemake started).
-    pub fn move_to(&mut self, workdir: &Path) {
+    pub(crate) fn move_to(&mut self, workdir: &Path) {
         self.metadata.move_to(workdir);
         self.log.also_in(workdir);
     }
 
     /// Reads what the engine wrote since the last call.
-    pub fn refresh(&mut self) {
+    pub(crate) fn refresh(&mut self) {
         for e in self.log.read_new() {
             match e {
                 Entry::Job(j) => {
@@ -120,7 +120,7 @@ impl Records {
 
     /// The job's record by its exact command: the metadata of a finished job, else the
     /// log's failure or `-p` line. Among equals, the one that started nearest the process.
-    pub fn exact(&mut self, ran: &Ran) -> Option<TaskInfo> {
+    pub(crate) fn exact(&mut self, ran: &Ran) -> Option<TaskInfo> {
         let record = (self.metadata.records.iter_mut())
             .filter(|r| !r.claimed)
             .filter_map(|r| Some((ran.fit(r.shellcmd.as_deref())?, r)))
@@ -156,7 +156,7 @@ impl Records {
     }
 
     /// What the records hold, in a line, for a debug log of a job no record named.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let secs = |t: SystemTime| {
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .unwrap_or_default()
@@ -206,7 +206,7 @@ impl Records {
     /// A `script:` job: the record of a job of no shell command that ran that script (8/9
     /// keep the script's name) while the process ran. The record whose outputs the job's
     /// own script names is it; where the script could not be read, the nearest in start.
-    pub fn script(&mut self, ran: &Ran) -> Option<TaskInfo> {
+    pub(crate) fn script(&mut self, ran: &Ran) -> Option<TaskInfo> {
         let name = ran.script?;
         let fits = |r: &Record| {
             !r.claimed
@@ -251,7 +251,7 @@ impl Records {
     /// A job whose command was too long for a command line, its script file gone before it
     /// was read: the record of a command that long (`long::runs_from_file`) whose times
     /// cover the process, nearest in start.
-    pub fn long(&mut self, ran: &Ran) -> Option<TaskInfo> {
+    pub(crate) fn long(&mut self, ran: &Ran) -> Option<TaskInfo> {
         let r = (self.metadata.records.iter_mut())
             .filter(|r| !r.claimed && r.start <= ran.end + SLACK && ran.start <= r.end + SLACK)
             .filter(|r| r.shellcmd.as_deref().is_some_and(long::runs_from_file))
@@ -266,7 +266,7 @@ impl Records {
 
     /// A job run in a Snakemake subprocess (`--target-jobs RULE:WILDCARDS`, as for `run:`
     /// jobs): its record of no shell command, if any, is taken so no other process takes it.
-    pub fn claim_target(&mut self, rule: &str, ran: &Ran) {
+    pub(crate) fn claim_target(&mut self, rule: &str, ran: &Ran) {
         let r = (self.metadata.records.iter_mut())
             .filter(|r| !r.claimed && r.shellcmd.is_none() && r.rule == rule)
             .min_by_key(|r| abs_diff(r.end, ran.end));
@@ -280,7 +280,7 @@ impl Records {
     /// names best: one Snakemake logged as finished, or one it never saw end whose outputs
     /// the command names (a run interrupted, by Ctrl-C say: its running jobs end with no
     /// record, `Finished` line or error, finished or killed).
-    pub fn best_guess(&mut self, ran: &Ran) -> Option<TaskInfo> {
+    pub(crate) fn best_guess(&mut self, ran: &Ran) -> Option<TaskInfo> {
         if ran.failed
             && let Some((f, taken)) =
                 (self.failures.iter_mut()).find(|(f, t)| !t && f.shell.is_none())
@@ -306,7 +306,7 @@ impl Records {
 
     /// The rule of a running job: its `-p` command's block, else the rule every block that
     /// names its paths best agrees on.
-    pub fn likely_rule(&self, command: &str) -> Option<String> {
+    pub(crate) fn likely_rule(&self, command: &str) -> Option<String> {
         if let Some((j, _)) = self
             .jobs
             .iter()
@@ -408,7 +408,7 @@ fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
         .unwrap_or_default()
 }
 
-pub fn info_from_job(job: &Job) -> TaskInfo {
+pub(crate) fn info_from_job(job: &Job) -> TaskInfo {
     TaskInfo {
         name: job.rule.clone(),
         run_id: job.jobid.clone().unwrap_or_default(),

@@ -23,7 +23,7 @@ const READ_AT_MOST: usize = 1 << 20;
 const KEEP_AT_MOST: usize = 64 << 10;
 
 /// The temporary script a command runs: the path that names `.snakemake/scripts/tmp`.
-pub fn path_in(command: &str) -> Option<&str> {
+pub(crate) fn path_in(command: &str) -> Option<&str> {
     let at = command.find(".snakemake/scripts/tmp")?;
     let start = command[..at]
         .rfind([' ', '\'', '"', '='])
@@ -37,7 +37,7 @@ pub fn path_in(command: &str) -> Option<&str> {
 /// The part of the job's script that names its outputs, read through `host` (relative
 /// paths from `workdir`), or from the host's copy once Snakemake deleted it. None when
 /// neither is there.
-pub fn outputs_text(host: &SharedHost, workdir: &Path, command: &str) -> Option<String> {
+pub(crate) fn outputs_text(host: &SharedHost, workdir: &Path, command: &str) -> Option<String> {
     let path = workdir.join(path_in(command)?);
     let bytes = match host.read_from(&path, 0, READ_AT_MOST) {
         Ok(b) => b,
@@ -56,7 +56,7 @@ pub fn outputs_text(host: &SharedHost, workdir: &Path, command: &str) -> Option<
 
 /// How well a record's outputs fit the job's script: every output named, the longer the
 /// better (an output that is a part of another's path, `a/x` in `data/a/x`, loses to it).
-pub fn fit(text: &str, outputs: &[String]) -> Option<usize> {
+pub(crate) fn fit(text: &str, outputs: &[String]) -> Option<usize> {
     let named = !outputs.is_empty() && outputs.iter().all(|o| text.contains(o.as_str()));
     named.then(|| outputs.iter().map(String::len).sum())
 }

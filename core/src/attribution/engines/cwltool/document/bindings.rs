@@ -17,7 +17,7 @@ pub type Env = HashMap<String, Vec<String>>;
 pub type Outputs = HashMap<(String, String), String>;
 
 /// The inputs a run was given after its document: a job file, or `--name value` options.
-pub fn job_order(host: &dyn Host, cwd: &Path, after_document: &[String]) -> Env {
+pub(crate) fn job_order(host: &dyn Host, cwd: &Path, after_document: &[String]) -> Env {
     let mut env = Env::new();
     let mut args = after_document.iter();
     while let Some(a) = args.next() {
@@ -53,7 +53,7 @@ fn entries_of(v: &Value) -> Vec<(String, Value)> {
 /// What of a value can show on a command line: scalars as written (a set flag as `true`), a
 /// File or Directory by its name (cwltool stages it under a directory of its own, keeping the
 /// name), a record by its fields' values, an array by its elements (a record one value each).
-pub fn values(v: &Value) -> Vec<String> {
+pub(crate) fn values(v: &Value) -> Vec<String> {
     match v {
         Value::String(s) => vec![s.clone()],
         Value::Number(n) => vec![n.to_string()],
@@ -96,7 +96,7 @@ fn record_element(v: &Value) -> Option<String> {
 }
 
 /// A workflow's inputs: those it was given, else their `default:`.
-pub fn workflow_env(wf: &Value, given: &Env) -> Env {
+pub(crate) fn workflow_env(wf: &Value, given: &Env) -> Env {
     let mut env = given.clone();
     for (id, input) in entries(wf.get("inputs")) {
         let id = short(&id).to_string();
@@ -110,7 +110,7 @@ pub fn workflow_env(wf: &Value, given: &Env) -> Env {
 }
 
 /// A step's inputs (its `in:`), each from its sources, `default:` or literal `valueFrom`.
-pub fn step_env(step: &Value, env: &Env, outputs: &Outputs) -> Env {
+pub(crate) fn step_env(step: &Value, env: &Env, outputs: &Outputs) -> Env {
     let mut out = Env::new();
     for (id, binding) in step_inputs(step.get("in")) {
         let mut vals: Vec<String> = words(binding.get("source"))
@@ -134,7 +134,7 @@ pub fn step_env(step: &Value, env: &Env, outputs: &Outputs) -> Env {
 }
 
 /// The sibling steps a step's inputs come from (`step/out`, `#main/step/out`).
-pub fn upstream(step: &Value, siblings: &[&str]) -> Vec<String> {
+pub(crate) fn upstream(step: &Value, siblings: &[&str]) -> Vec<String> {
     let mut from: Vec<String> = step_inputs(step.get("in"))
         .iter()
         .flat_map(|(_, binding)| words(binding.get("source")))
@@ -184,7 +184,7 @@ fn source_values(source: &str, env: &Env, outputs: &Outputs) -> Vec<String> {
 }
 
 /// The file names a CommandLineTool's outputs are written to, where the document fixes them.
-pub fn tool_outputs(tool: &Value) -> Vec<(String, String)> {
+pub(crate) fn tool_outputs(tool: &Value) -> Vec<(String, String)> {
     let stream = |key: &str| {
         tool.get(key)
             .and_then(Value::as_str)
@@ -222,7 +222,7 @@ fn entries_typed(v: Option<&Value>) -> Vec<(String, Value)> {
 /// source or an expression whose value is not known is taken to have one), or, not bound by
 /// the step, a default that puts them on the line (not `false` or null): cwltool writes each
 /// as a word before the value, or alone for a flag.
-pub fn prefixes(tool: &Value, step: Option<&Value>, env: &Env) -> Vec<String> {
+pub(crate) fn prefixes(tool: &Value, step: Option<&Value>, env: &Env) -> Vec<String> {
     let inputs = step_inputs(step.and_then(|s| s.get("in")));
     let computed = |id: &str| {
         (inputs.iter()).any(|(i, b)| {
@@ -246,6 +246,6 @@ pub fn prefixes(tool: &Value, step: Option<&Value>, env: &Env) -> Vec<String> {
 }
 
 /// An id's last part: `#main/w1` and `w1` are the input `w1`.
-pub fn short(id: &str) -> &str {
+pub(crate) fn short(id: &str) -> &str {
     id.rsplit(['#', '/']).next().unwrap_or(id)
 }
