@@ -7,14 +7,16 @@
 //! `cargo bench -p pipetrace --features fake-host --bench core [-- PROCESSES ROUNDS BATCH]`
 use std::time::Duration;
 
-use pipetrace::{
+use pipetrace::session::Session;
+use pipetrace_core::port::fake::{self, FakeHost};
+use pipetrace_core::{
     accounting::{CpuTimes, Switches, Usage},
     attribution::{Attributor, Mode},
     event::{Event, ProcKey},
-    export::Sink,
-    host::fake::{self, FakeHost},
     redact::Redactor,
-    session::Session,
+};
+use pipetrace_export::{
+    export::Sink,
     signals::{SpanBuilder, metrics::Metrics},
 };
 
@@ -31,7 +33,7 @@ fn main() {
     // By default what the agent reads at a time from a storm of about 1,000 a second.
     let batch: usize = args
         .next()
-        .map_or(pipetrace::probes::TICK.as_millis() as usize, |a| {
+        .map_or(pipetrace_host::probes::TICK.as_millis() as usize, |a| {
             a.parse().expect("BATCH")
         });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -107,7 +109,7 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
     let info = pipetrace_core::machine::fake_info(fake);
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).expect("redactor"));
     let sink = Sink::start(&cfg, &info, file.to_path_buf()).expect("file sink");
-    let resource = pipetrace::export::resource(&cfg, &info);
+    let resource = pipetrace_export::export::resource(&cfg, &info);
     let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
     let attr = Attributor::new(
         Mode::Agent,

@@ -12,7 +12,7 @@ use opentelemetry::{
 use opentelemetry_proto::tonic as proto;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
-use pipetrace::export::otlp::encode;
+use pipetrace_export::export::otlp::encode;
 use prost::Message;
 
 /// A tool span with the 30 attributes or so a real one carries.

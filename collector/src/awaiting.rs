@@ -3,11 +3,9 @@
 //! settled only once its exited descendants are: a task's figures then hold every tool.
 use std::time::{Duration, Instant};
 
-use crate::{
-    accounting::{CpuTimes, Switches, Usage},
-    event::ProcKey,
-    tree::Tree,
-};
+use pipetrace_core::accounting::{CpuTimes, Switches, Usage};
+use pipetrace_core::event::ProcKey;
+use pipetrace_core::tree::Tree;
 
 struct Entry {
     since: Duration,
@@ -18,7 +16,7 @@ struct Entry {
 }
 
 pub struct Awaiting {
-    entries: crate::event::ProcMap<ProcKey, Entry>,
+    entries: pipetrace_core::event::ProcMap<ProcKey, Entry>,
     wait: Duration,
     clock: Clock,
     /// The longest a report that came took after its exit: how slow the kernel is now.
@@ -116,7 +114,7 @@ impl Awaiting {
         let wait = self.wait;
         let due = |e: &Entry| e.usage.is_some() || force || now_t - e.since >= wait;
         // How many waiting processes each process is an ancestor of: it waits while any does.
-        let mut below = crate::event::ProcMap::<ProcKey, u32>::default();
+        let mut below = pipetrace_core::event::ProcMap::<ProcKey, u32>::default();
         for k in self.entries.keys() {
             for a in tree.ancestors(k) {
                 *below.entry(a.key).or_default() += 1;

@@ -12,10 +12,9 @@ use opentelemetry_sdk::trace::SpanData;
 use pipetrace_core::judgement::{Finding, Judgement};
 use pipetrace_semconv::{attr, event};
 
-use crate::{
-    report::keep::{RunSpans, stands_for},
-    signals::{Kind, ReadySpan},
-};
+use crate::report::keep::{RunSpans, stands_for};
+use pipetrace_core::judgement::Kind;
+use pipetrace_export::signals::ReadySpan;
 
 /// Findings put on a run span at most, the most serious first; `pipetrace.run.findings`
 /// counts them all.

@@ -4,16 +4,6 @@
 //! compare, sizing), advice (`suggest`), provenance, the agent registry and the CLI.
 //!
 //! probes -> events -> process tree -> attribution -> judgement -> signals -> export.
-// The core's modules, at the paths the rest of the crate has always used.
-pub use pipetrace_core::{
-    accounting, attribution, containers, diagnosis, event, facts, files, redact, tree,
-};
-// The host crate's, likewise.
-pub use pipetrace_host as host;
-pub use pipetrace_host::{cgroup, cpu_policy, gpu, poller, probes, source};
-// The export crate's, likewise.
-pub use pipetrace_export::{export, outputs, signals};
-
 #[macro_use]
 pub(crate) mod print;
 

@@ -4,12 +4,10 @@
 //! running process that the caller hands in (the /proc read stays at the edge).
 use std::collections::{BTreeSet, HashMap};
 
-use crate::{
-    accounting::live::RunningUsage,
-    attribution::{Attributor, Role},
-    event::ProcKey,
-    tree::Tree,
-};
+use pipetrace_core::accounting::live::RunningUsage;
+use pipetrace_core::attribution::{Attributor, Role};
+use pipetrace_core::event::ProcKey;
+use pipetrace_core::tree::Tree;
 
 /// A running task as the view shows it.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -85,7 +83,7 @@ impl Now {
 
     /// The engine's counts: its done and total stand, and its queued and running where it
     /// says (else queued are those neither done nor seen running).
-    pub fn engine_says(&mut self, p: &crate::attribution::engines::Progress) {
+    pub fn engine_says(&mut self, p: &pipetrace_core::attribution::engines::Progress) {
         (self.done, self.total) = (p.done, Some(p.total));
         self.running = p.running();
         self.queued = p.queued.or_else(|| self.not_started());
@@ -126,11 +124,11 @@ struct Sum {
     rss: u64,
     tools: BTreeSet<String>,
     gpu_memory: u64,
-    gpu: crate::accounting::GpuFigures,
+    gpu: pipetrace_core::accounting::GpuFigures,
 }
 
 /// A running process's GPU memory now and GPU figures so far, where it holds a context.
-pub type GpuNow<'a> = dyn Fn(u32) -> Option<(u64, crate::accounting::GpuFigures)> + 'a;
+pub type GpuNow<'a> = dyn Fn(u32) -> Option<(u64, pipetrace_core::accounting::GpuFigures)> + 'a;
 
 impl Watcher {
     /// Each run now, in the order they started. `read` gives a running process's figures
@@ -435,7 +433,7 @@ mod tests {
 
     #[test]
     fn an_engine_that_tells_queued_from_running_is_believed_over_what_is_seen() {
-        use crate::attribution::engines::Progress;
+        use pipetrace_core::attribution::engines::Progress;
         let mut now = Now {
             run: "nf".into(),
             elapsed_s: 5.0,

@@ -9,7 +9,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::signals::metrics::AgentFigures;
+use pipetrace_export::signals::metrics::AgentFigures;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct AgentStatus {

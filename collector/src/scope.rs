@@ -4,11 +4,9 @@
 //! that enters the scope (a runtime starts it there) is a top-level process of its own.
 use std::collections::HashMap;
 
-use crate::{
-    event::{Event, ProcKey},
-    host::Host,
-    tree::Tree,
-};
+use pipetrace_core::event::{Event, ProcKey};
+use pipetrace_core::port::Host;
+use pipetrace_core::tree::Tree;
 
 pub struct Scope {
     /// The cgroup path watched; `None`: the whole node.
@@ -169,7 +167,7 @@ impl Scope {
                     // Unreadable (it ended): its children look again when they exec.
                     let o = Outside {
                         cgroup_id: if held.is_none() { 0 } else { e.cgroup_id },
-                        runtime: crate::containers::runs_runtime(&e.filename, &e.argv),
+                        runtime: pipetrace_core::containers::runs_runtime(&e.filename, &e.argv),
                     };
                     self.outside.insert(e.key, o);
                     false
@@ -187,10 +185,10 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::LiveHost;
+    use pipetrace_host::LiveHost;
 
     fn exec(pid: u32) -> Event {
-        Event::Exec(crate::event::Exec {
+        Event::Exec(pipetrace_core::event::Exec {
             key: ProcKey {
                 pid,
                 start_ticks: 1,

@@ -4,22 +4,19 @@ use std::{
     time::Duration,
 };
 
-use crate::{
-    accounting::Usage,
-    attribution::{Attributor, Finished},
-    awaiting::Awaiting,
-    diagnosis::History,
-    event::{Event, ProcKey},
-    export::SinkStats,
-    host,
-    outputs::Outputs,
-    signals::{
-        SpanBuilder,
-        metrics::{AgentFigures, Metrics},
-    },
-    source::KernelLosses,
-    tree::Tree,
+use crate::awaiting::Awaiting;
+use pipetrace_core::accounting::Usage;
+use pipetrace_core::attribution::{Attributor, Finished};
+use pipetrace_core::diagnosis::History;
+use pipetrace_core::event::{Event, ProcKey};
+use pipetrace_core::tree::Tree;
+use pipetrace_export::export::SinkStats;
+use pipetrace_export::outputs::Outputs;
+use pipetrace_export::signals::{
+    SpanBuilder,
+    metrics::{AgentFigures, Metrics},
 };
+use pipetrace_host::source::KernelLosses;
 
 mod events;
 mod gpu;
@@ -38,7 +35,7 @@ pub struct Spawned {
 
 pub struct Session {
     /// Every read of /proc, cgroups, records and clocks: the machine, or a test's fake.
-    host: host::SharedHost,
+    host: pipetrace_core::port::SharedHost,
     pub tree: Tree,
     pub attr: Attributor,
     builder: SpanBuilder,
@@ -47,9 +44,9 @@ pub struct Session {
     /// The sink's counts, for the agent's own figures.
     sink_stats: std::sync::Arc<SinkStats>,
     /// Spans finished in this poll: handed on together at its end (one wake-up of the sink).
-    outgoing: Vec<crate::signals::ReadySpan>,
+    outgoing: Vec<pipetrace_export::signals::ReadySpan>,
     /// Keeps each run's trace within `export.max_trace_bytes`.
-    folder: crate::signals::fold::Folder,
+    folder: pipetrace_export::signals::fold::Folder,
     /// Judges each run as its spans leave: its findings go on its run span.
     judging: crate::judging::Judging,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
@@ -75,33 +72,33 @@ pub struct Session {
     known_exits: HashMap<u32, u32>,
     pub metrics: Metrics,
     /// Running tasks and tools that stopped making progress.
-    stalls: crate::diagnosis::watch::StallWatch,
+    stalls: pipetrace_core::diagnosis::watch::StallWatch,
     history: History,
     /// Reads what tasks and runs are allowed (cgroups) as they start.
-    limits: crate::cgroup::Limits,
+    limits: pipetrace_host::cgroup::Limits,
     /// Tasks and runs started in this batch whose allocation is still to be read.
     unread_allocations: Vec<ProcKey>,
     /// Containers seen, with what their runtimes record.
-    containers: crate::containers::Containers,
+    containers: pipetrace_core::containers::Containers,
     /// The processes watched: the node's, or one cgroup's.
     scope: crate::scope::Scope,
     /// A node agent's judge of the host's idleness, and what it last said.
-    idle: Option<host::IdleClock>,
+    idle: Option<pipetrace_host::IdleClock>,
     host_idle: Option<Duration>,
     /// Per-process GPU figures, where NVIDIA's driver is, looked at every metrics interval
     /// (µs).
-    gpu: Option<crate::gpu::GpuSampler>,
+    gpu: Option<pipetrace_host::gpu::GpuSampler>,
     gpu_interval_us: u64,
     /// Runs finished at the last idleness check: a run that came and went between two
     /// checks was work too.
     runs_finished_seen: u64,
     /// Which opened files are kept (`files.*`).
-    files: crate::files::Filter,
+    files: pipetrace_core::files::Filter,
 }
 
 impl Session {
     pub(crate) fn new(
-        host: host::SharedHost,
+        host: pipetrace_core::port::SharedHost,
         attr: Attributor,
         builder: SpanBuilder,
         (outputs, sink_stats): (Outputs, std::sync::Arc<SinkStats>),
@@ -115,7 +112,7 @@ impl Session {
             outputs,
             sink_stats,
             outgoing: Vec::new(),
-            folder: crate::signals::fold::Folder::new(0, Duration::ZERO),
+            folder: pipetrace_export::signals::fold::Folder::new(0, Duration::ZERO),
             judging: Default::default(),
             events: 0,
             unknown_exits: 0,
@@ -129,13 +126,13 @@ impl Session {
             procfs: false,
             known_exits: HashMap::new(),
             metrics,
-            stalls: crate::diagnosis::watch::StallWatch::new(
+            stalls: pipetrace_core::diagnosis::watch::StallWatch::new(
                 pipetrace_config::Diagnosis::default().stall_after,
             ),
             // No history kept until the caller says where (`with_history`).
             history: History::new(&pipetrace_config::Diagnosis::default(), None),
             announced: HashSet::new(),
-            limits: crate::cgroup::Limits::default(),
+            limits: pipetrace_host::cgroup::Limits::default(),
             unread_allocations: Vec::new(),
             containers: Default::default(),
             scope: crate::scope::Scope::new(None),
@@ -144,8 +141,8 @@ impl Session {
             gpu: None,
             gpu_interval_us: 0,
             runs_finished_seen: 0,
-            files: crate::files::Filter::default()
-                .with_engines(crate::attribution::engines::bookkeeping()),
+            files: pipetrace_core::files::Filter::default()
+                .with_engines(pipetrace_core::attribution::engines::bookkeeping()),
         }
     }
 
@@ -178,10 +175,10 @@ impl Session {
     }
 
     /// The pid and program of `key`'s parent, if it has exec'd.
-    fn parent_program(&self, key: &crate::event::ProcKey) -> Option<(u32, &str)> {
+    fn parent_program(&self, key: &pipetrace_core::event::ProcKey) -> Option<(u32, &str)> {
         let parent = self.tree.get(&self.tree.get(key)?.parent?)?;
         let i = parent.image.as_ref()?;
-        let program = crate::attribution::naming::program_name(&i.path, &i.argv);
+        let program = pipetrace_core::attribution::naming::program_name(&i.path, &i.argv);
         Some((parent.key.pid, program))
     }
 
@@ -192,7 +189,7 @@ impl Session {
             return;
         };
         // A process the tree does not hold is traced by no span: its files have no place.
-        let access = crate::files::Access::of_flags(flags);
+        let access = pipetrace_core::files::Access::of_flags(flags);
         self.tree
             .opened(&key, &path, access, self.files.max_per_tool);
     }
@@ -223,7 +220,7 @@ impl Session {
                 .into_iter()
                 .partition(|s| self.scope.holds_pid(&*self.host, s.pid));
             for s in outside {
-                self.scope.leave_out(crate::event::ProcKey {
+                self.scope.leave_out(pipetrace_core::event::ProcKey {
                     pid: s.pid,
                     start_ticks: s.start_ticks,
                 });
@@ -233,7 +230,7 @@ impl Session {
         snap.sort_by_key(|s| s.start_ticks);
         let keys: Vec<_> = snap
             .iter()
-            .map(|s| crate::event::ProcKey {
+            .map(|s| pipetrace_core::event::ProcKey {
                 pid: s.pid,
                 start_ticks: s.start_ticks,
             })
@@ -448,7 +445,7 @@ impl Session {
             let progress = self.progress();
             scope
                 .metrics
-                .extend(crate::signals::metrics::progress::metrics(
+                .extend(pipetrace_export::signals::metrics::progress::metrics(
                     &progress,
                     self.host.now(),
                 ));
@@ -507,7 +504,7 @@ impl Session {
         }
     }
 
-    fn emit(&mut self, finished: Vec<crate::attribution::Finished>) {
+    fn emit(&mut self, finished: Vec<pipetrace_core::attribution::Finished>) {
         // Runs named alike on every node since the last look: before any span is built.
         self.take_from_attribution();
         self.read_allocations();
@@ -516,7 +513,7 @@ impl Session {
                 info.engine_version =
                     (info.engine_version.take()).or_else(|| now::engine_version(proc, info));
             }
-            let mut judged = crate::diagnosis::Judgement::default();
+            let mut judged = pipetrace_core::diagnosis::Judgement::default();
             match &f {
                 Finished::Task {
                     proc,
@@ -532,7 +529,7 @@ impl Session {
                         &usage.rollup,
                     );
                     let run_id = self.builder.trace_id(*run).to_string();
-                    let job = crate::diagnosis::Job {
+                    let job = pipetrace_core::diagnosis::Job {
                         pipeline: &pipeline,
                         task: &info.name,
                         run: &run_id,

@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{Host, accounting::Allocation};
+use pipetrace_core::{accounting::Allocation, port::Host};
 
 /// v1 memory "limits" at or above this mean no limit.
 const V1_UNLIMITED: u64 = 1 << 60;
@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn gpus_allowed_by_a_v1_devices_cgroup_are_read_from_its_list() {
-        let host = crate::fake::FakeHost::default();
+        let host = pipetrace_core::port::fake::FakeHost::default();
         let dir = Path::new("/sys/fs/cgroup/devices/slurm/uid_0/job_7");
         let list = |text: &str| {
             host.write(dir.join("devices.list"), text);

@@ -3,10 +3,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-use super::{
-    HostError,
-    port::{Cell, Database},
-};
+use pipetrace_core::port::{Cell, Database, HostError};
 
 pub struct Sqlite {
     conn: Connection,

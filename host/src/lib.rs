@@ -23,9 +23,6 @@ pub mod slurm_jobs;
 pub mod source;
 pub mod store;
 
-// The core's modules, at the paths this crate's code names them by.
-use pipetrace_core::{accounting, event, facts, tree};
-
 use std::{
     fs,
     path::{Path, PathBuf},
@@ -34,13 +31,11 @@ use std::{
 pub use cloud::{CLOUD_INIT_DATA, DMI_DIR, DMI_DIR_ENV, dmi_dir};
 pub use idle::IdleClock;
 pub use live::LiveHost;
-pub use pipetrace_core::facts::{ns_per_tick, page_size};
-use pipetrace_core::machine::HostInfo;
-#[cfg(any(test, feature = "fake-host"))]
-pub use pipetrace_core::port::fake;
-pub use pipetrace_core::port::{self, HostError, ProcSnapshot, RunningUsage, system_time};
-pub use port::{FileFacts, Host, SharedHost, TcpLink};
-pub use slurm_jobs::{JobRecord, RecordCell};
+use pipetrace_core::{
+    facts::page_size,
+    machine::HostInfo,
+    port::{HostError, ProcSnapshot, SharedHost},
+};
 
 /// The machine this runs on.
 pub fn this_machine() -> SharedHost {
@@ -156,7 +151,7 @@ pub fn snapshot(pid: u32) -> Option<ProcSnapshot> {
         start_ticks: stat.starttime,
         comm: stat.comm,
         exe: p.exe().ok(),
-        argv: crate::facts::split_argv(&cmdline),
+        argv: pipetrace_core::facts::split_argv(&cmdline),
         cwd: p.cwd().ok(),
         uid: p.status().ok().map(|s| s.ruid),
     })

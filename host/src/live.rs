@@ -9,15 +9,12 @@ use std::{
 
 use procfs::{CurrentSI, KernelStats, process::Process};
 
-use super::{
-    HostError, ProcSnapshot,
-    port::{Database, FileFacts, Host, TcpLink},
+use pipetrace_core::port::{
+    AllocCell, Database, FileFacts, Host, HostError, ProcSnapshot, RecordCell, RunningUsage,
+    TcpLink,
 };
-use super::{
-    RunningUsage,
-    slurm_alloc::{self, AllocCell},
-    slurm_jobs::{self, RecordCell},
-};
+
+use super::{slurm_alloc, slurm_jobs};
 
 /// This machine: /proc, its files, its clocks.
 pub struct LiveHost;
@@ -175,7 +172,7 @@ fn tcp_links(pid: u32) -> Vec<TcpLink> {
 fn live(pid: u32) -> Option<RunningUsage> {
     let p = Process::new(pid as i32).ok()?;
     let stat = p.stat().ok()?;
-    let ns = super::ns_per_tick();
+    let ns = pipetrace_core::facts::ns_per_tick();
     let mut live = RunningUsage {
         cpu_user_ns: stat.utime * ns,
         cpu_system_ns: stat.stime * ns,

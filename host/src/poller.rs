@@ -6,7 +6,7 @@ use std::{collections::HashMap, fs, time::Duration};
 
 use procfs::process::Process;
 
-use crate::{
+use pipetrace_core::{
     accounting::Usage,
     event::{Event, Exec, ProcKey},
     tree::Exit,
@@ -64,7 +64,7 @@ fn sample(p: &Process, stat: &Stat) -> Sample {
     // Reading another user's io needs ptrace rights; without them those stay 0.
     let io = p.io().ok();
     let io_field = |f: fn(&procfs::process::Io) -> u64| io.as_ref().map_or(0, f);
-    let ns = crate::ns_per_tick();
+    let ns = pipetrace_core::facts::ns_per_tick();
     let usage = Usage {
         cpu_user_ns: stat.utime_ticks * ns,
         cpu_system_ns: stat.stime_ticks * ns,
@@ -106,7 +106,7 @@ fn exec_event(pid: u32, key: ProcKey, ppid: u32, start_ns: u64, now: u64) -> Exe
             .map_or(0, |s| s.ruid),
         cgroup_id: 0,
         filename,
-        argv: crate::event::split_argv(&cmdline),
+        argv: pipetrace_core::event::split_argv(&cmdline),
         argv_truncated: false,
     }
 }
@@ -173,7 +173,7 @@ impl Poller {
                 start_ticks: st.start_ticks,
             };
             alive.insert(*pid, key);
-            let start_ns = st.start_ticks * crate::ns_per_tick();
+            let start_ns = st.start_ticks * pipetrace_core::facts::ns_per_tick();
             let mut fresh = sample(proc_, st);
             match self.known.get_mut(pid) {
                 Some((k, last)) if *k == key => {

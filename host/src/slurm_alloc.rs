@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 /// The job an allocation client created: set once Slurm has answered, `None` inside when it
 /// never told one job (no Slurm, gone, or several that fit).
-pub use pipetrace_core::port::AllocCell;
+use pipetrace_core::port::AllocCell;
 
 /// Lookups running at once at most; past it a client goes without its job.
 const LOOKUPS: usize = 64;

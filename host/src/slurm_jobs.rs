@@ -3,7 +3,7 @@
 //! slow controller never holds up the events, and filled in when Slurm answers.
 use std::{collections::HashMap, sync::mpsc};
 
-pub use pipetrace_core::port::{JobRecord, RecordCell};
+use pipetrace_core::port::{JobRecord, RecordCell};
 
 /// Jobs asked about at most at once; past it a job goes without its record.
 const QUEUE: usize = 256;

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use pipetrace_probes_common::Accumulator;
 
+use pipetrace_core::{accounting::Measured, event::Event};
+
 use crate::{
-    accounting::Measured,
-    event::Event,
     poller::Poller,
     probes::{EventReader, ProbeError, Probes},
 };

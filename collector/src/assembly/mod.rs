@@ -12,15 +12,13 @@ use anyhow::Context;
 use pipetrace_config::Config;
 use pipetrace_core::machine::HostInfo;
 
-use crate::{
-    attribution::{Attributor, Mode},
-    export::{Sink, SinkStats, prometheus::Bound, resource},
-    outputs::Outputs,
-    redact::Redactor,
-    session::Session,
-    signals::{SpanBuilder, metrics::Metrics},
-    source::{Events, ProbeState},
-};
+use crate::session::Session;
+use pipetrace_core::attribution::{Attributor, Mode};
+use pipetrace_core::redact::Redactor;
+use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound, resource};
+use pipetrace_export::outputs::Outputs;
+use pipetrace_export::signals::{SpanBuilder, metrics::Metrics};
+use pipetrace_host::source::{Events, ProbeState};
 
 /// What the graph is built for.
 pub enum For<'a> {
@@ -46,9 +44,9 @@ pub struct Prepared {
 
 /// The host's identity, the probes loaded (or the /proc fallback) and the span builder.
 pub fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
-    let host = crate::host::host_info().context("reading host identity")?;
+    let host = pipetrace_host::host_info().context("reading host identity")?;
     let redactor = Redactor::new(cfg.redaction.enabled, &cfg.redaction.patterns)?;
-    let (events, taps) = crate::source::open(&cfg.probes, cfg.files.enabled)?;
+    let (events, taps) = pipetrace_host::source::open(&cfg.probes, cfg.files.enabled)?;
     let measured = taps.measured();
     Ok(Prepared {
         builder: SpanBuilder::new(host.clone(), redactor)
@@ -56,8 +54,8 @@ pub fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
             .with_diagnosis(cfg.diagnosis.clone())
             .with_cost(cfg.cost.clone())
             .with_who(
-                crate::host::this_machine(),
-                crate::signals::who::Centre::of_config(cfg),
+                pipetrace_host::this_machine(),
+                pipetrace_export::signals::who::Centre::of_config(cfg),
             ),
         host,
         events,
@@ -73,7 +71,7 @@ pub(crate) fn assemble(
     (host, builder, polling): (&HostInfo, SpanBuilder, bool),
     (sink, prometheus): (Sink, Option<Bound>),
 ) -> anyhow::Result<Session> {
-    let machine = crate::host::this_machine();
+    let machine = pipetrace_host::this_machine();
     let (mode, argv, view) = match of {
         For::Run {
             root_pid,
@@ -122,17 +120,17 @@ fn pipeline(
 }
 
 /// Which opened files are kept: the user's globs, never the system's or an engine's own.
-fn files_filter(cfg: &Config) -> anyhow::Result<crate::files::Filter> {
-    let f = crate::files::Filter::new(&cfg.files).context("files.include/exclude")?;
-    Ok(f.with_engines(crate::attribution::engines::bookkeeping()))
+fn files_filter(cfg: &Config) -> anyhow::Result<pipetrace_core::files::Filter> {
+    let f = pipetrace_core::files::Filter::new(&cfg.files).context("files.include/exclude")?;
+    Ok(f.with_engines(pipetrace_core::attribution::engines::bookkeeping()))
 }
 
 /// NVML where NVIDIA's driver is; nothing (and one line in the log) where it is not.
-fn gpu_driver(cfg: &pipetrace_config::Gpu) -> Option<Box<dyn crate::gpu::Driver>> {
+fn gpu_driver(cfg: &pipetrace_config::Gpu) -> Option<Box<dyn pipetrace_host::gpu::Driver>> {
     if !cfg.enabled {
         return None;
     }
-    match crate::gpu::load(&cfg.library) {
+    match pipetrace_host::gpu::load(&cfg.library) {
         Ok(d) => Some(d),
         Err(e) => {
             log::info!("no GPU figures: NVML ({}) not usable: {e}", cfg.library);

@@ -5,12 +5,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use pipetrace_config::Config;
 
-use crate::{
-    compare::keeper::Keeper,
-    export::{Sink, SinkStats, prometheus::Bound},
-    outputs::{Output, Outputs},
-    summary::Summary,
-};
+use crate::{compare::keeper::Keeper, summary::Summary};
+use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound};
+use pipetrace_export::outputs::{Output, Outputs};
 
 /// Which views the outputs feed.
 #[derive(Clone, Copy)]

@@ -8,11 +8,11 @@ use tokio::signal::unix::{SignalKind, signal};
 use super::serve::Core;
 use crate::{
     assembly::{For, Prepared, assemble, prepare},
-    export::Sink,
     registry::{AgentLock, AgentStatus},
     session::Session,
-    source::KernelLosses,
 };
+use pipetrace_export::export::Sink;
+use pipetrace_host::source::KernelLosses;
 
 /// Where the one-agent lock lives when no state directory is configured.
 const RUNTIME_DIR: &str = "/run/pipetrace";
@@ -43,7 +43,7 @@ fn log_figures(pipe: &Session, lost: KernelLosses) {
 pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
     // The probes' PIDs are the host's: in a PID namespace of its own the agent would load
     // them and trace nothing. Refused before anything is loaded, saying how to run it.
-    crate::host::pidns::check()?;
+    pipetrace_host::pidns::check()?;
     // One agent per state directory (per node with the default): refused before anything
     // is loaded or exported.
     let lock_dir = (cfg.diagnosis.state_dir.clone()).unwrap_or_else(|| PathBuf::from(RUNTIME_DIR));
@@ -58,7 +58,7 @@ pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
         }
     };
     // A taken port starts nothing: bound before the probes load.
-    let prometheus = crate::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
+    let prometheus = pipetrace_export::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
     let Prepared {
         host,
         events,
@@ -66,7 +66,7 @@ pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
         builder,
     } = prepare(cfg)?;
     let default_file = PathBuf::from(pipetrace_config::defaults::AGENT_TRACE_FILE);
-    let exporter = crate::export::Sink::start(cfg, &host, default_file)?;
+    let exporter = pipetrace_export::export::Sink::start(cfg, &host, default_file)?;
     let dest = exporter.destinations.spans.clone();
     let target = (dest.otlp.clone())
         .or(dest.file.as_ref().map(|f| f.display().to_string()))
@@ -187,8 +187,8 @@ async fn stop_and_say(cfg: &Config, pipe: Session, lost: KernelLosses) {
         stats.spans.otlp.failed.load(Relaxed),
         stats.metrics.dropped(),
         stats.metrics.failed(),
-        crate::host::peak_rss_kib().unwrap_or(0),
-        crate::host::private_rss_kib().unwrap_or(0),
+        pipetrace_host::peak_rss_kib().unwrap_or(0),
+        pipetrace_host::private_rss_kib().unwrap_or(0),
         if flushed { "" } else { "; flush timed out" }
     );
 }

@@ -69,9 +69,9 @@ pub(crate) fn run(args: &Args) -> i32 {
 fn compare_runs(args: &Args) -> Result<String, InputError> {
     let state = args.state_dir.as_deref();
     let a = side(args.a, state)?;
-    let history = crate::host::store::DirStore::under(state, "history");
+    let history = pipetrace_host::store::DirStore::under(state, "history");
     let kept = (history.as_deref())
-        .map(crate::diagnosis::read_history)
+        .map(pipetrace_core::diagnosis::read_history)
         .unwrap_or_default();
     let c = match (args.b, args.usual) {
         (Some(b), _) => {

@@ -1,7 +1,7 @@
 //! `pipetrace doctor`: can this machine run the agent, and if not, what to do about it.
 use std::path::Path;
 
-use crate::probes::{BTF_PATH, Probes, TRACEFS, resolve_offsets};
+use pipetrace_host::probes::{BTF_PATH, Probes, TRACEFS, resolve_offsets};
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
@@ -273,11 +273,11 @@ fn check_kernel(r: &mut Report) {
 
 /// tracefs and the capabilities the probes need.
 fn check_privileges(r: &mut Report) {
-    match crate::probes::ensure_tracefs() {
+    match pipetrace_host::probes::ensure_tracefs() {
         Ok(p) => r.ok("tracefs", p.display().to_string()),
         Err(e) => {
             let fix = match &e {
-                crate::probes::ProbeError::TracefsDenied(at) => {
+                pipetrace_host::probes::ProbeError::TracefsDenied(at) => {
                     format!("mount -o remount,mode=755 {at}")
                 }
                 _ => format!("mount -t tracefs nodev {TRACEFS}"),
@@ -316,7 +316,7 @@ fn check_privileges(r: &mut Report) {
 /// The probes report host PIDs: in a PID namespace of its own (a container or pod without
 /// hostPID) pipetrace cannot find them in its /proc.
 fn check_pid_namespace(r: &mut Report) {
-    match crate::host::pidns::check() {
+    match pipetrace_host::pidns::check() {
         Ok(()) => r.ok("PID namespace", "the host's".into()),
         Err(e) => r.fail(
             "PID namespace",

@@ -3,7 +3,7 @@
 //! RUST_LOG (`warn` unless set; `info`, `pipetrace=debug,h2=off`, ...), one line per event
 //! as env_logger wrote them:
 //! `[2025-01-31T12:00:00Z WARN  pipetrace::cli::agent] message`. Beside them, the agent's
-//! own spans, exported when `self_telemetry.traces` asks (`crate::export::own`).
+//! own spans, exported when `self_telemetry.traces` asks (`pipetrace_export::export::own`).
 use std::{fmt, io::IsTerminal, time::SystemTime};
 
 use tracing::{Event, Level, Subscriber};
@@ -115,7 +115,7 @@ pub(crate) fn init(asked: Asked) {
         .event_format(Line { color })
         .with_filter(filter(asked));
     // Fails only when a logger is already installed (tests); that one stays.
-    let own = crate::export::own::layer(Default::default());
+    let own = pipetrace_export::export::own::layer(Default::default());
     let _ = tracing_subscriber::registry()
         .with(stderr)
         .with(own)

@@ -52,7 +52,7 @@ impl Cli {
         let cfg = pipetrace_config::load(file, &flags)?;
         // The engines are the core's to know: a name none has is refused before anything runs.
         let engines = cfg.attribution.engines.as_deref();
-        if let Err(e) = crate::attribution::engines::Enabled::from_config(engines) {
+        if let Err(e) = pipetrace_core::attribution::engines::Enabled::from_config(engines) {
             return Err(ConfigError::Invalid {
                 source_name: file.map_or("the configuration".into(), |f| f.display().to_string()),
                 key: "attribution.engines".into(),
@@ -105,7 +105,8 @@ fn own_spans(cfg: &Config) {
         .otlp
         .resolve(pipetrace_config::SignalKind::Traces)
     {
-        Some(_) => (crate::export::own::OwnSpans::installed().iter()).for_each(|o| o.capture(true)),
+        Some(_) => (pipetrace_export::export::own::OwnSpans::installed().iter())
+            .for_each(|o| o.capture(true)),
         None => log::warn!(
             "self_telemetry.traces is on, but pipetrace's own spans go over OTLP only and no \
              traces endpoint is set: set --endpoint or OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -226,7 +227,7 @@ pub fn main() -> i32 {
                 .as_deref(),
             inputs,
             format: *format,
-            policy: crate::suggest::Policy {
+            policy: pipetrace_core::judgement::sizing::Policy {
                 percentile: *percentile,
                 margin: *margin,
             },
@@ -278,7 +279,7 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
     // SAFETY: before any thread of the runtime starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     // Before the runtime's threads start, so that they inherit it.
-    if let Err(e) = crate::cpu_policy::apply(cfg.cpu_policy) {
+    if let Err(e) = pipetrace_host::cpu_policy::apply(cfg.cpu_policy) {
         log::warn!(
             "cpu_policy {:?} not applied ({e}): pipetrace's threads keep the policy \
                  they started with",
@@ -332,7 +333,8 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
             errln!("pipetrace: error: {e:#}");
             // A setting that cannot work is a usage error, as a bad config is.
             let usage = e.downcast_ref::<usage_error::UsageError>().is_some()
-                || e.downcast_ref::<crate::export::ExportError>().is_some();
+                || e.downcast_ref::<pipetrace_export::export::ExportError>()
+                    .is_some();
             own_failure(command, usage)
         }
     }

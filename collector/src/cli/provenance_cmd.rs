@@ -1,7 +1,8 @@
 //! `pipetrace provenance FILE[#N]`: the run's Workflow Run RO-Crate (see `crate::provenance`).
 use std::path::{Path, PathBuf};
 
-use crate::{provenance, report::ReportSpan};
+use crate::provenance;
+use pipetrace_core::judgement::ReportSpan;
 
 pub struct Ask<'a> {
     pub input: &'a str,

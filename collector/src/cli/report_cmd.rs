@@ -7,9 +7,10 @@ use pipetrace_config::Config;
 use pipetrace_core::judgement::{Judgement, Rank};
 
 use crate::{
-    report::{self, Kind, ReportSpan, table::Table, tails::Tails},
+    report::{self, table::Table, tails::Tails},
     sizing,
 };
+use pipetrace_core::judgement::{Kind, ReportSpan};
 
 /// The findings `--fail-on` fails on, by the names `report --json` gives them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -90,7 +91,7 @@ pub(crate) fn run(cfg: &Config, ask: Ask) -> i32 {
     let tails = Tails::of(cfg);
     let judged: Vec<Judgement> = (runs.iter()).map(|run| tails.judge(run)).collect();
     let path = (ask.html.map(Path::to_path_buf))
-        .unwrap_or_else(|| crate::export::paths::report_beside(ask.file));
+        .unwrap_or_else(|| pipetrace_export::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
     let page = report::html_with(&spans, (&runs, &judged), &more);
     // The page first: a destination it cannot be written to stops the command before it

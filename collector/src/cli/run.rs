@@ -11,11 +11,11 @@ use pipetrace_core::judgement::Judgement;
 
 use crate::{
     assembly::{For, Prepared, assemble, prepare},
-    export::{Destinations, Place, Sink},
     session::Session,
     sizing::Catalog,
     summary::{Delivery, Loss, Summary},
 };
+use pipetrace_export::export::{Destinations, Place, Sink};
 
 use super::serve::Core;
 
@@ -24,7 +24,7 @@ use super::{trace_file::RunFiles, usage_error::UsageError};
 /// The first line: what is traced and where its data will go.
 fn announce(argv: &[String], to_: &Destinations) {
     let (spans, metrics) = (&to_.spans, &to_.metrics);
-    let command = crate::attribution::naming::command_line(argv);
+    let command = pipetrace_core::attribution::naming::command_line(argv);
     let to = |d: &Place| {
         let places: Vec<String> = (d.otlp.iter().cloned())
             .chain(d.file.iter().map(|f| f.display().to_string()))
@@ -75,7 +75,7 @@ pub(crate) async fn run(
     // A wrong instance table is said now, not after a run of hours.
     let machines = crate::sizing::catalog(&cfg.sizing).map_err(|e| UsageError(e.to_string()))?;
     // A taken port starts nothing: bound before the probes load.
-    let prometheus = crate::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
+    let prometheus = pipetrace_export::export::prometheus::Bound::bind(&cfg.metrics.prometheus)?;
     let Prepared {
         host,
         events,
@@ -90,7 +90,7 @@ pub(crate) async fn run(
     announce(argv, &exporter.destinations);
     let forwarder = super::forward::Forwarder::install().context("installing signal forwarding")?;
     let started = Instant::now();
-    let spawned_ns = crate::host::boottime_ns();
+    let spawned_ns = pipetrace_host::boottime_ns();
     let child = match spawn(program, args, cwd) {
         Ok(c) => c,
         Err(e) => return Ok(cannot_start(exporter, &files, program, e).await),
@@ -307,7 +307,7 @@ fn spawn(
         cmd.pre_exec(|| {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             // pipetrace's own `cpu_policy` is not the command's.
-            crate::cpu_policy::restore()
+            pipetrace_host::cpu_policy::restore()
         });
     }
     if let Some(dir) = cwd {
@@ -422,7 +422,7 @@ fn report_path(cfg: &Config, stem: &Path) -> PathBuf {
     if let Some(p) = &cfg.report.path {
         return p.clone();
     }
-    crate::export::paths::report_beside(stem)
+    pipetrace_export::export::paths::report_beside(stem)
 }
 
 pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {

@@ -13,7 +13,7 @@ use prost::Message;
 use tokio::time::Instant;
 
 use super::usage_error::UsageError;
-use crate::export::{
+use pipetrace_export::export::{
     Kept,
     otlp::{Accepted, Backoff, Batch, BySignal, Client, SendError, unsent},
 };
@@ -22,9 +22,11 @@ use crate::export::{
 /// the state directory's `unsent/`, else in its working directory.
 pub fn unsent_path(cfg: &Config, stem: &Path, trace_file: Option<&Path>) -> PathBuf {
     if let Some(t) = trace_file {
-        return crate::export::paths::unsent_beside(t);
+        return pipetrace_export::export::paths::unsent_beside(t);
     }
-    let name = crate::export::paths::unsent_beside(Path::new(stem.file_name().unwrap_or_default()));
+    let name = pipetrace_export::export::paths::unsent_beside(Path::new(
+        stem.file_name().unwrap_or_default(),
+    ));
     match &cfg.diagnosis.state_dir {
         Some(dir) => dir.join("unsent").join(name),
         None => stem.with_file_name(name),

@@ -6,11 +6,9 @@ use std::{future::Future, time::Duration};
 
 use anyhow::Context;
 
-use crate::{
-    event::Event,
-    session::Session,
-    source::{Events, ProbeState},
-};
+use crate::session::Session;
+use pipetrace_core::event::Event;
+use pipetrace_host::source::{Events, ProbeState};
 
 /// The pipeline with its source and sinks, and the ticks common to both modes.
 pub(super) struct Core<'a> {

@@ -3,7 +3,8 @@
 //! parent pid 1 unseen and every process that ran is exported.
 use std::time::Duration;
 
-use crate::{event::ProcKey, session::Session};
+use crate::session::Session;
+use pipetrace_core::event::ProcKey;
 
 /// How long the run's processes get to end after SIGTERM before SIGKILL, unless
 /// `--stop-grace` says otherwise.
@@ -70,7 +71,7 @@ pub(crate) fn still_running(pipe: &Session) -> Vec<ProcKey> {
 pub(crate) fn signal_all(keys: &[ProcKey], sig: i32) -> usize {
     let mut sent = 0;
     for k in keys {
-        let same = crate::host::snapshot(k.pid).is_some_and(|s| s.start_ticks == k.start_ticks);
+        let same = pipetrace_host::snapshot(k.pid).is_some_and(|s| s.start_ticks == k.start_ticks);
         // SAFETY: kill(2) on a pid checked just above to be the process the run started.
         if same && unsafe { libc::kill(k.pid as libc::pid_t, sig) } == 0 {
             sent += 1;

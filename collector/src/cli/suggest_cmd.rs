@@ -6,9 +6,9 @@ use pipetrace_semconv::attr;
 
 use crate::{
     compare::store,
-    report::{Kind, ReportSpan},
-    suggest::{self, Policy, formats},
+    suggest::{self, formats},
 };
+use pipetrace_core::judgement::{Kind, ReportSpan, sizing::Policy};
 
 /// The settings' format: the engine's (`auto`: the runs' engine), or a table, or JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -131,9 +131,9 @@ fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
 /// Adds the task history of `name` (its history file's key, or the pipeline's name where one
 /// pipeline has it): how many runs it holds.
 fn history(state: Option<&Path>, name: &str, jobs: &mut suggest::Jobs) -> Result<usize, String> {
-    let store = crate::host::store::DirStore::under(state, "history");
+    let store = pipetrace_host::store::DirStore::under(state, "history");
     let kept = (store.as_deref())
-        .map(crate::diagnosis::read_history)
+        .map(pipetrace_core::diagnosis::read_history)
         .unwrap_or_default();
     // Its key (`rnaseq-c5977152`: the name and a digest of where it ran), or its name where
     // one pipeline has it.

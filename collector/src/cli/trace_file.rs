@@ -3,7 +3,9 @@ use std::path::{Path, PathBuf};
 
 use pipetrace_config::defaults::{RUN_TRACE_PREFIX, TRACE_EXTENSION};
 
-use crate::report::{Kind, ReadError, ReportSpan};
+use crate::report::ReadError;
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// `pipetrace-<UTC time>[-N].otlp.jsonl` in `dir` (or here), created empty and exclusively:
 /// two runs started in one second each get their own (the second `-2`), never one file.
@@ -66,7 +68,7 @@ impl RunFiles {
                 (f, true)
             }
         };
-        let metrics = crate::export::paths::metrics_beside(&stem);
+        let metrics = pipetrace_export::export::paths::metrics_beside(&stem);
         let existed = [stem.exists() && !claimed, metrics.exists()];
         Ok(Self {
             stem,
@@ -92,7 +94,7 @@ impl RunFiles {
 /// before it traced anything), with its empty metrics file.
 impl Drop for RunFiles {
     fn drop(&mut self) {
-        let metrics = crate::export::paths::metrics_beside(&self.stem);
+        let metrics = pipetrace_export::export::paths::metrics_beside(&self.stem);
         let empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() == 0);
         match (self.claimed, self.traces_here) {
             (true, false) => remove_if_empty(&self.stem),

@@ -1,5 +1,5 @@
 //! Whether a figure moved beyond noise. With a history of the task (at least
-//! [`MIN_RUNS`](crate::diagnosis::MIN_RUNS) earlier runs) the noise is what the task's runs
+//! [`MIN_RUNS`](pipetrace_core::diagnosis::MIN_RUNS) earlier runs) the noise is what the task's runs
 //! usually spread by; without one, a floor per measurement (see docs/compare.md).
 use serde::Serialize;
 
@@ -20,7 +20,7 @@ pub struct Spread {
 impl Spread {
     /// None with fewer than `MIN_RUNS` runs: too few to tell their spread.
     pub(crate) fn of(values: &[f64]) -> Option<Self> {
-        if values.len() < crate::diagnosis::MIN_RUNS {
+        if values.len() < pipetrace_core::diagnosis::MIN_RUNS {
             return None;
         }
         let median = median(values.to_vec());
@@ -38,7 +38,7 @@ fn median_of(v: impl Iterator<Item = f64>) -> f64 {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    crate::diagnosis::median(&mut v)
+    pipetrace_core::diagnosis::median(&mut v)
 }
 
 /// The smallest change that is not noise, whatever the history says, and the share of

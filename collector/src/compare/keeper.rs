@@ -8,10 +8,10 @@ use std::{
 };
 
 use super::{model::Run, store};
-use crate::{
-    report::{Decode, Kind, ReportSpan, TASK_KEYS, TOOL_KEYS},
-    signals::ReadySpan,
-};
+use crate::report::{Decode, TASK_KEYS, TOOL_KEYS};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
+use pipetrace_export::signals::ReadySpan;
 
 /// Runs gathered at once at most; past it, the one opened first (a run whose own span never
 /// came: a part of a run rooted elsewhere) is dropped.
@@ -37,7 +37,7 @@ pub struct Keeper {
 }
 
 /// The keeper keeps each run as its spans leave.
-impl crate::outputs::Output for Keeper {
+impl pipetrace_export::outputs::Output for Keeper {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
     }

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use pipetrace_semconv::attr;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Kind, ReportSpan};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// A figure compared between runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

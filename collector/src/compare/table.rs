@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{Basis, Comparison, FigureChange, Metric, TaskChange, ToolChange};
-use crate::diagnosis::gib;
+use pipetrace_core::diagnosis::gib;
 
 /// A figure in its unit.
 pub(crate) fn value(m: Metric, v: f64) -> String {

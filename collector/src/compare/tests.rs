@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use pipetrace_semconv::attr;
 
 use super::*;
-use crate::report::{Kind, ReportSpan};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 const S: u64 = 1_000_000_000;
 
@@ -220,16 +221,20 @@ fn against_the_usual_a_task_that_runs_twice_meets_it_as_its_mean_job() {
     assert_eq!((wall.a, wall.b), (5.0, 5.0));
 }
 
-fn kept(pipeline: &str, task: &str, walls: &[(&str, f64)]) -> crate::diagnosis::HistoryKept {
+fn kept(
+    pipeline: &str,
+    task: &str,
+    walls: &[(&str, f64)],
+) -> pipetrace_core::diagnosis::HistoryKept {
     let runs = (walls.iter())
-        .map(|(run, w)| crate::diagnosis::RunFigures {
+        .map(|(run, w)| pipetrace_core::diagnosis::RunFigures {
             run: run.to_string(),
             wall_s: *w,
             cpu_s: *w,
             peak_bytes: 50e6,
         })
         .collect();
-    crate::diagnosis::HistoryKept {
+    pipetrace_core::diagnosis::HistoryKept {
         pipeline: pipeline.into(),
         tasks: [(task.to_string(), runs)].into(),
     }

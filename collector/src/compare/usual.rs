@@ -7,7 +7,7 @@ use super::{
     judge::Spread,
     model::{Metric, Run, Task},
 };
-use crate::diagnosis::{HistoryKept, RunFigures};
+use pipetrace_core::diagnosis::{HistoryKept, RunFigures};
 
 /// How to read one figure of a run of the history.
 type Read = fn(&RunFigures) -> f64;
@@ -103,5 +103,5 @@ pub fn usual_of(h: &HistoryKept, exclude: &str) -> Option<Usual> {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    crate::diagnosis::median(&mut v)
+    pipetrace_core::diagnosis::median(&mut v)
 }

@@ -18,8 +18,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::report::ReportSpan;
 use jsonld::Crate;
+use pipetrace_core::judgement::ReportSpan;
 use vocab::{Language, file_id, iso};
 
 pub struct Ask<'a> {

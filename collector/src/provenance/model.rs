@@ -7,7 +7,8 @@ use std::{
 
 use pipetrace_semconv::attr;
 
-use crate::report::{Kind, ReportSpan};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 #[derive(Clone, Debug, Default)]
 pub struct Run {

@@ -4,10 +4,9 @@ use std::fmt::Write as _;
 
 use pipetrace_semconv::attr;
 
-use super::{
-    Kind, ReportSpan,
-    markup::{MAX_LISTED, esc, more},
-};
+use super::markup::{MAX_LISTED, esc, more};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// A task's inputs and outputs: the listed paths and how many there were in all (the count
 /// may exceed the list, which the agent bounds).

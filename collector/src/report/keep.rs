@@ -9,7 +9,9 @@ use opentelemetry_sdk::trace::SpanData;
 
 use pipetrace_semconv::attr;
 
-use super::{Decode, Kind, ReportSpan, TASK_KEYS, TOOL_KEYS};
+use super::{Decode, TASK_KEYS, TOOL_KEYS};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// Tools kept at most (the HTML report's timeline).
 const MAX_TOOLS: u64 = 5_000;

@@ -14,9 +14,8 @@ pub mod who;
 
 pub use html::{render_run as html_of_run, render_with as html_with};
 pub use markup::esc;
-pub use model::{Decode, Kind, ReportSpan, TASK_KEYS, TOOL_KEYS, event_from_sdk};
-#[cfg(test)]
-pub use pipetrace_core::judgement::ReportEvent;
+pub use model::{Decode, TASK_KEYS, TOOL_KEYS, event_from_sdk};
+use pipetrace_core::judgement::ReportSpan;
 
 pub use read::{ReadError, read_file};
 

@@ -9,7 +9,7 @@ use opentelemetry_proto::tonic::{
 use opentelemetry_sdk::trace::SpanData;
 use pipetrace_semconv::{attr, event};
 
-pub use pipetrace_core::judgement::{Kind, ReportEvent, ReportSpan};
+use pipetrace_core::judgement::{Kind, ReportEvent, ReportSpan};
 
 /// The judgement's spans and events decoded from the SDK's spans (a run as it exports them)
 /// and from OTLP protobuf spans (a trace file read back): the judgement sees neither. The

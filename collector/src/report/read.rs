@@ -3,7 +3,8 @@ use std::path::Path;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
-use super::{Decode, ReportSpan};
+use super::Decode;
+use pipetrace_core::judgement::ReportSpan;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

@@ -3,13 +3,11 @@ use std::{collections::BTreeMap, fmt::Write as _};
 
 use pipetrace_semconv::attr;
 
-use super::{
-    ReportSpan,
-    files::{self, MAX_TEXT_TASKS, TaskFiles},
-};
+use super::files::{self, MAX_TEXT_TASKS, TaskFiles};
 use pipetrace_core::judgement::Advice;
+use pipetrace_core::judgement::ReportSpan;
 
-use crate::diagnosis::gib;
+use pipetrace_core::diagnosis::gib;
 
 #[derive(Default)]
 struct Row {

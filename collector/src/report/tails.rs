@@ -10,7 +10,7 @@ use pipetrace_semconv::attr;
 
 use pipetrace_core::judgement::{Finding, Judgement, ReportSpan, What, job::Job};
 
-use crate::redact::Redactor;
+use pipetrace_core::redact::Redactor;
 
 /// How many of a failed job's last log lines the local views show (`report.failure_log_lines`),
 /// and the redaction they go through.

@@ -7,7 +7,9 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use pipetrace_semconv::attr;
 use serde::{Deserialize, Serialize};
 
-use super::{Kind, ReportSpan, markup::esc};
+use super::markup::esc;
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sum {

@@ -2,10 +2,8 @@
 //! process's directory and container, an OOM victim's cgroup, an allocation's job), and the
 //! command `pipetrace run` reaped where polling /proc never saw it.
 use super::{Session, Spawned};
-use crate::{
-    accounting::Usage,
-    event::{Event, Exec, ProcKey},
-};
+use pipetrace_core::accounting::Usage;
+use pipetrace_core::event::{Event, Exec, ProcKey};
 
 impl Session {
     pub(super) fn exec(&mut self, e: Exec) {
@@ -15,7 +13,7 @@ impl Session {
         // unchanged: a process a runtime started reads its cgroup too, and one that
         // slurmstepd started may find its step in slurmstepd's title.
         let parent = self.parent_program(&e.key);
-        let by_runtime = parent.is_some_and(|(_, p)| crate::containers::is_runtime(p));
+        let by_runtime = parent.is_some_and(|(_, p)| pipetrace_core::containers::is_runtime(p));
         let stepd = parent
             .filter(|(_, p)| *p == "slurmstepd")
             .map(|(pid, _)| pid);
@@ -53,7 +51,7 @@ impl Session {
         at_exit: Option<Usage>,
     ) {
         let status = match self.known_exits.remove(&key.pid) {
-            Some(known) if status == crate::tree::Exit::UNKNOWN => known,
+            Some(known) if status == pipetrace_core::tree::Exit::UNKNOWN => known,
             _ => status,
         };
         if !self.tree.exit(&key, time_ns, status) {
@@ -77,10 +75,10 @@ impl Session {
         // then shows the root), the cgroup it was forked in (its nearest running
         // ancestor's), else its task's limit read at the task's start stands in. The limit
         // the probe read as the victim was chosen is the one that bound it: it comes first.
-        let (mut cgroup, mut limit_bytes) = crate::cgroup::memory_cgroup(&*self.host, pid);
+        let (mut cgroup, mut limit_bytes) = pipetrace_host::cgroup::memory_cgroup(&*self.host, pid);
         let gone = cgroup.as_deref().is_none_or(|c| c == "/");
         if gone && let Some(a) = self.running_ancestor(pid) {
-            (cgroup, limit_bytes) = crate::cgroup::memory_cgroup(&*self.host, a);
+            (cgroup, limit_bytes) = pipetrace_host::cgroup::memory_cgroup(&*self.host, a);
         }
         if limit_bytes.is_none()
             && let Some(p) = self.tree.by_pid(pid)
@@ -91,7 +89,7 @@ impl Session {
             cgroup = None;
         }
         limit_bytes = kernel_limit.or(limit_bytes);
-        let oom = crate::tree::Oom {
+        let oom = pipetrace_core::tree::Oom {
             time_ns,
             rss_bytes,
             cgroup,
@@ -117,7 +115,7 @@ impl Session {
         let from_own_run = sender_pid != target
             && run_of(target).is_some()
             && run_of(target) == run_of(sender_pid);
-        let s = crate::tree::FatalSignal {
+        let s = pipetrace_core::tree::FatalSignal {
             time_ns,
             sig,
             // si_code > 0: a fault; SI_KERNEL (0x80): the kernel on its own.

@@ -9,18 +9,20 @@ impl Session {
     /// The GPUs found go to `inventory`, which span building names them by.
     pub(crate) fn with_gpu(
         mut self,
-        driver: Option<Box<dyn crate::gpu::Driver>>,
+        driver: Option<Box<dyn pipetrace_host::gpu::Driver>>,
         interval: Duration,
-        inventory: &crate::gpu::GpuInventory,
+        inventory: &pipetrace_core::machine::GpuInventory,
     ) -> Self {
         self.gpu_interval_us = interval.as_micros() as u64;
-        self.gpu = driver.and_then(|d| match crate::gpu::GpuSampler::new(d, inventory) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                log::warn!("NVML answers but lists no GPU ({e}): GPU figures off");
-                None
-            }
-        });
+        self.gpu = driver.and_then(
+            |d| match pipetrace_host::gpu::GpuSampler::new(d, inventory) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    log::warn!("NVML answers but lists no GPU ({e}): GPU figures off");
+                    None
+                }
+            },
+        );
         self
     }
 
@@ -36,7 +38,7 @@ impl Session {
     }
 
     /// How far each run is whose engine says: done, in all, running now.
-    pub fn progress(&mut self) -> Vec<crate::signals::metrics::progress::Progress> {
+    pub fn progress(&mut self) -> Vec<pipetrace_export::signals::metrics::progress::Progress> {
         let (running, _) = self.stalls.counts();
         (self.attr.progress().into_iter())
             .map(|(_, pipeline, p)| {
@@ -44,7 +46,7 @@ impl Session {
                     .filter(|((name, _), _)| *name == pipeline)
                     .map(|(_, n)| *n as u32)
                     .sum();
-                crate::signals::metrics::progress::Progress {
+                pipetrace_export::signals::metrics::progress::Progress {
                     pipeline,
                     done: p.done,
                     total: p.total,
@@ -67,6 +69,6 @@ impl Session {
                 *held.entry(k.clone()).or_insert(0) += bytes;
             }
         }
-        crate::signals::metrics::gpu::metrics(&held, &gpu.devices, self.host.now())
+        pipetrace_export::signals::metrics::gpu::metrics(&held, &gpu.devices, self.host.now())
     }
 }

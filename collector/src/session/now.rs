@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 
 use super::Session;
-use crate::{attribution::EntityRef, event::ProcKey, tree::Proc};
+use pipetrace_core::attribution::EntityRef;
+use pipetrace_core::event::ProcKey;
+use pipetrace_core::tree::Proc;
 
 impl Session {
     /// Runs and tasks found running since the last sample, exported at once as `run
@@ -55,13 +57,13 @@ impl Session {
     pub(super) fn record_run(
         &mut self,
         proc: &Proc,
-        info: &crate::attribution::RunInfo,
-        usage: &crate::attribution::Totals,
+        info: &pipetrace_core::attribution::RunInfo,
+        usage: &pipetrace_core::attribution::Totals,
     ) {
         let run_id = self.builder.trace_id(proc.key).to_string();
         let exited_0 = (proc.exit.as_ref()).is_none_or(|e| !e.known() || e.code() == 0);
         let r = &usage.rollup;
-        self.history.record_run(&crate::diagnosis::Job {
+        self.history.record_run(&pipetrace_core::diagnosis::Job {
             pipeline: &info.key,
             task: "",
             run: &run_id,
@@ -121,8 +123,11 @@ impl Session {
 
 /// The version of a run's engine written in Python, from its installed distribution beside
 /// the run's program or interpreter (its records said none).
-pub(super) fn engine_version(p: &Proc, info: &crate::attribution::RunInfo) -> Option<String> {
-    let package = crate::attribution::engines::python_package(info.engine)?;
+pub(super) fn engine_version(
+    p: &Proc,
+    info: &pipetrace_core::attribution::RunInfo,
+) -> Option<String> {
+    let package = pipetrace_core::attribution::engines::python_package(info.engine)?;
     let image = p.image.as_ref()?;
     pipetrace_host::python_dist::engine_version(&image.path, &image.argv, package)
 }

@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use super::Session;
-use crate::{diagnosis::History, host};
+use pipetrace_core::diagnosis::History;
 
 impl Session {
     /// Judges whether the node is idle at every metrics tick (`pipetrace.host.idle`): node
     /// agents only.
     pub fn with_host_idle(mut self, cfg: &pipetrace_config::Host) -> Self {
-        self.idle = Some(host::IdleClock::new(cfg, self.host.ticks_per_s()));
+        self.idle = Some(pipetrace_host::IdleClock::new(cfg, self.host.ticks_per_s()));
         self
     }
 
@@ -20,7 +20,7 @@ impl Session {
     }
 
     /// Which opened files are kept, and how many listed (`files.*`).
-    pub(crate) fn with_files(mut self, files: crate::files::Filter) -> Self {
+    pub(crate) fn with_files(mut self, files: pipetrace_core::files::Filter) -> Self {
         self.attr.files_per_task = files.max_per_task;
         self.files = files;
         self
@@ -28,9 +28,9 @@ impl Session {
 
     /// Where task history lives, how it is judged, and when a task is stalled.
     pub fn with_diagnosis(mut self, cfg: &pipetrace_config::Diagnosis) -> Self {
-        let store = crate::host::store::DirStore::under(cfg.state_dir.as_deref(), "history");
+        let store = pipetrace_host::store::DirStore::under(cfg.state_dir.as_deref(), "history");
         self.history = History::new(cfg, store);
-        self.stalls = crate::diagnosis::watch::StallWatch::new(cfg.stall_after);
+        self.stalls = pipetrace_core::diagnosis::watch::StallWatch::new(cfg.stall_after);
         self
     }
 
@@ -49,7 +49,7 @@ impl Session {
     /// Each run's trace at most `max_bytes` of OTLP protobuf (0: no limit), spans shorter
     /// than `fold_under` folding with their repeats past half of it.
     pub fn with_trace_budget(mut self, max_bytes: u64, fold_under: Duration) -> Self {
-        self.folder = crate::signals::fold::Folder::new(max_bytes, fold_under);
+        self.folder = pipetrace_export::signals::fold::Folder::new(max_bytes, fold_under);
         self
     }
 }

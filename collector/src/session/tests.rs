@@ -7,18 +7,15 @@ use base64::Engine as _;
 use pipetrace_semconv::attr;
 
 use super::Session;
-use crate::{
-    accounting::Usage,
-    attribution::{Attributor, Mode},
-    event::{Event, ProcKey},
-    host::{
-        ProcSnapshot,
-        fake::{self, FakeHost},
-    },
-    redact::Redactor,
-    report::ReportSpan,
-    signals::{Kind, SpanBuilder, metrics::Metrics},
-};
+use pipetrace_core::accounting::Usage;
+use pipetrace_core::attribution::{Attributor, Mode};
+use pipetrace_core::event::{Event, ProcKey};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
+use pipetrace_core::port::ProcSnapshot;
+use pipetrace_core::port::fake::{self, FakeHost};
+use pipetrace_core::redact::Redactor;
+use pipetrace_export::signals::{SpanBuilder, metrics::Metrics};
 
 const S: u64 = 1_000_000_000;
 /// Unix time at boot.
@@ -31,8 +28,8 @@ fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Session {
     cfg.export.file = Some(file.to_path_buf());
     let info = pipetrace_core::machine::fake_info(fake);
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).unwrap());
-    let exporter = crate::export::Sink::start(&cfg, &info, file.to_path_buf()).unwrap();
-    let resource = crate::export::resource(&cfg, &info);
+    let exporter = pipetrace_export::export::Sink::start(&cfg, &info, file.to_path_buf()).unwrap();
+    let resource = pipetrace_export::export::resource(&cfg, &info);
     let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
     let mode = Mode::Run { root_pid };
     let attr = Attributor::new(mode, &cfg.attribution, BOOT_UNIX_NS as i128, fake.shared());
@@ -86,7 +83,10 @@ fn record(fake: &FakeHost, output: &str, rule: &str, shellcmd: &str, from: u64, 
 
 async fn finish(mut pipe: Session, file: &std::path::Path) -> Vec<ReportSpan> {
     pipe.poll(true);
-    let exporter = pipe.into_outputs().take::<crate::export::Sink>().unwrap();
+    let exporter = pipe
+        .into_outputs()
+        .take::<pipetrace_export::export::Sink>()
+        .unwrap();
     assert!(exporter.shutdown(Duration::from_secs(5)).await);
     crate::report::read_file(file).unwrap()
 }

@@ -15,7 +15,7 @@ pub use need::Needs;
 pub use render::{html, text};
 pub use table::{Catalog, TableError};
 
-use crate::report::ReportSpan;
+use pipetrace_core::judgement::ReportSpan;
 
 /// The machines for one run's spans (one trace; see `report::by_run`). `headroom`: the share
 /// added to what a task used (`diagnosis.headroom`).

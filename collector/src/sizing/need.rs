@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use pipetrace_semconv::attr;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Kind, ReportSpan};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// Disk throughput above which a task wants local NVMe even without an io-bound verdict:
 /// about what a general-purpose network volume sustains (AWS gp3's baseline is 125 MiB/s).

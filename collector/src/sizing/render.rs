@@ -2,7 +2,8 @@
 use std::fmt::Write as _;
 
 use super::fit::{Choice, Fit, Sizing, family_words};
-use crate::{diagnosis::gib, report::esc};
+use crate::report::esc;
+use pipetrace_core::diagnosis::gib;
 
 /// `5 vCPUs, 1.9 GiB, local NVMe, 1 GPU`: what the choice was made on.
 fn needs(f: &Fit) -> String {

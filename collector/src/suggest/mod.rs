@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use pipetrace_semconv::attr;
 use serde::Serialize;
 
-use crate::report::ReportSpan;
+use pipetrace_core::judgement::ReportSpan;
 
-pub use pipetrace_core::judgement::sizing::{JobFigures as Job, Policy};
+use pipetrace_core::judgement::sizing::{JobFigures, Policy};
 
 /// One task's figures over its jobs, and what to ask for next time.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -37,7 +37,7 @@ pub struct Suggestion {
 
 /// Each task's jobs, by task name, gathered from trace files and kept runs alike.
 #[derive(Default)]
-pub struct Jobs(BTreeMap<String, Vec<Job>>);
+pub struct Jobs(BTreeMap<String, Vec<JobFigures>>);
 
 /// The suggestions for every task in `spans` (any number of runs), by task name.
 #[cfg(test)]
@@ -62,7 +62,7 @@ impl Jobs {
             let n = t.jobs.max(1);
             let f = |m: Metric| t.figures.get(&m).copied().unwrap_or(0.0);
             let wall = f(Metric::Wall) / n as f64;
-            let job = Job {
+            let job = JobFigures {
                 busy: if wall > 0.0 {
                     f(Metric::Cpu) / n as f64 / wall
                 } else {
@@ -70,7 +70,7 @@ impl Jobs {
                 },
                 peak: f(Metric::PeakMemory) as u64,
                 wall,
-                ..Job::default()
+                ..JobFigures::default()
             };
             let list = self.0.entry(t.task.clone()).or_default();
             list.extend(std::iter::repeat_n(job, n as usize));
@@ -79,10 +79,10 @@ impl Jobs {
 
     /// A pipeline's task history (what `compare --usual` reads): each earlier run of a task
     /// as one job of the medians of its jobs (the history keeps no more).
-    pub(crate) fn add_history(&mut self, kept: &crate::diagnosis::HistoryKept) {
+    pub(crate) fn add_history(&mut self, kept: &pipetrace_core::diagnosis::HistoryKept) {
         for (task, runs) in &kept.tasks {
             let list = self.0.entry(task.clone()).or_default();
-            list.extend(runs.iter().map(|r| Job {
+            list.extend(runs.iter().map(|r| JobFigures {
                 busy: if r.wall_s > 0.0 {
                     r.cpu_s / r.wall_s
                 } else {
@@ -90,7 +90,7 @@ impl Jobs {
                 },
                 peak: r.peak_bytes as u64,
                 wall: r.wall_s,
-                ..Job::default()
+                ..JobFigures::default()
             }));
         }
     }
@@ -110,9 +110,9 @@ impl Jobs {
     }
 }
 
-fn one(task: String, jobs: &[Job], policy: Policy) -> Suggestion {
+fn one(task: String, jobs: &[JobFigures], policy: Policy) -> Suggestion {
     let a = pipetrace_core::judgement::sizing::asks(jobs, policy);
-    let max = |f: fn(&Job) -> f64| jobs.iter().map(f).fold(0.0, f64::max);
+    let max = |f: fn(&JobFigures) -> f64| jobs.iter().map(f).fold(0.0, f64::max);
     let (busy_max, wall_max) = (max(|j| j.busy), max(|j| j.wall));
     let peak_max = jobs.iter().map(|j| j.peak).max().unwrap_or(0);
     let oom = jobs.iter().filter(|j| j.oom).count();

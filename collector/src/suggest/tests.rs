@@ -1,7 +1,8 @@
 use super::*;
 use pipetrace_semconv::event;
 
-use crate::report::{Kind, ReportEvent};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportEvent;
 
 const MIB: u64 = 1 << 20;
 

@@ -16,16 +16,17 @@ use pipetrace_core::judgement::Judgement;
 use pipetrace_semconv::{attr, event};
 
 use crate::{
-    export::{Destinations, Place, SinkStats, StreamStats},
     report::{
-        Decode, ReportSpan, event_from_sdk,
+        Decode, event_from_sdk,
         keep::{RunSpans, int_of, stands_for},
         table::Table,
         tails::Tails,
     },
-    signals::{Kind, ReadySpan},
     sizing::Needs,
 };
+use pipetrace_core::judgement::{Kind, ReportSpan};
+use pipetrace_export::export::{Destinations, Place, SinkStats, StreamStats};
+use pipetrace_export::signals::ReadySpan;
 
 /// Where spans and metrics went and what became of them, for the last lines.
 pub struct Delivery<'a> {
@@ -177,7 +178,7 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
 }
 
 /// The summary keeps what it will print as the spans leave.
-impl crate::outputs::Output for Summary {
+impl pipetrace_export::outputs::Output for Summary {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
     }

@@ -34,7 +34,7 @@ use crate::{
 pub(crate) mod tests_support;
 
 /// What a span stands for: the judgement's word for it, which span building decides.
-pub use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::Kind;
 
 /// A span ready for export, with what the terminal summary needs to place it.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ mod sampler;
 mod tests;
 
 pub use nvml::load;
-pub use pipetrace_core::machine::{DeviceFigures, DeviceNow, Gpu, GpuInventory};
+use pipetrace_core::machine::{DeviceFigures, DeviceNow, Gpu, GpuInventory};
 pub use sampler::GpuSampler;
 
 /// One of the driver's per-process utilisation samples.

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{DeviceNow, Driver, Gpu, GpuInventory};
-use crate::accounting::GpuFigures;
+use pipetrace_core::accounting::GpuFigures;
 
 /// One process's figures while it runs: the totals, and its memory per GPU now.
 #[derive(Default)]

@@ -316,8 +316,8 @@ impl Probes {
     }
 
     /// The counters these probes measure on this kernel.
-    pub fn measured(&self) -> crate::accounting::Measured {
-        crate::accounting::Measured {
+    pub fn measured(&self) -> pipetrace_core::accounting::Measured {
+        pipetrace_core::accounting::Measured {
             network: self.capabilities.network,
             delay_accounting: self.capabilities.delay_accounting,
             io_wait: self.capabilities.io_wait,

@@ -4,7 +4,7 @@ use std::{os::fd::AsRawFd, time::Duration};
 use aya::maps::{MapData, RingBuf};
 use tokio::io::{Interest, unix::AsyncFd};
 
-use crate::event::{self, Event};
+use pipetrace_core::event::{self, Event};
 
 pub struct EventReader {
     fd: AsyncFd<RawRing>,

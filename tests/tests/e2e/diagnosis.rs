@@ -120,7 +120,7 @@ async fn the_probe_reads_the_oom_victims_limit_as_it_is_chosen() {
         );
         events.next_batch(&mut out).await.unwrap();
         let oom = out.drain(..).find_map(|e| match e {
-            pipetrace::event::Event::Oom {
+            pipetrace_core::event::Event::Oom {
                 pid, limit_bytes, ..
             } if pid == child.id() => Some(limit_bytes),
             _ => None,

@@ -4,8 +4,8 @@
 //! names the outputs Snakemake's own metadata gives that job, after the script is gone.
 use std::{path::Path, process::Command};
 
-use pipetrace::host::this_machine;
 use pipetrace_e2e::snakemake::{Version, metadata};
+use pipetrace_host::this_machine;
 
 const SNAKEFILE: &str = r#"
 rule all:

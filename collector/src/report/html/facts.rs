@@ -7,7 +7,8 @@ use super::{
     job::Job,
     units::{bytes, secs, when},
 };
-use crate::report::{ReportSpan, markup::esc};
+use crate::report::markup::esc;
+use pipetrace_core::judgement::ReportSpan;
 
 /// Jobs that ran and failed: the run's own count where it has one (a long run's page may
 /// list only some of its jobs), else the jobs here, folded ones as the jobs they stand for.
@@ -137,7 +138,7 @@ mod tests {
     use pipetrace_core::judgement::testing::*;
 
     use super::{super::job::jobs_of, *};
-    use crate::report::Kind;
+    use pipetrace_core::judgement::Kind;
 
     #[test]
     fn a_failed_run_says_so_first_with_its_counts() {

@@ -65,8 +65,8 @@ mod tests {
     use pipetrace_core::judgement::{asks::by_task, findings, job::jobs_of, testing::*};
 
     fn page(
-        run: Option<&crate::report::ReportSpan>,
-        spans: &[crate::report::ReportSpan],
+        run: Option<&pipetrace_core::judgement::ReportSpan>,
+        spans: &[pipetrace_core::judgement::ReportSpan],
     ) -> String {
         let mut out = String::new();
         let jobs = jobs_of(spans);

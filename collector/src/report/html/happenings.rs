@@ -2,10 +2,9 @@
 use std::{collections::HashMap, fmt::Write as _};
 
 use super::job::task_of;
-use crate::report::{
-    Kind, ReportSpan,
-    markup::{MAX_LISTED, esc, more},
-};
+use crate::report::markup::{MAX_LISTED, esc, more};
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// Where a span sits, for a reader: its task's name before a tool's own.
 fn place(s: &ReportSpan, by_id: &HashMap<&str, &ReportSpan>) -> String {

@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use pipetrace_semconv::attr;
 
-use super::{Kind, ReportSpan, markup::esc, table::Table};
-use pipetrace_core::judgement::{Judgement, job, units};
+use super::{markup::esc, table::Table};
+use pipetrace_core::judgement::{Judgement, Kind, ReportSpan, job, units};
 
 /// HTML a layer above adds to each run's section, after its tasks (the machines).
 pub type More<'a> = &'a dyn Fn(&[ReportSpan]) -> String;
@@ -220,7 +220,7 @@ mod tests {
     use pipetrace_semconv::event;
 
     use super::*;
-    use crate::report::ReportEvent;
+    use pipetrace_core::judgement::ReportEvent;
 
     fn span(id: &str, parent: Option<&str>, kind: Kind, name: &str) -> ReportSpan {
         let mut texts = BTreeMap::new();

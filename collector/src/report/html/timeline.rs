@@ -10,7 +10,9 @@ use super::{
     job::Job,
     units::{bytes, secs},
 };
-use crate::report::{Kind, ReportSpan, markup::esc};
+use crate::report::markup::esc;
+use pipetrace_core::judgement::Kind;
+use pipetrace_core::judgement::ReportSpan;
 
 /// The colour of a span's verdict, and the verdict's name for the legend.
 fn color(s: &ReportSpan) -> (&'static str, &'static str) {

@@ -6,7 +6,8 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use pipetrace_semconv::{attr, event};
 
 use super::{job::Job, units::secs};
-use crate::report::{ReportSpan, markup::esc};
+use crate::report::markup::esc;
+use pipetrace_core::judgement::ReportSpan;
 
 /// One task's jobs that have a usual, in start order.
 struct Row<'j, 'a> {
@@ -18,7 +19,7 @@ struct Row<'j, 'a> {
 impl Row<'_, '_> {
     fn median(&self) -> f64 {
         let mut walls: Vec<f64> = self.jobs.iter().map(|j| j.wall()).collect();
-        crate::diagnosis::median(&mut walls)
+        pipetrace_core::diagnosis::median(&mut walls)
     }
 
     fn slower(&self) -> impl Iterator<Item = &&Job<'_>> {

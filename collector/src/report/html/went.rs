@@ -8,7 +8,8 @@ use super::{
     job::Job,
     units::{bytes, pct, secs},
 };
-use crate::report::{ReportSpan, markup::esc};
+use crate::report::markup::esc;
+use pipetrace_core::judgement::ReportSpan;
 
 const PARTS: [(&str, &str); 5] = [
     ("on CPU", "#4e79a7"),
@@ -153,7 +154,7 @@ mod tests {
     use pipetrace_core::judgement::testing::*;
 
     use super::{super::job::jobs_of, *};
-    use crate::report::Kind;
+    use pipetrace_core::judgement::Kind;
 
     #[test]
     fn the_runs_time_is_start_up_jobs_gaps_and_tail() {

@@ -11,7 +11,7 @@ use super::{
     table::Family,
     *,
 };
-use crate::report::Kind;
+use pipetrace_core::judgement::Kind;
 
 const GIB: f64 = 1024.0 * 1048576.0;
 

@@ -6,7 +6,8 @@ use opentelemetry::{KeyValue, Value, trace::Status};
 use opentelemetry_sdk::trace::SpanData;
 use pipetrace_semconv::attr;
 
-use crate::signals::{Kind, ReadySpan};
+use crate::signals::ReadySpan;
+use pipetrace_core::judgement::Kind;
 
 /// Figures a folded span sums over the spans it stands for.
 const SUMMED: &[&str] = &[

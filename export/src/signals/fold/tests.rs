@@ -13,7 +13,8 @@ use opentelemetry_sdk::trace::SpanData;
 use pipetrace_semconv::attr;
 
 use super::{Folder, group::bytes};
-use crate::signals::{Kind, ReadySpan};
+use crate::signals::ReadySpan;
+use pipetrace_core::judgement::Kind;
 
 const TRACE: TraceId = TraceId::from_bytes([7; 16]);
 const RUN: u64 = 1;

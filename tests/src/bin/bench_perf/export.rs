@@ -11,10 +11,8 @@ use opentelemetry::{
     trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState},
 };
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
-use pipetrace::{
-    export::Sink,
-    signals::{Kind, ReadySpan},
-};
+use pipetrace_core::judgement::Kind;
+use pipetrace_export::{export::Sink, signals::ReadySpan};
 
 fn span(i: u64, trace: TraceId) -> SpanData {
     let mut attrs = vec![
@@ -125,7 +123,7 @@ pub async fn throughput(n: u64) -> (f64, u64, Duration) {
     cfg.export.otlp.endpoint = Some(format!("http://127.0.0.1:{port}"));
     cfg.export.queue_spans = n as usize + 1;
     cfg.export.queue_bytes = bytesize::ByteSize::gib(4);
-    let host = pipetrace::host::host_info().expect("host");
+    let host = pipetrace_host::host_info().expect("host");
     let trace = TraceId::from(0x5eed_u128);
     let spans: Vec<ReadySpan> = (0..n)
         .map(|i| ReadySpan {
