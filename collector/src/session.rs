@@ -6,7 +6,7 @@ use std::{
 
 use crate::awaiting::Awaiting;
 use pipetrace_core::accounting::Usage;
-use pipetrace_core::attribution::{Attributor, Finished};
+use pipetrace_core::attribution::{Attributor, Effects, Finished, Settled};
 use pipetrace_core::diagnosis::History;
 use pipetrace_core::event::{Event, ProcKey};
 use pipetrace_core::tree::Tree;
@@ -242,21 +242,22 @@ impl Session {
                 self.tree.set_container(k, c);
             }
         }
-        self.attr.on_seed(&self.tree, &keys);
-        self.take_from_attribution();
+        let effects = self.attr.on_seed(&self.tree, &keys);
+        self.hand_on(effects);
         self.read_allocations();
     }
 
     /// The tasks and runs that just started, whose allocation is read once the batch is in
     /// (see [`Self::read_allocations`]); and the runs whose engine traces itself, joined to
     /// its trace before any of their spans is built.
-    fn take_from_attribution(&mut self) {
-        let started = self.attr.take_started();
-        self.unread_allocations.extend(started);
-        for (run, traceparent) in self.attr.take_joins() {
+    /// Hands on what an attribution step set going: allocations to read, traces to join,
+    /// runs named alike on every node.
+    fn hand_on(&mut self, effects: Effects) {
+        self.unread_allocations.extend(effects.started);
+        for (run, traceparent) in effects.joins {
             self.builder.join(run, &traceparent);
         }
-        for (run, shared) in self.attr.take_shares() {
+        for (run, shared) in effects.shares {
             self.builder.share(run, shared);
         }
     }
@@ -305,8 +306,8 @@ impl Session {
                 if self.procfs {
                     self.tree.mark_procfs(&key);
                 }
-                self.attr.on_fork(&self.tree, key);
-                self.take_from_attribution();
+                let effects = self.attr.on_fork(&self.tree, key);
+                self.hand_on(effects);
             }
             Event::Exec(e) => self.exec(e),
             Event::Exit {
@@ -371,9 +372,9 @@ impl Session {
             u.gpu = g;
         }
         self.tree.settle(&key, usage);
-        let finished = self.attr.on_exit(&self.tree, key);
+        let settled = self.attr.on_exit(&self.tree, key);
         self.metrics.on_exit(&self.attr, &self.tree, key);
-        self.emit(finished);
+        self.emit(settled);
         let dropped = self.tree.release(key);
         self.attr.forget(&dropped);
     }
@@ -388,8 +389,8 @@ impl Session {
             .keys()
             .filter_map(|k| self.attr.membership(k).map(|m| m.run))
             .collect();
-        let finished = self.attr.poll(force, &settling);
-        self.emit(finished);
+        let settled = self.attr.poll(force, &settling);
+        self.emit(settled);
         if force {
             // Spans waiting for a parent that will not come now go out as they are.
             self.folder.drain(&mut self.outgoing);
@@ -504,11 +505,11 @@ impl Session {
         }
     }
 
-    fn emit(&mut self, finished: Vec<pipetrace_core::attribution::Finished>) {
+    fn emit(&mut self, settled: Settled) {
         // Runs named alike on every node since the last look: before any span is built.
-        self.take_from_attribution();
+        self.hand_on(settled.effects);
         self.read_allocations();
-        for mut f in finished {
+        for mut f in settled.finished {
             if let Finished::Run { proc, info, .. } = &mut f {
                 info.engine_version =
                     (info.engine_version.take()).or_else(|| now::engine_version(proc, info));

@@ -38,8 +38,8 @@ impl Session {
             let cell = self.host.slurm_allocation(key.pid, uid, secs);
             self.attr.set_client_allocation(&self.tree, key, cell);
         }
-        self.attr.on_exec(&self.tree, key);
-        self.take_from_attribution();
+        let effects = self.attr.on_exec(&self.tree, key);
+        self.hand_on(effects);
     }
 
     pub(super) fn exited(

@@ -234,6 +234,29 @@ impl Run {
     }
 }
 
+/// What a step of the attribution set going beyond its own records, returned by the step
+/// for the loop to hand on (never left queued for it to pull).
+#[derive(Debug, Default)]
+#[must_use]
+pub struct Effects {
+    /// Tasks and runs that started: the loop reads what each is allowed (its cgroup) while
+    /// its process runs, and hands it back with [`Attributor::set_allocation`]. The
+    /// attribution itself reads nothing.
+    pub started: Vec<ProcKey>,
+    /// Runs whose engine traces itself (W3C traceparent of its span of the run): their spans
+    /// go into the engine's trace.
+    pub joins: Vec<(ProcKey, String)>,
+    /// Runs named alike on every node (multi-node runs).
+    pub shares: Vec<(ProcKey, engines::Shared)>,
+}
+
+/// What a step found can be exported now, and what it set going.
+#[must_use]
+pub struct Settled {
+    pub finished: Vec<Finished>,
+    pub effects: Effects,
+}
+
 pub struct Attributor {
     /// Where engines read their records, and the clocks their waits run on.
     host: crate::port::SharedHost,
@@ -248,12 +271,8 @@ pub struct Attributor {
     rollups: crate::event::ProcMap<ProcKey, Rollup>,
     /// What each task and run was allowed, read when it started.
     allocations: crate::event::ProcMap<ProcKey, Allocation>,
-    /// Tasks and runs started since the caller last asked (it reads their allocation).
-    started: Vec<ProcKey>,
-    /// Runs whose engine traces itself, with its span of the run, since the caller asked.
-    joins: Vec<(ProcKey, String)>,
-    /// Runs named alike on every node, started since the caller last asked.
-    shares: Vec<(ProcKey, engines::Shared)>,
+    /// What the step under way set going beyond these records: handed back when it ends.
+    effects: Effects,
     /// Spans of runs waiting for their identity.
     held: held::Held,
     /// Inputs and outputs listed per task (`files.max_per_task`).
@@ -302,9 +321,7 @@ impl Attributor {
             boot_to_unix_ns,
             rollups: Default::default(),
             allocations: Default::default(),
-            started: Vec::new(),
-            joins: Vec::new(),
-            shares: Vec::new(),
+            effects: Effects::default(),
             files_per_task: pipetrace_config::Files::default().max_per_task,
             clients: HashMap::new(),
             held: held::Held::default(),
@@ -380,21 +397,10 @@ impl Attributor {
         self.runs.get(&run).map(|r| r.info.key.as_str())
     }
 
-    /// Tasks and runs that started since the last call: the caller reads what each is
-    /// allowed (its cgroup) while its process runs, and hands it back with
-    /// [`Self::set_allocation`]. The attribution itself reads nothing.
-    pub fn take_started(&mut self) -> Vec<ProcKey> {
-        std::mem::take(&mut self.started)
-    }
-
-    /// Runs whose engine traces itself (W3C traceparent of its span of the run), learnt since
-    /// the last call: their spans go into the engine's trace.
-    pub fn take_joins(&mut self) -> Vec<(ProcKey, String)> {
-        std::mem::take(&mut self.joins)
-    }
-
-    pub fn take_shares(&mut self) -> Vec<(ProcKey, engines::Shared)> {
-        std::mem::take(&mut self.shares)
+    /// What the step that ends now set going (and anything an earlier call between steps
+    /// did), for its caller to hand on.
+    fn effects(&mut self) -> Effects {
+        std::mem::take(&mut self.effects)
     }
 
     pub fn set_allocation(&mut self, key: ProcKey, a: Allocation) {
@@ -418,7 +424,13 @@ impl Attributor {
         naming::proc_tool_name(p)
     }
 
-    pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) {
+    /// A process forked: it joins its parent's run, task and role.
+    pub fn on_fork(&mut self, tree: &Tree, key: ProcKey) -> Effects {
+        self.fork(tree, key);
+        self.effects()
+    }
+
+    fn fork(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
         if self.claim_run_root(key) {
             return;
@@ -444,14 +456,21 @@ impl Attributor {
     }
 
     /// Replays the /proc seed: processes in start order, as if each had just started.
-    pub fn on_seed(&mut self, tree: &Tree, keys: &[ProcKey]) {
+    pub fn on_seed(&mut self, tree: &Tree, keys: &[ProcKey]) -> Effects {
         for &k in keys {
-            self.on_fork(tree, k);
-            self.on_exec(tree, k);
+            self.fork(tree, k);
+            self.exec(tree, k);
         }
+        self.effects()
     }
 
-    pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) {
+    /// A process executed a program: it may start a run, a task or a helper.
+    pub fn on_exec(&mut self, tree: &Tree, key: ProcKey) -> Effects {
+        self.exec(tree, key);
+        self.effects()
+    }
+
+    fn exec(&mut self, tree: &Tree, key: ProcKey) {
         let Some(p) = tree.get(&key) else { return };
         let Some(image) = p.image.as_ref() else {
             return;
@@ -488,9 +507,11 @@ impl Attributor {
     }
 
     /// A process ended: what can now be exported.
-    pub fn on_exit(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {
+    pub fn on_exit(&mut self, tree: &Tree, key: ProcKey) -> Settled {
         let out = self.ended(tree, key);
-        self.unheld(out)
+        let finished = self.unheld(out);
+        let effects = self.effects();
+        Settled { finished, effects }
     }
 
     fn ended(&mut self, tree: &Tree, key: ProcKey) -> Vec<Finished> {

@@ -2,7 +2,7 @@
 //! job's process ends, and only then can the two be matched with certainty.
 use std::collections::HashSet;
 
-use super::{Attributor, Finished, ProcKey, engines::Ended};
+use super::{Attributor, Finished, ProcKey, Settled, engines::Ended};
 use crate::tree::Proc;
 
 pub(super) struct Pending {
@@ -22,13 +22,15 @@ impl Attributor {
     /// releases run spans that waited for them. `settling`: runs with processes that ended
     /// but whose end is not final yet: their pending tasks wait, as one of those processes
     /// may be a better match for a record.
-    pub fn poll(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Vec<Finished> {
+    pub fn poll(&mut self, force: bool, settling: &HashSet<ProcKey>) -> Settled {
         self.newly_shared();
         let mut out = self.resolved(force, settling);
         if force {
             out.extend(self.flush_deferred());
         }
-        self.unheld(out)
+        let finished = self.unheld(out);
+        let effects = self.effects();
+        Settled { finished, effects }
     }
 
     /// Runs that learnt since their identity on every node (an `srun` whose job Slurm has
@@ -51,7 +53,7 @@ impl Attributor {
         };
         if let Some(shared) = r.adapter.multi_node().and_then(|m| m.shared()) {
             r.shared = true;
-            self.shares.push((run, shared));
+            self.effects.shares.push((run, shared));
             self.release(run);
         }
     }

@@ -54,7 +54,7 @@ impl Attributor {
         let is_shared = shared.is_some();
         let groups_tasks = adapter.task_runs().is_some();
         if let Some(shared) = shared {
-            self.shares.push((key, shared));
+            self.effects.shares.push((key, shared));
         }
         let info = RunInfo {
             name: adapter.pipeline_name(),
@@ -82,7 +82,7 @@ impl Attributor {
         };
         self.runs.insert(key, run);
         self.rollups.insert(key, Rollup::default());
-        self.started.push(key);
+        self.effects.started.push(key);
         self.members.insert(
             key,
             Membership {
@@ -245,7 +245,7 @@ impl Attributor {
             (Some(shared), Some(run)) if run.info.tasks == 0 => {
                 run.switch_to(adapter);
                 run.shared = true;
-                self.shares.push((job, shared));
+                self.effects.shares.push((job, shared));
             }
             _ => {
                 self.members.remove(&p.key);

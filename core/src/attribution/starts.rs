@@ -151,7 +151,7 @@ impl Attributor {
             && let Some(tp) = run.adapter.task_runs().and_then(|t| t.trace_parent())
         {
             run.joined = true;
-            self.joins.push((run_key, tp));
+            self.effects.joins.push((run_key, tp));
         }
         let task = (role == Role::TaskRoot).then_some(key);
         self.members.insert(
@@ -164,7 +164,7 @@ impl Attributor {
         );
         if role == Role::TaskRoot {
             self.rollups.insert(key, Rollup::default());
-            self.started.push(key);
+            self.effects.started.push(key);
         }
     }
 

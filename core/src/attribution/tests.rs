@@ -12,6 +12,8 @@ struct Sim {
     tree: Tree,
     attr: Attributor,
     out: Vec<Finished>,
+    /// Runs named alike on every node, as the steps handed them back.
+    shares: Vec<(ProcKey, super::engines::Shared)>,
     t: u64,
 }
 
@@ -43,6 +45,7 @@ impl Sim {
             tree: Tree::default(),
             attr,
             out: Vec::new(),
+            shares: Vec::new(),
             t: 0,
         }
     }
@@ -50,7 +53,8 @@ impl Sim {
     fn fork(&mut self, pid: u32, parent: u32) {
         self.t += 1;
         self.tree.fork(key(pid), self.t, key(parent), "x".into());
-        self.attr.on_fork(&self.tree, key(pid));
+        let e = self.attr.on_fork(&self.tree, key(pid));
+        self.shares.extend(e.shares);
     }
 
     fn exec(&mut self, pid: u32, path: &str, argv: &[&str]) {
@@ -71,14 +75,17 @@ impl Sim {
             argv_truncated: false,
         };
         self.tree.exec(e, Some(cwd.into()));
-        self.attr.on_exec(&self.tree, key(pid));
+        let e = self.attr.on_exec(&self.tree, key(pid));
+        self.shares.extend(e.shares);
     }
 
     fn exit(&mut self, pid: u32, code: u32) {
         self.t += 1;
         self.tree.exit(&key(pid), self.t, code << 8);
         self.tree.settle(&key(pid), None);
-        self.out.extend(self.attr.on_exit(&self.tree, key(pid)));
+        let settled = self.attr.on_exit(&self.tree, key(pid));
+        self.out.extend(settled.finished);
+        self.shares.extend(settled.effects.shares);
         let dropped = self.tree.release(key(pid));
         self.attr.forget(&dropped);
     }
@@ -201,7 +208,7 @@ fn snakemake_jobs_are_shell_children_and_helpers_are_not() {
     };
     assert!(!own(&s), "the job's own process waits for the job's name");
     let rest = s.attr.poll(true, &Default::default());
-    s.out.extend(rest);
+    s.out.extend(rest.finished);
     assert_eq!(s.attr.pending(), 0);
     assert!(own(&s));
     let tools = s.tools();
@@ -327,7 +334,8 @@ fn a_script_that_runs_a_tool_before_its_prefect_flow_is_still_a_prefect_run() {
     );
     s.exit(62, 15);
     s.exit(60, 0);
-    s.out.extend(s.attr.poll(true, &Default::default()));
+    s.out
+        .extend(s.attr.poll(true, &Default::default()).finished);
     let tasks = s.tasks();
     assert!(
         !tasks.iter().any(|(pid, _)| *pid == 62),
@@ -504,7 +512,7 @@ fn a_cluster_heads_spans_wait_for_its_first_submission() {
     ];
     s.exec(30, "/usr/bin/snakemake", &head);
     assert!(
-        s.attr.take_shares().is_empty(),
+        std::mem::take(&mut s.shares).is_empty(),
         "no identity before a submission"
     );
     // A local rule's job and its tool.
@@ -525,7 +533,7 @@ fn a_cluster_heads_spans_wait_for_its_first_submission() {
     s.fork(33, 30);
     let submit = "sbatch /work/proj/.snakemake/tmp.4s7uhwm5/snakejob.count.2.sh";
     s.exec(33, "/bin/sh", &["/bin/sh", "-c", submit]);
-    let shares = s.attr.take_shares();
+    let shares = std::mem::take(&mut s.shares);
     assert_eq!(shares.len(), 1, "{shares:?}");
     assert_eq!(shares[0].0, key(30));
     assert_eq!(
@@ -564,7 +572,7 @@ fn a_cluster_job_is_a_task_of_the_heads_run() {
         "2",
     ];
     s.exec(40, "/usr/bin/python3", &job);
-    let shares = s.attr.take_shares();
+    let shares = std::mem::take(&mut s.shares);
     assert_eq!(shares.len(), 1, "{shares:?}");
     let part = shares[0].1.part.clone().expect("a part");
     assert_eq!(

@@ -58,7 +58,8 @@ fn flow_with_a_task(s: &mut Sim, root: u32) {
     s.exec(root + 1, "/usr/bin/sort", &["sort", "/etc/services"]);
     s.exit(root + 1, 0);
     s.exit(root, 0);
-    s.out.extend(s.attr.poll(true, &Default::default()));
+    s.out
+        .extend(s.attr.poll(true, &Default::default()).finished);
 }
 
 #[test]
@@ -204,7 +205,8 @@ fn prefect_server_start_in_the_background_is_no_flow() {
     );
     s.exit(80, 0);
     s.exit(81, 0);
-    s.out.extend(s.attr.poll(true, &Default::default()));
+    s.out
+        .extend(s.attr.poll(true, &Default::default()).finished);
     assert_eq!(run_engine(&s), None, "no run: {:?}", s.tasks());
 }
 
@@ -233,7 +235,8 @@ fn a_flow_run_that_flow_serve_starts_is_the_flow_not_the_serving_process() {
     s.exec(92, "/usr/bin/sort", &["sort", "/etc/services"]);
     s.exit(92, 0);
     s.exit(91, 0);
-    s.out.extend(s.attr.poll(true, &Default::default()));
+    s.out
+        .extend(s.attr.poll(true, &Default::default()).finished);
     let roots: Vec<u32> = (s.out.iter())
         .filter_map(|f| match f {
             Finished::Run { proc, .. } => Some(proc.key.pid),
