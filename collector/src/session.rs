@@ -36,8 +36,8 @@ pub struct Spawned {
 pub struct Session {
     /// Every read of /proc, cgroups, records and clocks: the machine, or a test's fake.
     host: pipetrace_core::port::SharedHost,
-    pub tree: Tree,
-    pub attr: Attributor,
+    tree: Tree,
+    attr: Attributor,
     builder: SpanBuilder,
     /// Where spans and metrics go (the sink, the summary, the keeper, the endpoint).
     outputs: Outputs,
@@ -51,26 +51,27 @@ pub struct Session {
     judging: crate::judging::Judging,
     /// Runs and tasks whose start was exported (`run started`, `task started`).
     announced: HashSet<ProcKey>,
-    pub events: u64,
+    /// Kernel records taken in.
+    events: u64,
     /// Exits of processes the tree never saw (started before the agent, exited at once).
-    pub unknown_exits: u64,
+    unknown_exits: u64,
     /// Ring-buffer records that could not be decoded (a probe/agent version mismatch).
-    pub undecodable: u64,
+    undecodable: u64,
     /// Run spans exported so far.
-    pub runs_finished: u64,
+    runs_finished: u64,
     /// Exited processes waiting for their usage report.
     awaiting: Awaiting,
     /// Processes that ended with no figures at all (their exit record was lost).
-    pub usage_missing: u64,
+    usage_missing: u64,
     /// Processes whose figures were taken at exit: the reap-time report did not come.
-    pub usage_at_exit: u64,
+    usage_at_exit: u64,
     /// Kernel figures dropped as impossible (a wait longer than a life times its threads).
-    pub figures_dropped: u64,
+    figures_dropped: u64,
     over_memory_limit: bool,
     procfs: bool,
     /// Exit statuses learnt by waiting for a child (the run's root): polling cannot see them.
     known_exits: HashMap<u32, u32>,
-    pub metrics: Metrics,
+    metrics: Metrics,
     /// Running tasks and tools that stopped making progress.
     stalls: pipetrace_core::diagnosis::watch::StallWatch,
     history: History,
@@ -413,6 +414,27 @@ impl Session {
     /// Processes that exited and wait for the kernel's usage report.
     pub(crate) fn awaiting_usage(&self) -> usize {
         self.awaiting.len()
+    }
+
+    /// Kernel records taken in so far.
+    pub(crate) fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Whether a run ended and all of it is settled: no task waits for its engine's
+    /// records, no exit for its usage.
+    pub(crate) fn run_settled(&self) -> bool {
+        self.runs_finished > 0 && self.attr.pending() == 0 && self.awaiting_usage() == 0
+    }
+
+    /// The processes of runs that still run, as the tree knows them, by pid.
+    pub(crate) fn still_running(&self) -> Vec<ProcKey> {
+        let mut keys: Vec<ProcKey> = (self.attr.members())
+            .map(|(k, _)| k)
+            .filter(|k| self.tree.get(k).is_some_and(|p| p.exit.is_none()))
+            .collect();
+        keys.sort_by_key(|k| (k.pid, k.start_ticks));
+        keys
     }
 
     /// Settles the exits whose usage report came, or (with `give_up`, or past the wait) all.

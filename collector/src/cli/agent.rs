@@ -24,7 +24,7 @@ fn log_figures(pipe: &Session, lost: KernelLosses) {
         "{} events, {} processes known, {} in runs; lost {} kernel events and {} updates of \
          per-process sums, dropped {} spans, {} failed, {} spooled; metric exports {} dropped, \
          {} failed, {} spooled; {} export retries, {} bytes queued",
-        pipe.events,
+        pipe.events(),
         f.processes_known,
         f.processes_tracked,
         f.lost_events,
@@ -81,10 +81,11 @@ pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
         Some(cg) => format!(" in cgroup {cg}"),
         None => String::new(),
     };
+    let f = pipe.agent_figures(KernelLosses::default());
     log::warn!(
         "pipetrace agent watching {} processes{scope} ({} in runs); exporting to {target}",
-        pipe.tree.len(),
-        pipe.attr.tracked(),
+        f.processes_known,
+        f.processes_tracked,
     );
     let mode = if events.is_polling() {
         "procfs"
@@ -160,9 +161,9 @@ async fn serve_until(
 
 /// Sends what is left and says what the agent did and lost.
 async fn stop_and_say(cfg: &Config, pipe: Session, lost: KernelLosses) {
-    let (events, bad) = (pipe.events, pipe.undecodable);
-    let (usage_missing, overflowed) = (pipe.usage_missing, pipe.metrics.overflowed());
-    let at_exit = pipe.usage_at_exit;
+    let (events, f) = (pipe.events(), pipe.agent_figures(lost));
+    let (bad, usage_missing, overflowed) = (f.undecodable, f.usage_missing, f.series_overflowed);
+    let at_exit = f.usage_at_exit;
     let exporter = (pipe.into_outputs().take::<Sink>()).expect("the sink is always an output");
     let stats = exporter.stats();
     let flushed = exporter.shutdown(cfg.export.flush_timeout).await;

@@ -120,19 +120,19 @@ pub(crate) async fn run(
     drain_to_the_end(&mut core, cfg.probes.usage_wait).await;
     // The run's final figures, exact for every process that ended.
     core.export_metrics();
-    let kernel = taps.losses();
+    let figures = core.pipe.agent_figures(taps.losses());
     let lost = Loss {
-        kernel: kernel.events,
-        accumulator: kernel.accumulator_updates,
-        undecodable: core.pipe.undecodable,
+        kernel: figures.lost_events,
+        accumulator: figures.accumulator_lost,
+        undecodable: figures.undecodable,
     };
     let Core { pipe, .. } = core;
     // Every record is in: the probes detach (tens of ms of the kernel's grace periods)
     // beside the flush and the report instead of after them.
     let detach = std::thread::spawn(move || drop(taps));
     let ending = Ending {
-        usage_missing: pipe.usage_missing,
-        still_running: pipe.attr.tracked(),
+        usage_missing: figures.usage_missing,
+        still_running: figures.processes_tracked as usize,
         stopped,
         wall: started.elapsed(),
     };
@@ -356,8 +356,7 @@ async fn drain_to_the_end(core: &mut Core<'_>, usage_wait: Duration) {
         }
         // Every exit settled too: a process stopped at the end (SIGKILL after the grace)
         // still waits for its report when the run has finished.
-        let settled = core.pipe.attr.pending() == 0 && core.pipe.awaiting_usage() == 0;
-        if (core.pipe.runs_finished > 0 && settled) || late {
+        if core.pipe.run_settled() || late {
             break;
         }
         // Fast while reports are due; the engines' records at the usual pace.
@@ -434,10 +433,10 @@ pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {
 /// still runs (SIGTERM, then SIGKILL after `--stop-grace`) while taking in their ends, or
 /// with `--keep-running` leaves them and says so.
 async fn stop_the_rest(core: &mut Core<'_>, how: &How) -> super::stop::Outcome {
-    use super::stop::{Outcome, signal_all, still_running};
+    use super::stop::{Outcome, signal_all};
     let every = core.events.drain_every();
     core.drain_now();
-    let left = still_running(&core.pipe);
+    let left = core.pipe.still_running();
     if how.keep_running {
         return Outcome {
             left_running: left.iter().map(|k| k.pid).collect(),
@@ -447,14 +446,14 @@ async fn stop_the_rest(core: &mut Core<'_>, how: &How) -> super::stop::Outcome {
     let terminated = signal_all(&left, libc::SIGTERM);
     // Counted in drains, not by the clock: a paused VM must not cut the grace short.
     let mut waited = Duration::ZERO;
-    while waited < how.stop_grace && !still_running(&core.pipe).is_empty() {
+    while waited < how.stop_grace && !core.pipe.still_running().is_empty() {
         tokio::time::sleep(every).await;
         waited += every;
         core.drain_now();
     }
-    let killed = signal_all(&still_running(&core.pipe), libc::SIGKILL);
+    let killed = signal_all(&core.pipe.still_running(), libc::SIGKILL);
     let mut waited = Duration::ZERO;
-    while killed > 0 && waited < Duration::from_secs(2) && !still_running(&core.pipe).is_empty() {
+    while killed > 0 && waited < Duration::from_secs(2) && !core.pipe.still_running().is_empty() {
         tokio::time::sleep(every).await;
         waited += every;
         core.drain_now();

@@ -3,7 +3,6 @@
 //! parent pid 1 unseen and every process that ran is exported.
 use std::time::Duration;
 
-use crate::session::Session;
 use pipetrace_core::event::ProcKey;
 
 /// How long the run's processes get to end after SIGTERM before SIGKILL, unless
@@ -51,18 +50,6 @@ impl RootStop {
         // checking), so still the command's.
         unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
     }
-}
-
-/// The processes of the run that still run (its root has ended), as the tree knows them.
-pub(crate) fn still_running(pipe: &Session) -> Vec<ProcKey> {
-    let mut keys: Vec<ProcKey> = pipe
-        .attr
-        .members()
-        .map(|(k, _)| k)
-        .filter(|k| pipe.tree.get(k).is_some_and(|p| p.exit.is_none()))
-        .collect();
-    keys.sort_by_key(|k| (k.pid, k.start_ticks));
-    keys
 }
 
 /// Sends `sig` to each process that is still the one the tree knows (same pid and start
