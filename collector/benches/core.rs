@@ -85,7 +85,7 @@ async fn round(n: u32, per_batch: usize) -> f64 {
     }
     pipe.ingest(&mut batch, 0);
     pipe.poll(true);
-    let sink = pipe.into_outputs().take::<Sink>().expect("the sink");
+    let (sink, _) = pipe.end();
     assert!(sink.shutdown(Duration::from_secs(30)).await, "flushed");
     let cpu = cpu_seconds() - cpu0;
     // Every process a tool span of the storm's run (a task of its own, too).

@@ -11,7 +11,14 @@ use pipetrace_core::diagnosis::History;
 use pipetrace_core::event::{Event, ProcKey};
 use pipetrace_core::tree::Tree;
 use pipetrace_export::export::SinkStats;
-use pipetrace_export::outputs::Outputs;
+/// The loop's outputs: the sink, and the views beside it, each handing back what it made.
+pub type Outputs = pipetrace_export::outputs::Outputs<Made>;
+
+/// What a view made by the end of the loop, for the command to print or write.
+pub enum Made {
+    /// The end-of-run tree and tables, and what the HTML report is made of.
+    Summary(crate::summary::Summary),
+}
 use pipetrace_export::signals::{
     SpanBuilder,
     metrics::{AgentFigures, Metrics},
@@ -599,9 +606,9 @@ impl Session {
         self.outputs.metrics(req);
     }
 
-    /// The outputs, for the command to read back what it made (history saved first).
-    pub fn into_outputs(mut self) -> Outputs {
+    /// The loop ended: the sink, to flush, and what the views made (history saved first).
+    pub fn end(mut self) -> (pipetrace_export::export::Sink, Vec<Made>) {
         self.history.save();
-        self.outputs
+        self.outputs.end()
     }
 }

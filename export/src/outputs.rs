@@ -1,26 +1,22 @@
-//! Where finished spans and metric ticks go: one list of outputs sharing one trait, fed by
-//! the loop in one place. The OTLP/file sink, the Prometheus endpoint, the terminal summary
-//! and the compare keeper are such outputs; a new one implements [`Output`] and is added to
-//! the list where the command line builds it (`cli/outputs.rs`), and the loop does not change.
-use std::any::Any;
-
+//! Where finished spans and metric ticks go: one fan-out, fed by the loop in one place.
+//! The sink (files and OTLP endpoints, each destination with its own queue and retry) is
+//! handed the data itself; the views beside it (the Prometheus endpoint, and the command
+//! crate's terminal summary and compare keeper) look at it as it leaves, and each hands back
+//! what it made, typed, when the loop ends. A new view implements [`Output`] and is added
+//! where the configuration builds the list (the command crate's assembly); the loop does
+//! not change.
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest as Metrics;
 
-use crate::signals::ReadySpan;
+use crate::{export::Sink, signals::ReadySpan};
 
-/// One output of the loop. Every method has a default that ignores what it is given, so an
-/// output implements only what it takes.
-pub trait Output: AsAny + Send {
+/// One view of what the loop sends. Every method has a default that ignores what it is
+/// given, so a view implements only what it takes; `E` is what the views of one command
+/// hand back at the end (see [`Output::end`]).
+pub trait Output<E>: Send {
     /// Spans ready to leave, in the order they finished (after the trace budget folded
     /// them), with the `Started` announcements among them.
     fn spans(&mut self, spans: &[ReadySpan]) {
         let _ = spans;
-    }
-
-    /// The last output of the list is handed the spans themselves, so the sink sends them
-    /// on without a copy. By default it looks at them as the others do.
-    fn take_spans(&mut self, spans: Vec<ReadySpan>) {
-        self.spans(&spans);
     }
 
     /// One metrics tick's request.
@@ -28,77 +24,52 @@ pub trait Output: AsAny + Send {
         let _ = req;
     }
 
-    /// As [`Self::take_spans`], for the last output of the list.
-    fn take_metrics(&mut self, req: Metrics) {
-        self.metrics(&req);
-    }
-
-    /// The agent is over its memory limit: what the output holds in memory goes to disk or
+    /// The agent is over its memory limit: what the view holds in memory goes to disk or
     /// is dropped, counted. Returns how many items moved.
     fn relieve_memory(&mut self) -> u64 {
         0
     }
-}
 
-/// An output as itself, for the command that made it to read it back at the end: every
-/// output has it.
-pub trait AsAny: Any {
-    fn as_any(&self) -> &dyn Any;
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
-}
-
-impl<T: Any> AsAny for T {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
+    /// What the view made, for the command to print or write when the loop ends (`None`:
+    /// nothing, its work is done as the data leaves).
+    fn end(self: Box<Self>) -> Option<E> {
+        None
     }
 }
 
-/// The list, in the order each is fed. The last is handed the data itself.
-#[derive(Default)]
-pub struct Outputs(Vec<Box<dyn Output>>);
+/// The views, in the order each is fed, and the sink, handed the data after them.
+pub struct Outputs<E> {
+    views: Vec<Box<dyn Output<E>>>,
+    sink: Sink,
+}
 
-impl Outputs {
-    pub fn new(list: Vec<Box<dyn Output>>) -> Self {
-        Self(list)
+impl<E> Outputs<E> {
+    pub fn new(views: Vec<Box<dyn Output<E>>>, sink: Sink) -> Self {
+        Self { views, sink }
     }
 
     pub fn spans(&mut self, spans: Vec<ReadySpan>) {
         if spans.is_empty() {
             return;
         }
-        if let Some((last, rest)) = self.0.split_last_mut() {
-            rest.iter_mut().for_each(|o| o.spans(&spans));
-            last.take_spans(spans);
-        }
+        self.views.iter_mut().for_each(|v| v.spans(&spans));
+        self.sink.send_all(spans);
     }
 
     pub fn metrics(&mut self, req: Metrics) {
-        if let Some((last, rest)) = self.0.split_last_mut() {
-            rest.iter_mut().for_each(|o| o.metrics(&req));
-            last.take_metrics(req);
-        }
+        self.views.iter_mut().for_each(|v| v.metrics(&req));
+        self.sink.send_metrics(req);
     }
 
     pub fn relieve_memory(&mut self) -> u64 {
-        self.0.iter_mut().map(|o| o.relieve_memory()).sum()
+        let views: u64 = self.views.iter_mut().map(|v| v.relieve_memory()).sum();
+        views + self.sink.spill()
     }
 
-    /// The output of type `T`, if the list has one.
-    #[cfg(test)]
-    pub(crate) fn get<T: Output>(&self) -> Option<&T> {
-        self.0
-            .iter()
-            .find_map(|o| o.as_ref().as_any().downcast_ref::<T>())
-    }
-
-    /// Takes the output of type `T` out of the list (at the end of a run).
-    pub fn take<T: Output>(&mut self) -> Option<T> {
-        let at = (self.0.iter()).position(|o| o.as_ref().as_any().is::<T>())?;
-        let any = self.0.remove(at).into_any();
-        any.downcast::<T>().ok().map(|b| *b)
+    /// The loop ended: the sink, to flush, and what each view made, in the list's order.
+    pub fn end(self) -> (Sink, Vec<E>) {
+        let made = self.views.into_iter().filter_map(|v| v.end()).collect();
+        (self.sink, made)
     }
 }
 
@@ -106,46 +77,61 @@ impl Outputs {
 mod tests {
     use super::*;
 
-    /// Counts what it is given, and whether it was handed the spans themselves.
-    #[derive(Default)]
+    /// Counts what it is given, and hands back its counts.
+    #[derive(Default, Debug, PartialEq)]
     struct Counter {
         seen: usize,
-        taken: usize,
         metrics: usize,
     }
 
-    impl Output for Counter {
+    impl Output<Counter> for Counter {
         fn spans(&mut self, spans: &[ReadySpan]) {
             self.seen += spans.len();
-        }
-        fn take_spans(&mut self, spans: Vec<ReadySpan>) {
-            self.taken += spans.len();
         }
         fn metrics(&mut self, _: &Metrics) {
             self.metrics += 1;
         }
+        fn end(self: Box<Self>) -> Option<Counter> {
+            Some(*self)
+        }
     }
 
-    struct Other;
-    impl Output for Other {}
+    /// A view with nothing to hand back.
+    struct Quiet;
+    impl Output<Counter> for Quiet {}
 
     fn span() -> ReadySpan {
         crate::signals::tests_support::ready_span(1)
     }
 
-    #[test]
-    fn every_output_is_fed_and_the_last_is_handed_the_spans() {
-        let mut outs = Outputs::new(vec![Box::new(Counter::default()), Box::new(Other)]);
+    #[tokio::test]
+    async fn every_view_is_fed_and_hands_back_what_it_made_and_the_sink_gets_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.otlp.jsonl");
+        let mut cfg = pipetrace_config::Config::default();
+        cfg.export.file = Some(file.clone());
+        let host = crate::machine::fake_info(&Default::default());
+        let sink = Sink::start(&cfg, &host, "/unused".into()).unwrap();
+        let views: Vec<Box<dyn Output<Counter>>> =
+            vec![Box::new(Quiet), Box::new(Counter::default())];
+        let mut outs = Outputs::new(views, sink);
         outs.spans(vec![span(), span()]);
+        outs.spans(Vec::new());
         outs.metrics(Metrics::default());
-        let c = outs.get::<Counter>().unwrap();
-        assert_eq!((c.seen, c.taken, c.metrics), (2, 0, 1));
-        let mut outs = Outputs::new(vec![Box::new(Other), Box::new(Counter::default())]);
-        outs.spans(vec![span()]);
-        outs.metrics(Metrics::default());
-        let c = outs.take::<Counter>().unwrap();
-        assert_eq!((c.seen, c.taken, c.metrics), (0, 1, 1));
-        assert!(outs.get::<Counter>().is_none(), "taken out of the list");
-        assert!(outs.get::<Other>().is_some());
+        let (sink, made) = outs.end();
+        assert_eq!(
+            made,
+            [Counter {
+                seen: 2,
+                metrics: 1
+            }]
+        );
+        assert!(sink.shutdown(std::time::Duration::from_secs(5)).await);
+        let lines = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            lines.lines().count(),
+            1,
+            "one request of both spans: {lines}"
+        );
     }
 }

@@ -12,11 +12,11 @@ use anyhow::Context;
 use pipetrace_config::Config;
 use pipetrace_core::machine::HostInfo;
 
+use crate::session::Outputs;
 use crate::session::Session;
 use pipetrace_core::attribution::{Attributor, Mode};
 use pipetrace_core::redact::Redactor;
 use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound, resource};
-use pipetrace_export::outputs::Outputs;
 use pipetrace_export::signals::{SpanBuilder, metrics::Metrics};
 use pipetrace_host::source::{Events, ProbeState};
 

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use pipetrace_config::Config;
 
+use crate::session::{Made, Outputs};
 use crate::{compare::keeper::Keeper, summary::Summary};
 use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound};
-use pipetrace_export::outputs::{Output, Outputs};
+use pipetrace_export::outputs::Output;
 
 /// Which views the outputs feed.
 #[derive(Clone, Copy)]
@@ -19,14 +20,15 @@ pub(super) enum View {
     Agent,
 }
 
-/// The outputs, the sink last (it is handed the data itself), and the sink's counts.
+/// The views the configuration asks for, beside the sink (handed the data itself), and the
+/// sink's counts.
 pub(super) fn list(
     cfg: &Config,
     of: View,
     sink: Sink,
     prometheus: Option<Bound>,
 ) -> anyhow::Result<(Outputs, Arc<SinkStats>)> {
-    let mut list: Vec<Box<dyn Output>> = Vec::new();
+    let mut list: Vec<Box<dyn Output<Made>>> = Vec::new();
     match of {
         // The summary also feeds the HTML report: kept whenever either is wanted.
         View::Run { summary } if summary || cfg.report.html => {
@@ -48,6 +50,5 @@ pub(super) fn list(
         list.push(Box::new(endpoint));
     }
     let stats = sink.stats();
-    list.push(Box::new(sink));
-    Ok((Outputs::new(list), stats))
+    Ok((Outputs::new(list, sink), stats))
 }

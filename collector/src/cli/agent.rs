@@ -11,7 +11,6 @@ use crate::{
     registry::{AgentLock, AgentStatus},
     session::Session,
 };
-use pipetrace_export::export::Sink;
 use pipetrace_host::source::KernelLosses;
 
 /// Where the one-agent lock lives when no state directory is configured.
@@ -164,7 +163,7 @@ async fn stop_and_say(cfg: &Config, pipe: Session, lost: KernelLosses) {
     let (events, f) = (pipe.events(), pipe.agent_figures(lost));
     let (bad, usage_missing, overflowed) = (f.undecodable, f.usage_missing, f.series_overflowed);
     let at_exit = f.usage_at_exit;
-    let exporter = (pipe.into_outputs().take::<Sink>()).expect("the sink is always an output");
+    let (exporter, _) = pipe.end();
     let stats = exporter.stats();
     let flushed = exporter.shutdown(cfg.export.flush_timeout).await;
     if usage_missing > 0 || overflowed > 0 {

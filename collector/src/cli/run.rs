@@ -11,7 +11,7 @@ use pipetrace_core::judgement::Judgement;
 
 use crate::{
     assembly::{For, Prepared, assemble, prepare},
-    session::Session,
+    session::{Made, Session},
     sizing::Catalog,
     summary::{Delivery, Loss, Summary},
 };
@@ -215,11 +215,9 @@ async fn finish(
     (print_summary, print_machines, machines): (bool, bool, Option<&Catalog>),
     files: &RunFiles,
 ) {
-    let mut outputs = pipe.into_outputs();
-    let exporter = outputs
-        .take::<Sink>()
-        .expect("the sink is always an output");
-    let summary = outputs.take::<Summary>();
+    let (exporter, made) = pipe.end();
+    // The summary is the only view that hands something back to `run`.
+    let summary = made.into_iter().map(|Made::Summary(s)| s).next();
     let sizing = summary
         .as_ref()
         .zip(machines)

@@ -83,10 +83,7 @@ fn record(fake: &FakeHost, output: &str, rule: &str, shellcmd: &str, from: u64, 
 
 async fn finish(mut pipe: Session, file: &std::path::Path) -> Vec<ReportSpan> {
     pipe.poll(true);
-    let exporter = pipe
-        .into_outputs()
-        .take::<pipetrace_export::export::Sink>()
-        .unwrap();
+    let (exporter, _) = pipe.end();
     assert!(exporter.shutdown(Duration::from_secs(5)).await);
     crate::report::read_file(file).unwrap()
 }

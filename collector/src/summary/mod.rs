@@ -177,10 +177,14 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
     }
 }
 
-/// The summary keeps what it will print as the spans leave.
-impl pipetrace_export::outputs::Output for Summary {
+/// The summary keeps what it will print as the spans leave, and hands it back at the end.
+impl pipetrace_export::outputs::Output<crate::session::Made> for Summary {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
+    }
+
+    fn end(self: Box<Self>) -> Option<crate::session::Made> {
+        Some(crate::session::Made::Summary(*self))
     }
 }
 

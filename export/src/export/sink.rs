@@ -193,9 +193,9 @@ impl Sink {
     }
 
     /// The sink as the loop's only output, with its counts (tests and benches).
-    pub fn alone(self) -> (crate::outputs::Outputs, Arc<SinkStats>) {
+    pub fn alone<E>(self) -> (crate::outputs::Outputs<E>, Arc<SinkStats>) {
         let stats = self.stats();
-        (crate::outputs::Outputs::new(vec![Box::new(self)]), stats)
+        (crate::outputs::Outputs::new(Vec::new(), self), stats)
     }
 
     /// Moves batches waiting in memory to the spool (or drops them, counted).
@@ -259,26 +259,6 @@ fn keep_in(file: &Path, left: &[Arc<Batch>], stats: &SinkStats) -> Kept {
         spans,
         metric_exports,
         error: written.err().map(|e| e.to_string()),
-    }
-}
-
-/// The sink sends spans and metrics to their files and OTLP endpoints. Listed last, it is
-/// handed them without a copy.
-impl crate::outputs::Output for Sink {
-    fn spans(&mut self, spans: &[ReadySpan]) {
-        self.send_all(spans.to_vec());
-    }
-    fn take_spans(&mut self, spans: Vec<ReadySpan>) {
-        self.send_all(spans);
-    }
-    fn metrics(&mut self, req: &ExportMetricsServiceRequest) {
-        self.send_metrics(req.clone());
-    }
-    fn take_metrics(&mut self, req: ExportMetricsServiceRequest) {
-        self.send_metrics(req);
-    }
-    fn relieve_memory(&mut self) -> u64 {
-        self.spill()
     }
 }
 

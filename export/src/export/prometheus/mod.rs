@@ -100,7 +100,7 @@ impl Endpoint {
 }
 
 /// The endpoint serves each metrics tick's figures until the next.
-impl crate::outputs::Output for Endpoint {
+impl<E> crate::outputs::Output<E> for Endpoint {
     fn metrics(&mut self, req: &ExportMetricsServiceRequest) {
         self.update(req);
     }
