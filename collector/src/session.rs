@@ -5,20 +5,16 @@ use std::{
 };
 
 use crate::awaiting::Awaiting;
+pub use crate::summary::Made;
 use pipetrace_core::accounting::Usage;
 use pipetrace_core::attribution::{Attributor, Effects, Finished, Settled};
 use pipetrace_core::diagnosis::History;
 use pipetrace_core::event::{Event, ProcKey};
 use pipetrace_core::tree::Tree;
 use pipetrace_export::export::SinkStats;
+
 /// The loop's outputs: the sink, and the views beside it, each handing back what it made.
 pub type Outputs = pipetrace_export::outputs::Outputs<Made>;
-
-/// What a view made by the end of the loop, for the command to print or write.
-pub enum Made {
-    /// The end-of-run tree and tables, and what the HTML report is made of.
-    Summary(crate::summary::Summary),
-}
 use pipetrace_export::signals::{
     SpanBuilder,
     metrics::{AgentFigures, Metrics},

@@ -595,8 +595,47 @@ fn aliases_a_crate(line: &str, own: &str) -> bool {
     reexport || renamed
 }
 
+/// Modules of other crates a crate root imports whole (`use pipetrace_core::{event, tree};`):
+/// every path `crate::event::…` below it then leads into that crate unseen.
+fn modules_imported_at_the_root(lib_rs: &str, own: &str) -> Vec<String> {
+    let code: String = (lib_rs.lines())
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    for stmt in code.split(';') {
+        let Some(rest) = stmt.trim().strip_prefix("use ") else {
+            continue;
+        };
+        let Some((krate, tree)) = rest.split_once("::") else {
+            continue;
+        };
+        let other = (PRODUCT_CRATES.iter()).any(|(_, name)| *name == krate && *name != own);
+        let tree = tree.trim().trim_start_matches('{').trim_end_matches('}');
+        let whole = |item: &str| {
+            let item = item.trim();
+            !item.contains("::") && item.starts_with(|c: char| c.is_ascii_lowercase())
+        };
+        if other && !tree.contains('{') {
+            found.extend(
+                tree.split(',')
+                    .filter(|i| whole(i))
+                    .map(|i| i.trim().to_string()),
+            );
+        }
+    }
+    found
+}
+
 #[test]
 fn each_crossing_into_another_crate_names_that_crate() {
+    assert_eq!(
+        modules_imported_at_the_root(
+            "use pipetrace_core::{\n    event, facts::page_size,\n};",
+            "pipetrace_host"
+        ),
+        ["event"]
+    );
     assert!(aliases_a_crate(
         "pub use pipetrace_host as host;",
         "pipetrace"
@@ -616,6 +655,10 @@ fn each_crossing_into_another_crate_names_that_crate() {
             .join("..")
             .join(dir)
             .join("src");
+        let lib = fs::read_to_string(root.join("lib.rs")).unwrap();
+        for module in modules_imported_at_the_root(&lib, own) {
+            found.push(format!("{dir}/src/lib.rs imports {module} whole"));
+        }
         for file in rs_files(&root) {
             let text = fs::read_to_string(&file).unwrap();
             for (n, line) in text.lines().enumerate() {

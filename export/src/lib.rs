@@ -6,9 +6,3 @@
 pub mod export;
 pub mod outputs;
 pub mod signals;
-
-// The crates below, at the paths this crate's code names them by.
-use pipetrace_core::{
-    accounting, attribution, containers, diagnosis, event, files, machine, port as host, redact,
-    tree,
-};

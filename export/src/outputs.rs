@@ -110,7 +110,7 @@ mod tests {
         let file = dir.path().join("t.otlp.jsonl");
         let mut cfg = pipetrace_config::Config::default();
         cfg.export.file = Some(file.clone());
-        let host = crate::machine::fake_info(&Default::default());
+        let host = pipetrace_core::machine::fake_info(&Default::default());
         let sink = Sink::start(&cfg, &host, "/unused".into()).unwrap();
         let views: Vec<Box<dyn Output<Counter>>> =
             vec![Box::new(Quiet), Box::new(Counter::default())];

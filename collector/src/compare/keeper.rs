@@ -37,7 +37,7 @@ pub struct Keeper {
 }
 
 /// The keeper keeps each run as its spans leave.
-impl pipetrace_export::outputs::Output<crate::session::Made> for Keeper {
+impl<E> pipetrace_export::outputs::Output<E> for Keeper {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
     }

@@ -177,14 +177,21 @@ fn helpers_in_words(span: &opentelemetry_sdk::trace::SpanData) -> String {
     }
 }
 
+/// What a view made by the end of the loop, for the command to print or write. Here, below
+/// the loop, as the views that make something are.
+pub enum Made {
+    /// The end-of-run tree and tables, and what the HTML report is made of.
+    Summary(Summary),
+}
+
 /// The summary keeps what it will print as the spans leave, and hands it back at the end.
-impl pipetrace_export::outputs::Output<crate::session::Made> for Summary {
+impl pipetrace_export::outputs::Output<Made> for Summary {
     fn spans(&mut self, spans: &[ReadySpan]) {
         spans.iter().for_each(|s| self.record(s));
     }
 
-    fn end(self: Box<Self>) -> Option<crate::session::Made> {
-        Some(crate::session::Made::Summary(*self))
+    fn end(self: Box<Self>) -> Option<Made> {
+        Some(Made::Summary(*self))
     }
 }
 

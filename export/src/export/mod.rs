@@ -16,8 +16,8 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
 use pipetrace_semconv::attr;
 
-use crate::machine::HostInfo;
 pub use otlp::OutboxStats;
+use pipetrace_core::machine::HostInfo;
 pub use sink::{Kept, Sink};
 pub use stats::{SinkStats, StreamStats};
 
@@ -58,7 +58,7 @@ pub fn resource(cfg: &pipetrace_config::Config, host: &HostInfo) -> Resource {
         KeyValue::new(attr::SERVICE_NAME, service),
         KeyValue::new(attr::HOST_NAME, host.host_name.clone()),
         KeyValue::new(attr::HOST_ID, host.host_id.clone()),
-        KeyValue::new(attr::OS_TYPE, crate::machine::OS_TYPE),
+        KeyValue::new(attr::OS_TYPE, pipetrace_core::machine::OS_TYPE),
     ];
     // What the machine says of itself; left out where it says nothing.
     let c = &host.cloud;

@@ -26,7 +26,8 @@ use super::{
     paths,
     stats::{SinkStats, StreamStats},
 };
-use crate::{machine::HostInfo, signals::ReadySpan};
+use crate::signals::ReadySpan;
+use pipetrace_core::machine::HostInfo;
 
 /// Metric requests waiting at most: a few intervals' worth, each request carries every series.
 const METRICS_QUEUE: usize = 8;
@@ -295,7 +296,7 @@ mod tests {
         cfg.export.file = Some(dir.join("t.otlp.jsonl"));
         cfg.export.queue_spans = queue;
         tune(&mut cfg);
-        let host = crate::machine::fake_info(&Default::default());
+        let host = pipetrace_core::machine::fake_info(&Default::default());
         Sink::start(&cfg, &host, "/unused".into()).unwrap()
     }
 

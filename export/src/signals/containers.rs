@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use opentelemetry::{KeyValue, trace::Event};
 use pipetrace_semconv::{attr, event};
 
-use crate::{accounting::ByContainer, machine::HostInfo};
+use pipetrace_core::accounting::ByContainer;
+use pipetrace_core::machine::HostInfo;
 
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)

@@ -6,7 +6,8 @@ use opentelemetry::{KeyValue, trace::Event};
 use pipetrace_semconv::{attr, event};
 
 use super::signal_name;
-use crate::{machine::HostInfo, tree::Proc};
+use pipetrace_core::machine::HostInfo;
+use pipetrace_core::tree::Proc;
 
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -58,7 +59,10 @@ pub(crate) fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
 }
 
 /// A task's periods without progress.
-pub(crate) fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) -> Vec<Event> {
+pub(crate) fn stall_events(
+    stalls: &[pipetrace_core::diagnosis::Stall],
+    host: &HostInfo,
+) -> Vec<Event> {
     stalls
         .iter()
         .map(|s| {
@@ -74,7 +78,10 @@ pub(crate) fn stall_events(stalls: &[crate::diagnosis::Stall], host: &HostInfo) 
 }
 
 /// A task that took far longer than its history says is usual.
-pub(crate) fn slower_event(s: &crate::diagnosis::Against, at: std::time::SystemTime) -> Event {
+pub(crate) fn slower_event(
+    s: &pipetrace_core::diagnosis::Against,
+    at: std::time::SystemTime,
+) -> Event {
     let a = vec![
         KeyValue::new(attr::HISTORY_USUAL_DURATION, s.usual_s),
         KeyValue::new(attr::HISTORY_RUNS, s.runs as i64),

@@ -3,7 +3,8 @@
 use opentelemetry::{KeyValue, StringValue, Value};
 use pipetrace_semconv::attr;
 
-use crate::{files::Files, redact::Redactor};
+use pipetrace_core::files::Files;
+use pipetrace_core::redact::Redactor;
 
 fn list(key: &'static str, paths: &[String], r: &Redactor, out: &mut Vec<KeyValue>) {
     let v: Vec<StringValue> = paths.iter().map(|p| r.text(p).into()).collect();

@@ -2,7 +2,7 @@
 //! agent, names the same entity the same way.
 use sha2::{Digest, Sha256};
 
-use crate::event::ProcKey;
+use pipetrace_core::event::ProcKey;
 
 fn digest(boot_id: &str, what: &str, key: ProcKey) -> [u8; 32] {
     let mut h = Sha256::new();

@@ -20,15 +20,15 @@ use opentelemetry::{
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pipetrace_semconv::attr;
 
-use crate::{
-    accounting::Measured,
-    attribution::{EngineInfo, EntityRef, Finished, Shared, Totals, Verdict, naming},
-    diagnosis::Judgement,
-    event::ProcKey,
-    machine::HostInfo,
-    redact::Redactor,
-    tree::{Exit, Proc},
+use pipetrace_core::accounting::Measured;
+use pipetrace_core::attribution::{
+    EngineInfo, EntityRef, Finished, Shared, Totals, Verdict, naming,
 };
+use pipetrace_core::diagnosis::Judgement;
+use pipetrace_core::event::ProcKey;
+use pipetrace_core::machine::HostInfo;
+use pipetrace_core::redact::Redactor;
+use pipetrace_core::tree::{Exit, Proc};
 
 #[cfg(test)]
 pub(crate) mod tests_support;
@@ -200,7 +200,7 @@ impl SpanBuilder {
     }
 
     /// Users named by the host's database; cost centres as configured.
-    pub fn with_who(mut self, host: crate::host::SharedHost, centre: who::Centre) -> Self {
+    pub fn with_who(mut self, host: pipetrace_core::port::SharedHost, centre: who::Centre) -> Self {
         self.users = Some(who::Users::new(host));
         self.centre = centre;
         self

@@ -12,12 +12,10 @@ use super::{
     task::{task_attrs, task_span_name},
     usage, wall_ns,
 };
-use crate::{
-    attribution::{EntityRef, RunInfo, TaskInfo, Totals, Verdict, naming},
-    diagnosis::{Judgement, Stall},
-    event::ProcKey,
-    tree::Proc,
-};
+use pipetrace_core::attribution::{EntityRef, RunInfo, TaskInfo, Totals, Verdict, naming};
+use pipetrace_core::diagnosis::{Judgement, Stall};
+use pipetrace_core::event::ProcKey;
+use pipetrace_core::tree::Proc;
 
 impl SpanBuilder {
     pub(super) fn tool_span(

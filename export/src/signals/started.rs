@@ -8,14 +8,15 @@ use opentelemetry::{
 use pipetrace_semconv::attr;
 
 use super::{Ids, Kind, ReadySpan, SpanBuilder, ids};
-use crate::{attribution::EntityRef, tree::Proc};
+use pipetrace_core::attribution::EntityRef;
+use pipetrace_core::tree::Proc;
 
 impl SpanBuilder {
     /// The span saying that `entity` (a run or a task of run `run`, whose root is `p`),
     /// known as `name`, runs; with what it usually takes, where its history says.
     pub fn started(
         &self,
-        run: crate::event::ProcKey,
+        run: pipetrace_core::event::ProcKey,
         entity: EntityRef,
         p: &Proc,
         name: &str,

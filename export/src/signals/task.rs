@@ -3,7 +3,7 @@
 use opentelemetry::KeyValue;
 use pipetrace_semconv::attr;
 
-use crate::attribution::TaskInfo;
+use pipetrace_core::attribution::TaskInfo;
 
 /// A task span's name: the task's, with its wildcards or tag.
 pub(crate) fn task_span_name(info: &TaskInfo) -> String {

@@ -4,12 +4,10 @@ use pipetrace_semconv::attr;
 
 use pipetrace_config::Diagnosis;
 
-use crate::{
-    accounting::{Measured, Usage},
-    attribution::Totals,
-    diagnosis,
-    machine::{Gpu, GpuInventory},
-};
+use pipetrace_core::accounting::{Measured, Usage};
+use pipetrace_core::attribution::Totals;
+use pipetrace_core::diagnosis;
+use pipetrace_core::machine::{Gpu, GpuInventory};
 
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -20,7 +18,7 @@ fn int(v: u64) -> i64 {
 }
 
 /// The container a process ran in, and what its runtime records of it.
-pub(crate) fn container_attrs(c: &crate::containers::Container, out: &mut Vec<KeyValue>) {
+pub(crate) fn container_attrs(c: &pipetrace_core::containers::Container, out: &mut Vec<KeyValue>) {
     if let Some(s) = &c.slurm {
         out.push(KeyValue::new(attr::SLURM_JOB_ID, s.job.to_string()));
         out.push(KeyValue::new(attr::SLURM_STEP_ID, s.step.clone()));
@@ -88,7 +86,7 @@ pub(crate) fn provenance_attrs(u: &Usage, out: &mut Vec<KeyValue>) {
 /// process's own (`own`) is left out of its span rather than shown as 0; a task's or run's
 /// sum of the rest stays, a lower bound that the name marks as such.
 fn impossible_attrs(u: &Usage, own: bool, out: &mut Vec<KeyValue>) {
-    use crate::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE};
+    use pipetrace_core::accounting::{IMPOSSIBLE_BLKIO, IMPOSSIBLE_MEMORY, IMPOSSIBLE_RUN_QUEUE};
     let dropped: Vec<&'static str> = [
         (IMPOSSIBLE_BLKIO, attr::DISK_WAIT_TIME),
         (IMPOSSIBLE_MEMORY, attr::MEMORY_WAIT_TIME),
@@ -169,7 +167,7 @@ pub(crate) fn usage_attrs(
 fn gpu_rightsizing_attrs(
     name: &str,
     given: u64,
-    used: &crate::accounting::GpuFigures,
+    used: &pipetrace_core::accounting::GpuFigures,
     wall_ns: u64,
     d: &Diagnosis,
     out: &mut Vec<KeyValue>,
@@ -192,7 +190,11 @@ fn gpu_rightsizing_attrs(
 }
 
 /// Its GPUs and what it did on them, where a process held a GPU context.
-pub fn gpu_attrs(g: &crate::accounting::GpuFigures, gpus: &[Gpu], out: &mut Vec<KeyValue>) {
+pub fn gpu_attrs(
+    g: &pipetrace_core::accounting::GpuFigures,
+    gpus: &[Gpu],
+    out: &mut Vec<KeyValue>,
+) {
     use opentelemetry::{Array, StringValue, Value};
     if !g.used() {
         return;
@@ -235,7 +237,7 @@ pub(crate) fn cost_attrs(
     cpu_ns: u64,
     peak_bytes: u64,
     wall_ns: u64,
-    alloc: Option<&crate::accounting::Allocation>,
+    alloc: Option<&pipetrace_core::accounting::Allocation>,
     out: &mut Vec<KeyValue>,
 ) {
     let Some(price) = c.price() else { return };
@@ -352,7 +354,7 @@ pub(crate) fn totals_attrs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accounting::{Allocation, IMPOSSIBLE_BLKIO};
+    use pipetrace_core::accounting::{Allocation, IMPOSSIBLE_BLKIO};
 
     /// A task of three sub-second writers, all of whose block-I/O waits the kernel counted
     /// from boot: quiet to the sampler, yet no proof of idleness.

@@ -9,7 +9,8 @@ use std::{
 use opentelemetry::KeyValue;
 use pipetrace_semconv::attr;
 
-use crate::{host::SharedHost, tree::Proc};
+use pipetrace_core::port::SharedHost;
+use pipetrace_core::tree::Proc;
 
 /// Users' names looked up once each (NSS may ask a directory server).
 pub struct Users {
@@ -98,7 +99,8 @@ pub(crate) fn who_attrs(p: &Proc, users: Option<&Users>, centre: &Centre, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{event::ProcKey, host::fake::FakeHost};
+    use pipetrace_core::event::ProcKey;
+    use pipetrace_core::port::fake::FakeHost;
 
     fn proc_of(uid: Option<u32>) -> Proc {
         let key = ProcKey {

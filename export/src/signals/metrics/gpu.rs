@@ -12,7 +12,7 @@ use opentelemetry_proto::tonic::{
 use pipetrace_semconv::{attr, metric};
 
 use super::SeriesKey;
-use crate::machine::DeviceNow;
+use pipetrace_core::machine::DeviceNow;
 
 fn s(key: &str, v: &str) -> KeyValue {
     KeyValue {

@@ -23,13 +23,11 @@ pub use agent::AgentFigures;
 use series::Table;
 pub use series::{Counters, SeriesKey};
 
-use crate::{
-    accounting::Measured,
-    attribution::{Attributor, Finished, Membership, Role},
-    diagnosis::watch::{Parts, TaskCounts},
-    event::ProcKey,
-    tree::Tree,
-};
+use pipetrace_core::accounting::Measured;
+use pipetrace_core::attribution::{Attributor, Finished, Membership, Role};
+use pipetrace_core::diagnosis::watch::{Parts, TaskCounts};
+use pipetrace_core::event::ProcKey;
+use pipetrace_core::tree::Tree;
 
 /// Processes younger than this are not sampled: most are about to exec (their tool name
 /// would change) or end (their exact figures follow at once).
@@ -72,7 +70,7 @@ pub struct Metrics {
     /// When the agent's own counters started.
     started: SystemTime,
     /// The clock series and exports are stamped with.
-    host: crate::host::SharedHost,
+    host: pipetrace_core::port::SharedHost,
 }
 
 impl Metrics {
@@ -80,7 +78,7 @@ impl Metrics {
         cfg: &pipetrace_config::Metrics,
         measured: Measured,
         resource: &opentelemetry_sdk::Resource,
-        host: crate::host::SharedHost,
+        host: pipetrace_core::port::SharedHost,
     ) -> Self {
         Self {
             started: host.now(),
@@ -200,7 +198,7 @@ impl Metrics {
     /// for a live process so far (network bytes).
     pub fn sample(
         &mut self,
-        host: &dyn crate::host::Host,
+        host: &dyn pipetrace_core::port::Host,
         attr: &Attributor,
         tree: &Tree,
         now_ns: u64,
@@ -247,9 +245,9 @@ impl Metrics {
     /// One process old enough for a series of its own: its live figures into its series.
     fn sample_one(
         &mut self,
-        host: &dyn crate::host::Host,
+        host: &dyn pipetrace_core::port::Host,
         attr: &Attributor,
-        (p, m): (&crate::tree::Proc, &Membership),
+        (p, m): (&pipetrace_core::tree::Proc, &Membership),
         net: &dyn Fn(u32) -> Accumulator,
         own: &mut Parts,
     ) {

@@ -17,7 +17,7 @@ use pipetrace_config::Temporality;
 use pipetrace_semconv::{attr, metric};
 
 use super::series::{Counters, Series, SeriesKey, Table};
-use crate::accounting::Measured;
+use pipetrace_core::accounting::Measured;
 
 fn kv(key: &str, v: any_value::Value) -> KeyValue {
     KeyValue {

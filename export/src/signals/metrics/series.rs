@@ -3,7 +3,7 @@ use std::{collections::HashMap, time::SystemTime};
 
 use pipetrace_probes_common::Accumulator;
 
-use crate::accounting::{Usage, live::RunningUsage};
+use pipetrace_core::accounting::{Usage, live::RunningUsage};
 
 /// A series' attribute set. The overflow series has empty names and `overflow` set.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -44,7 +44,7 @@ fn metrics(temporality: pipetrace_config::Temporality) -> Metrics {
         &cfg,
         Measured::default(),
         &resource,
-        std::sync::Arc::new(crate::host::fake::FakeHost::default()),
+        std::sync::Arc::new(pipetrace_core::port::fake::FakeHost::default()),
     )
 }
 
@@ -101,8 +101,13 @@ fn a_series_that_gets_more_after_its_final_point_stays() {
 fn a_finished_tasks_label_goes_once_none_of_its_processes_can_end() {
     let mut m = metrics(pipetrace_config::Temporality::Cumulative);
     let cfg = pipetrace_config::Attribution::default();
-    let host = crate::host::fake::FakeHost::default();
-    let attr = Attributor::new(crate::attribution::Mode::Agent, &cfg, 0, host.shared());
+    let host = pipetrace_core::port::fake::FakeHost::default();
+    let attr = Attributor::new(
+        pipetrace_core::attribution::Mode::Agent,
+        &cfg,
+        0,
+        host.shared(),
+    );
     let attr = attr.unwrap();
     let key = |pid| ProcKey {
         pid,
@@ -110,9 +115,9 @@ fn a_finished_tasks_label_goes_once_none_of_its_processes_can_end() {
     };
     for pid in 1..=3 {
         let task = Finished::Task {
-            proc: crate::tree::Proc::in_test(key(pid), 0),
+            proc: pipetrace_core::tree::Proc::in_test(key(pid), 0),
             run: key(100),
-            info: crate::attribution::TaskInfo::named("t".into()),
+            info: pipetrace_core::attribution::TaskInfo::named("t".into()),
             usage: Box::default(),
         };
         m.on_finished(&task, &attr);
@@ -161,15 +166,15 @@ fn end_task(m: &mut Metrics, attr: &Attributor, pid: u32, name: &str, code: u32)
         pid,
         start_ticks: 1,
     };
-    let mut proc = crate::tree::Proc::in_test(key(pid), 0);
-    proc.exit = Some(crate::tree::Exit {
+    let mut proc = pipetrace_core::tree::Proc::in_test(key(pid), 0);
+    proc.exit = Some(pipetrace_core::tree::Exit {
         time_ns: 2,
         status: code << 8,
     });
     let task = Finished::Task {
         proc,
         run: key(100),
-        info: crate::attribution::TaskInfo::named(name.into()),
+        info: pipetrace_core::attribution::TaskInfo::named(name.into()),
         usage: Box::default(),
     };
     m.on_finished(&task, attr);
@@ -178,9 +183,14 @@ fn end_task(m: &mut Metrics, attr: &Attributor, pid: u32, name: &str, code: u32)
 #[test]
 fn failed_tasks_are_counted_by_name_and_a_success_is_not() {
     use pipetrace_config::Temporality::{Cumulative, Delta};
-    let host = crate::host::fake::FakeHost::default();
+    let host = pipetrace_core::port::fake::FakeHost::default();
     let cfg = pipetrace_config::Attribution::default();
-    let attr = Attributor::new(crate::attribution::Mode::Agent, &cfg, 0, host.shared());
+    let attr = Attributor::new(
+        pipetrace_core::attribution::Mode::Agent,
+        &cfg,
+        0,
+        host.shared(),
+    );
     let attr = attr.unwrap();
     let f = AgentFigures::default();
     // Per export: the value a cumulative and a delta export carry.
