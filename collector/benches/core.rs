@@ -118,7 +118,8 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
         fake.shared(),
     )
     .expect("attributor");
-    Session::new(fake.shared(), attr, builder, sink.alone(), metrics)
+    let outputs = pipetrace_export::outputs::Outputs::of_sink(sink);
+    Session::new(fake.shared(), attr, builder, outputs, metrics)
 }
 
 fn key(pid: u32, start_ns: u64) -> ProcKey {

@@ -234,6 +234,11 @@ fn export_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../export/src")
 }
 
+/// The config crate's sources.
+fn config_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/src")
+}
+
 /// The host crate's sources.
 fn host_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src")
@@ -351,6 +356,8 @@ fn no_modules_under_one_parent_import_each_other_in_a_circle() {
         ("pipetrace", src_dir()),
         ("core", core_dir()),
         ("host", host_dir()),
+        ("export", export_dir()),
+        ("config", config_dir()),
     ] {
         let (_, g) = graph_of(sources_in(&root));
         for (parent, sg) in sibling_graphs(&g) {

@@ -7,7 +7,10 @@
 //! not change.
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest as Metrics;
 
-use crate::{export::Sink, signals::ReadySpan};
+use crate::{
+    export::{Sink, SinkStats, prometheus::Endpoint},
+    signals::ReadySpan,
+};
 
 /// One view of what the loop sends. Every method has a default that ignores what it is
 /// given, so a view implements only what it takes; `E` is what the views of one command
@@ -37,6 +40,13 @@ pub trait Output<E>: Send {
     }
 }
 
+/// The Prometheus endpoint serves each metrics tick's figures until the next.
+impl<E> Output<E> for Endpoint {
+    fn metrics(&mut self, req: &Metrics) {
+        self.update(req);
+    }
+}
+
 /// The views, in the order each is fed, and the sink, handed the data after them.
 pub struct Outputs<E> {
     views: Vec<Box<dyn Output<E>>>,
@@ -46,6 +56,12 @@ pub struct Outputs<E> {
 impl<E> Outputs<E> {
     pub fn new(views: Vec<Box<dyn Output<E>>>, sink: Sink) -> Self {
         Self { views, sink }
+    }
+
+    /// The sink as the loop's only output, with its counts (tests and benches).
+    pub fn of_sink(sink: Sink) -> (Self, std::sync::Arc<SinkStats>) {
+        let stats = sink.stats();
+        (Self::new(Vec::new(), sink), stats)
     }
 
     pub fn spans(&mut self, spans: Vec<ReadySpan>) {

@@ -37,7 +37,7 @@ fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Session {
         fake.shared(),
         attr.unwrap(),
         builder,
-        exporter.alone(),
+        pipetrace_export::outputs::Outputs::of_sink(exporter),
         metrics,
     )
 }

@@ -193,12 +193,6 @@ impl Sink {
         self.stats.clone()
     }
 
-    /// The sink as the loop's only output, with its counts (tests and benches).
-    pub fn alone<E>(self) -> (crate::outputs::Outputs<E>, Arc<SinkStats>) {
-        let stats = self.stats();
-        (crate::outputs::Outputs::new(Vec::new(), self), stats)
-    }
-
     /// Moves batches waiting in memory to the spool (or drops them, counted).
     pub(crate) fn spill(&self) -> u64 {
         self.connections.spill() + self.own.as_ref().map_or(0, OwnSink::spill)

@@ -99,13 +99,6 @@ impl Endpoint {
     }
 }
 
-/// The endpoint serves each metrics tick's figures until the next.
-impl<E> crate::outputs::Output<E> for Endpoint {
-    fn metrics(&mut self, req: &ExportMetricsServiceRequest) {
-        self.update(req);
-    }
-}
-
 async fn scrape(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> impl IntoResponse {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
