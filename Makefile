@@ -104,8 +104,6 @@ lint:
 	$(STEP)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
-	@# The core bench needs the fake host, so --all-targets leaves it out: built here too.
-	$(CARGO) clippy -p pipetrace --features fake-host --benches -- -D warnings
 
 # Figures, not assertions: the fork/exec storm alone, under the agent, under `pipetrace run`
 # and under bpftrace (when installed); the probes' run counts and times; memory of both modes

@@ -4,7 +4,7 @@
 //! attribution, span building, JSON export) without the kernel, the probes or the wall
 //! clock: figures to compare two builds by, steadier than a storm's on a shared VM.
 //!
-//! `cargo bench -p pipetrace --features fake-host --bench core [-- PROCESSES ROUNDS BATCH]`
+//! `cargo bench -p pipetrace --bench core [-- PROCESSES ROUNDS BATCH]`
 use std::time::Duration;
 
 use pipetrace::session::Session;
