@@ -207,7 +207,7 @@ pub struct JobRecord {
 pub type RecordCell = Arc<std::sync::OnceLock<JobRecord>>;
 
 /// Wall-clock time of a CLOCK_BOOTTIME timestamp, given the offset between the clocks.
-pub fn system_time(boot_ns: u64, boot_to_unix_ns: i128) -> SystemTime {
+pub(crate) fn system_time(boot_ns: u64, boot_to_unix_ns: i128) -> SystemTime {
     let ns = (boot_ns as i128 + boot_to_unix_ns).max(0) as u64;
     SystemTime::UNIX_EPOCH + Duration::from_nanos(ns)
 }

@@ -128,7 +128,7 @@ pub(super) mod tests {
     use super::*;
 
     /// A task span with these inputs and outputs (lists, and counts when given).
-    pub fn task(
+    pub(crate) fn task(
         id: &str,
         name: &str,
         inputs: (&[&str], Option<u64>),

@@ -122,7 +122,7 @@ impl Table {
         self.rows.values().any(|r| r.gpu_time > 0.0)
     }
 
-    pub fn render(&self, advice: &Advice, out: &mut String) {
+    pub(crate) fn render(&self, advice: &Advice, out: &mut String) {
         let gpu = self.has_gpu();
         let gpu_head = if gpu {
             format!(" {:>14}", "gpu busy/mem")

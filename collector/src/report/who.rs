@@ -125,7 +125,7 @@ impl ByWho {
 
     /// Small tables under the per-task one: by user where more than one ran, by cost centre
     /// where more than one was charged. (The HTML page shows both always.)
-    pub fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         for (what, rows) in self.rows() {
             if rows.len() < 2 {
                 continue;
@@ -151,7 +151,7 @@ impl ByWho {
     }
 
     /// The same as an HTML section.
-    pub fn html(&self) -> String {
+    pub(crate) fn html(&self) -> String {
         let mut out = String::new();
         // One user, one centre and no cost would only say the run's own CPU again.
         if self.is_empty() || (self.currency.is_none() && !self.tells()) {

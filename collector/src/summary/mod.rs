@@ -339,7 +339,7 @@ impl Summary {
 
     /// The tree (tasks and tools under the run), then the table, `machines` (lines under
     /// it), the totals and where data went.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         judged: &Judgement,
         (max_tasks, max_tools): (usize, usize),
@@ -430,7 +430,7 @@ impl Delivery<'_> {
     }
 
     /// Where the spans and metric exports went, and what was lost on the way.
-    pub fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let (to, stats) = (self.to, self.stats);
         went(out, ("span", "spans"), &to.spans, &stats.spans);
         went(

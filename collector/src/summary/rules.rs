@@ -42,7 +42,7 @@ impl Rules {
     }
 
     /// Under the run's line: one line per task, in the order they first started.
-    pub fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let mut rules: Vec<(&String, &Rule)> = self.by_name.iter().collect();
         rules.sort_by_key(|(name, r)| (r.first_start, name.as_str()));
         for (i, (name, r)) in rules.iter().enumerate() {

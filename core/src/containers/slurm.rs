@@ -39,7 +39,7 @@ fn number<T: std::str::FromStr>(part: &str, prefix: &str) -> Option<T> {
 }
 
 /// One cgroup path's Slurm job and step, if it has them.
-pub fn from_path(path: &str) -> Option<SlurmStep> {
+pub(crate) fn from_path(path: &str) -> Option<SlurmStep> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let under_slurm = parts
         .iter()
@@ -63,7 +63,7 @@ pub fn from_path(path: &str) -> Option<SlurmStep> {
 }
 
 /// The text of `/proc/<pid>/cgroup`: the first line whose path names a Slurm step.
-pub fn from_proc_cgroup(text: &str) -> Option<SlurmStep> {
+pub(crate) fn from_proc_cgroup(text: &str) -> Option<SlurmStep> {
     text.lines()
         .filter_map(|l| l.splitn(3, ':').nth(2))
         .find_map(from_path)

@@ -190,7 +190,7 @@ fn gpu_rightsizing_attrs(
 }
 
 /// Its GPUs and what it did on them, where a process held a GPU context.
-pub fn gpu_attrs(
+pub(crate) fn gpu_attrs(
     g: &pipetrace_core::accounting::GpuFigures,
     gpus: &[Gpu],
     out: &mut Vec<KeyValue>,

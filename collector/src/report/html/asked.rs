@@ -7,7 +7,11 @@ use pipetrace_core::judgement::asks::{Asked, next_time};
 
 use crate::report::markup::esc;
 
-pub fn render(asked: &std::collections::BTreeMap<String, Asked>, engine: &str, out: &mut String) {
+pub(crate) fn render(
+    asked: &std::collections::BTreeMap<String, Asked>,
+    engine: &str,
+    out: &mut String,
+) {
     if asked.is_empty() {
         return;
     }

@@ -236,7 +236,7 @@ fn plot(m: &Metric, tasks: &BTreeMap<&str, Vec<&Job>>, out: &mut String) {
 }
 
 /// The plots, for the tasks of more than one job.
-pub fn render(jobs: &[Job], out: &mut String) {
+pub(crate) fn render(jobs: &[Job], out: &mut String) {
     let mut tasks: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
     for j in jobs {
         tasks.entry(j.task()).or_default().push(j);

@@ -126,7 +126,7 @@ fn facts(r: &ReportSpan, jobs: &[Job], out: &mut String) {
     out.push_str("</dl>");
 }
 
-pub fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
+pub(crate) fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
     banner(run, jobs, out);
     if let Some(r) = run {
         facts(r, jobs, out);

@@ -11,7 +11,7 @@ const PER_RANK: usize = 5;
 /// Failures and OOM kills listed at most: every one, up to a bound a page still reads.
 const PER_FAILURE_RANK: usize = 50;
 
-pub fn render(all: &[Finding], out: &mut String) {
+pub(crate) fn render(all: &[Finding], out: &mut String) {
     out.push_str("<h2 id=\"findings\">Findings</h2>");
     if all.is_empty() {
         out.push_str(

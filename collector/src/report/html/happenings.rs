@@ -15,7 +15,7 @@ fn place(s: &ReportSpan, by_id: &HashMap<&str, &ReportSpan>) -> String {
 }
 
 /// Events and failures in time order, in words.
-pub fn render(spans: &[ReportSpan], out: &mut String) {
+pub(crate) fn render(spans: &[ReportSpan], out: &mut String) {
     let t0 = spans.iter().map(|s| s.start).min().unwrap_or(0);
     let by_id: HashMap<&str, &ReportSpan> = spans.iter().map(|s| (s.id.as_str(), s)).collect();
     let mut events: Vec<(u64, String, String)> = spans

@@ -161,7 +161,7 @@ pub(crate) fn shown<'c>(cols: &'c [Col], jobs: &[Job]) -> Vec<&'c Col> {
 /// Rows listed at most: past that, the page would be too slow to open and sort.
 const MAX_ROWS: usize = 5000;
 
-pub fn render(jobs: &[Job], out: &mut String) {
+pub(crate) fn render(jobs: &[Job], out: &mut String) {
     if jobs.is_empty() {
         return;
     }

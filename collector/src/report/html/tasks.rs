@@ -7,7 +7,7 @@ use pipetrace_core::judgement::Advice;
 use crate::report::{markup::esc, table::Table};
 
 /// The table by task name, with the judgement's advice.
-pub fn render(table: &Table, advice: &Advice, out: &mut String) {
+pub(crate) fn render(table: &Table, advice: &Advice, out: &mut String) {
     let rows = table.rows(advice);
     // A column only where some task has something in it.
     let gpu = table.has_gpu();

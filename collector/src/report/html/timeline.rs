@@ -209,7 +209,7 @@ fn legend(jobs: &[Job], startup: bool, out: &mut String) {
     out.push_str("</p>");
 }
 
-pub fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
+pub(crate) fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
     let (Some(t0), Some(t1)) = (
         spans.iter().map(|s| s.start).min(),
         spans.iter().map(|s| s.end).max(),

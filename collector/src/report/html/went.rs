@@ -112,7 +112,7 @@ fn run_section(run: &ReportSpan, jobs: &[Job], out: &mut String) {
     );
 }
 
-pub fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
+pub(crate) fn render(run: Option<&ReportSpan>, jobs: &[Job], out: &mut String) {
     if jobs.is_empty() {
         return;
     }
