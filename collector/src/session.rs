@@ -101,7 +101,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(
+    pub fn new(
         host: pipetrace_core::port::SharedHost,
         attr: Attributor,
         builder: SpanBuilder,
@@ -283,7 +283,7 @@ impl Session {
 
     /// Takes a batch from the ring buffer (`bad`: records that did not decode), then
     /// exports whatever the attribution could name since.
-    pub(crate) fn ingest(&mut self, batch: &mut Vec<Event>, bad: u64) {
+    pub fn ingest(&mut self, batch: &mut Vec<Event>, bad: u64) {
         self.undecodable += bad;
         for ev in batch.drain(..) {
             self.handle(ev);
@@ -386,7 +386,7 @@ impl Session {
     /// Exports what the attribution could name since the last call (Snakemake jobs wait
     /// for the engine's log); with `force`, everything still waiting. Exits whose usage did
     /// not come within `usage_wait` (a parent that never reaps) end without it.
-    pub(crate) fn poll(&mut self, force: bool) {
+    pub fn poll(&mut self, force: bool) {
         self.settle_exits(force);
         let settling: HashSet<ProcKey> = self
             .awaiting
