@@ -80,17 +80,20 @@ pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
         Some(cg) => format!(" in cgroup {cg}"),
         None => String::new(),
     };
-    let f = pipe.agent_figures(KernelLosses::default());
-    log::warn!(
-        "pipetrace agent watching {} processes{scope} ({} in runs); exporting to {target}",
-        f.processes_known,
-        f.processes_tracked,
-    );
     let mode = if events.is_polling() {
         "procfs"
     } else {
         "ebpf"
     };
+    // Registered before it says it watches: `pipetrace status` right after finds it.
+    let f = pipe.agent_figures(KernelLosses::default());
+    let state_dir = cfg.diagnosis.state_dir.as_deref();
+    publish(&AgentStatus::new(mode, target.clone(), f), state_dir);
+    log::warn!(
+        "pipetrace agent watching {} processes{scope} ({} in runs); exporting to {target}",
+        f.processes_known,
+        f.processes_tracked,
+    );
     let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(250));
     let stop = async {
         tokio::select! {
@@ -98,13 +101,7 @@ pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
             _ = int.recv() => {}
         }
     };
-    serve_until(
-        &mut core,
-        stop,
-        (mode, target),
-        cfg.diagnosis.state_dir.as_deref(),
-    )
-    .await?;
+    serve_until(&mut core, stop, (mode, target), state_dir).await?;
     AgentStatus::unregister();
     // Records may wait up to a tick without waking us: take them before stopping.
     core.drain_now();
@@ -114,6 +111,16 @@ pub(crate) async fn run(cfg: &Config) -> anyhow::Result<i32> {
     let Core { pipe, .. } = core;
     stop_and_say(cfg, pipe, lost).await;
     Ok(0)
+}
+
+/// The status others read, in the node's registry and the state directory.
+fn publish(status: &AgentStatus, state_dir: Option<&std::path::Path>) {
+    status.register(state_dir);
+    if let Some(dir) = state_dir
+        && let Err(e) = status.write(dir)
+    {
+        log::debug!("cannot write the agent status to {}: {e}", dir.display());
+    }
 }
 
 /// Serves the node until `stop`: every 2 s the status others read (`pipetrace status`,
@@ -145,12 +152,7 @@ async fn serve_until(
                     crate::registry::write_runs(&pipe.live_now(&mut watcher));
                 }
                 let status = AgentStatus::new(mode, target.clone(), pipe.agent_figures(lost));
-                status.register(state_dir);
-                if let Some(dir) = state_dir
-                    && let Err(e) = status.write(dir)
-                {
-                    log::debug!("cannot write the agent status to {}: {e}", dir.display());
-                }
+                publish(&status, state_dir);
             }
             Some(false) => log_figures(&core.pipe, lost),
             None => return Ok(()),
