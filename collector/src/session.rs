@@ -5,7 +5,7 @@ use std::{
 };
 
 use crate::awaiting::Awaiting;
-pub use crate::summary::Made;
+use crate::summary::Made;
 use pipetrace_core::accounting::Usage;
 use pipetrace_core::attribution::{Attributor, Effects, Finished, Settled};
 use pipetrace_core::diagnosis::History;

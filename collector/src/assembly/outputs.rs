@@ -5,8 +5,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use pipetrace_config::Config;
 
-use crate::session::{Made, Outputs};
 use crate::{compare::keeper::Keeper, summary::Summary};
+use crate::{session::Outputs, summary::Made};
 use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound};
 use pipetrace_export::outputs::Output;
 

@@ -11,9 +11,9 @@ use pipetrace_core::judgement::Judgement;
 
 use crate::{
     assembly::{For, Prepared, assemble, prepare},
-    session::{Made, Session},
+    session::Session,
     sizing::Catalog,
-    summary::{Delivery, Loss, Summary},
+    summary::{Delivery, Loss, Made, Summary},
 };
 use pipetrace_export::export::{Destinations, Place, Sink};
 
