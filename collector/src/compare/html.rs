@@ -56,6 +56,7 @@ pub fn render(c: &Comparison) -> String {
     );
     let _ = write!(out, "</ul><p>Noise judged by {by}. Each cell: A → B.</p>");
     tasks_table(c, &mut out);
+    findings(c, &mut out);
     for t in c.tasks.iter().filter(|t| t.moved) {
         moved_task(t, &mut out);
     }
@@ -142,4 +143,31 @@ fn moved_task(t: &TaskChange, out: &mut String) {
         );
     }
     out.push_str("</ul>");
+}
+
+/// B's findings A had not, then A's B no longer has, in the judgement's words.
+fn findings(c: &Comparison, out: &mut String) {
+    let f = &c.findings;
+    for (title, list) in [
+        ("Findings new in B", &f.new_in_b),
+        ("Gone in B", &f.gone_in_b),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "<h2>{title}</h2><ul>");
+        for x in list {
+            let who = x
+                .job
+                .as_deref()
+                .map_or(String::new(), |j| format!("{}: ", esc(j)));
+            let _ = write!(
+                out,
+                "<li><b>{}</b> {who}{}</li>",
+                esc(&x.kind),
+                esc(&x.text)
+            );
+        }
+        out.push_str("</ul>");
+    }
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 pub use html::render as html;
 pub use judge::{Basis, Spread, Verdict};
-pub use model::{Metric, Run, Task};
+pub use model::{Found, Metric, Run, Task};
 pub use table::render as table;
 pub use tools::{Change, ToolChange};
 pub use usual::{find_history, spreads, usual_of};
@@ -101,6 +101,33 @@ pub struct Comparison {
     /// The cheapest machines for each side, where sizing is on (a usual has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machines: Option<Machines>,
+    /// Each run's findings as its judgement gave them: what B has that A had not (of a
+    /// kind, on a task), and what A had that B no longer has. Against the usual, B's own.
+    pub findings: Findings,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Findings {
+    pub new_in_b: Vec<Found>,
+    pub gone_in_b: Vec<Found>,
+    /// B's findings that A had too.
+    pub both: Vec<Found>,
+}
+
+impl Findings {
+    fn of(a: &Run, b: &Run, against_usual: bool) -> Self {
+        let in_a = |f: &Found| !against_usual && a.findings.iter().any(|o| o.same_as(f));
+        let (both, new_in_b) = b.findings.iter().cloned().partition(|f| in_a(f));
+        let gone_in_b = (a.findings.iter())
+            .filter(|f| !b.findings.iter().any(|o| o.same_as(f)))
+            .cloned()
+            .collect();
+        Findings {
+            new_in_b,
+            gone_in_b,
+            both,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -181,7 +208,9 @@ pub(crate) fn compare(
             task_change(&a.tasks[i], &b.tasks[j], spread, against_usual)
         })
         .collect();
+    let findings = Findings::of(a, b, against_usual);
     Ok(Comparison {
+        findings,
         a: Side::of(a),
         b: Side::of(b),
         currency: a.currency.clone().or_else(|| b.currency.clone()),

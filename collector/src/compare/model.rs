@@ -152,6 +152,36 @@ pub struct Run {
     /// What each task needed of a machine (none for a usual, made from the history).
     #[serde(default)]
     pub needs: Option<crate::sizing::Needs>,
+    /// The judgement's findings of the run, most serious first (none for a usual).
+    #[serde(default)]
+    pub findings: Vec<Found>,
+}
+
+/// One of a run's findings, as the judgement said it (`report --json`'s kind and words).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Found {
+    pub kind: String,
+    /// The job it names ("align sample=B"), and its task.
+    pub job: Option<String>,
+    pub task: Option<String>,
+    pub text: String,
+}
+
+impl Found {
+    fn of(f: &pipetrace_core::judgement::Finding) -> Self {
+        Found {
+            kind: f.what.kind().to_string(),
+            job: f.job.as_ref().map(|j| j.label.clone()),
+            task: f.job.as_ref().map(|j| j.task.clone()),
+            text: f.text.clone(),
+        }
+    }
+
+    /// Its kind and task: a finding of the same kind on the same task in both runs is
+    /// one the runs share, whichever job it names.
+    pub(crate) fn same_as(&self, o: &Found) -> bool {
+        self.kind == o.kind && self.task == o.task
+    }
 }
 
 impl Run {
@@ -207,6 +237,11 @@ impl Run {
             tasks: tasks.into_values().collect(),
             who: crate::report::who::ByWho::of(spans),
             needs: Some(crate::sizing::Needs::of(spans)),
+            findings: (pipetrace_core::judgement::Judgement::of(spans)
+                .findings
+                .iter())
+            .map(Found::of)
+            .collect(),
         }
     }
 }

@@ -90,6 +90,7 @@ pub fn render(c: &Comparison, out: &mut String) {
             s.who.render(out);
         }
     }
+    findings(c, out);
     if let Some(m) = &c.machines {
         for (side, s) in [("A", &m.a), ("B", &m.b)] {
             if let Some(s) = s {
@@ -107,6 +108,32 @@ pub fn render(c: &Comparison, out: &mut String) {
                 super::listed(c.moved.iter().map(String::as_str))
             );
         }
+    }
+}
+
+/// The runs' findings that differ: B's new ones first (the judgement's words), then A's
+/// that B no longer has; those both runs share are counted.
+fn findings(c: &Comparison, out: &mut String) {
+    let f = &c.findings;
+    for (title, list) in [
+        ("findings new in B", &f.new_in_b),
+        ("gone in B", &f.gone_in_b),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}:");
+        for x in list.iter().take(20) {
+            let who = x.job.as_deref().map_or(String::new(), |j| format!("{j}: "));
+            let _ = writeln!(out, "  {:<10} {who}{}", x.kind, x.text);
+        }
+        if list.len() > 20 {
+            let _ = writeln!(out, "  … and {} more", list.len() - 20);
+        }
+    }
+    if !f.both.is_empty() {
+        let n = f.both.len();
+        let _ = writeln!(out, "\nfindings in both runs: {n} (see each run's report)");
     }
 }
 

@@ -273,3 +273,46 @@ fn the_history_of_a_run_is_the_one_with_its_records_and_its_usual_leaves_it_out(
     let unrelated = run("u", &[("align", 1.0, ("bwa", 0.5))]);
     assert!(find_history(&all, &[&unrelated]).is_none());
 }
+
+/// The judgement's findings of each run, compared: what B has that A had not is named in
+/// the judgement's own words, on the terminal, the page and in the JSON.
+#[test]
+fn a_finding_new_in_b_is_named_as_the_judgement_says_it() {
+    let spans = |trace: &str, fail: bool| {
+        let mut s = vec![span(trace, "run", None, Kind::Run, "snakemake")];
+        s.extend(task(trace, 0, "count (s=A)", 1.0, ("wc", 0.1)));
+        s.extend(task(trace, 1, "pack (s=A)", 1.0, ("gzip", 0.1)));
+        if fail {
+            s[4].error = Some("task pack exited with code 3".into());
+        }
+        s
+    };
+    let (sa, sb) = (spans("a", false), spans("b", true));
+    let (a, b) = (Run::of_spans("a", &sa), Run::of_spans("b", &sb));
+    let c = compare(&a, &b, false, &Spreads::new(), None).unwrap();
+    let judged = pipetrace_core::judgement::Judgement::of(&sb);
+    let failure = judged
+        .findings
+        .iter()
+        .find(|f| f.what.kind() == "failed")
+        .unwrap();
+    assert_eq!(c.findings.new_in_b.len(), 1, "{:?}", c.findings);
+    assert_eq!(c.findings.new_in_b[0].text, failure.text);
+    assert!(c.findings.gone_in_b.is_empty());
+    let mut text = String::new();
+    table(&c, &mut text);
+    let label = &failure.job.as_ref().unwrap().label;
+    let line = format!("  failed     {label}: {}", failure.text);
+    assert!(
+        text.contains(&format!("findings new in B:\n{line}")),
+        "{text}"
+    );
+    assert!(html(&c).contains("Findings new in B"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["findings"]["new_in_b"][0]["kind"], "failed");
+    // The other way round, it is gone in B; the same run twice has none new.
+    let back = compare(&b, &a, false, &Spreads::new(), None).unwrap();
+    assert_eq!(back.findings.gone_in_b.len(), 1);
+    let same = compare(&b, &b, false, &Spreads::new(), None).unwrap();
+    assert!(same.findings.new_in_b.is_empty() && same.findings.both.len() == 1);
+}
