@@ -34,8 +34,10 @@ pub struct Judging {
 
 impl Judging {
     /// Keeps what the judgement needs of spans on their way out; a run span among them
-    /// leaves with its run's findings.
-    pub(crate) fn pass(&mut self, spans: &mut [ReadySpan]) {
+    /// leaves with its run's findings. Returns each run judged: its pipeline and the kinds
+    /// of its findings (for the findings metric).
+    pub(crate) fn pass(&mut self, spans: &mut [ReadySpan]) -> Vec<(String, Vec<&'static str>)> {
+        let mut judged_runs = Vec::new();
         for s in spans.iter_mut() {
             let trace = s.span.span_context.trace_id();
             match s.kind {
@@ -45,6 +47,12 @@ impl Judging {
                     kept.record(&s.span, Kind::Run, 1, |_| {});
                     let judged = Judgement::of(&kept.spans);
                     attach(&mut s.span, &judged.findings);
+                    let pipeline = (s.span.attributes.iter())
+                        .find(|a| a.key.as_str() == attr::CICD_PIPELINE_NAME)
+                        .map(|a| a.value.to_string())
+                        .unwrap_or_default();
+                    let kinds = judged.findings.iter().map(|f| f.what.kind()).collect();
+                    judged_runs.push((pipeline, kinds));
                 }
                 kind => {
                     let n = stands_for(&s.span);
@@ -63,6 +71,7 @@ impl Judging {
                 }
             }
         }
+        judged_runs
     }
 
     fn forget_oldest(&mut self) {

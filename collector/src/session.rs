@@ -328,12 +328,11 @@ impl Session {
                 file_rss_bytes,
                 shmem_rss_bytes,
                 limit_bytes,
-            } => self.oom(
-                pid,
-                time_ns,
-                anon_rss_bytes + file_rss_bytes + shmem_rss_bytes,
-                limit_bytes,
-            ),
+                trigger,
+            } => {
+                let rss = anon_rss_bytes + file_rss_bytes + shmem_rss_bytes;
+                self.oom(pid, time_ns, rss, (limit_bytes, trigger))
+            }
             Event::Signal {
                 target,
                 time_ns,
@@ -399,7 +398,9 @@ impl Session {
             // Spans waiting for a parent that will not come now go out as they are.
             self.folder.drain(&mut self.outgoing);
         }
-        self.judging.pass(&mut self.outgoing);
+        for (pipeline, kinds) in self.judging.pass(&mut self.outgoing) {
+            self.metrics.found(&pipeline, kinds.into_iter());
+        }
         self.outputs.spans(std::mem::take(&mut self.outgoing));
     }
 

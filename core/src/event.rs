@@ -86,6 +86,8 @@ pub enum Event {
         file_rss_bytes: u64,
         shmem_rss_bytes: u64,
         limit_bytes: Option<u64>,
+        /// The process whose allocation set the OOM killer off, and its name.
+        trigger: Option<(u32, String)>,
     },
     /// The process opened a file (the open succeeded): the path as it named it.
     Open {
@@ -198,6 +200,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 file_rss_bytes: e.file_rss.saturating_mul(page),
                 shmem_rss_bytes: e.shmem_rss.saturating_mul(page),
                 limit_bytes: memory_limit(e.limit_pages, page),
+                trigger: (e.trigger_tgid != 0).then(|| (e.trigger_tgid, cstr(&e.trigger_comm))),
             })
         }
         KIND_SIGNAL => signal(bytes, &h),
@@ -304,6 +307,21 @@ mod tests {
         assert_eq!(limit(0), None, "not known");
         // The kernel's PAGE_COUNTER_MAX: no limit was set.
         assert_eq!(limit(i64::MAX as u64 / page), None);
+        // The process whose allocation set it off, where the probe read it.
+        let mut e = OomEvent {
+            header: EventHeader {
+                kind: KIND_OOM,
+                tgid: 7,
+                ..EventHeader::default()
+            },
+            trigger_tgid: 9,
+            ..OomEvent::default()
+        };
+        e.trigger_comm[..8].copy_from_slice(b"samtools");
+        match decode(&bytes_of(&e)).unwrap() {
+            Event::Oom { trigger, .. } => assert_eq!(trigger, Some((9, "samtools".into()))),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

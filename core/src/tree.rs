@@ -104,6 +104,9 @@ pub struct Oom {
     /// Its memory cgroup and that cgroup's limit, read when it was chosen.
     pub cgroup: Option<String>,
     pub limit_bytes: Option<u64>,
+    /// The process whose allocation set the OOM killer off (pid, name): the victim itself,
+    /// or another process in the same memory cgroup.
+    pub trigger: Option<(u32, String)>,
 }
 
 /// A fatal signal delivered to a process.

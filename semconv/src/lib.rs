@@ -16,6 +16,7 @@ pub mod attr {
     pub const RUN_ENGINE_VERSION: &str = "pipetrace.run.engine_version";
     pub const RUN_TASKS_CACHED: &str = "pipetrace.run.tasks_cached";
     pub const RUN_FINDINGS: &str = "pipetrace.run.findings";
+    pub const RUN_LOG: &str = "pipetrace.run.log";
     pub const FINDING_KIND: &str = "pipetrace.finding.kind";
     pub const FINDING_TEXT: &str = "pipetrace.finding.text";
     pub const FINDING_JOB: &str = "pipetrace.finding.job";
@@ -125,6 +126,8 @@ pub mod attr {
     pub const OTEL_METRIC_OVERFLOW: &str = "otel.metric.overflow";
     pub const OOM_RSS: &str = "pipetrace.oom.rss";
     pub const OOM_CGROUP: &str = "pipetrace.oom.cgroup";
+    pub const OOM_TRIGGER_PID: &str = "pipetrace.oom.trigger_pid";
+    pub const OOM_TRIGGER: &str = "pipetrace.oom.trigger";
     pub const SIGNAL_ORIGIN: &str = "pipetrace.signal.origin";
     pub const SIGNAL_SENDER_PID: &str = "pipetrace.signal.sender_pid";
     pub const SIGNAL_SENDER: &str = "pipetrace.signal.sender";
@@ -167,6 +170,7 @@ pub mod attr {
         RUN_ENGINE_VERSION,
         RUN_TASKS_CACHED,
         RUN_FINDINGS,
+        RUN_LOG,
         FINDING_KIND,
         FINDING_TEXT,
         FINDING_JOB,
@@ -276,6 +280,8 @@ pub mod attr {
         OTEL_METRIC_OVERFLOW,
         OOM_RSS,
         OOM_CGROUP,
+        OOM_TRIGGER_PID,
+        OOM_TRIGGER,
         SIGNAL_ORIGIN,
         SIGNAL_SENDER_PID,
         SIGNAL_SENDER,
@@ -320,6 +326,7 @@ pub mod metric {
     pub const TASKS_RUNNING: &str = "pipetrace.tasks.running";
     pub const TASKS_STALLED: &str = "pipetrace.tasks.stalled";
     pub const TASKS_FAILED: &str = "pipetrace.tasks.failed";
+    pub const FINDINGS: &str = "pipetrace.findings";
     pub const TASKS_DONE: &str = "pipetrace.tasks.done";
     pub const TASKS_TOTAL: &str = "pipetrace.tasks.total";
     pub const TASKS_QUEUED: &str = "pipetrace.tasks.queued";
@@ -367,6 +374,7 @@ pub mod metric {
         TASKS_RUNNING,
         TASKS_STALLED,
         TASKS_FAILED,
+        FINDINGS,
         TASKS_DONE,
         TASKS_TOTAL,
         TASKS_QUEUED,

@@ -230,6 +230,7 @@ pub fn main() -> i32 {
             policy: pipetrace_core::judgement::sizing::Policy {
                 percentile: *percentile,
                 margin: *margin,
+                ..Default::default()
             },
             cwl_workflow: cwl_workflow.as_deref(),
             output: output.as_deref(),

@@ -23,7 +23,10 @@ pub enum FailOn {
     Stalled,
     /// A job slower than its usual.
     Slower,
-    /// The job that left the most asked-for CPU time unused.
+    /// A task whose jobs needed more than it asked for (CPUs, memory near its limit).
+    #[value(alias = "under_ask")]
+    UnderAsk,
+    /// A task whose jobs left most of what it asked for unused.
     #[value(alias = "over_ask")]
     OverAsk,
     Bottleneck,
@@ -39,6 +42,7 @@ impl FailOn {
             FailOn::Failed => &[Rank::Failure, Rank::Oom],
             FailOn::Stalled => &[Rank::Stall],
             FailOn::Slower => &[Rank::Slower],
+            FailOn::UnderAsk => &[Rank::UnderAsk],
             FailOn::OverAsk => &[Rank::OverAsk],
             FailOn::Bottleneck => &[Rank::Bottleneck],
             FailOn::Uncertain => &[Rank::Uncertain],

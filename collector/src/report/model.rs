@@ -46,8 +46,9 @@ struct Attrs {
 /// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
 /// and GPUs for the machines, `sizing`; tag, exit, signal and what was asked for the page's
 /// jobs table.)
-pub const TASK_KEYS: [&str; 39] = [
+pub const TASK_KEYS: [&str; 40] = [
     attr::CICD_PIPELINE_TASK_NAME,
+    attr::PROCESS_PID,
     attr::TASK_LOGS,
     attr::CICD_PIPELINE_TASK_RUN_ID,
     attr::TASK_TAG,
@@ -89,8 +90,10 @@ pub const TASK_KEYS: [&str; 39] = [
 ];
 
 /// What the page draws of a tool (a run may have many thousands), and the I/O and waits
-/// `pipetrace compare` reads of it.
-pub const TOOL_KEYS: [&str; 11] = [
+/// `pipetrace compare` reads of it; its pid, by which an OOM kill names the job whose
+/// allocation set it off.
+pub const TOOL_KEYS: [&str; 12] = [
+    attr::PROCESS_PID,
     attr::TOOL_TASK_RUN_ALTERNATIVES,
     attr::CPU_USER_TIME,
     attr::CPU_SYSTEM_TIME,

@@ -63,13 +63,14 @@ impl Session {
     }
 
     /// The OOM killer chose the process holding `pid`, then holding `rss_bytes`, in a memory
-    /// cgroup limited to `kernel_limit` (as the probe read it, where it could).
+    /// cgroup limited to `kernel_limit` (as the probe read it, where it could), set off by
+    /// `trigger`'s allocation.
     pub(super) fn oom(
         &mut self,
         pid: u32,
         time_ns: u64,
         rss_bytes: u64,
-        kernel_limit: Option<u64>,
+        (kernel_limit, trigger): (Option<u64>, Option<(u32, String)>),
     ) {
         // The victim is dying: read its cgroup now. If it is already gone (the kernel
         // then shows the root), the cgroup it was forked in (its nearest running
@@ -94,6 +95,7 @@ impl Session {
             rss_bytes,
             cgroup,
             limit_bytes,
+            trigger,
         };
         self.tree.oom(pid, oom);
     }

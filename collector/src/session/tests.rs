@@ -195,6 +195,7 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
         file_rss_bytes: 0,
         shmem_rss_bytes: 0,
         limit_bytes: None,
+        trigger: Some((202, "samtools".into())),
     });
     end(tool, 52 * S + 1000, 128 + 9)
         .into_iter()
@@ -218,6 +219,12 @@ async fn an_oom_kill_reads_its_cgroup_and_limit_through_the_host() {
     assert_eq!(
         oom.numbers.get(attr::MEMORY_LIMIT),
         Some(&((1u64 << 30) as f64))
+    );
+    // Who set it off goes with it, to the span and on to the judgement.
+    assert_eq!(oom.numbers.get(attr::OOM_TRIGGER_PID), Some(&202.0));
+    assert_eq!(
+        oom.texts.get(attr::OOM_TRIGGER).map(String::as_str),
+        Some("samtools")
     );
 }
 

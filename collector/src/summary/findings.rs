@@ -16,6 +16,7 @@ fn word(rank: Rank) -> &'static str {
         Rank::Failure => "FAILED",
         Rank::Stall => "stalled",
         Rank::Slower => "slower",
+        Rank::UnderAsk => "under-asked",
         Rank::OverAsk => "over-asked",
         Rank::Bottleneck => "bottleneck",
         Rank::Uncertain => "uncertain",

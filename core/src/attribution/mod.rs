@@ -132,6 +132,8 @@ pub struct RunInfo {
     /// The engine's version: its records' word (Nextflow's log), else its package's, as the
     /// run ends (None for a plain command).
     pub engine_version: Option<String>,
+    /// The engine's own log of the run, where it keeps one (asked as the run ends).
+    pub log: Option<String>,
 }
 
 /// The engine's helpers of one run, summed.

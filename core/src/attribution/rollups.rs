@@ -59,6 +59,7 @@ impl Attributor {
         if let Some(run) = self.runs.get_mut(&root.key) {
             info.progress = run.adapter.progress();
             info.engine_version = run.adapter.engine_version();
+            info.log = run.adapter.run_log();
         }
         if let Some(run) = self.runs.get_mut(&root.key)
             && run.helpers.info.helpers > 0

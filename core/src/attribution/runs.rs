@@ -65,6 +65,7 @@ impl Attributor {
             label: None,
             progress: None,
             engine_version: None,
+            log: None,
         };
         let run = Run {
             info,

@@ -269,8 +269,18 @@ impl Life {
 /// A task that made no progress (no CPU, no I/O, nothing starting or ending) for most of its
 /// life is idle, whatever it did in the rest and however short each quiet stretch was
 /// against `diagnosis.stall_after`. `quiet_ns`: the live sampler's sum of such stretches.
-pub fn mostly_quiet(quiet_ns: u64, wall_ns: u64, t: &Diagnosis) -> Option<Bottleneck> {
-    if wall_ns < t.min_wall.as_nanos() as u64 || quiet_ns.saturating_mul(2) < wall_ns {
+/// `starved_ns`: for a job judged kept from its CPUs, how long it waited for one; such a job
+/// is idle still when it slept longer than it waited and a third of its life or more (on a
+/// busy host its bit of work takes longer, the sleep does not).
+pub fn mostly_quiet(
+    quiet_ns: u64,
+    wall_ns: u64,
+    starved_ns: u64,
+    t: &Diagnosis,
+) -> Option<Bottleneck> {
+    let most = quiet_ns.saturating_mul(2) >= wall_ns;
+    let slept_more = starved_ns > 0 && quiet_ns >= starved_ns && quiet_ns * 3 >= wall_ns;
+    if wall_ns < t.min_wall.as_nanos() as u64 || !(most || slept_more) {
         return None;
     }
     let (quiet, wall) = (quiet_ns as f64 / 1e9, wall_ns as f64 / 1e9);
@@ -292,12 +302,20 @@ mod tests {
     fn quiet_for_most_of_its_life_is_idle_whatever_the_stall_window() {
         let d = Diagnosis::default();
         let s = 1_000_000_000u64;
-        let b = mostly_quiet(6 * s, 75 * s / 10, &d).expect("6 s of 7.5 s quiet");
+        let b = mostly_quiet(6 * s, 75 * s / 10, 0, &d).expect("6 s of 7.5 s quiet");
         assert_eq!(b.kind, Kind::Idle);
         assert!(b.reason.contains("6.0 s of 7.5 s"), "{}", b.reason);
-        assert_eq!(mostly_quiet(3 * s, 75 * s / 10, &d), None, "less than half");
         assert_eq!(
-            mostly_quiet(s / 2, s / 2, &d),
+            mostly_quiet(3 * s, 75 * s / 10, 0, &d),
+            None,
+            "less than half"
+        );
+        // Kept from a CPU 5 s while it slept 6 s of 13: it slept more than it waited.
+        let b = mostly_quiet(6 * s, 13 * s, 5 * s, &d).expect("slept more than it waited");
+        assert_eq!(b.kind, Kind::Idle);
+        assert_eq!(mostly_quiet(4 * s, 13 * s, 5 * s, &d), None, "waited more");
+        assert_eq!(
+            mostly_quiet(s / 2, s / 2, 0, &d),
             None,
             "shorter than min_wall"
         );

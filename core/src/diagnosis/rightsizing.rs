@@ -5,6 +5,7 @@ use pipetrace_config::Diagnosis;
 
 use super::gib;
 use crate::accounting::{Allocation, GpuFigures};
+use crate::judgement::sizing::{self, Fit};
 
 /// A task's GPUs against the GPUs it was given.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,18 +70,20 @@ pub fn gpus(
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rightsizing {
     pub over_allocated: bool,
+    /// It needed more than it asked for: more CPUs busy, or memory within the margin of
+    /// its limit.
+    pub under_allocated: bool,
     pub recommend_cpus: u32,
     pub recommend_memory: Option<u64>,
-    /// "align: peak 1.2 GiB of 8 GiB, 1.9 of 8 CPUs used: ask for 2 CPUs and 1.5 GiB".
+    /// "align: peak 1.2 GiB of 8 GiB, 1.9 of 8 CPUs used: ask for 2 CPUs and 1.4 GiB".
     pub sentence: String,
 }
-
-/// Memory recommendations round up to this.
-const MEMORY_STEP: u64 = 64 << 20;
 
 /// `run_delay_ns`: time its processes were runnable but waited for a CPU. On a machine
 /// someone else keeps busy, a task gets less CPU than it would use: what it wanted is its
 /// CPU time plus that wait, and a task is never told to ask for less because of the load.
+/// Judged by the rule the run's findings and `suggest` use ([`sizing::fit`]), on this one
+/// job: its figures, `diagnosis.headroom` as the margin.
 pub fn judge(
     name: &str,
     cpu_ns: u64,
@@ -99,19 +102,23 @@ pub fn judge(
     }
     let used = cpu_ns as f64 / wall_ns as f64;
     let wanted = (cpu_ns + run_delay_ns) as f64 / wall_ns as f64;
-    let recommend_cpus = ((wanted * (1.0 + t.headroom)).ceil() as u32).max(1);
-    let cpu_over =
-        explicit_cpus && wanted <= a.cpus * t.over_allocation && f64::from(recommend_cpus) < a.cpus;
-    let recommend_memory = a.memory_limit.map(|_| {
-        let want = (peak_bytes as f64 * (1.0 + t.headroom)) as u64;
-        want.div_ceil(MEMORY_STEP).max(1) * MEMORY_STEP
-    });
-    let mem_over = match (a.memory_limit, recommend_memory) {
-        (Some(limit), Some(rec)) => {
-            (peak_bytes as f64) <= limit as f64 * t.over_allocation && rec < limit
-        }
-        _ => false,
+    let job = sizing::JobFigures {
+        busy: wanted,
+        peak: peak_bytes,
+        wall: wall_ns as f64 / 1e9,
+        asked_cpus: explicit_cpus.then_some(a.cpus),
+        asked_memory: a.memory_limit,
+        ..Default::default()
     };
+    let policy = sizing::Policy {
+        percentile: 100.0,
+        margin: t.headroom,
+        over_share: t.over_allocation,
+    };
+    let fitted = sizing::fit(&[job], policy);
+    let recommend_cpus = fitted.asks.cpus;
+    let recommend_memory = a.memory_limit.map(|_| fitted.asks.memory_bytes);
+    let any = |f: Fit| fitted.cpus == Some(f) || fitted.memory == Some(f);
     let mut seen = Vec::new();
     if let Some(limit) = a.memory_limit {
         seen.push(format!("peak {} of {}", gib(peak_bytes), gib(limit)));
@@ -132,13 +139,14 @@ pub fn judge(
     if let Some(m) = recommend_memory {
         ask.push(gib(m));
     }
-    let verdict = if cpu_over || mem_over {
+    let verdict = if any(Fit::Over) || any(Fit::Under) {
         format!("ask for {}", ask.join(" and "))
     } else {
         "fits its request".to_string()
     };
     Some(Rightsizing {
-        over_allocated: cpu_over || mem_over,
+        over_allocated: any(Fit::Over),
+        under_allocated: any(Fit::Under),
         recommend_cpus,
         recommend_memory,
         sentence: format!("{name}: {}: {verdict}", seen.join(", ")),
@@ -172,11 +180,11 @@ mod tests {
             &Diagnosis::default(),
         )
         .unwrap();
-        assert!(r.over_allocated);
-        assert_eq!(r.recommend_cpus, 3);
+        assert!(r.over_allocated && !r.under_allocated);
+        assert_eq!(r.recommend_cpus, 2);
         assert_eq!(
             r.sentence,
-            "align: peak 1.2 GiB of 8.0 GiB, 1.9 of 8 CPUs used: ask for 3 CPUs and 1.5 GiB"
+            "align: peak 1.2 GiB of 8.0 GiB, 1.9 of 8 CPUs used: ask for 2 CPUs and 1.4 GiB"
         );
     }
 

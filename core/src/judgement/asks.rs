@@ -43,6 +43,11 @@ impl Asked {
         asks::asks(&self.jobs, asks::Policy::default())
     }
 
+    /// Whether its asks fit what its jobs needed (the rule every view reads).
+    pub(crate) fn fitted(&self) -> asks::Fitted {
+        asks::fit(&self.jobs, asks::Policy::default())
+    }
+
     /// CPUs to ask for next time, where some were asked for.
     pub(crate) fn next_cpus(&self) -> Option<f64> {
         self.cpus.map(|_| f64::from(self.asks().cpus))

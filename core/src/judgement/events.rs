@@ -31,6 +31,10 @@ impl ReportEvent {
                 if let Some(peak) = bytes(attr::MEMORY_PEAK) {
                     s += &format!("; peak {peak}");
                 }
+                if let Some(pid) = self.num(attr::OOM_TRIGGER_PID) {
+                    let comm = self.text(attr::OOM_TRIGGER).unwrap_or("?");
+                    s += &format!("; set off by {comm} (pid {})", pid as i64);
+                }
                 s
             }
             event::SIGNAL => {

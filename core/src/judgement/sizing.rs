@@ -8,6 +8,9 @@ pub struct Policy {
     pub percentile: f64,
     /// Added to memory and time: 0.2 asks 20 % more than the percentile.
     pub margin: f64,
+    /// An ask is more than needed when the jobs used at most this share of it
+    /// (`diagnosis.over_allocation`).
+    pub over_share: f64,
 }
 
 impl Default for Policy {
@@ -15,6 +18,7 @@ impl Default for Policy {
         Policy {
             percentile: 95.0,
             margin: 0.2,
+            over_share: 0.5,
         }
     }
 }
@@ -101,6 +105,65 @@ pub fn asks(jobs: &[JobFigures], policy: Policy) -> Asks {
     }
 }
 
+/// Which way an ask misses what its jobs needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    Fits,
+    /// The jobs used at most `Policy::over_share` of it, and next time asks for less.
+    Over,
+    /// Next time asks for more: the jobs kept more CPUs busy than asked, or came within the
+    /// margin of their memory limit (or past it: an OOM kill).
+    Under,
+}
+
+/// How the asks fit, where something was asked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fitted {
+    pub asks: Asks,
+    pub cpus: Option<Fit>,
+    pub memory: Option<Fit>,
+}
+
+/// The one rule of over- and under-asking: a job's span (`pipetrace.rightsizing`), each
+/// task's findings, the page's and the terminal's advice read it alike. Never fewer than
+/// one CPU, the least one can ask for; nor more CPUs than a job long enough can show.
+pub fn fit(jobs: &[JobFigures], policy: Policy) -> Fitted {
+    let asks = asks(jobs, policy);
+    let pct =
+        |f: fn(&JobFigures) -> f64| percentile(jobs.iter().map(f).collect(), policy.percentile);
+    let max_of = |f: fn(&JobFigures) -> Option<f64>| {
+        (jobs.iter().filter_map(f)).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    // Asking more than a job of a few ms used costs nothing: an over-ask needs a job long
+    // enough to show it.
+    let shown = jobs.iter().any(|j| j.wall >= MIN_CPU_EVIDENCE_SECS);
+    let cpus = max_of(|j| j.asked_cpus).map(|a| {
+        let next = f64::from(asks.cpus);
+        match (next, pct(busy_shown)) {
+            (n, _) if n > a => Fit::Under,
+            (n, busy) if shown && a > 1.0 && n < a && busy <= a * policy.over_share => Fit::Over,
+            _ => Fit::Fits,
+        }
+    });
+    let memory = max_of(|j| j.asked_memory.map(|m| m as f64)).map(|limit| {
+        let peak = pct(|j| j.peak as f64);
+        let peak_max = jobs.iter().map(|j| j.peak).max().unwrap_or(0) as f64;
+        let oom = jobs.iter().any(|j| j.oom);
+        match peak * (1.0 + policy.margin) {
+            _ if oom => Fit::Under,
+            want if want > limit => Fit::Under,
+            _ if shown
+                && peak_max <= limit * policy.over_share
+                && (asks.memory_bytes as f64) < limit =>
+            {
+                Fit::Over
+            }
+            _ => Fit::Fits,
+        }
+    });
+    Fitted { asks, cpus, memory }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +194,60 @@ mod tests {
         );
         let long = vec![job(2.0, 30.0, None); 10];
         assert_eq!(asks(&long, Policy::default()).cpus, 2, "30 s jobs show it");
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    fn asked(busy: f64, peak_mib: u64, cpus: f64, memory_mib: u64) -> JobFigures {
+        JobFigures {
+            busy,
+            wall: 30.0,
+            peak: peak_mib * MIB,
+            asked_cpus: Some(cpus),
+            asked_memory: Some(memory_mib * MIB),
+            ..JobFigures::default()
+        }
+    }
+
+    #[test]
+    fn an_ask_fits_is_over_or_under_by_one_rule() {
+        let p = Policy::default();
+        let f = |j: JobFigures| {
+            let r = fit(&[j], p);
+            (r.cpus.unwrap(), r.memory.unwrap())
+        };
+        // 2 threads for a single-threaded step, 4000 MB for 25 MiB.
+        assert_eq!(f(asked(0.6, 25, 2.0, 3815)), (Fit::Over, Fit::Over));
+        // 1 CPU is the least one can ask for: never over; 4 threads busy on 1 asked is under.
+        assert_eq!(f(asked(0.0, 100, 1.0, 400)).0, Fit::Fits);
+        assert_eq!(f(asked(3.8, 100, 1.0, 400)).0, Fit::Under);
+        // 310 MiB of 400: fits; 190 of 200 is within the margin: under.
+        assert_eq!(f(asked(1.0, 310, 1.0, 400)).1, Fit::Fits);
+        assert_eq!(f(asked(1.0, 190, 1.0, 200)).1, Fit::Under);
+        // Under half used, but next time's ask could be no less: fits.
+        assert_eq!(
+            f(asked(1.0, 30, 1.0, 64)).1,
+            Fit::Fits,
+            "64 MiB is the least ask"
+        );
+        let oom = JobFigures {
+            oom: true,
+            ..asked(1.0, 200, 1.0, 200)
+        };
+        assert_eq!(f(oom).1, Fit::Under);
+        // A 10 ms job shows no need of a second CPU, whatever it read; nor that it asked
+        // for too much.
+        let short = JobFigures {
+            wall: 0.01,
+            ..asked(2.0, 10, 1.0, 400)
+        };
+        assert_eq!(f(short).0, Fit::Fits);
+        let short = JobFigures {
+            wall: 0.01,
+            ..asked(0.6, 25, 2.0, 3815)
+        };
+        assert_eq!(f(short), (Fit::Fits, Fit::Fits));
+        let free = JobFigures::default();
+        assert_eq!(fit(&[free], p).cpus, None, "nothing asked, nothing to fit");
     }
 }

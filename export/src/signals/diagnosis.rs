@@ -31,6 +31,11 @@ pub(crate) fn end_events(p: &Proc, host: &HostInfo) -> Vec<Event> {
         if let Some(cg) = &o.cgroup {
             a.push(KeyValue::new(attr::OOM_CGROUP, cg.clone()));
         }
+        // Said where another process set it off: the victim's own allocation says nothing.
+        if let Some((pid, comm)) = o.trigger.as_ref().filter(|(pid, _)| *pid != p.key.pid) {
+            a.push(KeyValue::new(attr::OOM_TRIGGER_PID, i64::from(*pid)));
+            a.push(KeyValue::new(attr::OOM_TRIGGER, comm.clone()));
+        }
         out.push(Event::new(
             Cow::Borrowed(event::OOM_KILL),
             host.system_time(o.time_ns),

@@ -217,6 +217,9 @@ impl SpanBuilder {
         if let Some(v) = &info.engine_version {
             a.push(KeyValue::new(attr::RUN_ENGINE_VERSION, v.clone()));
         }
+        if let Some(l) = &info.log {
+            a.push(KeyValue::new(attr::RUN_LOG, l.clone()));
+        }
         if let Some(m) = self.host.memory_bytes {
             a.push(KeyValue::new(attr::HOST_MEMORY, m as i64));
         }

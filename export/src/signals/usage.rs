@@ -288,15 +288,27 @@ pub(crate) fn totals_attrs(
         // Without a request of its own a task is judged per CPU, like a tool: one core
         // kept busy is CPU-bound whatever the size of the host.
         let cpus = if a.source == "host" { 1.0 } else { a.cpus };
-        // Quiet stretches spent waiting for storage or memory are such waits, not idleness.
-        let waits = r.totals.blkio_delay_ns + r.totals.memory_delay_ns;
+        // Quiet stretches spent waiting for storage, memory or a CPU are such waits, not
+        // idleness.
+        let waits = r.totals.blkio_delay_ns + r.totals.memory_delay_ns + r.totals.run_delay_ns;
         let quiet = quiet_ns.saturating_sub(waits);
         let waits_known = r.totals.impossible == 0;
         let verdict = match diagnosis::bottleneck(&r.totals, wall_ns, cpus, m, d) {
-            // Neither busy nor waiting on one resource: idle if it did nothing most of the
-            // time, unless its quiet stretches may be waits the kernel miscounted.
-            Some(b) if b.kind == diagnosis::BottleneckKind::Mixed && waits_known => {
-                diagnosis::mostly_quiet(quiet, wall_ns, d).or(Some(b))
+            // Neither busy nor waiting on one resource, or kept from a CPU part of the time:
+            // idle if it did nothing most of the time (a job asleep most of its life is idle
+            // whatever its busy part waited for), unless its quiet stretches may be waits the
+            // kernel miscounted.
+            Some(b)
+                if matches!(
+                    b.kind,
+                    diagnosis::BottleneckKind::Mixed | diagnosis::BottleneckKind::CpuStarved
+                ) && waits_known =>
+            {
+                let starved = match b.kind {
+                    diagnosis::BottleneckKind::CpuStarved => r.totals.run_delay_ns,
+                    _ => 0,
+                };
+                diagnosis::mostly_quiet(quiet, wall_ns, starved, d).or(Some(b))
             }
             v => v,
         };
@@ -314,10 +326,10 @@ pub(crate) fn totals_attrs(
             d,
         );
         if let Some(v) = verdict {
-            let flag = if v.over_allocated {
-                "over-allocated"
-            } else {
-                "fits"
+            let flag = match (v.over_allocated, v.under_allocated) {
+                (true, _) => "over-allocated",
+                (false, true) => "under-allocated",
+                (false, false) => "fits",
             };
             out.push(KeyValue::new(attr::RIGHTSIZING, flag));
             out.push(KeyValue::new(attr::RECOMMENDATION, v.sentence));

@@ -271,6 +271,11 @@ pub struct OomEvent {
     /// read as it was chosen (0 where not known; the kernel's "max" where none is set).
     /// Read here because a victim's cgroup is gone from /proc by the time user space looks.
     pub limit_pages: u64,
+    /// The process whose allocation set the OOM killer off (the current task: the kernel
+    /// runs it in the allocating task), which may be another job's than the victim.
+    pub trigger_tgid: u32,
+    pub _pad: u32,
+    pub trigger_comm: [u8; COMM_LEN],
 }
 
 #[repr(C)]

@@ -4,7 +4,8 @@
 //! tracepoint waits for the kernel's RCU grace periods, tens of ms at every end of
 //! `pipetrace run`.
 use aya_ebpf::{
-    helpers::generated::bpf_ktime_get_boot_ns, macros::btf_tracepoint,
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, generated::bpf_ktime_get_boot_ns},
+    macros::btf_tracepoint,
     programs::BtfTracePointContext,
 };
 use pipetrace_probes_common::{ABSENT, EventHeader, KIND_OOM, KernelOffsets, OomEvent};
@@ -76,6 +77,9 @@ pub fn mark_victim(ctx: BtfTracePointContext) -> u32 {
         (*ev).file_rss = task::rss_pages::<Probed>(mm, o, task::RSS_FILE);
         (*ev).shmem_rss = task::rss_pages::<Probed>(mm, o, task::RSS_SHMEM);
         (*ev).limit_pages = memory_limit(victim, o);
+        // The OOM killer runs in the task whose allocation failed: the one that set it off.
+        (*ev).trigger_tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+        (*ev).trigger_comm = bpf_get_current_comm().unwrap_or_default();
     }
     // Rare and urgent: wake the reader now.
     entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);

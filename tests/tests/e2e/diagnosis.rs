@@ -112,7 +112,7 @@ async fn the_probe_reads_the_oom_victims_limit_as_it_is_chosen() {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut out = Vec::new();
-    let found = loop {
+    let (found, trigger) = loop {
         assert!(
             std::time::Instant::now() < deadline,
             "no OOM event for {}",
@@ -121,12 +121,15 @@ async fn the_probe_reads_the_oom_victims_limit_as_it_is_chosen() {
         events.next_batch(&mut out).await.unwrap();
         let oom = out.drain(..).find_map(|e| match e {
             pipetrace_core::event::Event::Oom {
-                pid, limit_bytes, ..
-            } if pid == child.id() => Some(limit_bytes),
+                pid,
+                limit_bytes,
+                trigger,
+                ..
+            } if pid == child.id() => Some((limit_bytes, trigger)),
             _ => None,
         });
-        if let Some(limit_bytes) = oom {
-            break limit_bytes;
+        if let Some(found) = oom {
+            break found;
         }
     };
     let status = child.wait().unwrap();
@@ -135,6 +138,66 @@ async fn the_probe_reads_the_oom_victims_limit_as_it_is_chosen() {
         Some(9)
     );
     assert_eq!(found, Some(limit));
+    // `tail` itself asked for the memory that was not there.
+    assert_eq!(trigger, Some((child.id(), "tail".to_string())));
+}
+
+/// Two processes under one memory limit: a large one that holds its memory and sleeps, and
+/// a small one that keeps allocating. The OOM killer takes the large one (the most memory),
+/// though the small one's allocation set it off: the probe names both.
+#[tokio::test]
+async fn the_probe_names_the_process_whose_allocation_set_off_the_oom_killer() {
+    let cg = MemoryCgroup::new(96 * 1048576);
+    let strict = pipetrace_config::Probes {
+        strict: true,
+        ..Default::default()
+    };
+    let (mut events, _probes) = pipetrace_host::source::open(&strict, false).unwrap();
+    let procs = cg.0.join("cgroup.procs");
+    let join = |what: &str| format!("echo $$ > {} && exec {what}", procs.display());
+    // 72 MiB written (so resident), then a sleep; python's own memory on top.
+    let holder =
+        join("python3 -c 'b = bytes(range(256)) * (72 << 12); import time; time.sleep(120)'");
+    let mut holder = std::process::Command::new("sh")
+        .args(["-c", &holder])
+        .spawn()
+        .unwrap();
+    let held = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // cgroup v2's figure, else v1's.
+    let used = || {
+        (["memory.current", "memory.usage_in_bytes"].iter())
+            .find_map(|f| std::fs::read_to_string(cg.0.join(f)).ok())
+            .map_or(0, |s| s.trim().parse::<u64>().unwrap_or(0))
+    };
+    while used() < 72 << 20 {
+        assert!(
+            std::time::Instant::now() < held,
+            "the holder never held 72 MiB"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut grower = std::process::Command::new("sh")
+        .args(["-c", &join("tail /dev/zero")])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut out = Vec::new();
+    let trigger = loop {
+        assert!(std::time::Instant::now() < deadline, "no OOM event");
+        events.next_batch(&mut out).await.unwrap();
+        let oom = out.drain(..).find_map(|e| match e {
+            pipetrace_core::event::Event::Oom { pid, trigger, .. } if pid == holder.id() => {
+                Some(trigger)
+            }
+            _ => None,
+        });
+        if let Some(t) = oom {
+            break t;
+        }
+    };
+    let _ = grower.kill();
+    let _ = (grower.wait(), holder.wait());
+    assert_eq!(trigger, Some((grower.id(), "tail".to_string())));
 }
 
 #[test]

@@ -85,6 +85,8 @@ fn check_shape(points: &[RecvPoint]) {
         attr::DISK_IO_DIRECTION,
         attr::NETWORK_IO_DIRECTION,
         attr::OTEL_METRIC_OVERFLOW,
+        // One of eight kinds (`pipetrace.findings`).
+        attr::FINDING_KIND,
     ]
     .into();
     for p in points {

@@ -16,7 +16,7 @@ pub(crate) fn render(all: &[Finding], out: &mut String) {
     if all.is_empty() {
         out.push_str(
             "<p class=\"good\">Nothing to flag: no job was killed, failed, stalled, ran slower \
-             than usual or asked for far more than it used.</p>",
+             than usual, asked for too little or for far more than it used.</p>",
         );
         return;
     }

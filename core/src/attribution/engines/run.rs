@@ -28,6 +28,11 @@ pub trait EngineRun: Send {
     fn engine_version(&self) -> Option<String> {
         None
     }
+    /// The engine's own log of the run (Snakemake's `.snakemake/log/…`, Nextflow's
+    /// `.nextflow.log`): where to read why it failed; asked as the run ends.
+    fn run_log(&self) -> Option<String> {
+        None
+    }
     /// Whether processes of the run outside any task are the engine's helpers (engines) or
     /// the run's own tools (a plain command).
     fn folds_helpers(&self) -> bool {

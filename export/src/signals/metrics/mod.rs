@@ -66,6 +66,7 @@ pub struct Metrics {
     limits: HashMap<(String, String), u64>,
     /// Failed tasks by (pipeline, task) since the agent started: counted, and as exported.
     failed: proto::Failed,
+    findings: proto::Failed,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     /// When the agent's own counters started.
     started: SystemTime,
@@ -83,6 +84,7 @@ impl Metrics {
         Self {
             started: host.now(),
             failed: proto::Failed::default(),
+            findings: proto::Failed::default(),
             host,
             cfg: cfg.clone(),
             measured,
@@ -155,6 +157,13 @@ impl Metrics {
         s.finished
             .add(&counters.max(&last.map(|l| l.1).unwrap_or_default()));
         s.peak = s.peak.max(peak);
+    }
+
+    /// A run of `pipeline` was judged with these findings (their kinds).
+    pub fn found<'k>(&mut self, pipeline: &str, kinds: impl Iterator<Item = &'k str>) {
+        for k in kinds {
+            self.findings.count(pipeline.to_string(), k.to_string());
+        }
     }
 
     /// Names tasks as they finish, and releases what waited for the name.
@@ -347,6 +356,7 @@ impl Metrics {
                 running,
                 stalled,
                 failed: &self.failed,
+                findings: &self.findings,
                 since: self.started,
             },
             &self.resource,
@@ -364,6 +374,7 @@ impl Metrics {
         }
         self.table.retired.clear();
         self.failed.exported();
+        self.findings.exported();
         let running = self.running_series();
         for (k, s) in self.table.series.iter_mut() {
             s.exported = s.total();

@@ -165,10 +165,13 @@ pub struct TaskCounts<'a> {
     pub running: &'a BTreeMap<(String, String), u64>,
     pub stalled: &'a BTreeMap<(String, String), u64>,
     pub failed: &'a Failed,
+    /// The findings of the runs judged, by (pipeline, kind).
+    pub findings: &'a Failed,
     pub since: SystemTime,
 }
 
-/// Failed tasks by (pipeline, task name): the total, and the total at the last export.
+/// Counts by (pipeline, a second name: the task, a finding's kind): the total, and the
+/// total at the last export.
 #[derive(Default)]
 pub struct Failed(BTreeMap<(String, String), (u64, u64)>);
 
@@ -396,23 +399,30 @@ fn task_gauges(
         g.unit = "{task}".into();
         metrics.push(g);
     }
-    metrics.extend(tasks_failed(b, tasks.failed, tasks.since));
+    let failed = (metric::TASKS_FAILED, "{task}", "Tasks that failed");
+    let by_task = (attr::CICD_PIPELINE_TASK_NAME, tasks.since);
+    metrics.extend(counted(b, tasks.failed, failed, by_task));
+    let found = (metric::FINDINGS, "{finding}", "Findings of the runs judged");
+    let by_kind = (attr::FINDING_KIND, tasks.since);
+    metrics.extend(counted(b, tasks.findings, found, by_kind));
     metrics
 }
 
-/// Failed tasks, a counter per (pipeline, task) from the agent's start (or the change since
-/// the last export).
-fn tasks_failed(b: &Builder, failed: &Failed, since: SystemTime) -> Option<Metric> {
-    if failed.0.is_empty() {
+/// A counter per (pipeline, `key`) from the agent's start (or the change since the last
+/// export): failed tasks, findings.
+fn counted(
+    b: &Builder,
+    counts: &Failed,
+    (name, unit, description): (&str, &str, &str),
+    (key, since): (&str, SystemTime),
+) -> Option<Metric> {
+    if counts.0.is_empty() {
         return None;
     }
     let delta = b.temporality == Temporality::Delta;
-    let data_points = (failed.0.iter())
-        .map(|((pipeline, task), (total, exported))| {
-            let a = vec![
-                s(attr::CICD_PIPELINE_NAME, pipeline),
-                s(attr::CICD_PIPELINE_TASK_NAME, task),
-            ];
+    let data_points = (counts.0.iter())
+        .map(|((pipeline, second), (total, exported))| {
+            let a = vec![s(attr::CICD_PIPELINE_NAME, pipeline), s(key, second)];
             let v = if delta { total - exported } else { *total };
             b.point(a, since, v)
         })
@@ -423,9 +433,9 @@ fn tasks_failed(b: &Builder, failed: &Failed, since: SystemTime) -> Option<Metri
         AggregationTemporality::Cumulative
     };
     Some(Metric {
-        name: metric::TASKS_FAILED.into(),
-        unit: "{task}".into(),
-        description: "Tasks that failed".into(),
+        name: name.into(),
+        unit: unit.into(),
+        description: description.into(),
         data: Some(Data::Sum(Sum {
             data_points,
             aggregation_temporality: temporality as i32,
@@ -457,6 +467,7 @@ mod tests {
                 running: &BTreeMap::new(),
                 stalled: &BTreeMap::new(),
                 failed: &Failed::default(),
+                findings: &Failed::default(),
                 since: SystemTime::now(),
             },
             &Resource::default(),

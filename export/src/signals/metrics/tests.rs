@@ -135,12 +135,18 @@ fn a_finished_tasks_label_goes_once_none_of_its_processes_can_end() {
 
 /// The failed-task points of a request: (task, value).
 fn failed_points(req: &ExportMetricsServiceRequest) -> Vec<(String, i64)> {
+    counter_points(req, pipetrace_semconv::metric::TASKS_FAILED, attr_task())
+}
+
+fn attr_task() -> &'static str {
+    pipetrace_semconv::attr::CICD_PIPELINE_TASK_NAME
+}
+
+/// A per-pipeline counter's points: (its second attribute, value).
+fn counter_points(req: &ExportMetricsServiceRequest, name: &str, key: &str) -> Vec<(String, i64)> {
     use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value};
     let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
-    let Some(m) = metrics
-        .iter()
-        .find(|m| m.name == pipetrace_semconv::metric::TASKS_FAILED)
-    else {
+    let Some(m) = metrics.iter().find(|m| m.name == name) else {
         return Vec::new();
     };
     let Some(Data::Sum(sum)) = &m.data else {
@@ -150,7 +156,7 @@ fn failed_points(req: &ExportMetricsServiceRequest) -> Vec<(String, i64)> {
     (sum.data_points.iter())
         .map(|p| {
             let task = (p.attributes.iter())
-                .find(|a| a.key == pipetrace_semconv::attr::CICD_PIPELINE_TASK_NAME)
+                .find(|a| a.key == key)
                 .map(|a| format!("{:?}", a.value))
                 .unwrap_or_default();
             let Some(Value::AsInt(v)) = p.value else {
@@ -208,4 +214,34 @@ fn failed_tasks_are_counted_by_name_and_a_success_is_not() {
         assert_eq!(values, expected, "{temporality:?}: {got:?}");
         assert!(got[0][0].0.contains("align"), "{got:?}");
     }
+}
+
+/// Each run's findings, counted by pipeline and kind, for alerts on a kind.
+#[test]
+fn the_findings_of_runs_judged_are_counted_by_kind() {
+    let f = AgentFigures::default();
+    let mut m = metrics(pipetrace_config::Temporality::Cumulative);
+    let points = |m: &mut Metrics| {
+        let req = m.collect(&f, NONE).unwrap();
+        counter_points(
+            &req,
+            pipetrace_semconv::metric::FINDINGS,
+            pipetrace_semconv::attr::FINDING_KIND,
+        )
+    };
+    assert!(points(&mut m).is_empty(), "no run judged, no series");
+    m.found("wgs", ["under_ask", "over_ask", "over_ask"].into_iter());
+    let got = points(&mut m);
+    let kinds: Vec<(bool, i64)> = got
+        .iter()
+        .map(|(k, v)| (k.contains("over_ask"), *v))
+        .collect();
+    assert_eq!(kinds, [(true, 2), (false, 1)], "{got:?}");
+    m.found("wgs", ["under_ask"].into_iter());
+    let got = points(&mut m);
+    assert_eq!(
+        got.iter().map(|p| p.1).collect::<Vec<_>>(),
+        [2, 2],
+        "{got:?}"
+    );
 }

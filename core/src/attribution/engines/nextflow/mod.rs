@@ -335,6 +335,10 @@ impl EngineRun for Nextflow {
         self.log.as_ref()?.version()
     }
 
+    fn run_log(&self) -> Option<String> {
+        self.log.as_ref().map(|l| l.path().display().to_string())
+    }
+
     /// A head's tasks submitted, ended, and waiting in a grid scheduler, by its log.
     fn progress(&mut self) -> Option<super::Progress> {
         let log = self.log.as_mut()?;

@@ -207,6 +207,10 @@ pub struct LogProgress {
 }
 
 impl LogProgress {
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     pub(crate) fn new(host: SharedHost, path: PathBuf) -> Self {
         Self {
             host,

@@ -348,6 +348,10 @@ impl LogFile {
         }
     }
 
+    pub(crate) fn path(&self) -> Option<&std::path::Path> {
+        self.file.as_deref()
+    }
+
     /// The jobs run in `workdir` too (a `workdir:` directive): the log may be there.
     pub(crate) fn also_in(&mut self, workdir: &std::path::Path) {
         if !self.workdirs.iter().any(|d| d == workdir) {

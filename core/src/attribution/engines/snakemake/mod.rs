@@ -351,6 +351,13 @@ impl EngineRun for Snakemake {
         Some(self)
     }
 
+    /// Relative to the launch directory where it is under it, as its jobs' logs are given.
+    fn run_log(&self) -> Option<String> {
+        let p = self.records.log_path()?;
+        let shown = p.strip_prefix(&self.workdir).unwrap_or(p);
+        Some(shown.display().to_string())
+    }
+
     fn multi_node(&self) -> Option<&dyn MultiNode> {
         Some(self)
     }

@@ -90,6 +90,11 @@ impl Records {
 
     /// The jobs run in `workdir` (a `workdir:` directive): the metadata is there, and the
     /// log may be (8.30; 7 and 9 keep it where Snakemake started).
+    /// The run's log, once found.
+    pub(crate) fn log_path(&self) -> Option<&Path> {
+        self.log.path()
+    }
+
     pub(crate) fn move_to(&mut self, workdir: &Path) {
         self.metadata.move_to(workdir);
         self.log.also_in(workdir);
