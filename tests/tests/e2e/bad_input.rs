@@ -73,12 +73,28 @@ fn a_bad_or_missing_flag_value_under_run_is_runs_own_failure() {
     );
 }
 
+/// A command line, its environment and the exit code it must end with.
+type Refused<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], i32);
+
+/// Refused on the command line, in the configuration or on its input: each error said to a
+/// closed stderr keeps its exit code (125 under `run`, 2 elsewhere), never SIGPIPE's 141.
 #[test]
 fn a_closed_stderr_never_turns_an_exit_code_into_sigpipes() {
-    for (args, code) in [(["run", "--bogus"], 125), (["report", "--bogus"], 2)] {
+    let cases: [Refused; 4] = [
+        (&["run", "--bogus"], &[], 125),
+        (&["report", "--bogus"], &[], 2),
+        (
+            &["run", "--", "true"],
+            &[("PIPETRACE_EXPORT__BATCH_SPAN", "10")],
+            125,
+        ),
+        (&["report", "missing.jsonl"], &[], 2),
+    ];
+    for (args, env, code) in cases {
         let dir = tempfile::tempdir().unwrap();
         let mut child = pipetrace()
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(dir.path())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -88,8 +104,31 @@ fn a_closed_stderr_never_turns_an_exit_code_into_sigpipes() {
         drop(child.stdout.take());
         drop(child.stderr.take());
         let st = child.wait().unwrap();
-        assert_eq!(st.code(), Some(code), "{args:?}: {st:?}");
+        assert_eq!(st.code(), Some(code), "{args:?} {env:?}: {st:?}");
     }
+}
+
+/// `pipetrace report FILE | head -1`: the reader goes after the first line; the rest of the
+/// text is lost quietly, and the exit code is still report's (here `--fail-on`'s 3).
+#[test]
+fn a_reader_that_goes_early_costs_report_only_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = pipetrace_e2e::run_script(dir.path(), "exit 4");
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let trace = dir.path().join("t.otlp.jsonl");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = pipetrace()
+        .args(["report", trace.to_str().unwrap(), "--fail-on", "failed"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
 }
 
 #[test]
