@@ -422,9 +422,13 @@ fn report_path(cfg: &Config, stem: &Path) -> PathBuf {
     pipetrace_export::export::paths::report_beside(stem)
 }
 
-pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {
-    std::fs::write(path, html)
-        .with_context(|| format!("cannot write the report {}", path.display()))
+/// The HTML report written to `path`, its folder made where missing (as every command
+/// writes a file it was given).
+pub(super) fn write_report(
+    path: &Path,
+    html: &str,
+) -> Result<(), pipetrace_export::export::paths::WriteError> {
+    pipetrace_export::export::paths::write_creating(path, html)
 }
 
 /// pipetrace was told to stop and the command's root has ended: stops what else of the run

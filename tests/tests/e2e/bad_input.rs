@@ -131,25 +131,91 @@ fn a_reader_that_goes_early_costs_report_only_its_text() {
     );
 }
 
+/// A folder that cannot be made (none can be under /proc, even as root) fails report (1)
+/// before it prints a line, naming the path and what to do.
 #[test]
 fn a_page_that_cannot_be_written_fails_report_before_any_output() {
     let dir = tempfile::tempdir().unwrap();
     let (_, o) = pipetrace_e2e::run_script(dir.path(), "true");
     assert!(o.status.success(), "{}", stderr(&o));
     let trace = dir.path().join("t.otlp.jsonl");
-    let nowhere = dir.path().join("no-such-folder").join("x.html");
+    let nowhere = "/proc/pipetrace-no-such-folder/x.html";
     let t = trace.to_str().unwrap();
     // (compare's alike is in compare.rs, on runs with tasks in common.)
     for json in [false, true] {
-        let mut args = vec!["report", t, "--html", nowhere.to_str().unwrap()];
+        let mut args = vec!["report", t, "--html", nowhere];
         args.extend(json.then_some("--json"));
         let o = pipetrace().args(&args).output().unwrap();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains("no-such-folder"), "names the path: {err}");
+        assert!(err.contains(nowhere), "names the path: {err}");
+        assert!(
+            err.contains("give a path in a folder you can write"),
+            "says what to do: {err}"
+        );
         assert!(
             o.stdout.is_empty(),
             "nothing printed before the failure: {args:?}"
+        );
+    }
+}
+
+/// Every command that writes a file it is given makes the file's missing folders, alike:
+/// `run -o`, `suggest -o`, `report --html`, `compare --html`. (`provenance --dir` names the
+/// run's directory, which it reads: a missing one is bad input, in exit_semantics.rs.)
+#[test]
+fn every_command_writing_a_named_file_makes_its_missing_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("wf");
+    std::fs::create_dir(&wf).unwrap();
+    std::fs::write(
+        wf.join("Snakefile"),
+        "rule all:\n    output: 'done.txt'\n    shell: 'echo hi > {output}'\n",
+    )
+    .unwrap();
+    let at = |rel: &str| dir.path().join(rel).to_str().unwrap().to_string();
+    let trace = at("run/deep/t.otlp.jsonl");
+    let cases: [(Vec<String>, String); 4] = [
+        (
+            [
+                "run",
+                "--no-summary",
+                "-o",
+                &trace,
+                "--",
+                "snakemake",
+                "-c1",
+            ]
+            .map(String::from)
+            .to_vec(),
+            trace.clone(),
+        ),
+        (
+            ["suggest", &trace, "-o", &at("profile/a/config.yaml")]
+                .map(String::from)
+                .to_vec(),
+            at("profile/a/config.yaml"),
+        ),
+        (
+            ["report", &trace, "--html", &at("report/a/r.html")]
+                .map(String::from)
+                .to_vec(),
+            at("report/a/r.html"),
+        ),
+        (
+            ["compare", &trace, &trace, "--html", &at("compare/a/c.html")]
+                .map(String::from)
+                .to_vec(),
+            at("compare/a/c.html"),
+        ),
+    ];
+    for (args, made) in cases {
+        let o = pipetrace().args(&args).current_dir(&wf).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let len = std::fs::metadata(&made).map(|m| m.len());
+        assert!(
+            len.as_ref().is_ok_and(|n| *n > 0),
+            "{made} written: {len:?}"
         );
     }
 }
