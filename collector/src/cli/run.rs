@@ -153,11 +153,22 @@ async fn cannot_start(exporter: Sink, files: &RunFiles, program: &str, e: std::i
     let dest = exporter.destinations.clone();
     let _ = exporter.shutdown(Duration::from_secs(1)).await;
     files.remove_unused(dest.spans.file.as_deref(), dest.metrics.file.as_deref());
-    errln!("pipetrace: cannot start `{program}`: {e}");
-    if e.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            errln!("pipetrace: cannot start `{program}`: {e}: check its name, or give its path");
+            127
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            errln!(
+                "pipetrace: cannot start `{program}`: {e}: make it executable (chmod +x) or \
+                 give its interpreter first (pipetrace run -- sh {program})"
+            );
+            126
+        }
+        _ => {
+            errln!("pipetrace: cannot start `{program}`: {e}");
+            126
+        }
     }
 }
 

@@ -57,6 +57,13 @@ pub(crate) fn run(ask: &Ask) -> i32 {
 
 /// The settings' text, and what they are (for the line saying where they went).
 fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
+    // Refused whatever the format: a missing file given is a mistake, not a file unused.
+    if let Some(wf) = ask.cwl_workflow.filter(|w| !w.is_file()) {
+        return Err(format!(
+            "--cwl-workflow {}: no such file: give the CWL workflow the runs ran",
+            wf.display()
+        ));
+    }
     let mut spans = Vec::new();
     let mut jobs = suggest::Jobs::default();
     let mut runs = 0;

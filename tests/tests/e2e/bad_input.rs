@@ -131,6 +131,65 @@ fn a_reader_that_goes_early_costs_report_only_its_text() {
     );
 }
 
+/// Every option naming a file or folder to read refuses a missing one as bad input (2),
+/// naming the option and the path, before anything is read or written: `provenance --dir`,
+/// `--workflow`, `--cwl-outputs`, and `suggest --cwl-workflow` whatever the format.
+#[test]
+fn a_missing_path_given_to_an_option_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = pipetrace_e2e::run_script(dir.path(), "true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = dir.path().join("t.otlp.jsonl");
+    let t = t.to_str().unwrap();
+    let no_run = dir.path().join("no-run-here");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["provenance", t, "--dir", no_run.to_str().unwrap()],
+            "--dir",
+        ),
+        (
+            &["provenance", t, "--workflow", "missing.smk"],
+            "--workflow missing.smk",
+        ),
+        (
+            &["provenance", t, "--cwl-outputs", "missing.json"],
+            "--cwl-outputs missing.json",
+        ),
+        (
+            &["suggest", t, "--cwl-workflow", "missing.cwl"],
+            "--cwl-workflow missing.cwl",
+        ),
+        (
+            &[
+                "suggest",
+                t,
+                "--format",
+                "table",
+                "--cwl-workflow",
+                "missing.cwl",
+            ],
+            "--cwl-workflow missing.cwl",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = pipetrace()
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("no such"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("give the"), "says what to give: {err}");
+        assert!(!no_run.exists(), "{args:?}: no folder made");
+        let crate_file = dir.path().join("ro-crate-metadata.json");
+        assert!(!crate_file.exists(), "{args:?}: nothing written");
+    }
+}
+
 /// A folder that cannot be made (none can be under /proc, even as root) fails report (1)
 /// before it prints a line, naming the path and what to do.
 #[test]

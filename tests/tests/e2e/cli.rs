@@ -68,6 +68,34 @@ fn a_missing_command_is_127_with_a_message_and_leaves_no_files() {
     assert!(kept.exists());
 }
 
+/// A command that is there but cannot be executed (no x bit: root too is refused that) is
+/// 126, as a shell says it, with what to do; nothing ran, so no file is left, with `-o` or
+/// the default name.
+#[test]
+fn a_command_that_cannot_be_executed_is_126_and_leaves_no_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("wf");
+    std::fs::create_dir(&wf).unwrap();
+    let script = wf.join("align.sh");
+    std::fs::write(&script, "#!/bin/sh\ntouch ran\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for output in [None, Some("t.otlp.jsonl")] {
+        let mut args: Vec<&str> = output.map_or(vec![], |o| vec!["-o", o]);
+        args.extend(["run", "--", "./align.sh"]);
+        let o = pipetrace().args(&args).current_dir(&wf).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(126), "{args:?}: {err}");
+        assert!(err.contains("cannot start `./align.sh`"), "{err}");
+        assert!(err.contains("chmod +x"), "says what to do: {err}");
+        let mut left: Vec<String> = (std::fs::read_dir(&wf).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["align.sh"], "{args:?}: nothing ran, nothing written");
+    }
+}
+
 #[test]
 fn runs_started_together_in_one_folder_each_write_their_own_files() {
     let dir = tempfile::tempdir().unwrap();
