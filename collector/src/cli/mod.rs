@@ -306,7 +306,7 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
                 let how = run::How {
                     summary: !no_summary && !cli.quiet,
                     keep_running: *keep_running,
-                    stop_grace: *stop_grace,
+                    stop_grace: **stop_grace,
                     machines: *machines,
                 };
                 let mut cfg = cfg.clone();

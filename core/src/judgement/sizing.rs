@@ -10,12 +10,18 @@ pub struct Policy {
     pub margin: f64,
 }
 
+impl Policy {
+    /// The 95th percentile and 20 % more: what `pipetrace suggest` asks without
+    /// `--percentile` and `--margin` (its help shows these values).
+    pub const DEFAULT: Policy = Policy {
+        percentile: 95.0,
+        margin: 0.2,
+    };
+}
+
 impl Default for Policy {
     fn default() -> Self {
-        Policy {
-            percentile: 95.0,
-            margin: 0.2,
-        }
+        Policy::DEFAULT
     }
 }
 
