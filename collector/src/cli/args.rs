@@ -3,6 +3,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 use pipetrace_config::{Flags, Protocol};
+use pipetrace_core::judgement::sizing::Policy;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -152,8 +153,13 @@ Exit codes: the command's own; 125 when pipetrace itself fails (see docs/getting
         keep_running: bool,
         /// Told to stop, how long the command and its processes get to end after SIGTERM
         /// before SIGKILL (an engine cancelling its cluster jobs may need longer).
-        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = grace)]
-        stop_grace: std::time::Duration,
+        #[arg(
+            long,
+            value_name = "DURATION",
+            default_value_t = humantime::Duration::from(super::stop::TERM_GRACE),
+            value_parser = grace
+        )]
+        stop_grace: humantime::Duration,
         /// Also print the cloud machines that fit each task and the run (the HTML report
         /// always has them).
         #[arg(long)]
@@ -267,10 +273,10 @@ HTML report cannot be written.")]
         #[arg(long, value_enum, default_value = "auto")]
         format: super::suggest_cmd::Format,
         /// Of each task's jobs, the percentile of their CPU use, peak memory and time taken.
-        #[arg(long, default_value_t = 95.0, value_parser = parse_percentile)]
+        #[arg(long, default_value_t = Policy::DEFAULT.percentile, value_parser = parse_percentile)]
         percentile: f64,
         /// Added on top of the percentile: 0.2 asks 20% more.
-        #[arg(long, default_value_t = 0.2, value_parser = parse_margin)]
+        #[arg(long, default_value_t = Policy::DEFAULT.margin, value_parser = parse_margin)]
         margin: f64,
         /// The CWL workflow the runs ran (--format cwl): its steps name their tools' files.
         #[arg(long, value_name = "WORKFLOW")]
@@ -460,9 +466,18 @@ fn config_from_env() -> bool {
     std::env::var_os("PIPETRACE_CONFIG").is_some()
 }
 
-/// A `--stop-grace`: a duration as humantime writes it.
-fn grace(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e}; write it as 5s, 30s or 2m"))
+/// A `--stop-grace`: a duration as humantime writes it, up to [`super::stop::MAX_GRACE`].
+fn grace(s: &str) -> Result<humantime::Duration, String> {
+    let max = humantime::format_duration(super::stop::MAX_GRACE);
+    match humantime::parse_duration(s) {
+        Ok(d) if d <= super::stop::MAX_GRACE => Ok(d.into()),
+        Ok(_) => Err(format!(
+            "`{s}` is longer than {max}, the most a stop waits: write it as 5s, 30s or 2m"
+        )),
+        Err(e) => Err(format!(
+            "`{s}` is not a duration from 0s to {max} ({e}): write it as 5s, 30s or 2m"
+        )),
+    }
 }
 
 /// A `--license`: an SPDX identifier (letters, digits, `.`, `-`, `+`) or an http(s) URL.

@@ -32,8 +32,8 @@ pub enum InputError {
     NoEarlierRun(String, String),
     #[error("give two runs (A B), or one with --usual")]
     OneSide,
-    #[error("cannot write {0}: {1}")]
-    Write(String, std::io::Error),
+    #[error(transparent)]
+    Write(#[from] pipetrace_export::export::paths::WriteError),
 }
 
 pub struct Args<'a> {
@@ -102,8 +102,7 @@ fn compare_runs(args: &Args) -> Result<String, InputError> {
         (None, false) => return Err(InputError::OneSide),
     };
     if let Some(path) = args.html {
-        std::fs::write(path, compare::html(&c))
-            .map_err(|e| InputError::Write(path.display().to_string(), e))?;
+        pipetrace_export::export::paths::write_creating(path, compare::html(&c))?;
         errln!("pipetrace: comparison written to {}", path.display());
     }
     let mut out = String::new();

@@ -42,8 +42,8 @@ pub(crate) fn write_demo(dir: &Path) -> std::io::Result<()> {
     }
     for (name, text) in FILES {
         let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().expect("has a parent"))?;
-        std::fs::write(path, text)?;
+        pipetrace_export::export::paths::write_creating(&path, text)
+            .map_err(std::io::Error::other)?;
     }
     Ok(())
 }

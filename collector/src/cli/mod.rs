@@ -69,11 +69,9 @@ fn config_failed(e: ConfigError) -> i32 {
 }
 
 /// A command line clap refused (or help and version, which it prints as errors): said as
-/// clap says it; under `run`, with `run`'s own exit code for pipetrace's failures. A closed
-/// stderr does not turn the code into SIGPIPE's 141.
+/// clap says it; under `run`, with `run`'s own exit code for pipetrace's failures (a closed
+/// stderr gets EPIPE: main ignores SIGPIPE).
 fn parse_failed(e: clap::Error) -> i32 {
-    // SAFETY: no other thread runs yet; the write below gets EPIPE instead of the signal.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let _ = e.print();
     let asked = matches!(
         e.kind(),
@@ -263,7 +261,8 @@ pub fn main() -> i32 {
 }
 
 /// `run`, `agent`, `demo` and `send`: the commands that trace or export, on the async
-/// runtime, with SIGPIPE ignored.
+/// runtime (SIGPIPE ignored, as main leaves it: a backend that closes its socket must not
+/// end the agent).
 fn with_runtime(cli: &Cli, command: &Command) -> i32 {
     let cfg = match cli.load(None) {
         Ok(c) => c,
@@ -275,10 +274,6 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
     if !matches!(command, Command::Send { .. }) {
         own_spans(&cfg);
     }
-    // A backend that closes its socket must not end the agent: writes get EPIPE.
-    // The wrapped command gets the default back (`run`'s pre_exec).
-    // SAFETY: before any thread of the runtime starts.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     // Before the runtime's threads start, so that they inherit it.
     if let Err(e) = pipetrace_host::cpu_policy::apply(cfg.cpu_policy) {
         log::warn!(
@@ -312,7 +307,7 @@ fn with_runtime(cli: &Cli, command: &Command) -> i32 {
                 let how = run::How {
                     summary: !no_summary && !cli.quiet,
                     keep_running: *keep_running,
-                    stop_grace: *stop_grace,
+                    stop_grace: **stop_grace,
                     machines: *machines,
                 };
                 let mut cfg = cfg.clone();

@@ -10,6 +10,27 @@ pub struct Ask<'a> {
     pub options: provenance::Options<'a>,
 }
 
+/// A path an option names that is not there: bad input, said before anything is read from
+/// the run's directory or written into it.
+#[derive(Debug, thiserror::Error)]
+pub enum MissingInput {
+    #[error(
+        "--dir {0}: no such directory: give the directory the run ran in (the crate names \
+         its files from there and is written there)"
+    )]
+    Dir(String),
+    #[error(
+        "--workflow {path}: no such file in the run's directory {dir} (a relative path is \
+         taken from there): give the workflow file the run ran"
+    )]
+    Workflow { path: String, dir: String },
+    #[error(
+        "--cwl-outputs {0}: no such file: give the JSON of the run's outputs cwltool printed \
+         (saved from its stdout)"
+    )]
+    CwlOutputs(String),
+}
+
 pub(crate) fn run(ask: &Ask) -> i32 {
     let (file, spans) = match one_run(ask.input) {
         Ok(r) => r,
@@ -21,6 +42,10 @@ pub(crate) fn run(ask: &Ask) -> i32 {
     // `pipetrace run` writes its trace in the directory it ran in.
     let beside = file.parent().filter(|p| !p.as_os_str().is_empty());
     let dir = ask.dir.or(beside).unwrap_or(Path::new("."));
+    if let Err(e) = inputs_there(ask, dir) {
+        errln!("pipetrace: {e}");
+        return super::EXIT_USAGE;
+    }
     let written = provenance::write(&provenance::Ask {
         spans: &spans,
         dir,
@@ -47,6 +72,25 @@ pub(crate) fn run(ask: &Ask) -> i32 {
             errln!("pipetrace: {e}");
             1
         }
+    }
+}
+
+/// Every path the options name is there: the run's directory, the workflow in it, cwltool's
+/// outputs.
+fn inputs_there(ask: &Ask, dir: &Path) -> Result<(), MissingInput> {
+    let shown = |p: &Path| p.display().to_string();
+    if let Some(d) = ask.dir.filter(|d| !d.is_dir()) {
+        return Err(MissingInput::Dir(shown(d)));
+    }
+    if let Some(w) = ask.options.workflow.filter(|w| !dir.join(w).is_file()) {
+        return Err(MissingInput::Workflow {
+            path: shown(w),
+            dir: shown(dir),
+        });
+    }
+    match ask.options.cwl_outputs.filter(|o| !o.is_file()) {
+        Some(o) => Err(MissingInput::CwlOutputs(shown(o))),
+        None => Ok(()),
     }
 }
 

@@ -98,10 +98,10 @@ pub(crate) fn run(cfg: &Config, ask: Ask) -> i32 {
         .unwrap_or_else(|| pipetrace_export::export::paths::report_beside(ask.file));
     let more = |run: &[ReportSpan]| size(run).map(sizing::html).unwrap_or_default();
     let page = report::html_with(&spans, (&runs, &judged), &more);
-    // The page first: a destination it cannot be written to stops the command before it
-    // prints anything, as `compare --html` does.
+    // The page first (its folder made where missing): a destination it cannot be written
+    // to stops the command before it prints anything, as `compare --html` does.
     if let Err(e) = super::run::write_report(&path, &page) {
-        errln!("pipetrace: {e:#}");
+        errln!("pipetrace: {e}");
         return 1;
     }
     if ask.json {

@@ -153,11 +153,22 @@ async fn cannot_start(exporter: Sink, files: &RunFiles, program: &str, e: std::i
     let dest = exporter.destinations.clone();
     let _ = exporter.shutdown(Duration::from_secs(1)).await;
     files.remove_unused(dest.spans.file.as_deref(), dest.metrics.file.as_deref());
-    errln!("pipetrace: cannot start `{program}`: {e}");
-    if e.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            errln!("pipetrace: cannot start `{program}`: {e}: check its name, or give its path");
+            127
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            errln!(
+                "pipetrace: cannot start `{program}`: {e}: make it executable (chmod +x) or \
+                 give its interpreter first (pipetrace run -- sh {program})"
+            );
+            126
+        }
+        _ => {
+            errln!("pipetrace: cannot start `{program}`: {e}");
+            126
+        }
     }
 }
 
@@ -422,9 +433,13 @@ fn report_path(cfg: &Config, stem: &Path) -> PathBuf {
     pipetrace_export::export::paths::report_beside(stem)
 }
 
-pub(super) fn write_report(path: &Path, html: &str) -> anyhow::Result<()> {
-    std::fs::write(path, html)
-        .with_context(|| format!("cannot write the report {}", path.display()))
+/// The HTML report written to `path`, its folder made where missing (as every command
+/// writes a file it was given).
+pub(super) fn write_report(
+    path: &Path,
+    html: &str,
+) -> Result<(), pipetrace_export::export::paths::WriteError> {
+    pipetrace_export::export::paths::write_creating(path, html)
 }
 
 /// pipetrace was told to stop and the command's root has ended: stops what else of the run

@@ -6,8 +6,12 @@ use std::time::Duration;
 use pipetrace_core::event::ProcKey;
 
 /// How long the run's processes get to end after SIGTERM before SIGKILL, unless
-/// `--stop-grace` says otherwise.
+/// `--stop-grace` says otherwise (its help shows this value).
 pub const TERM_GRACE: Duration = Duration::from_secs(5);
+
+/// The longest `--stop-grace`: an engine cancelling its cluster jobs takes minutes; a stop
+/// that waits longer than an hour is one nobody asked for.
+pub const MAX_GRACE: Duration = Duration::from_secs(60 * 60);
 
 /// The command's own process, told to stop: SIGKILL once the grace has passed since the stop
 /// was first seen.

@@ -37,10 +37,10 @@ pub(crate) fn run(ask: &Ask) -> i32 {
     match settings(ask) {
         Ok((text, written)) => {
             match ask.output {
-                Some(path) => match write_creating(path, &text) {
+                Some(path) => match pipetrace_export::export::paths::write_creating(path, &text) {
                     Ok(()) => say!("pipetrace: {written} written to {}", path.display()),
                     Err(e) => {
-                        errln!("pipetrace: cannot write {}: {e}", path.display());
+                        errln!("pipetrace: {e}");
                         return 1;
                     }
                 },
@@ -55,17 +55,15 @@ pub(crate) fn run(ask: &Ask) -> i32 {
     }
 }
 
-/// `text` into `path`, making its folder first (a Snakemake profile's `profile/config.yaml`
-/// is often the first file of its folder).
-fn write_creating(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, text)
-}
-
 /// The settings' text, and what they are (for the line saying where they went).
 fn settings(ask: &Ask) -> Result<(String, &'static str), String> {
+    // Refused whatever the format: a missing file given is a mistake, not a file unused.
+    if let Some(wf) = ask.cwl_workflow.filter(|w| !w.is_file()) {
+        return Err(format!(
+            "--cwl-workflow {}: no such file: give the CWL workflow the runs ran",
+            wf.display()
+        ));
+    }
     let mut spans = Vec::new();
     let mut jobs = suggest::Jobs::default();
     let mut runs = 0;

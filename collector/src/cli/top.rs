@@ -141,7 +141,10 @@ pub(crate) fn top() -> i32 {
             let cut: String = l.chars().take(usize::from(width)).collect();
             let _ = out.queue(MoveTo(0, row as u16)).map(|o| write!(o, "{cut}"));
         }
-        let _ = out.flush();
+        // A screen nobody reads any more (stdout a closed pipe, SIGPIPE ignored): done.
+        if out.flush().is_err() {
+            break 0;
+        }
         match key(Duration::from_secs(1)) {
             Some(KeyCode::Up) => selected = selected.saturating_sub(1),
             Some(KeyCode::Down) => selected += 1,

@@ -7,13 +7,25 @@ use crate::report::ReadError;
 use pipetrace_core::judgement::Kind;
 use pipetrace_core::judgement::ReportSpan;
 
-/// `pipetrace-<UTC time>[-N].otlp.jsonl` in `dir` (or here), created empty and exclusively:
-/// two runs started in one second each get their own (the second `-2`), never one file.
-fn claim_default(dir: Option<&Path>) -> std::io::Result<PathBuf> {
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+/// The UTC second a default trace file is named by: `20250102T030405Z`.
+fn stamp_now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
-        .replace([':', '-'], "");
-    let dir = dir.unwrap_or(Path::new("."));
+        .replace([':', '-'], "")
+}
+
+/// `pipetrace-<stamp>[-N].otlp.jsonl` in `dir`, created empty and exclusively: two runs
+/// started in one second each get their own (the second `-2`), never one file. A stem is
+/// taken while any file of its run is there (`companions`: its metrics, report, unsent
+/// file), not only its trace file: a run whose spans went to an endpoint gives its empty
+/// trace file back at its end but keeps its report, which the next run of that second must
+/// not overwrite. Looked at once the name is held, so that a run ending in between (its
+/// report written, then its trace file removed) is seen too.
+fn claim_default(
+    dir: &Path,
+    stamp: &str,
+    companions: impl Fn(&Path) -> Vec<PathBuf>,
+) -> std::io::Result<PathBuf> {
     for n in 1u32.. {
         let suffix = if n == 1 {
             String::new()
@@ -28,12 +40,31 @@ fn claim_default(dir: Option<&Path>) -> std::io::Result<PathBuf> {
             .create_new(true)
             .open(&path)
         {
+            Ok(_) if companions(&path).iter().any(|p| p.exists()) => {
+                let _ = std::fs::remove_file(&path);
+            }
             Ok(_) => return Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
     }
     unreachable!("u32 suffixes run out")
+}
+
+/// What a run named by the trace file `stem` writes besides it: metrics, the report (unless
+/// `report.path` names one), and what it could not send (beside it, or in the state
+/// directory by the stem's name).
+fn companions(cfg: &pipetrace_config::Config, stem: &Path) -> Vec<PathBuf> {
+    use pipetrace_export::export::paths;
+    let mut all = vec![paths::metrics_beside(stem), paths::unsent_beside(stem)];
+    all.extend(
+        cfg.report
+            .path
+            .is_none()
+            .then(|| paths::report_beside(stem)),
+    );
+    all.push(super::send::unsent_path(cfg, stem, None));
+    all
 }
 
 /// The files of one run, named once from one stem: its trace file (the configured one, else
@@ -59,7 +90,8 @@ impl RunFiles {
             Some(f) => (f.clone(), false),
             None => {
                 let dir = cwd.unwrap_or(Path::new("."));
-                let f = claim_default(Some(dir)).with_context(|| {
+                let beside = |stem: &Path| companions(cfg, stem);
+                let f = claim_default(dir, &stamp_now(), beside).with_context(|| {
                     format!(
                         "cannot create a trace file in {}; give one with -o FILE",
                         dir.display()
@@ -214,16 +246,39 @@ pub(super) fn runs_in(input: &str) -> Result<Runs, RunsError> {
 mod tests {
     use super::*;
 
+    fn no_companions(_: &Path) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
     #[test]
     fn runs_started_in_one_second_claim_files_of_their_own() {
         let dir = tempfile::tempdir().unwrap();
         let claims: Vec<PathBuf> = (0..5)
-            .map(|_| claim_default(Some(dir.path())).unwrap())
+            .map(|_| claim_default(dir.path(), &stamp_now(), no_companions).unwrap())
             .collect();
         let mut names: Vec<_> = claims.iter().map(|p| p.file_name().unwrap()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 5, "{claims:?}");
         assert!(claims.iter().all(|p| p.exists()));
+    }
+
+    /// A run whose spans went to an endpoint gave its trace file back but left its report
+    /// and unsent file: the next run of that second takes the next stem, not theirs.
+    #[test]
+    fn a_stem_whose_report_or_unsent_file_is_there_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = pipetrace_config::Config::default();
+        let beside = |stem: &Path| companions(&cfg, stem);
+        let at = |name: &str| dir.path().join(name);
+        std::fs::write(at("pipetrace-20250102T030405Z.report.html"), "first").unwrap();
+        std::fs::write(at("pipetrace-20250102T030405Z-2.unsent.pb"), "second").unwrap();
+        let got = claim_default(dir.path(), "20250102T030405Z", beside).unwrap();
+        assert_eq!(got, at("pipetrace-20250102T030405Z-3.otlp.jsonl"));
+        // The stems it passed over are left as they were: no trace file claimed for them.
+        assert!(!at("pipetrace-20250102T030405Z.otlp.jsonl").exists());
+        assert!(!at("pipetrace-20250102T030405Z-2.otlp.jsonl").exists());
+        let first = std::fs::read_to_string(at("pipetrace-20250102T030405Z.report.html"));
+        assert_eq!(first.unwrap(), "first");
     }
 }

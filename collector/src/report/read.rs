@@ -17,19 +17,61 @@ pub enum ReadError {
         "{path} line {line} is not an OTLP JSON trace request ({reason}); give the trace file \
          pipetrace wrote (`*.otlp.jsonl`), not its metrics file"
     )]
+    Metrics {
+        path: String,
+        line: usize,
+        reason: String,
+    },
+    #[error(
+        "{path} holds no complete trace request: line {line} (byte {at}) is torn or not JSON \
+         ({reason}), the rest is empty; give the trace file of a run that ended (a copy or a \
+         write still under way leaves its last line cut)"
+    )]
+    Torn {
+        path: String,
+        line: usize,
+        at: usize,
+        reason: String,
+    },
+    #[error(
+        "{path} line {line} is not an OTLP JSON trace request ({reason}); give the trace file \
+         pipetrace wrote (`*.otlp.jsonl`)"
+    )]
     Line {
         path: String,
         line: usize,
         reason: String,
     },
+    #[error(
+        "{0} is empty: no run was written to it yet; give the trace file of a run that \
+         traced something (`pipetrace run` names it in its last lines)"
+    )]
+    Blank(String),
     #[error("{0} holds no spans")]
     Empty(String),
+}
+
+/// A line that is not a trace request: where, why, and what it looks like.
+struct Skipped {
+    line: usize,
+    at: usize,
+    reason: String,
+    kind: LineKind,
+}
+
+enum LineKind {
+    /// Not JSON: cut short (a crash, a full disk, a copy or write under way) or garbage.
+    Torn,
+    /// A metrics request: the metrics file given for the trace file.
+    Metrics,
+    /// JSON, but of something else.
+    Other,
 }
 
 /// The spans of every whole line. A line that is not one (torn by a crash, a full disk or
 /// a copy still under way, or an agent's file read while it appends) is skipped with a
 /// warning naming it, so the runs of the others stay readable; a file none of whose lines
-/// is a trace request (a metrics file) is refused.
+/// is a trace request (torn, a metrics file, an empty file) is refused, saying which.
 pub fn read_file(path: &Path) -> Result<Vec<ReportSpan>, ReadError> {
     let p = path.display().to_string();
     let text = std::fs::read(path).map_err(|source| ReadError::Io {
@@ -53,32 +95,59 @@ pub fn read_file(path: &Path) -> Result<Vec<ReportSpan>, ReadError> {
                     out.extend(ss.spans.iter().map(ReportSpan::from_proto));
                 }
             }
-            Err(e) => skipped.push((i + 1, at, e.to_string())),
+            Err(e) => skipped.push(Skipped {
+                line: i + 1,
+                at,
+                reason: e.to_string(),
+                kind: kind_of(&line),
+            }),
         }
     }
-    if requests == 0
-        && let Some((line, _, reason)) = skipped.first()
-    {
-        return Err(ReadError::Line {
-            path: p,
-            line: *line,
-            reason: reason.clone(),
-        });
+    if let (0, Some(first)) = (requests, skipped.first()) {
+        return Err(refused(p, first));
     }
     warn_skipped(&p, &skipped);
-    if out.is_empty() {
-        return Err(ReadError::Empty(p));
+    match (out.is_empty(), requests) {
+        (true, 0) => Err(ReadError::Blank(p)),
+        (true, _) => Err(ReadError::Empty(p)),
+        (false, _) => Ok(out),
     }
-    Ok(out)
+}
+
+/// What a line that is no trace request is.
+fn kind_of(line: &str) -> LineKind {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Err(_) => LineKind::Torn,
+        Ok(v) if v.get("resourceMetrics").is_some() => LineKind::Metrics,
+        Ok(_) => LineKind::Other,
+    }
+}
+
+/// The error of a file with no trace request, by what its first other line is.
+fn refused(path: String, first: &Skipped) -> ReadError {
+    let (line, reason) = (first.line, first.reason.clone());
+    match first.kind {
+        LineKind::Torn => ReadError::Torn {
+            path,
+            line,
+            at: first.at,
+            reason,
+        },
+        LineKind::Metrics => ReadError::Metrics { path, line, reason },
+        LineKind::Other => ReadError::Line { path, line, reason },
+    }
 }
 
 /// One warning per line skipped, the first few; then how many more.
-fn warn_skipped(path: &str, skipped: &[(usize, usize, String)]) {
+fn warn_skipped(path: &str, skipped: &[Skipped]) {
     const NAMED: usize = 3;
-    for (line, at, reason) in skipped.iter().take(NAMED) {
+    for s in skipped.iter().take(NAMED) {
         log::warn!(
-            "{path} line {line} (byte {at}) is not a whole OTLP trace request ({reason}): \
-             skipped; the other lines are read"
+            "{path} line {} (byte {}) is not a whole OTLP trace request ({}): skipped; the \
+             other lines are read",
+            s.line,
+            s.at,
+            s.reason
         );
     }
     if skipped.len() > NAMED {
@@ -151,5 +220,55 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("not its metrics file"), "{e}");
+    }
+
+    /// Garbage and bytes that are not UTF-8 (a disk's zeroed block, a binary file appended)
+    /// are lines skipped like torn ones: the whole lines around them are read.
+    #[test]
+    fn garbage_and_bytes_not_utf8_are_skipped_and_the_whole_lines_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.otlp.jsonl");
+        let mut bytes = line(1).into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe\x00\x80garbage\n");
+        bytes.extend_from_slice(b"@@@ not a request @@@\n");
+        bytes.extend_from_slice(line(2).as_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        let spans = read_file(&path).unwrap();
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["run 1", "run 2"]);
+    }
+
+    #[test]
+    fn an_empty_file_is_refused_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.otlp.jsonl");
+        for text in ["", "\n\n"] {
+            std::fs::write(&path, text).unwrap();
+            let e = read_file(&path).unwrap_err();
+            assert!(matches!(e, ReadError::Blank(_)), "{e}");
+            let said = e.to_string();
+            assert!(said.contains("t.otlp.jsonl is empty"), "{said}");
+            assert!(said.contains("give the trace file of a run"), "{said}");
+        }
+    }
+
+    /// The run's only line cut short (a copy still under way): the file holds no complete
+    /// request, said with where the torn line starts, and not taken for a metrics file.
+    #[test]
+    fn a_file_whose_only_line_is_torn_says_so_and_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.otlp.jsonl");
+        let one = line(1);
+        for text in [&one[..one.len() / 2], &format!("\n{}", &one[..10])[..]] {
+            std::fs::write(&path, text).unwrap();
+            let e = read_file(&path).unwrap_err();
+            let said = e.to_string();
+            assert!(matches!(e, ReadError::Torn { .. }), "{said}");
+            assert!(said.contains("holds no complete trace request"), "{said}");
+            let at = text.find('{').unwrap();
+            let line = 1 + text[..at].matches('\n').count();
+            assert!(said.contains(&format!("line {line} (byte {at})")), "{said}");
+            assert!(!said.contains("metrics"), "no metrics file here: {said}");
+        }
     }
 }

@@ -13,13 +13,19 @@ pub struct Policy {
     pub over_share: f64,
 }
 
+impl Policy {
+    /// The 95th percentile and 20 % more: what `pipetrace suggest` asks without
+    /// `--percentile` and `--margin` (its help shows these values).
+    pub const DEFAULT: Policy = Policy {
+        percentile: 95.0,
+        margin: 0.2,
+        over_share: 0.5,
+    };
+}
+
 impl Default for Policy {
     fn default() -> Self {
-        Policy {
-            percentile: 95.0,
-            margin: 0.2,
-            over_share: 0.5,
-        }
+        Policy::DEFAULT
     }
 }
 

@@ -83,9 +83,7 @@ impl JsonLines {
 
 /// Opens `path` for appending, creating it and its folder.
 fn open_append(path: &Path) -> std::io::Result<BufWriter<File>> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+    super::paths::make_folder_of(path)?;
     let f = OpenOptions::new().create(true).append(true).open(path)?;
     Ok(BufWriter::new(f))
 }

@@ -73,12 +73,28 @@ fn a_bad_or_missing_flag_value_under_run_is_runs_own_failure() {
     );
 }
 
+/// A command line, its environment and the exit code it must end with.
+type Refused<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], i32);
+
+/// Refused on the command line, in the configuration or on its input: each error said to a
+/// closed stderr keeps its exit code (125 under `run`, 2 elsewhere), never SIGPIPE's 141.
 #[test]
 fn a_closed_stderr_never_turns_an_exit_code_into_sigpipes() {
-    for (args, code) in [(["run", "--bogus"], 125), (["report", "--bogus"], 2)] {
+    let cases: [Refused; 4] = [
+        (&["run", "--bogus"], &[], 125),
+        (&["report", "--bogus"], &[], 2),
+        (
+            &["run", "--", "true"],
+            &[("PIPETRACE_EXPORT__BATCH_SPAN", "10")],
+            125,
+        ),
+        (&["report", "missing.jsonl"], &[], 2),
+    ];
+    for (args, env, code) in cases {
         let dir = tempfile::tempdir().unwrap();
         let mut child = pipetrace()
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(dir.path())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -88,29 +104,177 @@ fn a_closed_stderr_never_turns_an_exit_code_into_sigpipes() {
         drop(child.stdout.take());
         drop(child.stderr.take());
         let st = child.wait().unwrap();
-        assert_eq!(st.code(), Some(code), "{args:?}: {st:?}");
+        assert_eq!(st.code(), Some(code), "{args:?} {env:?}: {st:?}");
     }
 }
 
+/// `pipetrace report FILE | head -1`: the reader goes after the first line; the rest of the
+/// text is lost quietly, and the exit code is still report's (here `--fail-on`'s 3).
+#[test]
+fn a_reader_that_goes_early_costs_report_only_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = pipetrace_e2e::run_script(dir.path(), "exit 4");
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let trace = dir.path().join("t.otlp.jsonl");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = pipetrace()
+        .args(["report", trace.to_str().unwrap(), "--fail-on", "failed"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+}
+
+/// Every option naming a file or folder to read refuses a missing one as bad input (2),
+/// naming the option and the path, before anything is read or written: `provenance --dir`,
+/// `--workflow`, `--cwl-outputs`, and `suggest --cwl-workflow` whatever the format.
+#[test]
+fn a_missing_path_given_to_an_option_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = pipetrace_e2e::run_script(dir.path(), "true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = dir.path().join("t.otlp.jsonl");
+    let t = t.to_str().unwrap();
+    let no_run = dir.path().join("no-run-here");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["provenance", t, "--dir", no_run.to_str().unwrap()],
+            "--dir",
+        ),
+        (
+            &["provenance", t, "--workflow", "missing.smk"],
+            "--workflow missing.smk",
+        ),
+        (
+            &["provenance", t, "--cwl-outputs", "missing.json"],
+            "--cwl-outputs missing.json",
+        ),
+        (
+            &["suggest", t, "--cwl-workflow", "missing.cwl"],
+            "--cwl-workflow missing.cwl",
+        ),
+        (
+            &[
+                "suggest",
+                t,
+                "--format",
+                "table",
+                "--cwl-workflow",
+                "missing.cwl",
+            ],
+            "--cwl-workflow missing.cwl",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = pipetrace()
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("no such"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("give the"), "says what to give: {err}");
+        assert!(!no_run.exists(), "{args:?}: no folder made");
+        let crate_file = dir.path().join("ro-crate-metadata.json");
+        assert!(!crate_file.exists(), "{args:?}: nothing written");
+    }
+}
+
+/// A folder that cannot be made (none can be under /proc, even as root) fails report (1)
+/// before it prints a line, naming the path and what to do.
 #[test]
 fn a_page_that_cannot_be_written_fails_report_before_any_output() {
     let dir = tempfile::tempdir().unwrap();
     let (_, o) = pipetrace_e2e::run_script(dir.path(), "true");
     assert!(o.status.success(), "{}", stderr(&o));
     let trace = dir.path().join("t.otlp.jsonl");
-    let nowhere = dir.path().join("no-such-folder").join("x.html");
+    let nowhere = "/proc/pipetrace-no-such-folder/x.html";
     let t = trace.to_str().unwrap();
     // (compare's alike is in compare.rs, on runs with tasks in common.)
     for json in [false, true] {
-        let mut args = vec!["report", t, "--html", nowhere.to_str().unwrap()];
+        let mut args = vec!["report", t, "--html", nowhere];
         args.extend(json.then_some("--json"));
         let o = pipetrace().args(&args).output().unwrap();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains("no-such-folder"), "names the path: {err}");
+        assert!(err.contains(nowhere), "names the path: {err}");
+        assert!(
+            err.contains("give a path in a folder you can write"),
+            "says what to do: {err}"
+        );
         assert!(
             o.stdout.is_empty(),
             "nothing printed before the failure: {args:?}"
+        );
+    }
+}
+
+/// Every command that writes a file it is given makes the file's missing folders, alike:
+/// `run -o`, `suggest -o`, `report --html`, `compare --html`. (`provenance --dir` names the
+/// run's directory, which it reads: a missing one is bad input, in exit_semantics.rs.)
+#[test]
+fn every_command_writing_a_named_file_makes_its_missing_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("wf");
+    std::fs::create_dir(&wf).unwrap();
+    std::fs::write(
+        wf.join("Snakefile"),
+        "rule all:\n    output: 'done.txt'\n    shell: 'echo hi > {output}'\n",
+    )
+    .unwrap();
+    let at = |rel: &str| dir.path().join(rel).to_str().unwrap().to_string();
+    let trace = at("run/deep/t.otlp.jsonl");
+    let cases: [(Vec<String>, String); 4] = [
+        (
+            [
+                "run",
+                "--no-summary",
+                "-o",
+                &trace,
+                "--",
+                "snakemake",
+                "-c1",
+            ]
+            .map(String::from)
+            .to_vec(),
+            trace.clone(),
+        ),
+        (
+            ["suggest", &trace, "-o", &at("profile/a/config.yaml")]
+                .map(String::from)
+                .to_vec(),
+            at("profile/a/config.yaml"),
+        ),
+        (
+            ["report", &trace, "--html", &at("report/a/r.html")]
+                .map(String::from)
+                .to_vec(),
+            at("report/a/r.html"),
+        ),
+        (
+            ["compare", &trace, &trace, "--html", &at("compare/a/c.html")]
+                .map(String::from)
+                .to_vec(),
+            at("compare/a/c.html"),
+        ),
+    ];
+    for (args, made) in cases {
+        let o = pipetrace().args(&args).current_dir(&wf).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let len = std::fs::metadata(&made).map(|m| m.len());
+        assert!(
+            len.as_ref().is_ok_and(|n| *n > 0),
+            "{made} written: {len:?}"
         );
     }
 }

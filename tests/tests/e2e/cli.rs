@@ -68,6 +68,34 @@ fn a_missing_command_is_127_with_a_message_and_leaves_no_files() {
     assert!(kept.exists());
 }
 
+/// A command that is there but cannot be executed (no x bit: root too is refused that) is
+/// 126, as a shell says it, with what to do; nothing ran, so no file is left, with `-o` or
+/// the default name.
+#[test]
+fn a_command_that_cannot_be_executed_is_126_and_leaves_no_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("wf");
+    std::fs::create_dir(&wf).unwrap();
+    let script = wf.join("align.sh");
+    std::fs::write(&script, "#!/bin/sh\ntouch ran\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for output in [None, Some("t.otlp.jsonl")] {
+        let mut args: Vec<&str> = output.map_or(vec![], |o| vec!["-o", o]);
+        args.extend(["run", "--", "./align.sh"]);
+        let o = pipetrace().args(&args).current_dir(&wf).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(126), "{args:?}: {err}");
+        assert!(err.contains("cannot start `./align.sh`"), "{err}");
+        assert!(err.contains("chmod +x"), "says what to do: {err}");
+        let mut left: Vec<String> = (std::fs::read_dir(&wf).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["align.sh"], "{args:?}: nothing ran, nothing written");
+    }
+}
+
 #[test]
 fn runs_started_together_in_one_folder_each_write_their_own_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -111,6 +139,75 @@ fn runs_started_together_in_one_folder_each_write_their_own_files() {
         12,
         "trace, metrics and report per run: {names:?}"
     );
+    runs_to_an_endpoint_never_take_an_earlier_runs_stem();
+}
+
+/// `pipetrace-<stamp>` of the UTC second `secs` after the epoch, as a default stem is named.
+fn stem_of_second(secs: u64) -> String {
+    let o = Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y%m%dT%H%M%SZ"])
+        .output()
+        .unwrap();
+    format!("pipetrace-{}", String::from_utf8_lossy(&o.stdout).trim())
+}
+
+/// With --endpoint the trace file a run claimed is given back at its end, its report (and
+/// what the backend did not take) kept: a run of the same second must take another stem.
+/// The reports of earlier such runs are planted for every second the runs may start in.
+fn runs_to_an_endpoint_never_take_an_earlier_runs_stem() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let now = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .unwrap()
+        .as_secs();
+    let planted: Vec<String> = (now..now + 30)
+        .map(|s| format!("{}.report.html", stem_of_second(s)))
+        .collect();
+    for p in &planted {
+        std::fs::write(dir.path().join(p), "an earlier run's").unwrap();
+    }
+    // Nobody listens there: each run keeps what it could not send.
+    let away = format!("http://127.0.0.1:{}", pipetrace_e2e::receiver::free_port());
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            pipetrace()
+                .args(["run", "--no-summary", "--endpoint", &away, "--", "true"])
+                .env("PIPETRACE_EXPORT__FLUSH_TIMEOUT", "1s")
+                .env("PIPETRACE_DIAGNOSIS__STATE_DIR", &state)
+                .current_dir(dir.path())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut r in runs {
+        assert!(r.wait().unwrap().success());
+    }
+    for p in &planted {
+        let text = std::fs::read_to_string(dir.path().join(p)).unwrap();
+        assert_eq!(text, "an earlier run's", "{p} overwritten");
+    }
+    let names = |d: &Path| -> Vec<String> {
+        let mut n: Vec<String> = (std::fs::read_dir(d).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let here = names(dir.path());
+    let reports: Vec<&String> = (here.iter())
+        .filter(|n| n.ends_with(".report.html") && !planted.contains(n))
+        .collect();
+    assert_eq!(reports.len(), 4, "a report of its own per run: {here:?}");
+    assert!(
+        !here.iter().any(|n| n.ends_with(".otlp.jsonl")),
+        "no trace file left: {here:?}"
+    );
+    let unsent = names(&state.join("unsent"));
+    for r in reports {
+        let kept = r.replace(".report.html", ".unsent.pb");
+        assert!(unsent.contains(&kept), "{kept} in {unsent:?}");
+    }
 }
 
 #[test]

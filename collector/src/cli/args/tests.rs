@@ -131,3 +131,59 @@ fn quiet_and_verbose_are_taken_anywhere_but_not_together() {
     assert!(parse(&["pipetrace", "-q", "report", "f"]).quiet);
     assert!(Cli::try_parse_from(["pipetrace", "-q", "-v", "top"]).is_err());
 }
+
+/// A command's help, its whitespace folded (clap wraps it to the terminal).
+fn help_of(name: &str) -> String {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let sub = cmd.find_subcommand_mut(name).unwrap();
+    (sub.render_help().to_string().split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The defaults the help shows are the code's own, and what a command line without the
+/// flag gets: `run --stop-grace`, `suggest --percentile` and `--margin`.
+#[test]
+fn the_helps_defaults_are_the_codes() {
+    use crate::cli::stop::TERM_GRACE;
+    let grace = humantime::format_duration(TERM_GRACE);
+    let run = help_of("run");
+    assert!(run.contains(&format!("[default: {grace}]")), "{run}");
+    let suggest = help_of("suggest");
+    for value in [Policy::DEFAULT.percentile, Policy::DEFAULT.margin] {
+        assert!(
+            suggest.contains(&format!("[default: {value}]")),
+            "{suggest}"
+        );
+    }
+    let Command::Run { stop_grace, .. } = parse(&["pipetrace", "run", "--", "true"]).command else {
+        unreachable!("a run")
+    };
+    assert_eq!(*stop_grace, TERM_GRACE);
+    let Command::Suggest {
+        percentile, margin, ..
+    } = parse(&["pipetrace", "suggest", "t.otlp.jsonl"]).command
+    else {
+        unreachable!("a suggest")
+    };
+    let code = Policy::default();
+    assert_eq!((percentile, margin), (code.percentile, code.margin));
+}
+
+#[test]
+fn a_stop_grace_out_of_its_range_is_refused_with_an_example() {
+    let given =
+        |g: &str| Cli::try_parse_from(["pipetrace", "run", "--stop-grace", g, "--", "true"]);
+    for bad in ["2h", "forever", "5x"] {
+        let e = given(bad).unwrap_err().to_string();
+        assert!(e.contains(&format!("`{bad}`")), "{e}");
+        assert!(
+            e.contains("1h") && e.contains("write it as 5s, 30s or 2m"),
+            "{e}"
+        );
+    }
+    for good in ["0s", "2m", "1h"] {
+        assert!(given(good).is_ok(), "{good}");
+    }
+}

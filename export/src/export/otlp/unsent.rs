@@ -46,9 +46,7 @@ fn code(kind: SignalKind) -> u8 {
 /// Writes `batches` to `path` whole (a temporary name, then rename), readable by its owner
 /// only: the requests hold command lines.
 pub fn write<'a>(path: &Path, batches: impl IntoIterator<Item = &'a Batch>) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+    crate::export::paths::make_folder_of(path)?;
     let tmp = PathBuf::from(format!("{}.tmp", path.display()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
