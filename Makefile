@@ -20,9 +20,10 @@ nextflow:
 	$(STEP)
 	@scripts/nextflow.sh >/dev/null
 
-# Jaeger v2 and a node agent here, the demo traced into them (scripts/stack.sh; root).
+# Jaeger v2 and a node agent here, the demo traced into them (scripts/stack.sh; root). Installs
+# the demo's world, Go for Jaeger and curl for the script (`scripts/setup.sh stack`).
 stack:
-	@scripts/setup.sh demo
+	@scripts/setup.sh stack
 	$(CARGO) build --release -p pipetrace
 	@scripts/stack.sh
 

@@ -16,21 +16,78 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 # (installed without starting their services); Node.js and npm for Grafana's TraceQL
 # grammar, which checks the dashboards' Tempo queries.
 # `setup.sh demo` installs what `make demo` needs and no more: the build toolchain, Snakemake
-# and the demo's tools. `setup.sh dist` (make dist) the build toolchain and cargo-deb.
+# and the demo's tools. `setup.sh stack` (make stack) the demo's and, for Jaeger and the
+# stack's script, Go (scripts/jaeger.sh builds Jaeger with it) and curl (scripts/stack.sh asks
+# Jaeger's API with it). `setup.sh dist` (make dist) the build toolchain and cargo-deb.
 # `setup.sh` (make test) installs everything.
+# SETUP_DRY_RUN=1 says what the mode would install and changes nothing.
 mode="${1:-all}"
-case "$mode" in demo | dist | all) ;; *) say "usage: $0 [demo|dist|all]"; exit 2 ;; esac
+case "$mode" in demo | stack | dist | all) ;; *) say "usage: $0 [demo|stack|dist|all]"; exit 2 ;; esac
+dry_run="${SETUP_DRY_RUN:-}"
+case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
 if [ "$mode" = demo ]; then
   declare -A pkg_for=([snakemake]=snakemake [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils)
+elif [ "$mode" = stack ]; then
+  declare -A pkg_for=([snakemake]=snakemake [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [curl]=curl)
 elif [ "$mode" = dist ]; then
   declare -A pkg_for=([dpkg-deb]=dpkg [gzip]=gzip)
 else
   declare -A pkg_for=([snakemake]=snakemake [cwltool]=cwltool [bwa]=bwa [samtools]=samtools [sha256sum]=coreutils [setpriv]=util-linux [losetup]=mount [strace]=strace [openssl]=openssl [podman]=podman [runc]=runc [busybox]=busybox-static [slurmctld]=slurm-wlm [munged]=munge [tmux]=tmux [java]=default-jdk-headless [mvn]=maven [debootstrap]=debootstrap [prometheus]=prometheus [promtool]=prometheus [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager [node]=nodejs [npm]=npm [chromium]=chromium [systemd-analyze]=systemd [man]=man-db)
 fi
+# Go for Jaeger (make stack, make test): tests/jaeger/go.mod's `go` line is the least it
+# builds with. Debian bookworm's golang-go is 1.19, too old and without toolchain switching,
+# so Go's own release is installed as the go command fetches one itself: the module
+# golang.org/toolchain from the Go module proxy, checked against the SHA-256 pinned here,
+# into /usr/local/go (scripts/jaeger.sh finds it there when it is not on PATH). Keep
+# go_version at or above go.mod's line.
+go_version=1.26.8
+declare -A go_sha256=([amd64]=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7)
+go_root="${SETUP_GO_ROOT:-/usr/local/go}"
+go_needed() {
+  local want="" have go
+  while read -r k v; do
+    if [ "$k" = go ]; then want="$v"; fi
+  done <"$here/../tests/jaeger/go.mod"
+  go="$(command -v go || echo "$go_root/bin/go")"
+  [ -x "$go" ] || return 0
+  have="$("$go" env GOVERSION 2>/dev/null)" || return 0
+  have="${have#go}"
+  # 1.26.8 against 1.26: the minor versions decide.
+  local hm="${have#*.}" wm="${want#*.}"
+  ((${hm%%.*} < ${wm%%.*}))
+}
+install_go() {
+  local arch module tmp proxy="${GOPROXY:-https://proxy.golang.org}"
+  case "$(uname -m)" in x86_64) arch=amd64 ;; *) arch=other ;; esac
+  [ -n "${go_sha256[$arch]:-}" ] || { say "no pinned Go release for $(uname -m): install Go $go_version or newer"; exit 1; }
+  module="v0.0.1-go$go_version.linux-$arch"
+  say "installing Go $go_version (golang.org/toolchain@$module, the Go module proxy) into $go_root"
+  tmp="$(mktemp -d)"
+  curl -fsSL -o "$tmp/go.zip" "${proxy%%[,|]*}/golang.org/toolchain/@v/$module.zip"
+  echo "${go_sha256[$arch]}  $tmp/go.zip" | sha256sum -c --quiet -
+  unzip -q "$tmp/go.zip" -d "$tmp"
+  rm -rf "$go_root" && mkdir -p "${go_root%/*}" && mv "$tmp/golang.org/toolchain@$module" "$go_root"
+  rm -rf "$tmp"
+}
+want_go=no
+if [ "$mode" = stack ] || [ "$mode" = all ]; then
+  go_needed && want_go=yes
+fi
+if [ "$want_go" = yes ]; then
+  pkg_for[curl]=curl
+  pkg_for[unzip]=unzip
+fi
+
 missing=()
 for bin in "${!pkg_for[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${pkg_for[$bin]}")
 done
+
+if [ -n "$dry_run" ]; then
+  say "would install Debian packages: ${missing[*]:-none}"
+  [ "$want_go" = yes ] && say "would install Go $go_version"
+  exit 0
+fi
 if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -44,7 +101,7 @@ fi
 # The demo takes the probes' object committed in probes/prebuilt (host/build.rs checks that
 # it was built from the sources as they are): no eBPF toolchain, minutes saved.
 ebpf_toolchain=yes
-if [ "$mode" != all ] && [ -f "$(dirname "$0")/../probes/prebuilt/pipetrace-probes" ]; then
+if [ "$mode" != all ] && [ -f "$here/../probes/prebuilt/pipetrace-probes" ]; then
   say "the probes' object comes from probes/prebuilt: no eBPF toolchain needed for make $mode"
   ebpf_toolchain=no
 fi
@@ -80,8 +137,13 @@ fi
 if [ ! -d /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || say "could not mount tracefs; run as root"
 fi
+[ "$want_go" = yes ] && install_go
 if [ "$mode" = demo ]; then
   say "ready for the demo (make test installs the rest)"
+  exit 0
+fi
+if [ "$mode" = stack ]; then
+  say "ready for the stack: scripts/jaeger.sh builds Jaeger (make test installs the rest)"
   exit 0
 fi
 if [ "$mode" = dist ]; then
@@ -171,7 +233,7 @@ if ! python3 -c 'import rotel' 2>/dev/null; then
 fi
 
 # Grafana's TraceQL grammar (npm), pinned by tests/traceql's lock file.
-traceql="$(dirname "$0")/../tests/traceql"
+traceql="$here/../tests/traceql"
 if [ ! -d "$traceql/node_modules/@grafana/lezer-traceql" ]; then
   say "installing Grafana's TraceQL grammar (npm)"
   npm ci --prefix "$traceql" --no-audit --no-fund --silent

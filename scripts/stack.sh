@@ -28,7 +28,9 @@ if [ "${1:-}" = stop ]; then stop; say "stopped"; exit 0; fi
 
 [ "$(id -u)" = 0 ] || { say "the agent loads eBPF probes: run it as root (sudo make stack)"; exit 2; }
 [ -x "$pipetrace" ] || { say "$pipetrace is not built: run make stack (it builds it)"; exit 2; }
-command -v snakemake >/dev/null || { say "snakemake is missing: run scripts/setup.sh demo"; exit 2; }
+for program in snakemake curl; do
+  command -v "$program" >/dev/null || { say "$program is missing: run scripts/setup.sh stack"; exit 2; }
+done
 for addr in "$JAEGER_QUERY" "$JAEGER_QUERY_GRPC" "$JAEGER_OTLP_GRPC" "$JAEGER_OTLP_HTTP"; do
   if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
     say "$addr is taken (a stack already up? scripts/stack.sh stop); set JAEGER_QUERY, \

@@ -1,7 +1,8 @@
 //! The import rules of docs/architecture.md that the crate graph cannot enforce, read from
 //! the source tree (no build of the crate's code is inspected, only its text): the
 //! collector's top-level modules stand in the layers below and import only from layers under
-//! their own; no modules under one parent import each other in a circle; and the modules that
+//! their own; no modules under one parent import each other in a circle, in any workspace
+//! crate (Cargo.toml's members, and each binary of several files apart); and the modules that
 //! reason about processes, the core crate's all (but its port) and the collector's listed
 //! below, touch files, processes and the network only through the `Host` port. (That the core
 //! crate imports none of the collector is Cargo's rule: it does not depend on it.) Test code (`tests.rs`, `tests/`,
@@ -92,7 +93,9 @@ fn sources_in(root: &Path) -> Vec<Source> {
             .map(|c| c.to_string_lossy().into_owned())
             .collect();
         let test = is_test_file(path.strip_prefix(root).unwrap());
-        if rel == ["lib.rs"] || rel == ["main.rs"] || test {
+        // `bin/` holds crates of their own: [`crate_trees`] reads each apart.
+        let other_crate = rel.len() > 1 && rel[0] == "bin";
+        if rel == ["lib.rs"] || rel == ["main.rs"] || test || other_crate {
             continue;
         }
         let code = code_of(&fs::read_to_string(&path).unwrap());
@@ -237,16 +240,6 @@ fn export_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../export/src")
 }
 
-/// The config crate's sources.
-fn config_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/src")
-}
-
-/// The host crate's sources.
-fn host_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src")
-}
-
 fn graph_of(srcs: Vec<Source>) -> (Vec<Source>, BTreeMap<Module, BTreeSet<Module>>) {
     let modules: BTreeSet<Module> = srcs.iter().map(|s| s.module.clone()).collect();
     let mut g: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
@@ -352,25 +345,65 @@ fn sibling_graphs(
     out
 }
 
-#[test]
-fn no_modules_under_one_parent_import_each_other_in_a_circle() {
+/// The source trees of a workspace member, each one crate's modules: its `src/` (the
+/// library, or `main.rs` and its modules) and each binary of several files, `src/bin/NAME/`.
+fn crate_trees(member: &str) -> Vec<(String, PathBuf)> {
+    let src = source::root().join(member).join("src");
+    let mut bins: Vec<PathBuf> = (fs::read_dir(src.join("bin")).into_iter().flatten())
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    bins.sort();
+    let bins = bins.into_iter().map(|b| {
+        let name = b.file_name().unwrap().to_string_lossy().into_owned();
+        (format!("{member} (bin {name})"), b)
+    });
+    std::iter::once((member.to_string(), src))
+        .chain(bins)
+        .collect()
+}
+
+/// The circles under one parent in a crate's tree, each named with the crate.
+fn circles_in(krate: &str, root: &Path) -> Vec<String> {
+    let (_, g) = graph_of(sources_in(root));
     let mut found = Vec::new();
-    for (krate, root) in [
-        ("pipetrace", src_dir()),
-        ("core", core_dir()),
-        ("host", host_dir()),
-        ("export", export_dir()),
-        ("config", config_dir()),
-    ] {
-        let (_, g) = graph_of(sources_in(&root));
-        for (parent, sg) in sibling_graphs(&g) {
-            for part in circles(&sg) {
-                if !is_known(&part) {
-                    found.push(format!("{krate}, under `{}`: {:?}", name(&parent), part));
-                }
+    for (parent, sg) in sibling_graphs(&g) {
+        for part in circles(&sg) {
+            if !is_known(&part) {
+                found.push(format!("{krate}, under `{}`: {:?}", name(&parent), part));
             }
         }
     }
+    found
+}
+
+#[test]
+fn no_modules_under_one_parent_import_each_other_in_a_circle() {
+    let members = source::members();
+    let trees: Vec<(String, PathBuf)> = members.iter().flat_map(|m| crate_trees(m)).collect();
+    // Every member is read, and each binary of several files as a crate of its own.
+    for (_, root) in &trees {
+        assert!(root.is_dir(), "{} is no folder", root.display());
+    }
+    for m in [
+        "collector",
+        "core",
+        "semconv",
+        "tests",
+        "probes/ebpf",
+        "dist",
+    ] {
+        assert!(members.iter().any(|k| k == m), "{m} not in {members:?}");
+    }
+    let bench = (trees.iter())
+        .find(|(k, _)| k == "tests (bin bench_perf)")
+        .unwrap_or_else(|| panic!("no bench_perf in {trees:?}"));
+    let modules: Vec<Module> = sources_in(&bench.1).into_iter().map(|s| s.module).collect();
+    assert!(modules.contains(&vec!["storm".to_string()]), "{modules:?}");
+    let found: Vec<String> = (trees.iter())
+        .flat_map(|(krate, root)| circles_in(krate, root))
+        .collect();
     assert!(
         found.is_empty(),
         "import circles (see docs/architecture.md):\n{}",

@@ -40,8 +40,29 @@ pub fn help_examples(place: &str, help: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The shell lines of README.md's and docs/*.md's code blocks under `root`, continuations
-/// joined, each with its file's name.
+/// Whether `s` ends inside a shell quote (`sh -c '` and the lines after it, up to the
+/// closing quote, are one command). A comment's apostrophe ("the node's agent") is none.
+pub fn in_quote(s: &str) -> bool {
+    let (mut quote, mut escaped, mut word_start) = (None, false, true);
+    for c in s.chars() {
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, _) if escaped => escaped = false,
+            (_, '\\') => escaped = true,
+            (Some('"'), '"') => quote = None,
+            (None, '#') if word_start => return false,
+            (None, '\'' | '"') => quote = Some(c),
+            _ => {}
+        }
+        word_start = c.is_whitespace();
+    }
+    quote.is_some()
+}
+
+/// The shell lines of README.md's and docs/*.md's code blocks under `root`, each with its
+/// file's name: continuations (`\`) and a quote's lines joined into one command, blank
+/// lines left out.
 pub fn doc_examples(root: &Path) -> Vec<(String, String)> {
     let mut files = vec![root.join("README.md")];
     let docs = std::fs::read_dir(root.join("docs")).expect("docs/");
@@ -67,7 +88,15 @@ pub fn doc_examples(root: &Path) -> Vec<(String, String)> {
             if l.ends_with('\\') {
                 continue;
             }
+            if in_quote(&line) {
+                line.push('\n');
+                continue;
+            }
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            if line.trim().is_empty() {
+                line.clear();
+                continue;
+            }
             out.push((name, std::mem::take(&mut line)));
         }
     }

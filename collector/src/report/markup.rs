@@ -11,6 +11,14 @@ pub fn esc(s: &str) -> String {
 }
 
 /// Rows listed at most per table of happenings; the rest are counted.
+/// `n` jobs, as a reader says it: "1 job", "2 jobs".
+pub(super) fn jobs(n: usize) -> String {
+    match n {
+        1 => "1 job".into(),
+        n => format!("{n} jobs"),
+    }
+}
+
 pub(super) const MAX_LISTED: usize = 500;
 
 pub(super) fn more(n: usize, out: &mut String) {

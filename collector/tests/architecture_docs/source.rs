@@ -12,6 +12,15 @@ pub fn read(rel: &str) -> String {
     fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
+/// The workspace's member crates, as Cargo.toml's `members` lists their directories.
+pub fn members() -> Vec<String> {
+    let manifest = read("Cargo.toml");
+    (block(&manifest, "members = [").iter().skip(1))
+        .take_while(|l| !l.starts_with(']'))
+        .map(|l| l.trim().trim_matches(|c| c == '"' || c == ',').to_string())
+        .collect()
+}
+
 /// Every `.rs` file under `dir`, sorted.
 pub fn rs_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

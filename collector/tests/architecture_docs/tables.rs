@@ -3,7 +3,7 @@ use std::{collections::BTreeSet, path::Path};
 
 use super::source::{
     TOUCHES, block, code_of, doc_above, first_paragraph, first_sentence, is_test_file, items,
-    params, read, root, rs_files,
+    members, params, read, root, rs_files,
 };
 
 fn cell(s: &str) -> String {
@@ -23,14 +23,6 @@ fn table(head: &[&str], rows: Vec<Vec<String>>) -> String {
         );
     }
     out
-}
-
-fn members() -> Vec<String> {
-    let manifest = read("Cargo.toml");
-    (block(&manifest, "members = [").iter().skip(1))
-        .take_while(|l| !l.starts_with(']'))
-        .map(|l| l.trim().trim_matches(|c| c == '"' || c == ',').to_string())
-        .collect()
 }
 
 /// Each member crate: its name, its directory, and its root's first doc paragraph.

@@ -181,6 +181,11 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
     // target/report-screenshots/big*.png for a person to look at).
     let page_path = dir.path().join("big.report.html");
     crate::report_page::screenshots(&page_path, "big");
+    // On a phone nothing reaches past the screen's edge, and the 481 rows scroll under their
+    // header; on a wide screen every column is in sight.
+    crate::report_page::fits_400(&page_path);
+    crate::report_page::header_stays(&page_path, (400, 800), false);
+    crate::report_page::header_stays(&page_path, (1280, 900), true);
     let page = std::fs::read_to_string(&page_path).unwrap();
     let listed: Vec<&str> = page.split("<li class=\"").skip(1).collect();
     for (f, li) in findings.iter().zip(&listed) {

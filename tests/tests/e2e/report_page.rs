@@ -1,8 +1,9 @@
 //! The HTML report as a reader meets it, in a real browser: the demo, a failed run and a run
 //! with an OOM kill and a signal, each opened in headless Chromium. The page leads with its status and
-//! findings, lists every job Snakemake's own records list, hides the columns no job has a
-//! value for, sorts and filters with its inline script, and is photographed wide, narrow and
-//! dark into target/report-screenshots/ for a person to look at.
+//! findings, then its failures, lists every job Snakemake's own records list, hides the
+//! columns no job has a value for, sorts and filters with its inline script, keeps the jobs
+//! table's header in sight, fits a 400-pixel screen, and is photographed wide, narrow (400
+//! pixels) and dark into target/report-screenshots/ for a person to look at.
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -39,26 +40,126 @@ fn chromium(args: &[&str], url: &str) -> std::process::Output {
     o
 }
 
-/// The page wide, narrow (a phone) and in the dark theme, as `name*.png`.
+/// Scrolls the framed page to its end.
+const TO_THE_END: &str = "function measure(){var w=document.getElementById('page').contentWindow;\
+w.scrollTo(0,w.document.documentElement.scrollHeight);}";
+
+/// The page wide, narrow (a phone, 400 CSS pixels), in the dark theme and its end (the
+/// spreads and the timeline, below a long jobs table), as `name*.png`.
 pub(crate) fn screenshots(page: &Path, name: &str) {
-    let url = format!("file://{}", page.display());
-    for (suffix, size, extra) in [
-        // Tall enough for the whole page: the timeline is near its end.
-        ("", "1280,4800", None),
-        ("-narrow", "420,7200", None),
-        ("-dark", "1280,4800", Some("--force-dark-mode")),
+    for (suffix, (width, height), extra, script) in [
+        // Tall enough for the whole page of a small run: the timeline is near its end.
+        ("", (1280, 4800), None, ""),
+        ("-narrow", (400, 7200), None, ""),
+        ("-dark", (1280, 4800), Some("--force-dark-mode"), ""),
+        ("-end", (1280, 3600), None, TO_THE_END),
     ] {
         let png = shots_dir().join(format!("{name}{suffix}.png"));
         let _ = std::fs::remove_file(&png);
         let shot = format!("--screenshot={}", png.display());
-        let window = format!("--window-size={size}");
+        let window = format!("--window-size={width},{height}");
         let args: Vec<&str> = [shot.as_str(), window.as_str()]
             .into_iter()
             .chain(extra)
             .collect();
-        chromium(&args, &url);
+        // Headless Chromium lays a page out at least 500 pixels wide and crops the shot to
+        // the window: the page is put in a frame of the width asked for.
+        let framed = framed(page, (width, height), script);
+        chromium(&args, &format!("file://{}", framed.display()));
         let len = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
         assert!(len > 10_000, "{}: {len} bytes", png.display());
+    }
+}
+
+/// `page` in a frame of `width` by `height` CSS pixels (the page's own viewport: its media
+/// queries and `vh` are the frame's), with `script` run in the outer page once the frame
+/// has loaded: a page of its own beside `page`, as `srcdoc`, so that the script may read
+/// the frame's document.
+fn framed(page: &Path, (width, height): (u32, u32), script: &str) -> PathBuf {
+    let html = std::fs::read_to_string(page).unwrap();
+    let srcdoc = (html.replace('&', "&amp;"))
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    let out = page.with_extension(format!("framed-{width}.html"));
+    let onload = if script.is_empty() {
+        ""
+    } else {
+        " onload=\"measure()\""
+    };
+    let page = format!(
+        "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"page\"{onload} \
+         style=\"border:0;display:block;width:{width}px;height:{height}px\" \
+         srcdoc=\"{srcdoc}\"></iframe><script>{script}</script></body></html>"
+    );
+    std::fs::write(&out, page).unwrap();
+    out
+}
+
+/// Measures the framed page: its width and the width of its content (`scroll`), the
+/// elements that reach past its right edge outside any scrolling box (`over`), and, with
+/// the jobs table's box scrolled half down, where its header is (`header`: its distance
+/// from the box's top, how it is positioned, how far the box scrolled).
+const MEASURE: &str = r#"function measure(){
+var f=document.getElementById('page'),d=f.contentDocument,w=f.contentWindow,W=w.innerWidth,over=[];
+var all=d.body.getElementsByTagName('*');
+for(var i=0;i<all.length;i++){var e=all[i];if(e.getBoundingClientRect().right<=W+0.5)continue;
+var p=e.parentElement,clipped=false;
+for(;p&&p!==d.body;p=p.parentElement)if(w.getComputedStyle(p).overflowX!=='visible'){clipped=true;break;}
+if(!clipped&&over.length<20)over.push(e.tagName.toLowerCase()+(e.id?'#'+e.id:'')+(e.className?'.'+e.className:'')+' to '+Math.round(e.getBoundingClientRect().right));}
+var r={width:W,scroll:d.documentElement.scrollWidth,over:over,header:null};
+var t=d.querySelector('table.jobs'),box=t&&t.closest('.scroll');
+if(box){box.scrollTop=(box.scrollHeight-box.clientHeight)/2;var th=box.querySelector('thead th');
+r.header={gap:th.getBoundingClientRect().top-box.getBoundingClientRect().top,
+position:w.getComputedStyle(th).position,scrolled:box.scrollTop,
+hidden_columns:box.scrollWidth>box.clientWidth};}
+var m=document.createElement('pre');m.id='measured';m.textContent=JSON.stringify(r);
+document.body.appendChild(m);}"#;
+
+/// What [`MEASURE`] found of `page` in a frame of `size`.
+fn measured(page: &Path, size: (u32, u32)) -> serde_json::Value {
+    let framed = framed(page, size, MEASURE);
+    let url = format!("file://{}", framed.display());
+    let dom = String::from_utf8_lossy(&chromium(&["--dump-dom"], &url).stdout).into_owned();
+    let json = between(&dom, "<pre id=\"measured\">", "</pre>")
+        .unwrap_or_else(|| panic!("{}: nothing measured", page.display()));
+    let json = json
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap()
+}
+
+/// At 400 CSS pixels wide nothing of `page` reaches past the screen's edge: tables and
+/// drawings scroll in their own box, text wraps.
+pub(crate) fn fits_400(page: &Path) {
+    let m = measured(page, (400, 800));
+    assert_eq!(m["width"], 400, "{m}");
+    let scroll = m["scroll"].as_f64().unwrap();
+    assert!(
+        scroll <= 400.0,
+        "{}: {scroll} px wide: {}",
+        page.display(),
+        m["over"]
+    );
+}
+
+/// The jobs table's header stays in sight (sticky at the top of its scrolling box) when the
+/// table is scrolled, in a window of `size`; `all_columns`: no column hides behind a
+/// sideways scroll there.
+pub(crate) fn header_stays(page: &Path, size: (u32, u32), all_columns: bool) {
+    let m = measured(page, size);
+    let header = &m["header"];
+    assert!(
+        header["scrolled"].as_f64().unwrap() > 0.0,
+        "the box scrolls: {m}"
+    );
+    assert_eq!(header["position"], "sticky", "{m}");
+    assert!(
+        header["gap"].as_f64().unwrap().abs() < 1.0,
+        "the header moved: {m}"
+    );
+    if all_columns {
+        assert_eq!(header["hidden_columns"], false, "{size:?}: {m}");
     }
 }
 
@@ -166,6 +267,9 @@ fn the_demo_page_lists_every_job_and_sorts_and_filters_them() {
     let page = dir.path().join("trace.report.html");
     let html = std::fs::read_to_string(&page).unwrap();
     screenshots(&page, "demo");
+    fits_400(&page);
+    // 13 jobs in a short window: the table scrolls in its box, under its header.
+    header_stays(&page, (1280, 400), true);
     // The status first, then the findings, then the jobs.
     let (banner, found, jobs) = (
         html.find("<div class=\"banner good\"><strong>Succeeded"),
@@ -225,7 +329,22 @@ fn a_failed_runs_page_says_so_and_names_the_exit_code_first() {
     let page = dir.path().join("failed.report.html");
     let html = std::fs::read_to_string(&page).unwrap();
     screenshots(&page, "failed");
+    fits_400(&page);
     assert!(html.contains("<div class=\"banner bad\"><strong>Failed: "));
+    // The failures right after the findings, before the jobs and the timeline.
+    let headings: Vec<&str> = (html.split("<h2 id=\"").skip(1))
+        .map(|h| &h[..h.find('"').unwrap()])
+        .collect();
+    let at = |id: &str| headings.iter().position(|h| *h == id);
+    assert_eq!(
+        at("failures"),
+        at("findings").map(|f| f + 1),
+        "{headings:?}"
+    );
+    assert!(
+        at("failures") < at("jobs") && at("jobs") < at("timeline"),
+        "{headings:?}"
+    );
     let items = findings(&html);
     let first = items.first().expect("a finding");
     assert!(
@@ -294,6 +413,7 @@ rule oom:
     let page = dir.path().join("oom.report.html");
     let html = std::fs::read_to_string(&page).unwrap();
     screenshots(&page, "oom");
+    fits_400(&page);
     let items = findings(&html);
     let first = items.first().expect("a finding");
     assert!(

@@ -1,7 +1,8 @@
 //! `make stack` (scripts/stack.sh): Jaeger v2 and a node agent started here, the demo pipeline
 //! run by Snakemake under the agent, its trace waited for in Jaeger, where to look printed;
 //! `scripts/stack.sh stop` stops both. Judged by Jaeger's query API against Snakemake's own
-//! records of the run.
+//! records of the run. `scripts/setup.sh stack`, which `make stack` runs, installs what the
+//! stack's scripts run (Go for Jaeger, curl) and `make dist`'s mode none of it.
 use std::{collections::BTreeSet, path::Path, process::Command};
 
 use pipetrace_e2e::{
@@ -78,4 +79,81 @@ fn the_stack_traces_the_demo_into_jaeger_and_stops() {
     assert!(o.status.success(), "{}", stderr(&o));
     let gone = http_get(&format!("http://{query}/api/services"));
     assert!(gone.is_err(), "Jaeger stopped: {gone:?}");
+}
+
+/// What `scripts/setup.sh MODE` would install on a machine whose PATH is `path` only (no Go
+/// in /usr/local/go either): its Debian packages, and whether Go.
+fn would_install(mode: &str, path: &Path) -> (BTreeSet<String>, bool) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let o = Command::new("/bin/bash")
+        .arg(root.join("scripts/setup.sh"))
+        .arg(mode)
+        .env("PATH", path)
+        .env("SETUP_DRY_RUN", "1")
+        .env("SETUP_GO_ROOT", path.join("no-go"))
+        .output()
+        .unwrap();
+    let said = stderr(&o);
+    assert!(o.status.success(), "setup.sh {mode}: {said}");
+    let packages = (said.lines())
+        .find_map(|l| l.strip_prefix("setup: would install Debian packages: "))
+        .unwrap_or_else(|| panic!("setup.sh {mode}: {said}"));
+    let packages = (packages.split_whitespace())
+        .filter(|p| *p != "none")
+        .map(str::to_string)
+        .collect();
+    (packages, said.contains("setup: would install Go "))
+}
+
+/// The `scripts/setup.sh` line a make target runs.
+fn setup_of(target: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let o = Command::new("make")
+        .args(["-n", "-C"])
+        .arg(&root)
+        .arg(target)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).to_string();
+    (said.lines())
+        .find_map(|l| l.split("scripts/setup.sh").nth(1))
+        .map(|rest| rest.split_whitespace().next().unwrap_or("").to_string())
+        .unwrap_or_else(|| panic!("make {target} runs no scripts/setup.sh: {said}"))
+}
+
+#[test]
+fn make_stack_installs_go_and_curl_and_make_dist_neither() {
+    assert_eq!(setup_of("stack"), "stack");
+    assert_eq!(setup_of("dist"), "dist");
+    let bare = tempfile::tempdir().unwrap();
+    let (stack, go) = would_install("stack", bare.path());
+    let want = ["snakemake", "bwa", "samtools", "coreutils", "curl", "unzip"];
+    assert_eq!(stack, want.map(String::from).into(), "stack");
+    assert!(go, "Go for scripts/jaeger.sh");
+    let (dist, go) = would_install("dist", bare.path());
+    assert_eq!(dist, ["dpkg", "gzip"].map(String::from).into(), "dist");
+    assert!(!go, "make dist builds no Jaeger");
+    let (demo, go) = would_install("demo", bare.path());
+    assert!(!go && !demo.contains("curl"), "demo: {demo:?}");
+    assert!(
+        would_install("all", bare.path()).1,
+        "make test builds Jaeger"
+    );
+    // A Go older than tests/jaeger/go.mod's is replaced, one as new is kept.
+    let go_mod = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/jaeger/go.mod"),
+    )
+    .unwrap();
+    let wanted = (go_mod.lines())
+        .find_map(|l| l.strip_prefix("go "))
+        .unwrap()
+        .to_string();
+    for (version, replaced) in [("1.19.8", true), (wanted.as_str(), false)] {
+        let fake = bare.path().join("go");
+        std::fs::write(&fake, format!("#!/bin/sh\necho go{version}\n")).unwrap();
+        let o = Command::new("chmod").arg("+x").arg(&fake).output().unwrap();
+        assert!(o.status.success());
+        let (_, go) = would_install("stack", bare.path());
+        assert_eq!(go, replaced, "go{version}");
+    }
 }

@@ -8,7 +8,7 @@ use super::{
     job::Job,
     units::{bytes, pct, secs},
 };
-use crate::report::markup::esc;
+use crate::report::markup::{self, esc};
 
 /// Five figures of a sample: least, quartiles, median, most.
 #[derive(Debug, PartialEq)]
@@ -64,19 +64,35 @@ pub(crate) fn outlier<'j, 'a>(
 }
 
 /// A plot's title, each job's figure (None: the job has none, as one that asked for
-/// nothing has no % of its ask) and how to show a figure.
-type Metric = (&'static str, fn(&Job) -> Option<f64>, fn(f64) -> String);
+/// nothing has no % of its ask), how to show a figure and the step of its axis's ticks.
+type Metric = (
+    &'static str,
+    fn(&Job) -> Option<f64>,
+    fn(f64) -> String,
+    fn(f64) -> f64,
+);
 
 const METRICS: [Metric; 6] = [
-    ("Wall time", |j| Some(j.wall()), secs),
-    ("CPU time", |j| Some(j.cpu()), secs),
-    ("Peak memory", |j| Some(j.peak_seen()), bytes),
-    ("Disk I/O (read + written)", |j| Some(io(j)), bytes),
-    ("CPU used, % of the CPUs asked", |j| j.cpu_of_asked(), pct),
+    ("Wall time", |j| Some(j.wall()), secs, nice_step),
+    ("CPU time", |j| Some(j.cpu()), secs, nice_step),
+    ("Peak memory", |j| Some(j.peak_seen()), bytes, binary_step),
+    (
+        "Disk I/O (read + written)",
+        |j| Some(io(j)),
+        bytes,
+        binary_step,
+    ),
+    (
+        "CPU used, % of the CPUs asked",
+        |j| j.cpu_of_asked(),
+        pct,
+        nice_step,
+    ),
     (
         "Peak memory, % of the memory asked",
         |j| j.memory_of_asked(),
         pct,
+        nice_step,
     ),
 ];
 
@@ -103,15 +119,28 @@ fn nice_step(most: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
+/// [`nice_step`] in the binary unit bytes are shown in (KiB, MiB, GiB), so that each tick
+/// reads round: 0, 5 MiB, 10 MiB, not 0, 4.8 MiB, 9.5 MiB.
+fn binary_step(most: f64) -> f64 {
+    let mut unit = 1.0;
+    while most / unit >= 1024.0 {
+        unit *= 1024.0;
+    }
+    nice_step(most / unit) * unit
+}
+
+/// How an axis shows a figure, and the step of its ticks up to its most.
+type Scale = (fn(f64) -> String, fn(f64) -> f64);
+
 /// The axis under the rows at `y`: ticks from zero to `most`, each with its figure.
-fn axis(most: f64, y: f64, show: fn(f64) -> String, out: &mut String) {
+fn axis(most: f64, y: f64, (show, step): Scale, out: &mut String) {
     let x = |v: f64| LABEL + v / most * PLOT;
     let _ = write!(
         out,
         "<line class=\"axis\" x1=\"{LABEL}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>",
         LABEL + PLOT
     );
-    let step = nice_step(most);
+    let step = step(most);
     let mut v = 0.0;
     while v <= most * 1.000_001 {
         let _ = write!(
@@ -134,7 +163,7 @@ fn row(
     (m, x, y): (&Metric, &dyn Fn(f64) -> f64, f64),
     out: &mut String,
 ) {
-    let (_, value, show) = m;
+    let (_, value, show, _) = m;
     let with: Vec<(&Job, f64)> = jobs.iter().filter_map(|j| Some((*j, value(j)?))).collect();
     let values: Vec<f64> = with.iter().map(|(_, v)| *v).collect();
     let Some(f) = five(&values) else { return };
@@ -146,10 +175,10 @@ fn row(
     }
     let _ = write!(
         out,
-        "<text x=\"4\" y=\"{:.1}\">{} ({} jobs)</text>",
+        "<text x=\"4\" y=\"{:.1}\">{} ({})</text>",
         mid + 4.0,
         esc(task),
-        values.len()
+        markup::jobs(values.len())
     );
     match values.len() < DOTS_BELOW {
         true => dots(&with, (x, mid, *show), out),
@@ -211,7 +240,7 @@ fn boxed(task: &str, f: &Five, (x, y, show): Place, out: &mut String) {
 /// One metric's plot: a row per task that has the figure, on one axis from zero to the
 /// largest job, with its scale under the rows.
 fn plot(m: &Metric, tasks: &BTreeMap<&str, Vec<&Job>>, out: &mut String) {
-    let (title, value, show) = m;
+    let (title, value, show, step) = m;
     let rows: Vec<(&&str, &Vec<&Job>)> = (tasks.iter())
         .filter(|(_, js)| js.iter().any(|j| value(j).is_some()))
         .collect();
@@ -231,7 +260,7 @@ fn plot(m: &Metric, tasks: &BTreeMap<&str, Vec<&Job>>, out: &mut String) {
     for (i, (task, jobs)) in rows.iter().enumerate() {
         row(task, jobs, (m, &x, 4.0 + ROW * i as f64), out);
     }
-    axis(most, h - AXIS, *show, out);
+    axis(most, h - AXIS, (*show, *step), out);
     out.push_str("</svg></div>");
 }
 
@@ -262,6 +291,20 @@ mod tests {
     use pipetrace_core::judgement::testing::*;
 
     use super::{super::job::jobs_of, *};
+
+    #[test]
+    fn byte_ticks_are_round_in_their_binary_unit() {
+        const MIB: f64 = 1048576.0;
+        assert_eq!(binary_step(12.5 * MIB), 5.0 * MIB);
+        assert_eq!(binary_step(2.1 * MIB), 0.5 * MIB);
+        assert_eq!(binary_step(300.0 * 1024.0), 100.0 * 1024.0);
+        let mut out = String::new();
+        axis(12.5 * MIB, 0.0, (bytes, binary_step), &mut out);
+        let ticks: Vec<&str> = (out.split("text-anchor=\"middle\">").skip(1))
+            .map(|t| &t[..t.find('<').unwrap()])
+            .collect();
+        assert_eq!(ticks, ["0 B", "5.0 MiB", "10 MiB"]);
+    }
 
     #[test]
     fn five_figures_interpolate_between_jobs() {

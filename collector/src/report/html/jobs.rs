@@ -43,7 +43,8 @@ pub struct Col {
     pub cell: fn(&Job) -> Option<Cell>,
 }
 
-/// The columns, in order; [`shown`] drops those no job has a value for.
+/// The columns, in order; [`shown`] drops those no job has a value for. A header wraps
+/// where the table needs the room, "%" kept with what it is of.
 pub const COLS: [Col; 18] = [
     Col {
         key: "task",
@@ -80,7 +81,7 @@ pub const COLS: [Col; 18] = [
     },
     Col {
         key: "cpu_asked",
-        head: "CPU % asked",
+        head: "CPU %\u{a0}asked",
         cell: |j| j.cpu_of_asked().and_then(|v| num(v, pct(v))),
     },
     Col {
@@ -90,7 +91,7 @@ pub const COLS: [Col; 18] = [
     },
     Col {
         key: "mem_asked",
-        head: "memory % asked",
+        head: "memory %\u{a0}asked",
         cell: |j| j.memory_of_asked().and_then(|v| num(v, pct(v))),
     },
     Col {

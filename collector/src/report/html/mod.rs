@@ -116,8 +116,9 @@ pub fn render_with(
 }
 
 /// The sections' ids, each run's own on a page of several (job rows carry their trace).
-const SECTION_IDS: [&str; 9] = [
-    "findings", "jobs", "asked", "went", "spread", "usual", "tasks", "machines", "timeline",
+const SECTION_IDS: [&str; 11] = [
+    "findings", "failures", "events", "jobs", "asked", "went", "spread", "usual", "tasks",
+    "machines", "timeline",
 ];
 
 /// A run's key in ids, as its job rows' anchors have it.
@@ -182,7 +183,7 @@ fn section(
     let (run, jobs) = (judged.run, &judged.jobs[..]);
     facts::render(run, jobs, out);
     findings::render(&judged.findings, out);
-    // What failed and what happened, in words, beside the findings.
+    // What failed, then what happened, in words, right after the findings.
     happenings::render(spans, out);
     jobs::render(jobs, out);
     asked::render(&judged.asks, judged.engine, out);
@@ -260,7 +261,7 @@ mod tests {
         helper.error = Some("readlink exited with code 1".into());
         let html = render(&[run, task, shell, bwa, helper]);
         assert!(
-            html.contains("<td class=\"l\">align › bwa</td><td class=\"wrap\">no CPU"),
+            html.contains("<td class=\"l place\">align › bwa</td><td class=\"wrap\">no CPU"),
             "{html}"
         );
         assert!(html.contains("bwa killed by SIGTERM"));
@@ -269,6 +270,32 @@ mod tests {
             "the engine's own are not listed"
         );
         assert!(html.contains("1 process(es) outside any task"));
+    }
+
+    /// The ids of the page's `<h2>` headings, in order.
+    fn headings(html: &str) -> Vec<&str> {
+        (html.split("<h2 id=\"").skip(1))
+            .map(|h| &h[..h.find('"').unwrap()])
+            .collect()
+    }
+
+    #[test]
+    fn the_failures_come_right_after_the_findings_then_the_events_and_the_jobs() {
+        let run = span("r", None, Kind::Run, "run x");
+        let mut task = span("t", Some("r"), Kind::Task, "align");
+        task.error = Some("align exited with code 3".into());
+        let mut bwa = span("b", Some("t"), Kind::Tool, "bwa");
+        bwa.error = Some("bwa exited with code 3".into());
+        bwa.events.push(ReportEvent {
+            name: event::STALL.into(),
+            time: 2_000_000_000,
+            numbers: [(attr::STALL_DURATION.to_string(), 4.0)].into(),
+            texts: BTreeMap::new(),
+        });
+        let html = render(&[run, task, bwa]);
+        let h = headings(&html);
+        assert_eq!(h[..4], ["findings", "failures", "events", "jobs"], "{h:?}");
+        assert_eq!(h.last(), Some(&"timeline"), "{h:?}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The page's own stylesheet and its one small script, inline: the page opens offline, from
 //! a mail attachment or a cluster's scratch directory, with nothing fetched.
 
-/// Light and dark by the reader's setting; tables scroll sideways on a narrow screen, and
-/// the drawings shrink to fit it.
+/// Light and dark by the reader's setting; headers wrap before a table scrolls sideways
+/// (the jobs table's columns all fit 1280 pixels), tables and drawings scroll sideways in
+/// their own box on a narrow screen and the page itself never does.
 pub const CSS: &str = "\
 :root{--fg:#222;--bg:#fff;--muted:#666;--line:#ddd;--bad:#c9302c;--good:#2e7d32;\
 --bandbad:#fdecea;--bandgood:#e8f5e9;--link:#1f5fa8;--shade:#eee}\
@@ -14,7 +15,7 @@ line-height:1.4}\
 a{color:var(--link)}h1{font-size:1.5em;overflow-wrap:anywhere}\
 table{border-collapse:collapse}td,th{border-bottom:1px solid var(--line);padding:4px 8px;\
 text-align:right;white-space:nowrap}td.l,th.l,td:first-child,th:first-child{text-align:left}\
-th{position:sticky;top:0;background:var(--bg)}.scroll{overflow-x:auto;max-width:100%}\
+th{position:sticky;top:0;background:var(--bg);white-space:normal;vertical-align:bottom}.scroll{overflow-x:auto;max-width:100%}\
 .scroll.tall{max-height:85vh;overflow:auto}td.wrap,td.err{overflow-wrap:anywhere}\
 .jobs th[data-k]{cursor:pointer}.jobs th[aria-sort=ascending]::after{content:' ▲'}\
 .jobs th[aria-sort=descending]::after{content:' ▼'}tr.bad td{color:var(--bad)}\
@@ -35,10 +36,10 @@ svg{max-width:100%;height:auto}svg text{fill:var(--fg)}svg .axis{stroke:var(--li
 width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}\
 .stack{display:flex;height:14px;min-width:12em;border-radius:3px;overflow:hidden;\
 background:var(--shade)}.stack span{display:block;height:100%}td.bar{width:60%}\
-td.wrap{white-space:normal;text-align:left;min-width:16em}.note{color:var(--muted);font-size:.9em}\
+td.wrap{white-space:normal;text-align:left;min-width:16em}td.place{white-space:normal}.note{color:var(--muted);font-size:.9em}\
 code{font-family:ui-monospace,monospace;background:var(--shade);padding:0 .3em;\
 border-radius:3px}\
-@media (max-width:600px){body{margin:.6em}td,th{padding:3px 5px}\
+@media (max-width:600px){body{margin:.6em}td,th{padding:3px 5px}td.wrap{min-width:8em}\
 dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.4em}\
 .fig svg{min-width:640px}}";
 

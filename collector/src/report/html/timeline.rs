@@ -1,5 +1,5 @@
 //! The timeline: jobs as bars on a time axis with readable ticks, their tools as thin bars
-//! inside, the engine's start-up shaded, a legend of only the colours drawn, and the number
+//! inside, the engine's start-up shaded, a legend of exactly the colours drawn, and the number
 //! of jobs running over time. Past a few hundred jobs, one lane per task instead of a row
 //! per job.
 use std::{collections::BTreeMap, fmt::Write as _};
@@ -10,7 +10,7 @@ use super::{
     job::Job,
     units::{bytes, secs},
 };
-use crate::report::markup::esc;
+use crate::report::markup::{self, esc};
 use pipetrace_core::judgement::Kind;
 use pipetrace_core::judgement::ReportSpan;
 
@@ -106,9 +106,14 @@ fn job_title(j: &Job) -> String {
     t
 }
 
+/// The verdicts drawn, by name, with their colours: the legend lists exactly these.
+type Drawn = BTreeMap<&'static str, &'static str>;
+
 /// A job's tools as thin bars inside its own, where it has a row of its own.
-fn tools(j: &Job, axis: &Axis, y: f64, out: &mut String) {
+fn tools(j: &Job, axis: &Axis, y: f64, (out, drawn): (&mut String, &mut Drawn)) {
     for t in j.tools.iter().take(MAX_TOOLS) {
+        let (fill, verdict) = color(t);
+        drawn.insert(verdict, fill);
         let (a, b) = (axis.x(t.start), axis.x(t.end));
         let title = format!(
             "{} › {} — {}, CPU {}, peak {}",
@@ -124,7 +129,7 @@ fn tools(j: &Job, axis: &Axis, y: f64, out: &mut String) {
              <title>{}</title></rect>",
             y + 6.0,
             (b - a).max(1.0),
-            color(t).0,
+            fill,
             esc(&title)
         );
     }
@@ -143,7 +148,7 @@ fn rows<'j, 'a>(jobs: &'j [Job<'a>]) -> Vec<(String, Vec<&'j Job<'a>>)> {
         lanes.entry(j.task()).or_default().push(j);
     }
     let mut rows: Vec<_> = (lanes.into_iter())
-        .map(|(t, js)| (format!("{t} ({} jobs)", js.len()), js))
+        .map(|(t, js)| (format!("{t} ({})", markup::jobs(js.len())), js))
         .collect();
     rows.sort_by_key(|(_, js)| js.first().map(|j| j.span.start));
     rows.truncate(MAX_LANES);
@@ -180,27 +185,20 @@ fn running(jobs: &[Job], axis: &Axis, y: f64, out: &mut String) {
         );
         last = *after;
     }
+    // In the muted text's colour: no verdict's.
     let _ = write!(
         out,
         "<text x=\"4\" y=\"{:.1}\">jobs running (at most {most})</text>\
-         <polyline points=\"{}\" fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"1.5\"/>",
+         <polyline points=\"{}\" fill=\"none\" style=\"stroke:var(--muted)\" stroke-width=\"1\"/>",
         y + CURVE / 2.0,
         path.trim_end()
     );
 }
 
-/// The legend: only the colours drawn, the tools' (drawn inside their job's row) too.
-fn legend(jobs: &[Job], startup: bool, out: &mut String) {
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-    let tools_drawn = jobs.len() < LANES_FROM;
-    for j in jobs {
-        let (c, name) = color(j.span);
-        seen.insert(name, c);
-        let tools = j.tools.iter().take(if tools_drawn { MAX_TOOLS } else { 0 });
-        seen.extend(tools.map(|t| (color(t).1, color(t).0)));
-    }
+/// The legend: the colours drawn, jobs' and tools' alike, and the start-up's shade.
+fn legend(drawn: &Drawn, startup: bool, out: &mut String) {
     out.push_str("<p class=\"legend\">");
-    for (name, c) in seen {
+    for (name, c) in drawn {
         let _ = write!(out, "<span><i style=\"background:{c}\"></i>{name}</span>");
     }
     if startup {
@@ -228,44 +226,28 @@ pub(crate) fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
     let startup = (spans.iter().find(|s| s.kind == Kind::Run)).filter(|r| first > r.start);
     let h_rows = ROW * rows.len() as f64;
     let h = h_rows + CURVE + 30.0;
-    out.push_str("<h2 id=\"timeline\">Timeline</h2>");
-    legend(jobs, startup.is_some(), out);
-    let _ = write!(
-        out,
-        "<div class=\"scroll fig\"><svg viewBox=\"0 0 {WIDTH} {h}\" width=\"100%\" \
-         xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">"
-    );
+    let mut svg = String::new();
     if let Some(r) = startup {
         let (a, b) = (axis.x(r.start), axis.x(first));
         let _ = write!(
-            out,
+            svg,
             "<rect x=\"{a:.1}\" y=\"0\" width=\"{:.1}\" height=\"{h_rows:.1}\" \
              style=\"fill:var(--shade)\"><title>engine start-up: {}</title></rect>",
             b - a,
             secs((first - r.start) as f64 / 1e9)
         );
     }
-    ticks(&axis, h_rows + CURVE + 10.0, out);
-    let mut drawn = 0;
-    for (i, (label, on)) in rows.iter().enumerate() {
-        let y = 4.0 + ROW * i as f64;
-        let _ = write!(
-            out,
-            "<text x=\"4\" y=\"{:.1}\">{}</text>",
-            y + 13.0,
-            esc(label)
-        );
-        for j in on.iter().take(MAX_BARS.saturating_sub(drawn)) {
-            let (x0, x1) = (axis.x(j.span.start), axis.x(j.span.end));
-            bar(out, (x0, x1, y, ROW - 4.0), color(j.span).0, &job_title(j));
-            if on.len() == 1 {
-                tools(j, &axis, y, out);
-            }
-        }
-        drawn += on.len().min(MAX_BARS.saturating_sub(drawn));
-    }
-    running(jobs, &axis, h_rows + 4.0, out);
-    out.push_str("</svg></div>");
+    ticks(&axis, h_rows + CURVE + 10.0, &mut svg);
+    let (drawn, verdicts) = bars(&rows, &axis, &mut svg);
+    running(jobs, &axis, h_rows + 4.0, &mut svg);
+    out.push_str("<h2 id=\"timeline\">Timeline</h2>");
+    legend(&verdicts, startup.is_some(), out);
+    let _ = write!(
+        out,
+        "<div class=\"scroll fig\"><svg viewBox=\"0 0 {WIDTH} {h}\" width=\"100%\" \
+         xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"11\">{svg}\
+         </svg></div>"
+    );
     if jobs.len() > drawn {
         let _ = write!(
             out,
@@ -273,6 +255,32 @@ pub(crate) fn render(spans: &[ReportSpan], jobs: &[Job], out: &mut String) {
             jobs.len()
         );
     }
+}
+
+/// Each row's label and its jobs' bars (a job alone on its row with its tools inside), up
+/// to [`MAX_BARS`]: how many jobs were drawn, and the verdicts their colours say.
+fn bars(rows: &[(String, Vec<&Job>)], axis: &Axis, svg: &mut String) -> (usize, Drawn) {
+    let (mut drawn, mut verdicts) = (0, Drawn::new());
+    for (i, (label, on)) in rows.iter().enumerate() {
+        let y = 4.0 + ROW * i as f64;
+        let _ = write!(
+            svg,
+            "<text x=\"4\" y=\"{:.1}\">{}</text>",
+            y + 13.0,
+            esc(label)
+        );
+        for j in on.iter().take(MAX_BARS.saturating_sub(drawn)) {
+            let (x0, x1) = (axis.x(j.span.start), axis.x(j.span.end));
+            let (fill, verdict) = color(j.span);
+            verdicts.insert(verdict, fill);
+            bar(svg, (x0, x1, y, ROW - 4.0), fill, &job_title(j));
+            if on.len() == 1 {
+                tools(j, axis, y, (svg, &mut verdicts));
+            }
+        }
+        drawn += on.len().min(MAX_BARS.saturating_sub(drawn));
+    }
+    (drawn, verdicts)
 }
 
 #[cfg(test)]
@@ -308,6 +316,71 @@ mod tests {
         assert_eq!(out.matches("<rect").count(), LANES_FROM + 1);
         assert!(out.contains("no verdict") && !out.contains("cpu-bound"));
         assert!(out.contains("jobs running (at most 2)"), "{out}");
+    }
+
+    /// Every fill the drawing paints, as `fill="…"` or `style="fill:…"` (a line's `none` is
+    /// no paint).
+    fn fills(svg: &str) -> std::collections::BTreeSet<&str> {
+        let attrs = svg
+            .split("fill=\"")
+            .skip(1)
+            .map(|f| &f[..f.find('"').unwrap()]);
+        let styles = (svg.split("style=\"fill:").skip(1)).map(|f| &f[..f.find('"').unwrap()]);
+        attrs.chain(styles).filter(|f| *f != "none").collect()
+    }
+
+    /// A job `id` of task `name` with one tool that ended as `error` says.
+    fn job_with_tool(id: &str, name: &str, error: Option<&str>) -> [ReportSpan; 2] {
+        let job = with(
+            task(id, name, None, (0.0, 2.0)),
+            &[],
+            &[(attr::BOTTLENECK, "cpu-bound")],
+        );
+        let mut tool = task(&format!("{id}-tool"), "cat", None, (0.5, 1.5));
+        (tool.kind, tool.parent) = (Kind::Tool, Some(id.into()));
+        tool.texts.clear();
+        tool.error = error.map(Into::into);
+        [job, tool]
+    }
+
+    #[test]
+    fn every_colour_the_timeline_draws_has_a_legend_entry_and_no_other() {
+        // A row per job; and past LANES_FROM a lane per task, a task of one job keeping its
+        // row and its tools drawn inside.
+        for n in [3, LANES_FROM + 1] {
+            let mut spans: Vec<_> = (0..n)
+                .map(|i| task(&i.to_string(), "make", None, (i as f64, i as f64 + 1.0)))
+                .collect();
+            spans.extend(job_with_tool("m", "merge", Some("cat exited with code 1")));
+            let mut out = String::new();
+            render(&spans, &jobs_of(&spans), &mut out);
+            let (legend, svg) = out.split_once("<svg").unwrap();
+            let legend = between(legend, "<p class=\"legend\">", "</p>");
+            let listed: std::collections::BTreeSet<&str> = (legend.split("background:").skip(1))
+                .map(|c| &c[..c.find('"').unwrap()])
+                .collect();
+            assert_eq!(fills(svg), listed, "{n} jobs: {legend}");
+            for name in ["no verdict", "cpu-bound", "failed"] {
+                assert!(
+                    legend.contains(&format!("</i>{name}</span>")),
+                    "{n}: {legend}"
+                );
+            }
+            if n > LANES_FROM {
+                assert!(svg.contains(">merge (1 job)</text>"), "1 job, not 1 jobs");
+            }
+        }
+    }
+
+    #[test]
+    fn the_running_curve_is_drawn_in_the_text_s_colour_not_a_verdict_s() {
+        let spans = job_with_tool("m", "merge", None);
+        let mut out = String::new();
+        render(&spans, &jobs_of(&spans), &mut out);
+        let curve = between(&out, "<polyline", "/>");
+        let (fill, _) = color(&spans[0]);
+        assert!(!curve.contains(fill), "{curve}");
+        assert!(curve.contains("stroke:var(--muted)"), "{curve}");
     }
 
     fn between<'a>(s: &'a str, a: &str, b: &str) -> &'a str {
