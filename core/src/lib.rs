@@ -15,4 +15,5 @@ pub mod judgement;
 pub mod machine;
 pub mod port;
 pub mod redact;
+pub mod sizing;
 pub mod tree;

@@ -25,6 +25,7 @@ pub mod attr {
     pub const STARTED_NAME: &str = "pipetrace.started.name";
     pub const TASK_WILDCARDS: &str = "pipetrace.task.wildcards";
     pub const TASK_THREADS: &str = "pipetrace.task.threads";
+    pub const TASK_TIME_LIMIT: &str = "pipetrace.task.time_limit";
     pub const TASK_IN_ENGINE: &str = "pipetrace.task.in_engine";
     pub const TASK_TAG: &str = "pipetrace.task.tag";
     pub const TASK_LOGS: &str = "pipetrace.task.logs";
@@ -180,6 +181,7 @@ pub mod attr {
         STARTED_NAME,
         TASK_WILDCARDS,
         TASK_THREADS,
+        TASK_TIME_LIMIT,
         TASK_IN_ENGINE,
         TASK_TAG,
         TASK_LOGS,

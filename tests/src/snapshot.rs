@@ -12,8 +12,10 @@ static FIGURE: LazyLock<Regex> =
 /// A trace or span id.
 static ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[0-9a-f]{16,32}\b").unwrap());
 static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[ \t]+").unwrap());
-/// The time in a file name pipetrace made up: `pipetrace-20260131T120000Z`.
-static STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d{8}T\d{6}Z").unwrap());
+/// The time in a file name pipetrace made up: `pipetrace-20260131T120000Z`; and the one in
+/// Snakemake's log of a run: `.snakemake/log/2026-12-03T134851.123456.snakemake.log`.
+static STAMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d{8}T\d{6}Z|\d{4}-\d{2}-\d{2}T\d{6}(\.\d+)?").unwrap());
 
 /// `text` with `dirs` named `<dir>`, ids `<id>`, figures `N`, runs of blanks one blank,
 /// and the trees' siblings in order of their text.

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 use pipetrace_config::{Flags, Protocol};
-use pipetrace_core::judgement::sizing::Policy;
+use pipetrace_core::sizing::Policy;
 
 #[derive(Parser, Debug)]
 #[command(

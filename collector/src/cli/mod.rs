@@ -225,7 +225,7 @@ pub fn main() -> i32 {
                 .as_deref(),
             inputs,
             format: *format,
-            policy: pipetrace_core::judgement::sizing::Policy {
+            policy: pipetrace_core::sizing::Policy {
                 percentile: *percentile,
                 margin: *margin,
                 ..Default::default()

@@ -46,8 +46,9 @@ struct Attrs {
 /// (Waits and cost too, for `pipetrace compare`'s kept runs; CPU wait, allocation, network
 /// and GPUs for the machines, `sizing`; tag, exit, signal and what was asked for the page's
 /// jobs table.)
-pub const TASK_KEYS: [&str; 40] = [
+pub const TASK_KEYS: [&str; 41] = [
     attr::CICD_PIPELINE_TASK_NAME,
+    attr::TASK_TIME_LIMIT,
     attr::PROCESS_PID,
     attr::TASK_LOGS,
     attr::CICD_PIPELINE_TASK_RUN_ID,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use pipetrace_core::judgement::ReportSpan;
 
-use pipetrace_core::judgement::sizing::{JobFigures, Policy};
+use pipetrace_core::sizing::{JobFigures, Policy};
 
 /// One task's figures over its jobs, and what to ask for next time.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -111,7 +111,7 @@ impl Jobs {
 }
 
 fn one(task: String, jobs: &[JobFigures], policy: Policy) -> Suggestion {
-    let a = pipetrace_core::judgement::sizing::asks(jobs, policy);
+    let a = pipetrace_core::sizing::asks(jobs, policy);
     let max = |f: fn(&JobFigures) -> f64| jobs.iter().map(f).fold(0.0, f64::max);
     let (busy_max, wall_max) = (max(|j| j.busy), max(|j| j.wall));
     let peak_max = jobs.iter().map(|j| j.peak).max().unwrap_or(0);

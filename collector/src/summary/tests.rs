@@ -294,6 +294,25 @@ merge                    1      0.02      0.00     0 MiB     0 MiB  -           
     fn a_run_of_5001_jobs_names_every_failure_and_folds_the_rest_per_task() {
         let text = end_of(5001, (30, 8));
         names_every_failure(&text, 5001);
+        assert_eq!(
+            text,
+            "pipetrace: findings, most serious first:
+  OOM-KILLED filter sample=S4998: killed by the OOM killer at a peak of 210 MiB, over its limit of 200 MiB (cgroup /pipetrace-test)
+  FAILED     filter sample=S4996: failed: task filter exited with code 3 (tool exited with code 3)
+  FAILED     filter sample=S4997: failed: task filter exited with code 3 (tool exited with code 3)
+  FAILED     filter sample=S4999: failed: task filter exited with code 3 (tool exited with code 3)
+
+run big  FIVE  FAILED: run exited with code 1; 4 of 5001 tasks failed
+├─ make ×2500  ok  median 0.01s
+├─ filter ×2500  2496 ok, 4 FAILED  median 0.05s
+└─ merge  0.02s  ok
+
+task                  jobs    wall s     cpu s  peak mem  disk I/O  bottleneck    failed  advice
+filter                2500    125.00      0.00     0 MiB     0 MiB  -                  4  memory: 420 MiB
+make                  2500     25.00      0.00     0 MiB     0 MiB  -                  0  -
+merge                    1      0.02      0.00     0 MiB     0 MiB  -                  0  -
+"
+        );
     }
 
     /// The judgement stage ahead of the outputs: the run span leaves with the findings the

@@ -74,6 +74,9 @@ pub struct TaskInfo {
     /// Memory the engine gave the job, where its log says (Snakemake's `mem_mib`, else its
     /// `mem_mb` of 10^6 bytes).
     pub memory_bytes: Option<u64>,
+    /// The time the engine or its scheduler gave the job, seconds, where it says
+    /// (Snakemake's `runtime` in minutes, Slurm's `--time`).
+    pub time_limit_s: Option<u64>,
     /// It ran inside the engine's own process (a Snakemake `run:` job).
     pub in_engine: bool,
     /// The engine's label for this instance of the task (a Nextflow task's tag).

@@ -5,7 +5,7 @@ use pipetrace_config::Diagnosis;
 
 use super::gib;
 use crate::accounting::{Allocation, GpuFigures};
-use crate::judgement::sizing::{self, Fit};
+use crate::sizing::{self, Fit};
 
 /// A task's GPUs against the GPUs it was given.
 #[derive(Clone, Debug, PartialEq)]

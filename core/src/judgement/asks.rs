@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use pipetrace_semconv::attr;
 
-use super::sizing as asks;
 use super::{job::Job, units::bytes};
+use crate::sizing as asks;
 
 /// One task's asks and uses over its jobs.
 #[derive(Default, Debug, PartialEq)]

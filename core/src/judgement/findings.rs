@@ -8,13 +8,13 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use pipetrace_semconv::{attr, event};
 use serde::Serialize;
 
-use super::sizing::Fit;
 use super::{ReportEvent, ReportSpan};
 use super::{
     asks::{self, Asked},
     job::Job,
     units::{bytes, money, pct, secs},
 };
+use crate::sizing::Fit;
 
 /// How serious a finding is; every view lists the most serious first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

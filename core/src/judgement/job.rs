@@ -217,6 +217,16 @@ impl<'a> Job<'a> {
         self.peak().max(oom)
     }
 
+    /// The time the engine or its scheduler gave it (Snakemake's `runtime`, Slurm's
+    /// `--time`), seconds.
+    pub(crate) fn time_asked(&self) -> Option<f64> {
+        Some(self.span.num(attr::TASK_TIME_LIMIT)).filter(|t| *t > 0.0)
+    }
+
+    pub fn time_of_asked(&self) -> Option<f64> {
+        self.time_asked().map(|t| self.wall() / t)
+    }
+
     pub fn memory_of_asked(&self) -> Option<f64> {
         self.memory_asked().map(|l| self.peak_seen() / l)
     }
@@ -239,8 +249,8 @@ impl<'a> Job<'a> {
 
     /// Its figures as the asks' rule reads them: the one reading the page's "ask next
     /// time" and `pipetrace suggest` share.
-    pub fn figures(&self) -> super::sizing::JobFigures {
-        super::sizing::JobFigures {
+    pub fn figures(&self) -> crate::sizing::JobFigures {
+        crate::sizing::JobFigures {
             busy: self.cpus_wanted(),
             peak: self.peak_seen() as u64,
             wall: self.wall(),

@@ -7,7 +7,6 @@ pub mod asks;
 mod events;
 mod findings;
 pub mod job;
-pub mod sizing;
 mod span;
 #[cfg(any(test, feature = "fake-host"))]
 pub mod testing;
@@ -92,6 +91,8 @@ pub struct JobRow {
     pub cpus_used: f64,
     pub memory_peak_bytes: f64,
     pub memory_asked_bytes: Option<f64>,
+    /// The time it was given (Snakemake's `runtime`, Slurm's `--time`), seconds.
+    pub time_asked_seconds: Option<f64>,
     pub bottleneck: Option<String>,
 }
 
@@ -112,6 +113,7 @@ impl Judgement<'_> {
                 cpus_used: j.cpus_used(),
                 memory_peak_bytes: j.peak_seen(),
                 memory_asked_bytes: j.memory_asked(),
+                time_asked_seconds: j.time_asked(),
                 bottleneck: j.verdict(),
             })
             .collect()

@@ -21,6 +21,9 @@ pub(crate) fn task_attrs(info: &TaskInfo, a: &mut Vec<KeyValue>) {
     if let Some(t) = info.threads {
         a.push(KeyValue::new(attr::TASK_THREADS, t as i64));
     }
+    if let Some(t) = info.time_limit_s {
+        a.push(KeyValue::new(attr::TASK_TIME_LIMIT, t as i64));
+    }
     if info.in_engine {
         a.push(KeyValue::new(attr::TASK_IN_ENGINE, true));
     }

@@ -39,7 +39,7 @@ rule merge:
     input: expand("made/{{s}}.txt", s=SAMPLES)
     output: "merged.txt"
     threads: 2
-    resources: mem_mb=4000
+    resources: mem_mb=4000, runtime=5
     shell: "cat {{input}} > {{output}}"
 "#,
         late = [OOM, EXITS[0], EXITS[1], EXITS[2]],
@@ -111,8 +111,12 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
         "{end}"
     );
     assert!(end.contains("over its limit of 200 MiB"), "{end}");
+    // No `log:` of their own: Snakemake's log of the run is where to read why.
     for s in EXITS {
-        let line = format!("FAILED     filter s={s}: failed: task filter exited with code 3");
+        let line = format!(
+            "FAILED     filter s={s}: failed: task filter exited with code 3; the run's log: \
+             .snakemake/log/"
+        );
         assert!(end.contains(&line), "no {line} in:\n{end}");
     }
     assert!(end.contains("├─ make ×240  ok  median "), "{end}");
@@ -163,6 +167,17 @@ fn a_481_job_run_names_every_failure_in_40_lines_and_every_view_says_the_same() 
     on_the_run_span(&out, findings);
     let jobs = run["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 481, "one row per job");
+    // merge's `runtime=5` (minutes), as the page's "% of the time asked" reads it.
+    let merge = jobs.iter().find(|j| j["task"] == "merge").unwrap();
+    assert_eq!(merge["time_asked_seconds"], 300.0, "{merge}");
+    let log = (findings.iter())
+        .find(|f| f["kind"] == "failed")
+        .and_then(|f| f["logs"][0].as_str())
+        .unwrap();
+    assert!(
+        dir.path().join(log).is_file(),
+        "the run's log {log} is there"
+    );
     let not_ok = jobs.iter().filter(|j| j["status"] != "ok").count();
     assert_eq!(not_ok, 4);
     // Each finding's sentence is the terminal's, word for word.

@@ -72,7 +72,7 @@ type Metric = (
     fn(f64) -> f64,
 );
 
-const METRICS: [Metric; 6] = [
+const METRICS: [Metric; 7] = [
     ("Wall time", |j| Some(j.wall()), secs, nice_step),
     ("CPU time", |j| Some(j.cpu()), secs, nice_step),
     ("Peak memory", |j| Some(j.peak_seen()), bytes, binary_step),
@@ -91,6 +91,12 @@ const METRICS: [Metric; 6] = [
     (
         "Peak memory, % of the memory asked",
         |j| j.memory_of_asked(),
+        pct,
+        nice_step,
+    ),
+    (
+        "Wall time, % of the time asked",
+        |j| j.time_of_asked(),
         pct,
         nice_step,
     ),
@@ -384,5 +390,29 @@ mod tests {
             cpu.contains(">50%</text>"),
             "each job used 1 of its 2 CPUs: {cpu}"
         );
+        assert!(
+            !out.contains("Wall time, % of the time asked"),
+            "no job was given a time: no plot"
+        );
+    }
+
+    /// Jobs given a time (Snakemake's `runtime`, Slurm's `--time`) show their wall time as a
+    /// share of it, as Nextflow's report does.
+    #[test]
+    fn jobs_given_a_time_show_their_wall_time_as_its_share() {
+        let spans: Vec<_> = (0..3)
+            .map(|i| {
+                let t = task(&format!("t{i}"), "align", Some("x"), (0.0, 30.0));
+                with(t, &[(attr::TASK_TIME_LIMIT, 60.0)], &[])
+            })
+            .collect();
+        let jobs = jobs_of(&spans);
+        let mut out = String::new();
+        render(&jobs, &mut out);
+        let time = (out.split("<h3>"))
+            .find(|p| p.starts_with("Wall time, % of the time asked"))
+            .expect("a % of the time asked plot");
+        assert!(time.contains(">align (3 jobs)<"), "{time}");
+        assert_eq!(time.matches("<circle").count(), 3, "{time}");
     }
 }

@@ -7,6 +7,8 @@
 pub struct Asks {
     pub cpus: Option<u32>,
     pub memory_bytes: Option<u64>,
+    /// `--time`, seconds.
+    pub time_s: Option<u64>,
 }
 
 /// The asks of the `#SBATCH` lines at a script's top (Slurm reads none after its first
@@ -33,6 +35,7 @@ pub(crate) fn asks<'a>(lines: impl Iterator<Item = &'a str>) -> Asks {
                 "-c" | "--cpus-per-task" => out.cpus = value().and_then(|v| v.parse().ok()),
                 "--mem" => out.memory_bytes = value().and_then(memory),
                 "--mem-per-cpu" => per_cpu = value().and_then(memory),
+                "-t" | "--time" => out.time_s = value().and_then(time),
                 _ => {}
             }
         }
@@ -41,6 +44,28 @@ pub(crate) fn asks<'a>(lines: impl Iterator<Item = &'a str>) -> Asks {
         out.memory_bytes = per_cpu.map(|m| m * u64::from(out.cpus.unwrap_or(1)));
     }
     out
+}
+
+/// Slurm's time limit in seconds: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M` or `D-H:M:S`
+/// (`UNLIMITED` and `0` set none).
+fn time(v: &str) -> Option<u64> {
+    let (days, rest) = match v.split_once('-') {
+        Some((d, r)) => (d.parse::<u64>().ok()?, r),
+        None => (0, v),
+    };
+    let parts: Vec<u64> = rest
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let s = match (v.contains('-'), parts.as_slice()) {
+        (false, [m]) => m * 60,
+        (false, [m, s]) => m * 60 + s,
+        (_, [h, m, s]) => h * 3600 + m * 60 + s,
+        (true, [h]) => h * 3600,
+        (true, [h, m]) => h * 3600 + m * 60,
+        _ => return None,
+    };
+    Some(days * 86_400 + s).filter(|s| *s > 0)
 }
 
 /// Slurm's memory size: a number of MiB, or with a K, M, G or T suffix.
@@ -94,5 +119,18 @@ mod tests {
             None,
             "after a command"
         );
+    }
+
+    #[test]
+    fn every_spelling_of_a_time_limit_slurm_takes_is_read() {
+        let t = |l: &str| a(l).time_s;
+        assert_eq!(t("#SBATCH -t 30"), Some(1800), "minutes");
+        assert_eq!(t("#SBATCH --time=30:15"), Some(1815), "minutes:seconds");
+        assert_eq!(t("#SBATCH --time 2:00:00"), Some(7200));
+        assert_eq!(t("#SBATCH -t 1-12"), Some(86_400 + 12 * 3600), "days-hours");
+        assert_eq!(t("#SBATCH -t 1-0:30"), Some(86_400 + 1800));
+        assert_eq!(t("#SBATCH -t 2-01:00:05"), Some(2 * 86_400 + 3605));
+        assert_eq!(t("#SBATCH -t UNLIMITED"), None);
+        assert_eq!(t("#SBATCH -t 0"), None);
     }
 }

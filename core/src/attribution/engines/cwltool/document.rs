@@ -44,6 +44,8 @@ pub struct Step {
     /// counts mebibytes), where they are numbers: what the step asked for.
     pub cores: Option<u32>,
     pub ram_bytes: Option<u64>,
+    /// Its `ToolTimeLimit`'s `timelimit`, seconds, where it is a number above 0 (0 is none).
+    pub time_limit_s: Option<u64>,
     /// Text its expression arguments' values likely hold: the literal text around them
     /// (`wc -l < $(inputs.f.path)` holds `wc -l <`) and their string literals
     /// (`$("sort " + inputs.f.path)` holds `sort`). What tells apart tools of one
@@ -299,6 +301,7 @@ fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &
         },
         cores: resource(tool, step, "coresMin").map(|c| c.ceil().max(1.0) as u32),
         ram_bytes: resource(tool, step, "ramMin").map(|m| (m * 1048576.0).ceil() as u64),
+        time_limit_s: requirement(tool, step, ("ToolTimeLimit", "timelimit")).map(|t| t as u64),
         stderr: (tool.get("stderr").and_then(Value::as_str))
             .filter(|f| !f.contains("$(") && !f.contains("${") && !f.contains('/'))
             .map(str::to_string),
@@ -310,13 +313,18 @@ fn command_step(id: String, tool: &Value, step: Option<&Value>, env: &Env, at: &
 /// in `requirements` or `hints`, in a list (`- class: ResourceRequirement`) or a map
 /// (`ResourceRequirement: {…}`); None where it is absent or an expression.
 fn resource(tool: &Value, step: Option<&Value>, field: &str) -> Option<f64> {
+    requirement(tool, step, ("ResourceRequirement", field))
+}
+
+/// A numeric field of a requirement of `class`, as [`resource`] finds it.
+fn requirement(tool: &Value, step: Option<&Value>, (class, field): (&str, &str)) -> Option<f64> {
     let of = |doc: &Value| {
         ["requirements", "hints"].iter().find_map(|key| {
             let found = match doc.get(*key)? {
-                Value::Sequence(list) => list.iter().find(|r| {
-                    r.get("class").and_then(Value::as_str) == Some("ResourceRequirement")
-                }),
-                map => map.get("ResourceRequirement"),
+                Value::Sequence(list) => list
+                    .iter()
+                    .find(|r| r.get("class").and_then(Value::as_str) == Some(class)),
+                map => map.get(class),
             };
             found?.get(field)?.as_f64().filter(|v| *v > 0.0)
         })

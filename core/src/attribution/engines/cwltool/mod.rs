@@ -288,6 +288,7 @@ impl Cwltool {
                 codes: first.map_or_else(Default::default, |s| s.codes.clone()),
                 threads: first.and_then(|s| s.cores),
                 memory_bytes: first.and_then(|s| s.ram_bytes),
+                time_limit_s: first.and_then(|s| s.time_limit_s),
                 logs: first.map_or_else(Vec::new, |s| stderr_of(s, cwd)),
                 ..Default::default()
             });
@@ -296,7 +297,7 @@ impl Cwltool {
         let id = step.id.clone();
         let name = self.name_of(step, job);
         let codes = step.codes.clone();
-        let (threads, memory_bytes) = (step.cores, step.ram_bytes);
+        let (threads, memory_bytes, time_limit_s) = (step.cores, step.ram_bytes, step.time_limit_s);
         let logs = stderr_of(step, cwd);
         *self.instances.entry(id.clone()).or_default() += 1;
         let at = self.last.values().max().map_or(1, |n| n + 1);
@@ -307,6 +308,7 @@ impl Cwltool {
             codes,
             threads,
             memory_bytes,
+            time_limit_s,
             logs,
             ..Default::default()
         })

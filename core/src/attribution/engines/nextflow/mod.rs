@@ -223,6 +223,7 @@ fn read_task(host: &dyn Host, path: &Path) -> Option<TaskInfo> {
     // On Slurm the executor's directives say what the task asked for (`cpus`, `memory`).
     let asks = super::sbatch::asks(text.lines().take(40));
     (info.threads, info.memory_bytes) = (asks.cpus, asks.memory_bytes);
+    info.time_limit_s = asks.time_s;
     let dir = path.parent()?;
     let hash = dir.file_name()?.to_str()?;
     let prefix = dir.parent()?.file_name()?.to_str()?;

@@ -27,6 +27,8 @@ pub struct Job {
     /// bytes, which Snakemake derives from `mem_mb` and prints beside it), else its
     /// `mem_mb` (10^6 bytes, as Snakemake counts it).
     pub memory_bytes: Option<u64>,
+    /// Its `runtime` resource (minutes, as Snakemake counts it), in seconds.
+    pub time_limit_s: Option<u64>,
     /// The job's shell command (normalized) where the log says it (`-p`).
     pub shell: Option<String>,
     /// Its `log:` files, as the log lists them (relative to the working directory).
@@ -278,7 +280,10 @@ impl Parser {
                     "log" => job.logs = list().collect(),
                     "wildcards" => job.wildcards = Some(value.to_string()),
                     "threads" => job.threads = value.parse().ok(),
-                    "resources" => job.memory_bytes = memory_bytes(list()),
+                    "resources" => {
+                        job.memory_bytes = memory_bytes(list());
+                        job.time_limit_s = runtime_s(list());
+                    }
                     _ => {}
                 }
             }
@@ -296,6 +301,16 @@ fn memory_bytes(resources: impl Iterator<Item = String>) -> Option<u64> {
         mb = mb.or(num("mem_mb="));
     }
     mib.map(|m| m << 20).or(mb.map(|m| m * 1_000_000))
+}
+
+/// A job's `runtime` resource (minutes) in seconds.
+fn runtime_s(mut resources: impl Iterator<Item = String>) -> Option<u64> {
+    resources.find_map(|r| {
+        r.strip_prefix("runtime=")?
+            .parse::<u64>()
+            .ok()
+            .map(|m| m * 60)
+    })
 }
 
 fn split_field(field: &str) -> (&str, &str) {

@@ -421,6 +421,7 @@ pub(crate) fn info_from_job(job: &Job) -> TaskInfo {
         // Snakemake logs threads only above 1: a job block without is 1 thread.
         threads: Some(job.threads.unwrap_or(1)),
         memory_bytes: job.memory_bytes,
+        time_limit_s: job.time_limit_s,
         logs: job.logs.clone(),
         ..Default::default()
     }

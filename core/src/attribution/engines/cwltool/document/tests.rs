@@ -330,7 +330,7 @@ fn a_steps_resource_requirement_is_what_it_asked_for_in_cores_and_mebibytes() {
     write(
         dir.path(),
         "wf.cwl",
-        "class: Workflow\nsteps:\n  listed:\n    run:\n      class: CommandLineTool\n      baseCommand: sort\n      requirements:\n        - class: ResourceRequirement\n          coresMin: 2\n          ramMin: 1024\n    in: {}\n    out: []\n  mapped:\n    run:\n      class: CommandLineTool\n      baseCommand: gzip\n      hints:\n        ResourceRequirement: {coresMin: 1.5, ramMin: $(inputs.n)}\n    in: {}\n    out: []\n  overridden:\n    requirements:\n      ResourceRequirement: {ramMin: 100}\n    run:\n      class: CommandLineTool\n      baseCommand: wc\n      requirements: {ResourceRequirement: {ramMin: 4000}}\n    in: {}\n    out: []\n  plain:\n    run:\n      class: CommandLineTool\n      baseCommand: cat\n    in: {}\n    out: []\n",
+        "class: Workflow\nsteps:\n  listed:\n    run:\n      class: CommandLineTool\n      baseCommand: sort\n      requirements:\n        - class: ResourceRequirement\n          coresMin: 2\n          ramMin: 1024\n        - class: ToolTimeLimit\n          timelimit: 600\n    in: {}\n    out: []\n  mapped:\n    run:\n      class: CommandLineTool\n      baseCommand: gzip\n      hints:\n        ResourceRequirement: {coresMin: 1.5, ramMin: $(inputs.n)}\n    in: {}\n    out: []\n  overridden:\n    requirements:\n      ResourceRequirement: {ramMin: 100}\n    run:\n      class: CommandLineTool\n      baseCommand: wc\n      requirements: {ResourceRequirement: {ramMin: 4000}}\n    in: {}\n    out: []\n  plain:\n    run:\n      class: CommandLineTool\n      baseCommand: cat\n    in: {}\n    out: []\n",
     );
     let doc = load(&DiskHost::default(), "wf.cwl", dir.path(), &[]).unwrap();
     let asked: Vec<_> = (doc.steps.iter())
@@ -346,6 +346,9 @@ fn a_steps_resource_requirement_is_what_it_asked_for_in_cores_and_mebibytes() {
             ("plain", None, None),
         ]
     );
+    // ToolTimeLimit's timelimit counts seconds.
+    let times: Vec<_> = doc.steps.iter().map(|s| s.time_limit_s).collect();
+    assert_eq!(times, [Some(600), None, None, None]);
 }
 
 /// A tool's literal `stderr` is where cwltool sends its command's stderr; an expression's

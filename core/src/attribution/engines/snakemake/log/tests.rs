@@ -13,6 +13,14 @@ fn snakemakes_mem_mib_is_2_to_the_20_and_its_mem_mb_10_to_the_6() {
     assert_eq!(res("tmpdir=/tmp"), None);
 }
 
+/// Snakemake's `runtime` resource counts minutes (its own default: none).
+#[test]
+fn snakemakes_runtime_is_minutes() {
+    let rt = |s: &str| runtime_s(s.split(", ").map(str::to_string));
+    assert_eq!(rt("mem_mb=1000, runtime=90, tmpdir=/tmp"), Some(5400));
+    assert_eq!(rt("tmpdir=/tmp"), None);
+}
+
 const V7: &str = "Building DAG of jobs...\n\n[Mon Nov 23 01:54:07 2026]\nrule gen:\n    output: data/a/x\n    jobid: 1\n    reason: Missing output files: data/a/x\n    wildcards: s=a\n    resources: tmpdir=/tmp\n\n\n[Mon Nov 23 01:54:07 2026]\ncheckpoint split:\n    output: split\n    jobid: 12\nDAG of jobs will be updated after completion.\n\n[Mon Nov 23 01:54:07 2026]\nFinished job 12.\n\n[Mon Nov 23 01:54:12 2026]\nrule fail:\n    output: fail.txt\n    jobid: 18\n    threads: 2\n    resources: mem_mb=1500, tmpdir=/tmp\n\n[Mon Nov 23 01:54:12 2026]\nError in rule fail:\n    jobid: 18\n    output: fail.txt\n    shell:\n        echo failing; exit 3\n        (one of the commands exited with non-zero exit code; note that snakemake uses bash strict mode!)\n\n[Mon Nov 23 01:54:12 2026]\nError in rule badscript:\n    jobid: 19\n    output: badscript.txt\n\n";
 
 const V9: &str = "Execute 2 jobs...\n[Mon Nov 23 01:54:20 2026]\nlocalrule gen:\n    output: data/b/x\n    jobid: 2\n    reason: Missing output files: data/b/x\n    wildcards: s=b\n    resources: tmpdir=/tmp\nShell command: mkdir -p data/b && python3 gen.py b > data/b/x\n[Mon Nov 23 01:54:21 2026]\nFinished jobid: 2 (Rule: gen)\n1 of 26 steps (4%) done\n[Mon Nov 23 01:54:21 2026]\nlocalrule fail:\n    output: fail.txt\n    jobid: 18\n    reason: Missing output files: fail.txt\n    resources: tmpdir=/tmp\nRuleException:\nCalledProcessError in file \"/x/Snakefile\", line 95:\nCommand 'set -euo pipefail;  echo failing;\n   exit 3' returned non-zero exit status 3.\n[Mon Nov 23 01:54:21 2026]\nError in rule fail:\n    message: None\n    jobid: 18\n    output: fail.txt\n[Mon Nov 23 01:54:23 2026]\nlocalcheckpoint split:\n    output: split\n    jobid: 12\n";

@@ -1,5 +1,7 @@
-//! What a task should ask for next time, from its jobs' figures: one rule for the report
-//! page's "ask next time" and `pipetrace suggest`, so that both say the same.
+//! What a task should ask for next time, from its jobs' figures, and whether what it asked
+//! was more or less than they needed: one rule for the report page's "ask next time",
+//! `pipetrace suggest`, the run's findings and each job's span (`pipetrace.rightsizing`), so
+//! that all say the same. Below both the judgement and the span's diagnosis.
 
 /// How the figures become asks.
 #[derive(Clone, Copy, Debug)]
