@@ -8,7 +8,8 @@ use crate::{
     compare::store,
     suggest::{self, formats},
 };
-use pipetrace_core::judgement::{Kind, ReportSpan, sizing::Policy};
+use pipetrace_core::judgement::{Kind, ReportSpan};
+use pipetrace_core::sizing::Policy;
 
 /// The settings' format: the engine's (`auto`: the runs' engine), or a table, or JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -302,7 +302,7 @@ merge                    1      0.02      0.00     0 MiB     0 MiB  -           
   FAILED     filter sample=S4997: failed: task filter exited with code 3 (tool exited with code 3)
   FAILED     filter sample=S4999: failed: task filter exited with code 3 (tool exited with code 3)
 
-run big  FIVE  FAILED: run exited with code 1; 4 of 5001 tasks failed
+run big  50.10s  FAILED: run exited with code 1; 4 of 5001 tasks failed
 ├─ make ×2500  ok  median 0.01s
 ├─ filter ×2500  2496 ok, 4 FAILED  median 0.05s
 └─ merge  0.02s  ok

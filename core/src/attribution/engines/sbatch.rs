@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn every_spelling_of_a_time_limit_slurm_takes_is_read() {
-        let t = |l: &str| a(l).time_s;
+        let t = |l: &str| asks(std::iter::once(l)).time_s;
         assert_eq!(t("#SBATCH -t 30"), Some(1800), "minutes");
         assert_eq!(t("#SBATCH --time=30:15"), Some(1815), "minutes:seconds");
         assert_eq!(t("#SBATCH --time 2:00:00"), Some(7200));
