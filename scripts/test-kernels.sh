@@ -63,6 +63,10 @@ if [ ! -f "$kdir/vmlinuz" ] || [ -n "${PIPETRACE_KERNELS_REFRESH:-}" ]; then
     -o "Dir::Etc::Preferences=$apt/prefs/none" -o "Dir::Etc::PreferencesParts=$apt/prefs"
     -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt" -o "Dir::State::status=/dev/null"
     -o Acquire::Languages=none -o APT::Sandbox::User=root -q)
+  # Both series share the package index: one reads it at a time (apt-get update does not
+  # wait for another's lists lock, it fails at once).
+  exec 9>"$apt/pipetrace.lock"
+  flock 9
   say "reading $suite's package index from $mirror"
   apt-get "${opts[@]}" update >/dev/null || die "apt-get update from $mirror failed"
   # The metapackage of the suite names the current image package of the series.
@@ -83,6 +87,7 @@ if [ ! -f "$kdir/vmlinuz" ] || [ -n "${PIPETRACE_KERNELS_REFRESH:-}" ]; then
   dpkg-deb -f "$tmp"/*.deb Package Version >"$kdir/package"
   rm -rf "$tmp"
   trap - EXIT
+  flock -u 9
 fi
 
 # --- the root: busybox, the binaries (debug info stripped) and their libraries ---
