@@ -399,7 +399,7 @@ fn under_ask(jobs: &[&Job], m: Miss, (cpus, memory): (bool, bool)) -> Option<Fin
     if let (true, Some(asked)) = (cpus, m.cpus_asked) {
         let busy = jobs.iter().map(|j| j.cpus_wanted()).fold(0.0, f64::max);
         said.push(format!(
-            "asked for {} and kept {busy:.1} busy",
+            "asked for {} and kept {busy:.1} busy or waiting for one",
             cpus_word(asked)
         ));
     }
@@ -735,7 +735,8 @@ mod tests {
         let f = &all[0];
         assert_eq!((f.rank, f.what.kind()), (Rank::UnderAsk, "under_ask"));
         assert!(
-            f.text.contains("asked for 1 CPU and kept 3.8 busy"),
+            f.text
+                .contains("asked for 1 CPU and kept 3.8 busy or waiting for one"),
             "{}",
             f.text
         );
