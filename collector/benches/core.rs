@@ -7,7 +7,7 @@
 //! `cargo bench -p pipetrace --bench core [-- PROCESSES ROUNDS BATCH]`
 use std::time::Duration;
 
-use pipetrace::session::Session;
+use pipetrace::pipeline::Pipeline;
 use pipetrace_core::port::fake::{self, FakeHost};
 use pipetrace_core::{
     accounting::{CpuTimes, Switches, Usage},
@@ -15,10 +15,7 @@ use pipetrace_core::{
     event::{Event, ProcKey},
     redact::Redactor,
 };
-use pipetrace_export::{
-    export::Sink,
-    signals::{SpanBuilder, metrics::Metrics},
-};
+use pipetrace_export::{export::Sink, signals::SpanBuilder};
 
 const S: u64 = 1_000_000_000;
 const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
@@ -95,7 +92,7 @@ async fn round(n: u32, per_batch: usize) -> f64 {
     cpu
 }
 
-fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
+fn core(fake: &FakeHost, file: &std::path::Path) -> Pipeline {
     let yaml = format!(
         "attribution:\n  run_rules:\n    - match: {{ argv: '{TAG}' }}\n      name: storm\n"
     );
@@ -105,12 +102,13 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
         output: Some(file.to_path_buf()),
         ..Default::default()
     };
-    let cfg = pipetrace_config::load(Some(&cfg_file), &flags).expect("config");
+    let mut cfg = pipetrace_config::load(Some(&cfg_file), &flags).expect("config");
+    // As measured before the stages: no history on disk, no trace budget.
+    cfg.diagnosis.state_dir = None;
+    cfg.export.max_trace_bytes = 0;
     let info = pipetrace_core::machine::fake_info(fake);
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).expect("redactor"));
     let sink = Sink::start(&cfg, &info, file.to_path_buf()).expect("file sink");
-    let resource = pipetrace_export::export::resource(&cfg, &info);
-    let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
     let attr = Attributor::new(
         Mode::Agent,
         &cfg.attribution,
@@ -119,7 +117,8 @@ fn core(fake: &FakeHost, file: &std::path::Path) -> Session {
     )
     .expect("attributor");
     let outputs = pipetrace_export::outputs::Outputs::of_sink(sink);
-    Session::new(fake.shared(), attr, builder, outputs, metrics)
+    pipetrace::assembly::pipeline(&cfg, &info, (attr, builder), outputs, (false, false))
+        .expect("the pipeline")
 }
 
 fn key(pid: u32, start_ns: u64) -> ProcKey {

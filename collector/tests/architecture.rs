@@ -33,7 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("advice", &["suggest"]),
     ("provenance", &["provenance"]),
     ("terminal", &["summary"]),
-    ("the loop", &["session"]),
+    ("the loop", &["pipeline"]),
     ("assembly", &["assembly"]),
     ("commands", &["cli"]),
 ];

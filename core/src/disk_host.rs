@@ -114,6 +114,10 @@ impl Host for DiskHost {
     fn open_database(&self, path: &Path) -> Option<Box<dyn Database>> {
         sqlite(path)
     }
+    // A recorded machine holds no installed distributions.
+    fn engine_version(&self, _: &str, _: &[String], _: &str) -> Option<String> {
+        None
+    }
 }
 
 /// The disk host, shared as attribution takes a host.

@@ -86,6 +86,9 @@ pub trait Host: Send + Sync {
     /// An engine's own database file (Prefect's SQLite), opened read-only; None where it
     /// cannot be opened.
     fn open_database(&self, path: &Path) -> Option<Box<dyn Database>>;
+    /// The version of the Python distribution `package` (an engine's) installed beside
+    /// the program `image_path` run with `argv`, or beside its interpreter.
+    fn engine_version(&self, image_path: &str, argv: &[String], package: &str) -> Option<String>;
 
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         let bytes = self.read(path)?;

@@ -137,6 +137,10 @@ impl Host for LiveHost {
     fn open_database(&self, path: &Path) -> Option<Box<dyn Database>> {
         Some(Box::new(super::database::Sqlite::open(path)?))
     }
+
+    fn engine_version(&self, image_path: &str, argv: &[String], package: &str) -> Option<String> {
+        super::python_dist::engine_version(image_path, argv, package)
+    }
 }
 
 /// A process's established TCP connections: its socket descriptors looked up in the TCP

@@ -12,12 +12,13 @@ use anyhow::Context;
 use pipetrace_config::Config;
 use pipetrace_core::machine::HostInfo;
 
-use crate::session::Outputs;
-use crate::session::Session;
+use crate::pipeline::{Attribution, Judge, Lifecycle, Outputs, Pipeline, Stages, Ticks};
+use crate::scope::Scope;
 use pipetrace_core::attribution::{Attributor, Mode};
 use pipetrace_core::redact::Redactor;
 use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound, resource};
-use pipetrace_export::signals::{SpanBuilder, metrics::Metrics};
+use pipetrace_export::signals::{SpanBuilder, fold::Folder, metrics::Metrics};
+use pipetrace_host::gpu::GpuSampler;
 use pipetrace_host::source::{Events, ProbeState};
 
 /// What the graph is built for.
@@ -70,7 +71,7 @@ pub(crate) fn assemble(
     of: For,
     (host, builder, polling): (&HostInfo, SpanBuilder, bool),
     (sink, prometheus): (Sink, Option<Bound>),
-) -> anyhow::Result<Session> {
+) -> anyhow::Result<Pipeline> {
     let machine = pipetrace_host::this_machine();
     let (mode, argv, view) = match of {
         For::Run {
@@ -89,34 +90,55 @@ pub(crate) fn assemble(
         attr = attr.with_command(argv);
     }
     let outputs = outputs::list(cfg, view, sink, prometheus)?;
-    let mut pipe = pipeline(cfg, host, attr, builder, outputs)?.with_procfs(polling);
     // The whole node's idleness is a node agent's to judge: one scoped to a cgroup (a
     // sidecar) sees neither the node's runs nor only its own CPU.
-    if matches!(view, outputs::View::Agent) && cfg.probes.scope_cgroup.is_none() {
-        pipe = pipe.with_host_idle(&cfg.host);
-    }
-    Ok(pipe)
+    let idle = matches!(view, outputs::View::Agent) && cfg.probes.scope_cgroup.is_none();
+    pipeline(cfg, host, (attr, builder), outputs, (polling, idle))
 }
 
-/// The pipeline with its metrics, feeding `outputs`.
-fn pipeline(
+/// The loop's stages, each built from its own section of `cfg`, feeding `outputs`;
+/// `polling`: events come from polling /proc; `idle`: the node's idleness is judged.
+pub fn pipeline(
     cfg: &Config,
     host: &HostInfo,
-    attr: Attributor,
-    builder: SpanBuilder,
+    (mut attr, builder): (Attributor, SpanBuilder),
     outputs: (Outputs, Arc<SinkStats>),
-) -> anyhow::Result<Session> {
-    let measured = builder.measured();
-    let metrics = Metrics::new(&cfg.metrics, measured, &resource(cfg, host), attr.host());
-    // The attribution and the rest of the core read through one host.
-    let pipe = Session::new(attr.host(), attr, builder, outputs, metrics)
-        .with_usage_wait(cfg.probes.usage_wait)
-        .with_trace_budget(cfg.export.max_trace_bytes, cfg.export.fold_under)
-        .with_diagnosis(&cfg.diagnosis)
-        .with_files(files_filter(cfg)?)
-        .with_scope(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?)
-        .with_gpu(gpu_driver(&cfg.gpu), cfg.metrics.interval, &host.gpus);
-    Ok(pipe)
+    (polling, idle): (bool, bool),
+) -> anyhow::Result<Pipeline> {
+    // Every stage reads through the attribution's host: the machine, or a test's fake.
+    let shared = attr.host();
+    let metrics = Metrics::new(
+        &cfg.metrics,
+        builder.measured(),
+        &resource(cfg, host),
+        shared.clone(),
+    );
+    let files = files_filter(cfg)?;
+    attr.files_per_task = files.max_per_task;
+    let scope = Scope::new(crate::scope::resolve(cfg.probes.scope_cgroup.as_deref())?);
+    let gpu = gpu_driver(&cfg.gpu).and_then(|d| match GpuSampler::new(d, &host.gpus) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::warn!("NVML answers but lists no GPU ({e}): GPU figures off");
+            None
+        }
+    });
+    let idle = idle.then(|| pipetrace_host::IdleClock::new(&cfg.host, shared.ticks_per_s()));
+    let stages = Stages {
+        host: shared.clone(),
+        life: Lifecycle::new(
+            shared.clone(),
+            (scope, files),
+            cfg.probes.usage_wait,
+            polling,
+        ),
+        attr: Attribution::new(shared.clone(), attr, host.boot_to_unix_ns),
+        judge: Judge::new(shared.clone(), &cfg.diagnosis),
+        build: builder,
+        budget: Folder::new(cfg.export.max_trace_bytes, cfg.export.fold_under),
+        ticks: Ticks::new(shared, metrics, (gpu, cfg.metrics.interval), idle),
+    };
+    Ok(Pipeline::new(stages, outputs))
 }
 
 /// Which opened files are kept: the user's globs, never the system's or an engine's own.

@@ -6,7 +6,7 @@ use anyhow::Context;
 use pipetrace_config::Config;
 
 use crate::{compare::keeper::Keeper, summary::Summary};
-use crate::{session::Outputs, summary::Made};
+use crate::{pipeline::Outputs, summary::Made};
 use pipetrace_export::export::{Sink, SinkStats, prometheus::Bound};
 use pipetrace_export::outputs::Output;
 

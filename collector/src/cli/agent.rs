@@ -8,8 +8,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use super::serve::Core;
 use crate::{
     assembly::{For, Prepared, assemble, prepare},
+    pipeline::Pipeline,
     registry::{AgentLock, AgentStatus},
-    session::Session,
 };
 use pipetrace_host::source::KernelLosses;
 
@@ -17,7 +17,7 @@ use pipetrace_host::source::KernelLosses;
 const RUNTIME_DIR: &str = "/run/pipetrace";
 
 /// The agent's figures in its log, every minute.
-fn log_figures(pipe: &Session, lost: KernelLosses) {
+fn log_figures(pipe: &Pipeline, lost: KernelLosses) {
     let f = pipe.agent_figures(lost);
     log::info!(
         "{} events, {} processes known, {} in runs; lost {} kernel events and {} updates of \
@@ -161,7 +161,7 @@ async fn serve_until(
 }
 
 /// Sends what is left and says what the agent did and lost.
-async fn stop_and_say(cfg: &Config, pipe: Session, lost: KernelLosses) {
+async fn stop_and_say(cfg: &Config, pipe: Pipeline, lost: KernelLosses) {
     let (events, f) = (pipe.events(), pipe.agent_figures(lost));
     let (bad, usage_missing, overflowed) = (f.undecodable, f.usage_missing, f.series_overflowed);
     let at_exit = f.usage_at_exit;

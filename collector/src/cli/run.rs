@@ -11,7 +11,7 @@ use pipetrace_core::judgement::Judgement;
 
 use crate::{
     assembly::{For, Prepared, assemble, prepare},
-    session::Session,
+    pipeline::Pipeline,
     sizing::Catalog,
     summary::{Delivery, Loss, Made, Summary},
 };
@@ -107,7 +107,7 @@ pub(crate) async fn run(
     let built = (&host, builder, events.is_polling());
     let pipe = assemble(cfg, of, built, (exporter, prometheus))?;
     let mut core = Core::new(pipe, events, &taps, cfg, Duration::from_millis(200));
-    let root = crate::session::Spawned {
+    let root = crate::pipeline::Spawned {
         pid: root_pid,
         argv: argv.to_vec(),
         start_ns: spawned_ns,
@@ -177,7 +177,7 @@ async fn cannot_start(exporter: Sink, files: &RunFiles, program: &str, e: std::i
 /// (a command that ignores SIGTERM would otherwise run on as if never asked).
 async fn until_it_exits(
     core: &mut Core<'_>,
-    (mut child, root): (tokio::process::Child, &crate::session::Spawned),
+    (mut child, root): (tokio::process::Child, &crate::pipeline::Spawned),
     (forwarder, how): (&super::forward::Forwarder, &How),
     cfg: &Config,
 ) -> anyhow::Result<std::process::ExitStatus> {
@@ -221,7 +221,7 @@ async fn until_it_exits(
 /// Sends what is left, writes the report and prints the end of the run.
 async fn finish(
     cfg: &Config,
-    pipe: Session,
+    pipe: Pipeline,
     (lost, ending): (Loss, Ending),
     (print_summary, print_machines, machines): (bool, bool, Option<&Catalog>),
     files: &RunFiles,

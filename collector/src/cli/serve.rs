@@ -6,13 +6,13 @@ use std::{future::Future, time::Duration};
 
 use anyhow::Context;
 
-use crate::session::Session;
+use crate::pipeline::Pipeline;
 use pipetrace_core::event::Event;
 use pipetrace_host::source::{Events, ProbeState};
 
 /// The pipeline with its source and sinks, and the ticks common to both modes.
 pub(super) struct Core<'a> {
-    pub pipe: Session,
+    pub pipe: Pipeline,
     pub events: Events,
     pub buf: Vec<Event>,
     pub taps: &'a ProbeState,
@@ -24,7 +24,7 @@ pub(super) struct Core<'a> {
 impl<'a> Core<'a> {
     /// `poll`: how often waiting names are looked for; `metrics`: `metrics.interval`.
     pub(crate) fn new(
-        pipe: Session,
+        pipe: Pipeline,
         events: Events,
         taps: &'a ProbeState,
         cfg: &pipetrace_config::Config,
@@ -66,9 +66,7 @@ impl<'a> Core<'a> {
         let taps = self.taps;
         let net = move |pid| taps.accumulated(pid);
         let lost = taps.losses();
-        if let Some(req) = self.pipe.metrics_tick(&net, lost) {
-            self.pipe.send_metrics(req);
-        }
+        self.pipe.tick(&net, lost);
     }
 
     /// What is queued now, taken without waiting.

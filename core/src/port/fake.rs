@@ -269,6 +269,11 @@ impl Host for FakeHost {
         let open = self.state().databases.clone()?;
         open(path)
     }
+
+    // The fake machine has no Python installed.
+    fn engine_version(&self, _: &str, _: &[String], _: &str) -> Option<String> {
+        None
+    }
 }
 
 /// The kernel's two records of a process forked by `parent` at `at` (boot clock, ns) that

@@ -6,7 +6,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use pipetrace_semconv::attr;
 
-use super::Session;
+use super::Pipeline;
 use pipetrace_core::accounting::Usage;
 use pipetrace_core::attribution::{Attributor, Mode};
 use pipetrace_core::event::{Event, ProcKey};
@@ -15,7 +15,7 @@ use pipetrace_core::judgement::ReportSpan;
 use pipetrace_core::port::ProcSnapshot;
 use pipetrace_core::port::fake::{self, FakeHost};
 use pipetrace_core::redact::Redactor;
-use pipetrace_export::signals::{SpanBuilder, metrics::Metrics};
+use pipetrace_export::signals::SpanBuilder;
 
 const S: u64 = 1_000_000_000;
 /// Unix time at boot.
@@ -23,23 +23,25 @@ const BOOT_UNIX_NS: u64 = 1_800_000_000 * S;
 const WORKDIR: &str = "/data/variants";
 
 /// A core of `pipetrace run` for root `root_pid`, writing its spans to `file`.
-fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Session {
+fn core(fake: &FakeHost, root_pid: u32, file: &std::path::Path) -> Pipeline {
     let mut cfg = pipetrace_config::Config::default();
     cfg.export.file = Some(file.to_path_buf());
+    // No history: each test judges its run alone.
+    cfg.diagnosis.state_dir = None;
     let info = pipetrace_core::machine::fake_info(fake);
     let builder = SpanBuilder::new(info.clone(), Redactor::new(true, &[]).unwrap());
     let exporter = pipetrace_export::export::Sink::start(&cfg, &info, file.to_path_buf()).unwrap();
-    let resource = pipetrace_export::export::resource(&cfg, &info);
-    let metrics = Metrics::new(&cfg.metrics, builder.measured(), &resource, fake.shared());
     let mode = Mode::Run { root_pid };
     let attr = Attributor::new(mode, &cfg.attribution, BOOT_UNIX_NS as i128, fake.shared());
-    Session::new(
-        fake.shared(),
-        attr.unwrap(),
-        builder,
-        pipetrace_export::outputs::Outputs::of_sink(exporter),
-        metrics,
+    let outputs = pipetrace_export::outputs::Outputs::of_sink(exporter);
+    crate::assembly::pipeline(
+        &cfg,
+        &info,
+        (attr.unwrap(), builder),
+        outputs,
+        (false, false),
     )
+    .unwrap()
 }
 
 fn key(pid: u32, start_ns: u64) -> ProcKey {
@@ -81,7 +83,7 @@ fn record(fake: &FakeHost, output: &str, rule: &str, shellcmd: &str, from: u64, 
     fake.write(path, json.to_string());
 }
 
-async fn finish(mut pipe: Session, file: &std::path::Path) -> Vec<ReportSpan> {
+async fn finish(mut pipe: Pipeline, file: &std::path::Path) -> Vec<ReportSpan> {
     pipe.poll(true);
     let (exporter, _) = pipe.end();
     assert!(exporter.shutdown(Duration::from_secs(5)).await);
