@@ -83,7 +83,7 @@ impl Now {
 
     /// The engine's counts: its done and total stand, and its queued and running where it
     /// says (else queued are those neither done nor seen running).
-    pub fn engine_says(&mut self, p: &pipetrace_core::attribution::engines::Progress) {
+    pub(crate) fn engine_says(&mut self, p: &pipetrace_core::attribution::engines::Progress) {
         (self.done, self.total) = (p.done, Some(p.total));
         self.running = p.running();
         self.queued = p.queued.or_else(|| self.not_started());

@@ -186,7 +186,7 @@ impl Pipeline {
     }
 
     /// The run's root, reaped by `pipetrace run` with `status`.
-    pub fn root_reaped(&mut self, root: &Spawned, status: u32) {
+    pub(crate) fn root_reaped(&mut self, root: &Spawned, status: u32) {
         let never_seen = self.attr.get().runs() == 0 && self.runs_finished == 0;
         for ev in self.life.root_reaped(root, status, never_seen) {
             self.handle(ev);
@@ -279,7 +279,7 @@ impl Pipeline {
 
     /// Whether a run ended and all of it is settled: no task waits for its engine's
     /// records, no exit for its usage.
-    pub fn run_settled(&self) -> bool {
+    pub(crate) fn run_settled(&self) -> bool {
         self.runs_finished > 0 && self.attr.get().pending() == 0 && self.awaiting_usage() == 0
     }
 

@@ -36,7 +36,7 @@ const DMI_MAX: u64 = 256;
 const INSTANCE_DATA_MAX: u64 = 4 << 20;
 
 /// The DMI directory to read: [`DMI_DIR_ENV`], else [`DMI_DIR`].
-pub fn dmi_dir() -> PathBuf {
+pub(crate) fn dmi_dir() -> PathBuf {
     std::env::var_os(DMI_DIR_ENV)
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)

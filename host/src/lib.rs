@@ -28,7 +28,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-pub use cloud::{CLOUD_INIT_DATA, DMI_DIR, DMI_DIR_ENV, dmi_dir};
+pub use cloud::{CLOUD_INIT_DATA, DMI_DIR, DMI_DIR_ENV};
 pub use idle::IdleClock;
 pub use live::LiveHost;
 use pipetrace_core::{

@@ -246,16 +246,36 @@ pub struct Options<'a> {
     pub tempo: bool,
 }
 
-/// A free loopback port, for a receiver started later.
-/// `N` distinct free loopback ports: each held until all are chosen, so that none is
-/// handed out twice (a port let go at once may be the next one asked for).
+/// `N` distinct free loopback ports, for servers started later (a backend coming back where
+/// it was). Taken below the kernel's ephemeral range (`ip_local_port_range`): a port let go
+/// there may be the next one the kernel hands out, to a `bind(0)` or as the source port of
+/// any connection on the machine, and the server could not bind it again (seen: a five-minute
+/// outage's backend found its port taken). Each is held until all are chosen.
 pub fn free_ports<const N: usize>() -> [u16; N] {
-    let held: Vec<std::net::TcpListener> = (0..N)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (from, span) = (20_000u16, low.saturating_sub(20_000).max(1));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    let mut held: Vec<std::net::TcpListener> = Vec::new();
+    for i in 0..u32::from(span) {
+        if held.len() == N {
+            break;
+        }
+        let port = from + ((seed.wrapping_add(i.wrapping_mul(7_919))) % u32::from(span)) as u16;
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            held.push(l);
+        }
+    }
+    assert_eq!(held.len(), N, "free ports below {low}");
     std::array::from_fn(|i| held[i].local_addr().expect("its address").port())
 }
 
+/// A free loopback port, for a server bound at once.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

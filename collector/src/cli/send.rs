@@ -20,7 +20,7 @@ use pipetrace_export::export::{
 
 /// Where `pipetrace run` keeps what it could not deliver: beside its trace file, else in
 /// the state directory's `unsent/`, else in its working directory.
-pub fn unsent_path(cfg: &Config, stem: &Path, trace_file: Option<&Path>) -> PathBuf {
+pub(crate) fn unsent_path(cfg: &Config, stem: &Path, trace_file: Option<&Path>) -> PathBuf {
     if let Some(t) = trace_file {
         return pipetrace_export::export::paths::unsent_beside(t);
     }

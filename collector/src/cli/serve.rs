@@ -62,7 +62,7 @@ impl<'a> Core<'a> {
     }
 
     /// Samples what runs (stalls, live figures) and sends the metrics, if on.
-    pub fn export_metrics(&mut self) {
+    pub(crate) fn export_metrics(&mut self) {
         let taps = self.taps;
         let net = move |pid| taps.accumulated(pid);
         let lost = taps.losses();

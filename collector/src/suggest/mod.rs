@@ -97,7 +97,7 @@ impl Jobs {
 
     /// Each job of the spans, read as the page reads it (`judgement::job`): one rule, one
     /// answer.
-    pub fn add_spans(&mut self, spans: &[ReportSpan]) {
+    pub(crate) fn add_spans(&mut self, spans: &[ReportSpan]) {
         for j in pipetrace_core::judgement::job::jobs_of(spans) {
             if j.span.text(attr::CICD_PIPELINE_TASK_NAME).is_none() {
                 continue;

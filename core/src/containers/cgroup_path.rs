@@ -71,7 +71,7 @@ fn pod_uid(c: &str) -> Option<String> {
 }
 
 /// One cgroup path: the innermost container id, with its runtime, and the pod above it.
-pub fn from_path(path: &str) -> Option<Placement> {
+pub(crate) fn from_path(path: &str) -> Option<Placement> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let (at, (id, mut runtime)) = parts
         .iter()
@@ -101,7 +101,7 @@ pub fn from_path(path: &str) -> Option<Placement> {
 }
 
 /// The text of `/proc/<pid>/cgroup`: the first line whose path names a container.
-pub fn from_proc_cgroup(text: &str) -> Option<Placement> {
+pub(crate) fn from_proc_cgroup(text: &str) -> Option<Placement> {
     text.lines()
         .filter_map(|l| l.splitn(3, ':').nth(2))
         .find_map(from_path)

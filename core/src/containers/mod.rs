@@ -13,7 +13,8 @@ use crate::port::Host;
 
 pub use crate::port::{JobRecord, RecordCell};
 pub use argo::ArgoPod;
-pub use cgroup_path::{Placement, from_path, from_proc_cgroup};
+pub use cgroup_path::Placement;
+pub(crate) use cgroup_path::from_proc_cgroup;
 pub use kubelet::K8s;
 pub use records::Details;
 pub use slurm::SlurmStep;

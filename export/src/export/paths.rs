@@ -24,7 +24,7 @@ pub enum WriteError {
 /// Makes the folder `path` is to be written in (and those above it) where missing: every
 /// command that writes a file the user named does this, and refuses only a folder that
 /// cannot be made.
-pub fn make_folder_of(path: &Path) -> std::io::Result<()> {
+pub(crate) fn make_folder_of(path: &Path) -> std::io::Result<()> {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(dir) => std::fs::create_dir_all(dir),
         None => Ok(()),

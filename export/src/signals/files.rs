@@ -39,7 +39,7 @@ pub(crate) fn log_attrs(logs: &[String], r: &Redactor, out: &mut Vec<KeyValue>) 
 
 /// A tool's files: read (and never written by it) and written. Nothing when it opened none
 /// that are kept.
-pub fn tool_attrs(files: Option<&Files>, r: &Redactor, out: &mut Vec<KeyValue>) {
+pub(crate) fn tool_attrs(files: Option<&Files>, r: &Redactor, out: &mut Vec<KeyValue>) {
     let Some(f) = files.filter(|f| !f.is_empty()) else {
         return;
     };
@@ -51,7 +51,7 @@ pub fn tool_attrs(files: Option<&Files>, r: &Redactor, out: &mut Vec<KeyValue>) 
 }
 
 /// A task's inputs (read by its processes, written by none) and outputs (written).
-pub fn task_attrs(files: &Files, r: &Redactor, out: &mut Vec<KeyValue>) {
+pub(crate) fn task_attrs(files: &Files, r: &Redactor, out: &mut Vec<KeyValue>) {
     if files.is_empty() {
         return;
     }

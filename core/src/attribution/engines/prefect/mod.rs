@@ -18,7 +18,7 @@ mod progress;
 mod servers;
 mod standing;
 
-pub use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
+pub(crate) use standing::{is_multiprocessing, is_standing_server, runs_a_flow_run, server_of};
 
 use std::{
     path::PathBuf,

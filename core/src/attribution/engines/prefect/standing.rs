@@ -14,7 +14,7 @@ use crate::{
 
 /// Whether a process runs a Prefect API server: `prefect server start` in the foreground
 /// (the CLI serves in-process) or the uvicorn process it, or a flow, starts.
-pub fn is_standing_server(image: &Image) -> bool {
+pub(crate) fn is_standing_server(image: &Image) -> bool {
     let a = &image.argv;
     super::is_server(image)
         || (0..a.len().saturating_sub(2)).any(|i| {
@@ -27,7 +27,7 @@ pub fn is_standing_server(image: &Image) -> bool {
 /// Whether a process runs one flow run that a runner or worker started: `python -m
 /// prefect.engine` (`flow.serve()`, a process worker's runner) or `prefect flow-run execute`
 /// (a worker's job). Its parent is no flow; it is one.
-pub fn runs_a_flow_run(image: &Image) -> bool {
+pub(crate) fn runs_a_flow_run(image: &Image) -> bool {
     let a = &image.argv;
     let engine = a
         .windows(2)
@@ -43,7 +43,7 @@ pub fn runs_a_flow_run(image: &Image) -> bool {
 /// Whether a process is one of Python's `multiprocessing` helpers (a spawned worker, the
 /// resource tracker): `flow.serve()` runs each flow run in a spawned process, which is the
 /// flow, not a task of the serving process.
-pub fn is_multiprocessing(image: &Image) -> bool {
+pub(crate) fn is_multiprocessing(image: &Image) -> bool {
     let a = &image.argv;
     a.windows(2)
         .any(|w| w[0] == "-c" && w[1].starts_with("from multiprocessing."))
@@ -65,7 +65,7 @@ fn net_namespace(host: &dyn Host, pid: u32) -> Option<PathBuf> {
 }
 
 /// The server among `servers` that process `pid` is connected to, if any.
-pub fn server_of(host: &dyn Host, pid: u32, servers: &[u32]) -> Option<u32> {
+pub(crate) fn server_of(host: &dyn Host, pid: u32, servers: &[u32]) -> Option<u32> {
     let mine = host.tcp_links(pid);
     if mine.is_empty() {
         return None;
